@@ -1,0 +1,1 @@
+//! Newline-delimited framing of the agent's stdout, with a hard line limit.

@@ -1,0 +1,1 @@
+//! The typed, async connection to one agent.

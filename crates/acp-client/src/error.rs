@@ -1,0 +1,135 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::process::ExitInfo;
+use crate::rpc::{codes, RpcError};
+
+/// Everything that can go wrong talking to an agent or serving its requests.
+///
+/// Messages are sentences meant for a user: they say what happened and, where
+/// there is one, what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The agent sent a line longer than the configured limit.
+    #[error("the agent sent a message longer than the {limit}-byte limit; raise `max_line_bytes` in the connection options if the agent really sends messages that large")]
+    LineTooLong { limit: usize },
+
+    /// Reading from or writing to the agent's pipes failed.
+    #[error("I/O error talking to the agent: {0}")]
+    Io(#[from] std::io::Error),
+
+    /// The agent command could not be started.
+    #[error("could not start agent `{command}`: {reason}")]
+    Spawn { command: String, reason: String },
+
+    /// The agent process exited (or closed its stdout) while requests were pending.
+    #[error("the agent exited ({status}){}", stderr_suffix(stderr_tail))]
+    AgentExited {
+        status: ExitInfo,
+        stderr_tail: String,
+    },
+
+    /// The agent answered a request with a JSON-RPC error.
+    #[error("the agent answered `{method}` with error {}: {}", error.code, error.message)]
+    Rpc { method: String, error: RpcError },
+
+    /// No answer within the request's timeout.
+    #[error("the agent did not answer `{method}` within {timeout:?}; check that the agent command is an ACP agent (some need an extra flag such as `--acp`)")]
+    Timeout { method: String, timeout: Duration },
+
+    /// The agent did not advertise the capability a method needs.
+    #[error("the agent does not support `{method}`: it did not advertise it in `initialize`")]
+    NotSupported { method: String },
+
+    /// The agent answered `initialize` with a protocol version we cannot speak.
+    #[error("the agent speaks ACP protocol version {agent}, this client speaks version {client}; update the agent or acp-client")]
+    ProtocolVersion { agent: u16, client: u16 },
+
+    /// A message from the agent did not have the expected shape.
+    #[error("could not decode {what}: {reason}")]
+    Decode { what: String, reason: String },
+
+    /// The agent stopped reading its stdin and our outgoing queue is full.
+    #[error("the agent is not reading its input ({queued} messages queued); it is probably stuck: restart it")]
+    Backpressure { queued: usize },
+
+    /// The connection was shut down.
+    #[error("the connection to the agent is closed; start a new one")]
+    Closed,
+
+    /// The request was cancelled.
+    #[error("the request was cancelled")]
+    Cancelled,
+
+    /// Method called before `initialize` succeeded.
+    #[error("call `initialize` before `{method}`")]
+    NotInitialized { method: String },
+
+    /// A path parameter was not absolute.
+    #[error("path `{}` is not absolute; ACP requires absolute paths", path.display())]
+    RelativePath { path: PathBuf },
+
+    /// A path lies outside every workspace root of the session.
+    #[error("path `{}` is outside the workspace ({}); the agent may only touch files under the session's cwd and additional directories", path.display(), roots_list(roots))]
+    OutsideWorkspace { path: PathBuf, roots: Vec<PathBuf> },
+
+    /// A file's content is not UTF-8.
+    #[error("`{}` is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf },
+
+    /// Something the request names does not exist (session, terminal, file, line).
+    #[error("{0}")]
+    NotFound(String),
+
+    /// A request's parameters were malformed.
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+
+    /// The editor host failed to serve a request.
+    #[error("{0}")]
+    Host(String),
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    let tail = tail.trim_end();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; its last stderr output was:\n{tail}")
+    }
+}
+
+fn roots_list(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Error {
+    /// The JSON-RPC error to send back when a handler fails with this error.
+    pub fn to_rpc_error(&self) -> RpcError {
+        let code = match self {
+            Error::InvalidParams(_) | Error::RelativePath { .. } | Error::Decode { .. } => {
+                codes::INVALID_PARAMS
+            }
+            Error::OutsideWorkspace { .. } | Error::NotFound(_) => codes::RESOURCE_NOT_FOUND,
+            Error::Cancelled => codes::REQUEST_CANCELLED,
+            Error::Rpc { error, .. } => error.code,
+            _ => codes::INTERNAL_ERROR,
+        };
+        RpcError::new(code, self.to_string())
+    }
+
+    /// True when the agent answered `-32000` (authentication required).
+    pub fn is_auth_required(&self) -> bool {
+        matches!(self, Error::Rpc { error, .. } if error.code == codes::AUTH_REQUIRED)
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

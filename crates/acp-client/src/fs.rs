@@ -1,0 +1,1 @@
+//! `fs/*`: the workspace sandbox and disk-backed reads and writes.

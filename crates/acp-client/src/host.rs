@@ -1,0 +1,163 @@
+//! The editor boundary: what an editor implements to host ACP agents.
+//!
+//! An editor that implements only [`EditorHost::request_permission`] gets
+//! disk-backed `fs/*` and process-backed `terminal/*` for free; an editor with
+//! buffers overrides [`EditorHost::read_text_file`] and
+//! [`EditorHost::write_text_file`] so agents see and edit unsaved text.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use crate::process::ExitInfo;
+use crate::session::SessionChange;
+use crate::terminal::TerminalEvent;
+use crate::update::SessionId;
+
+/// Which agent->client methods the editor serves. Advertised in
+/// `initialize`; a request for anything switched off is answered `-32601`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCapabilities {
+    pub read_text_file: bool,
+    pub write_text_file: bool,
+    pub terminal: bool,
+}
+
+impl Default for HostCapabilities {
+    /// Everything on: the client serves fs and terminals itself.
+    fn default() -> Self {
+        Self {
+            read_text_file: true,
+            write_text_file: true,
+            terminal: true,
+        }
+    }
+}
+
+/// An `fs/read_text_file` that passed the workspace check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadTextFile {
+    pub session_id: SessionId,
+    /// Absolute, normalized path inside the session's workspace.
+    pub path: PathBuf,
+    /// 1-based first line.
+    pub line: Option<u32>,
+    /// Number of lines.
+    pub limit: Option<u32>,
+}
+
+/// An `fs/write_text_file` that passed the workspace check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteTextFile {
+    pub session_id: SessionId,
+    /// Absolute, normalized path inside the session's workspace.
+    pub path: PathBuf,
+    pub content: String,
+}
+
+/// What the editor did with a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The editor applied the write (to a buffer and/or disk). `old_content`
+    /// is the text it replaced (`None` for a new file), for edit review.
+    Handled { old_content: Option<String> },
+    /// The editor has no buffer for the path: the client writes the disk.
+    NotHandled,
+}
+
+/// A record of one agent edit, for review: the file's content before and
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEdit {
+    pub session_id: SessionId,
+    pub path: PathBuf,
+    /// `None` when the file did not exist.
+    pub old_content: Option<String>,
+    pub new_content: String,
+}
+
+/// Everything the client tells the editor, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The session model changed.
+    Session {
+        #[serde(rename = "sessionId")]
+        session_id: SessionId,
+        change: SessionChange,
+    },
+    /// A pending permission prompt was answered `cancelled` by the client
+    /// (turn cancelled, agent cancelled the request, or agent exited); the
+    /// editor should close it.
+    PermissionCancelled {
+        id: PermissionRequestId,
+        #[serde(rename = "sessionId")]
+        session_id: SessionId,
+    },
+    /// A permission request was answered from the permission memory or an
+    /// auto-allow rule, without asking.
+    PermissionAutoAnswered {
+        request: PermissionRequest,
+        decision: PermissionDecision,
+    },
+    /// Terminal output or exit.
+    Terminal(TerminalEvent),
+    /// The agent changed a file through `fs/write_text_file`.
+    FileEdited(FileEdit),
+    /// The agent process exited or closed its output.
+    AgentExited {
+        status: ExitInfo,
+        #[serde(rename = "stderrTail")]
+        stderr_tail: String,
+    },
+    /// A message the client could not use (malformed line, unknown
+    /// notification); logged, shown for diagnosis.
+    ProtocolWarning { message: String },
+}
+
+/// Receives events; cheap to clone and call from any task.
+pub type EventSink = Arc<dyn Fn(ClientEvent) + Send + Sync>;
+
+/// What an editor implements to host agents. All methods are called from
+/// their own tasks: a method may wait (for a human, for the UI thread)
+/// without blocking the connection.
+#[async_trait]
+pub trait EditorHost: Send + Sync + 'static {
+    /// The methods this editor serves; defaults to everything.
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities::default()
+    }
+
+    /// Ask the user. Requests answered from the permission memory never get
+    /// here. If the turn is cancelled while this runs, the future is dropped
+    /// and [`ClientEvent::PermissionCancelled`] is emitted.
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision;
+
+    /// Return the requested lines of an open buffer (unsaved edits included),
+    /// already cut to `line`/`limit`, or `None` to let the client read disk.
+    async fn read_text_file(&self, request: &ReadTextFile) -> Result<Option<String>> {
+        let _ = request;
+        Ok(None)
+    }
+
+    /// Apply a write to an open buffer, or return [`WriteOutcome::NotHandled`]
+    /// to let the client write disk atomically.
+    async fn write_text_file(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
+        let _ = request;
+        Ok(WriteOutcome::NotHandled)
+    }
+
+    /// Called for every event, in order, from the connection's tasks. Keep it
+    /// short: push to a channel.
+    fn on_event(&self, event: ClientEvent) {
+        let _ = event;
+    }
+}

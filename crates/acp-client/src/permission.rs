@@ -1,0 +1,87 @@
+//! `session/request_permission`: the request an editor shows, the decision it
+//! returns, and the client's own memory of "always" decisions.
+
+use serde::Serialize;
+
+use crate::update::{SessionId, ToolCallFields};
+
+/// Identifies one pending permission prompt, so an editor can answer it later
+/// (for example from a UI event) and be told when it was cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct PermissionRequestId(pub u64);
+
+/// A permission prompt as the editor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    pub id: PermissionRequestId,
+    pub session_id: SessionId,
+    /// The tool call, merged with what the session already knew about it
+    /// (some agents ask before sending the matching `tool_call`).
+    pub tool_call: ToolCallFields,
+    pub options: Vec<PermissionOption>,
+}
+
+/// One choice offered by the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    pub option_id: String,
+    pub name: String,
+    pub kind: OptionKind,
+}
+
+/// The kind of a permission option. Unknown kinds keep their wire name and
+/// are still offered to the user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OptionKind {
+    AllowOnce,
+    AllowAlways,
+    RejectOnce,
+    RejectAlways,
+    Unknown(String),
+}
+
+impl OptionKind {
+    /// Parses the wire name; never fails.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "allow_once" => OptionKind::AllowOnce,
+            "allow_always" => OptionKind::AllowAlways,
+            "reject_once" => OptionKind::RejectOnce,
+            "reject_always" => OptionKind::RejectAlways,
+            other => OptionKind::Unknown(other.to_owned()),
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            OptionKind::AllowOnce => "allow_once",
+            OptionKind::AllowAlways => "allow_always",
+            OptionKind::RejectOnce => "reject_once",
+            OptionKind::RejectAlways => "reject_always",
+            OptionKind::Unknown(s) => s,
+        }
+    }
+}
+
+impl Serialize for OptionKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The editor's answer to a permission prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum PermissionDecision {
+    /// The user picked this option.
+    Selected {
+        #[serde(rename = "optionId")]
+        option_id: String,
+    },
+    /// The prompt was dismissed or the turn was cancelled.
+    Cancelled,
+}

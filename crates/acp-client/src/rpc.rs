@@ -1,0 +1,370 @@
+//! JSON-RPC 2.0 wire types: the one decode point and the one encode point for
+//! every message that crosses the agent's stdio.
+//!
+//! Past [`Incoming::decode`] nothing in this crate looks at raw JSON-RPC
+//! framing; everything before [`Outgoing::encode`] is typed.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// JSON-RPC error codes used by ACP.
+pub mod codes {
+    pub const PARSE_ERROR: i32 = -32700;
+    pub const INVALID_REQUEST: i32 = -32600;
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const INTERNAL_ERROR: i32 = -32603;
+    pub const REQUEST_CANCELLED: i32 = -32800;
+    pub const AUTH_REQUIRED: i32 = -32000;
+    pub const RESOURCE_NOT_FOUND: i32 = -32002;
+}
+
+/// A JSON-RPC request id: ACP allows numbers and strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The `error` member of a JSON-RPC response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    pub code: i32,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method `{method}` is not supported by this client"),
+        )
+    }
+
+    pub fn invalid_params(reason: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_PARAMS, format!("invalid params: {reason}"))
+    }
+
+    pub fn cancelled() -> Self {
+        Self::new(codes::REQUEST_CANCELLED, "request cancelled")
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+/// A decoded message from the agent.
+#[derive(Debug)]
+pub enum Incoming {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Response {
+        id: RequestId,
+        result: Result<Box<RawValue>, RpcError>,
+    },
+}
+
+/// Why a line could not be decoded as a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The raw envelope. `params`/`result` stay unparsed so the typed decode
+/// happens exactly once, straight from the bytes, in the handler that knows
+/// the type.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a str>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+fn decode_id(id: Value) -> Result<RequestId, DecodeError> {
+    match id {
+        Value::Number(n) => n
+            .as_i64()
+            .map(RequestId::Number)
+            .ok_or_else(|| DecodeError(format!("request id {n} is not an integer"))),
+        Value::String(s) => Ok(RequestId::String(s)),
+        other => Err(DecodeError(format!(
+            "request id must be a number or a string, got {other}"
+        ))),
+    }
+}
+
+impl Incoming {
+    /// Decodes one line (without its newline). This is the only place that
+    /// interprets JSON-RPC framing.
+    pub fn decode(line: &[u8]) -> Result<Incoming, DecodeError> {
+        let env: Envelope<'_> = serde_json::from_slice(line)
+            .map_err(|e| DecodeError(format!("not a JSON object: {e}")))?;
+        if let Some(v) = env.jsonrpc {
+            if v != "2.0" {
+                return Err(DecodeError(format!("unsupported jsonrpc version {v:?}")));
+            }
+        }
+        // `"id": null` counts as absent: only errors for unparseable requests
+        // carry it, and those cannot be matched to anything.
+        let id = match env.id {
+            None | Some(Value::Null) => None,
+            Some(id) => Some(decode_id(id)?),
+        };
+        match (env.method, id) {
+            (Some(method), Some(id)) => Ok(Incoming::Request {
+                id,
+                method,
+                params: env.params,
+            }),
+            (Some(method), None) => Ok(Incoming::Notification {
+                method,
+                params: env.params,
+            }),
+            (None, Some(id)) => {
+                let result = match (env.result, env.error) {
+                    (_, Some(error)) => Err(serde_json::from_value::<RpcError>(error)
+                        .unwrap_or_else(|e| {
+                            RpcError::new(
+                                codes::INTERNAL_ERROR,
+                                format!("malformed error object from agent: {e}"),
+                            )
+                        })),
+                    (Some(result), None) => Ok(result),
+                    // A response whose `result` is absent is read as `null`:
+                    // several agents send `{"id":1,"jsonrpc":"2.0"}` for void results.
+                    (None, None) => Ok(null_raw()),
+                };
+                Ok(Incoming::Response { id, result })
+            }
+            (None, None) => Err(DecodeError(
+                "neither a request, a notification nor a response (no `method` and no `id`)".into(),
+            )),
+        }
+    }
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned())
+        .unwrap_or_else(|_| unreachable!("`null` is valid JSON"))
+}
+
+/// A message to the agent. [`Outgoing::encode`] is the only place that writes
+/// JSON-RPC framing.
+#[derive(Debug)]
+pub enum Outgoing<'a> {
+    Request {
+        id: &'a RequestId,
+        method: &'a str,
+        params: &'a Value,
+    },
+    Notification {
+        method: &'a str,
+        params: &'a Value,
+    },
+    Response {
+        id: &'a RequestId,
+        result: Result<&'a Value, &'a RpcError>,
+    },
+}
+
+impl Outgoing<'_> {
+    /// Encodes the message as one line, newline included.
+    pub fn encode(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            jsonrpc: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<&'a RequestId>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            method: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            params: Option<&'a Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            result: Option<&'a Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a RpcError>,
+        }
+        let mut wire = Wire {
+            jsonrpc: "2.0",
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        };
+        match self {
+            Outgoing::Request { id, method, params } => {
+                wire.id = Some(id);
+                wire.method = Some(method);
+                wire.params = Some(params);
+            }
+            Outgoing::Notification { method, params } => {
+                wire.method = Some(method);
+                wire.params = Some(params);
+            }
+            Outgoing::Response { id, result } => {
+                wire.id = Some(id);
+                match result {
+                    Ok(v) => wire.result = Some(v),
+                    Err(e) => wire.error = Some(e),
+                }
+            }
+        }
+        // Serializing these types cannot fail: all keys are strings and
+        // `Value` holds no non-finite floats.
+        let mut out = serde_json::to_vec(&wire).unwrap_or_else(|e| {
+            tracing::error!("failed to encode outgoing message: {e}");
+            b"{}".to_vec()
+        });
+        out.push(b'\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(s: &str) -> Result<Incoming, DecodeError> {
+        Incoming::decode(s.as_bytes())
+    }
+
+    #[test]
+    fn decodes_request_notification_response() {
+        match decode(r#"{"jsonrpc":"2.0","id":3,"method":"fs/read_text_file","params":{"a":1}}"#) {
+            Ok(Incoming::Request { id, method, params }) => {
+                assert_eq!(id, RequestId::Number(3));
+                assert_eq!(method, "fs/read_text_file");
+                assert_eq!(
+                    params.map(|p| p.get().to_owned()).as_deref(),
+                    Some(r#"{"a":1}"#)
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            decode(r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#),
+            Ok(Incoming::Notification { .. })
+        ));
+        match decode(r#"{"jsonrpc":"2.0","id":"abc","result":null}"#) {
+            Ok(Incoming::Response { id, result: Ok(r) }) => {
+                assert_eq!(id, RequestId::String("abc".into()));
+                assert_eq!(r.get(), "null");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match decode(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"auth"}}"#) {
+            Ok(Incoming::Response { result: Err(e), .. }) => assert_eq!(e.code, -32000),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_result_reads_as_null() {
+        match decode(r#"{"jsonrpc":"2.0","id":7}"#) {
+            Ok(Incoming::Response { result: Ok(r), .. }) => assert_eq!(r.get(), "null"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_without_panicking() {
+        for bad in [
+            "",
+            "garbage",
+            "[1,2]",
+            "{}",
+            r#"{"jsonrpc":"1.0","id":1,"result":1}"#,
+            r#"{"id":[1],"result":1}"#,
+            r#"{"id":1.5,"result":1}"#,
+            "\u{1}\u{2}",
+        ] {
+            assert!(decode(bad).is_err(), "{bad:?} should not decode");
+        }
+        assert!(Incoming::decode(&[0xff, 0xfe, b'{']).is_err());
+    }
+
+    #[test]
+    fn malformed_error_object_is_kept_as_internal_error() {
+        match decode(r#"{"id":1,"error":"boom"}"#) {
+            Ok(Incoming::Response { result: Err(e), .. }) => {
+                assert_eq!(e.code, codes::INTERNAL_ERROR)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn encode_round_trips() {
+        let id = RequestId::Number(9);
+        let params = serde_json::json!({"sessionId": "s"});
+        let line = Outgoing::Request {
+            id: &id,
+            method: "session/prompt",
+            params: &params,
+        }
+        .encode();
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        let v: Value = serde_json::from_slice(&line).expect("valid json");
+        assert_eq!(v["jsonrpc"], "2.0");
+        assert_eq!(v["id"], 9);
+        assert_eq!(v["method"], "session/prompt");
+
+        let err = RpcError::cancelled();
+        let line = Outgoing::Response {
+            id: &RequestId::String("x".into()),
+            result: Err(&err),
+        }
+        .encode();
+        let v: Value = serde_json::from_slice(&line).expect("valid json");
+        assert_eq!(v["error"]["code"], -32800);
+        assert!(v.get("result").is_none());
+    }
+}

@@ -1,0 +1,1 @@
+//! Scripted fake ACP agent and test helpers.
