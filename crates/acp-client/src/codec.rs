@@ -143,6 +143,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     /// Strips a trailing `\r` from `buf[start..end]`, checks the limit and
     /// returns the line.
+    #[allow(clippy::result_large_err)] // `Error`'s size is the crate's choice (error.rs).
     fn finish_line(&mut self, start: usize, end: usize) -> Result<&[u8], Error> {
         let end = if end > start && self.buf[end - 1] == b'\r' {
             end - 1
@@ -225,6 +226,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use std::pin::Pin;
     use std::task::{Context, Poll};
