@@ -91,6 +91,27 @@ pub enum Error {
     /// The editor host failed to serve a request.
     #[error("{0}")]
     Host(String),
+
+    /// A path names a directory, FIFO, device, socket or symbolic link where
+    /// a regular file is needed.
+    #[error("`{}` is a {what}, not a regular file; only regular text files can be read or written", path.display())]
+    NotRegularFile { path: PathBuf, what: &'static str },
+
+    /// A read would return more than the configured byte cap.
+    #[error("reading `{}` would return more than {limit} bytes; read it in parts with `line` and `limit`", path.display())]
+    FileTooLarge { path: PathBuf, limit: usize },
+
+    /// Reading or writing a file in the workspace failed.
+    #[error("could not {action} `{}`: {source}", path.display())]
+    FileIo {
+        path: PathBuf,
+        action: &'static str,
+        source: std::io::Error,
+    },
+
+    /// The saved permission memory could not be loaded or saved.
+    #[error("permission memory `{}`: {reason}", path.display())]
+    PermissionState { path: PathBuf, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {
@@ -114,9 +135,11 @@ impl Error {
     /// The JSON-RPC error to send back when a handler fails with this error.
     pub fn to_rpc_error(&self) -> RpcError {
         let code = match self {
-            Error::InvalidParams(_) | Error::RelativePath { .. } | Error::Decode { .. } => {
-                codes::INVALID_PARAMS
-            }
+            Error::InvalidParams(_)
+            | Error::RelativePath { .. }
+            | Error::Decode { .. }
+            | Error::NotRegularFile { .. }
+            | Error::FileTooLarge { .. } => codes::INVALID_PARAMS,
             Error::OutsideWorkspace { .. } | Error::NotFound(_) => codes::RESOURCE_NOT_FOUND,
             Error::Cancelled => codes::REQUEST_CANCELLED,
             Error::Rpc { error, .. } => error.code,
