@@ -91,6 +91,10 @@ pub enum Error {
     /// The editor host failed to serve a request.
     #[error("{0}")]
     Host(String),
+
+    /// A `terminal/create` command could not be started.
+    #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]
+    TerminalSpawn { command: String, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {
