@@ -112,6 +112,10 @@ pub enum Error {
     /// The saved permission memory could not be loaded or saved.
     #[error("permission memory `{}`: {reason}", path.display())]
     PermissionState { path: PathBuf, reason: String },
+
+    /// A `terminal/create` command could not be started.
+    #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]
+    TerminalSpawn { command: String, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {
