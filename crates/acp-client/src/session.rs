@@ -22,7 +22,7 @@
 //! | `change` | fields | meaning |
 //! |---|---|---|
 //! | `entry_added` | `index`, `entry` | a new entry at `index` (always the end) |
-//! | `text_appended` | `index`, `content` | a chunk appended to the message at `index`: if `content` and the message's last block are both text blocks, the text continues that block, otherwise `content` is a new block |
+//! | `text_appended` | `index`, `content`, `messageId?` | a chunk appended to the message at `index`: if `content` and the message's last block are both text blocks without annotations, the text continues that block, otherwise `content` is a new block; a message without id takes `messageId` |
 //! | `tool_call_changed` | `index`, `toolCall` | the complete new state of the tool call at `index` |
 //! | `plan_replaced` | `entries` | the whole plan (`[{content, priority, status}]`) |
 //! | `mode_changed` | `currentModeId` | the active mode |
@@ -57,6 +57,7 @@ use crate::update::{
 };
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
 
 /// Title of a tool call the model only knows from an update or a permission
@@ -241,6 +242,10 @@ pub enum SessionChange {
         index: usize,
         /// The appended chunk (not the whole message).
         content: Content,
+        /// The chunk's message id, when it had one; a message that had no
+        /// id takes this one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
     /// The tool call at `index` changed.
     ToolCallChanged {
@@ -550,10 +555,14 @@ impl SessionState {
             };
             if same_message {
                 if message.message_id.is_none() {
-                    message.message_id = message_id;
+                    message.message_id.clone_from(&message_id);
                 }
                 message.append(content.clone());
-                return vec![SessionChange::TextAppended { index, content }];
+                return vec![SessionChange::TextAppended {
+                    index,
+                    content,
+                    message_id,
+                }];
             }
         }
         vec![self.push(speaker.entry(Message {

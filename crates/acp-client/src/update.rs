@@ -13,6 +13,7 @@
 
 mod decode;
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
 
 pub use decode::{decode_content, decode_session_notification, decode_tool_call_fields};
@@ -112,6 +113,9 @@ pub struct ContentChunk {
 /// A content block, or raw JSON for a block type this client does not know.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+// Boxing the block would cost an allocation per streamed chunk to save stack
+// space the hot path does not miss.
+#[allow(clippy::large_enum_variant)]
 pub enum Content {
     /// A block of a type the official schema knows.
     Known(schema::ContentBlock),
@@ -341,6 +345,7 @@ impl Serialize for ToolStatus {
 /// One item of a tool call's `content`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // As `Content`.
 pub enum ToolContent {
     /// A regular content block.
     Content {

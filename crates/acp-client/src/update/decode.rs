@@ -7,6 +7,9 @@
 //! goes through `Value`, where a missing or odd field can be inspected and
 //! the whole update kept as `Unknown` instead of failing.
 
+// `Error`'s size is the crate's choice (error.rs).
+#![allow(clippy::result_large_err)]
+
 use std::borrow::Cow;
 
 use serde::Deserialize;

@@ -9,6 +9,7 @@ fn decode(params: Value) -> SessionNotification {
     decode_str(&params.to_string()).expect("decodes")
 }
 
+#[allow(clippy::result_large_err)] // `Error`'s size is the crate's choice (error.rs).
 fn decode_str(params: &str) -> Result<SessionNotification, Error> {
     let raw = RawValue::from_string(params.to_owned()).expect("valid JSON");
     decode_session_notification(&raw)
