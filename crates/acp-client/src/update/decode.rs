@@ -178,26 +178,22 @@ fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 // General path.
 
 fn decode_notification_value(params: &str) -> Result<SessionNotification, Error> {
-    let value: Value = serde_json::from_str(params).map_err(|e| Error::Decode {
-        what: "session/update params".into(),
-        reason: e.to_string(),
-    })?;
+    let value: Value = serde_json::from_str(params).map_err(|e| params_error(e.to_string()))?;
     let Value::Object(mut obj) = value else {
-        return Err(Error::Decode {
-            what: "session/update params".into(),
-            reason: format!("expected a JSON object, got {}", type_name(&value)),
-        });
+        return Err(params_error(format!(
+            "expected a JSON object, got {}",
+            type_name(&value)
+        )));
     };
-    let session_id =
-        match obj.get("sessionId") {
-            Some(Value::String(s)) => SessionId::new(s.as_str()),
-            _ => return Err(Error::Decode {
-                what: "session/update params".into(),
-                reason:
-                    "they have no `sessionId` string, so the update cannot be routed to a session"
-                        .into(),
-            }),
-        };
+    let session_id = match obj.get("sessionId") {
+        Some(Value::String(s)) => SessionId::new(s.as_str()),
+        _ => {
+            return Err(params_error(
+                "there is no `sessionId` string, so the update cannot be routed to a session"
+                    .into(),
+            ))
+        }
+    };
     let wrapped = matches!(obj.get("update"), Some(Value::Object(_)));
     let update = match obj.remove("update") {
         Some(update) if wrapped => update,
@@ -230,13 +226,21 @@ fn decode_update(update: Value) -> SessionUpdate {
 }
 
 /// `sessionUpdate`, else the legacy `kind` (an old draft used `kind` as the
-/// discriminator), else empty.
+/// discriminator), else empty. `kind` is only a fallback: in a tool call it
+/// is the tool kind.
 fn discriminator(update: &Value) -> String {
-    let tag = |key| update.get(key).and_then(Value::as_str);
-    tag("sessionUpdate")
-        .or_else(|| tag("kind"))
-        .unwrap_or_default()
-        .to_owned()
+    let tag = match update.get("sessionUpdate") {
+        Some(tag) => tag.as_str(),
+        None => update.get("kind").and_then(Value::as_str),
+    };
+    tag.unwrap_or_default().to_owned()
+}
+
+fn params_error(reason: String) -> Error {
+    Error::Decode {
+        what: "session/update params".into(),
+        reason,
+    }
 }
 
 fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
