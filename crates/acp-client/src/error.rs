@@ -34,7 +34,10 @@ pub enum Error {
 
     /// The agent answered a request with a JSON-RPC error.
     #[error("the agent answered `{method}` with error {}: {}", error.code, error.message)]
-    Rpc { method: String, error: RpcError },
+    Rpc {
+        method: String,
+        error: Box<RpcError>,
+    },
 
     /// No answer within the request's timeout.
     #[error("the agent did not answer `{method}` within {timeout:?}; check that the agent command is an ACP agent (some need an extra flag such as `--acp`)")]

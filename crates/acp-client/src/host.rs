@@ -87,6 +87,9 @@ pub struct FileEdit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
+// Events are built once and moved to the editor; boxing the larger variants
+// would only add allocations on the streaming path.
+#[allow(clippy::large_enum_variant)]
 pub enum ClientEvent {
     /// The session model changed.
     Session {

@@ -2,6 +2,7 @@
 
 pub mod codec;
 pub mod connection;
+mod dispatch;
 pub mod error;
 pub mod fs;
 pub mod host;
@@ -11,10 +12,16 @@ pub mod process;
 pub mod rpc;
 pub mod session;
 pub mod terminal;
+mod transport;
 pub mod update;
 
 /// The official ACP v1 schema types this crate builds on.
 pub use agent_client_protocol_schema::v1 as schema;
 
+pub use connection::{
+    AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
+    SessionStarted, StopReason,
+};
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
+pub use process::AgentCommand;
