@@ -83,20 +83,30 @@ impl Default for ConnectionOptions {
 /// What the agent said about itself in `initialize`.
 #[derive(Debug, Clone)]
 pub struct AgentInfo {
+    /// The protocol version the agent answered (always 1 here).
     pub protocol_version: u16,
+    /// What the agent supports (load, list, resume, prompt content...).
     pub capabilities: schema::AgentCapabilities,
+    /// How to log in, when the agent needs it.
     pub auth_methods: Vec<schema::AuthMethod>,
+    /// The agent's name and version.
     pub implementation: Option<schema::Implementation>,
 }
 
 /// Why a turn ended. Unknown reasons keep their wire name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
+    /// The agent finished its answer.
     EndTurn,
+    /// The model's token limit was reached.
     MaxTokens,
+    /// The agent's limit of model requests per turn was reached.
     MaxTurnRequests,
+    /// The agent refused to continue.
     Refusal,
+    /// The turn was cancelled.
     Cancelled,
+    /// A stop reason this client does not know, by its wire name.
     Unknown(String),
 }
 
@@ -158,15 +168,20 @@ impl SessionParams {
 /// A session that was created, loaded or resumed.
 #[derive(Debug, Clone)]
 pub struct SessionStarted {
+    /// The session's id.
     pub session_id: SessionId,
+    /// The modes the agent offers and the current one.
     pub modes: Option<schema::SessionModeState>,
+    /// The session's configuration options (model, ...).
     pub config_options: Vec<schema::SessionConfigOption>,
 }
 
 /// One page of `session/list`.
 #[derive(Debug, Clone)]
 pub struct SessionPage {
+    /// The sessions on this page.
     pub sessions: Vec<schema::SessionInfo>,
+    /// The cursor of the next page, if any.
     pub next_cursor: Option<String>,
 }
 

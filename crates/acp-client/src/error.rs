@@ -12,6 +12,8 @@ use crate::rpc::{codes, RpcError};
 /// there is one, what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+// Fields are named for what they hold; each variant's doc says what it means.
+#[allow(missing_docs)]
 pub enum Error {
     /// The agent sent a line longer than the configured limit.
     #[error("the agent sent a message longer than the {limit}-byte limit; raise `max_line_bytes` in the connection options if the agent really sends messages that large")]
