@@ -12,6 +12,8 @@ use crate::rpc::{codes, RpcError};
 /// there is one, what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+// Fields are named for what they hold; each variant's doc says what it means.
+#[allow(missing_docs)]
 pub enum Error {
     /// The agent sent a line longer than the configured limit.
     #[error("the agent sent a message longer than the {limit}-byte limit; raise `max_line_bytes` in the connection options if the agent really sends messages that large")]
@@ -34,7 +36,10 @@ pub enum Error {
 
     /// The agent answered a request with a JSON-RPC error.
     #[error("the agent answered `{method}` with error {}: {}", error.code, error.message)]
-    Rpc { method: String, error: RpcError },
+    Rpc {
+        method: String,
+        error: Box<RpcError>,
+    },
 
     /// No answer within the request's timeout.
     #[error("the agent did not answer `{method}` within {timeout:?}; check that the agent command is an ACP agent (some need an extra flag such as `--acp`)")]
@@ -112,6 +117,10 @@ pub enum Error {
     /// The saved permission memory could not be loaded or saved.
     #[error("permission memory `{}`: {reason}", path.display())]
     PermissionState { path: PathBuf, reason: String },
+
+    /// A `terminal/create` command could not be started.
+    #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]
+    TerminalSpawn { command: String, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {

@@ -24,11 +24,14 @@ pub struct PermissionRequestId(pub u64);
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionRequest {
+    /// Identifies this prompt until it is answered.
     pub id: PermissionRequestId,
+    /// The session asking.
     pub session_id: SessionId,
     /// The tool call, merged with what the session already knew about it
     /// (some agents ask before sending the matching `tool_call`).
     pub tool_call: ToolCallFields,
+    /// The choices, in the agent's order.
     pub options: Vec<PermissionOption>,
 }
 
@@ -36,8 +39,11 @@ pub struct PermissionRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionOption {
+    /// The id to answer with.
     pub option_id: String,
+    /// The label to show (display only: the kind decides what it means).
     pub name: String,
+    /// What choosing it means.
     pub kind: OptionKind,
 }
 
@@ -45,10 +51,15 @@ pub struct PermissionOption {
 /// are still offered to the user.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum OptionKind {
+    /// Allow this time.
     AllowOnce,
+    /// Allow, and remember for the same kind of tool and subject.
     AllowAlways,
+    /// Reject this time.
     RejectOnce,
+    /// Reject, and remember for the same kind of tool and subject.
     RejectAlways,
+    /// A kind this client does not know, by its wire name.
     Unknown(String),
 }
 
@@ -89,6 +100,7 @@ pub enum PermissionDecision {
     /// The user picked this option.
     Selected {
         #[serde(rename = "optionId")]
+        /// The chosen option's id.
         option_id: String,
     },
     /// The prompt was dismissed or the turn was cancelled.
