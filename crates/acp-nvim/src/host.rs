@@ -459,3 +459,505 @@ impl EditorHost for NvimHost {
         self.with_routes(|r, out| r.translate(event, out));
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use acp_client::host::FileEdit;
+    use acp_client::permission::{OptionKind, PermissionOption};
+    use acp_client::process::ExitInfo;
+    use acp_client::session::SessionChange;
+    use acp_client::terminal::TerminalEvent;
+    use acp_client::update::ToolCallFields;
+    use serde_json::json;
+
+    use super::*;
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s)
+    }
+
+    fn chat(s: &str) -> ChatId {
+        ChatId(s.into())
+    }
+
+    fn mode(session: &str, mode: &str) -> ClientEvent {
+        ClientEvent::Session {
+            session_id: sid(session),
+            change: SessionChange::ModeChanged {
+                current_mode_id: mode.into(),
+            },
+        }
+    }
+
+    fn permission(session: &str, id: u64) -> PermissionRequest {
+        PermissionRequest {
+            id: PermissionRequestId(id),
+            session_id: sid(session),
+            tool_call: ToolCallFields::new("tool-1"),
+            options: vec![
+                PermissionOption {
+                    option_id: "yes".into(),
+                    name: "Allow".into(),
+                    kind: OptionKind::AllowOnce,
+                },
+                PermissionOption {
+                    option_id: "no".into(),
+                    name: "Reject".into(),
+                    kind: OptionKind::RejectOnce,
+                },
+            ],
+        }
+    }
+
+    fn started(c: &str) -> Event {
+        Event::Warning {
+            chat_id: Some(chat(c)),
+            message: "started".into(),
+        }
+    }
+
+    #[test]
+    fn session_events_are_routed_to_their_chat() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.register(sid("s2"), chat("b"), None, &mut out);
+        r.translate(mode("s2", "plan"), &mut out);
+        r.translate(mode("s1", "code"), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Event::Session {
+                    chat_id: chat("b"),
+                    change: json!({"change": "mode_changed", "currentModeId": "plan"}),
+                },
+                Event::Session {
+                    chat_id: chat("a"),
+                    change: json!({"change": "mode_changed", "currentModeId": "code"}),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn events_before_registration_follow_session_started_in_order() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.translate(mode("s1", "one"), &mut out);
+        r.translate(mode("other", "x"), &mut out);
+        r.translate(mode("s1", "two"), &mut out);
+        assert!(out.is_empty());
+        r.register(sid("s1"), chat("a"), Some(started("a")), &mut out);
+        let kinds: Vec<Json> = out.iter().map(Event::to_json).collect();
+        assert_eq!(kinds[0]["message"], "started");
+        assert_eq!(kinds[1]["change"]["currentModeId"], "one");
+        assert_eq!(kinds[2]["change"]["currentModeId"], "two");
+        assert_eq!(out.len(), 3);
+        // The other session's event is still held for it.
+        out.clear();
+        r.register(sid("other"), chat("b"), None, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].chat_id(), Some(&chat("b")));
+    }
+
+    #[test]
+    fn late_events_of_a_closed_session_are_dropped() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.unregister(&sid("s1"));
+        r.translate(mode("s1", "late"), &mut out);
+        assert!(out.is_empty());
+        assert!(r.held.is_empty());
+    }
+
+    #[test]
+    fn held_events_are_bounded() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        for i in 0..HELD_MAX + 10 {
+            r.translate(mode("never", &i.to_string()), &mut out);
+        }
+        assert_eq!(r.held.len(), HELD_MAX);
+        r.register(sid("never"), chat("a"), None, &mut out);
+        assert_eq!(out.len(), HELD_MAX);
+        // The oldest ones were dropped, the newest kept.
+        assert_eq!(out[0].to_json()["change"]["currentModeId"], "10");
+    }
+
+    #[test]
+    fn agent_exit_reaches_every_chat_of_the_agent() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.register(sid("s2"), chat("b"), None, &mut out);
+        r.translate(
+            ClientEvent::AgentExited {
+                status: ExitInfo {
+                    code: Some(3),
+                    signal: None,
+                },
+                stderr_tail: "boom\n".into(),
+            },
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                Event::AgentExited {
+                    chat_id: chat("a"),
+                    status: "exit code 3".into(),
+                    stderr_tail: "boom\n".into()
+                },
+                Event::AgentExited {
+                    chat_id: chat("b"),
+                    status: "exit code 3".into(),
+                    stderr_tail: "boom\n".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn permission_requests_and_cancellations_use_backend_ids() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.prompt_ids.insert(PermissionRequestId(1), PromptId(41));
+        r.route(
+            Item::Permission {
+                request: permission("s1", 1),
+                prompt: PromptId(41),
+            },
+            &mut out,
+        );
+        r.translate(
+            ClientEvent::PermissionCancelled {
+                id: PermissionRequestId(1),
+                session_id: sid("s1"),
+            },
+            &mut out,
+        );
+        let j: Vec<Json> = out.iter().map(Event::to_json).collect();
+        assert_eq!(j[0]["type"], "permission_request");
+        assert_eq!(j[0]["request_id"], 41);
+        assert_eq!(j[0]["chat_id"], "a");
+        assert_eq!(j[0]["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(
+            j[0]["options"][0],
+            json!({"optionId": "yes", "name": "Allow", "kind": "allow_once"})
+        );
+        assert_eq!(
+            j[1],
+            json!({"type": "permission_cancelled", "chat_id": "a", "request_id": 41})
+        );
+        assert!(r.prompt_ids.is_empty());
+    }
+
+    #[test]
+    fn auto_answers_name_the_chosen_option() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.translate(
+            ClientEvent::PermissionAutoAnswered {
+                request: permission("s1", 2),
+                decision: PermissionDecision::Selected {
+                    option_id: "yes".into(),
+                },
+            },
+            &mut out,
+        );
+        let j = out[0].to_json();
+        assert_eq!(j["type"], "permission_auto");
+        assert_eq!(j["option"]["optionId"], "yes");
+        assert_eq!(j["tool_call"]["toolCallId"], "tool-1");
+    }
+
+    #[test]
+    fn terminal_events_lose_the_session_and_gain_the_chat() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.translate(
+            ClientEvent::Terminal(TerminalEvent::Output {
+                session_id: sid("s1"),
+                terminal_id: "term-1".into(),
+                data: "hi\n".into(),
+                truncated: false,
+            }),
+            &mut out,
+        );
+        assert_eq!(
+            out[0].to_json(),
+            json!({"type": "terminal", "chat_id": "a", "kind": "output", "terminalId": "term-1", "data": "hi\n", "truncated": false})
+        );
+    }
+
+    #[test]
+    fn file_edits_carry_what_lua_did_with_the_write() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.writes.insert(
+            (sid("s1"), PathBuf::from("/p/a.rs")),
+            WriteNote {
+                buffer_updated: false,
+                kept_unsaved: true,
+            },
+        );
+        let edit = |path: &str| {
+            ClientEvent::FileEdited(FileEdit {
+                session_id: sid("s1"),
+                path: PathBuf::from(path),
+                old_content: None,
+                new_content: "x".into(),
+            })
+        };
+        r.translate(edit("/p/a.rs"), &mut out);
+        r.translate(edit("/p/b.rs"), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Event::FileEdited {
+                    chat_id: chat("a"),
+                    path: "/p/a.rs".into(),
+                    buffer_updated: false,
+                    kept_unsaved: true
+                },
+                Event::FileEdited {
+                    chat_id: chat("a"),
+                    path: "/p/b.rs".into(),
+                    buffer_updated: false,
+                    kept_unsaved: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_first_protocol_warnings_are_shown() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        for i in 0..10 {
+            r.translate(
+                ClientEvent::ProtocolWarning {
+                    message: format!("bad line {i}"),
+                },
+                &mut out,
+            );
+        }
+        assert_eq!(out.len(), WARNINGS_SHOWN);
+        let last = out.last().unwrap().to_json();
+        assert!(last["message"].as_str().unwrap().contains(":Acp log"));
+        assert!(last["message"].as_str().unwrap().starts_with("agent demo: "));
+    }
+
+    /// A fake Lua `acp.fs`, answering with fixed values.
+    struct FakeFs {
+        read: Value,
+        write: Value,
+        seen: Mutex<Vec<Value>>,
+    }
+
+    #[async_trait]
+    impl Editor for FakeFs {
+        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
+            Ok(())
+        }
+        async fn fs_read(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            self.seen.lock().unwrap().push(args);
+            Ok(self.read.clone())
+        }
+        async fn fs_write(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            self.seen.lock().unwrap().push(args);
+            Ok(self.write.clone())
+        }
+    }
+
+    fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        let fs = Arc::new(fs);
+        let (events, rx) = EventQueue::new();
+        let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));
+        (host, fs, rx)
+    }
+
+    #[tokio::test]
+    async fn reads_ask_lua_for_the_requested_range_only() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::from("b\nc\n"),
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        let got = host
+            .read_text_file(&ReadTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                line: Some(2),
+                limit: Some(2),
+            })
+            .await
+            .unwrap();
+        assert_eq!(got.as_deref(), Some("b\nc\n"));
+        let args = &fs.seen.lock().unwrap()[0];
+        assert_eq!(msgpack::to_json(args), json!({"path": "/p/a.txt", "line": 2, "limit": 2}));
+    }
+
+    #[tokio::test]
+    async fn a_read_without_buffer_falls_back_to_disk() {
+        let (host, _fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        let got = host
+            .read_text_file(&ReadTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                line: None,
+                limit: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, None);
+    }
+
+    #[tokio::test]
+    async fn a_write_to_a_modified_buffer_goes_to_disk_and_is_reported() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let outcome = host
+            .write_text_file(&WriteTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                content: "new".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(outcome, WriteOutcome::NotHandled);
+        // The client writes the disk, then reports the edit.
+        host.on_event(ClientEvent::FileEdited(FileEdit {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            old_content: Some("old".into()),
+            new_content: "new".into(),
+        }));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Event::FileEdited {
+                chat_id: chat("a"),
+                path: "/p/a.txt".into(),
+                buffer_updated: false,
+                kept_unsaved: true
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_through_the_buffer_returns_the_old_content() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": true, "old_content": "old\n"})),
+            seen: Mutex::default(),
+        });
+        let outcome = host
+            .write_text_file(&WriteTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                content: "new\n".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            WriteOutcome::Handled {
+                old_content: Some("old\n".into())
+            }
+        );
+        assert_eq!(
+            msgpack::to_json(&fs.seen.lock().unwrap()[0]),
+            json!({"path": "/p/a.txt", "content": "new\n"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_malformed_write_reply_is_an_error_for_the_agent() {
+        let (host, _fs, _rx) = host_with(FakeFs {
+            read: Value::from(3),
+            write: Value::from(true),
+            seen: Mutex::default(),
+        });
+        let w = WriteTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            content: "x".into(),
+        };
+        assert!(matches!(
+            host.write_text_file(&w).await,
+            Err(acp_client::Error::Host(_))
+        ));
+        let r = ReadTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            line: None,
+            limit: None,
+        };
+        assert!(matches!(
+            host.read_text_file(&r).await,
+            Err(acp_client::Error::Host(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn permission_prompts_are_answered_through_the_backend_id() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let prompts = host.prompts.clone();
+        let waiting = tokio::spawn({
+            let host = Arc::new(host);
+            async move { host.request_permission(permission("s1", 7)).await }
+        });
+        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
+            panic!("expected a permission request");
+        };
+        assert!(prompts.answer(request_id, Some("no".into())));
+        assert_eq!(
+            waiting.await.unwrap(),
+            PermissionDecision::Selected {
+                option_id: "no".into()
+            }
+        );
+        assert!(prompts.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dismissed_prompt_is_cancelled() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let prompts = host.prompts.clone();
+        let host = Arc::new(host);
+        let waiting = tokio::spawn({
+            let host = host.clone();
+            async move { host.request_permission(permission("s1", 8)).await }
+        });
+        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
+            panic!("expected a permission request");
+        };
+        assert!(prompts.answer(request_id, None));
+        assert_eq!(waiting.await.unwrap(), PermissionDecision::Cancelled);
+        assert!(host.routes().prompt_ids.is_empty());
+    }
+}
