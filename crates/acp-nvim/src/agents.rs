@@ -36,7 +36,10 @@ impl AgentKey {
         Self {
             cmd: spec.cmd.clone(),
             env: spec.env.clone(),
-            cwd: spec.cwd.clone().unwrap_or_else(|| session_cwd.to_path_buf()),
+            cwd: spec
+                .cwd
+                .clone()
+                .unwrap_or_else(|| session_cwd.to_path_buf()),
         }
     }
 
@@ -144,9 +147,7 @@ impl Agents {
     ) -> acp_client::Result<Arc<Agent>> {
         let key = AgentKey::new(spec, session_cwd);
         let mut entries = self.lock();
-        let reusable = entries
-            .get(&key)
-            .is_some_and(|e| !e.agent.conn.is_closed());
+        let reusable = entries.get(&key).is_some_and(|e| !e.agent.conn.is_closed());
         if !reusable {
             let agent = self.spawn(spec, key.clone())?;
             entries.insert(

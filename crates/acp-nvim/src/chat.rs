@@ -34,7 +34,10 @@ pub enum ChatCommand {
     Prompt(Vec<ContentBlock>),
     Cancel,
     SetMode(String),
-    SetConfigOption { config_id: String, value: OptionValue },
+    SetConfigOption {
+        config_id: String,
+        value: OptionValue,
+    },
     Close,
 }
 
@@ -68,12 +71,7 @@ async fn run(
     mut rx: mpsc::UnboundedReceiver<ChatCommand>,
 ) {
     let chat = open.chat_id.clone();
-    let agent = match agents.acquire(
-        &open.agent,
-        &open.cwd,
-        &chat,
-        open.auto_allow.as_deref(),
-    ) {
+    let agent = match agents.acquire(&open.agent, &open.cwd, &chat, open.auto_allow.as_deref()) {
         Ok(agent) => agent,
         Err(e) => {
             events.push(Event::OpenFailed {
@@ -113,7 +111,11 @@ async fn run(
         }
         None => {
             tracing::info!(%chat, "chat closed while its session was opening");
-            if let Some(id) = open.load_session_id.as_deref().or(open.resume_session_id.as_deref()) {
+            if let Some(id) = open
+                .load_session_id
+                .as_deref()
+                .or(open.resume_session_id.as_deref())
+            {
                 agent.host.unregister(&SessionId::new(id));
             }
             leave(&agents, &agent, &chat).await;
@@ -193,7 +195,9 @@ async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Op
         Ok(started) => {
             let session = started.session_id.clone();
             let event = session_started(chat, &agent.name, &info, started);
-            agent.host.register(session.clone(), chat.clone(), Some(event));
+            agent
+                .host
+                .register(session.clone(), chat.clone(), Some(event));
             tracing::info!(%chat, %session, agent = %agent.name, "session open");
             Some(session)
         }

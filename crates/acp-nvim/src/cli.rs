@@ -55,7 +55,8 @@ pub enum Cli {
 }
 
 /// The usage text for `--help` and argument errors.
-pub const USAGE: &str = "usage: acp-nvim [--log-file PATH] [--log-level error|warn|info|debug|trace]
+pub const USAGE: &str =
+    "usage: acp-nvim [--log-file PATH] [--log-level error|warn|info|debug|trace]
        acp-nvim --version
 
 Started by the acp.nvim Neovim plugin with jobstart(..., {rpc = true}); it
@@ -105,7 +106,13 @@ mod tests {
     #[test]
     fn parses_what_the_plugin_passes() {
         assert_eq!(
-            parse(args(&["--log-file", "/tmp/acp.log", "--log-level", "debug"])).unwrap(),
+            parse(args(&[
+                "--log-file",
+                "/tmp/acp.log",
+                "--log-level",
+                "debug"
+            ]))
+            .unwrap(),
             Cli::Serve {
                 log_file: Some("/tmp/acp.log".into()),
                 level: LogLevel::Debug

@@ -76,7 +76,9 @@ pub enum OptionValue {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// `acp.hello`: version handshake.
-    Hello { plugin_version: String },
+    Hello {
+        plugin_version: String,
+    },
     Open(Box<OpenChat>),
     /// `acp.prompt`: one user turn.
     Prompt {
@@ -314,9 +316,9 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         None => {}
         Some(Value::Map(entries)) => {
             for (k, v) in entries {
-                let key = k
-                    .as_str()
-                    .ok_or_else(|| p.bad(format!("`agent.env` keys must be strings, got {}", kind(k))))?;
+                let key = k.as_str().ok_or_else(|| {
+                    p.bad(format!("`agent.env` keys must be strings, got {}", kind(k)))
+                })?;
                 env.push((key.to_owned(), a.as_string("agent.env", v)?));
             }
         }
@@ -339,8 +341,11 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .list("mcp_servers")?
         .iter()
         .map(|s| {
-            serde_json::from_value::<schema::McpServer>(msgpack::to_json(s))
-                .map_err(|e| p.bad(format!("an entry of `mcp_servers` is not an ACP McpServer: {e}")))
+            serde_json::from_value::<schema::McpServer>(msgpack::to_json(s)).map_err(|e| {
+                p.bad(format!(
+                    "an entry of `mcp_servers` is not an ACP McpServer: {e}"
+                ))
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let auto_allow = match p.get("permission") {
@@ -355,10 +360,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
                 .transpose()?
         }
         Some(other) => {
-            return Err(p.bad(format!(
-                "`permission` must be a table, got {}",
-                kind(other)
-            )))
+            return Err(p.bad(format!("`permission` must be a table, got {}", kind(other))))
         }
     };
     let load_session_id = p.opt_string("load_session_id")?;
@@ -385,9 +387,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
 fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand> {
     let items = match p.get("blocks") {
         Some(Value::Array(items)) => items,
-        Some(other) => {
-            return Err(p.bad(format!("`blocks` must be a list, got {}", kind(other))))
-        }
+        Some(other) => return Err(p.bad(format!("`blocks` must be a list, got {}", kind(other)))),
         None => return Err(p.bad("`blocks` is missing")),
     };
     if items.is_empty() {
@@ -487,14 +487,38 @@ mod tests {
     #[test]
     fn rejects_bad_open_params_with_a_reason() {
         let cases = [
-            (json!({"agent": {"cmd": ["x"]}, "cwd": "/"}), "`chat_id` is missing"),
-            (json!({"chat_id": "c", "agent": {"cmd": []}, "cwd": "/"}), "agent.cmd"),
-            (json!({"chat_id": "c", "agent": {"cmd": "x"}, "cwd": "/"}), "must be a list"),
-            (json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "rel"}), "absolute"),
-            (json!({"chat_id": "c", "agent": {"cmd": ["x"]}}), "`cwd` is missing"),
-            (json!({"chat_id": "c", "agent": {"cmd": ["x"], "env": {"A": 1}}, "cwd": "/"}), "agent.env"),
-            (json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "mcp_servers": [{"bogus": 1}]}), "McpServer"),
-            (json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "load_session_id": "a", "resume_session_id": "b"}), "not both"),
+            (
+                json!({"agent": {"cmd": ["x"]}, "cwd": "/"}),
+                "`chat_id` is missing",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": []}, "cwd": "/"}),
+                "agent.cmd",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": "x"}, "cwd": "/"}),
+                "must be a list",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "rel"}),
+                "absolute",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}}),
+                "`cwd` is missing",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"], "env": {"A": 1}}, "cwd": "/"}),
+                "agent.env",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "mcp_servers": [{"bogus": 1}]}),
+                "McpServer",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "load_session_id": "a", "resume_session_id": "b"}),
+                "not both",
+            ),
         ];
         for (params, want) in cases {
             let err = decode("acp.open", params.clone()).unwrap_err();
@@ -550,7 +574,11 @@ mod tests {
                 option_id: None
             }
         );
-        for bad in [json!({"request_id": "4"}), json!({"request_id": -1}), json!({})] {
+        for bad in [
+            json!({"request_id": "4"}),
+            json!({"request_id": -1}),
+            json!({}),
+        ] {
             assert!(decode("acp.permission_respond", bad).is_err());
         }
     }
@@ -606,7 +634,10 @@ mod tests {
                 value: OptionValue::Bool(true)
             }
         );
-        assert_eq!(Command::decode("acp.shutdown", &[]).unwrap(), Command::Shutdown);
+        assert_eq!(
+            Command::decode("acp.shutdown", &[]).unwrap(),
+            Command::Shutdown
+        );
         assert_eq!(
             Command::decode("acp.shutdown", &[Value::Array(vec![])]).unwrap(),
             Command::Shutdown

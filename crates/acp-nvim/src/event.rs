@@ -47,7 +47,10 @@ pub enum Event {
     },
     /// A pending permission prompt was withdrawn (turn cancelled, agent
     /// cancelled it, agent exited).
-    PermissionCancelled { chat_id: ChatId, request_id: PromptId },
+    PermissionCancelled {
+        chat_id: ChatId,
+        request_id: PromptId,
+    },
     /// A permission request answered from memory or an auto-allow rule.
     PermissionAuto {
         chat_id: ChatId,
@@ -57,7 +60,10 @@ pub enum Event {
     },
     /// Terminal output or lifecycle: the fields of acp-client's
     /// `TerminalEvent` (`kind`, `terminalId`, `data`, `exitStatus`...).
-    Terminal { chat_id: ChatId, fields: Map<String, Json> },
+    Terminal {
+        chat_id: ChatId,
+        fields: Map<String, Json>,
+    },
     /// The agent wrote a file through `fs/write_text_file`.
     FileEdited {
         chat_id: ChatId,
@@ -68,7 +74,10 @@ pub enum Event {
         kept_unsaved: bool,
     },
     /// A prompt turn ended with the agent's stop reason.
-    TurnEnded { chat_id: ChatId, stop_reason: String },
+    TurnEnded {
+        chat_id: ChatId,
+        stop_reason: String,
+    },
     /// A prompt could not be sent or the agent answered it with an error.
     PromptFailed { chat_id: ChatId, message: String },
     /// The agent process of this chat exited.

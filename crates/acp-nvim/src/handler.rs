@@ -56,7 +56,10 @@ impl HelloInfo {
     pub fn reply(&self, plugin_version: &str) -> Value {
         let ok = plugin_version == self.backend_version;
         let mut entries = vec![
-            ("backend_version", Value::from(self.backend_version.as_str())),
+            (
+                "backend_version",
+                Value::from(self.backend_version.as_str()),
+            ),
             ("ok", Value::from(ok)),
             (
                 "log_file",
@@ -296,7 +299,10 @@ mod tests {
     #[test]
     fn hello_is_answered_without_the_command_loop() {
         let (h, mut rx, _events) = handler();
-        let reply = h.request("acp.hello", &[from_json(&json!({"plugin_version": "0.1.0"}))]);
+        let reply = h.request(
+            "acp.hello",
+            &[from_json(&json!({"plugin_version": "0.1.0"}))],
+        );
         assert!(matches!(reply, Reply::Now(Value::Map(_))));
         assert!(rx.try_recv().is_err());
     }
@@ -308,7 +314,10 @@ mod tests {
         assert!(matches!(reply, Reply::Error(Value::String(_))));
         assert!(rx.try_recv().is_err());
         match events.try_recv().unwrap() {
-            Event::Warning { chat_id: None, message } => assert!(message.contains("acp.open")),
+            Event::Warning {
+                chat_id: None,
+                message,
+            } => assert!(message.contains("acp.open")),
             other => panic!("unexpected {other:?}"),
         }
 
@@ -322,11 +331,19 @@ mod tests {
         let (h, mut rx, _events) = handler();
         h.notify(
             "acp.prompt",
-            &[from_json(&json!({"chat_id": "c", "blocks": [{"type": "text", "text": "x"}]}))],
+            &[from_json(
+                &json!({"chat_id": "c", "blocks": [{"type": "text", "text": "x"}]}),
+            )],
         );
         h.notify("acp.cancel", &[from_json(&json!({"chat_id": "c"}))]);
-        assert!(matches!(rx.try_recv().unwrap(), Routed::Command(Command::Prompt { .. })));
-        assert!(matches!(rx.try_recv().unwrap(), Routed::Command(Command::Cancel { .. })));
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Prompt { .. })
+        ));
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Cancel { .. })
+        ));
     }
 
     #[tokio::test]

@@ -393,15 +393,11 @@ impl EditorHost for NvimHost {
         if let Some(limit) = request.limit {
             args.push((Value::from("limit"), Value::from(limit)));
         }
-        let reply = self
-            .editor
-            .fs_read(Value::Map(args))
-            .await
-            .map_err(|e| {
-                acp_client::Error::Host(format!(
-                    "Neovim could not read `{path}` from its buffer: {e}"
-                ))
-            })?;
+        let reply = self.editor.fs_read(Value::Map(args)).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not read `{path}` from its buffer: {e}"
+            ))
+        })?;
         match reply {
             Value::Nil => Ok(None),
             Value::String(s) => match s.into_str() {
@@ -751,7 +747,10 @@ mod tests {
         assert_eq!(out.len(), WARNINGS_SHOWN);
         let last = out.last().unwrap().to_json();
         assert!(last["message"].as_str().unwrap().contains(":Acp log"));
-        assert!(last["message"].as_str().unwrap().starts_with("agent demo: "));
+        assert!(last["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent demo: "));
     }
 
     /// A fake Lua `acp.fs`, answering with fixed values.
@@ -776,7 +775,13 @@ mod tests {
         }
     }
 
-    fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    fn host_with(
+        fs: FakeFs,
+    ) -> (
+        NvimHost,
+        Arc<FakeFs>,
+        tokio::sync::mpsc::UnboundedReceiver<Event>,
+    ) {
         let fs = Arc::new(fs);
         let (events, rx) = EventQueue::new();
         let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));
@@ -801,7 +806,10 @@ mod tests {
             .unwrap();
         assert_eq!(got.as_deref(), Some("b\nc\n"));
         let args = &fs.seen.lock().unwrap()[0];
-        assert_eq!(msgpack::to_json(args), json!({"path": "/p/a.txt", "line": 2, "limit": 2}));
+        assert_eq!(
+            msgpack::to_json(args),
+            json!({"path": "/p/a.txt", "line": 2, "limit": 2})
+        );
     }
 
     #[tokio::test]

@@ -50,7 +50,10 @@ const EXIT_WAIT: Duration = Duration::from_secs(5);
 /// Serves the parent Neovim on stdin/stdout until it goes away (stdin EOF)
 /// or the process gets SIGTERM/SIGINT, then stops every agent.
 /// `startup_warning` is shown to the user once the channel is up.
-pub async fn serve(log_file: Option<PathBuf>, startup_warning: Option<String>) -> std::io::Result<()> {
+pub async fn serve(
+    log_file: Option<PathBuf>,
+    startup_warning: Option<String>,
+) -> std::io::Result<()> {
     let (events, events_rx) = EventQueue::new();
     let (tx, rx) = mpsc::unbounded_channel();
     let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
@@ -79,7 +82,11 @@ pub async fn serve(log_file: Option<PathBuf>, startup_warning: Option<String>) -
             message,
         });
     }
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), "acp-nvim serving");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        pid = std::process::id(),
+        "acp-nvim serving"
+    );
 
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;

@@ -352,10 +352,7 @@ async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk()
     let edited = rig.wait_type("a", "file_edited").await;
     assert_eq!(edited["kept_unsaved"], true);
     assert_eq!(edited["buffer_updated"], false);
-    assert_eq!(
-        edited["path"],
-        cwd.join("notes.txt").display().to_string()
-    );
+    assert_eq!(edited["path"], cwd.join("notes.txt").display().to_string());
     rig.wait_type("a", "turn_ended").await;
     assert!(rig.text_of("a").contains("read: unsaved buffer text"));
     assert_eq!(
@@ -377,6 +374,9 @@ async fn shutdown_stops_every_agent() {
     rig.prompt("a", "work forever");
     let (ack, done) = oneshot::channel();
     rig.tx.send(Routed::Shutdown(Some(ack))).unwrap();
-    tokio::time::timeout(HANG_GUARD, done).await.unwrap().unwrap();
+    tokio::time::timeout(HANG_GUARD, done)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(rig.agents.is_empty());
 }
