@@ -24,8 +24,11 @@ use crate::prompts::Prompts;
 /// What makes two chats share one agent process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AgentKey {
+    /// Program and arguments.
     pub cmd: Vec<String>,
+    /// Extra environment, sorted.
     pub env: Vec<(String, String)>,
+    /// Working directory of the process.
     pub cwd: PathBuf,
 }
 
@@ -59,8 +62,11 @@ impl AgentKey {
 pub struct Agent {
     /// The name the plugin gave it (first chat wins).
     pub name: String,
+    /// What the process was started with.
     pub key: AgentKey,
+    /// The ACP connection to the process.
     pub conn: Connection,
+    /// The editor host serving its requests and routing its events.
     pub host: Arc<NvimHost>,
     init: OnceCell<Result<AgentInfo, String>>,
 }
@@ -92,8 +98,11 @@ struct Entry {
 /// What every agent host shares.
 #[derive(Clone)]
 pub struct Shared {
+    /// Where events for Lua go.
     pub events: EventQueue,
+    /// Calls into Lua.
     pub editor: Arc<dyn Editor>,
+    /// Pending permission prompts of every agent.
     pub prompts: Arc<Prompts>,
 }
 

@@ -31,13 +31,20 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a chat task can be asked to do.
 #[derive(Debug)]
 pub enum ChatCommand {
+    /// Run a turn with these blocks (queued while a turn runs).
     Prompt(Vec<ContentBlock>),
+    /// Cancel the running turn and drop queued prompts.
     Cancel,
+    /// Switch the session to this mode id.
     SetMode(String),
+    /// Set a session config option.
     SetConfigOption {
+        /// The option id.
         config_id: String,
+        /// Its new value.
         value: OptionValue,
     },
+    /// Close the session and end the task.
     Close,
 }
 

@@ -8,10 +8,15 @@ use std::path::PathBuf;
 /// How verbose the log file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
+    /// Errors only.
     Error,
+    /// Warnings and errors.
     Warn,
+    /// Lifecycle messages (default).
     Info,
+    /// Every command and event kind.
     Debug,
+    /// Everything, wire traffic included.
     Trace,
 }
 
@@ -50,6 +55,7 @@ pub enum Cli {
     Serve {
         /// Log here; stderr when absent.
         log_file: Option<PathBuf>,
+        /// How much to log.
         level: LogLevel,
     },
 }

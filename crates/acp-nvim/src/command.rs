@@ -49,10 +49,13 @@ pub struct AgentSpec {
 /// `acp.open`: start (or share) an agent and open a session in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenChat {
+    /// The chat that owns the session.
     pub chat_id: ChatId,
+    /// The agent to start or share.
     pub agent: AgentSpec,
     /// Absolute working directory of the session.
     pub cwd: PathBuf,
+    /// MCP servers for the agent to connect to.
     pub mcp_servers: Vec<schema::McpServer>,
     /// Load this session (history replayed) instead of creating one.
     pub load_session_id: Option<String>,
@@ -77,32 +80,49 @@ pub enum OptionValue {
 pub enum Command {
     /// `acp.hello`: version handshake.
     Hello {
+        /// The plugin's version; must equal the backend's.
         plugin_version: String,
     },
+    /// `acp.open`: start or share an agent and open a session.
     Open(Box<OpenChat>),
     /// `acp.prompt`: one user turn.
     Prompt {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The user's content blocks.
         blocks: Vec<schema::ContentBlock>,
     },
+    /// `acp.cancel`: cancel the running turn.
     Cancel {
+        /// The chat concerned.
         chat_id: ChatId,
     },
     /// `acp.permission_respond`; `option_id: None` = dismissed.
     PermissionRespond {
+        /// The id from the `permission_request` event.
         request_id: PromptId,
+        /// The chosen option.
         option_id: Option<String>,
     },
+    /// `acp.close`: close the chat's session.
     Close {
+        /// The chat concerned.
         chat_id: ChatId,
     },
+    /// `acp.set_mode`: switch the session's mode.
     SetMode {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// One of the session's available mode ids.
         mode_id: String,
     },
+    /// `acp.set_config_option`: change a session config option.
     SetConfigOption {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The option id.
         config_id: String,
+        /// Its new value.
         value: OptionValue,
     },
     /// `acp.shutdown`: stop every agent (Neovim is leaving).
@@ -112,7 +132,9 @@ pub enum Command {
 /// A message from the plugin that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadCommand {
+    /// The method the message arrived as.
     pub method: String,
+    /// What was wrong with it.
     pub reason: String,
 }
 

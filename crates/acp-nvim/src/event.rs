@@ -16,8 +16,11 @@ use crate::msgpack;
 pub enum Event {
     /// The session of a chat is open.
     SessionStarted {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The agent's session id.
         session_id: String,
+        /// The agent, as the plugin named it.
         agent_name: String,
         /// `{currentModeId, availableModes}` when the agent has modes.
         modes: Option<Json>,
@@ -30,30 +33,51 @@ pub enum Event {
     },
     /// The session could not be opened; `message` names the fix.
     OpenFailed {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// A sentence for the user.
         message: String,
+        /// The agent's last stderr output, when there is any.
         stderr_tail: Option<String>,
     },
     /// The agent wants the user to log in first.
-    AuthRequired { chat_id: ChatId, auth_methods: Json },
+    AuthRequired {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The agent's auth methods.
+        auth_methods: Json,
+    },
     /// The session model changed (acp-client's `SessionChange`).
-    Session { chat_id: ChatId, change: Json },
+    Session {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// acp-client's `SessionChange`, serialized.
+        change: Json,
+    },
     /// The agent asks for permission; answer with `acp.permission_respond`.
     PermissionRequest {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// Answer with this id in `acp.permission_respond`.
         request_id: PromptId,
+        /// The tool call the request is about.
         tool_call: Json,
+        /// The choices: `[{optionId, name, kind}]`.
         options: Json,
     },
     /// A pending permission prompt was withdrawn (turn cancelled, agent
     /// cancelled it, agent exited).
     PermissionCancelled {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The id of the withdrawn `permission_request`.
         request_id: PromptId,
     },
     /// A permission request answered from memory or an auto-allow rule.
     PermissionAuto {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The tool call the request is about.
         tool_call: Json,
         /// The option chosen (`{optionId, name, kind}`), or null.
         option: Json,
@@ -61,12 +85,16 @@ pub enum Event {
     /// Terminal output or lifecycle: the fields of acp-client's
     /// `TerminalEvent` (`kind`, `terminalId`, `data`, `exitStatus`...).
     Terminal {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The fields of acp-client's `TerminalEvent`, without `sessionId`.
         fields: Map<String, Json>,
     },
     /// The agent wrote a file through `fs/write_text_file`.
     FileEdited {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// Absolute path of the file.
         path: String,
         /// The write went through the open buffer (and was saved).
         buffer_updated: bool,
@@ -75,20 +103,32 @@ pub enum Event {
     },
     /// A prompt turn ended with the agent's stop reason.
     TurnEnded {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// The agent's stop reason (`end_turn`, `cancelled`...).
         stop_reason: String,
     },
     /// A prompt could not be sent or the agent answered it with an error.
-    PromptFailed { chat_id: ChatId, message: String },
+    PromptFailed {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// A sentence for the user.
+        message: String,
+    },
     /// The agent process of this chat exited.
     AgentExited {
+        /// The chat concerned.
         chat_id: ChatId,
+        /// How the process ended, as a phrase (`exit code 3`).
         status: String,
+        /// The agent's last stderr output.
         stderr_tail: String,
     },
     /// Something the user should know that belongs to no other event.
     Warning {
+        /// The chat concerned, if any.
         chat_id: Option<ChatId>,
+        /// A sentence for the user.
         message: String,
     },
 }

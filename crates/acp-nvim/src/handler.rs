@@ -30,6 +30,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// What `acp.hello` reports.
 #[derive(Debug, Clone)]
 pub struct HelloInfo {
+    /// This backend's version (the crate version).
     pub backend_version: String,
     /// The log file, when logging goes to one.
     pub log_file: Option<PathBuf>,

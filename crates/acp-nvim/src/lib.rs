@@ -16,6 +16,8 @@
 //! What it does not do: render anything, or decide anything the user should
 //! decide. Traffic can be seen with `--log-level trace` in the log file.
 
+#![warn(missing_docs)]
+
 pub mod agents;
 pub mod backend;
 pub mod batcher;

@@ -75,7 +75,9 @@ impl Prompts {
 /// dropped (turn cancelled) cannot be answered later.
 #[derive(Debug)]
 pub struct Withdraw<'a> {
+    /// The set the prompt is in.
     pub prompts: &'a Prompts,
+    /// The prompt to withdraw.
     pub id: PromptId,
 }
 
