@@ -74,6 +74,9 @@ pub async fn run(
             }
         }
         let n = batch.len();
+        if tracing::enabled!(tracing::Level::TRACE) {
+            tracing::trace!(n, "events to Lua: {batch:?}");
+        }
         if let Err(e) = editor.dispatch(batch).await {
             tracing::warn!("could not deliver {n} events to Neovim: {e}");
         }
