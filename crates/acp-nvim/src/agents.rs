@@ -78,11 +78,16 @@ impl Agent {
         self.init
             .get_or_init(|| async {
                 self.conn.initialize().await.map_err(|e| {
-                    format!(
-                        "The agent {} ({}) did not start: {e}",
-                        self.name,
-                        self.key.cmd.join(" ")
-                    )
+                    let cmd = self.key.cmd.join(" ");
+                    match e {
+                        // The stderr tail travels in its own field: keep it
+                        // out of the sentence.
+                        acp_client::Error::AgentExited { status, .. } => format!(
+                            "The agent {} ({cmd}) exited while starting ({status}); check its command line in your acp.nvim setup() and its output below",
+                            self.name
+                        ),
+                        e => format!("The agent {} ({cmd}) did not start: {e}", self.name),
+                    }
                 })
             })
             .await

@@ -223,9 +223,16 @@ async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Op
             } else {
                 "open a session"
             };
+            let reason = match e {
+                // The stderr tail travels in its own field.
+                acp_client::Error::AgentExited { status, .. } => {
+                    format!("the agent exited ({status})")
+                }
+                e => e.to_string(),
+            };
             events.push(Event::OpenFailed {
                 chat_id: chat.clone(),
-                message: format!("The agent {} could not {what}: {e}", agent.name),
+                message: format!("The agent {} could not {what}: {reason}", agent.name),
                 stderr_tail: conn.stderr_tail(),
             });
             None

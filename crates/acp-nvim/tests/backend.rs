@@ -380,3 +380,79 @@ async fn shutdown_stops_every_agent() {
         .unwrap();
     assert!(rig.agents.is_empty());
 }
+
+#[tokio::test]
+async fn an_agent_that_dies_while_starting_fails_the_open_with_its_stderr() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let cwd = rig.cwd();
+    let scenario = acp_testkit::write_scenario(&cwd, &json!({"bogusField": 1}));
+    rig.open("a", &scenario);
+    let failed = rig.wait_type("a", "open_failed").await;
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.contains("exited while starting (exit code 2)"),
+        "{message}"
+    );
+    // The stderr is in its own field, not repeated in the sentence.
+    let tail = failed["stderr_tail"].as_str().unwrap();
+    assert!(tail.contains("bogusField"), "{tail}");
+    assert!(!message.contains("bogusField"), "{message}");
+    rig.wait_until_no_agents().await;
+}
+
+#[tokio::test]
+async fn a_cancel_sent_right_after_the_prompt_ends_that_turn() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("cancel"));
+    // Both are sent before the session is even open: they wait, in order.
+    rig.prompt("a", "work");
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+    });
+    rig.wait_type("a", "session_started").await;
+    // If the cancel overtook the prompt, the agent would wait forever.
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_loaded_session_replays_its_history_to_the_chat() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let cwd = rig.cwd();
+    rig.send(Command::Open(Box::new(OpenChat {
+        chat_id: ChatId("a".into()),
+        agent: AgentSpec {
+            name: "fake".into(),
+            cmd: vec![
+                acp_testkit::fake_agent_bin().display().to_string(),
+                "--scenario".into(),
+                acp_testkit::scenario("sessions").display().to_string(),
+            ],
+            env: Vec::new(),
+            cwd: None,
+        },
+        cwd,
+        mcp_servers: Vec::new(),
+        load_session_id: Some("stored-1".into()),
+        resume_session_id: None,
+        auto_allow: None,
+    })));
+    let started = rig.wait_type("a", "session_started").await;
+    assert_eq!(started["session_id"], "stored-1");
+    assert_eq!(started["modes"]["currentModeId"], "ask");
+    let replay = rig.text_of("a");
+    assert!(replay.contains("fix the parser"), "{replay}");
+    assert!(replay.contains("Fixed."), "{replay}");
+    assert!(replay.contains("Edit parser.rs"), "{replay}");
+
+    rig.send(Command::SetMode {
+        chat_id: ChatId("a".into()),
+        mode_id: "code".into(),
+    });
+    let changed = rig
+        .wait("mode change", |e| {
+            e.kind() == "session" && e.to_json()["change"]["change"] == "mode_changed"
+        })
+        .await;
+    assert_eq!(changed.to_json()["change"]["currentModeId"], "code");
+}
