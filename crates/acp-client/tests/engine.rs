@@ -146,6 +146,25 @@ async fn bad_params_get_invalid_params_and_unknown_sessions_not_found() {
 }
 
 #[tokio::test]
+async fn a_failing_handler_gets_internal_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    host.fail_reads
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let (conn, mut peer) = connect(host);
+    open_session(&conn, &mut peer, json!({}), dir.path()).await;
+    let path = dir.path().join("a.txt");
+    peer.send(json!({"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"s1","path":path}}))
+        .await;
+    let reply = peer.recv().await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(reply["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("editor is gone"));
+}
+
+#[tokio::test]
 async fn reads_outside_the_workspace_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));

@@ -28,6 +28,8 @@ pub struct TestHost {
     pub permission: PermissionMode,
     /// Text returned for buffer reads of this path (simulating an open buffer).
     pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
+    /// Make every buffer read fail, as an editor whose UI thread is gone.
+    pub fail_reads: std::sync::atomic::AtomicBool,
 }
 
 impl TestHost {
@@ -40,6 +42,7 @@ impl TestHost {
                 events_tx: tx,
                 permission,
                 buffer: Mutex::new(None),
+                fail_reads: Default::default(),
             }),
             rx,
         )
@@ -57,6 +60,7 @@ impl TestHost {
                 events_tx: tx,
                 permission,
                 buffer: Mutex::new(None),
+                fail_reads: Default::default(),
             }),
             rx,
         )
@@ -94,6 +98,9 @@ impl EditorHost for TestHost {
     }
 
     async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
+        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(acp_client::Error::Host("the editor is gone".into()));
+        }
         let buffer = self.buffer.lock().unwrap().clone();
         match buffer {
             Some((path, text)) if path == request.path => Ok(Some(acp_client::fs::slice_lines(
