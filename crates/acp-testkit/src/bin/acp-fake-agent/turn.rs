@@ -38,6 +38,8 @@ pub struct Player<'a> {
 }
 
 impl<'a> Player<'a> {
+    /// A player for one session; `cancel` is the turn's token and
+    /// `stop_reason` the answer when the steps run out.
     pub fn new(
         agent: &'a Arc<Agent>,
         session_id: &str,
