@@ -76,11 +76,19 @@ impl<'a> Player<'a> {
     /// Plays a step list. A cancel seen between steps ends it `cancelled`.
     pub fn run(&mut self, steps: &[Value]) -> Flow {
         for raw in steps {
-            if self.cancel.is_cancelled() {
+            let value = substitute(raw, &self.vars);
+            let step = Step::decode(&value);
+            // A hung agent ignores a cancel that came before the hang, too.
+            let hangs = matches!(
+                step,
+                Ok(Step::WaitForCancel {
+                    ignore_cancel: true
+                })
+            );
+            if self.cancel.is_cancelled() && !hangs {
                 return Flow::End("cancelled".to_owned());
             }
-            let value = substitute(raw, &self.vars);
-            let flow = match Step::decode(&value) {
+            let flow = match step {
                 Ok(step) => self.step(step),
                 Err(err) => self.fail(&format!("step {value} is invalid: {err}")),
             };
@@ -928,8 +936,10 @@ fn spawn_grandchild(command: Option<Vec<String>>) {
         .spawn();
     match spawned {
         Ok(child) => {
+            // One write, so a reader never sees half a pid.
+            let line = format!("grandchild pid: {}\n", child.id());
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "grandchild pid: {}", child.id());
+            let _ = err.write_all(line.as_bytes());
             let _ = err.flush();
         }
         Err(e) => tracing::warn!("cannot spawn grandchild `{program}`: {e}"),
