@@ -28,6 +28,8 @@ pub struct TestHost {
     pub permission: PermissionMode,
     /// Text returned for buffer reads of this path (simulating an open buffer).
     pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
+    /// Make every buffer read fail, as an editor whose UI thread is gone.
+    pub fail_reads: std::sync::atomic::AtomicBool,
 }
 
 impl TestHost {
@@ -40,6 +42,7 @@ impl TestHost {
                 events_tx: tx,
                 permission,
                 buffer: Mutex::new(None),
+                fail_reads: Default::default(),
             }),
             rx,
         )
@@ -57,6 +60,7 @@ impl TestHost {
                 events_tx: tx,
                 permission,
                 buffer: Mutex::new(None),
+                fail_reads: Default::default(),
             }),
             rx,
         )
@@ -94,6 +98,9 @@ impl EditorHost for TestHost {
     }
 
     async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
+        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(acp_client::Error::Host("the editor is gone".into()));
+        }
         let buffer = self.buffer.lock().unwrap().clone();
         match buffer {
             Some((path, text)) if path == request.path => Ok(Some(acp_client::fs::slice_lines(
@@ -249,4 +256,22 @@ pub async fn wait_event(
     })
     .await
     .expect("timed out waiting for an event")
+}
+
+/// A permission prompt forwarded by a [`PermissionMode::Manual`] host.
+pub type Prompt = (PermissionRequest, oneshot::Sender<PermissionDecision>);
+
+/// Waits for the next permission prompt.
+pub async fn next_prompt(prompts: &mut mpsc::UnboundedReceiver<Prompt>) -> Prompt {
+    tokio::time::timeout(WAIT, prompts.recv())
+        .await
+        .expect("timed out waiting for a permission prompt")
+        .expect("prompt channel closed")
+}
+
+/// Answers a prompt with the option `option_id`.
+pub fn choose(answer: oneshot::Sender<PermissionDecision>, option_id: &str) {
+    let _ = answer.send(PermissionDecision::Selected {
+        option_id: option_id.to_owned(),
+    });
 }
