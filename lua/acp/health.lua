@@ -66,7 +66,11 @@ function M.check()
 
   health.start("acp.nvim log")
   local log = backend.log_file()
-  if vim.fn.filewritable(vim.fn.fnamemodify(log, ":h")) == 2 then
+  local log_dir = vim.fn.fnamemodify(log, ":h")
+  -- The backend creates the directory on start; do the same so the check is
+  -- about permissions, not about a first run.
+  pcall(vim.fn.mkdir, log_dir, "p")
+  if vim.fn.filewritable(log_dir) == 2 then
     health.ok("log file: " .. log)
   else
     health.warn("the log directory is not writable: " .. log)

@@ -422,4 +422,20 @@ T.test("a bad event does not stop the rest of the batch", function()
   T.eq(1, #notified, "the failing event was reported once")
 end)
 
+T.test("the prompt completes the agent's slash commands", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "commands_changed",
+      availableCommands = { { name = "plan", description = "Make a plan" }, { name = "test", description = "Run tests" } },
+    }),
+  })
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "do /pl" })
+  vim.api.nvim_win_set_cursor(0, { 1, 6 })
+  local omni = require("acp.chat").omnifunc
+  T.eq(3, omni(1, ""), "completion starts at the slash")
+  T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
+end)
+
 T.run()
