@@ -504,6 +504,43 @@ function Chat:_flush()
   require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks })
 end
 
+--- Ask the agent to switch mode; the change arrives as an event.
+---@param mode_id string
+---@return boolean
+function Chat:set_mode(mode_id)
+  if not self.session_id then
+    util.notify("the session has not started yet", vim.log.levels.WARN)
+    return false
+  end
+  local res, err = require("acp.backend").request("acp.set_mode", { chat_id = self.chat_id, mode_id = mode_id })
+  if res == nil then
+    util.notify("could not switch mode: " .. tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+--- Set a session config option (e.g. the model); the new option list arrives
+--- as an event.
+---@param config_id string
+---@param value any
+---@return boolean
+function Chat:set_config_option(config_id, value)
+  if not self.session_id then
+    util.notify("the session has not started yet", vim.log.levels.WARN)
+    return false
+  end
+  local res, err = require("acp.backend").request(
+    "acp.set_config_option",
+    { chat_id = self.chat_id, config_id = config_id, value = value }
+  )
+  if res == nil then
+    util.notify("could not set " .. tostring(config_id) .. ": " .. tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
 --- Cancel the running turn (queued prompts are dropped).
 function Chat:cancel()
   local dropped = #self.queue
@@ -735,6 +772,15 @@ function Chat:on_permission_request(ev)
   if waiting then
     self.transcript:permission_shown(req)
     self:update_permission_keys()
+    if not self:is_visible() then
+      util.notify(
+        ("%s asks permission: %s (:Acp permission to answer)"):format(
+          self.agent.name,
+          tostring(util.field(req.tool_call, "title") or "a tool call")
+        ),
+        vim.log.levels.WARN
+      )
+    end
   end
   return req, waiting
 end

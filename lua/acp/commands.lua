@@ -99,6 +99,109 @@ M.subcommands.permission = {
   end,
 }
 
+--- Values of the model option: { value, name } pairs, groups flattened.
+---@param opt table
+---@return {value: string, name: string}[]
+local function model_values(opt)
+  local out = {}
+  local function walk(options)
+    for _, o in ipairs(options or {}) do
+      if util.field(o, "value") ~= nil then
+        out[#out + 1] = { value = util.field(o, "value"), name = util.field(o, "name") or util.field(o, "value") }
+      end
+      walk(util.field(o, "options"))
+    end
+  end
+  walk(util.field(opt, "options"))
+  return out
+end
+
+M.subcommands.mode = {
+  desc = "switch the agent's mode: :Acp mode [id] (a menu without id)",
+  run = function(args)
+    local chat = current_or_warn()
+    if not chat then
+      return
+    end
+    local modes = util.field(chat.modes, "availableModes", "available_modes") or {}
+    if #modes == 0 then
+      util.notify(chat.agent.name .. " has no modes", vim.log.levels.WARN)
+      return
+    end
+    local function set(id)
+      chat:set_mode(id)
+    end
+    if args[1] then
+      set(args[1])
+      return
+    end
+    vim.ui.select(modes, {
+      prompt = "acp.nvim: mode",
+      format_item = function(m)
+        return util.field(m, "name") or util.field(m, "id")
+      end,
+    }, function(m)
+      if m then
+        set(util.field(m, "id"))
+      end
+    end)
+  end,
+  complete = function(lead)
+    local chat = require("acp.chat").current()
+    local ids = {}
+    for _, m in ipairs(chat and util.field(chat.modes, "availableModes", "available_modes") or {}) do
+      local id = util.field(m, "id")
+      if id and vim.startswith(id, lead) then
+        ids[#ids + 1] = id
+      end
+    end
+    return ids
+  end,
+}
+
+M.subcommands.model = {
+  desc = "switch the model (the config option of category model): :Acp model [value]",
+  run = function(args)
+    local chat = current_or_warn()
+    if not chat then
+      return
+    end
+    local opt = chat:model_option()
+    if not opt then
+      util.notify(chat.agent.name .. " offers no model choice", vim.log.levels.WARN)
+      return
+    end
+    local function set(value)
+      chat:set_config_option(util.field(opt, "id"), value)
+    end
+    if args[1] then
+      set(args[1])
+      return
+    end
+    vim.ui.select(model_values(opt), {
+      prompt = "acp.nvim: model",
+      format_item = function(v)
+        return v.name
+      end,
+    }, function(v)
+      if v then
+        set(v.value)
+      end
+    end)
+  end,
+  complete = function(lead)
+    local chat = require("acp.chat").current()
+    local opt = chat and chat:model_option()
+    local vals = {}
+    for _, v in ipairs(opt and model_values(opt) or {}) do
+      if vim.startswith(tostring(v.value), lead) then
+        vals[#vals + 1] = tostring(v.value)
+      end
+    end
+    return vals
+  end,
+}
+
 --- Run `:Acp {args}`.
 ---@param fargs string[]
 function M.run(fargs)

@@ -10,6 +10,9 @@ end
 
 T.root = os.getenv("ACP_TEST_ROOT") or vim.fn.getcwd()
 
+-- `-u NONE` loads no plugin scripts: load ours as a user's Neovim would.
+dofile(T.root .. "/plugin/acp.lua")
+
 --- Register a test.
 ---@param name string
 ---@param fn fun()

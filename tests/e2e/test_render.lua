@@ -438,4 +438,30 @@ T.test("the prompt completes the agent's slash commands", function()
   T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
 end)
 
+T.test(":Acp mode and :Acp model ask the backend", function()
+  local chat = T.fake_chat({
+    modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    config_options = {
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        currentValue = "m1",
+        options = { { value = "m1", name = "One" }, { value = "m2", name = "Two" } },
+      },
+    },
+  })
+  local commands = require("acp.commands")
+  T.eq({ "ask", "code" }, commands.complete("", "Acp mode "), "mode completion")
+  T.eq({ "m2" }, commands.complete("m2", "Acp model m2"), "model completion")
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  vim.cmd("Acp mode code")
+  vim.cmd("Acp model m2")
+  T.eq({ "acp.set_mode", { chat_id = chat.chat_id, mode_id = "code" } }, sent[1], "set_mode request")
+  T.eq({ "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } }, sent[2], "model request")
+end)
+
 T.run()
