@@ -199,14 +199,77 @@ function T.scenario(dir, scenario)
   return path
 end
 
---- Configure the plugin to use the debug backend and a scenario-driven agent.
-function T.setup_fake(agents)
+--- Path of the backend binary (debug build).
+function T.backend_bin()
+  return T.root .. "/target/debug/acp-nvim"
+end
+
+--- Configure the plugin to use the debug backend and agents playing the given
+--- scenarios: `{ name = scenario_table_or_path }`.
+---@param scenarios table<string, table|string>
+---@param dir string where scenario files are written
+function T.setup_fake(scenarios, dir)
+  local agents = {}
+  for name, sc in pairs(scenarios) do
+    local path = type(sc) == "string" and sc or T.scenario(dir, sc)
+    agents[name] = { cmd = { T.fake_agent(), "--scenario", path } }
+  end
   local cfg = {
-    backend = { cmd = { T.root .. "/target/debug/acp-nvim" } },
+    backend = { cmd = { T.backend_bin() } },
     agents = agents,
     log_level = "debug",
   }
   assert(require("acp").setup(cfg), "setup failed")
+end
+
+--- Stop reasons of ended turns per chat id (from AcpTurnEnd).
+T.turns = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = "AcpTurnEnd",
+  callback = function(a)
+    local list = T.turns[a.data.chat_id] or {}
+    T.turns[a.data.chat_id] = list
+    list[#list + 1] = a.data.stop_reason
+  end,
+})
+
+--- Open a chat and wait until its session started.
+function T.open_chat(agent, cwd)
+  local chat = assert(require("acp").open({ agent = agent, cwd = cwd or T.root }))
+  T.wait(function()
+    return chat.session_id ~= nil
+  end, "session of " .. agent .. " started; transcript:\n" .. T.text(chat.bufnr))
+  return chat
+end
+
+--- Send a prompt to a chat and wait for the end of the turn; returns the stop reason.
+function T.turn(chat, text, timeout)
+  local before = #(T.turns[chat.chat_id] or {})
+  assert(chat:send({ { type = "text", text = text } }), "prompt refused")
+  T.wait(function()
+    return #(T.turns[chat.chat_id] or {}) > before
+  end, "turn end; transcript:\n" .. T.text(chat.bufnr), timeout)
+  return T.turns[chat.chat_id][before + 1]
+end
+
+--- Wait until the transcript contains `needle`.
+function T.wait_text(chat, needle, timeout)
+  T.wait(function()
+    return T.text(chat.bufnr):find(needle, 1, true) ~= nil
+  end, ("%q in the transcript"):format(needle), timeout)
+end
+
+--- Put the cursor of the chat's transcript window on the first line holding `needle`.
+function T.cursor_on(chat, needle)
+  local win = assert(vim.fn.win_findbuf(chat.bufnr)[1], "transcript window")
+  vim.api.nvim_set_current_win(win)
+  local l = assert(T.find_line(chat.bufnr, needle), needle .. " in the transcript")
+  vim.api.nvim_win_set_cursor(win, { l, 0 })
+end
+
+--- Skip marker: true when the binaries the end-to-end tests need are built.
+function T.have_binaries()
+  return vim.fn.executable(T.backend_bin()) == 1 and vim.fn.executable(T.fake_agent()) == 1
 end
 
 return T
