@@ -247,9 +247,9 @@ end
 function Transcript:permission_shown(req)
   local state = vim.deepcopy(req.tool_call or {})
   local block = self:_tool_block(state)
-  if not block.data.state or next(block.data.state) == nil then
-    block.data.state = state
-  end
+  -- The session's state is newer for the fields it has; the request may know
+  -- more (e.g. rawInput of a call the agent never sent as a tool_call).
+  block.data.state = vim.tbl_extend("keep", block.data.state or {}, state)
   block.data.permission = req
   self:_render_tool(block)
 end
