@@ -1,1 +1,828 @@
 //! The typed, async connection to one agent.
+//!
+//! A [`Connection`] owns the agent process (when it spawned it), the JSON-RPC
+//! engine and the state of every session opened through it. Methods the agent
+//! did not advertise fail with [`Error::NotSupported`] without sending
+//! anything.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::codec::DEFAULT_MAX_LINE_BYTES;
+use crate::dispatch::cancel_session_prompts;
+use crate::error::{Error, Result};
+use crate::fs::Workspace;
+use crate::host::{ClientEvent, EditorHost};
+use crate::methods;
+use crate::permission::PermissionPolicy;
+use crate::process::{AgentCommand, AgentProcess, ExitInfo};
+use crate::schema;
+use crate::session::SessionState;
+use crate::terminal::DEFAULT_OUTPUT_CAP;
+use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
+use crate::update::{Content, SessionId};
+
+/// The ACP protocol version this client speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Tunables of a connection. `Default` gives sensible values for editors.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// Sent as `clientInfo` in `initialize`.
+    pub client_name: String,
+    /// Sent as `clientInfo.version` in `initialize`.
+    pub client_version: String,
+    /// A line from the agent longer than this fails the connection.
+    pub max_line_bytes: usize,
+    /// How long `initialize` may take (agents behind `npx` may download first).
+    pub initialize_timeout: Option<Duration>,
+    /// Timeout for every other request except `session/prompt`, which runs as
+    /// long as the agent works.
+    pub request_timeout: Option<Duration>,
+    /// Messages queued for an agent that stopped reading before calls fail
+    /// with [`Error::Backpressure`].
+    pub outgoing_queue: usize,
+    /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
+    pub shutdown_grace: Duration,
+    /// Upper bound for one whole-file `fs/read_text_file` from disk.
+    pub max_read_bytes: usize,
+    /// Memory bound of a terminal's output when the agent gives no limit.
+    pub terminal_output_cap: usize,
+    /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
+    /// allowed without asking. Empty by default: ask for everything.
+    pub auto_allow_kinds: Vec<String>,
+    /// Paths outside every session workspace that the editor's policy lets
+    /// agents read and write anyway.
+    pub allowed_paths: Vec<PathBuf>,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        Self {
+            client_name: "acp-client".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            initialize_timeout: Some(Duration::from_secs(60)),
+            request_timeout: None,
+            outgoing_queue: 4096,
+            shutdown_grace: Duration::from_secs(2),
+            max_read_bytes: 64 * 1024 * 1024,
+            terminal_output_cap: DEFAULT_OUTPUT_CAP,
+            auto_allow_kinds: Vec::new(),
+            allowed_paths: Vec::new(),
+        }
+    }
+}
+
+/// What the agent said about itself in `initialize`.
+#[derive(Debug, Clone)]
+pub struct AgentInfo {
+    /// The protocol version the agent answered (always 1 here).
+    pub protocol_version: u16,
+    /// What the agent supports (load, list, resume, prompt content...).
+    pub capabilities: schema::AgentCapabilities,
+    /// How to log in, when the agent needs it.
+    pub auth_methods: Vec<schema::AuthMethod>,
+    /// The agent's name and version.
+    pub implementation: Option<schema::Implementation>,
+}
+
+/// Why a turn ended. Unknown reasons keep their wire name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The agent finished its answer.
+    EndTurn,
+    /// The model's token limit was reached.
+    MaxTokens,
+    /// The agent's limit of model requests per turn was reached.
+    MaxTurnRequests,
+    /// The agent refused to continue.
+    Refusal,
+    /// The turn was cancelled.
+    Cancelled,
+    /// A stop reason this client does not know, by its wire name.
+    Unknown(String),
+}
+
+impl StopReason {
+    /// Parses the wire name; never fails.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "end_turn" => StopReason::EndTurn,
+            "max_tokens" => StopReason::MaxTokens,
+            "max_turn_requests" => StopReason::MaxTurnRequests,
+            "refusal" => StopReason::Refusal,
+            "cancelled" => StopReason::Cancelled,
+            other => StopReason::Unknown(other.to_owned()),
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::MaxTurnRequests => "max_turn_requests",
+            StopReason::Refusal => "refusal",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Unknown(s) => s,
+        }
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Where and with what a session works.
+#[derive(Debug, Clone, Default)]
+pub struct SessionParams {
+    /// Absolute working directory; also the root of the fs/terminal sandbox.
+    pub cwd: PathBuf,
+    /// More directories the agent may work in (sent only when the agent
+    /// advertises `sessionCapabilities.additionalDirectories`; always part of
+    /// the sandbox).
+    pub additional_directories: Vec<PathBuf>,
+    /// MCP servers for the agent to connect to.
+    pub mcp_servers: Vec<schema::McpServer>,
+}
+
+impl SessionParams {
+    /// A session rooted at `cwd`.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A session that was created, loaded or resumed.
+#[derive(Debug, Clone)]
+pub struct SessionStarted {
+    /// The session's id.
+    pub session_id: SessionId,
+    /// The modes the agent offers and the current one.
+    pub modes: Option<schema::SessionModeState>,
+    /// The session's configuration options (model, ...).
+    pub config_options: Vec<schema::SessionConfigOption>,
+}
+
+/// One page of `session/list`.
+#[derive(Debug, Clone)]
+pub struct SessionPage {
+    /// The sessions on this page.
+    pub sessions: Vec<schema::SessionInfo>,
+    /// The cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// A value for `session/set_config_option`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigValue {
+    /// One of a select option's value ids.
+    Id(String),
+    /// A boolean option's value.
+    Bool(bool),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSessionResponse {
+    #[serde(default)]
+    session_id: Option<SessionId>,
+    #[serde(default)]
+    modes: Option<schema::SessionModeState>,
+    #[serde(default)]
+    config_options: Option<Vec<schema::SessionConfigOption>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WirePromptResponse {
+    stop_reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireConfigResponse {
+    #[serde(default)]
+    config_options: Vec<schema::SessionConfigOption>,
+}
+
+/// Decrements the "session opening" counter however the open ends.
+struct OpeningGuard<'a>(&'a Shared);
+
+impl Drop for OpeningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.sessions_opening.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection to one agent. Cheap to clone; the agent is shut down (its
+/// whole process group killed) when the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    shared: Arc<Shared>,
+    // Held for its `Drop`: the last clone stops the tasks and the agent.
+    _tasks: Arc<Tasks>,
+}
+
+impl Connection {
+    /// Spawns the agent and starts talking to it. Call
+    /// [`Connection::initialize`] next. Must run inside a tokio runtime.
+    pub fn spawn(
+        command: &AgentCommand,
+        host: Arc<dyn EditorHost>,
+        options: ConnectionOptions,
+    ) -> Result<Self> {
+        let (process, stdin, stdout) = AgentProcess::spawn(command)?;
+        let tasks = Arc::new(Tasks::default());
+        let shared = Shared::start(
+            stdout,
+            stdin,
+            host,
+            options,
+            Some(Arc::new(process)),
+            &tasks,
+        );
+        Ok(Self {
+            shared,
+            _tasks: tasks,
+        })
+    }
+
+    /// Talks ACP over existing streams (in-memory pipes in tests, a socket...).
+    /// Must run inside a tokio runtime.
+    pub fn from_streams<R, W>(
+        reader: R,
+        writer: W,
+        host: Arc<dyn EditorHost>,
+        options: ConnectionOptions,
+    ) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let tasks = Arc::new(Tasks::default());
+        let shared = Shared::start(reader, writer, host, options, None, &tasks);
+        Self {
+            shared,
+            _tasks: tasks,
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.shared.options.request_timeout
+    }
+
+    fn info_or_err(&self, method: &str) -> Result<AgentInfo> {
+        self.shared
+            .agent_info()
+            .ok_or_else(|| Error::NotInitialized {
+                method: method.to_owned(),
+            })
+    }
+
+    fn require(
+        &self,
+        method: &'static str,
+        supported: impl FnOnce(&AgentInfo) -> bool,
+    ) -> Result<()> {
+        let info = self.info_or_err(method)?;
+        if supported(&info) {
+            Ok(())
+        } else {
+            Err(Error::NotSupported {
+                method: method.to_owned(),
+            })
+        }
+    }
+
+    /// `initialize`: sends protocol version 1 and the capabilities the editor
+    /// host implements. An agent answering another version is an error.
+    pub async fn initialize(&self) -> Result<AgentInfo> {
+        let caps = self.shared.host.capabilities();
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": {
+                    "readTextFile": caps.read_text_file,
+                    "writeTextFile": caps.write_text_file,
+                },
+                "terminal": caps.terminal,
+            },
+            "clientInfo": {
+                "name": self.shared.options.client_name,
+                "version": self.shared.options.client_version,
+            },
+        });
+        let response: schema::InitializeResponse = self
+            .shared
+            .request(
+                methods::INITIALIZE,
+                params,
+                self.shared.options.initialize_timeout,
+            )
+            .await?;
+        let version = response.protocol_version.as_u16();
+        if version != PROTOCOL_VERSION {
+            return Err(Error::ProtocolVersion {
+                agent: version,
+                client: PROTOCOL_VERSION,
+            });
+        }
+        let info = AgentInfo {
+            protocol_version: version,
+            capabilities: response.agent_capabilities,
+            auth_methods: response.auth_methods,
+            implementation: response.agent_info,
+        };
+        *lock(&self.shared.agent) = Some(info.clone());
+        Ok(info)
+    }
+
+    /// What the agent answered to `initialize`, once it did.
+    pub fn agent_info(&self) -> Option<AgentInfo> {
+        self.shared.agent_info()
+    }
+
+    /// `authenticate` with one of the agent's `authMethods`.
+    pub async fn authenticate(&self, method_id: &str) -> Result<()> {
+        self.require(methods::AUTHENTICATE, |i| {
+            i.auth_methods
+                .iter()
+                .any(|m| m.id().0.as_ref() == method_id)
+        })?;
+        let _: Value = self
+            .shared
+            .request(
+                methods::AUTHENTICATE,
+                json!({ "methodId": method_id }),
+                self.timeout(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `logout`, when the agent advertises `auth.logout`.
+    pub async fn logout(&self) -> Result<()> {
+        self.require(methods::LOGOUT, |i| i.capabilities.auth.logout.is_some())?;
+        let _: Value = self
+            .shared
+            .request(methods::LOGOUT, json!({}), self.timeout())
+            .await?;
+        Ok(())
+    }
+
+    fn session_params_json(&self, params: &SessionParams, session_id: Option<&SessionId>) -> Value {
+        let mut v = json!({
+            "cwd": params.cwd,
+            "mcpServers": params.mcp_servers,
+        });
+        let additional_supported = self.shared.agent_info().is_some_and(|i| {
+            i.capabilities
+                .session_capabilities
+                .additional_directories
+                .is_some()
+        });
+        if additional_supported && !params.additional_directories.is_empty() {
+            v["additionalDirectories"] = json!(params.additional_directories);
+        }
+        if let Some(id) = session_id {
+            v["sessionId"] = json!(id);
+        }
+        v
+    }
+
+    fn workspace_for(&self, params: &SessionParams) -> Workspace {
+        let mut roots = vec![params.cwd.clone()];
+        roots.extend(params.additional_directories.iter().cloned());
+        let mut ws = Workspace::new(roots);
+        for p in &self.shared.options.allowed_paths {
+            ws.allow(p.clone());
+        }
+        ws
+    }
+
+    fn check_cwd(params: &SessionParams) -> Result<()> {
+        if !params.cwd.is_absolute() {
+            return Err(Error::RelativePath {
+                path: params.cwd.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn register_session(
+        &self,
+        session_id: &SessionId,
+        params: &SessionParams,
+        response: &WireSessionResponse,
+    ) {
+        let changes = {
+            let mut sessions = lock(&self.shared.sessions);
+            let slot = sessions
+                .entry(session_id.clone())
+                .or_insert_with(|| SessionSlot {
+                    state: SessionState::new(session_id.clone()),
+                    workspace: Workspace::new(Vec::new()),
+                    cwd: PathBuf::new(),
+                });
+            slot.workspace = self.workspace_for(params);
+            slot.cwd = params.cwd.clone();
+            let mut changes = Vec::new();
+            if let Some(modes) = &response.modes {
+                changes.extend(slot.state.set_modes(modes.clone()));
+            }
+            if let Some(options) = &response.config_options {
+                changes.extend(slot.state.set_config_options(options.clone()));
+            }
+            changes
+        };
+        self.emit_changes(session_id, changes);
+    }
+
+    fn started(session_id: SessionId, response: WireSessionResponse) -> SessionStarted {
+        SessionStarted {
+            session_id,
+            modes: response.modes,
+            config_options: response.config_options.unwrap_or_default(),
+        }
+    }
+
+    /// `session/new`. The session's cwd and additional directories become
+    /// the sandbox for the agent's fs and terminal requests.
+    pub async fn new_session(&self, params: SessionParams) -> Result<SessionStarted> {
+        Self::check_cwd(&params)?;
+        self.info_or_err(methods::SESSION_NEW)?;
+        self.shared.sessions_opening.fetch_add(1, Ordering::AcqRel);
+        let _opening = OpeningGuard(&self.shared);
+        let response: WireSessionResponse = self
+            .shared
+            .request(
+                methods::SESSION_NEW,
+                self.session_params_json(&params, None),
+                self.timeout(),
+            )
+            .await?;
+        let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
+            what: "the agent's answer to `session/new`".into(),
+            reason: "it has no `sessionId`".into(),
+        })?;
+        self.register_session(&session_id, &params, &response);
+        Ok(Self::started(session_id, response))
+    }
+
+    /// `session/load`: the agent replays the session's history as updates
+    /// before answering; the session model is rebuilt from that replay.
+    pub async fn load_session(
+        &self,
+        session_id: &SessionId,
+        params: SessionParams,
+    ) -> Result<SessionStarted> {
+        Self::check_cwd(&params)?;
+        self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
+        // Registered before the request so the replay lands in a fresh model.
+        lock(&self.shared.sessions).insert(
+            session_id.clone(),
+            SessionSlot {
+                state: SessionState::new(session_id.clone()),
+                workspace: self.workspace_for(&params),
+                cwd: params.cwd.clone(),
+            },
+        );
+        let result: Result<WireSessionResponse> = self
+            .shared
+            .request(
+                methods::SESSION_LOAD,
+                self.session_params_json(&params, Some(session_id)),
+                self.timeout(),
+            )
+            .await;
+        match result {
+            Ok(response) => {
+                self.register_session(session_id, &params, &response);
+                Ok(Self::started(session_id.clone(), response))
+            }
+            Err(e) => {
+                lock(&self.shared.sessions).remove(session_id);
+                Err(e)
+            }
+        }
+    }
+
+    /// `session/resume`: reattach to a session without a replay.
+    pub async fn resume_session(
+        &self,
+        session_id: &SessionId,
+        params: SessionParams,
+    ) -> Result<SessionStarted> {
+        Self::check_cwd(&params)?;
+        self.require(methods::SESSION_RESUME, |i| {
+            i.capabilities.session_capabilities.resume.is_some()
+        })?;
+        self.shared.sessions_opening.fetch_add(1, Ordering::AcqRel);
+        let _opening = OpeningGuard(&self.shared);
+        let response: WireSessionResponse = self
+            .shared
+            .request(
+                methods::SESSION_RESUME,
+                self.session_params_json(&params, Some(session_id)),
+                self.timeout(),
+            )
+            .await?;
+        self.register_session(session_id, &params, &response);
+        Ok(Self::started(session_id.clone(), response))
+    }
+
+    /// One page of `session/list`.
+    pub async fn list_sessions(
+        &self,
+        cwd: Option<&Path>,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage> {
+        self.require(methods::SESSION_LIST, |i| {
+            i.capabilities.session_capabilities.list.is_some()
+        })?;
+        let mut params = json!({});
+        if let Some(cwd) = cwd {
+            params["cwd"] = json!(cwd);
+        }
+        if let Some(cursor) = cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let response: schema::ListSessionsResponse = self
+            .shared
+            .request(methods::SESSION_LIST, params, self.timeout())
+            .await?;
+        Ok(SessionPage {
+            sessions: response.sessions,
+            next_cursor: response.next_cursor,
+        })
+    }
+
+    /// Every page of `session/list`, newest first by `updatedAt` when the
+    /// agent gives it. Stops if the agent repeats a cursor.
+    pub async fn list_all_sessions(&self, cwd: Option<&Path>) -> Result<Vec<schema::SessionInfo>> {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let page = self.list_sessions(cwd, cursor.as_deref()).await?;
+            all.extend(page.sessions);
+            match page.next_cursor {
+                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
+                _ => break,
+            }
+        }
+        all.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        Ok(all)
+    }
+
+    /// `session/close` when advertised; the session's terminals are killed
+    /// and its pending prompts cancelled either way.
+    pub async fn close_session(&self, session_id: &SessionId) -> Result<()> {
+        let supported = self
+            .shared
+            .agent_info()
+            .is_some_and(|i| i.capabilities.session_capabilities.close.is_some());
+        cancel_session_prompts(&self.shared, session_id);
+        self.shared.terminals.release_session(session_id).await;
+        let result = if supported {
+            self.shared
+                .request::<Value>(
+                    methods::SESSION_CLOSE,
+                    json!({ "sessionId": session_id }),
+                    self.timeout(),
+                )
+                .await
+                .map(|_| ())
+        } else {
+            Ok(())
+        };
+        lock(&self.shared.sessions).remove(session_id);
+        result
+    }
+
+    /// `session/delete`, when advertised.
+    pub async fn delete_session(&self, session_id: &SessionId) -> Result<()> {
+        self.require(methods::SESSION_DELETE, |i| {
+            i.capabilities.session_capabilities.delete.is_some()
+        })?;
+        let _: Value = self
+            .shared
+            .request(
+                methods::SESSION_DELETE,
+                json!({ "sessionId": session_id }),
+                self.timeout(),
+            )
+            .await?;
+        lock(&self.shared.sessions).remove(session_id);
+        Ok(())
+    }
+
+    fn require_session(&self, session_id: &SessionId) -> Result<()> {
+        if lock(&self.shared.sessions).contains_key(session_id) {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!(
+                "unknown session `{session_id}`; open or load it first"
+            )))
+        }
+    }
+
+    /// `session/set_mode`. The model follows the agent's
+    /// `current_mode_update`, or this call's success when none comes.
+    pub async fn set_mode(&self, session_id: &SessionId, mode_id: &str) -> Result<()> {
+        self.require_session(session_id)?;
+        let _: Value = self
+            .shared
+            .request(
+                methods::SESSION_SET_MODE,
+                json!({ "sessionId": session_id, "modeId": mode_id }),
+                self.timeout(),
+            )
+            .await?;
+        let changes = lock(&self.shared.sessions)
+            .get_mut(session_id)
+            .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
+            .unwrap_or_default();
+        self.emit_changes(session_id, changes);
+        Ok(())
+    }
+
+    /// `session/set_config_option`; returns (and stores) the agent's complete
+    /// option list.
+    pub async fn set_config_option(
+        &self,
+        session_id: &SessionId,
+        config_id: &str,
+        value: ConfigValue,
+    ) -> Result<Vec<schema::SessionConfigOption>> {
+        self.require_session(session_id)?;
+        let mut params = json!({ "sessionId": session_id, "configId": config_id });
+        match value {
+            ConfigValue::Id(id) => params["value"] = json!(id),
+            ConfigValue::Bool(b) => {
+                params["type"] = json!("boolean");
+                params["value"] = json!(b);
+            }
+        }
+        let response: WireConfigResponse = self
+            .shared
+            .request(methods::SESSION_SET_CONFIG_OPTION, params, self.timeout())
+            .await?;
+        let changes = lock(&self.shared.sessions)
+            .get_mut(session_id)
+            .map(|slot| {
+                slot.state
+                    .set_config_options(response.config_options.clone())
+            })
+            .unwrap_or_default();
+        self.emit_changes(session_id, changes);
+        Ok(response.config_options)
+    }
+
+    fn emit_changes(&self, session_id: &SessionId, changes: Vec<crate::session::SessionChange>) {
+        for change in changes {
+            self.shared.emit(ClientEvent::Session {
+                session_id: session_id.clone(),
+                change,
+            });
+        }
+    }
+
+    fn check_prompt_content(&self, content: &[schema::ContentBlock]) -> Result<()> {
+        let info = self.info_or_err(methods::SESSION_PROMPT)?;
+        let caps = &info.capabilities.prompt_capabilities;
+        for block in content {
+            let allowed = match block {
+                schema::ContentBlock::Text(_) | schema::ContentBlock::ResourceLink(_) => true,
+                schema::ContentBlock::Image(_) => caps.image,
+                schema::ContentBlock::Audio(_) => caps.audio,
+                schema::ContentBlock::Resource(_) => caps.embedded_context,
+                _ => false,
+            };
+            if !allowed {
+                let kind = serde_json::to_value(block)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "this".into());
+                return Err(Error::NotSupported {
+                    method: format!("{} with `{kind}` content", methods::SESSION_PROMPT),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `session/prompt`: records the prompt in the session model, sends it,
+    /// and resolves once with the agent's stop reason. Content kinds the
+    /// agent did not advertise are refused before anything is sent.
+    pub async fn prompt(
+        &self,
+        session_id: &SessionId,
+        content: Vec<schema::ContentBlock>,
+    ) -> Result<StopReason> {
+        self.require_session(session_id)?;
+        self.check_prompt_content(&content)?;
+        let changes = lock(&self.shared.sessions)
+            .get_mut(session_id)
+            .map(|slot| {
+                slot.state
+                    .push_user_prompt(content.iter().cloned().map(Content::Known).collect())
+            })
+            .unwrap_or_default();
+        self.emit_changes(session_id, changes);
+        let response: WirePromptResponse = self
+            .shared
+            .request(
+                methods::SESSION_PROMPT,
+                json!({ "sessionId": session_id, "prompt": content }),
+                None,
+            )
+            .await?;
+        Ok(StopReason::from_wire(&response.stop_reason))
+    }
+
+    /// `session/cancel`: tells the agent, answers the session's pending
+    /// permission prompts `cancelled`, and marks its unfinished tool calls
+    /// cancelled. The turn's [`Connection::prompt`] still resolves with the
+    /// agent's stop reason; later updates are still applied.
+    pub fn cancel(&self, session_id: &SessionId) -> Result<()> {
+        self.require_session(session_id)?;
+        let sent = self
+            .shared
+            .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));
+        cancel_session_prompts(&self.shared, session_id);
+        let changes = lock(&self.shared.sessions)
+            .get_mut(session_id)
+            .map(|slot| slot.state.cancel_unfinished_tool_calls())
+            .unwrap_or_default();
+        self.emit_changes(session_id, changes);
+        sent
+    }
+
+    /// Reads a session's model.
+    pub fn with_session<R>(
+        &self,
+        session_id: &SessionId,
+        f: impl FnOnce(&SessionState) -> R,
+    ) -> Option<R> {
+        lock(&self.shared.sessions)
+            .get(session_id)
+            .map(|slot| f(&slot.state))
+    }
+
+    /// The ids of every open session.
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        lock(&self.shared.sessions).keys().cloned().collect()
+    }
+
+    /// Reads or changes the permission memory and rules.
+    pub fn with_permissions<R>(&self, f: impl FnOnce(&mut PermissionPolicy) -> R) -> R {
+        f(&mut lock(&self.shared.permission_policy))
+    }
+
+    /// The newest stderr output of the agent (when this connection spawned it).
+    pub fn stderr_tail(&self) -> Option<String> {
+        self.shared.process.as_ref().map(|p| p.stderr_tail())
+    }
+
+    /// The agent's process id (when this connection spawned it).
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.process.as_ref().and_then(|p| p.pid())
+    }
+
+    /// True once the connection is closed (agent exited, protocol failure or
+    /// shutdown).
+    pub fn is_closed(&self) -> bool {
+        self.shared.close_reason().is_some()
+    }
+
+    /// Resolves when the connection closes, with the reason as an error.
+    pub async fn closed(&self) -> Error {
+        self.shared.closed().await.to_error()
+    }
+
+    /// Graceful shutdown: fail pending calls, kill terminals, close the
+    /// agent's stdin, then SIGTERM and SIGKILL its process group after the
+    /// grace period. Returns the agent's exit status when it was spawned here.
+    pub async fn shutdown(&self) -> Option<ExitInfo> {
+        self.shared.close(CloseReason::Shutdown);
+        self.shared.terminals.release_all().await;
+        match &self.shared.process {
+            Some(p) => Some(p.shutdown(self.shared.options.shutdown_grace).await),
+            None => None,
+        }
+    }
+}

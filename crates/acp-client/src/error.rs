@@ -12,6 +12,8 @@ use crate::rpc::{codes, RpcError};
 /// there is one, what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+// Fields are named for what they hold; each variant's doc says what it means.
+#[allow(missing_docs)]
 pub enum Error {
     /// The agent sent a line longer than the configured limit.
     #[error("the agent sent a message longer than the {limit}-byte limit; raise `max_line_bytes` in the connection options if the agent really sends messages that large")]
@@ -34,7 +36,10 @@ pub enum Error {
 
     /// The agent answered a request with a JSON-RPC error.
     #[error("the agent answered `{method}` with error {}: {}", error.code, error.message)]
-    Rpc { method: String, error: RpcError },
+    Rpc {
+        method: String,
+        error: Box<RpcError>,
+    },
 
     /// No answer within the request's timeout.
     #[error("the agent did not answer `{method}` within {timeout:?}; check that the agent command is an ACP agent (some need an extra flag such as `--acp`)")]
@@ -91,6 +96,31 @@ pub enum Error {
     /// The editor host failed to serve a request.
     #[error("{0}")]
     Host(String),
+
+    /// A path names a directory, FIFO, device, socket or symbolic link where
+    /// a regular file is needed.
+    #[error("`{}` is a {what}, not a regular file; only regular text files can be read or written", path.display())]
+    NotRegularFile { path: PathBuf, what: &'static str },
+
+    /// A read would return more than the configured byte cap.
+    #[error("reading `{}` would return more than {limit} bytes; read it in parts with `line` and `limit`", path.display())]
+    FileTooLarge { path: PathBuf, limit: usize },
+
+    /// Reading or writing a file in the workspace failed.
+    #[error("could not {action} `{}`: {source}", path.display())]
+    FileIo {
+        path: PathBuf,
+        action: &'static str,
+        source: std::io::Error,
+    },
+
+    /// The saved permission memory could not be loaded or saved.
+    #[error("permission memory `{}`: {reason}", path.display())]
+    PermissionState { path: PathBuf, reason: String },
+
+    /// A `terminal/create` command could not be started.
+    #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]
+    TerminalSpawn { command: String, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {
@@ -114,9 +144,11 @@ impl Error {
     /// The JSON-RPC error to send back when a handler fails with this error.
     pub fn to_rpc_error(&self) -> RpcError {
         let code = match self {
-            Error::InvalidParams(_) | Error::RelativePath { .. } | Error::Decode { .. } => {
-                codes::INVALID_PARAMS
-            }
+            Error::InvalidParams(_)
+            | Error::RelativePath { .. }
+            | Error::Decode { .. }
+            | Error::NotRegularFile { .. }
+            | Error::FileTooLarge { .. } => codes::INVALID_PARAMS,
             Error::OutsideWorkspace { .. } | Error::NotFound(_) => codes::RESOURCE_NOT_FOUND,
             Error::Cancelled => codes::REQUEST_CANCELLED,
             Error::Rpc { error, .. } => error.code,

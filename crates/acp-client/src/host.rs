@@ -22,8 +22,11 @@ use crate::update::SessionId;
 /// `initialize`; a request for anything switched off is answered `-32601`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostCapabilities {
+    /// Serve `fs/read_text_file`.
     pub read_text_file: bool,
+    /// Serve `fs/write_text_file`.
     pub write_text_file: bool,
+    /// Serve `terminal/*`.
     pub terminal: bool,
 }
 
@@ -42,6 +45,7 @@ impl Default for HostCapabilities {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadTextFile {
+    /// The session the request belongs to.
     pub session_id: SessionId,
     /// Absolute, normalized path inside the session's workspace.
     pub path: PathBuf,
@@ -55,9 +59,11 @@ pub struct ReadTextFile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteTextFile {
+    /// The session the request belongs to.
     pub session_id: SessionId,
     /// Absolute, normalized path inside the session's workspace.
     pub path: PathBuf,
+    /// The complete new content.
     pub content: String,
 }
 
@@ -66,7 +72,10 @@ pub struct WriteTextFile {
 pub enum WriteOutcome {
     /// The editor applied the write (to a buffer and/or disk). `old_content`
     /// is the text it replaced (`None` for a new file), for edit review.
-    Handled { old_content: Option<String> },
+    Handled {
+        /// The text the write replaced (`None` for a new file).
+        old_content: Option<String>,
+    },
     /// The editor has no buffer for the path: the client writes the disk.
     NotHandled,
 }
@@ -76,10 +85,13 @@ pub enum WriteOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileEdit {
+    /// The session the request belongs to.
     pub session_id: SessionId,
+    /// Absolute path of the file.
     pub path: PathBuf,
     /// `None` when the file did not exist.
     pub old_content: Option<String>,
+    /// The content after the edit.
     pub new_content: String,
 }
 
@@ -87,25 +99,34 @@ pub struct FileEdit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
+// Events are built once and moved to the editor; boxing the larger variants
+// would only add allocations on the streaming path.
+#[allow(clippy::large_enum_variant)]
 pub enum ClientEvent {
     /// The session model changed.
     Session {
         #[serde(rename = "sessionId")]
+        /// The session concerned.
         session_id: SessionId,
+        /// What changed.
         change: SessionChange,
     },
     /// A pending permission prompt was answered `cancelled` by the client
     /// (turn cancelled, agent cancelled the request, or agent exited); the
     /// editor should close it.
     PermissionCancelled {
+        /// The prompt that was closed.
         id: PermissionRequestId,
         #[serde(rename = "sessionId")]
+        /// The session concerned.
         session_id: SessionId,
     },
     /// A permission request was answered from the permission memory or an
     /// auto-allow rule, without asking.
     PermissionAutoAnswered {
+        /// The request, as it would have been shown.
         request: PermissionRequest,
+        /// The answer sent to the agent.
         decision: PermissionDecision,
     },
     /// Terminal output or exit.
@@ -114,13 +135,18 @@ pub enum ClientEvent {
     FileEdited(FileEdit),
     /// The agent process exited or closed its output.
     AgentExited {
+        /// How the process ended.
         status: ExitInfo,
         #[serde(rename = "stderrTail")]
+        /// The newest stderr output of the agent.
         stderr_tail: String,
     },
     /// A message the client could not use (malformed line, unknown
     /// notification); logged, shown for diagnosis.
-    ProtocolWarning { message: String },
+    ProtocolWarning {
+        /// A sentence describing the problem.
+        message: String,
+    },
 }
 
 /// Receives events; cheap to clone and call from any task.

@@ -1,7 +1,74 @@
 //! Editor-side client for the [Agent Client Protocol](https://agentclientprotocol.com) (ACP).
+//!
+//! ACP is JSON-RPC 2.0 over the stdio of an AI coding agent (claude-agent-acp,
+//! codex-acp, Gemini CLI, Goose, OpenCode...). This crate is the editor's
+//! half, with nothing editor-specific in it:
+//!
+//! - spawns and reaps agent processes ([`process`]): own process group, the
+//!   full environment, stderr drained into a bounded tail for error messages;
+//! - speaks the protocol ([`Connection`]): typed async calls for every client
+//!   method, many requests in flight, `$/cancel_request` both ways, exactly one
+//!   reply per agent request;
+//! - decodes leniently ([`update`]): unknown update kinds, content types,
+//!   statuses and option kinds are kept as raw JSON instead of breaking the
+//!   turn;
+//! - keeps a session model ([`session`]) built only from updates, and emits
+//!   fine-grained [`session::SessionChange`]s so a UI can render
+//!   incrementally;
+//! - serves the agent's requests: permission prompts with a scoped memory of
+//!   "always" answers ([`permission`]), `fs/*` sandboxed to the session's
+//!   workspace ([`fs`]), and `terminal/*` with real processes ([`terminal`]).
+//!
+//! An editor implements [`EditorHost`]: a permission prompt is the only
+//! required method. Buffer-aware reads and writes and event rendering are
+//! optional overrides.
+//!
+//! What it does not do: render anything, store transcripts, or talk to
+//! models. To see the traffic, enable `tracing` at `debug` for the
+//! `acp_client` target; the agent's stderr is logged under `acp::agent_stderr`.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use acp_client::permission::{PermissionDecision, PermissionRequest};
+//! use acp_client::{schema, AgentCommand, ClientEvent, Connection, ConnectionOptions,
+//!                  EditorHost, SessionParams};
+//!
+//! struct Host;
+//!
+//! #[async_trait::async_trait]
+//! impl EditorHost for Host {
+//!     async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
+//!         // A real editor asks the user; this one allows once.
+//!         match request.options.iter().find(|o| o.kind.as_str() == "allow_once") {
+//!             Some(o) => PermissionDecision::Selected { option_id: o.option_id.clone() },
+//!             None => PermissionDecision::Cancelled,
+//!         }
+//!     }
+//!     fn on_event(&self, event: ClientEvent) {
+//!         println!("{}", serde_json::to_string(&event).unwrap_or_default());
+//!     }
+//! }
+//!
+//! # async fn run() -> acp_client::Result<()> {
+//! let agent = AgentCommand::new("claude-agent-acp");
+//! let conn = Connection::spawn(&agent, Arc::new(Host), ConnectionOptions::default())?;
+//! conn.initialize().await?;
+//! let session = conn.new_session(SessionParams::new("/path/to/project")).await?;
+//! let hello = schema::ContentBlock::Text(schema::TextContent::new("Explain this repo"));
+//! let stop = conn.prompt(&session.session_id, vec![hello]).await?;
+//! println!("turn ended: {}", stop.as_str());
+//! conn.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod codec;
 pub mod connection;
+mod dispatch;
 pub mod error;
 pub mod fs;
 pub mod host;
@@ -11,10 +78,16 @@ pub mod process;
 pub mod rpc;
 pub mod session;
 pub mod terminal;
+mod transport;
 pub mod update;
 
 /// The official ACP v1 schema types this crate builds on.
 pub use agent_client_protocol_schema::v1 as schema;
 
+pub use connection::{
+    AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
+    SessionStarted, StopReason,
+};
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
+pub use process::AgentCommand;

@@ -12,13 +12,21 @@ use serde_json::Value;
 
 /// JSON-RPC error codes used by ACP.
 pub mod codes {
+    /// The message was not valid JSON.
     pub const PARSE_ERROR: i32 = -32700;
+    /// The JSON was not a valid request.
     pub const INVALID_REQUEST: i32 = -32600;
+    /// Unknown or unadvertised method.
     pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Malformed parameters.
     pub const INVALID_PARAMS: i32 = -32602;
+    /// The handler failed.
     pub const INTERNAL_ERROR: i32 = -32603;
+    /// The request was cancelled with `$/cancel_request`.
     pub const REQUEST_CANCELLED: i32 = -32800;
+    /// The agent needs `authenticate` first.
     pub const AUTH_REQUIRED: i32 = -32000;
+    /// A session, terminal or file does not exist or may not be used.
     pub const RESOURCE_NOT_FOUND: i32 = -32002;
 }
 
@@ -26,7 +34,9 @@ pub mod codes {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// A numeric id (the ids this client sends).
     Number(i64),
+    /// A string id.
     String(String),
 }
 
@@ -42,13 +52,17 @@ impl fmt::Display for RequestId {
 /// The `error` member of a JSON-RPC response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcError {
+    /// One of [`codes`], or an agent-specific code.
     pub code: i32,
+    /// A human-readable description.
     pub message: String,
+    /// Extra data, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with no data.
     pub fn new(code: i32, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -57,6 +71,7 @@ impl RpcError {
         }
     }
 
+    /// `-32601` for `method`.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             codes::METHOD_NOT_FOUND,
@@ -64,10 +79,12 @@ impl RpcError {
         )
     }
 
+    /// `-32602` with the reason.
     pub fn invalid_params(reason: impl fmt::Display) -> Self {
         Self::new(codes::INVALID_PARAMS, format!("invalid params: {reason}"))
     }
 
+    /// `-32800`.
     pub fn cancelled() -> Self {
         Self::new(codes::REQUEST_CANCELLED, "request cancelled")
     }
@@ -82,17 +99,27 @@ impl fmt::Display for RpcError {
 /// A decoded message from the agent.
 #[derive(Debug)]
 pub enum Incoming {
+    /// A request that needs exactly one reply.
     Request {
+        /// The agent's id for it.
         id: RequestId,
+        /// The method name.
         method: String,
+        /// Undecoded params.
         params: Option<Box<RawValue>>,
     },
+    /// A notification (no reply).
     Notification {
+        /// The method name.
         method: String,
+        /// Undecoded params.
         params: Option<Box<RawValue>>,
     },
+    /// The answer to one of our requests.
     Response {
+        /// Our id for the request.
         id: RequestId,
+        /// Undecoded result, or the error.
         result: Result<Box<RawValue>, RpcError>,
     },
 }
@@ -198,17 +225,27 @@ fn null_raw() -> Box<RawValue> {
 /// JSON-RPC framing.
 #[derive(Debug)]
 pub enum Outgoing<'a> {
+    /// A request.
     Request {
+        /// Our id for it.
         id: &'a RequestId,
+        /// The method name.
         method: &'a str,
+        /// The params.
         params: &'a Value,
     },
+    /// A notification.
     Notification {
+        /// The method name.
         method: &'a str,
+        /// The params.
         params: &'a Value,
     },
+    /// The reply to one of the agent's requests.
     Response {
+        /// The agent's id for the request.
         id: &'a RequestId,
+        /// The result or the error.
         result: Result<&'a Value, &'a RpcError>,
     },
 }

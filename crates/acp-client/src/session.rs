@@ -1,9 +1,617 @@
 //! The editor-agnostic session model, built only from updates.
+//!
+//! A [`SessionState`] holds what a chat view shows: the entries (messages,
+//! thoughts, tool calls, updates of unknown kinds) in arrival order, the
+//! plan, modes, config options, commands, usage and session info. Every
+//! mutation returns the [`SessionChange`]s an editor needs to render
+//! incrementally; applying those changes in order to an empty view rebuilds
+//! exactly [`SessionState::entries`].
+//!
+//! The model has no notion of turns: an update that arrives after the prompt
+//! response ("late update") is applied like any other, and tool calls are
+//! found by id wherever they are.
+//!
+//! # Serialized form of [`SessionChange`] (a public contract)
+//!
+//! Changes are sent to the Lua UI and written as JSONL, so their JSON form is
+//! stable. Every change is an object with a `"change"` tag; field names are
+//! camelCase; optional fields that are unset are omitted (never `null`).
+//! Indexes are 0-based positions in the entry list and never shift (entries
+//! are only appended).
+//!
+//! | `change` | fields | meaning |
+//! |---|---|---|
+//! | `entry_added` | `index`, `entry` | a new entry at `index` (always the end) |
+//! | `text_appended` | `index`, `content`, `messageId?` | a chunk appended to the message at `index`: if `content` and the message's last block are both text blocks without annotations, the text continues that block, otherwise `content` is a new block; a message without id takes `messageId` |
+//! | `tool_call_changed` | `index`, `toolCall` | the complete new state of the tool call at `index` |
+//! | `plan_replaced` | `entries` | the whole plan (`[{content, priority, status}]`) |
+//! | `mode_changed` | `currentModeId` | the active mode |
+//! | `modes_changed` | `currentModeId`, `availableModes` | modes set from a session response |
+//! | `config_options_changed` | `configOptions` | the complete option list (schema form) |
+//! | `commands_changed` | `availableCommands` | the complete slash command list (schema form) |
+//! | `usage_changed` | `usage` (`{used, size, cost?}`) | context usage |
+//! | `info_changed` | `title?`, `updatedAt?` | the session info after the change (absent = none) |
+//!
+//! An `entry` is tagged by `"type"`:
+//! - `user_message`, `agent_message`, `thought`: `{content: [block], messageId?}`,
+//!   blocks in the ACP content block form (unknown blocks as sent);
+//! - `tool_call`: `{id, title, kind, status, content: [item], locations:
+//!   [{path, line?}], rawInput?, rawOutput?}` where an item is
+//!   `{type: "content", content}`, `{type: "diff", path, oldText?, newText}`
+//!   (no `oldText` = new file), `{type: "terminal", terminalId}` or
+//!   `{type: "unknown", raw}`; `kind` and `status` are wire names (unknown
+//!   ones kept, plus the client-side status `cancelled`);
+//! - `unknown`: `{kind, raw}`, an update kind this client does not know.
+//!
+//! Example: `{"change":"text_appended","index":3,"content":{"type":"text","text":"Hi"}}`.
+
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
+use serde_json::Value;
 
-/// A fine-grained change to a session model, for incremental rendering.
+use crate::schema;
+use crate::update::{
+    Content, ContentChunk, PlanEntry, SessionId, SessionInfo, SessionUpdate, ToolCallFields,
+    ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
+};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests;
+
+/// Title of a tool call the model only knows from an update or a permission
+/// request (some agents send those before the `tool_call`).
+pub const PLACEHOLDER_TITLE: &str = "Tool call";
+
+/// One item of the conversation, in arrival order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "change", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// What the user said (recorded by the client, or replayed by the agent).
+    UserMessage(Message),
+    /// What the agent said.
+    AgentMessage(Message),
+    /// The agent's visible reasoning.
+    Thought(Message),
+    /// A tool call and its latest state.
+    ToolCall(ToolCallState),
+    /// An update of a kind this client does not know, kept for display.
+    Unknown {
+        /// The update's wire kind (empty when it had none).
+        kind: String,
+        /// The update as sent.
+        raw: Value,
+    },
+}
+
+/// A message or thought: its chunks, with consecutive text merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// The agent's id for the message, when it sends one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The blocks; consecutive plain text chunks share one text block.
+    pub content: Vec<Content>,
+}
+
+impl Message {
+    /// Appends a chunk in amortized O(chunk): plain text continues a trailing
+    /// text block, anything else becomes a new block.
+    fn append(&mut self, content: Content) {
+        if let (Some(Content::Known(schema::ContentBlock::Text(last))), Some(text)) =
+            (self.content.last_mut(), plain_text(&content))
+        {
+            last.text.push_str(text);
+            return;
+        }
+        self.content.push(content);
+    }
+
+    /// The text of all text blocks, concatenated.
+    pub fn text(&self) -> String {
+        self.content.iter().filter_map(Content::as_text).collect()
+    }
+}
+
+/// The text of a text block without annotations or `_meta` (only those can
+/// be merged without losing anything).
+fn plain_text(content: &Content) -> Option<&str> {
+    match content {
+        Content::Known(schema::ContentBlock::Text(t))
+            if t.annotations.is_none() && t.meta.is_none() =>
+        {
+            Some(&t.text)
+        }
+        _ => None,
+    }
+}
+
+/// The merged state of one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallState {
+    /// The tool call's id.
+    pub id: ToolCallId,
+    /// Title; [`PLACEHOLDER_TITLE`] until the agent sends one.
+    pub title: String,
+    /// Category; `other` until the agent sends one.
+    pub kind: ToolKind,
+    /// Status; `pending` until the agent sends one.
+    pub status: ToolStatus,
+    /// The latest content list.
+    pub content: Vec<ToolContent>,
+    /// The latest location list.
+    pub locations: Vec<schema::ToolCallLocation>,
+    /// Raw input, as last sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<Value>,
+    /// Raw output, as last sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<Value>,
+}
+
+impl ToolCallState {
+    /// A tool call known only by its id.
+    pub fn placeholder(id: ToolCallId) -> Self {
+        Self {
+            id,
+            title: PLACEHOLDER_TITLE.to_owned(),
+            kind: ToolKind::Other,
+            status: ToolStatus::Pending,
+            content: Vec::new(),
+            locations: Vec::new(),
+            raw_input: None,
+            raw_output: None,
+        }
+    }
+
+    /// Applies the fields an update carries: `content` and `locations`
+    /// replace the lists, every other present field overwrites, absent
+    /// fields keep their value.
+    pub fn apply(&mut self, fields: ToolCallFields) {
+        let ToolCallFields {
+            tool_call_id: _,
+            title,
+            kind,
+            status,
+            content,
+            locations,
+            raw_input,
+            raw_output,
+        } = fields;
+        if let Some(title) = title {
+            self.title = title;
+        }
+        if let Some(kind) = kind {
+            self.kind = kind;
+        }
+        if let Some(status) = status {
+            self.status = status;
+        }
+        if let Some(content) = content {
+            self.content = content;
+        }
+        if let Some(locations) = locations {
+            self.locations = locations;
+        }
+        if raw_input.is_some() {
+            self.raw_input = raw_input;
+        }
+        if raw_output.is_some() {
+            self.raw_output = raw_output;
+        }
+    }
+
+    /// This state as a complete set of fields.
+    pub fn to_fields(&self) -> ToolCallFields {
+        ToolCallFields {
+            tool_call_id: self.id.clone(),
+            title: Some(self.title.clone()),
+            kind: Some(self.kind.clone()),
+            status: Some(self.status.clone()),
+            content: Some(self.content.clone()),
+            locations: Some(self.locations.clone()),
+            raw_input: self.raw_input.clone(),
+            raw_output: self.raw_output.clone(),
+        }
+    }
+}
+
+/// A fine-grained change to a session model, for incremental rendering. See
+/// the [module documentation](self) for the serialized form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "change",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
-pub enum SessionChange {}
+pub enum SessionChange {
+    /// A new entry, appended at `index`.
+    EntryAdded {
+        /// Position of the entry.
+        index: usize,
+        /// The entry as it is now.
+        entry: Entry,
+    },
+    /// A chunk appended to the message or thought at `index`.
+    TextAppended {
+        /// Position of the message.
+        index: usize,
+        /// The appended chunk (not the whole message).
+        content: Content,
+        /// The chunk's message id, when it had one; a message that had no
+        /// id takes this one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+    },
+    /// The tool call at `index` changed.
+    ToolCallChanged {
+        /// Position of the tool call.
+        index: usize,
+        /// Its complete new state.
+        tool_call: ToolCallState,
+    },
+    /// The plan was replaced.
+    PlanReplaced {
+        /// The whole new plan.
+        entries: Vec<PlanEntry>,
+    },
+    /// The active mode changed.
+    ModeChanged {
+        /// The mode now active.
+        current_mode_id: String,
+    },
+    /// The available modes were set (from a session response).
+    ModesChanged {
+        /// The mode now active.
+        current_mode_id: String,
+        /// Every mode the agent offers.
+        available_modes: Vec<schema::SessionMode>,
+    },
+    /// The configuration options were replaced.
+    ConfigOptionsChanged {
+        /// The complete option list.
+        config_options: Vec<schema::SessionConfigOption>,
+    },
+    /// The slash commands were replaced.
+    CommandsChanged {
+        /// The complete command list.
+        available_commands: Vec<schema::AvailableCommand>,
+    },
+    /// Context usage changed.
+    UsageChanged {
+        /// The latest usage.
+        usage: Usage,
+    },
+    /// Session info changed.
+    InfoChanged {
+        /// The title now (none when cleared or never set).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// The last activity time now.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        updated_at: Option<String>,
+    },
+}
+
+/// Which message entry a chunk belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Speaker {
+    User,
+    Agent,
+    Thought,
+}
+
+impl Speaker {
+    fn entry(self, message: Message) -> Entry {
+        match self {
+            Speaker::User => Entry::UserMessage(message),
+            Speaker::Agent => Entry::AgentMessage(message),
+            Speaker::Thought => Entry::Thought(message),
+        }
+    }
+
+    fn message_mut(self, entry: &mut Entry) -> Option<&mut Message> {
+        match (self, entry) {
+            (Speaker::User, Entry::UserMessage(m))
+            | (Speaker::Agent, Entry::AgentMessage(m))
+            | (Speaker::Thought, Entry::Thought(m)) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// The state of one session, built from its updates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionState {
+    session_id: SessionId,
+    entries: Vec<Entry>,
+    /// Tool call id -> entry index, so updates are O(1) in a long session.
+    tool_calls: HashMap<ToolCallId, usize>,
+    /// Entry indexes of tool calls not finished, for cancellation; ordered so
+    /// the cancel changes come out in entry order.
+    unfinished: BTreeSet<usize>,
+    plan: Vec<PlanEntry>,
+    current_mode_id: Option<String>,
+    available_modes: Vec<schema::SessionMode>,
+    config_options: Vec<schema::SessionConfigOption>,
+    available_commands: Vec<schema::AvailableCommand>,
+    usage: Option<Usage>,
+    title: Option<String>,
+    updated_at: Option<String>,
+}
+
+impl SessionState {
+    /// An empty session.
+    pub fn new(session_id: SessionId) -> Self {
+        Self {
+            session_id,
+            entries: Vec::new(),
+            tool_calls: HashMap::new(),
+            unfinished: BTreeSet::new(),
+            plan: Vec::new(),
+            current_mode_id: None,
+            available_modes: Vec::new(),
+            config_options: Vec::new(),
+            available_commands: Vec::new(),
+            usage: None,
+            title: None,
+            updated_at: None,
+        }
+    }
+
+    /// Applies one update and says what changed (nothing, for an update
+    /// that changes nothing, such as an empty `session_info_update`).
+    pub fn apply(&mut self, update: SessionUpdate) -> Vec<SessionChange> {
+        match update {
+            SessionUpdate::UserMessageChunk(chunk) => self.append_chunk(Speaker::User, chunk),
+            SessionUpdate::AgentMessageChunk(chunk) => self.append_chunk(Speaker::Agent, chunk),
+            SessionUpdate::AgentThoughtChunk(chunk) => self.append_chunk(Speaker::Thought, chunk),
+            // A `tool_call` for a known id updates it (agents resend them).
+            SessionUpdate::ToolCall(fields) | SessionUpdate::ToolCallUpdate(fields) => {
+                vec![self.upsert_tool_call(fields)]
+            }
+            SessionUpdate::Plan { entries } => {
+                self.plan = entries.clone();
+                vec![SessionChange::PlanReplaced { entries }]
+            }
+            SessionUpdate::AvailableCommandsUpdate { available_commands } => {
+                self.available_commands = available_commands.clone();
+                vec![SessionChange::CommandsChanged { available_commands }]
+            }
+            SessionUpdate::CurrentModeUpdate { current_mode_id } => {
+                self.set_current_mode(current_mode_id)
+            }
+            SessionUpdate::ConfigOptionUpdate { config_options } => {
+                self.set_config_options(config_options)
+            }
+            SessionUpdate::SessionInfoUpdate(info) => self.apply_info(info),
+            SessionUpdate::UsageUpdate(usage) => {
+                self.usage = Some(usage.clone());
+                vec![SessionChange::UsageChanged { usage }]
+            }
+            SessionUpdate::Unknown { kind, raw } => vec![self.push(Entry::Unknown { kind, raw })],
+        }
+    }
+
+    /// Records the user's prompt (the client knows it; agents don't echo
+    /// it). Always a new entry: two prompts in a row are two messages.
+    pub fn push_user_prompt(&mut self, content: Vec<Content>) -> Vec<SessionChange> {
+        vec![self.push(Entry::UserMessage(Message {
+            message_id: None,
+            content,
+        }))]
+    }
+
+    /// Marks every tool call that has not finished as cancelled (on
+    /// `session/cancel`). Later updates from the agent still apply.
+    pub fn cancel_unfinished_tool_calls(&mut self) -> Vec<SessionChange> {
+        let unfinished = std::mem::take(&mut self.unfinished);
+        unfinished
+            .into_iter()
+            .filter_map(|index| match self.entries.get_mut(index) {
+                Some(Entry::ToolCall(tc)) => {
+                    tc.status = ToolStatus::Cancelled;
+                    Some(SessionChange::ToolCallChanged {
+                        index,
+                        tool_call: tc.clone(),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Sets the modes from a `session/new`, `session/load` or
+    /// `session/resume` response.
+    pub fn set_modes(&mut self, modes: schema::SessionModeState) -> Vec<SessionChange> {
+        let current_mode_id = modes.current_mode_id.0.to_string();
+        self.current_mode_id = Some(current_mode_id.clone());
+        self.available_modes = modes.available_modes.clone();
+        vec![SessionChange::ModesChanged {
+            current_mode_id,
+            available_modes: modes.available_modes,
+        }]
+    }
+
+    /// Sets the active mode (a `current_mode_update`, or a successful
+    /// `session/set_mode`).
+    pub fn set_current_mode(&mut self, current_mode_id: String) -> Vec<SessionChange> {
+        self.current_mode_id = Some(current_mode_id.clone());
+        vec![SessionChange::ModeChanged { current_mode_id }]
+    }
+
+    /// Replaces the config options (from a session response, a
+    /// `session/set_config_option` reply or a `config_option_update`).
+    pub fn set_config_options(
+        &mut self,
+        config_options: Vec<schema::SessionConfigOption>,
+    ) -> Vec<SessionChange> {
+        self.config_options = config_options.clone();
+        vec![SessionChange::ConfigOptionsChanged { config_options }]
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+
+    /// Every entry, in arrival order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The latest state of a tool call.
+    pub fn tool_call(&self, id: &ToolCallId) -> Option<&ToolCallState> {
+        match self.entries.get(*self.tool_calls.get(id)?) {
+            Some(Entry::ToolCall(tc)) => Some(tc),
+            _ => None,
+        }
+    }
+
+    /// The entry index of a tool call.
+    pub fn tool_call_index(&self, id: &ToolCallId) -> Option<usize> {
+        self.tool_calls.get(id).copied()
+    }
+
+    /// Merged view for a permission request: what the session knows about
+    /// the tool call, overlaid with the request's fields (the request wins
+    /// where it has a field). For an unknown tool call, the request's fields.
+    pub fn merged_tool_call(&self, fields: &ToolCallFields) -> ToolCallFields {
+        match self.tool_call(&fields.tool_call_id) {
+            Some(known) => {
+                let mut merged = known.to_fields();
+                merged.merge(fields.clone());
+                merged
+            }
+            None => fields.clone(),
+        }
+    }
+
+    /// The current plan (empty until the agent sends one).
+    pub fn plan(&self) -> &[PlanEntry] {
+        &self.plan
+    }
+
+    /// The active mode, when known.
+    pub fn current_mode(&self) -> Option<&str> {
+        self.current_mode_id.as_deref()
+    }
+
+    /// The modes the agent offers.
+    pub fn available_modes(&self) -> &[schema::SessionMode] {
+        &self.available_modes
+    }
+
+    /// The configuration options and their values.
+    pub fn config_options(&self) -> &[schema::SessionConfigOption] {
+        &self.config_options
+    }
+
+    /// The slash commands the agent offers.
+    pub fn available_commands(&self) -> &[schema::AvailableCommand] {
+        &self.available_commands
+    }
+
+    /// The latest context usage.
+    pub fn usage(&self) -> Option<&Usage> {
+        self.usage.as_ref()
+    }
+
+    /// The session's title.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The time of the session's last activity (ISO 8601, as sent).
+    pub fn updated_at(&self) -> Option<&str> {
+        self.updated_at.as_deref()
+    }
+
+    fn push(&mut self, entry: Entry) -> SessionChange {
+        let index = self.entries.len();
+        self.entries.push(entry.clone());
+        SessionChange::EntryAdded { index, entry }
+    }
+
+    /// Appends to the last entry when it is the same speaker's message and
+    /// the message ids do not differ; otherwise starts a new entry.
+    fn append_chunk(&mut self, speaker: Speaker, chunk: ContentChunk) -> Vec<SessionChange> {
+        let ContentChunk {
+            content,
+            message_id,
+        } = chunk;
+        let last = self.entries.len().checked_sub(1);
+        if let Some((index, message)) = last.and_then(|index| {
+            let message = speaker.message_mut(self.entries.get_mut(index)?)?;
+            Some((index, message))
+        }) {
+            let same_message = match (&message.message_id, &message_id) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            if same_message {
+                if message.message_id.is_none() {
+                    message.message_id.clone_from(&message_id);
+                }
+                message.append(content.clone());
+                return vec![SessionChange::TextAppended {
+                    index,
+                    content,
+                    message_id,
+                }];
+            }
+        }
+        vec![self.push(speaker.entry(Message {
+            message_id,
+            content: vec![content],
+        }))]
+    }
+
+    fn upsert_tool_call(&mut self, fields: ToolCallFields) -> SessionChange {
+        if let Some(&index) = self.tool_calls.get(&fields.tool_call_id) {
+            if let Some(Entry::ToolCall(tc)) = self.entries.get_mut(index) {
+                tc.apply(fields);
+                let tool_call = tc.clone();
+                self.track_status(index, &tool_call.status);
+                return SessionChange::ToolCallChanged { index, tool_call };
+            }
+        }
+        // Unknown id: the `tool_call` itself, or an update/permission that
+        // came first (some agents send those before the `tool_call`).
+        let mut tc = ToolCallState::placeholder(fields.tool_call_id.clone());
+        tc.apply(fields);
+        let index = self.entries.len();
+        self.tool_calls.insert(tc.id.clone(), index);
+        self.track_status(index, &tc.status);
+        self.push(Entry::ToolCall(tc))
+    }
+
+    fn track_status(&mut self, index: usize, status: &ToolStatus) {
+        if status.is_finished() {
+            self.unfinished.remove(&index);
+        } else {
+            self.unfinished.insert(index);
+        }
+    }
+
+    fn apply_info(&mut self, info: SessionInfo) -> Vec<SessionChange> {
+        let SessionInfo { title, updated_at } = info;
+        if title.is_none() && updated_at.is_none() {
+            return Vec::new();
+        }
+        if let Some(title) = title {
+            self.title = title;
+        }
+        if let Some(updated_at) = updated_at {
+            self.updated_at = updated_at;
+        }
+        vec![SessionChange::InfoChanged {
+            title: self.title.clone(),
+            updated_at: self.updated_at.clone(),
+        }]
+    }
+}

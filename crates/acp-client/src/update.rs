@@ -6,6 +6,17 @@
 //! decodes in two steps: peek at the discriminator, decode known shapes with
 //! the official types, and keep everything else as raw JSON in an `Unknown`
 //! variant that an editor can still show.
+//!
+//! Entry points: [`decode_session_notification`] for `session/update` params,
+//! [`decode_tool_call_fields`] for one tool call object (also the `toolCall`
+//! of a permission request), [`decode_content`] for one content block.
+
+mod decode;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests;
+
+pub use decode::{decode_content, decode_session_notification, decode_tool_call_fields};
 
 use agent_client_protocol_schema::v1 as schema;
 use serde::Serialize;
@@ -20,17 +31,27 @@ pub use schema::ToolCallId;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionNotification {
+    /// The session the update belongs to.
     pub session_id: SessionId,
+    /// What changed.
     pub update: SessionUpdate,
 }
 
 /// The payload of a `session/update`.
+///
+/// Decoded by [`decode_session_notification`], which maps the legacy names
+/// seen in the wild (`agent_message_text_update`, `message` with a `role`,
+/// `kind` instead of `sessionUpdate`, `modeId`, `commands`) onto these
+/// variants and keeps everything else in [`SessionUpdate::Unknown`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SessionUpdate {
+    /// A piece of a user message (agents send these when replaying a loaded session).
     UserMessageChunk(ContentChunk),
+    /// A piece of the agent's answer.
     AgentMessageChunk(ContentChunk),
+    /// A piece of the agent's reasoning.
     AgentThoughtChunk(ContentChunk),
     /// A new tool call (all fields that the agent sent).
     ToolCall(ToolCallFields),
@@ -38,25 +59,42 @@ pub enum SessionUpdate {
     ToolCallUpdate(ToolCallFields),
     /// The complete plan; replaces the previous one.
     Plan {
+        /// Every entry of the new plan, in order.
         entries: Vec<PlanEntry>,
     },
+    /// The slash commands the agent offers now (the whole list). Commands
+    /// that do not match the schema are left out (and logged).
     AvailableCommandsUpdate {
+        /// The commands.
         #[serde(rename = "availableCommands")]
         available_commands: Vec<schema::AvailableCommand>,
     },
+    /// The agent switched to another mode.
     CurrentModeUpdate {
+        /// The id of the mode now active.
         #[serde(rename = "currentModeId")]
         current_mode_id: String,
     },
+    /// The complete set of configuration options and their values. Options
+    /// that do not match the schema (a new option `type`) are left out (and
+    /// logged).
     ConfigOptionUpdate {
+        /// The options.
         #[serde(rename = "configOptions")]
         config_options: Vec<schema::SessionConfigOption>,
     },
+    /// Session metadata (title, last activity) changed.
     SessionInfoUpdate(SessionInfo),
+    /// Context window usage (and cost) changed.
     UsageUpdate(Usage),
-    /// An update kind this client does not know, kept whole.
+    /// An update kind this client does not know, or a known kind whose
+    /// required fields are missing, kept whole so an editor can still show it.
     Unknown {
+        /// The wire discriminator (`sessionUpdate`, or the legacy `kind`);
+        /// empty when the update had none.
         kind: String,
+        /// The update object (for an update sent without the `update`
+        /// wrapper: the whole params object).
         raw: Value,
     },
 }
@@ -65,7 +103,9 @@ pub enum SessionUpdate {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContentChunk {
+    /// The piece of content.
     pub content: Content,
+    /// Groups chunks of one message, when the agent sends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
 }
@@ -73,12 +113,22 @@ pub struct ContentChunk {
 /// A content block, or raw JSON for a block type this client does not know.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+// Boxing the block would cost an allocation per streamed chunk to save stack
+// space the hot path does not miss.
+#[allow(clippy::large_enum_variant)]
 pub enum Content {
+    /// A block of a type the official schema knows.
     Known(schema::ContentBlock),
+    /// Anything else, kept whole.
     Unknown(Value),
 }
 
 impl Content {
+    /// A plain text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Known(schema::ContentBlock::Text(schema::TextContent::new(text)))
+    }
+
     /// The text of a text block; `None` for every other block.
     pub fn as_text(&self) -> Option<&str> {
         match self {
@@ -94,19 +144,27 @@ impl Content {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallFields {
+    /// Which tool call.
     pub tool_call_id: ToolCallId,
+    /// Human-readable title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Category of the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ToolKind>,
+    /// Execution status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<ToolStatus>,
+    /// Produced content (text, diffs, terminals); replaces the old list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<ToolContent>>,
+    /// Files the tool touches; replaces the old list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locations: Option<Vec<schema::ToolCallLocation>>,
+    /// The tool's raw input, as the agent sent it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<Value>,
+    /// The tool's raw output, as the agent sent it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
 }
@@ -114,16 +172,27 @@ pub struct ToolCallFields {
 /// The category of a tool call; unknown kinds keep their name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ToolKind {
+    /// Reading files or data.
     Read,
+    /// Modifying files.
     Edit,
+    /// Deleting files.
     Delete,
+    /// Moving or renaming files.
     Move,
+    /// Searching.
     Search,
+    /// Running a command.
     Execute,
+    /// Internal reasoning.
     Think,
+    /// Fetching external data.
     Fetch,
+    /// Switching the session mode.
     SwitchMode,
+    /// Anything else (the default).
     Other,
+    /// A kind this client does not know, with its wire name.
     Unknown(String),
 }
 
@@ -140,6 +209,34 @@ impl ToolCallFields {
             raw_input: None,
             raw_output: None,
         }
+    }
+
+    /// Lays `newer` over these fields: every field `newer` has replaces
+    /// this one (`content` and `locations` as whole lists), the rest stays.
+    pub fn merge(&mut self, newer: ToolCallFields) {
+        let ToolCallFields {
+            tool_call_id: _,
+            title,
+            kind,
+            status,
+            content,
+            locations,
+            raw_input,
+            raw_output,
+        } = newer;
+        overwrite(&mut self.title, title);
+        overwrite(&mut self.kind, kind);
+        overwrite(&mut self.status, status);
+        overwrite(&mut self.content, content);
+        overwrite(&mut self.locations, locations);
+        overwrite(&mut self.raw_input, raw_input);
+        overwrite(&mut self.raw_output, raw_output);
+    }
+}
+
+fn overwrite<T>(slot: &mut Option<T>, newer: Option<T>) {
+    if newer.is_some() {
+        *slot = newer;
     }
 }
 
@@ -190,11 +287,18 @@ impl Serialize for ToolKind {
 /// their name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolStatus {
+    /// Not started (waiting for input or permission).
     Pending,
+    /// Running.
     InProgress,
+    /// Finished successfully.
     Completed,
+    /// Finished with an error.
     Failed,
+    /// Stopped because the turn was cancelled.
     Cancelled,
+    /// A status this client does not know, with its wire name. Counts as
+    /// unfinished.
     Unknown(String),
 }
 
@@ -241,22 +345,35 @@ impl Serialize for ToolStatus {
 /// One item of a tool call's `content`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // As `Content`.
 pub enum ToolContent {
+    /// A regular content block.
     Content {
+        /// The block.
         content: Content,
     },
+    /// A file modification.
     #[serde(rename_all = "camelCase")]
     Diff {
+        /// Absolute path of the file.
         path: std::path::PathBuf,
+        /// The text before; `None` for a new file (wire `null` or absent;
+        /// omitted when serialized).
+        #[serde(skip_serializing_if = "Option::is_none")]
         old_text: Option<String>,
+        /// The text after.
         new_text: String,
     },
+    /// A client terminal whose output is shown live.
     #[serde(rename_all = "camelCase")]
     Terminal {
+        /// The id returned by `terminal/create`.
         terminal_id: String,
     },
-    /// A content type this client does not know, kept whole.
+    /// A content type this client does not know, or a known one missing a
+    /// required field, kept whole.
     Unknown {
+        /// The item as sent.
         raw: Value,
     },
 }
@@ -265,8 +382,12 @@ pub enum ToolContent {
 /// new value never drops the entry (the official type drops it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanEntry {
+    /// What the step is.
     pub content: String,
+    /// `high`, `medium`, `low`, or a newer value; empty when the agent sent none.
     pub priority: String,
+    /// `pending`, `in_progress`, `completed`, or a newer value; empty when
+    /// the agent sent none.
     pub status: String,
 }
 
@@ -274,8 +395,10 @@ pub struct PlanEntry {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
+    /// The session's title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<Option<String>>,
+    /// ISO 8601 time of the last activity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<Option<String>>,
 }
@@ -284,8 +407,11 @@ pub struct SessionInfo {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Tokens currently in the context window.
     pub used: u64,
+    /// Size of the context window in tokens.
     pub size: u64,
+    /// Cumulative cost as sent (`{amount, currency}` in v1), kept as JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,
 }

@@ -1,0 +1,38 @@
+# acp.nvim: the two set-up commands are `make demo` and `make test`.
+CARGO ?= cargo
+# Tests run the debug build; the demo and lazy.nvim use the release build.
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: all build release lint unit e2e test demo chat-demo clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace --bins
+
+release:
+	$(CARGO) build --release --workspace --bins
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace
+
+e2e: build
+	@if [ -x tests/e2e/run.sh ]; then ACP_NVIM="$$(scripts/find-nvim.sh)" tests/e2e/run.sh; \
+	else echo "e2e: no Neovim end-to-end suite in this checkout yet"; fi
+
+test: lint unit e2e
+
+# The terminal chat example against the bundled demo agent.
+chat-demo:
+	$(CARGO) build --release -p acp-testkit --bin acp-fake-agent
+	$(CARGO) run --release -p acp-client --example chat -- --cwd "$(CURDIR)" -- target/release/acp-fake-agent
+
+demo: chat-demo
+
+clean:
+	$(CARGO) clean
+	rm -rf .cache

@@ -1,0 +1,469 @@
+//! A line-based chat with any ACP agent, and a showcase of the `acp-client`
+//! API for editor authors.
+//!
+//! ```text
+//! cargo run -p acp-client --example chat -- [OPTIONS] -- AGENT_CMD [ARGS...]
+//!
+//!   --cwd DIR                 session working directory (default: current directory)
+//!   --prompt TEXT             a turn to run (repeatable); without it, prompts are read from stdin
+//!   --permission allow|reject|ask
+//!                             answer permission requests with the first allow/reject option,
+//!                             or ask on the terminal (default: ask)
+//!   --cancel-after MS         send session/cancel MS milliseconds into each turn
+//!   --jsonl                   print one JSON object per line for every event
+//! ```
+//!
+//! The example serves `fs/*` from disk and `terminal/*` with real processes
+//! (both built into `acp-client`), sandboxed to `--cwd`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::session::{Entry, SessionChange};
+use acp_client::terminal::TerminalEvent;
+use acp_client::update::Content;
+use acp_client::{
+    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
+    SessionParams,
+};
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum PermissionMode {
+    Allow,
+    Reject,
+    Ask,
+}
+
+#[derive(Debug)]
+struct Options {
+    cwd: PathBuf,
+    prompts: Vec<String>,
+    permission: PermissionMode,
+    cancel_after: Option<Duration>,
+    jsonl: bool,
+    command: Vec<String>,
+}
+
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|ask] [--cancel-after MS] [--jsonl] -- AGENT_CMD [ARGS...]";
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
+    let mut args = args.peekable();
+    let mut opts = Options {
+        cwd: std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        prompts: Vec::new(),
+        permission: PermissionMode::Ask,
+        cancel_after: None,
+        jsonl: false,
+        command: Vec::new(),
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--cwd" => opts.cwd = PathBuf::from(value("--cwd")?),
+            "--prompt" => opts.prompts.push(value("--prompt")?),
+            "--permission" => {
+                opts.permission = match value("--permission")?.as_str() {
+                    "allow" => PermissionMode::Allow,
+                    "reject" => PermissionMode::Reject,
+                    "ask" => PermissionMode::Ask,
+                    other => {
+                        return Err(format!(
+                            "--permission takes allow, reject or ask, not `{other}`"
+                        ))
+                    }
+                }
+            }
+            "--cancel-after" => {
+                let v = value("--cancel-after")?;
+                let ms: u64 = v
+                    .parse()
+                    .map_err(|_| format!("--cancel-after takes milliseconds, not `{v}`"))?;
+                opts.cancel_after = Some(Duration::from_millis(ms));
+            }
+            "--jsonl" => opts.jsonl = true,
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            "--" => {
+                opts.command = args.by_ref().collect();
+                break;
+            }
+            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
+        }
+    }
+    if opts.command.is_empty() {
+        return Err(format!("no agent command given\n{USAGE}"));
+    }
+    opts.cwd = std::path::absolute(&opts.cwd)
+        .map_err(|e| format!("cannot use --cwd {}: {e}", opts.cwd.display()))?;
+    Ok(opts)
+}
+
+/// Lines typed on the terminal, shared by the prompt loop and permission
+/// questions (a question is only asked while a turn runs).
+type Lines = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>;
+
+struct ChatHost {
+    mode: PermissionMode,
+    jsonl: bool,
+    lines: Lines,
+    /// The entry that streamed text currently goes to, so chunks continue it.
+    streaming: Mutex<Option<usize>>,
+}
+
+impl ChatHost {
+    fn out(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    fn jsonl(&self, value: serde_json::Value) {
+        self.out(&format!("{value}\n"));
+    }
+
+    fn end_stream(&self) {
+        if self
+            .streaming
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .is_some()
+        {
+            self.out("\n");
+        }
+    }
+
+    fn render_change(&self, change: &SessionChange) {
+        match change {
+            SessionChange::EntryAdded { index, entry } => match entry {
+                Entry::AgentMessage(m) | Entry::Thought(m) => {
+                    self.end_stream();
+                    if matches!(entry, Entry::Thought(_)) {
+                        self.out("(thinking) ");
+                    }
+                    self.out(&message_text(&m.content));
+                    *self.streaming.lock().unwrap_or_else(|p| p.into_inner()) = Some(*index);
+                }
+                Entry::UserMessage(m) => {
+                    self.end_stream();
+                    self.out(&format!("> {}\n", message_text(&m.content)));
+                }
+                Entry::ToolCall(t) => {
+                    self.end_stream();
+                    self.out(&format!(
+                        "[tool {}] {} ({})\n",
+                        t.kind.as_str(),
+                        t.title,
+                        t.status.as_str()
+                    ));
+                }
+                Entry::Unknown { kind, .. } => {
+                    self.end_stream();
+                    self.out(&format!("[unknown update `{kind}`]\n"));
+                }
+            },
+            SessionChange::TextAppended { index, content, .. } => {
+                let mut streaming = self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+                if *streaming != Some(*index) {
+                    *streaming = Some(*index);
+                    drop(streaming);
+                    self.out("\n");
+                }
+                self.out(&message_text(std::slice::from_ref(content)));
+            }
+            SessionChange::ToolCallChanged { tool_call, .. } => {
+                self.end_stream();
+                self.out(&format!(
+                    "[tool {}] {} ({})\n",
+                    tool_call.kind.as_str(),
+                    tool_call.title,
+                    tool_call.status.as_str()
+                ));
+            }
+            SessionChange::PlanReplaced { entries } => {
+                self.end_stream();
+                self.out("[plan]\n");
+                for e in entries {
+                    let mark = match e.status.as_str() {
+                        "completed" => "[x]",
+                        "in_progress" => "[~]",
+                        _ => "[ ]",
+                    };
+                    self.out(&format!("  {mark} {} ({})\n", e.content, e.priority));
+                }
+            }
+            SessionChange::ModeChanged { current_mode_id } => {
+                self.end_stream();
+                self.out(&format!("[mode: {current_mode_id}]\n"));
+            }
+            SessionChange::CommandsChanged { available_commands } => {
+                self.end_stream();
+                let names: Vec<String> = available_commands
+                    .iter()
+                    .map(|c| format!("/{}", c.name))
+                    .collect();
+                self.out(&format!("[commands: {}]\n", names.join(" ")));
+            }
+            SessionChange::UsageChanged { usage } => {
+                self.end_stream();
+                self.out(&format!(
+                    "[context: {}/{} tokens]\n",
+                    usage.used, usage.size
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn message_text(content: &[Content]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            Content::Known(schema::ContentBlock::Text(t)) => t.text.clone(),
+            Content::Known(other) => {
+                let kind = serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v["type"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                format!("[{kind}]")
+            }
+            Content::Unknown(_) => "[unknown content]".to_owned(),
+        })
+        .collect()
+}
+
+#[async_trait]
+impl EditorHost for ChatHost {
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
+        let family = match self.mode {
+            PermissionMode::Allow => Some("allow"),
+            PermissionMode::Reject => Some("reject"),
+            PermissionMode::Ask => None,
+        };
+        let decision = match family {
+            Some(family) => request
+                .options
+                .iter()
+                .find(|o| o.kind.as_str().starts_with(family))
+                .map(|o| PermissionDecision::Selected {
+                    option_id: o.option_id.clone(),
+                })
+                .unwrap_or(PermissionDecision::Cancelled),
+            None => self.ask(&request).await,
+        };
+        if self.jsonl {
+            self.jsonl(json!({"type": "permission", "request": request, "decision": decision}));
+        } else {
+            let chosen = match &decision {
+                PermissionDecision::Selected { option_id } => option_id.as_str(),
+                PermissionDecision::Cancelled => "cancelled",
+            };
+            self.out(&format!("[permission] {chosen}\n"));
+        }
+        decision
+    }
+
+    fn on_event(&self, event: ClientEvent) {
+        if self.jsonl {
+            let mut v =
+                serde_json::to_value(&event).unwrap_or_else(|e| json!({"error": e.to_string()}));
+            v["type"] = json!("event");
+            self.jsonl(v);
+            return;
+        }
+        match &event {
+            ClientEvent::Session { change, .. } => self.render_change(change),
+            ClientEvent::Terminal(TerminalEvent::Output { data, .. }) => {
+                self.end_stream();
+                for line in data.lines() {
+                    self.out(&format!("  | {line}\n"));
+                }
+            }
+            ClientEvent::FileEdited(edit) => {
+                self.end_stream();
+                self.out(&format!("[wrote {}]\n", edit.path.display()));
+            }
+            ClientEvent::PermissionAutoAnswered { decision, .. } => {
+                self.end_stream();
+                self.out(&format!("[permission remembered] {decision:?}\n"));
+            }
+            ClientEvent::ProtocolWarning { message } => eprintln!("warning: {message}"),
+            _ => {}
+        }
+    }
+}
+
+impl ChatHost {
+    async fn ask(&self, request: &PermissionRequest) -> PermissionDecision {
+        self.end_stream();
+        let mut text = format!(
+            "The agent asks permission for: {}\n",
+            request.tool_call.title.as_deref().unwrap_or("a tool call")
+        );
+        for (i, o) in request.options.iter().enumerate() {
+            text.push_str(&format!("  {}) {} [{}]\n", i + 1, o.name, o.kind.as_str()));
+        }
+        text.push_str("Choose a number (empty line = cancel): ");
+        // The question goes to stderr in --jsonl mode so stdout stays JSON.
+        if self.jsonl {
+            eprint!("{text}");
+        } else {
+            self.out(&text);
+        }
+        let line = self.lines.lock().await.recv().await.unwrap_or_default();
+        match line.trim().parse::<usize>() {
+            Ok(n) if n >= 1 && n <= request.options.len() => PermissionDecision::Selected {
+                option_id: request.options[n - 1].option_id.clone(),
+            },
+            _ => PermissionDecision::Cancelled,
+        }
+    }
+}
+
+fn fail(jsonl: bool, message: &str) -> ExitCode {
+    if jsonl {
+        println!("{}", json!({"type": "error", "message": message}));
+    }
+    eprintln!("chat: {message}");
+    ExitCode::FAILURE
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let opts = match parse_args(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if std::env::var_os("ACP_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_env("ACP_LOG"))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let (line_tx, line_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = stdin.next_line().await {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let lines: Lines = Arc::new(tokio::sync::Mutex::new(line_rx));
+    let host = Arc::new(ChatHost {
+        mode: opts.permission,
+        jsonl: opts.jsonl,
+        lines: lines.clone(),
+        streaming: Mutex::new(None),
+    });
+    match run(&opts, host.clone(), lines).await {
+        Ok(()) => {
+            host.end_stream();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            host.end_stream();
+            fail(opts.jsonl, &e.to_string())
+        }
+    }
+}
+
+async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Error> {
+    let command = AgentCommand::new(&opts.command[0])
+        .args(opts.command[1..].iter().cloned())
+        .cwd(&opts.cwd);
+    let options = ConnectionOptions {
+        client_name: "acp-client chat example".into(),
+        ..ConnectionOptions::default()
+    };
+    let conn = Connection::spawn(&command, host.clone(), options)?;
+    let result = chat(opts, &conn, &host, lines).await;
+    conn.shutdown().await;
+    result
+}
+
+async fn chat(
+    opts: &Options,
+    conn: &Connection,
+    host: &ChatHost,
+    lines: Lines,
+) -> Result<(), Error> {
+    let info = conn.initialize().await?;
+    if let Some(agent) = &info.implementation {
+        if !opts.jsonl {
+            host.out(&format!("Connected to {} {}\n", agent.name, agent.version));
+        }
+    }
+    let params = SessionParams::new(&opts.cwd);
+    let session = match conn.new_session(params.clone()).await {
+        Ok(s) => s,
+        Err(e) if e.is_auth_required() => {
+            // Agents such as gemini answer `session/new` with -32000 until
+            // logged in; methods of type `agent` can be driven from here.
+            let method = info
+                .auth_methods
+                .iter()
+                .find(|m| matches!(m, schema::AuthMethod::Agent(_)))
+                .ok_or_else(|| Error::Host(format!(
+                    "the agent requires authentication ({e}); log in with the agent's own command first"
+                )))?;
+            conn.authenticate(&method.id().0).await?;
+            conn.new_session(params).await?
+        }
+        Err(e) => return Err(e),
+    };
+    let sid = session.session_id;
+    let mut prompts = opts.prompts.clone().into_iter();
+    loop {
+        let text = if opts.prompts.is_empty() {
+            if !opts.jsonl {
+                host.out("you> ");
+            }
+            match lines.lock().await.recv().await {
+                Some(line) if line.trim().is_empty() => continue,
+                Some(line) => line,
+                None => return Ok(()),
+            }
+        } else {
+            match prompts.next() {
+                Some(p) => p,
+                None => return Ok(()),
+            }
+        };
+        let canceller = opts.cancel_after.map(|after| {
+            let conn = conn.clone();
+            let sid = sid.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let _ = conn.cancel(&sid);
+            })
+        });
+        let block = schema::ContentBlock::Text(schema::TextContent::new(text));
+        let result = conn.prompt(&sid, vec![block]).await;
+        if let Some(c) = canceller {
+            c.abort();
+        }
+        let stop = result?;
+        host.end_stream();
+        if opts.jsonl {
+            host.jsonl(json!({"type": "stop", "stopReason": stop}));
+        } else {
+            host.out(&format!("[{}]\n", stop.as_str()));
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Serving the agent's requests: permission prompts, `fs/*` and `terminal/*`.
+//!
+//! Each request runs in its own task (see [`crate::transport`]); this module
+//! turns params into typed values once, checks them against the session's
+//! workspace and the editor's capabilities, and calls the editor host or the
+//! built-in disk/process implementations.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::fs::{self, Workspace};
+use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteOutcome, WriteTextFile};
+use crate::methods;
+use crate::permission::{
+    OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
+};
+use crate::rpc::RpcError;
+use crate::terminal::{TerminalId, TerminalSpec};
+use crate::transport::{lock, PendingPermission, Shared};
+use crate::update::{self, SessionId};
+
+/// Runs one agent request to completion and returns its reply.
+pub(crate) async fn handle_request(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: Option<Box<RawValue>>,
+) -> Result<Value, RpcError> {
+    let caps = shared.host.capabilities();
+    let params = params.as_deref();
+    let result = match method {
+        methods::REQUEST_PERMISSION => request_permission(shared, params).await,
+        methods::FS_READ_TEXT_FILE if caps.read_text_file => read_text_file(shared, params).await,
+        methods::FS_WRITE_TEXT_FILE if caps.write_text_file => {
+            write_text_file(shared, params).await
+        }
+        methods::TERMINAL_CREATE if caps.terminal => terminal_create(shared, params).await,
+        methods::TERMINAL_OUTPUT if caps.terminal => terminal_output(shared, params).await,
+        methods::TERMINAL_WAIT_FOR_EXIT if caps.terminal => {
+            terminal_wait_for_exit(shared, params).await
+        }
+        methods::TERMINAL_KILL if caps.terminal => terminal_kill(shared, params).await,
+        methods::TERMINAL_RELEASE if caps.terminal => terminal_release(shared, params).await,
+        // Unknown methods, and known ones we did not advertise (Testy sends
+        // `terminal/create` regardless), get -32601.
+        other => return Err(RpcError::method_not_found(other)),
+    };
+    result.map_err(|e| {
+        tracing::debug!("agent request `{method}` failed: {e}");
+        e.to_rpc_error()
+    })
+}
+
+fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
+    let text = params.map(RawValue::get).unwrap_or("null");
+    serde_json::from_str(text).map_err(|e| Error::InvalidParams(format!("`{method}` params: {e}")))
+}
+
+fn unknown_session(session_id: &str) -> Error {
+    Error::NotFound(format!("unknown session `{session_id}`"))
+}
+
+/// The workspace and cwd of a session, or `-32002`.
+fn session_workspace(shared: &Shared, session_id: &SessionId) -> Result<(Workspace, PathBuf)> {
+    let sessions = lock(&shared.sessions);
+    let slot = sessions
+        .get(session_id)
+        .ok_or_else(|| unknown_session(&session_id.0))?;
+    Ok((slot.workspace.clone(), slot.cwd.clone()))
+}
+
+// ---------------------------------------------------------------------------
+// session/request_permission
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WirePermissionRequest {
+    session_id: SessionId,
+    tool_call: Value,
+    options: Vec<WireOption>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireOption {
+    option_id: String,
+    #[serde(default)]
+    name: String,
+    // Kept as a string: an unknown kind must not reject the whole request.
+    #[serde(default)]
+    kind: String,
+}
+
+/// Removes a prompt from the pending map when its handler ends in any way,
+/// and tells the editor it is gone when the client (not the editor) closed it.
+struct PromptGuard<'a> {
+    shared: &'a Shared,
+    id: PermissionRequestId,
+    session_id: SessionId,
+    answered_by_editor: bool,
+}
+
+impl Drop for PromptGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.permissions_pending).remove(&self.id);
+        if !self.answered_by_editor {
+            self.shared.emit(ClientEvent::PermissionCancelled {
+                id: self.id,
+                session_id: self.session_id.clone(),
+            });
+        }
+    }
+}
+
+async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
+    let fields = update::decode_tool_call_fields(&wire.tool_call)?;
+    let tool_call = {
+        let sessions = lock(&shared.sessions);
+        let slot = sessions
+            .get(&wire.session_id)
+            .ok_or_else(|| unknown_session(&wire.session_id.0))?;
+        slot.state.merged_tool_call(&fields)
+    };
+    let options: Vec<PermissionOption> = wire
+        .options
+        .into_iter()
+        .map(|o| PermissionOption {
+            name: if o.name.is_empty() {
+                o.option_id.clone()
+            } else {
+                o.name
+            },
+            option_id: o.option_id,
+            kind: OptionKind::from_wire(&o.kind),
+        })
+        .collect();
+    let request = PermissionRequest {
+        id: shared.next_permission_id(),
+        session_id: wire.session_id.clone(),
+        tool_call,
+        options,
+    };
+
+    let remembered = lock(&shared.permission_policy).decide(&request);
+    if let Some(decision) = remembered {
+        shared.emit(ClientEvent::PermissionAutoAnswered {
+            request,
+            decision: decision.clone(),
+        });
+        return Ok(decision_to_wire(&decision));
+    }
+
+    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
+    lock(&shared.permissions_pending).insert(
+        request.id,
+        PendingPermission {
+            session_id: request.session_id.clone(),
+            cancel: cancel_tx,
+        },
+    );
+    let mut guard = PromptGuard {
+        shared,
+        id: request.id,
+        session_id: request.session_id.clone(),
+        answered_by_editor: false,
+    };
+    let decision = tokio::select! {
+        decision = shared.host.request_permission(request.clone()) => {
+            guard.answered_by_editor = true;
+            decision
+        }
+        _ = cancel_rx => PermissionDecision::Cancelled,
+    };
+    drop(guard);
+
+    let decision = match decision {
+        PermissionDecision::Selected { option_id } => {
+            if request.options.iter().any(|o| o.option_id == option_id) {
+                lock(&shared.permission_policy).record(&request, &option_id);
+                PermissionDecision::Selected { option_id }
+            } else {
+                shared.warn(format!(
+                    "the editor chose option `{option_id}`, which the agent did not offer; answering `cancelled`"
+                ));
+                PermissionDecision::Cancelled
+            }
+        }
+        PermissionDecision::Cancelled => PermissionDecision::Cancelled,
+    };
+    Ok(decision_to_wire(&decision))
+}
+
+fn decision_to_wire(decision: &PermissionDecision) -> Value {
+    match decision {
+        PermissionDecision::Selected { option_id } => {
+            json!({ "outcome": { "outcome": "selected", "optionId": option_id } })
+        }
+        PermissionDecision::Cancelled => json!({ "outcome": { "outcome": "cancelled" } }),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// fs/*
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRead {
+    session_id: SessionId,
+    path: PathBuf,
+    #[serde(default)]
+    line: Option<u32>,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireWrite {
+    session_id: SessionId,
+    path: PathBuf,
+    content: String,
+}
+
+async fn read_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let wire: WireRead = parse(methods::FS_READ_TEXT_FILE, params)?;
+    let (workspace, _) = session_workspace(shared, &wire.session_id)?;
+    let path = workspace.resolve(&wire.path)?;
+    let request = ReadTextFile {
+        session_id: wire.session_id,
+        path,
+        line: wire.line,
+        limit: wire.limit,
+    };
+    let content = match shared.host.read_text_file(&request).await? {
+        Some(text) => text,
+        None => {
+            fs::read_text_file(
+                &request.path,
+                request.line,
+                request.limit,
+                shared.options.max_read_bytes,
+            )
+            .await?
+        }
+    };
+    Ok(json!({ "content": content }))
+}
+
+async fn write_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
+    let (workspace, _) = session_workspace(shared, &wire.session_id)?;
+    let path = workspace.resolve(&wire.path)?;
+    let request = WriteTextFile {
+        session_id: wire.session_id,
+        path,
+        content: wire.content,
+    };
+    let old_content = match shared.host.write_text_file(&request).await? {
+        WriteOutcome::Handled { old_content } => old_content,
+        WriteOutcome::NotHandled => {
+            fs::write_text_file_atomic(&request.path, &request.content).await?
+        }
+    };
+    shared.emit(ClientEvent::FileEdited(FileEdit {
+        session_id: request.session_id,
+        path: request.path,
+        old_content,
+        new_content: request.content,
+    }));
+    Ok(json!({}))
+}
+
+// ---------------------------------------------------------------------------
+// terminal/*
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireEnv {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireCreate {
+    session_id: SessionId,
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<WireEnv>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    output_byte_limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTerminal {
+    session_id: SessionId,
+    terminal_id: String,
+}
+
+fn terminal_cwd(workspace: &Workspace, cwd: Option<&Path>, session_cwd: &Path) -> Result<PathBuf> {
+    match cwd {
+        Some(dir) => workspace.resolve(dir),
+        None => Ok(session_cwd.to_path_buf()),
+    }
+}
+
+async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let wire: WireCreate = parse(methods::TERMINAL_CREATE, params)?;
+    let (workspace, session_cwd) = session_workspace(shared, &wire.session_id)?;
+    let cwd = terminal_cwd(&workspace, wire.cwd.as_deref(), &session_cwd)?;
+    let spec = TerminalSpec {
+        session_id: wire.session_id,
+        command: wire.command,
+        args: wire.args,
+        env: wire.env.into_iter().map(|e| (e.name, e.value)).collect(),
+        cwd,
+        output_byte_limit: wire.output_byte_limit,
+    };
+    let id = shared.terminals.create(spec).await?;
+    Ok(json!({ "terminalId": id.to_string() }))
+}
+
+fn terminal_id(shared: &Shared, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
+    let wire: WireTerminal = parse(method, params)?;
+    if !lock(&shared.sessions).contains_key(&wire.session_id) {
+        return Err(unknown_session(&wire.session_id.0));
+    }
+    Ok(TerminalId::from(wire.terminal_id))
+}
+
+async fn terminal_output(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let id = terminal_id(shared, methods::TERMINAL_OUTPUT, params)?;
+    let out = shared.terminals.output(&id).await?;
+    let mut reply = json!({ "output": out.output, "truncated": out.truncated });
+    if let Some(exit) = out.exit_status {
+        reply["exitStatus"] = json!({ "exitCode": exit.exit_code, "signal": exit.signal });
+    }
+    Ok(reply)
+}
+
+async fn terminal_wait_for_exit(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let id = terminal_id(shared, methods::TERMINAL_WAIT_FOR_EXIT, params)?;
+    let exit = shared.terminals.wait_for_exit(&id).await?;
+    Ok(json!({ "exitCode": exit.exit_code, "signal": exit.signal }))
+}
+
+async fn terminal_kill(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let id = terminal_id(shared, methods::TERMINAL_KILL, params)?;
+    shared.terminals.kill(&id).await?;
+    Ok(json!({}))
+}
+
+async fn terminal_release(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let id = terminal_id(shared, methods::TERMINAL_RELEASE, params)?;
+    shared.terminals.release(&id).await?;
+    Ok(json!({}))
+}
+
+/// Cancels the session's pending prompts (used by `session/cancel` and close).
+pub(crate) fn cancel_session_prompts(shared: &Shared, session_id: &SessionId) {
+    shared.cancel_permissions(|s| s == session_id);
+}

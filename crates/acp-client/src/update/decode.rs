@@ -1,0 +1,490 @@
+//! The two-step decoder behind [`decode_session_notification`].
+//!
+//! Step one peeks at the discriminators; step two decodes only the shape the
+//! discriminator names. The hot path (a `*_chunk` carrying one plain text
+//! block) never builds a `serde_json::Value`: it borrows the pieces it needs
+//! straight from the input and constructs the typed chunk. Everything else
+//! goes through `Value`, where a missing or odd field can be inspected and
+//! the whole update kept as `Unknown` instead of failing.
+
+// `Error`'s size is the crate's choice (error.rs).
+#![allow(clippy::result_large_err)]
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{
+    schema, Content, ContentChunk, PlanEntry, SessionId, SessionInfo, SessionNotification,
+    SessionUpdate, ToolCallFields, ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
+};
+use crate::error::Error;
+
+/// Decode the params of a `session/update` notification.
+///
+/// Never fails because of an unknown `sessionUpdate` kind, content block
+/// type, tool status or kind, or plan status or priority: those become
+/// `Unknown` variants or kept wire names. Fails only when the envelope itself
+/// is unusable: params that are not a JSON object, or no string `sessionId`.
+pub fn decode_session_notification(params: &RawValue) -> Result<SessionNotification, Error> {
+    if let Some(fast) = decode_chunk_fast(params.get()) {
+        return Ok(fast);
+    }
+    decode_notification_value(params.get())
+}
+
+/// Decode one tool call object (as in `tool_call`, `tool_call_update` and the
+/// `toolCall` of a permission request) leniently: only a missing or non-text
+/// `toolCallId` is an error; odd values of other fields are dropped (or kept
+/// as `Unknown`) one by one.
+pub fn decode_tool_call_fields(v: &Value) -> Result<ToolCallFields, Error> {
+    let obj = v.as_object().ok_or_else(|| Error::Decode {
+        what: "a tool call".into(),
+        reason: format!("expected a JSON object, got {}", type_name(v)),
+    })?;
+    tool_call_from_map(obj)
+}
+
+fn tool_call_from_map(obj: &Map<String, Value>) -> Result<ToolCallFields, Error> {
+    let id = match obj.get("toolCallId") {
+        Some(Value::String(s)) => ToolCallId::new(s.as_str()),
+        // Numbers are unambiguous ids too; keep them rather than drop the call.
+        Some(Value::Number(n)) => ToolCallId::new(n.to_string()),
+        _ => {
+            return Err(Error::Decode {
+                what: "a tool call".into(),
+                reason: "it has no `toolCallId` string".into(),
+            })
+        }
+    };
+    let mut fields = ToolCallFields::new(id);
+    fields.title = string_field(obj, "title");
+    fields.kind = string_field(obj, "kind").map(|k| ToolKind::from_wire(&k));
+    fields.status = string_field(obj, "status").map(|s| ToolStatus::from_wire(&s));
+    fields.content = match obj.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(items.iter().map(decode_tool_content).collect()),
+        // A single item where a list belongs is still unambiguous.
+        Some(item @ Value::Object(_)) => Some(vec![decode_tool_content(item)]),
+        Some(other) => {
+            tracing::debug!(value = %other, "ignoring tool call `content` that is not a list");
+            None
+        }
+    };
+    fields.locations = match obj.get("locations") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(decode_each(items, "tool call location")),
+        Some(other) => {
+            tracing::debug!(value = %other, "ignoring tool call `locations` that is not a list");
+            None
+        }
+    };
+    fields.raw_input = non_null(obj.get("rawInput"));
+    fields.raw_output = non_null(obj.get("rawOutput"));
+    Ok(fields)
+}
+
+/// Decode a content block leniently: a block of a known `type` that matches
+/// the schema becomes [`Content::Known`], anything else [`Content::Unknown`]
+/// with the JSON kept whole. A bare string and an object with a `text`
+/// string but no `type` (both seen in agents' docs) are read as text blocks.
+pub fn decode_content(v: Value) -> Content {
+    match decode_content_ref(&v) {
+        Some(known) => Content::Known(known),
+        None => Content::Unknown(v),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Hot path.
+
+/// Borrowed view of the envelope: only what a chunk needs.
+#[derive(Deserialize)]
+struct EnvelopePeek<'a> {
+    #[serde(rename = "sessionId", borrow, default)]
+    session_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    update: Option<UpdatePeek<'a>>,
+}
+
+#[derive(Deserialize)]
+struct UpdatePeek<'a> {
+    #[serde(rename = "sessionUpdate", borrow, default)]
+    session_update: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(rename = "messageId", borrow, default)]
+    message_id: Option<&'a RawValue>,
+}
+
+/// Borrowed view of a content block, enough to build a plain text block.
+#[derive(Deserialize)]
+struct TextPeek<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(borrow, default)]
+    annotations: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+/// Decodes the common well-formed chunk (`{sessionId, update:
+/// {sessionUpdate: "*_chunk", content: {type: "text", text}, messageId?}}`)
+/// without building a `Value`. `None` means "not that shape": the general
+/// path decides.
+fn decode_chunk_fast(params: &str) -> Option<SessionNotification> {
+    let peek: EnvelopePeek<'_> = serde_json::from_str(params).ok()?;
+    let session_id = raw_str(peek.session_id?)?;
+    let update = peek.update?;
+    let make: fn(ContentChunk) -> SessionUpdate = match &*raw_str(update.session_update?)? {
+        "agent_message_chunk" => SessionUpdate::AgentMessageChunk,
+        "agent_thought_chunk" => SessionUpdate::AgentThoughtChunk,
+        "user_message_chunk" => SessionUpdate::UserMessageChunk,
+        _ => return None,
+    };
+    let block: TextPeek<'_> = serde_json::from_str(update.content?.get()).ok()?;
+    if block.annotations.is_some() || block.meta.is_some() || &*raw_str(block.kind?)? != "text" {
+        return None;
+    }
+    let message_id = match update.message_id {
+        None => None,
+        Some(raw) => Some(raw_str(raw)?.into_owned()),
+    };
+    Some(SessionNotification {
+        session_id: SessionId::new(&*session_id),
+        update: make(ContentChunk {
+            content: Content::text(block.text?),
+            message_id,
+        }),
+    })
+}
+
+/// The string a raw JSON value holds, borrowed when it has no escapes;
+/// `None` when it is not a string.
+fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// General path.
+
+fn decode_notification_value(params: &str) -> Result<SessionNotification, Error> {
+    let value: Value = serde_json::from_str(params).map_err(|e| params_error(e.to_string()))?;
+    let Value::Object(mut obj) = value else {
+        return Err(params_error(format!(
+            "expected a JSON object, got {}",
+            type_name(&value)
+        )));
+    };
+    let session_id = match obj.get("sessionId") {
+        Some(Value::String(s)) => SessionId::new(s.as_str()),
+        _ => {
+            return Err(params_error(
+                "there is no `sessionId` string, so the update cannot be routed to a session"
+                    .into(),
+            ))
+        }
+    };
+    let wrapped = matches!(obj.get("update"), Some(Value::Object(_)));
+    let update = match obj.remove("update") {
+        Some(update) if wrapped => update,
+        other => {
+            // Some agents' docs put the update fields straight into params
+            // (no `update` wrapper): treat params as the update then.
+            if let Some(other) = other {
+                obj.insert("update".into(), other);
+            }
+            Value::Object(obj)
+        }
+    };
+    Ok(SessionNotification {
+        session_id,
+        update: decode_update(update),
+    })
+}
+
+/// Decodes one update object; anything unusable becomes `Unknown`.
+fn decode_update(update: Value) -> SessionUpdate {
+    let kind = discriminator(&update);
+    let decoded = update.as_object().and_then(|obj| decode_known(&kind, obj));
+    match decoded {
+        Some(decoded) => decoded,
+        None => {
+            tracing::debug!(kind = %kind, "keeping session/update of unknown kind or shape");
+            SessionUpdate::Unknown { kind, raw: update }
+        }
+    }
+}
+
+/// `sessionUpdate`, else the legacy `kind` (an old draft used `kind` as the
+/// discriminator), else empty. `kind` is only a fallback: in a tool call it
+/// is the tool kind.
+fn discriminator(update: &Value) -> String {
+    let tag = match update.get("sessionUpdate") {
+        Some(tag) => tag.as_str(),
+        None => update.get("kind").and_then(Value::as_str),
+    };
+    tag.unwrap_or_default().to_owned()
+}
+
+fn params_error(reason: String) -> Error {
+    Error::Decode {
+        what: "session/update params".into(),
+        reason,
+    }
+}
+
+fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
+    Some(match kind {
+        // `*_text_update` with a `text` string: the names of an early draft,
+        // still in circulating docs.
+        "agent_message_chunk" | "agent_message_text_update" => {
+            SessionUpdate::AgentMessageChunk(decode_chunk(u)?)
+        }
+        "agent_thought_chunk" | "agent_thought_text_update" => {
+            SessionUpdate::AgentThoughtChunk(decode_chunk(u)?)
+        }
+        "user_message_chunk" => SessionUpdate::UserMessageChunk(decode_chunk(u)?),
+        // `message` with a `role`: another early draft. Without a role it is
+        // ambiguous and stays Unknown.
+        "message" => match u.get("role").and_then(Value::as_str)? {
+            "assistant" | "agent" => SessionUpdate::AgentMessageChunk(decode_chunk(u)?),
+            "user" => SessionUpdate::UserMessageChunk(decode_chunk(u)?),
+            _ => return None,
+        },
+        "tool_call" => SessionUpdate::ToolCall(tool_call_in_update(u)?),
+        "tool_call_update" => SessionUpdate::ToolCallUpdate(tool_call_in_update(u)?),
+        "plan" => SessionUpdate::Plan {
+            entries: decode_plan(u.get("entries")?.as_array()?),
+        },
+        "available_commands_update" => SessionUpdate::AvailableCommandsUpdate {
+            available_commands: decode_each(
+                first_of(u, &["availableCommands", "commands"])?.as_array()?,
+                "available command",
+            ),
+        },
+        "current_mode_update" => SessionUpdate::CurrentModeUpdate {
+            current_mode_id: first_of(u, &["currentModeId", "modeId"])?
+                .as_str()?
+                .to_owned(),
+        },
+        "config_option_update" => SessionUpdate::ConfigOptionUpdate {
+            config_options: decode_each(u.get("configOptions")?.as_array()?, "config option"),
+        },
+        "session_info_update" => SessionUpdate::SessionInfoUpdate(SessionInfo {
+            title: nullable_string(u, "title"),
+            updated_at: nullable_string(u, "updatedAt"),
+        }),
+        "usage_update" => SessionUpdate::UsageUpdate(Usage {
+            used: u.get("used")?.as_u64()?,
+            size: u.get("size")?.as_u64()?,
+            cost: non_null(u.get("cost")),
+        }),
+        _ => return None,
+    })
+}
+
+fn first_of<'a>(u: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| u.get(*k))
+}
+
+fn tool_call_in_update(u: &Map<String, Value>) -> Option<ToolCallFields> {
+    match tool_call_from_map(u) {
+        Ok(fields) => Some(fields),
+        Err(e) => {
+            tracing::debug!(error = %e, "keeping tool call update without a usable id as unknown");
+            None
+        }
+    }
+}
+
+fn decode_chunk(u: &Map<String, Value>) -> Option<ContentChunk> {
+    let content = match u.get("content") {
+        Some(c) => chunk_content(c, true)?,
+        None => Content::text(u.get("text")?.as_str()?),
+    };
+    Some(ContentChunk {
+        content,
+        message_id: string_field(u, "messageId"),
+    })
+}
+
+/// The content of a chunk. Besides a block, accepts a list of blocks (one
+/// block, or text blocks that join into one) and, one level deep, a message
+/// wrapper `{role, content}` (both seen in agents' docs).
+fn chunk_content(c: &Value, unwrap: bool) -> Option<Content> {
+    match c {
+        Value::Array(items) => match items.as_slice() {
+            [] => None,
+            [one] => Some(decode_content(one.clone())),
+            many => {
+                let mut text = String::new();
+                for item in many {
+                    text.push_str(decode_content_ref(item).as_ref().and_then(block_text)?);
+                }
+                Some(Content::text(text))
+            }
+        },
+        Value::Object(o) if unwrap && !o.contains_key("type") && !o.contains_key("text") => {
+            match o.get("content") {
+                Some(inner) => chunk_content(inner, false),
+                None => Some(Content::Unknown(c.clone())),
+            }
+        }
+        other => Some(decode_content(other.clone())),
+    }
+}
+
+fn block_text(block: &schema::ContentBlock) -> Option<&str> {
+    match block {
+        schema::ContentBlock::Text(t) => Some(&t.text),
+        _ => None,
+    }
+}
+
+const CONTENT_BLOCK_TYPES: [&str; 5] = ["text", "image", "audio", "resource_link", "resource"];
+
+fn decode_content_ref(v: &Value) -> Option<schema::ContentBlock> {
+    match v {
+        Value::String(s) => Some(schema::ContentBlock::Text(schema::TextContent::new(
+            s.as_str(),
+        ))),
+        Value::Object(o) => match o.get("type") {
+            Some(Value::String(t)) if CONTENT_BLOCK_TYPES.contains(&t.as_str()) => {
+                match schema::ContentBlock::deserialize(v) {
+                    Ok(block) => Some(block),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "keeping malformed content block as unknown");
+                        None
+                    }
+                }
+            }
+            None => match o.get("text") {
+                Some(Value::String(text)) => Some(schema::ContentBlock::Text(
+                    schema::TextContent::new(text.as_str()),
+                )),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn decode_tool_content(item: &Value) -> ToolContent {
+    decode_tool_content_known(item).unwrap_or_else(|| ToolContent::Unknown { raw: item.clone() })
+}
+
+fn decode_tool_content_known(item: &Value) -> Option<ToolContent> {
+    let obj = item.as_object()?;
+    let ty = obj.get("type")?.as_str()?;
+    Some(match ty {
+        "content" => ToolContent::Content {
+            content: decode_content(obj.get("content")?.clone()),
+        },
+        "diff" => ToolContent::Diff {
+            path: obj.get("path")?.as_str()?.into(),
+            old_text: match obj.get("oldText") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                // Reading an odd oldText as "new file" would let a review
+                // overwrite a file: keep the whole item unknown instead.
+                Some(_) => return None,
+            },
+            new_text: obj.get("newText")?.as_str()?.to_owned(),
+        },
+        "terminal" => ToolContent::Terminal {
+            terminal_id: obj.get("terminalId")?.as_str()?.to_owned(),
+        },
+        // A bare content block where a `{type: "content"}` wrapper belongs.
+        t if CONTENT_BLOCK_TYPES.contains(&t) => ToolContent::Content {
+            content: decode_content(item.clone()),
+        },
+        _ => return None,
+    })
+}
+
+fn decode_plan(entries: &[Value]) -> Vec<PlanEntry> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Value::Object(o) => Some(PlanEntry {
+                content: string_field(o, "content").unwrap_or_default(),
+                priority: string_field(o, "priority").unwrap_or_default(),
+                status: string_field(o, "status").unwrap_or_default(),
+            }),
+            Value::String(s) => Some(PlanEntry {
+                content: s.clone(),
+                priority: String::new(),
+                status: String::new(),
+            }),
+            other => {
+                tracing::debug!(entry = %other, "dropping plan entry that is not an object");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Decodes each item with its schema type, leaving out (and logging) the
+/// ones that do not match, so one odd item never loses the list.
+fn decode_each<T: for<'de> Deserialize<'de>>(items: &[Value], what: &str) -> Vec<T> {
+    items
+        .iter()
+        .filter_map(|item| match T::deserialize(item) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::debug!(error = %e, item = %item, "dropping {what} that does not match the schema");
+                None
+            }
+        })
+        .collect()
+}
+
+fn string_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Absent -> unchanged (`None`), null -> cleared (`Some(None)`). A value of
+/// another type is ignored (unchanged).
+fn nullable_string(obj: &Map<String, Value>, key: &str) -> Option<Option<String>> {
+    match obj.get(key)? {
+        Value::Null => Some(None),
+        Value::String(s) => Some(Some(s.clone())),
+        _ => None,
+    }
+}
+
+fn non_null(v: Option<&Value>) -> Option<Value> {
+    v.filter(|v| !v.is_null()).cloned()
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+pub(super) fn decode_general_for_test(params: &str) -> Result<SessionNotification, Error> {
+    decode_notification_value(params)
+}
+
+#[cfg(test)]
+pub(super) fn decode_fast_for_test(params: &str) -> Option<SessionNotification> {
+    decode_chunk_fast(params)
+}

@@ -1,0 +1,644 @@
+//! The client against the scripted fake agent as a real subprocess: process
+//! lifecycle, crashes, floods, fs and terminals through the wire, permission
+//! memory, and the chat example end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_client::session::Entry;
+use acp_client::{
+    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
+    StopReason,
+};
+use serde_json::{json, Value};
+use support::*;
+
+fn agent(scenario: &Path, cwd: &Path) -> AgentCommand {
+    AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
+        .arg("--scenario")
+        .arg(scenario.to_string_lossy().into_owned())
+        .cwd(cwd)
+}
+
+fn text(s: &str) -> schema::ContentBlock {
+    schema::ContentBlock::Text(schema::TextContent::new(s))
+}
+
+struct Setup {
+    conn: Connection,
+    host: Arc<TestHost>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
+    sid: acp_client::update::SessionId,
+    dir: tempfile::TempDir,
+}
+
+async fn start_with(scenario: Value, permission: PermissionMode) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let path = acp_testkit::write_scenario(dir.path(), &scenario);
+    let (host, rx) = TestHost::new(permission);
+    let conn = Connection::spawn(
+        &agent(&path, dir.path()),
+        host.clone(),
+        ConnectionOptions::default(),
+    )
+    .unwrap();
+    conn.initialize().await.unwrap();
+    let sid = conn
+        .new_session(SessionParams::new(dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    Setup {
+        conn,
+        host,
+        rx,
+        sid,
+        dir,
+    }
+}
+
+async fn start(steps: Value) -> Setup {
+    start_with(
+        json!({"turns": [{"steps": steps}]}),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await
+}
+
+/// The agent's text of the whole session, to look for expectation reports.
+fn agent_text(conn: &Connection, sid: &acp_client::update::SessionId) -> String {
+    conn.with_session(sid, |s| {
+        s.entries()
+            .iter()
+            .filter_map(|e| match e {
+                Entry::AgentMessage(m) => Some(m.text()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+    .unwrap()
+}
+
+async fn turn(s: &Setup, prompt: &str) -> StopReason {
+    tokio::time::timeout(WAIT * 3, s.conn.prompt(&s.sid, vec![text(prompt)]))
+        .await
+        .expect("turn timed out")
+        .unwrap()
+}
+
+fn assert_no_failed_expectation(s: &Setup) {
+    let t = agent_text(&s.conn, &s.sid);
+    assert!(!t.contains("EXPECTATION FAILED"), "{t}");
+}
+
+#[tokio::test]
+async fn streamed_chunks_arrive_in_order_and_complete() {
+    let s = start(json!([{"type": "text", "text": "The quick brown fox jumps over the lazy dog.", "chunkSize": 3}])).await;
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_eq!(
+        agent_text(&s.conn, &s.sid),
+        "The quick brown fox jumps over the lazy dog."
+    );
+}
+
+#[tokio::test]
+async fn a_crash_mid_turn_fails_the_prompt_with_the_stderr_tail() {
+    let s = start(json!([
+        {"type": "text", "text": "working"},
+        {"type": "crash", "stderr": "panic: out of tea", "code": 3}
+    ]))
+    .await;
+    let err = s.conn.prompt(&s.sid, vec![text("go")]).await.unwrap_err();
+    match &err {
+        Error::AgentExited {
+            status,
+            stderr_tail,
+        } => {
+            assert_eq!(status.code, Some(3));
+            assert!(stderr_tail.contains("out of tea"), "{stderr_tail}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("exit code 3") && msg.contains("out of tea"),
+        "{msg}"
+    );
+    // The text streamed before the crash is kept.
+    assert_eq!(agent_text(&s.conn, &s.sid), "working");
+}
+
+#[tokio::test]
+async fn exit_before_initialize_is_reported_with_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"initialize": {"fault": {"type": "exit", "stderr": "missing API key: set FOO_KEY", "code": 2}}}),
+    );
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let conn = Connection::spawn(
+        &agent(&path, dir.path()),
+        host,
+        ConnectionOptions::default(),
+    )
+    .unwrap();
+    let err = conn.initialize().await.unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("exit code 2"), "{msg}");
+    assert!(msg.contains("missing API key"), "{msg}");
+}
+
+#[tokio::test]
+async fn an_oversized_line_fails_the_connection_with_the_limit_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [{"type": "oversizedLine", "bytes": 300000}]}]}),
+    );
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let options = ConnectionOptions {
+        max_line_bytes: 100_000,
+        ..Default::default()
+    };
+    let conn = Connection::spawn(&agent(&path, dir.path()), host, options).unwrap();
+    conn.initialize().await.unwrap();
+    let sid = conn
+        .new_session(SessionParams::new(dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    let err = conn.prompt(&sid, vec![text("go")]).await.unwrap_err();
+    assert!(
+        matches!(err, Error::LineTooLong { limit: 100_000 }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("100000"));
+}
+
+#[tokio::test]
+async fn a_stderr_flood_does_not_stall_the_agent() {
+    let s = start(json!([
+        {"type": "floodStderr", "bytes": 50_000_000},
+        {"type": "text", "text": "still alive"}
+    ]))
+    .await;
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_eq!(agent_text(&s.conn, &s.sid), "still alive");
+    let tail = s.conn.stderr_tail().unwrap();
+    assert!(tail.len() <= 64 * 1024, "tail is bounded: {}", tail.len());
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes (nothing reaps orphans in some sandboxes).
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn shutdown_leaves_no_grandchild_behind() {
+    let s = start(json!([{"type": "spawnGrandchild"}, {"type": "text", "text": "spawned"}])).await;
+    turn(&s, "go").await;
+    let tail = s.conn.stderr_tail().unwrap();
+    let pid: i32 = tail
+        .lines()
+        .find_map(|l| l.split("grandchild pid: ").nth(1))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no grandchild pid in {tail}"));
+    assert!(pid_alive(pid));
+    s.conn.shutdown().await;
+    for _ in 0..100 {
+        if !pid_alive(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("grandchild {pid} outlived the agent");
+}
+
+#[tokio::test]
+async fn dropping_the_connection_kills_the_agent_group() {
+    let s = start(json!([{"type": "spawnGrandchild"}])).await;
+    turn(&s, "go").await;
+    let agent_pid = s.conn.pid().unwrap() as i32;
+    let tail = s.conn.stderr_tail().unwrap();
+    let pid: i32 = tail
+        .lines()
+        .find_map(|l| l.split("grandchild pid: ").nth(1))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap();
+    drop(s);
+    for _ in 0..100 {
+        if !pid_alive(pid) && !pid_alive(agent_pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("agent or grandchild outlived the connection");
+}
+
+#[tokio::test]
+async fn fs_reads_follow_line_and_limit_and_the_sandbox() {
+    let s = start(json!([
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/f.txt", "line": 2, "limit": 2},
+         "expect": {"result": {"content": "two\nthree\n"}}},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/f.txt", "line": 4},
+         "expect": {"result": {"content": "four"}}},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/f.txt", "limit": 0},
+         "expect": {"result": {"content": ""}}},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/f.txt", "line": 9},
+         "expect": {"error": -32602}},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/../outside.txt"},
+         "expect": {"error": -32002}},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "f.txt"},
+         "expect": {"error": -32602}},
+        {"type": "text", "text": "ok"}
+    ]))
+    .await;
+    std::fs::write(s.dir.path().join("f.txt"), "one\ntwo\nthree\nfour").unwrap();
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_no_failed_expectation(&s);
+}
+
+#[tokio::test]
+async fn fs_reads_see_the_editor_buffer_first() {
+    let s = start(json!([
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/open.txt", "line": 2, "limit": 1},
+         "expect": {"result": {"content": "unsaved line\n"}}},
+    ]))
+    .await;
+    let path = s.dir.path().canonicalize().unwrap().join("open.txt");
+    std::fs::write(&path, "on disk\n").unwrap();
+    *s.host.buffer.lock().unwrap() = Some((path, "first\nunsaved line\nlast\n".into()));
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_no_failed_expectation(&s);
+}
+
+#[tokio::test]
+async fn fs_writes_create_nested_files_and_report_the_edit() {
+    let mut s = start(json!([
+        {"type": "call", "method": "fs/write_text_file",
+         "params": {"path": "{{cwd}}/new/dir/file.txt", "content": "hello\n"}, "expect": {"ok": true}},
+        {"type": "call", "method": "fs/write_text_file",
+         "params": {"path": "/etc/acp-should-not-exist", "content": "x"}, "expect": {"error": -32002}},
+    ]))
+    .await;
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_no_failed_expectation(&s);
+    let written = std::fs::read_to_string(s.dir.path().join("new/dir/file.txt")).unwrap();
+    assert_eq!(written, "hello\n");
+    assert!(!Path::new("/etc/acp-should-not-exist").exists());
+    let e = wait_event(&mut s.rx, |e| matches!(e, ClientEvent::FileEdited(_))).await;
+    if let ClientEvent::FileEdited(edit) = e {
+        assert_eq!(edit.old_content, None);
+        assert_eq!(edit.new_content, "hello\n");
+    }
+}
+
+#[tokio::test]
+async fn terminals_run_commands_and_keep_the_tail() {
+    let s = start(json!([
+        {"type": "runTerminal", "command": "echo hello from a terminal",
+         "expect": {"exitCode": 0, "outputContains": "hello from a terminal"}},
+        {"type": "call", "method": "terminal/create",
+         "params": {"command": "sh", "args": ["-c", "for i in $(seq 1 2000); do echo line$i; done"], "outputByteLimit": 100},
+         "saveAs": "t"},
+        {"type": "call", "method": "terminal/wait_for_exit", "params": {"terminalId": "{{t.terminalId}}"},
+         "expect": {"result": {"exitCode": 0}}},
+        {"type": "call", "method": "terminal/output", "params": {"terminalId": "{{t.terminalId}}"},
+         "expect": {"result": {"truncated": true}, "contains": {"output": "line2000"}}},
+        {"type": "call", "method": "terminal/release", "params": {"terminalId": "{{t.terminalId}}"}, "expect": {"ok": true}},
+        {"type": "call", "method": "terminal/output", "params": {"terminalId": "{{t.terminalId}}"},
+         "expect": {"error": -32002}},
+        {"type": "call", "method": "terminal/create", "params": {"command": "ls", "cwd": "/"},
+         "expect": {"error": -32002}},
+    ]))
+    .await;
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_no_failed_expectation(&s);
+}
+
+#[tokio::test]
+async fn terminal_kill_stops_the_process_tree_and_keeps_the_terminal() {
+    let s = start(json!([
+        {"type": "call", "method": "terminal/create",
+         "params": {"command": "sh", "args": ["-c", "echo started; sleep 1000"]}, "saveAs": "t"},
+        {"type": "sleep", "ms": 200},
+        {"type": "call", "method": "terminal/kill", "params": {"terminalId": "{{t.terminalId}}"}, "expect": {"ok": true}},
+        {"type": "call", "method": "terminal/wait_for_exit", "params": {"terminalId": "{{t.terminalId}}"},
+         "expect": {"result": {"signal": "SIGKILL"}}},
+        {"type": "call", "method": "terminal/output", "params": {"terminalId": "{{t.terminalId}}"},
+         "expect": {"contains": {"output": "started"}}},
+    ]))
+    .await;
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    assert_no_failed_expectation(&s);
+}
+
+#[tokio::test]
+async fn always_allow_for_one_command_never_approves_another_or_an_edit() {
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let always = json!([
+        {"optionId": "always", "name": "Always", "kind": "allow_always"},
+        {"optionId": "once", "name": "Once", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"}
+    ]);
+    let ask = |id: &str, kind: &str, title: &str, input: Value| {
+        json!({"type": "requestPermission",
+               "toolCall": {"toolCallId": id, "title": title, "kind": kind, "rawInput": input},
+               "options": always})
+    };
+    let s = start_with(
+        json!({"turns": [{"steps": [
+            ask("a", "execute", "cargo test", json!({"command": "cargo test"})),
+            ask("b", "execute", "cargo test", json!({"command": "cargo test"})),
+            ask("c", "execute", "rm -rf x", json!({"command": "rm -rf x"})),
+            ask("d", "edit", "cargo test", json!({"path": "{{cwd}}/cargo test"})),
+        ]}]}),
+        PermissionMode::Manual(ptx),
+    )
+    .await;
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let turn = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    // First request: the user picks "always".
+    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(req.tool_call.title.as_deref(), Some("cargo test"));
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "always".into(),
+        })
+        .unwrap();
+    // Second (same command) is answered from memory; the next ones are asked.
+    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(req.tool_call.title.as_deref(), Some("rm -rf x"));
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "no".into(),
+        })
+        .unwrap();
+    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        req.tool_call.kind.as_ref().map(|k| k.as_str()),
+        Some("edit")
+    );
+    answer
+        .send(acp_client::permission::PermissionDecision::Cancelled)
+        .unwrap();
+    assert_eq!(turn.await.unwrap().unwrap(), StopReason::EndTurn);
+    let t = agent_text(&s.conn, &s.sid);
+    assert!(t.contains("permission: always"), "{t}");
+    assert!(t.contains("permission: once"), "remembered answer: {t}");
+    assert!(t.contains("permission: no"), "{t}");
+    assert!(t.contains("permission: cancelled"), "{t}");
+}
+
+#[tokio::test]
+async fn persisted_permission_memory_reloads_for_a_new_connection() {
+    let state = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let scenario = json!({"turns": [{"steps": [
+        {"type": "requestPermission",
+         "toolCall": {"toolCallId": "a", "title": "make test", "kind": "execute", "rawInput": {"command": "make test"}},
+         "options": [{"optionId": "always", "name": "Always", "kind": "allow_always"},
+                     {"optionId": "once", "name": "Once", "kind": "allow_once"}]}
+    ]}]});
+    for round in 0..2 {
+        let path = acp_testkit::write_scenario(project.path(), &scenario);
+        let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+        let (host, _rx) = TestHost::new(PermissionMode::Manual(ptx));
+        let conn = Connection::spawn(
+            &agent(&path, project.path()),
+            host,
+            ConnectionOptions::default(),
+        )
+        .unwrap();
+        conn.with_permissions(|p| p.persist_in(state.path(), project.path()))
+            .unwrap();
+        conn.initialize().await.unwrap();
+        let sid = conn
+            .new_session(SessionParams::new(project.path()))
+            .await
+            .unwrap()
+            .session_id;
+        let c = conn.clone();
+        let s2 = sid.clone();
+        let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
+        if round == 0 {
+            let (_req, answer) = tokio::time::timeout(WAIT, prx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            answer
+                .send(acp_client::permission::PermissionDecision::Selected {
+                    option_id: "always".into(),
+                })
+                .unwrap();
+        }
+        assert_eq!(turn.await.unwrap().unwrap(), StopReason::EndTurn);
+        if round == 1 {
+            // Nobody was asked in the second run.
+            assert!(prx.try_recv().is_err());
+            assert!(agent_text(&conn, &sid).contains("permission: once"));
+        }
+        conn.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn cancel_during_a_pending_prompt_answers_cancelled_and_the_turn_ends_once() {
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let s = start_with(
+        json!({"turns": [{"steps": [
+            {"type": "toolCall", "toolCallId": "e1", "title": "Edit", "kind": "edit", "status": "pending"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "e1"}},
+            {"type": "text", "text": "after"}
+        ]}]}),
+        PermissionMode::Manual(ptx),
+    )
+    .await;
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let turn = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    let (_req, _answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    s.conn.cancel(&s.sid).unwrap();
+    assert_eq!(turn.await.unwrap().unwrap(), StopReason::Cancelled);
+    let t = agent_text(&s.conn, &s.sid);
+    assert!(t.contains("permission: cancelled"), "{t}");
+    let status = s
+        .conn
+        .with_session(&s.sid, |st| {
+            st.tool_call(&"e1".into()).unwrap().status.clone()
+        })
+        .unwrap();
+    assert_eq!(status.as_str(), "cancelled");
+}
+
+#[tokio::test]
+async fn load_replays_what_was_sent_live() {
+    let s = start(json!([
+        {"type": "thought", "text": "hmm"},
+        {"type": "text", "text": "answer", "chunkSize": 2},
+        {"type": "toolCall", "toolCallId": "t", "title": "Read", "kind": "read", "status": "completed"},
+        {"type": "plan", "entries": [{"content": "a", "priority": "high", "status": "completed"}]}
+    ]))
+    .await;
+    turn(&s, "question").await;
+    let live = s
+        .conn
+        .with_session(&s.sid, |st| serde_json::to_value(st.entries()).unwrap())
+        .unwrap();
+    // A fresh connection to a new agent process cannot load (history is per
+    // process), so load on the same connection: the model is rebuilt.
+    s.conn.close_session(&s.sid).await.unwrap();
+    s.conn
+        .load_session(&s.sid, SessionParams::new(s.dir.path()))
+        .await
+        .unwrap();
+    let replayed = s
+        .conn
+        .with_session(&s.sid, |st| serde_json::to_value(st.entries()).unwrap())
+        .unwrap();
+    // The live model starts with the user's prompt (recorded by the client);
+    // the fake agent does not replay user messages unless asked to.
+    let live_agent_side: Vec<&Value> = live
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] != "user_message")
+        .collect();
+    let replayed: Vec<&Value> = replayed.as_array().unwrap().iter().collect();
+    assert_eq!(live_agent_side, replayed);
+}
+
+fn chat_example() -> PathBuf {
+    // Integration tests live in target/<profile>/deps; examples next door.
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let path = dir.join("examples").join("chat");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test` (which builds examples)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn chat_example_runs_turns_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# demo project\n").unwrap();
+    let scenario = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [
+            {"type": "text", "text": "Hello from the fake agent", "chunkSize": 4},
+            {"type": "runTerminal", "command": "echo terminal works"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "p", "title": "Write a file", "kind": "edit"}},
+            {"type": "call", "method": "fs/write_text_file", "params": {"path": "{{cwd}}/out.txt", "content": "written\n"}, "expect": {"ok": true}}
+        ]}]}),
+    );
+    let out = std::process::Command::new(chat_example())
+        .args([
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--permission",
+            "allow",
+            "--jsonl",
+        ])
+        .args(["--prompt", "one", "--prompt", "two", "--"])
+        .arg(acp_testkit::fake_agent_bin())
+        .args(["--scenario", scenario.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "chat failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let stops = lines.iter().filter(|l| l["type"] == "stop").count();
+    assert_eq!(stops, 2, "{stdout}");
+    assert!(lines.iter().any(|l| l["type"] == "permission"));
+    assert!(stdout.contains(r#""text":"Hell""#), "{stdout}");
+    assert!(stdout.contains("terminal works"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "written\n"
+    );
+}
+
+#[test]
+fn chat_example_fails_clearly_when_the_agent_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chat_example())
+        .args([
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--prompt",
+            "hi",
+            "--",
+        ])
+        .arg(acp_testkit::fake_agent_bin())
+        .args([
+            "--scenario",
+            acp_testkit::scenario("crash").to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("exit code 3"), "{stderr}");
+    assert!(stderr.contains("crashed on purpose"), "{stderr}");
+}
+
+#[test]
+fn chat_example_cancel_after_ends_the_turn_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chat_example())
+        .args([
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--jsonl",
+            "--cancel-after",
+            "200",
+        ])
+        .args(["--prompt", "wait", "--"])
+        .arg(acp_testkit::fake_agent_bin())
+        .args([
+            "--scenario",
+            acp_testkit::scenario("cancel").to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains(r#""stopReason":"cancelled""#), "{stdout}");
+}

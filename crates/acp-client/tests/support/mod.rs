@@ -1,0 +1,259 @@
+//! Shared test helpers: an editor host that records everything, and a peer
+//! that plays the agent over in-memory pipes, line by line.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+use tokio::sync::{mpsc, oneshot};
+
+/// How the test host answers permission prompts.
+pub enum PermissionMode {
+    /// Forward to the test through a channel; the test answers.
+    Manual(mpsc::UnboundedSender<(PermissionRequest, oneshot::Sender<PermissionDecision>)>),
+    /// Pick the first option of this kind (e.g. "allow_once").
+    Pick(&'static str),
+}
+
+pub struct TestHost {
+    pub caps: HostCapabilities,
+    pub events: Mutex<Vec<ClientEvent>>,
+    pub events_tx: mpsc::UnboundedSender<ClientEvent>,
+    pub permission: PermissionMode,
+    /// Text returned for buffer reads of this path (simulating an open buffer).
+    pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
+    /// Make every buffer read fail, as an editor whose UI thread is gone.
+    pub fail_reads: std::sync::atomic::AtomicBool,
+}
+
+impl TestHost {
+    pub fn new(permission: PermissionMode) -> (Arc<Self>, mpsc::UnboundedReceiver<ClientEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Arc::new(Self {
+                caps: HostCapabilities::default(),
+                events: Mutex::new(Vec::new()),
+                events_tx: tx,
+                permission,
+                buffer: Mutex::new(None),
+                fail_reads: Default::default(),
+            }),
+            rx,
+        )
+    }
+
+    pub fn with_caps(
+        caps: HostCapabilities,
+        permission: PermissionMode,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<ClientEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Arc::new(Self {
+                caps,
+                events: Mutex::new(Vec::new()),
+                events_tx: tx,
+                permission,
+                buffer: Mutex::new(None),
+                fail_reads: Default::default(),
+            }),
+            rx,
+        )
+    }
+
+    pub fn events(&self) -> Vec<ClientEvent> {
+        self.events.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl EditorHost for TestHost {
+    fn capabilities(&self) -> HostCapabilities {
+        self.caps
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
+        match &self.permission {
+            PermissionMode::Manual(tx) => {
+                let (answer_tx, answer_rx) = oneshot::channel();
+                if tx.send((request, answer_tx)).is_err() {
+                    return PermissionDecision::Cancelled;
+                }
+                answer_rx.await.unwrap_or(PermissionDecision::Cancelled)
+            }
+            PermissionMode::Pick(kind) => request
+                .options
+                .iter()
+                .find(|o| o.kind.as_str() == *kind)
+                .map(|o| PermissionDecision::Selected {
+                    option_id: o.option_id.clone(),
+                })
+                .unwrap_or(PermissionDecision::Cancelled),
+        }
+    }
+
+    async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
+        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(acp_client::Error::Host("the editor is gone".into()));
+        }
+        let buffer = self.buffer.lock().unwrap().clone();
+        match buffer {
+            Some((path, text)) if path == request.path => Ok(Some(acp_client::fs::slice_lines(
+                &text,
+                request.line,
+                request.limit,
+            )?)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn write_text_file(&self, _request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
+        Ok(WriteOutcome::NotHandled)
+    }
+
+    fn on_event(&self, event: ClientEvent) {
+        self.events.lock().unwrap().push(event.clone());
+        let _ = self.events_tx.send(event);
+    }
+}
+
+/// The agent side of an in-memory connection.
+pub struct Peer {
+    reader: BufReader<ReadHalf<DuplexStream>>,
+    writer: WriteHalf<DuplexStream>,
+}
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+impl Peer {
+    /// Reads the next message the client sent.
+    pub async fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        let n = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
+            .await
+            .expect("timed out waiting for a message from the client")
+            .expect("read failed");
+        assert!(n > 0, "client closed the pipe");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("client sent bad JSON {line:?}: {e}"))
+    }
+
+    /// Reads messages until one satisfies `pred`; returns it.
+    pub async fn recv_until(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Value {
+        loop {
+            let v = self.recv().await;
+            if pred(&v) {
+                return v;
+            }
+        }
+    }
+
+    /// True when nothing arrives within `ms` milliseconds.
+    pub async fn silent_for(&mut self, ms: u64) -> bool {
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_millis(ms), self.reader.read_line(&mut line))
+            .await
+            .is_err()
+    }
+
+    pub async fn send(&mut self, v: Value) {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        bytes.push(b'\n');
+        self.writer.write_all(&bytes).await.unwrap();
+        self.writer.flush().await.unwrap();
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.unwrap();
+        self.writer.flush().await.unwrap();
+    }
+
+    pub async fn respond(&mut self, id: &Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await;
+    }
+
+    pub async fn notify_update(&mut self, session_id: &str, update: Value) {
+        self.send(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId": session_id, "update": update}}))
+            .await;
+    }
+
+    /// Answers the `initialize` request with these agent capabilities.
+    pub async fn accept_initialize(&mut self, agent_capabilities: Value) -> Value {
+        let req = self.recv().await;
+        assert_eq!(req["method"], "initialize");
+        self.respond(
+            &req["id"],
+            json!({"protocolVersion": 1, "agentCapabilities": agent_capabilities, "authMethods": []}),
+        )
+        .await;
+        req
+    }
+
+    /// Closes the agent's end (as if it exited).
+    pub fn close(self) {}
+}
+
+pub fn connect(host: Arc<TestHost>) -> (Connection, Peer) {
+    connect_with(host, ConnectionOptions::default(), 1 << 20)
+}
+
+pub fn connect_with(
+    host: Arc<TestHost>,
+    options: ConnectionOptions,
+    pipe_bytes: usize,
+) -> (Connection, Peer) {
+    let (client_side, agent_side) = tokio::io::duplex(pipe_bytes);
+    let (client_read, client_write) = tokio::io::split(client_side);
+    let (agent_read, agent_write) = tokio::io::split(agent_side);
+    let conn = Connection::from_streams(client_read, client_write, host, options);
+    (
+        conn,
+        Peer {
+            reader: BufReader::new(agent_read),
+            writer: agent_write,
+        },
+    )
+}
+
+/// Initializes and opens one session with id `s1` rooted at `cwd`.
+pub async fn open_session(
+    conn: &Connection,
+    peer: &mut Peer,
+    caps: Value,
+    cwd: &std::path::Path,
+) -> acp_client::update::SessionId {
+    let c = conn.clone();
+    let init = tokio::spawn(async move { c.initialize().await });
+    peer.accept_initialize(caps).await;
+    init.await.unwrap().expect("initialize");
+    let c = conn.clone();
+    let cwd2 = cwd.to_path_buf();
+    let new =
+        tokio::spawn(async move { c.new_session(acp_client::SessionParams::new(cwd2)).await });
+    let req = peer.recv().await;
+    assert_eq!(req["method"], "session/new");
+    peer.respond(&req["id"], json!({"sessionId": "s1"})).await;
+    new.await.unwrap().expect("session/new").session_id
+}
+
+/// Waits for an event matching `pred`.
+pub async fn wait_event(
+    rx: &mut mpsc::UnboundedReceiver<ClientEvent>,
+    mut pred: impl FnMut(&ClientEvent) -> bool,
+) -> ClientEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let e = rx.recv().await.expect("event channel closed");
+            if pred(&e) {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("timed out waiting for an event")
+}

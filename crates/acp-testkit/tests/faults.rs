@@ -1,0 +1,191 @@
+//! Misbehaviour on purpose: crashes, initialize faults, garbage on stdout,
+//! stderr floods, grandchildren, an agent that stops reading.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{refuse, Driver};
+use serde_json::{json, Value};
+
+#[test]
+fn crash_mid_turn_exits_with_its_code_and_stderr() {
+    let mut agent = Driver::spawn(&acp_testkit::scenario("crash"));
+    let session = agent.session();
+    agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    let update = agent.next_message();
+    assert_eq!(
+        update["params"]["update"]["content"]["text"],
+        "about to crash"
+    );
+    let status = agent.wait_exit();
+    assert_eq!(status.code(), Some(3));
+    agent.wait_stderr("fatal: the fake agent crashed on purpose");
+    assert_eq!(
+        agent.try_next_line(Duration::from_secs(5)),
+        None,
+        "nothing after the crash"
+    );
+}
+
+#[test]
+fn initialize_can_exit_before_answering() {
+    let mut agent = Driver::inline(json!({"initialize": {
+        "fault": {"type": "exit", "stderr": "error: no config file", "code": 5}}}));
+    agent.request("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(agent.wait_exit().code(), Some(5));
+    agent.wait_stderr("error: no config file");
+}
+
+#[test]
+fn initialize_can_be_left_unanswered() {
+    let mut agent = Driver::inline(json!({"initialize": {"fault": {"type": "never"}}}));
+    agent.request("initialize", json!({"protocolVersion": 1}));
+    // Requests are handled in order, so an answer to initialize would come
+    // before this one.
+    let id = agent.request("vendor/ping", json!({}));
+    let reply = agent.next_message();
+    assert_eq!(reply["id"], id);
+    assert_eq!(reply["error"]["code"], -32601);
+}
+
+#[test]
+fn initialize_can_be_answered_late() {
+    let mut agent = Driver::inline(json!({"initialize": {"fault": {"type": "delay", "ms": 1000}}}));
+    let init = agent.request("initialize", json!({"protocolVersion": 1}));
+    let ping = agent.request("vendor/ping", json!({}));
+    assert_eq!(agent.next_message()["id"], ping);
+    let reply = agent.next_message();
+    assert_eq!(reply["id"], init);
+    assert_eq!(reply["result"]["protocolVersion"], 1);
+}
+
+#[test]
+fn raw_output_steps_write_exactly_their_bytes() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [
+        {"type": "rawLine", "line": "garbage that is not json"},
+        {"type": "rawBytes", "hex": "ff fe 41"},
+        {"type": "rawBytes", "hex": "7b7d", "newline": false},
+        {"type": "rawLine", "line": ""},
+        {"type": "json", "value": {"hello": "world"}},
+        {"type": "json", "value": {"jsonrpc": "2.0", "id": 99999, "result": {}}},
+        {"type": "oversizedLine", "bytes": 100000},
+        {"type": "oversizedLine", "bytes": 3000, "json": false},
+        {"type": "text", "text": "done"}
+    ]}]}));
+    let session = agent.session();
+    agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    assert_eq!(agent.next_line(), b"garbage that is not json\n");
+    assert_eq!(agent.next_line(), b"\xff\xfeA\n");
+    assert_eq!(agent.next_line(), b"{}\n");
+    assert_eq!(agent.next_message(), json!({"hello": "world"}));
+    assert_eq!(
+        agent.next_message(),
+        json!({"jsonrpc": "2.0", "id": 99999, "result": {}})
+    );
+    let big = agent.next_line();
+    assert_eq!(big.len(), 100_001);
+    let big: Value = serde_json::from_slice(&big).unwrap();
+    assert_eq!(
+        big["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    let mut plain = vec![b'x'; 3000];
+    plain.push(b'\n');
+    assert_eq!(agent.next_line(), plain);
+    assert_eq!(
+        agent.next_message()["params"]["update"]["content"]["text"],
+        "done"
+    );
+    assert_eq!(agent.next_message()["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn flood_stderr_writes_that_many_bytes_and_the_turn_goes_on() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [
+        {"type": "floodStderr", "bytes": 1000000},
+        {"type": "text", "text": "after the flood"}
+    ]}]}));
+    let session = agent.session();
+    let before = agent.stderr().len();
+    let turn = agent.prompt(&session, "go", &mut refuse);
+    assert_eq!(turn.text(), "after the flood");
+    let flood = agent.wait_stderr("stderr flood");
+    assert!(flood.len() >= before + 1_000_000, "{} bytes", flood.len());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn spawn_grandchild_reports_a_live_pid() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [{"type": "spawnGrandchild"}]}]}));
+    let session = agent.session();
+    agent.prompt(&session, "go", &mut refuse);
+    let stderr = agent.wait_stderr("grandchild pid: ");
+    let pid: u32 = stderr
+        .split("grandchild pid: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert_eq!(cmdline, b"sleep\x001000\x00");
+    std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+}
+
+#[test]
+fn stop_reading_stdin_leaves_later_requests_unread() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [
+        {"type": "stopReadingStdin"},
+        {"type": "text", "text": "deaf now"}
+    ]}]}));
+    let session = agent.session();
+    assert_eq!(agent.prompt(&session, "go", &mut refuse).text(), "deaf now");
+    agent.request("vendor/ping", json!({}));
+    // Absence can only be shown by waiting; a reading agent answers at once.
+    assert_eq!(agent.try_next_line(Duration::from_millis(500)), None);
+}
+
+#[test]
+fn ignore_cancel_hangs_the_turn() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [
+        {"type": "waitForCancel", "ignoreCancel": true}
+    ]}]}));
+    let session = agent.session();
+    agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    agent.notify("session/cancel", json!({"sessionId": session}));
+    let ping = agent.request("vendor/ping", json!({}));
+    assert_eq!(agent.next_message()["id"], ping);
+    // Absence can only be shown by waiting; a cancelled turn answers at once.
+    assert_eq!(agent.try_next_line(Duration::from_millis(500)), None);
+}
+
+#[test]
+fn closing_stdin_ends_the_agent() {
+    let mut agent = Driver::spawn(&acp_testkit::scenario("echo"));
+    agent.initialize();
+    agent.close_stdin();
+    assert_eq!(agent.wait_exit().code(), Some(0));
+}
+
+#[test]
+fn a_bad_scenario_exits_2_and_says_where() {
+    let mut agent = Driver::inline(json!({"turns": [{"steps": [{"type": "txet"}]}]}));
+    assert_eq!(agent.wait_exit().code(), Some(2));
+    agent.wait_stderr("turns[0].steps[0]");
+}
