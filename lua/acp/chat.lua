@@ -745,6 +745,12 @@ function Chat:on_session_change(change)
     self.modes = self.modes or {}
     self.modes.currentModeId = util.field(change, "currentModeId", "current_mode_id")
     self:update_winbar()
+  elseif c == "modes_changed" then
+    self.modes = {
+      currentModeId = util.field(change, "currentModeId", "current_mode_id"),
+      availableModes = util.field(change, "availableModes", "available_modes") or {},
+    }
+    self:update_winbar()
   elseif c == "config_options_changed" then
     self.config_options = util.field(change, "configOptions", "config_options") or {}
     self:update_winbar()
@@ -754,11 +760,8 @@ function Chat:on_session_change(change)
     self.usage = util.field(change, "usage") or change
     self:update_winbar()
   elseif c == "info_changed" then
-    local info = util.field(change, "info") or change
-    local title = util.field(info, "title")
-    if title ~= nil or info.title == vim.NIL then
-      self.title = title
-    end
+    -- The change carries the info after the change: no title = none.
+    self.title = util.field(change, "title")
     self:update_winbar()
   else
     self.transcript:apply(change)

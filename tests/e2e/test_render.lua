@@ -46,7 +46,7 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
     session(chat, {
       change = "entry_added",
       index = 0,
-      entry = { type = "tool_call", toolCallId = "t1", title = "Read config", kind = "read", status = "pending" },
+      entry = { type = "tool_call", id = "t1", title = "Read config", kind = "read", status = "pending" },
     }),
     session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("after") } } }),
   })
@@ -57,7 +57,7 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
       change = "tool_call_changed",
       index = 0,
       toolCall = {
-        toolCallId = "t1",
+        id = "t1",
         title = "Read config",
         kind = "read",
         status = "completed",
@@ -83,7 +83,7 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
     session(chat, {
       change = "tool_call_changed",
       index = 0,
-      toolCall = { toolCallId = "t1", title = "Read config", kind = "read", status = "failed" },
+      toolCall = { id = "t1", title = "Read config", kind = "read", status = "failed" },
     }),
   })
   lines = T.lines(buf)
@@ -101,7 +101,7 @@ T.test("a diff content shows +N -M and the diff key opens both sides", function(
       index = 0,
       entry = {
         type = "tool_call",
-        toolCallId = "e1",
+        id = "e1",
         title = "Edit",
         kind = "edit",
         status = "in_progress",
@@ -223,7 +223,7 @@ T.test("a permission prompt shows keys with kinds; a digit answers it", function
     session(chat, {
       change = "entry_added",
       index = 0,
-      entry = { type = "tool_call", toolCallId = "x1", title = "Run rm", kind = "execute", status = "pending" },
+      entry = { type = "tool_call", id = "x1", title = "Run rm", kind = "execute", status = "pending" },
     }),
     {
       type = "permission_request",
@@ -273,7 +273,7 @@ T.test("permission_cancelled removes the prompt; a request before its tool call 
     session(chat, {
       change = "entry_added",
       index = 0,
-      entry = { type = "tool_call", toolCallId = "early", title = "Write file", kind = "edit", status = "pending" },
+      entry = { type = "tool_call", id = "early", title = "Write file", kind = "edit", status = "pending" },
     }),
   })
   T.eq(1, T.count_lines(buf, "edit · Write file"), "the tool call reuses the block")
@@ -322,13 +322,15 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
   })
   events.dispatch({
     session(chat, { change = "mode_changed", currentModeId = "code" }),
-    session(chat, { change = "usage_changed", used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } }),
+    session(chat, { change = "info_changed", title = "Fix the bug" }),
+    session(chat, { change = "usage_changed", usage = { used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } } }),
     { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "max_tokens" },
     { type = "agent_exited", chat_id = chat.chat_id, status = "exit code 3", stderr_tail = "boom\npanic here" },
   })
   local win = vim.fn.win_findbuf(chat.bufnr)[1]
   local bar = vim.wo[win].winbar
   T.contains(bar, "mode: Code", "winbar mode")
+  T.contains(bar, "Fix the bug", "winbar title")
   T.contains(bar, "model: Fast 1", "winbar model")
   T.contains(bar, "ctx 12.3k/200.0k (6%%)", "winbar usage")
   T.contains(bar, "$0.50", "winbar cost")
@@ -338,6 +340,23 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
   T.contains(all, "exited (exit code 3)", "exit")
   T.contains(all, "  │ panic here", "stderr tail")
   T.eq(false, chat:send({ text("x") }), "a dead chat refuses prompts")
+end)
+
+T.test("modes set from a session response and a cleared title update the winbar", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "info_changed", title = "Old title" }),
+    session(chat, {
+      change = "modes_changed",
+      currentModeId = "plan",
+      availableModes = { { id = "plan", name = "Planning" } },
+    }),
+  })
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  T.contains(vim.wo[win].winbar, "mode: Planning", "mode name")
+  T.contains(vim.wo[win].winbar, "Old title", "title")
+  events.dispatch({ session(chat, { change = "info_changed" }) })
+  T.not_contains(vim.wo[win].winbar, "Old title", "title cleared")
 end)
 
 T.test("prompts are queued until the session starts and while a turn runs", function()
@@ -368,7 +387,7 @@ T.test("terminal output is shown live inside its tool call", function()
       index = 0,
       entry = {
         type = "tool_call",
-        toolCallId = "t",
+        id = "t",
         title = "ls",
         kind = "execute",
         status = "in_progress",
