@@ -5,4 +5,4 @@
 set -eu
 cd "$(dirname "$0")/../.."
 cargo build --quiet -p acp-nvim -p acp-testkit --bins
-exec nvim --headless -u NONE -i NONE --cmd 'set rtp^=.' -l tests/e2e/run.lua "$@"
+exec "${ACP_NVIM:-nvim}" --headless -u NONE -i NONE --cmd 'set rtp^=.' -l tests/e2e/run.lua "$@"
