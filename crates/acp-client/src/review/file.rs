@@ -1,9 +1,7 @@
 //! The review state of one file: baseline, current content and the hunks
 //! between them.
 
-use similar::{capture_diff_slices, Algorithm, DiffOp};
-
-use super::diff::{changes, join_lines, split_lines};
+use super::diff::{changes, join_lines, matches, split_lines};
 use super::{FileStatus, Hunk, HunkId, RejectOutcome};
 
 /// Hands out hunk ids; never reuses one, so an id from a stale review can
@@ -210,17 +208,8 @@ impl TrackedFile {
             }
             let before: Vec<_> = self.hunks.iter().map(key).collect();
             let after: Vec<_> = fresh.iter().map(key).collect();
-            for op in capture_diff_slices(Algorithm::Myers, &before, &after) {
-                if let DiffOp::Equal {
-                    old_index,
-                    new_index,
-                    len,
-                } = op
-                {
-                    for k in 0..len {
-                        kept[new_index + k] = Some(self.hunks[old_index + k].id);
-                    }
-                }
+            for (old_index, new_index) in matches(&before, &after) {
+                kept[new_index] = Some(self.hunks[old_index].id);
             }
         }
         for (hunk, id) in fresh.iter_mut().zip(kept) {
