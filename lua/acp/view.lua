@@ -6,7 +6,8 @@
 --- chunks) grows the block and a replacement of exactly the block's range
 --- keeps the mark around the new text. Blocks are separated by one blank line
 --- that belongs to no block, so growing or replacing one block never moves
---- the mark of a neighbour the wrong way. New blocks are only ever added at
+--- the mark of a neighbour the wrong way (a block whose text already ends
+--- with a blank line gets no extra one). New blocks are only ever added at
 --- the end of the buffer (with nvim_buf_set_lines(-1, -1), which does not
 --- move the previous block's end).
 ---
@@ -204,6 +205,12 @@ function View:add(kind, lines, hls, opts)
   self:begin()
   local start
   local sep = opts.sep ~= false and not self.empty
+  if sep then
+    -- Text that ends with blank lines (markdown paragraphs) already
+    -- separates: no second blank line.
+    local count = api.nvim_buf_line_count(self.buf)
+    sep = api.nvim_buf_get_lines(self.buf, count - 1, count, false)[1] ~= ""
+  end
   if self.empty then
     start = 0
   else

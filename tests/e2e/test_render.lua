@@ -483,4 +483,24 @@ T.test(":Acp mode and :Acp model ask the backend", function()
   T.eq({ "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } }, sent[2], "model request")
 end)
 
+T.test("every layout shows transcript and prompt, and q hides them", function()
+  for _, position in ipairs({ "right", "left", "float", "tab" }) do
+    local chat = T.fake_chat({ setup = { layout = { position = position, width = 0.5, input_height = 4 } } })
+    T.eq(true, chat:is_visible(), position .. ": visible")
+    local pwin = vim.fn.win_findbuf(chat.prompt_buf)[1]
+    T.eq(pwin, vim.api.nvim_get_current_win(), position .. ": cursor in the prompt")
+    T.eq(4, vim.api.nvim_win_get_height(pwin), position .. ": input height")
+    local twin = vim.fn.win_findbuf(chat.bufnr)[1]
+    T.eq("expr", vim.wo[twin].foldmethod, position .. ": transcript window set up")
+    vim.api.nvim_feedkeys("q", "x", false)
+    T.eq(false, chat:is_visible(), position .. ": hidden")
+    T.eq(0, #vim.fn.win_findbuf(chat.prompt_buf), position .. ": prompt hidden")
+    vim.cmd("Acp")
+    T.eq(true, chat:is_visible(), position .. ": :Acp shows it again")
+    chat:close()
+    T.eq(false, vim.api.nvim_buf_is_valid(chat.bufnr), position .. ": close wipes the buffers")
+  end
+  require("acp").setup({})
+end)
+
 T.run()
