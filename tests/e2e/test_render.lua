@@ -503,4 +503,46 @@ T.test("every layout shows transcript and prompt, and q hides them", function()
   require("acp").setup({})
 end)
 
+T.test("<CR> on a location opens the file at that line in a normal window", function()
+  local dir = T.tmpdir()
+  local path = dir .. "/target.txt"
+  T.write_file(path, "1\n2\n3\n4\n5\n")
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "tool_call", id = "l", title = "Look", kind = "read", status = "completed", locations = { { path = path, line = 4 } } },
+    }),
+  })
+  local l = T.truthy(T.find_line(chat.bufnr, "→ " .. path .. ":4"), "location line")
+  local twin = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_set_current_win(twin)
+  vim.api.nvim_win_set_cursor(twin, { l, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "file opened")
+  T.eq(4, vim.api.nvim_win_get_cursor(0)[1], "at the line")
+  T.truthy(vim.api.nvim_get_current_win() ~= twin, "not in the transcript window")
+  T.eq(true, chat:is_visible(), "the chat stays open")
+end)
+
+T.test("highlight groups are linked by default and come back after :colorscheme", function()
+  require("acp.highlights").setup()
+  T.eq("Comment", vim.api.nvim_get_hl(0, { name = "AcpThought" }).link, "linked")
+  vim.cmd("highlight clear")
+  vim.cmd("colorscheme default")
+  T.eq("DiagnosticOk", vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "re-applied")
+  vim.api.nvim_set_hl(0, "AcpToolDone", { fg = "#00ff00" })
+  require("acp.highlights").apply()
+  T.eq(nil, vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "a user's definition wins")
+end)
+
+T.test(":Acp agents lists agents and whether they are on PATH", function()
+  require("acp").setup({ agents = { mine = { cmd = { "sh", "-c", "true" } } } })
+  local out = vim.fn.execute("Acp agents")
+  T.contains(out, "* mine       sh -c true  (found)", "default marked, found")
+  T.contains(out, "codex-acp  (not found on PATH)", "missing preset")
+  require("acp").setup({})
+end)
+
 T.run()
