@@ -132,8 +132,9 @@ function M.create(agent, cwd)
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
+---@param resume? {load_session_id?: string, resume_session_id?: string} continue a stored session
 ---@return boolean ok, string? err
-function Chat:start()
+function Chat:start(resume)
   local backend = require("acp.backend")
   local ok, err = backend.ensure()
   if not ok then
@@ -162,6 +163,8 @@ function Chat:start()
     -- policy itself (and reports `permission_auto`), the plugin applies
     -- auto_allow on its side too.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
+    load_session_id = resume and resume.load_session_id or nil,
+    resume_session_id = resume and resume.resume_session_id or nil,
   }
   local res, rerr = backend.request("acp.open", params)
   if res == nil then
@@ -501,7 +504,11 @@ function Chat:_flush()
   end
   local blocks = table.remove(self.queue, 1)
   self.status = "busy"
-  require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks })
+  if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
+    -- No backend (it just died): keep the prompt for after :Acp restart.
+    table.insert(self.queue, 1, blocks)
+    self.status = "ready"
+  end
 end
 
 --- Ask the agent to switch mode; the change arrives as an event.
