@@ -422,6 +422,39 @@ T.test("AcpSessionUpdate fires with the change", function()
   vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
 end)
 
+T.test("chunks of a batch are merged per message without mixing chats; listeners see every chunk", function()
+  local a = T.fake_chat()
+  local b = T.fake_chat()
+  events.dispatch({
+    session(a, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("A:") } } }),
+    session(b, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("B:") } } }),
+  })
+  local function batch(n)
+    return {
+      session(a, { change = "text_appended", index = 0, content = text("a" .. n) }),
+      session(a, { change = "text_appended", index = 0, content = text("b" .. n) }),
+      session(b, { change = "text_appended", index = 0, content = text("x" .. n) }),
+      session(a, { change = "text_appended", index = 0, content = { type = "image", mimeType = "image/png", data = "" } }),
+      session(a, { change = "text_appended", index = 0, content = text("c" .. n) }),
+    }
+  end
+  events.dispatch(batch(1))
+  local seen = 0
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpSessionUpdate",
+    callback = function()
+      seen = seen + 1
+    end,
+  })
+  events.dispatch(batch(2))
+  vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
+  local la = T.lines(a.bufnr)
+  local lb = T.lines(b.bufnr)
+  T.eq("A:a1b1[image image/png]c1a2b2[image image/png]c2", la[#la], "chat A in order")
+  T.eq("B:x1x2", lb[#lb], "chat B")
+  T.eq(5, seen, "one autocmd per chunk")
+end)
+
 T.test("a bad event does not stop the rest of the batch", function()
   local chat = T.fake_chat()
   local notified = {}
@@ -491,7 +524,7 @@ T.test("every layout shows transcript and prompt, and q hides them", function()
     T.eq(pwin, vim.api.nvim_get_current_win(), position .. ": cursor in the prompt")
     T.eq(4, vim.api.nvim_win_get_height(pwin), position .. ": input height")
     local twin = vim.fn.win_findbuf(chat.bufnr)[1]
-    T.eq("expr", vim.wo[twin].foldmethod, position .. ": transcript window set up")
+    T.eq(true, vim.wo[twin].linebreak, position .. ": transcript window set up")
     vim.api.nvim_feedkeys("q", "x", false)
     T.eq(false, chat:is_visible(), position .. ": hidden")
     T.eq(0, #vim.fn.win_findbuf(chat.prompt_buf), position .. ": prompt hidden")
