@@ -35,7 +35,7 @@
 //! An `entry` is tagged by `"type"`:
 //! - `user_message`, `agent_message`, `thought`: `{content: [block], messageId?}`,
 //!   blocks in the ACP content block form (unknown blocks as sent);
-//! - `tool_call`: `{id, title, kind, status, content: [item], locations:
+//! - `tool_call`: `{id, title, name?, kind, status, content: [item], locations:
 //!   [{path, line?}], rawInput?, rawOutput?}` where an item is
 //!   `{type: "content", content}`, `{type: "diff", path, oldText?, newText}`
 //!   (no `oldText` = new file), `{type: "terminal", terminalId}` or
@@ -67,6 +67,10 @@ pub const PLACEHOLDER_TITLE: &str = "Tool call";
 /// One item of the conversation, in arrival order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// Tool calls are a large share of the entries; boxing them would add an
+// allocation per tool call and a `Box` to every match on this public enum,
+// to save a few hundred bytes per message entry.
+#[allow(clippy::large_enum_variant)]
 pub enum Entry {
     /// What the user said (recorded by the client, or replayed by the agent).
     UserMessage(Message),
@@ -136,6 +140,9 @@ pub struct ToolCallState {
     pub id: ToolCallId,
     /// Title; [`PLACEHOLDER_TITLE`] until the agent sends one.
     pub title: String,
+    /// The tool's programmatic name, once the agent sends one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Category; `other` until the agent sends one.
     pub kind: ToolKind,
     /// Status; `pending` until the agent sends one.
@@ -158,6 +165,7 @@ impl ToolCallState {
         Self {
             id,
             title: PLACEHOLDER_TITLE.to_owned(),
+            name: None,
             kind: ToolKind::Other,
             status: ToolStatus::Pending,
             content: Vec::new(),
@@ -174,6 +182,7 @@ impl ToolCallState {
         let ToolCallFields {
             tool_call_id: _,
             title,
+            name,
             kind,
             status,
             content,
@@ -183,6 +192,9 @@ impl ToolCallState {
         } = fields;
         if let Some(title) = title {
             self.title = title;
+        }
+        if name.is_some() {
+            self.name = name;
         }
         if let Some(kind) = kind {
             self.kind = kind;
@@ -209,6 +221,7 @@ impl ToolCallState {
         ToolCallFields {
             tool_call_id: self.id.clone(),
             title: Some(self.title.clone()),
+            name: self.name.clone(),
             kind: Some(self.kind.clone()),
             status: Some(self.status.clone()),
             content: Some(self.content.clone()),

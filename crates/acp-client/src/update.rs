@@ -149,6 +149,9 @@ pub struct ToolCallFields {
     /// Human-readable title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Programmatic name of the tool (stable v1 field, e.g. `edit_file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Category of the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ToolKind>,
@@ -202,6 +205,7 @@ impl ToolCallFields {
         Self {
             tool_call_id: tool_call_id.into(),
             title: None,
+            name: None,
             kind: None,
             status: None,
             content: None,
@@ -217,6 +221,7 @@ impl ToolCallFields {
         let ToolCallFields {
             tool_call_id: _,
             title,
+            name,
             kind,
             status,
             content,
@@ -225,6 +230,7 @@ impl ToolCallFields {
             raw_output,
         } = newer;
         overwrite(&mut self.title, title);
+        overwrite(&mut self.name, name);
         overwrite(&mut self.kind, kind);
         overwrite(&mut self.status, status);
         overwrite(&mut self.content, content);

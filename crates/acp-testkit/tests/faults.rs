@@ -128,21 +128,35 @@ fn spawn_grandchild_reports_a_live_pid() {
     let mut agent = Driver::inline(json!({"turns": [{"steps": [{"type": "spawnGrandchild"}]}]}));
     let session = agent.session();
     agent.prompt(&session, "go", &mut refuse);
-    let stderr = agent.wait_stderr("grandchild pid: ");
-    let pid: u32 = stderr
-        .split("grandchild pid: ")
-        .nth(1)
-        .and_then(|rest| rest.lines().next())
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let pid: u32 = loop {
+        let stderr = agent.wait_stderr("grandchild pid: ");
+        let rest = stderr.split("grandchild pid: ").nth(1).unwrap();
+        // Only a complete line holds the whole pid.
+        if let Some((pid, _)) = rest.split_once('\n') {
+            break pid.trim().parse().unwrap();
+        }
+    };
+    // Killed however the test ends, so no `sleep` outlives it.
+    struct Reap(u32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .arg(self.0.to_string())
+                .status();
+        }
+    }
+    let _reap = Reap(pid);
+    // Right after spawn the child may still be inside exec, with no
+    // command line yet.
+    let deadline = std::time::Instant::now() + common::HANG_GUARD;
+    let cmdline = loop {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        if !cmdline.is_empty() || std::time::Instant::now() > deadline {
+            break cmdline;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert_eq!(cmdline, b"sleep\x001000\x00");
-    std::process::Command::new("kill")
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
 }
 
 #[test]

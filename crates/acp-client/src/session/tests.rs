@@ -249,6 +249,7 @@ fn tool_call_is_upserted_by_id() {
     let expected = ToolCallState {
         id: ToolCallId::new("t1"),
         title: "Read a.rs".into(),
+        name: None,
         kind: ToolKind::Read,
         status: ToolStatus::Completed,
         content: vec![],

@@ -61,6 +61,7 @@ fn tool_call_from_map(obj: &Map<String, Value>) -> Result<ToolCallFields, Error>
     };
     let mut fields = ToolCallFields::new(id);
     fields.title = string_field(obj, "title");
+    fields.name = string_field(obj, "name");
     fields.kind = string_field(obj, "kind").map(|k| ToolKind::from_wire(&k));
     fields.status = string_field(obj, "status").map(|s| ToolStatus::from_wire(&s));
     fields.content = match obj.get("content") {

@@ -31,6 +31,7 @@ pub struct Agent {
 }
 
 #[derive(Debug)]
+/// What changes while the agent runs.
 pub struct State {
     authenticated: bool,
     pub store: Store,
@@ -45,6 +46,7 @@ pub struct Responder {
 }
 
 impl Responder {
+    /// Sends the answer.
     pub fn send(mut self, reply: Reply) {
         if let Some(id) = self.id.take() {
             self.agent.out.respond(&id, &reply);
@@ -71,6 +73,7 @@ impl Drop for Responder {
 }
 
 impl Agent {
+    /// An agent playing `scenario`, with no sessions open yet.
     pub fn new(scenario: Scenario) -> Arc<Self> {
         let store = Store::new(&scenario.sessions);
         Arc::new(Self {
@@ -85,6 +88,7 @@ impl Agent {
         })
     }
 
+    /// Locks the mutable state (never write to stdout while holding it).
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

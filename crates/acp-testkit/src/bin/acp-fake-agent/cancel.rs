@@ -11,11 +11,13 @@ pub struct CancelToken {
 }
 
 impl CancelToken {
+    /// Marks the turn cancelled and wakes whoever waits.
     pub fn cancel(&self) {
         *self.flag() = true;
         self.changed.notify_all();
     }
 
+    /// Whether `session/cancel` reached this turn.
     pub fn is_cancelled(&self) -> bool {
         *self.flag()
     }

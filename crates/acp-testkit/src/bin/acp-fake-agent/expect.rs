@@ -90,6 +90,7 @@ pub struct TerminalExpect {
 }
 
 impl TerminalExpect {
+    /// Checks an exit code and output; the error says what differed.
     pub fn check(&self, exit_code: Option<u64>, output: &str) -> Result<(), String> {
         if let Some(want) = self.exit_code {
             if exit_code != Some(u64::from(want)) {

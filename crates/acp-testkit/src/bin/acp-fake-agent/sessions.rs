@@ -39,6 +39,7 @@ pub struct Live {
 }
 
 impl Live {
+    /// Opens a session: starts its thread.
     pub fn start(id: &str, modes: Option<Modes>, config_options: Option<Vec<Value>>) -> Self {
         let (jobs, queue) = mpsc::channel::<Job>();
         let name = format!("session {id}");
@@ -65,6 +66,7 @@ impl Live {
         self.jobs.send(job).map_err(|e| e.0)
     }
 
+    /// Cancels every prompt of the session not answered yet.
     pub fn cancel_turns(&self) {
         for token in &self.turns {
             token.cancel();
@@ -80,6 +82,7 @@ pub struct Store {
 }
 
 impl Store {
+    /// A store holding the scenario's stored sessions, none open.
     pub fn new(stored: &[StoredSession]) -> Self {
         let records = stored
             .iter()
@@ -109,18 +112,22 @@ impl Store {
         }
     }
 
+    /// Adds a session at the end of the listing order.
     pub fn insert(&mut self, record: Record) {
         self.records.push(record);
     }
 
+    /// The session with this id.
     pub fn get(&self, id: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.id == id)
     }
 
+    /// The session with this id, to change it.
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Record> {
         self.records.iter_mut().find(|r| r.id == id)
     }
 
+    /// Forgets a session (`session/delete`).
     pub fn remove(&mut self, id: &str) -> Option<Record> {
         let at = self.records.iter().position(|r| r.id == id)?;
         Some(self.records.remove(at))

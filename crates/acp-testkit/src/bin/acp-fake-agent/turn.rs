@@ -1,6 +1,5 @@
 //! Plays the steps of a turn (or of session start, or late steps).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,10 +8,15 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::{exit_with, Agent};
 use crate::cancel::CancelToken;
-use crate::expect::{Expect, TerminalExpect};
 use crate::step::{parse_hex, Step};
 use crate::subst::substitute;
-use crate::wire::{self, Reply};
+use crate::wire::Reply;
+
+mod client;
+mod misbehave;
+
+use client::{Branches, TerminalRun};
+use misbehave::{flood_stderr, spawn_grandchild};
 
 /// What a step list tells its caller.
 #[derive(Debug, PartialEq)]
@@ -38,6 +42,8 @@ pub struct Player<'a> {
 }
 
 impl<'a> Player<'a> {
+    /// A player for one session; `cancel` is the turn's token and
+    /// `stop_reason` the answer when the steps run out.
     pub fn new(
         agent: &'a Arc<Agent>,
         session_id: &str,
@@ -74,11 +80,19 @@ impl<'a> Player<'a> {
     /// Plays a step list. A cancel seen between steps ends it `cancelled`.
     pub fn run(&mut self, steps: &[Value]) -> Flow {
         for raw in steps {
-            if self.cancel.is_cancelled() {
+            let value = substitute(raw, &self.vars);
+            let step = Step::decode(&value);
+            // A hung agent ignores a cancel that came before the hang, too.
+            let hangs = matches!(
+                step,
+                Ok(Step::WaitForCancel {
+                    ignore_cancel: true
+                })
+            );
+            if self.cancel.is_cancelled() && !hangs {
                 return Flow::End("cancelled".to_owned());
             }
-            let value = substitute(raw, &self.vars);
-            let flow = match Step::decode(&value) {
+            let flow = match step {
                 Ok(step) => self.step(step),
                 Err(err) => self.fail(&format!("step {value} is invalid: {err}")),
             };
@@ -478,180 +492,6 @@ impl<'a> Player<'a> {
         self.update(json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode_id }));
     }
 
-    fn request_permission(
-        &mut self,
-        mut tool_call: Value,
-        options: Option<Vec<Value>>,
-        branches: Branches,
-        report: bool,
-    ) -> Flow {
-        let n = self.next_number();
-        if let Value::Object(map) = &mut tool_call {
-            map.entry("toolCallId")
-                .or_insert_with(|| json!(format!("permission-{n}")));
-        }
-        let options = options.unwrap_or_else(default_permission_options);
-        let params = json!({ "toolCall": tool_call, "options": options });
-        let reply = self.call("session/request_permission", Some(params));
-        let (chosen, kind) = match permission_outcome(&reply, &options) {
-            Ok(outcome) => outcome,
-            Err(err) => return self.fail(&format!("session/request_permission: {err}")),
-        };
-        self.save("permission", json!(chosen));
-        if report {
-            self.message(&format!("permission: {chosen}"));
-        }
-        let branch = match branches.by_id.get(&chosen) {
-            Some(steps) => steps,
-            None if kind.starts_with("allow") => &branches.allow,
-            None if kind.starts_with("reject") => &branches.reject,
-            None if kind == "cancelled" => &branches.cancelled,
-            None => return Flow::Next,
-        };
-        self.run(branch)
-    }
-
-    fn run_terminal(
-        &mut self,
-        terminal: TerminalRun,
-        expect: Option<TerminalExpect>,
-        save_as: Option<String>,
-    ) -> Flow {
-        let n = self.next_number();
-        let tool_call_id = terminal
-            .tool_call_id
-            .unwrap_or_else(|| format!("terminal-{n}"));
-        let command_line = std::iter::once(terminal.command.as_str())
-            .chain(terminal.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let title = terminal
-            .title
-            .unwrap_or_else(|| format!("`{command_line}`"));
-        let mut create = json!({
-            "command": terminal.command,
-            "args": terminal.args,
-            "env": terminal.env,
-        });
-        if let Some(cwd) = terminal.cwd.or_else(|| self.cwd()) {
-            create["cwd"] = json!(cwd);
-        }
-        if let Some(limit) = terminal.output_byte_limit {
-            create["outputByteLimit"] = json!(limit);
-        }
-        let terminal_id = match self.call("terminal/create", Some(create)) {
-            Ok(result) => match result.get("terminalId").and_then(Value::as_str) {
-                Some(id) => id.to_owned(),
-                None => return self.fail(&format!("terminal/create: no terminalId in {result}")),
-            },
-            Err(err) => {
-                let why = format!("terminal/create failed: {} ({})", err.message, err.code);
-                self.update(json!({
-                    "sessionUpdate": "tool_call",
-                    "toolCallId": tool_call_id,
-                    "title": title,
-                    "kind": "execute",
-                    "status": "failed",
-                    "content": [text_content(&why)],
-                }));
-                return match expect {
-                    Some(_) => self.fail(&why),
-                    None => Flow::Next,
-                };
-            }
-        };
-        self.update(json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": tool_call_id,
-            "title": title,
-            "kind": "execute",
-            "status": "in_progress",
-            "content": [{ "type": "terminal", "terminalId": terminal_id }],
-            "rawInput": { "command": command_line },
-        }));
-        let exit = self.wait_for_exit(&terminal_id);
-        let output = self.call(
-            "terminal/output",
-            Some(json!({ "terminalId": terminal_id })),
-        );
-        let release = self.call(
-            "terminal/release",
-            Some(json!({ "terminalId": terminal_id })),
-        );
-        if let Err(err) = &release {
-            tracing::warn!("terminal/release failed: {}", err.message);
-        }
-        let exit = match exit {
-            Ok(exit) => exit,
-            Err(err) => return self.fail(&format!("terminal/wait_for_exit: {}", err.message)),
-        };
-        let output = match output {
-            Ok(output) => output,
-            Err(err) => return self.fail(&format!("terminal/output: {}", err.message)),
-        };
-        let exit_code = exit.get("exitCode").and_then(Value::as_u64);
-        let text = output
-            .get("output")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let status = if exit_code == Some(0) {
-            "completed"
-        } else {
-            "failed"
-        };
-        self.update(json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": tool_call_id,
-            "status": status,
-            "rawOutput": { "exitCode": exit_code, "signal": exit.get("signal") },
-        }));
-        if let Some(name) = save_as {
-            let saved = json!({
-                "terminalId": terminal_id,
-                "exitCode": exit_code,
-                "signal": exit.get("signal"),
-                "output": text,
-                "truncated": output.get("truncated"),
-            });
-            self.save(&name, saved);
-        }
-        if let Some(expect) = expect {
-            if let Err(err) = expect.check(exit_code, &text) {
-                return self.fail(&format!("runTerminal `{command_line}`: {err}"));
-            }
-        }
-        Flow::Next
-    }
-
-    /// Waits for a terminal to exit. On `session/cancel` it asks the client
-    /// to kill the command (as real agents do) and keeps waiting.
-    fn wait_for_exit(&self, terminal_id: &str) -> Reply {
-        let params = self.params(Some(json!({ "terminalId": terminal_id })));
-        let (_, exit) = self
-            .agent
-            .pending
-            .start(&self.agent.out, "terminal/wait_for_exit", params);
-        let mut killed = false;
-        loop {
-            match exit.recv_timeout(Duration::from_millis(100)) {
-                Ok(reply) => return reply,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if self.cancel.is_cancelled() && !killed {
-                        killed = true;
-                        let kill = self.params(Some(json!({ "terminalId": terminal_id })));
-                        // The kill's answer does not matter; the exit does.
-                        let _ = self
-                            .agent
-                            .pending
-                            .start(&self.agent.out, "terminal/kill", kill);
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return wire::wait(&exit),
-            }
-        }
-    }
-
     fn cwd(&self) -> Option<String> {
         self.vars
             .get("cwd")
@@ -709,113 +549,6 @@ impl<'a> Player<'a> {
         };
         self.update(update);
     }
-
-    fn oversized_line(&self, bytes: usize, as_json: bool) -> Vec<u8> {
-        if !as_json {
-            let mut line = vec![b'x'; bytes];
-            line.push(b'\n');
-            return line;
-        }
-        let frame = |text: &str| {
-            json!({
-                "jsonrpc": "2.0",
-                "method": "session/update",
-                "params": {
-                    "sessionId": self.session_id,
-                    "update": {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": { "type": "text", "text": text },
-                    },
-                },
-            })
-            .to_string()
-        };
-        let overhead = frame("").len();
-        let mut line = frame(&"x".repeat(bytes.saturating_sub(overhead))).into_bytes();
-        line.push(b'\n');
-        line
-    }
-
-    fn concurrent_requests(
-        &mut self,
-        count: usize,
-        method: &str,
-        params: Option<Value>,
-        expect: Option<Expect>,
-    ) -> Flow {
-        let params = self.params(params);
-        let waiting: Vec<_> = (0..count)
-            .map(|_| {
-                self.agent
-                    .pending
-                    .start(&self.agent.out, method, params.clone())
-                    .1
-            })
-            .collect();
-        let replies: Vec<Reply> = waiting.iter().map(wire::wait).collect();
-        if let Some(expect) = expect {
-            for (i, reply) in replies.iter().enumerate() {
-                if let Err(err) = expect.check(reply) {
-                    return self.fail(&format!("{method} #{}: {err}", i + 1));
-                }
-            }
-        }
-        self.message(&format!(
-            "concurrent requests: {}/{count} answered",
-            replies.len()
-        ));
-        Flow::Next
-    }
-
-    fn cancel_own_request(
-        &mut self,
-        method: &str,
-        params: Option<Value>,
-        expect: Option<Expect>,
-        save_as: Option<String>,
-    ) -> Flow {
-        let params = self.params(params);
-        let (id, rx) = self.agent.pending.start(&self.agent.out, method, params);
-        self.agent
-            .out
-            .notify("$/cancel_request", json!({ "requestId": id }));
-        let reply = wire::wait(&rx);
-        let report = match &reply {
-            Ok(_) => "cancel_request: answered with a result".to_owned(),
-            Err(err) => format!("cancel_request: answered with error {}", err.code),
-        };
-        self.message(&report);
-        if let Some(name) = save_as {
-            self.save(&name, reply_value(&reply));
-        }
-        if let Some(expect) = expect {
-            if let Err(err) = expect.check(&reply) {
-                return self.fail(&format!("{method} (cancelled): {err}"));
-            }
-        }
-        Flow::Next
-    }
-}
-
-/// The branches of a `requestPermission` step.
-#[derive(Debug)]
-struct Branches {
-    by_id: std::collections::BTreeMap<String, Vec<Value>>,
-    allow: Vec<Value>,
-    reject: Vec<Value>,
-    cancelled: Vec<Value>,
-}
-
-/// The fields of a `runTerminal` step that shape the terminal.
-#[derive(Debug)]
-struct TerminalRun {
-    command: String,
-    args: Vec<String>,
-    env: Vec<Value>,
-    cwd: Option<String>,
-    output_byte_limit: Option<u64>,
-    tool_call_id: Option<String>,
-    title: Option<String>,
 }
 
 fn put_fields<const N: usize>(target: &mut Value, fields: [(&str, Option<Value>); N]) {
@@ -853,92 +586,10 @@ pub fn chunks(text: &str, size: Option<usize>) -> Vec<String> {
     }
 }
 
-/// The options offered when a `requestPermission` step names none; each id
-/// equals its kind so reports read "permission: allow_once".
-fn default_permission_options() -> Vec<Value> {
-    vec![
-        json!({ "optionId": "allow_once", "name": "Allow once", "kind": "allow_once" }),
-        json!({ "optionId": "allow_always", "name": "Always allow", "kind": "allow_always" }),
-        json!({ "optionId": "reject_once", "name": "Reject", "kind": "reject_once" }),
-        json!({ "optionId": "reject_always", "name": "Always reject", "kind": "reject_always" }),
-    ]
-}
-
-/// Reads the client's answer to a permission request: the chosen option id
-/// (or "cancelled") and its kind. Anything else is a client bug.
-fn permission_outcome(reply: &Reply, options: &[Value]) -> Result<(String, String), String> {
-    let result = reply.as_ref().map_err(|err| {
-        format!(
-            "answered with error {}: {}; a permission request must be answered with an outcome",
-            err.code, err.message
-        )
-    })?;
-    let outcome = result.get("outcome");
-    match outcome
-        .and_then(|o| o.get("outcome"))
-        .and_then(Value::as_str)
-    {
-        Some("cancelled") => Ok(("cancelled".to_owned(), "cancelled".to_owned())),
-        Some("selected") => {
-            let id = outcome
-                .and_then(|o| o.get("optionId"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("selected outcome without an optionId: {result}"))?;
-            let option = options
-                .iter()
-                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id))
-                .ok_or_else(|| format!("selected `{id}`, which is not one of the options"))?;
-            let kind = option
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            Ok((id.to_owned(), kind.to_owned()))
-        }
-        _ => Err(format!("invalid outcome {result}")),
-    }
-}
-
-fn flood_stderr(bytes: usize) {
-    let line = format!("{}\n", "stderr flood ".repeat(8));
-    let mut err = std::io::stderr().lock();
-    let mut left = bytes;
-    while left > 0 {
-        let take = left.min(line.len());
-        if err.write_all(&line.as_bytes()[..take]).is_err() {
-            return;
-        }
-        left -= take;
-    }
-    let _ = err.flush();
-}
-
-fn spawn_grandchild(command: Option<Vec<String>>) {
-    let command = command.unwrap_or_else(|| vec!["sleep".to_owned(), "1000".to_owned()]);
-    let Some((program, args)) = command.split_first() else {
-        tracing::warn!("spawnGrandchild with an empty command");
-        return;
-    };
-    let spawned = std::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        Ok(child) => {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "grandchild pid: {}", child.id());
-            let _ = err.flush();
-        }
-        Err(e) => tracing::warn!("cannot spawn grandchild `{program}`: {e}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::wire::RpcError;
 
     #[test]
     fn chunks_split_on_characters() {
@@ -946,26 +597,5 @@ mod tests {
         assert_eq!(chunks("abc", None), ["abc"]);
         assert_eq!(chunks("abc", Some(0)), ["abc"]);
         assert!(chunks("", Some(3)).is_empty());
-    }
-
-    #[test]
-    fn permission_outcomes_are_checked() {
-        let options = default_permission_options();
-        let selected = Ok(json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}));
-        assert_eq!(
-            permission_outcome(&selected, &options).unwrap(),
-            ("reject_once".to_owned(), "reject_once".to_owned())
-        );
-        let cancelled = Ok(json!({"outcome": {"outcome": "cancelled"}}));
-        assert_eq!(
-            permission_outcome(&cancelled, &options).unwrap().0,
-            "cancelled"
-        );
-        let unknown = Ok(json!({"outcome": {"outcome": "selected", "optionId": "yes"}}));
-        assert!(permission_outcome(&unknown, &options).is_err());
-        let flat = Ok(json!({"outcome": "cancelled"}));
-        assert!(permission_outcome(&flat, &options).is_err());
-        let error = Err(RpcError::new(-32603, "boom"));
-        assert!(permission_outcome(&error, &options).is_err());
     }
 }

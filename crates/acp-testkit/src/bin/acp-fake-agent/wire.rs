@@ -28,6 +28,7 @@ pub struct RpcError {
 }
 
 impl RpcError {
+    /// An error with a code and a message.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -36,10 +37,12 @@ impl RpcError {
         }
     }
 
+    /// A `-32602` error.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(codes::INVALID_PARAMS, message)
     }
 
+    /// The error object as sent on the wire.
     pub fn to_json(&self) -> Value {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(data) = &self.data {
@@ -79,6 +82,7 @@ impl Default for Out {
 }
 
 impl Out {
+    /// Buffered stdout.
     pub fn new() -> Self {
         // A large buffer so a burst step turns into few big writes.
         Self {
@@ -107,10 +111,12 @@ impl Out {
         out.flush();
     }
 
+    /// Writes the answer to a request.
     pub fn respond(&self, id: &Value, reply: &Reply) {
         self.send(&response(id, reply));
     }
 
+    /// Writes a notification.
     pub fn notify(&self, method: &str, params: Value) {
         self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
@@ -123,18 +129,21 @@ pub struct OutLock<'a> {
 }
 
 impl OutLock<'_> {
+    /// Writes one message as one line (not flushed).
     pub fn message(&mut self, message: &Value) {
         let mut line = message.to_string().into_bytes();
         line.push(b'\n');
         self.bytes(&line);
     }
 
+    /// Writes raw bytes (not flushed).
     pub fn bytes(&mut self, bytes: &[u8]) {
         if let Err(err) = self.writer.write_all(bytes) {
             client_gone(&err);
         }
     }
 
+    /// Flushes everything written so far.
     pub fn flush(&mut self) {
         if let Err(err) = self.writer.flush() {
             client_gone(&err);
