@@ -485,7 +485,7 @@ T.test("the prompt completes the agent's slash commands", function()
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
   vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "do /pl" })
   vim.api.nvim_win_set_cursor(0, { 1, 6 })
-  local omni = require("acp.chat").omnifunc
+  local omni = require("acp.prompt").omnifunc
   T.eq(3, omni(1, ""), "completion starts at the slash")
   T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
 end)
