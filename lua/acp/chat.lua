@@ -158,9 +158,9 @@ function Chat:start(resume)
     },
     cwd = self.cwd,
     mcp_servers = cfg.mcp_servers or {},
-    -- Not part of the minimal contract; a backend that knows it applies the
-    -- policy itself (and reports `permission_auto`), the plugin applies
-    -- auto_allow on its side too.
+    -- The backend answers auto_allow kinds itself (reported as
+    -- `permission_auto`); the plugin also applies the list to requests that
+    -- still reach it. `remember` is for backends that can switch memory off.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
     load_session_id = resume and resume.load_session_id or nil,
     resume_session_id = resume and resume.resume_session_id or nil,
