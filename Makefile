@@ -31,7 +31,10 @@ chat-demo:
 	$(CARGO) build --release -p acp-testkit --bin acp-fake-agent
 	$(CARGO) run --release -p acp-client --example chat -- --cwd "$(CURDIR)" -- target/release/acp-fake-agent
 
-demo: chat-demo
+# Neovim with the plugin from this checkout, talking to the bundled demo agent.
+demo:
+	$(CARGO) build --release -p acp-nvim -p acp-testkit --bins
+	"$$(scripts/find-nvim.sh)" --clean -u scripts/demo.lua
 
 clean:
 	$(CARGO) clean

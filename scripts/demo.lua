@@ -1,0 +1,35 @@
+-- `make demo`: a clean Neovim with acp.nvim loaded from this checkout, chatting with
+-- the bundled demo agent in a scratch project (so the demo's edits land there, not in
+-- your checkout). Run through `make demo`, which builds the release binaries first.
+local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
+vim.opt.runtimepath:prepend(root)
+vim.opt.termguicolors = true
+vim.opt.number = true
+vim.opt.laststatus = 3
+
+local project = root .. "/.cache/demo-project"
+vim.fn.mkdir(project, "p")
+if vim.fn.filereadable(project .. "/README.md") == 0 then
+  vim.fn.writefile({
+    "# Demo project",
+    "",
+    "A scratch project for the acp.nvim demo. The demo agent reads this file,",
+    "asks before it writes `acp-demo.txt` next to it, and lists this directory.",
+  }, project .. "/README.md")
+end
+vim.cmd.cd(project)
+
+require("acp").setup({
+  default_agent = "demo",
+  backend = { cmd = { root .. "/target/release/acp-nvim" } },
+  log_level = "info",
+})
+
+vim.api.nvim_create_autocmd("VimEnter", {
+  once = true,
+  callback = function()
+    vim.cmd.edit(project .. "/README.md")
+    require("acp").open({ agent = "demo", cwd = project })
+    vim.notify("acp.nvim demo: type a prompt and press <CR> (normal mode) or <C-s> (insert mode). :help acp", vim.log.levels.INFO)
+  end,
+})
