@@ -110,8 +110,7 @@ function M.create(agent, cwd)
   M.list[#M.list + 1] = self
   M.last_id = self.chat_id
   self:_keymaps()
-  self:_prompt_hint()
-  vim.bo[self.prompt_buf].omnifunc = "v:lua.require'acp.chat'.omnifunc"
+  require("acp.prompt").attach(self)
   api.nvim_create_autocmd("BufWinEnter", {
     buffer = self.bufnr,
     callback = function()
@@ -132,8 +131,9 @@ function M.create(agent, cwd)
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
+---@param resume? {load_session_id?: string, resume_session_id?: string} continue a stored session
 ---@return boolean ok, string? err
-function Chat:start()
+function Chat:start(resume)
   local backend = require("acp.backend")
   local ok, err = backend.ensure()
   if not ok then
@@ -158,10 +158,12 @@ function Chat:start()
     },
     cwd = self.cwd,
     mcp_servers = cfg.mcp_servers or {},
-    -- Not part of the minimal contract; a backend that knows it applies the
-    -- policy itself (and reports `permission_auto`), the plugin applies
-    -- auto_allow on its side too.
+    -- The backend answers auto_allow kinds itself (reported as
+    -- `permission_auto`); the plugin also applies the list to requests that
+    -- still reach it. `remember` is for backends that can switch memory off.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
+    load_session_id = resume and resume.load_session_id or nil,
+    resume_session_id = resume and resume.resume_session_id or nil,
   }
   local res, rerr = backend.request("acp.open", params)
   if res == nil then
@@ -194,94 +196,14 @@ function Chat:is_visible()
   return false
 end
 
-local function size(value, total)
-  if value < 1 then
-    return math.max(1, math.floor(total * value))
-  end
-  return math.floor(value)
-end
-
 --- Show the chat windows in the current tab (or focus them when shown).
 function Chat:show()
-  M.last_id = self.chat_id
-  if self:is_visible() then
-    for _, win in ipairs(vim.fn.win_findbuf(self.prompt_buf)) do
-      if api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage() then
-        api.nvim_set_current_win(win)
-        return
-      end
-    end
-  end
-  local layout = config.options.layout
-  local input_h = math.max(1, math.floor(layout.input_height))
-  local twin, pwin
-  if layout.position == "float" then
-    local w = size(layout.width, vim.o.columns)
-    local h = size(layout.height, vim.o.lines - 2)
-    local th = math.max(1, h - input_h - 2)
-    local row = math.max(0, math.floor((vim.o.lines - h) / 2) - 1)
-    local col = math.max(0, math.floor((vim.o.columns - w) / 2))
-    twin = api.nvim_open_win(self.bufnr, false, {
-      relative = "editor",
-      row = row,
-      col = col,
-      width = w,
-      height = th,
-      border = "rounded",
-      title = " acp: " .. self.agent.name .. " ",
-    })
-    pwin = api.nvim_open_win(self.prompt_buf, true, {
-      relative = "editor",
-      row = row + th + 2,
-      col = col,
-      width = w,
-      height = input_h,
-      border = "rounded",
-      title = " prompt ",
-    })
-  else
-    if layout.position == "tab" then
-      vim.cmd("tabnew")
-      local empty = api.nvim_get_current_buf()
-      api.nvim_win_set_buf(0, self.bufnr)
-      if api.nvim_buf_get_name(empty) == "" and not vim.bo[empty].modified then
-        pcall(api.nvim_buf_delete, empty, {})
-      end
-    else
-      vim.cmd((layout.position == "left" and "topleft" or "botright") .. " vsplit")
-      api.nvim_win_set_buf(0, self.bufnr)
-      api.nvim_win_set_width(0, size(layout.width, vim.o.columns))
-    end
-    twin = api.nvim_get_current_win()
-    vim.cmd("belowright split")
-    pwin = api.nvim_get_current_win()
-    api.nvim_win_set_buf(pwin, self.prompt_buf)
-    api.nvim_win_set_height(pwin, input_h)
-    vim.wo[pwin][0].winfixheight = true
-  end
-  View.setup_window(twin)
-  vim.wo[pwin][0].number = false
-  vim.wo[pwin][0].relativenumber = false
-  vim.wo[pwin][0].signcolumn = "no"
-  vim.wo[pwin][0].wrap = true
-  -- Start at the tail so the transcript follows new output.
-  api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(self.bufnr), 0 })
-  self:update_winbar()
-  api.nvim_set_current_win(pwin)
+  require("acp.layout").show(self)
 end
 
 --- Close the chat windows (all tabs); the chat keeps running.
 function Chat:hide()
-  for _, buf in ipairs({ self.prompt_buf, self.bufnr }) do
-    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-      if not pcall(api.nvim_win_close, win, false) then
-        -- The last window of Neovim cannot close: show an empty buffer.
-        api.nvim_win_call(win, function()
-          vim.cmd("enew")
-        end)
-      end
-    end
-  end
+  require("acp.layout").hide(self)
 end
 
 --- Show or hide.
@@ -301,59 +223,6 @@ function Chat:focus_prompt()
     return
   end
   self:show()
-end
-
-local hint_ns = api.nvim_create_namespace("acp.prompt_hint")
-
---- A hint in the empty prompt: how to send.
-function Chat:_prompt_hint()
-  local buf = self.prompt_buf
-  local function update()
-    if not api.nvim_buf_is_valid(buf) then
-      return true
-    end
-    api.nvim_buf_clear_namespace(buf, hint_ns, 0, -1)
-    local lines = api.nvim_buf_get_lines(buf, 0, 2, false)
-    if #lines == 1 and lines[1] == "" then
-      local k = config.options.keymaps
-      local keys = {}
-      if k.submit then
-        keys[#keys + 1] = k.submit
-      end
-      if k.submit_insert then
-        keys[#keys + 1] = k.submit_insert .. " (insert)"
-      end
-      api.nvim_buf_set_extmark(buf, hint_ns, 0, 0, {
-        virt_text = { { ("Ask %s… %s to send"):format(self.agent.name, table.concat(keys, " or ")), "AcpNote" } },
-        virt_text_pos = "overlay",
-      })
-    end
-  end
-  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufEnter" }, { buffer = buf, callback = update })
-  update()
-end
-
---- 'omnifunc' of the prompt: completes the agent's slash commands.
----@param findstart integer
----@param base string
----@return integer|table
-function M.omnifunc(findstart, base)
-  local line = api.nvim_get_current_line()
-  local col = api.nvim_win_get_cursor(0)[2]
-  if findstart == 1 then
-    local before = line:sub(1, col)
-    local start = before:find("/[%w_%-]*$")
-    return start and (start - 1) or -3
-  end
-  local chat = M.of_buf(api.nvim_get_current_buf())
-  local items = {}
-  for _, c in ipairs(chat and chat.commands or {}) do
-    local name = "/" .. tostring(util.field(c, "name") or "")
-    if vim.startswith(name, base) then
-      items[#items + 1] = { word = name, menu = util.field(c, "description") or "", icase = 1 }
-    end
-  end
-  return items
 end
 
 -- Keys ---------------------------------------------------------------------
@@ -501,7 +370,11 @@ function Chat:_flush()
   end
   local blocks = table.remove(self.queue, 1)
   self.status = "busy"
-  require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks })
+  if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
+    -- No backend (it just died): keep the prompt for after :Acp restart.
+    table.insert(self.queue, 1, blocks)
+    self.status = "ready"
+  end
 end
 
 --- Ask the agent to switch mode; the change arrives as an event.
@@ -581,124 +454,15 @@ function Chat:close()
   end
 end
 
--- Winbar ---------------------------------------------------------------------
-
-local function human(n)
-  n = tonumber(n) or 0
-  if n >= 1e6 then
-    return ("%.1fM"):format(n / 1e6)
-  elseif n >= 1e3 then
-    return ("%.1fk"):format(n / 1e3)
-  end
-  return tostring(math.floor(n))
-end
-
---- The name of the current mode, if the agent has modes.
----@return string?
-function Chat:mode_name()
-  local modes = self.modes
-  if not modes then
-    return nil
-  end
-  local id = util.field(modes, "currentModeId", "current_mode_id")
-  for _, m in ipairs(util.field(modes, "availableModes", "available_modes") or {}) do
-    if util.field(m, "id") == id then
-      return util.field(m, "name") or id
-    end
-  end
-  return id
-end
-
 --- The config option with category "model", if any.
 ---@return table?
 function Chat:model_option()
-  for _, opt in ipairs(self.config_options or {}) do
-    if util.field(opt, "category") == "model" then
-      return opt
-    end
-  end
-end
-
---- The display name of the current model, if any.
----@return string?
-function Chat:model_name()
-  local opt = self:model_option()
-  if not opt then
-    return nil
-  end
-  local value = util.field(opt, "currentValue", "current_value")
-  local function search(options)
-    for _, o in ipairs(options or {}) do
-      if util.field(o, "value") == value then
-        return util.field(o, "name") or value
-      end
-      local nested = util.field(o, "options")
-      if nested then
-        local found = search(nested)
-        if found then
-          return found
-        end
-      end
-    end
-  end
-  return search(util.field(opt, "options")) or (value ~= nil and tostring(value) or nil)
-end
-
----@return string
-function Chat:winbar_text()
-  local function esc(s)
-    return (tostring(s):gsub("%%", "%%%%"))
-  end
-  local parts = { esc(self.agent.name) }
-  local status_text = ({ opening = "starting…", busy = "working…", failed = "failed", dead = "stopped" })[self.status]
-  if self.title then
-    parts[#parts + 1] = esc(self.title)
-  end
-  local mode = self:mode_name()
-  if mode then
-    parts[#parts + 1] = "mode: " .. esc(mode)
-  end
-  local model = self:model_name()
-  if model then
-    parts[#parts + 1] = "model: " .. esc(model)
-  end
-  if self.usage then
-    local used = util.field(self.usage, "used")
-    local total = util.field(self.usage, "size")
-    if used and total then
-      local pct = (tonumber(total) or 0) > 0 and math.floor(100 * used / total) or 0
-      parts[#parts + 1] = ("ctx %s/%s (%d%%%%)"):format(human(used), human(total), pct)
-    end
-    local cost = util.field(self.usage, "cost")
-    if type(cost) == "table" then
-      local amount = util.field(cost, "amount")
-      local currency = util.field(cost, "currency") or ""
-      if amount then
-        parts[#parts + 1] = esc(currency == "USD" and ("$%.2f"):format(amount) or ("%.2f %s"):format(amount, currency))
-      end
-    elseif type(cost) == "number" then
-      parts[#parts + 1] = esc(("$%.2f"):format(cost))
-    end
-  end
-  if #self.queue > 0 then
-    parts[#parts + 1] = ("queued: %d"):format(#self.queue)
-  end
-  local text = "%#AcpWinbar# " .. table.concat(parts, " │ ")
-  if status_text then
-    text = text .. " %#AcpWinbarBusy#" .. status_text
-  end
-  return text .. "%*"
+  return require("acp.winbar").model_option(self)
 end
 
 --- Refresh the winbar of every window showing the transcript.
 function Chat:update_winbar()
-  if not api.nvim_buf_is_valid(self.bufnr) then
-    return
-  end
-  local text = self:winbar_text()
-  for _, win in ipairs(self:transcript_wins()) do
-    vim.wo[win][0].winbar = text
-  end
+  require("acp.winbar").update(self)
 end
 
 -- Event handlers (called by acp.events) --------------------------------------

@@ -134,16 +134,67 @@ local function handle(ev, ctx)
   handler(chat, ev, ctx)
 end
 
+--- The text of a `text_appended` session event with a text block, if it is one.
+---@param ev table
+---@return string? text, any chat_id, any index
+local function appended_text(ev)
+  if ev.type ~= "session" or type(ev.change) ~= "table" or ev.change.change ~= "text_appended" then
+    return nil
+  end
+  local content = ev.change.content
+  if type(content) ~= "table" or content.type ~= "text" or type(content.text) ~= "string" then
+    return nil
+  end
+  return content.text, ev.chat_id, ev.change.index
+end
+
+--- Merge a run of text chunks for the same message that starts at `i` into
+--- one event (one buffer edit instead of hundreds in a flood). Returns the
+--- event to render and the index of the last event it covers.
+---@param events table[]
+---@param i integer
+---@return table ev, integer last
+local function coalesce(events, i)
+  local text, chat_id, index = appended_text(events[i])
+  if not text then
+    return events[i], i
+  end
+  local parts = { text }
+  local j = i + 1
+  while events[j] do
+    local t, c, x = appended_text(events[j])
+    if not t or c ~= chat_id or x ~= index then
+      break
+    end
+    parts[#parts + 1] = t
+    j = j + 1
+  end
+  if j == i + 1 then
+    return events[i], i
+  end
+  local merged = vim.deepcopy(events[i])
+  merged.change.content.text = table.concat(parts)
+  return merged, j - 1
+end
+
 --- Handle a batch of events from the backend, in order.
 ---@param events table[]
 function M.dispatch(events)
+  events = events or {}
   local ctx = { want_update = has_user_autocmd("AcpSessionUpdate") }
   local first_err
-  for _, ev in ipairs(events or {}) do
+  local i = 1
+  while i <= #events do
+    local ev, last = events[i], i
+    if not ctx.want_update then
+      -- With AcpSessionUpdate listeners every chunk is delivered as sent.
+      ev, last = coalesce(events, i)
+    end
     local ok, err = xpcall(handle, debug.traceback, ev, ctx)
     if not ok and not first_err then
       first_err = err
     end
+    i = last + 1
   end
   for _, chat in ipairs(require("acp.chat").list) do
     chat.transcript.view:finish()

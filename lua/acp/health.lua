@@ -3,7 +3,11 @@
 local M = {}
 
 local function probe_backend(cmd)
-  local job = vim.fn.jobstart(vim.list_extend(vim.deepcopy(cmd), { "--log-level", "error" }), { rpc = true })
+  -- With a log file the probe sends no "logging to stderr" warning event.
+  local log = require("acp.backend").log_file()
+  pcall(vim.fn.mkdir, vim.fn.fnamemodify(log, ":h"), "p")
+  local args = vim.list_extend(vim.deepcopy(cmd), { "--log-file", log, "--log-level", "error" })
+  local job = vim.fn.jobstart(args, { rpc = true })
   if job <= 0 then
     return nil, "could not start it"
   end
@@ -23,7 +27,8 @@ function M.check()
   health.start("acp.nvim")
 
   if vim.fn.has("nvim-0.10") == 1 then
-    health.ok("Neovim " .. tostring(vim.version()))
+    local v = vim.version()
+    health.ok(("Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
   else
     health.error("Neovim >= 0.10 is required", { "Upgrade Neovim" })
   end

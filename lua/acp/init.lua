@@ -40,6 +40,8 @@ end
 ---@field agent? string agent name (default: `default_agent`)
 ---@field cwd? string absolute directory of the session (default: the agent's cwd, else the current directory)
 ---@field show? boolean show the chat windows (default true)
+---@field load_session_id? string continue a stored session with session/load (history replayed)
+---@field resume_session_id? string continue a stored session with session/resume (no replay)
 
 --- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
 --- the session has started; filled in by the `session_started` event).
@@ -52,6 +54,11 @@ end
 function M.open(opts)
   init()
   opts = opts or {}
+  if opts.load_session_id and opts.resume_session_id then
+    local err = "pass load_session_id or resume_session_id, not both"
+    util.notify(err, vim.log.levels.ERROR)
+    return nil, err
+  end
   local name = opts.agent or config.default_agent()
   local agent, err = config.agent(name)
   if not agent then
@@ -72,7 +79,7 @@ function M.open(opts)
   if opts.show ~= false then
     chat:show()
   end
-  local ok, serr = chat:start()
+  local ok, serr = chat:start({ load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id })
   if not ok then
     util.notify(tostring(serr), vim.log.levels.ERROR)
   end

@@ -6,7 +6,8 @@
 --- chunks) grows the block and a replacement of exactly the block's range
 --- keeps the mark around the new text. Blocks are separated by one blank line
 --- that belongs to no block, so growing or replacing one block never moves
---- the mark of a neighbour the wrong way. New blocks are only ever added at
+--- the mark of a neighbour the wrong way (a block whose text already ends
+--- with a blank line gets no extra one). New blocks are only ever added at
 --- the end of the buffer (with nvim_buf_set_lines(-1, -1), which does not
 --- move the previous block's end).
 ---
@@ -38,6 +39,7 @@ local api = vim.api
 ---@field foldable table<integer, boolean> extmark ids of blocks that fold
 ---@field empty boolean no block yet (the buffer holds one empty line)
 ---@field pending_fold? {start: integer, count: integer} foldable block being inserted
+---@field has_foldable? boolean a foldable block exists (windows fold by expression)
 ---@field batching boolean
 ---@field follow table<integer, boolean> windows following the tail in this batch
 local View = {}
@@ -204,6 +206,12 @@ function View:add(kind, lines, hls, opts)
   self:begin()
   local start
   local sep = opts.sep ~= false and not self.empty
+  if sep then
+    -- Text that ends with blank lines (markdown paragraphs) already
+    -- separates: no second blank line.
+    local count = api.nvim_buf_line_count(self.buf)
+    sep = api.nvim_buf_get_lines(self.buf, count - 1, count, false)[1] ~= ""
+  end
   if self.empty then
     start = 0
   else
@@ -243,6 +251,15 @@ function View:add(kind, lines, hls, opts)
   if opts.foldable then
     self.foldable[block.id] = true
     self.pending_fold = nil
+    if not self.has_foldable then
+      -- Windows fold by expression only from the first foldable block on:
+      -- evaluating 'foldexpr' on every streamed chunk is the most expensive
+      -- part of rendering, and many chats never have a fold.
+      self.has_foldable = true
+      for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+        View.setup_window(win)
+      end
+    end
   end
   self:_set_hls(block, start, lines, hls)
   return block
@@ -320,7 +337,8 @@ function View:fold_level(lnum)
   return "0"
 end
 
---- 'foldexpr' entry point: `v:lua.require'acp.view'.foldexpr()`.
+--- 'foldexpr' entry point (`v:lua.AcpFoldexpr()`: a global is the cheapest
+--- expression to evaluate, and it is evaluated for every changed line).
 ---@return string
 function View.foldexpr()
   local view = by_buf[api.nvim_get_current_buf()]
@@ -330,12 +348,19 @@ function View.foldexpr()
   return view:fold_level(vim.v.lnum)
 end
 
+_G.AcpFoldexpr = View.foldexpr
+
 --- Set window options every transcript window needs (folds, wrapping).
 ---@param win integer
 function View.setup_window(win)
   local wo = vim.wo[win][0]
-  wo.foldmethod = "expr"
-  wo.foldexpr = "v:lua.require'acp.view'.foldexpr()"
+  local view = by_buf[api.nvim_win_get_buf(win)]
+  if view and view.has_foldable then
+    wo.foldexpr = "v:lua.AcpFoldexpr()"
+    wo.foldmethod = "expr"
+  else
+    wo.foldmethod = "manual"
+  end
   wo.foldtext = ""
   wo.foldlevel = 0
   wo.foldenable = true

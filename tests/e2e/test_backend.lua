@@ -68,6 +68,27 @@ T.test("handshake, open with an empty env as a map, prompt, close", function()
   T.eq({ chat_id = chat.chat_id }, find("acp.close").params, "close")
 end)
 
+T.test("open passes a session to load or resume, and the permission policy", function()
+  use_stub()
+  assert(require("acp").setup({
+    backend = require("acp.config").options.backend,
+    agents = { stubbed = { cmd = { "true" }, env = { A = "1" } } },
+    permission = { auto_allow = { "read" }, remember = false },
+  }))
+  vim.fn.delete(record)
+  local chat = require("acp").open({ agent = "stubbed", cwd = dir, load_session_id = "old-1" })
+  local p = find("acp.open").params
+  T.eq("old-1", p.load_session_id, "load id")
+  T.eq(nil, p.resume_session_id, "no resume id")
+  T.eq({ A = "1" }, p.agent.env, "env")
+  T.eq({ auto_allow = { "read" }, remember = false }, p.permission, "policy")
+  chat:close()
+  vim.fn.delete(record)
+  chat = require("acp").open({ agent = "stubbed", cwd = dir, resume_session_id = "old-2" })
+  T.eq("old-2", find("acp.open").params.resume_session_id, "resume id")
+  chat:close()
+end)
+
 T.test("a killed backend is reported once; :Acp restart reopens the chats", function()
   use_stub()
   local a = T.open_chat("stubbed", dir)

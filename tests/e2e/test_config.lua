@@ -89,6 +89,9 @@ T.test(":checkhealth acp runs", function()
   T.contains(text, "acp.nvim", "section")
   T.contains(text, "Neovim", "version check")
   T.contains(text, "log file", "log path")
+  if vim.fn.executable(T.root .. "/target/debug/acp-nvim") == 1 then
+    T.contains(text, "matches the plugin", "backend handshake checked")
+  end
 end)
 
 T.run()

@@ -422,6 +422,39 @@ T.test("AcpSessionUpdate fires with the change", function()
   vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
 end)
 
+T.test("chunks of a batch are merged per message without mixing chats; listeners see every chunk", function()
+  local a = T.fake_chat()
+  local b = T.fake_chat()
+  events.dispatch({
+    session(a, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("A:") } } }),
+    session(b, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("B:") } } }),
+  })
+  local function batch(n)
+    return {
+      session(a, { change = "text_appended", index = 0, content = text("a" .. n) }),
+      session(a, { change = "text_appended", index = 0, content = text("b" .. n) }),
+      session(b, { change = "text_appended", index = 0, content = text("x" .. n) }),
+      session(a, { change = "text_appended", index = 0, content = { type = "image", mimeType = "image/png", data = "" } }),
+      session(a, { change = "text_appended", index = 0, content = text("c" .. n) }),
+    }
+  end
+  events.dispatch(batch(1))
+  local seen = 0
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpSessionUpdate",
+    callback = function()
+      seen = seen + 1
+    end,
+  })
+  events.dispatch(batch(2))
+  vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
+  local la = T.lines(a.bufnr)
+  local lb = T.lines(b.bufnr)
+  T.eq("A:a1b1[image image/png]c1a2b2[image image/png]c2", la[#la], "chat A in order")
+  T.eq("B:x1x2", lb[#lb], "chat B")
+  T.eq(5, seen, "one autocmd per chunk")
+end)
+
 T.test("a bad event does not stop the rest of the batch", function()
   local chat = T.fake_chat()
   local notified = {}
@@ -452,7 +485,7 @@ T.test("the prompt completes the agent's slash commands", function()
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
   vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "do /pl" })
   vim.api.nvim_win_set_cursor(0, { 1, 6 })
-  local omni = require("acp.chat").omnifunc
+  local omni = require("acp.prompt").omnifunc
   T.eq(3, omni(1, ""), "completion starts at the slash")
   T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
 end)
@@ -481,6 +514,68 @@ T.test(":Acp mode and :Acp model ask the backend", function()
   vim.cmd("Acp model m2")
   T.eq({ "acp.set_mode", { chat_id = chat.chat_id, mode_id = "code" } }, sent[1], "set_mode request")
   T.eq({ "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } }, sent[2], "model request")
+end)
+
+T.test("every layout shows transcript and prompt, and q hides them", function()
+  for _, position in ipairs({ "right", "left", "float", "tab" }) do
+    local chat = T.fake_chat({ setup = { layout = { position = position, width = 0.5, input_height = 4 } } })
+    T.eq(true, chat:is_visible(), position .. ": visible")
+    local pwin = vim.fn.win_findbuf(chat.prompt_buf)[1]
+    T.eq(pwin, vim.api.nvim_get_current_win(), position .. ": cursor in the prompt")
+    T.eq(4, vim.api.nvim_win_get_height(pwin), position .. ": input height")
+    local twin = vim.fn.win_findbuf(chat.bufnr)[1]
+    T.eq(true, vim.wo[twin].linebreak, position .. ": transcript window set up")
+    vim.api.nvim_feedkeys("q", "x", false)
+    T.eq(false, chat:is_visible(), position .. ": hidden")
+    T.eq(0, #vim.fn.win_findbuf(chat.prompt_buf), position .. ": prompt hidden")
+    vim.cmd("Acp")
+    T.eq(true, chat:is_visible(), position .. ": :Acp shows it again")
+    chat:close()
+    T.eq(false, vim.api.nvim_buf_is_valid(chat.bufnr), position .. ": close wipes the buffers")
+  end
+  require("acp").setup({})
+end)
+
+T.test("<CR> on a location opens the file at that line in a normal window", function()
+  local dir = T.tmpdir()
+  local path = dir .. "/target.txt"
+  T.write_file(path, "1\n2\n3\n4\n5\n")
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "tool_call", id = "l", title = "Look", kind = "read", status = "completed", locations = { { path = path, line = 4 } } },
+    }),
+  })
+  local l = T.truthy(T.find_line(chat.bufnr, "→ " .. path .. ":4"), "location line")
+  local twin = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_set_current_win(twin)
+  vim.api.nvim_win_set_cursor(twin, { l, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "file opened")
+  T.eq(4, vim.api.nvim_win_get_cursor(0)[1], "at the line")
+  T.truthy(vim.api.nvim_get_current_win() ~= twin, "not in the transcript window")
+  T.eq(true, chat:is_visible(), "the chat stays open")
+end)
+
+T.test("highlight groups are linked by default and come back after :colorscheme", function()
+  require("acp.highlights").setup()
+  T.eq("Comment", vim.api.nvim_get_hl(0, { name = "AcpThought" }).link, "linked")
+  vim.cmd("highlight clear")
+  vim.cmd("colorscheme default")
+  T.eq("DiagnosticOk", vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "re-applied")
+  vim.api.nvim_set_hl(0, "AcpToolDone", { fg = "#00ff00" })
+  require("acp.highlights").apply()
+  T.eq(nil, vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "a user's definition wins")
+end)
+
+T.test(":Acp agents lists agents and whether they are on PATH", function()
+  require("acp").setup({ agents = { mine = { cmd = { "sh", "-c", "true" } } } })
+  local out = vim.fn.execute("Acp agents")
+  T.contains(out, "* mine       sh -c true  (found)", "default marked, found")
+  T.contains(out, "codex-acp  (not found on PATH)", "missing preset")
+  require("acp").setup({})
 end)
 
 T.run()
