@@ -13,7 +13,14 @@ end
 
 T.test("the demo tour runs to end_turn and renders every part", function()
   assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } } }))
-  T.eq(T.fake_agent(), require("acp.config").agent("demo").cmd[1], "demo falls back to the debug build")
+  -- The preset prefers target/release (what lazy.nvim's build step makes) and
+  -- falls back to target/debug; either way it is this checkout's fake agent.
+  local demo_cmd = require("acp.config").agent("demo").cmd[1]
+  assert(
+    demo_cmd:match("/target/release/acp%-fake%-agent$") or demo_cmd:match("/target/debug/acp%-fake%-agent$"),
+    "unexpected demo agent " .. demo_cmd
+  )
+  assert(vim.fn.executable(demo_cmd) == 1, demo_cmd .. " is not executable")
   T.write_file(dir .. "/README.md", "# Saved title\n")
   vim.cmd("edit " .. dir .. "/README.md")
   vim.api.nvim_buf_set_lines(0, 0, -1, false, { "# Unsaved title" })
