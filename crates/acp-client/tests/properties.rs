@@ -246,6 +246,7 @@ fn known_update() -> impl Strategy<Value = SessionUpdate> {
 
 /// One step of a session: an update (known or raw JSON) or a cancel.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // Test data; size does not matter.
 enum Step {
     Known(SessionUpdate),
     Raw(Value),

@@ -246,6 +246,31 @@ async fn the_disk_layer_never_follows_a_final_symlink_even_after_the_check() {
 }
 
 #[tokio::test]
+async fn a_hard_link_to_an_outside_file_is_read_but_never_written_through() {
+    // A hard link is a regular file inside the workspace: the sandbox cannot
+    // tell it from any other file, so a read returns the shared content (a
+    // documented limit: making one needs the user's rights already). A
+    // write replaces the link by rename and leaves the outside file alone.
+    let outside = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "secret\n").unwrap();
+    let s = start(json!([
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/hard.txt"},
+         "expect": {"result": {"content": "secret\n"}}},
+        {"type": "call", "method": "fs/write_text_file",
+         "params": {"path": "{{cwd}}/hard.txt", "content": "pwned\n"}, "expect": {"ok": true}},
+    ]))
+    .await;
+    std::fs::hard_link(&secret, s.dir.path().join("hard.txt")).unwrap();
+    turn_ok(&s).await;
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret\n");
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("hard.txt")).unwrap(),
+        "pwned\n"
+    );
+}
+
+#[tokio::test]
 async fn terminal_cwd_outside_the_workspace_is_refused() {
     let outside = tempfile::tempdir().unwrap();
     let out = outside.path().to_str().unwrap().to_owned();
@@ -591,7 +616,7 @@ async fn options_are_shown_with_their_real_kind_whatever_their_name() {
     assert_eq!(peer.recv().await["result"]["outcome"]["optionId"], "a");
     let remembered = conn.with_permissions(|p| p.entries());
     assert_eq!(remembered.len(), 1, "{remembered:?}");
-    assert!(format!("{:?}", remembered[0])
-        .to_lowercase()
-        .contains("allow"));
+    let (key, decision) = &remembered[0];
+    assert_eq!(*decision, acp_client::permission::Remembered::Allow);
+    assert_eq!(key.subject, "rm -rf build");
 }
