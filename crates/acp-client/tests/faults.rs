@@ -358,7 +358,9 @@ async fn bad_output_from_the_agent_is_skipped_with_warnings_and_the_turn_complet
 
 #[tokio::test]
 async fn a_200_mb_line_fails_with_line_too_long_at_the_default_limit() {
-    let s = start(json!([{"type": "oversizedLine", "bytes": 200_000_000u64}])).await;
+    // Plain `x`s (`json: false`): the codec never looks inside a line, and
+    // the debug-built agent would spend most of the test serializing JSON.
+    let s = start(json!([{"type": "oversizedLine", "bytes": 200_000_000u64, "json": false}])).await;
     let err = guard("turn", s.conn.prompt(&s.sid, vec![text("go")]))
         .await
         .unwrap_err();
