@@ -513,23 +513,21 @@ async fn an_agent_cancelling_its_own_permission_request_gets_minus_32800() {
         ConnectionOptions::default(),
     )
     .await;
-    let c = s.conn.clone();
-    let sid = s.sid.clone();
-    let turn = tokio::spawn(async move { c.prompt(&sid, vec![text("go")]).await });
-    // The editor shows the prompt; the agent withdraws it; the prompt closes.
-    let (_request, answer) = guard("prompt", prx.recv()).await.unwrap();
-    wait_event(&mut s.rx, |e| {
-        matches!(e, ClientEvent::PermissionCancelled { .. })
-    })
-    .await;
-    // The user's late click changes nothing.
-    let _ = answer.send(PermissionDecision::Selected {
-        option_id: "ok".into(),
-    });
-    assert_eq!(
-        guard("turn", turn).await.unwrap().unwrap(),
-        StopReason::EndTurn
-    );
+    let stop = guard("turn", s.conn.prompt(&s.sid, vec![text("go")])).await;
+    assert_eq!(stop.unwrap(), StopReason::EndTurn);
+    // The cancel races the prompt: it may arrive before the editor was
+    // asked (then nothing is shown). If the editor was asked, the prompt was
+    // closed for it, and the user's late click sends nothing (the agent
+    // would log an answer to a request it no longer waits for).
+    if let Ok((_request, answer)) = prx.try_recv() {
+        wait_event(&mut s.rx, |e| {
+            matches!(e, ClientEvent::PermissionCancelled { .. })
+        })
+        .await;
+        let _ = answer.send(PermissionDecision::Selected {
+            option_id: "ok".into(),
+        });
+    }
     let t = agent_text(&s.conn, &s.sid);
     assert!(
         t.contains("cancel_request: answered with error -32800"),
