@@ -111,7 +111,7 @@ fn json_tree(floats: bool) -> impl Strategy<Value = Value> {
         float => (-1e9f64..1e9).prop_map(Value::from),
         2 => word().prop_map(Value::from),
     ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
+    leaf.prop_recursive(3, 32, 5, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
             proptest::collection::vec((word(), inner), 0..8)
@@ -320,7 +320,7 @@ proptest! {
     /// tool call index points at the right entries and every tool call id
     /// has exactly one entry.
     #[test]
-    fn session_model_stays_consistent(steps in proptest::collection::vec(step(), 0..40)) {
+    fn session_model_stays_consistent(steps in proptest::collection::vec(step(), 0..32)) {
         let mut state = SessionState::new("s".into());
         let mut ids = HashSet::new();
         for step in steps {
