@@ -60,6 +60,10 @@ pub struct ConnectionOptions {
     /// Paths outside every session workspace that the editor's policy lets
     /// agents read and write anyway.
     pub allowed_paths: Vec<PathBuf>,
+    /// Environment variables the user pinned for every `terminal/create`:
+    /// applied after the agent's `env`, so an agent can neither change nor
+    /// blank them (e.g. `PATH`, `GIT_SSH_COMMAND`, a proxy).
+    pub pinned_env: Vec<(String, String)>,
 }
 
 impl Default for ConnectionOptions {
@@ -76,6 +80,7 @@ impl Default for ConnectionOptions {
             terminal_output_cap: DEFAULT_OUTPUT_CAP,
             auto_allow_kinds: Vec::new(),
             allowed_paths: Vec::new(),
+            pinned_env: Vec::new(),
         }
     }
 }

@@ -319,7 +319,7 @@ async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
     let wire: WireCreate = parse(methods::TERMINAL_CREATE, params)?;
     let (workspace, session_cwd) = session_workspace(shared, &wire.session_id)?;
     let cwd = terminal_cwd(&workspace, wire.cwd.as_deref(), &session_cwd)?;
-    let spec = TerminalSpec {
+    let mut spec = TerminalSpec {
         session_id: wire.session_id,
         command: wire.command,
         args: wire.args,
@@ -327,6 +327,7 @@ async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
         cwd,
         output_byte_limit: wire.output_byte_limit,
     };
+    spec.pin_env(&shared.options.pinned_env);
     let id = shared.terminals.create(spec).await?;
     Ok(json!({ "terminalId": id.to_string() }))
 }

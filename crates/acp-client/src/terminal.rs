@@ -68,6 +68,21 @@ pub struct TerminalSpec {
     pub output_byte_limit: Option<u64>,
 }
 
+impl TerminalSpec {
+    /// Applies variables the user pinned on top of the agent's `env`: the
+    /// agent's entries for those names are dropped and the pinned values
+    /// appended, so whatever the agent sent, the command sees the pinned
+    /// value (entries are applied in order; the last one wins).
+    pub fn pin_env(&mut self, pinned: &[(String, String)]) {
+        if pinned.is_empty() {
+            return;
+        }
+        self.env
+            .retain(|(name, _)| !pinned.iter().any(|(p, _)| p == name));
+        self.env.extend(pinned.iter().cloned());
+    }
+}
+
 /// How a terminal's command ended (ACP `TerminalExitStatus`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
