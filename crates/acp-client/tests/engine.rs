@@ -263,10 +263,7 @@ async fn agent_cancel_request_gets_exactly_one_cancelled_reply() {
         "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}}),
     )
     .await;
-    let (request, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (request, answer) = next_prompt(&mut prx).await;
     assert_eq!(request.tool_call.title.as_deref(), Some("Run ls"));
     peer.send(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":42}}))
         .await;
@@ -278,9 +275,7 @@ async fn agent_cancel_request_gets_exactly_one_cancelled_reply() {
     })
     .await;
     // A late answer from the editor produces no second reply.
-    let _ = answer.send(PermissionDecision::Selected {
-        option_id: "ok".into(),
-    });
+    choose(answer, "ok");
     assert!(peer.silent_for(200).await);
 }
 
@@ -295,10 +290,7 @@ async fn permission_prompts_do_not_block_reading() {
         "sessionId":"s1","toolCall":{"toolCallId":"t1"},
         "options":[{"optionId":"yes","name":"Yes","kind":"allow_once"},{"optionId":"weird","name":"Maybe","kind":"allow_sometimes"}]}}))
         .await;
-    let (request, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (request, answer) = next_prompt(&mut prx).await;
     // Unknown option kinds are still offered.
     assert_eq!(request.options.len(), 2);
     assert_eq!(request.options[1].kind.as_str(), "allow_sometimes");
@@ -309,11 +301,7 @@ async fn permission_prompts_do_not_block_reading() {
     )
     .await;
     wait_event(&mut rx, |e| event_json(e).to_string().contains("meanwhile")).await;
-    answer
-        .send(PermissionDecision::Selected {
-            option_id: "yes".into(),
-        })
-        .unwrap();
+    choose(answer, "yes");
     let reply = peer.recv().await;
     assert_eq!(reply["id"], 1);
     assert_eq!(
@@ -346,10 +334,7 @@ async fn cancel_answers_pending_permission_and_the_turn_ends_once() {
         "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}}),
     )
     .await;
-    let (request, _answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (request, _answer) = next_prompt(&mut prx).await;
     // Merged with what the session knew about t1.
     assert_eq!(request.tool_call.title.as_deref(), Some("Edit"));
 
@@ -581,19 +566,12 @@ async fn duplicate_incoming_ids_get_one_reply_each_and_no_double_handling() {
         "sessionId":"s1","toolCall":{"toolCallId":"t1"},
         "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}});
     peer.send(perm.clone()).await;
-    let (_req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (_req, answer) = next_prompt(&mut prx).await;
     peer.send(perm).await;
     let dup = peer.recv().await;
     assert_eq!(dup["id"], 7);
     assert_eq!(dup["error"]["code"], -32600);
-    answer
-        .send(PermissionDecision::Selected {
-            option_id: "ok".into(),
-        })
-        .unwrap();
+    choose(answer, "ok");
     let reply = peer.recv().await;
     assert_eq!(reply["result"]["outcome"]["optionId"], "ok");
     assert!(peer.silent_for(200).await);
@@ -614,15 +592,8 @@ async fn always_allow_is_remembered_for_the_same_subject_only() {
                        {"optionId":"no","name":"Reject","kind":"reject_once"}]}})
     };
     peer.send(ask(1, "cargo test")).await;
-    let (_req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    answer
-        .send(PermissionDecision::Selected {
-            option_id: "always".into(),
-        })
-        .unwrap();
+    let (_req, answer) = next_prompt(&mut prx).await;
+    choose(answer, "always");
     assert_eq!(peer.recv().await["result"]["outcome"]["optionId"], "always");
     // Same command: answered from memory, nobody asked. The client answers
     // with the agent's allow_once option, so the agent never widens the
@@ -637,10 +608,7 @@ async fn always_allow_is_remembered_for_the_same_subject_only() {
     .await;
     // A different command is asked again.
     peer.send(ask(3, "rm -rf x")).await;
-    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (req, answer) = next_prompt(&mut prx).await;
     assert_eq!(req.tool_call.title.as_deref(), Some("rm -rf x"));
     answer.send(PermissionDecision::Cancelled).unwrap();
     assert_eq!(

@@ -371,31 +371,14 @@ async fn always_allow_for_one_command_never_approves_another_or_an_edit() {
     let sid = s.sid.clone();
     let turn = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
     // First request: the user picks "always".
-    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (req, answer) = next_prompt(&mut prx).await;
     assert_eq!(req.tool_call.title.as_deref(), Some("cargo test"));
-    answer
-        .send(acp_client::permission::PermissionDecision::Selected {
-            option_id: "always".into(),
-        })
-        .unwrap();
+    choose(answer, "always");
     // Second (same command) is answered from memory; the next ones are asked.
-    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (req, answer) = next_prompt(&mut prx).await;
     assert_eq!(req.tool_call.title.as_deref(), Some("rm -rf x"));
-    answer
-        .send(acp_client::permission::PermissionDecision::Selected {
-            option_id: "no".into(),
-        })
-        .unwrap();
-    let (req, answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    choose(answer, "no");
+    let (req, answer) = next_prompt(&mut prx).await;
     assert_eq!(
         req.tool_call.kind.as_ref().map(|k| k.as_str()),
         Some("edit")
@@ -443,15 +426,8 @@ async fn persisted_permission_memory_reloads_for_a_new_connection() {
         let s2 = sid.clone();
         let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
         if round == 0 {
-            let (_req, answer) = tokio::time::timeout(WAIT, prx.recv())
-                .await
-                .unwrap()
-                .unwrap();
-            answer
-                .send(acp_client::permission::PermissionDecision::Selected {
-                    option_id: "always".into(),
-                })
-                .unwrap();
+            let (_req, answer) = next_prompt(&mut prx).await;
+            choose(answer, "always");
         }
         assert_eq!(turn.await.unwrap().unwrap(), StopReason::EndTurn);
         if round == 1 {
@@ -478,10 +454,7 @@ async fn cancel_during_a_pending_prompt_answers_cancelled_and_the_turn_ends_once
     let conn = s.conn.clone();
     let sid = s.sid.clone();
     let turn = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
-    let (_req, _answer) = tokio::time::timeout(WAIT, prx.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (_req, _answer) = next_prompt(&mut prx).await;
     s.conn.cancel(&s.sid).unwrap();
     assert_eq!(turn.await.unwrap().unwrap(), StopReason::Cancelled);
     let t = agent_text(&s.conn, &s.sid);

@@ -257,3 +257,21 @@ pub async fn wait_event(
     .await
     .expect("timed out waiting for an event")
 }
+
+/// A permission prompt forwarded by a [`PermissionMode::Manual`] host.
+pub type Prompt = (PermissionRequest, oneshot::Sender<PermissionDecision>);
+
+/// Waits for the next permission prompt.
+pub async fn next_prompt(prompts: &mut mpsc::UnboundedReceiver<Prompt>) -> Prompt {
+    tokio::time::timeout(WAIT, prompts.recv())
+        .await
+        .expect("timed out waiting for a permission prompt")
+        .expect("prompt channel closed")
+}
+
+/// Answers a prompt with the option `option_id`.
+pub fn choose(answer: oneshot::Sender<PermissionDecision>, option_id: &str) {
+    let _ = answer.send(PermissionDecision::Selected {
+        option_id: option_id.to_owned(),
+    });
+}

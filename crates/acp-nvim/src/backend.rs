@@ -1,0 +1,151 @@
+//! The backend's command loop: routes the plugin's commands to chat tasks,
+//! answers permission prompts, and shuts everything down.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agents::{Agents, Shared};
+use crate::batcher::EventQueue;
+use crate::chat::{self, ChatCommand, ChatHandle};
+use crate::command::{ChatId, Command};
+use crate::event::Event;
+use crate::prompts::Prompts;
+
+/// What the msgpack handler forwards to the command loop.
+#[derive(Debug)]
+pub enum Routed {
+    /// A decoded command (never `Hello`: the handler answers that itself).
+    Command(Command),
+    /// Stop every agent; the sender (if any) is told when done.
+    Shutdown(Option<oneshot::Sender<()>>),
+}
+
+/// The state behind the command loop.
+#[derive(Debug)]
+pub struct Backend {
+    agents: Arc<Agents>,
+    events: EventQueue,
+    prompts: Arc<Prompts>,
+    chats: HashMap<ChatId, ChatHandle>,
+}
+
+impl Backend {
+    /// A backend with no agents yet.
+    pub fn new(shared: Shared) -> Self {
+        Self {
+            events: shared.events.clone(),
+            prompts: shared.prompts.clone(),
+            agents: Agents::new(shared),
+            chats: HashMap::new(),
+        }
+    }
+
+    /// The agent processes, for inspection.
+    pub fn agents(&self) -> &Arc<Agents> {
+        &self.agents
+    }
+
+    /// Handles messages until the channel closes, then shuts down.
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Routed>) {
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                Routed::Command(cmd) => self.handle(cmd),
+                Routed::Shutdown(ack) => {
+                    self.shutdown().await;
+                    if let Some(ack) = ack {
+                        let _ = ack.send(());
+                    }
+                }
+            }
+        }
+        self.shutdown().await;
+    }
+
+    /// Handles one command without waiting for anything slow.
+    pub fn handle(&mut self, cmd: Command) {
+        tracing::debug!(command = cmd.name(), "command");
+        match cmd {
+            Command::Hello { .. } => {
+                tracing::warn!("acp.hello reached the command loop; it is answered by the handler")
+            }
+            Command::Open(open) => {
+                if let Some(old) = self.chats.remove(&open.chat_id) {
+                    tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session");
+                    old.send(ChatCommand::Close);
+                }
+                let chat_id = open.chat_id.clone();
+                let handle = chat::start(self.agents.clone(), self.events.clone(), *open);
+                self.chats.insert(chat_id, handle);
+            }
+            Command::Prompt { chat_id, blocks } => {
+                if !self.send(&chat_id, ChatCommand::Prompt(blocks)) {
+                    self.events.push(Event::PromptFailed {
+                        message: format!(
+                            "chat {chat_id} has no open session; start a new chat with :Acp new"
+                        ),
+                        chat_id,
+                    });
+                }
+            }
+            Command::Cancel { chat_id } => {
+                if !self.send(&chat_id, ChatCommand::Cancel) {
+                    tracing::debug!(chat = %chat_id, "cancel for a chat without session");
+                }
+            }
+            Command::PermissionRespond {
+                request_id,
+                option_id,
+            } => {
+                if !self.prompts.answer(request_id, option_id) {
+                    // The turn was cancelled (or the agent withdrew the
+                    // request) while the user was choosing.
+                    tracing::debug!(%request_id, "answer to a permission prompt that is gone");
+                }
+            }
+            Command::Close { chat_id } => match self.chats.remove(&chat_id) {
+                Some(handle) => {
+                    handle.send(ChatCommand::Close);
+                }
+                None => tracing::debug!(chat = %chat_id, "close of an unknown chat"),
+            },
+            Command::SetMode { chat_id, mode_id } => {
+                if !self.send(&chat_id, ChatCommand::SetMode(mode_id)) {
+                    self.no_session_warning(chat_id);
+                }
+            }
+            Command::SetConfigOption {
+                chat_id,
+                config_id,
+                value,
+            } => {
+                if !self.send(&chat_id, ChatCommand::SetConfigOption { config_id, value }) {
+                    self.no_session_warning(chat_id);
+                }
+            }
+            Command::Shutdown => {
+                tracing::warn!("acp.shutdown reached the command loop as a command; ignored")
+            }
+        }
+    }
+
+    fn send(&self, chat_id: &ChatId, cmd: ChatCommand) -> bool {
+        self.chats.get(chat_id).is_some_and(|h| h.send(cmd))
+    }
+
+    fn no_session_warning(&self, chat_id: ChatId) {
+        self.events.push(Event::Warning {
+            message: format!("chat {chat_id} has no open session; start a new chat with :Acp new"),
+            chat_id: Some(chat_id),
+        });
+    }
+
+    /// Closes every chat and stops every agent (process groups killed).
+    pub async fn shutdown(&mut self) {
+        let chats = self.chats.len();
+        self.chats.clear();
+        self.agents.shutdown_all().await;
+        tracing::info!(chats, "backend shut down its agents");
+    }
+}

@@ -1,0 +1,411 @@
+//! One chat: a task that opens its session, runs its turns one after the
+//! other, and closes it.
+//!
+//! Commands of a chat are handled in the order the plugin sent them. A
+//! prompt's request is queued to the agent before the next command is looked
+//! at, so a `cancel` sent right after a prompt always reaches the agent after
+//! that prompt.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use acp_client::schema::ContentBlock;
+use acp_client::update::SessionId;
+use acp_client::{ConfigValue, Connection, SessionParams, SessionStarted, StopReason};
+use serde::Serialize;
+use serde_json::Value as Json;
+use tokio::sync::mpsc;
+
+use crate::agents::{Agent, Agents};
+use crate::batcher::EventQueue;
+use crate::command::{ChatId, OpenChat, OptionValue};
+use crate::event::Event;
+
+/// How long closing a session may take before the chat stops waiting.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a chat task can be asked to do.
+#[derive(Debug)]
+pub enum ChatCommand {
+    /// Run a turn with these blocks (queued while a turn runs).
+    Prompt(Vec<ContentBlock>),
+    /// Cancel the running turn and drop queued prompts.
+    Cancel,
+    /// Switch the session to this mode id.
+    SetMode(String),
+    /// Set a session config option.
+    SetConfigOption {
+        /// The option id.
+        config_id: String,
+        /// Its new value.
+        value: OptionValue,
+    },
+    /// Close the session and end the task.
+    Close,
+}
+
+/// The backend's handle on a chat task.
+#[derive(Debug)]
+pub struct ChatHandle {
+    tx: mpsc::UnboundedSender<ChatCommand>,
+}
+
+impl ChatHandle {
+    /// Sends a command; false when the chat task has ended (its session
+    /// failed to open, or it was closed).
+    pub fn send(&self, cmd: ChatCommand) -> bool {
+        self.tx.send(cmd).is_ok()
+    }
+}
+
+/// Starts the task of a chat; the outcome of the open arrives as an event.
+pub fn start(agents: Arc<Agents>, events: EventQueue, open: OpenChat) -> ChatHandle {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(run(agents, events, open, rx));
+    ChatHandle { tx }
+}
+
+type Turn = Pin<Box<dyn Future<Output = acp_client::Result<StopReason>> + Send>>;
+
+async fn run(
+    agents: Arc<Agents>,
+    events: EventQueue,
+    open: OpenChat,
+    mut rx: mpsc::UnboundedReceiver<ChatCommand>,
+) {
+    let chat = open.chat_id.clone();
+    let agent = match agents.acquire(&open.agent, &open.cwd, &chat, open.auto_allow.as_deref()) {
+        Ok(agent) => agent,
+        Err(e) => {
+            events.push(Event::OpenFailed {
+                chat_id: chat,
+                message: format!(
+                    "{e}. Check `cmd` of agent `{}` in your acp.nvim setup() and that the program is installed and on $PATH.",
+                    open.agent.name
+                ),
+                stderr_tail: None,
+            });
+            return;
+        }
+    };
+
+    // Commands that arrive while the session opens wait here, except
+    // `close`, which abandons the open.
+    let mut waiting = VecDeque::new();
+    let opened = {
+        let opening = open_session(&agent, &open, &events);
+        tokio::pin!(opening);
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut opening => break Some(result),
+                cmd = rx.recv() => match cmd {
+                    None | Some(ChatCommand::Close) => break None,
+                    Some(cmd) => waiting.push_back(cmd),
+                },
+            }
+        }
+    };
+    let session = match opened {
+        Some(Some(session)) => session,
+        Some(None) => {
+            leave(&agents, &agent, &chat).await;
+            return;
+        }
+        None => {
+            tracing::info!(%chat, "chat closed while its session was opening");
+            if let Some(id) = open
+                .load_session_id
+                .as_deref()
+                .or(open.resume_session_id.as_deref())
+            {
+                agent.host.unregister(&SessionId::new(id));
+            }
+            leave(&agents, &agent, &chat).await;
+            return;
+        }
+    };
+
+    let mut chat_loop = ChatLoop {
+        chat: chat.clone(),
+        agent: agent.clone(),
+        session: session.clone(),
+        events: events.clone(),
+        turn: None,
+        queued: VecDeque::new(),
+    };
+    chat_loop.serve(waiting, &mut rx).await;
+    drop(chat_loop);
+
+    match tokio::time::timeout(CLOSE_TIMEOUT, agent.conn.close_session(&session)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(%chat, "session/close failed: {e}"),
+        Err(_) => tracing::warn!(%chat, "the agent did not answer session/close in time"),
+    }
+    agent.host.unregister(&session);
+    leave(&agents, &agent, &chat).await;
+}
+
+/// The chat no longer uses the agent; stops the agent if it was the last.
+async fn leave(agents: &Agents, agent: &Arc<Agent>, chat: &ChatId) {
+    if agents.release(agent, chat) {
+        tracing::info!(agent = %agent.name, "last chat of the agent closed; stopping it");
+        agent.conn.shutdown().await;
+    }
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
+    serde_json::to_value(value).unwrap_or_else(|e| {
+        tracing::error!("could not serialize a value for Lua: {e}");
+        Json::Null
+    })
+}
+
+/// Initializes the agent (once per process) and opens the chat's session.
+/// Failures are reported as events; `None` then.
+async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Option<SessionId> {
+    let chat = &open.chat_id;
+    let info = match agent.ready().await {
+        Ok(info) => info,
+        Err(message) => {
+            events.push(Event::OpenFailed {
+                chat_id: chat.clone(),
+                message,
+                stderr_tail: agent.conn.stderr_tail(),
+            });
+            return None;
+        }
+    };
+    let mut params = SessionParams::new(open.cwd.clone());
+    params.mcp_servers = open.mcp_servers.clone();
+    let conn = &agent.conn;
+    let result = if let Some(id) = &open.load_session_id {
+        let id = SessionId::new(id.as_str());
+        // The agent replays the history before it answers: route it now.
+        agent.host.register(id.clone(), chat.clone(), None);
+        let result = conn.load_session(&id, params).await;
+        if result.is_err() {
+            agent.host.unregister(&id);
+        }
+        result
+    } else if let Some(id) = &open.resume_session_id {
+        conn.resume_session(&SessionId::new(id.as_str()), params)
+            .await
+    } else {
+        conn.new_session(params).await
+    };
+    match result {
+        Ok(started) => {
+            let session = started.session_id.clone();
+            let event = session_started(chat, &agent.name, &info, started);
+            agent
+                .host
+                .register(session.clone(), chat.clone(), Some(event));
+            tracing::info!(%chat, %session, agent = %agent.name, "session open");
+            Some(session)
+        }
+        Err(e) if e.is_auth_required() => {
+            events.push(Event::AuthRequired {
+                chat_id: chat.clone(),
+                auth_methods: to_json(&info.auth_methods),
+            });
+            None
+        }
+        Err(e) => {
+            let what = if open.load_session_id.is_some() {
+                "load the session"
+            } else if open.resume_session_id.is_some() {
+                "resume the session"
+            } else {
+                "open a session"
+            };
+            let reason = match e {
+                // The stderr tail travels in its own field.
+                acp_client::Error::AgentExited { status, .. } => {
+                    format!("the agent exited ({status})")
+                }
+                e => e.to_string(),
+            };
+            events.push(Event::OpenFailed {
+                chat_id: chat.clone(),
+                message: format!("The agent {} could not {what}: {reason}", agent.name),
+                stderr_tail: conn.stderr_tail(),
+            });
+            None
+        }
+    }
+}
+
+fn session_started(
+    chat: &ChatId,
+    agent_name: &str,
+    info: &acp_client::AgentInfo,
+    started: SessionStarted,
+) -> Event {
+    Event::SessionStarted {
+        chat_id: chat.clone(),
+        session_id: started.session_id.to_string(),
+        agent_name: agent_name.to_owned(),
+        modes: started.modes.as_ref().map(to_json),
+        config_options: (!started.config_options.is_empty())
+            .then(|| to_json(&started.config_options)),
+        capabilities: to_json(&info.capabilities),
+        auth_methods: (!info.auth_methods.is_empty()).then(|| to_json(&info.auth_methods)),
+    }
+}
+
+/// The open session of a chat.
+struct ChatLoop {
+    chat: ChatId,
+    agent: Arc<Agent>,
+    session: SessionId,
+    events: EventQueue,
+    /// The running prompt turn.
+    turn: Option<Turn>,
+    /// Prompts sent while a turn runs; ACP allows one turn at a time.
+    queued: VecDeque<Vec<ContentBlock>>,
+}
+
+impl ChatLoop {
+    /// Handles commands until `close` (or the backend drops the chat).
+    async fn serve(
+        &mut self,
+        mut waiting: VecDeque<ChatCommand>,
+        rx: &mut mpsc::UnboundedReceiver<ChatCommand>,
+    ) {
+        loop {
+            self.start_next_turn().await;
+            let cmd = match waiting.pop_front() {
+                Some(cmd) => Some(cmd),
+                None => {
+                    tokio::select! {
+                        biased;
+                        result = turn_end(&mut self.turn) => {
+                            self.turn = None;
+                            self.report(result);
+                            continue;
+                        }
+                        cmd = rx.recv() => cmd,
+                    }
+                }
+            };
+            match cmd {
+                None | Some(ChatCommand::Close) => return,
+                Some(ChatCommand::Prompt(blocks)) => self.queued.push_back(blocks),
+                Some(ChatCommand::Cancel) => self.cancel(),
+                Some(ChatCommand::SetMode(mode_id)) => self.set_mode(mode_id),
+                Some(ChatCommand::SetConfigOption { config_id, value }) => {
+                    self.set_config_option(config_id, value)
+                }
+            }
+        }
+    }
+
+    /// Starts the next queued prompt when no turn runs, and polls it once
+    /// so that its request is queued to the agent before any later command
+    /// (a cancel) is handled.
+    async fn start_next_turn(&mut self) {
+        if self.turn.is_some() {
+            return;
+        }
+        let Some(blocks) = self.queued.pop_front() else {
+            return;
+        };
+        let conn: Connection = self.agent.conn.clone();
+        let session = self.session.clone();
+        let mut turn: Turn = Box::pin(async move { conn.prompt(&session, blocks).await });
+        let first = std::future::poll_fn(|cx| {
+            Poll::Ready(match turn.as_mut().poll(cx) {
+                Poll::Ready(result) => Some(result),
+                Poll::Pending => None,
+            })
+        })
+        .await;
+        match first {
+            Some(result) => self.report(result),
+            None => self.turn = Some(turn),
+        }
+    }
+
+    fn report(&self, result: acp_client::Result<StopReason>) {
+        match result {
+            Ok(stop) => self.events.push(Event::TurnEnded {
+                chat_id: self.chat.clone(),
+                stop_reason: stop.as_str().to_owned(),
+            }),
+            // The chat gets `agent_exited` with the stderr tail instead.
+            Err(e) if self.agent.conn.is_closed() => {
+                tracing::info!(chat = %self.chat, "turn ended by the agent's exit: {e}");
+            }
+            Err(e) => self.events.push(Event::PromptFailed {
+                chat_id: self.chat.clone(),
+                message: format!("The prompt failed: {e}"),
+            }),
+        }
+    }
+
+    fn cancel(&mut self) {
+        // Prompts that never started end as cancelled turns, so the plugin
+        // sees one outcome per prompt it sent.
+        for _ in self.queued.drain(..) {
+            self.events.push(Event::TurnEnded {
+                chat_id: self.chat.clone(),
+                stop_reason: StopReason::Cancelled.as_str().to_owned(),
+            });
+        }
+        if let Err(e) = self.agent.conn.cancel(&self.session) {
+            self.events.push(Event::Warning {
+                chat_id: Some(self.chat.clone()),
+                message: format!("could not cancel the turn: {e}"),
+            });
+        }
+    }
+
+    fn set_mode(&self, mode_id: String) {
+        let conn = self.agent.conn.clone();
+        let session = self.session.clone();
+        let events = self.events.clone();
+        let chat = self.chat.clone();
+        // The agent's answer may take a while; the chat keeps serving
+        // meanwhile. The new mode arrives as a session change.
+        tokio::spawn(async move {
+            if let Err(e) = conn.set_mode(&session, &mode_id).await {
+                events.push(Event::Warning {
+                    chat_id: Some(chat),
+                    message: format!("could not switch to mode `{mode_id}`: {e}"),
+                });
+            }
+        });
+    }
+
+    fn set_config_option(&self, config_id: String, value: OptionValue) {
+        let conn = self.agent.conn.clone();
+        let session = self.session.clone();
+        let events = self.events.clone();
+        let chat = self.chat.clone();
+        let value = match value {
+            OptionValue::Id(id) => ConfigValue::Id(id),
+            OptionValue::Bool(b) => ConfigValue::Bool(b),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = conn.set_config_option(&session, &config_id, value).await {
+                events.push(Event::Warning {
+                    chat_id: Some(chat),
+                    message: format!("could not set `{config_id}`: {e}"),
+                });
+            }
+        });
+    }
+}
+
+/// Resolves when the running turn ends; never when none runs.
+async fn turn_end(turn: &mut Option<Turn>) -> acp_client::Result<StopReason> {
+    match turn {
+        Some(turn) => turn.await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,702 @@
+//! Commands from the Lua plugin: the one place where msgpack values from
+//! Neovim are decoded. Everything past [`Command::decode`] is typed.
+//!
+//! Bad input never panics: it becomes a [`BadCommand`] that the handler logs
+//! and reports to the user as a `warning` event.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use acp_client::schema;
+use rmpv::Value;
+
+use crate::msgpack;
+
+/// The plugin's id for one chat window (and its session).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChatId(pub String);
+
+impl fmt::Display for ChatId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The backend's id for one pending permission prompt, unique across every
+/// agent (the client's own ids are only unique per agent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PromptId(pub u64);
+
+impl fmt::Display for PromptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// How to start an agent, as the plugin configured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// Shown to the user (`claude`, `codex`...).
+    pub name: String,
+    /// Program and arguments; never empty.
+    pub cmd: Vec<String>,
+    /// Extra environment, sorted by name so that equal maps compare equal.
+    pub env: Vec<(String, String)>,
+    /// Where the agent process runs; the session cwd when absent.
+    pub cwd: Option<PathBuf>,
+}
+
+/// `acp.open`: start (or share) an agent and open a session in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenChat {
+    /// The chat that owns the session.
+    pub chat_id: ChatId,
+    /// The agent to start or share.
+    pub agent: AgentSpec,
+    /// Absolute working directory of the session.
+    pub cwd: PathBuf,
+    /// MCP servers for the agent to connect to.
+    pub mcp_servers: Vec<schema::McpServer>,
+    /// Load this session (history replayed) instead of creating one.
+    pub load_session_id: Option<String>,
+    /// Resume this session (no replay) instead of creating one.
+    pub resume_session_id: Option<String>,
+    /// Tool kinds to allow without asking (`permission.auto_allow` of the
+    /// plugin's config); `None` when the plugin did not send the field.
+    pub auto_allow: Option<Vec<String>>,
+}
+
+/// A value for `acp.set_config_option`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionValue {
+    /// The value id of a select option.
+    Id(String),
+    /// The value of a boolean option.
+    Bool(bool),
+}
+
+/// Everything the plugin can ask of the backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// `acp.hello`: version handshake.
+    Hello {
+        /// The plugin's version; must equal the backend's.
+        plugin_version: String,
+    },
+    /// `acp.open`: start or share an agent and open a session.
+    Open(Box<OpenChat>),
+    /// `acp.prompt`: one user turn.
+    Prompt {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The user's content blocks.
+        blocks: Vec<schema::ContentBlock>,
+    },
+    /// `acp.cancel`: cancel the running turn.
+    Cancel {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
+    /// `acp.permission_respond`; `option_id: None` = dismissed.
+    PermissionRespond {
+        /// The id from the `permission_request` event.
+        request_id: PromptId,
+        /// The chosen option.
+        option_id: Option<String>,
+    },
+    /// `acp.close`: close the chat's session.
+    Close {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
+    /// `acp.set_mode`: switch the session's mode.
+    SetMode {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// One of the session's available mode ids.
+        mode_id: String,
+    },
+    /// `acp.set_config_option`: change a session config option.
+    SetConfigOption {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The option id.
+        config_id: String,
+        /// Its new value.
+        value: OptionValue,
+    },
+    /// `acp.shutdown`: stop every agent (Neovim is leaving).
+    Shutdown,
+}
+
+/// A message from the plugin that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadCommand {
+    /// The method the message arrived as.
+    pub method: String,
+    /// What was wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for BadCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "acp.nvim backend ignored `{}`: {}; the plugin and the backend probably do not match, run :checkhealth acp",
+            self.method, self.reason
+        )
+    }
+}
+
+impl std::error::Error for BadCommand {}
+
+/// Decodes the fields of one message's parameter map.
+struct Params<'a> {
+    method: &'a str,
+    map: &'a Value,
+}
+
+impl<'a> Params<'a> {
+    fn bad(&self, reason: impl Into<String>) -> BadCommand {
+        BadCommand {
+            method: self.method.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        msgpack::field(self.map, key).filter(|v| !v.is_nil())
+    }
+
+    fn string(&self, key: &str) -> Result<String, BadCommand> {
+        match self.get(key) {
+            Some(v) => self.as_string(key, v),
+            None => Err(self.bad(format!("`{key}` is missing"))),
+        }
+    }
+
+    fn opt_string(&self, key: &str) -> Result<Option<String>, BadCommand> {
+        self.get(key).map(|v| self.as_string(key, v)).transpose()
+    }
+
+    fn as_string(&self, key: &str, v: &Value) -> Result<String, BadCommand> {
+        match v.as_str() {
+            Some(s) => Ok(s.to_owned()),
+            None => Err(self.bad(format!("`{key}` must be a string, got {}", kind(v)))),
+        }
+    }
+
+    fn chat_id(&self) -> Result<ChatId, BadCommand> {
+        // Lua code may well use a counter as chat id: accept integers.
+        match self.get("chat_id") {
+            Some(Value::Integer(i)) => Ok(ChatId(i.to_string())),
+            Some(v) => self.as_string("chat_id", v).map(ChatId),
+            None => Err(self.bad("`chat_id` is missing")),
+        }
+    }
+
+    fn string_list(&self, key: &str, v: &Value) -> Result<Vec<String>, BadCommand> {
+        match v {
+            Value::Array(items) => items.iter().map(|i| self.as_string(key, i)).collect(),
+            // An empty Lua table may arrive as an empty map.
+            Value::Map(m) if m.is_empty() => Ok(Vec::new()),
+            other => Err(self.bad(format!("`{key}` must be a list, got {}", kind(other)))),
+        }
+    }
+
+    fn list(&self, key: &str) -> Result<&'a [Value], BadCommand> {
+        match self.get(key) {
+            None => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(Value::Map(m)) if m.is_empty() => Ok(&[]),
+            Some(other) => Err(self.bad(format!("`{key}` must be a list, got {}", kind(other)))),
+        }
+    }
+
+    fn path(&self, key: &str, v: &Value) -> Result<PathBuf, BadCommand> {
+        let p = PathBuf::from(self.as_string(key, v)?);
+        if p.is_absolute() {
+            Ok(p)
+        } else {
+            Err(self.bad(format!(
+                "`{key}` must be an absolute path, got `{}`",
+                p.display()
+            )))
+        }
+    }
+}
+
+/// A short name of a value's type, for error messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "a boolean",
+        Value::Integer(_) | Value::F32(_) | Value::F64(_) => "a number",
+        Value::String(_) | Value::Binary(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Map(_) => "a table",
+        Value::Ext(..) => "a handle",
+    }
+}
+
+impl Command {
+    /// Decodes a request or notification from the plugin. `args` is the
+    /// msgpack argument list; every command takes one map (none for
+    /// `acp.shutdown`).
+    pub fn decode(method: &str, args: &[Value]) -> Result<Command, BadCommand> {
+        let empty = Value::Map(Vec::new());
+        let map = match args {
+            [] => &empty,
+            [m @ Value::Map(_)] => m,
+            // `vim.rpcrequest(ch, "acp.shutdown", {})` sends an empty array.
+            [Value::Array(a)] if a.is_empty() => &empty,
+            [other] => {
+                return Err(BadCommand {
+                    method: method.to_owned(),
+                    reason: format!("its argument must be a table, got {}", kind(other)),
+                })
+            }
+            _ => {
+                return Err(BadCommand {
+                    method: method.to_owned(),
+                    reason: format!("it takes one table argument, got {}", args.len()),
+                })
+            }
+        };
+        let p = Params { method, map };
+        match method {
+            "acp.hello" => Ok(Command::Hello {
+                plugin_version: p.string("plugin_version")?,
+            }),
+            "acp.open" => decode_open(&p).map(|o| Command::Open(Box::new(o))),
+            "acp.prompt" => Ok(Command::Prompt {
+                chat_id: p.chat_id()?,
+                blocks: decode_blocks(&p)?,
+            }),
+            "acp.cancel" => Ok(Command::Cancel {
+                chat_id: p.chat_id()?,
+            }),
+            "acp.permission_respond" => decode_permission_respond(&p),
+            "acp.close" => Ok(Command::Close {
+                chat_id: p.chat_id()?,
+            }),
+            "acp.set_mode" => Ok(Command::SetMode {
+                chat_id: p.chat_id()?,
+                mode_id: p.string("mode_id")?,
+            }),
+            "acp.set_config_option" => Ok(Command::SetConfigOption {
+                chat_id: p.chat_id()?,
+                config_id: p.string("config_id")?,
+                value: match p.get("value") {
+                    Some(Value::Boolean(b)) => OptionValue::Bool(*b),
+                    Some(v) => OptionValue::Id(p.as_string("value", v)?),
+                    None => return Err(p.bad("`value` is missing")),
+                },
+            }),
+            "acp.shutdown" => Ok(Command::Shutdown),
+            _ => Err(p.bad("no such method")),
+        }
+    }
+
+    /// The method name the command arrived as.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Hello { .. } => "acp.hello",
+            Command::Open(_) => "acp.open",
+            Command::Prompt { .. } => "acp.prompt",
+            Command::Cancel { .. } => "acp.cancel",
+            Command::PermissionRespond { .. } => "acp.permission_respond",
+            Command::Close { .. } => "acp.close",
+            Command::SetMode { .. } => "acp.set_mode",
+            Command::SetConfigOption { .. } => "acp.set_config_option",
+            Command::Shutdown => "acp.shutdown",
+        }
+    }
+}
+
+fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
+    let chat_id = p.chat_id()?;
+    let agent = p.get("agent").ok_or_else(|| p.bad("`agent` is missing"))?;
+    if !matches!(agent, Value::Map(_)) {
+        return Err(p.bad(format!("`agent` must be a table, got {}", kind(agent))));
+    }
+    let a = Params {
+        method: p.method,
+        map: agent,
+    };
+    let cmd = match a.get("cmd") {
+        Some(v) => a.string_list("agent.cmd", v)?,
+        None => Vec::new(),
+    };
+    if cmd.first().is_none_or(|prog| prog.is_empty()) {
+        return Err(p.bad(
+            "`agent.cmd` must be a list starting with the program, like { \"claude-agent-acp\" }",
+        ));
+    }
+    let mut env = Vec::new();
+    match a.get("env") {
+        None => {}
+        Some(Value::Map(entries)) => {
+            for (k, v) in entries {
+                let key = k.as_str().ok_or_else(|| {
+                    p.bad(format!("`agent.env` keys must be strings, got {}", kind(k)))
+                })?;
+                env.push((key.to_owned(), a.as_string("agent.env", v)?));
+            }
+        }
+        Some(Value::Array(a)) if a.is_empty() => {}
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.env` must be a table of strings, got {}",
+                kind(other)
+            )))
+        }
+    }
+    env.sort();
+    let name = a.opt_string("name")?.unwrap_or_else(|| cmd[0].clone());
+    let agent_cwd = a.get("cwd").map(|v| a.path("agent.cwd", v)).transpose()?;
+    let cwd = match p.get("cwd") {
+        Some(v) => p.path("cwd", v)?,
+        None => return Err(p.bad("`cwd` is missing")),
+    };
+    let mcp_servers = p
+        .list("mcp_servers")?
+        .iter()
+        .map(|s| {
+            serde_json::from_value::<schema::McpServer>(msgpack::to_json(s)).map_err(|e| {
+                p.bad(format!(
+                    "an entry of `mcp_servers` is not an ACP McpServer: {e}"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let auto_allow = match p.get("permission") {
+        None => None,
+        Some(perm @ Value::Map(_)) => {
+            let pp = Params {
+                method: p.method,
+                map: perm,
+            };
+            pp.get("auto_allow")
+                .map(|v| pp.string_list("permission.auto_allow", v))
+                .transpose()?
+        }
+        Some(other) => {
+            return Err(p.bad(format!("`permission` must be a table, got {}", kind(other))))
+        }
+    };
+    let load_session_id = p.opt_string("load_session_id")?;
+    let resume_session_id = p.opt_string("resume_session_id")?;
+    if load_session_id.is_some() && resume_session_id.is_some() {
+        return Err(p.bad("give `load_session_id` or `resume_session_id`, not both"));
+    }
+    Ok(OpenChat {
+        chat_id,
+        agent: AgentSpec {
+            name,
+            cmd,
+            env,
+            cwd: agent_cwd,
+        },
+        cwd,
+        mcp_servers,
+        load_session_id,
+        resume_session_id,
+        auto_allow,
+    })
+}
+
+fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand> {
+    let items = match p.get("blocks") {
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(p.bad(format!("`blocks` must be a list, got {}", kind(other)))),
+        None => return Err(p.bad("`blocks` is missing")),
+    };
+    if items.is_empty() {
+        return Err(p.bad("`blocks` is empty; a prompt needs at least one content block"));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            serde_json::from_value::<schema::ContentBlock>(msgpack::to_json(b)).map_err(|e| {
+                p.bad(format!(
+                    "block {} is not an ACP content block ({e}); use {{ type = \"text\", text = \"...\" }}",
+                    i + 1
+                ))
+            })
+        })
+        .collect()
+}
+
+fn decode_permission_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
+    let request_id = match p.get("request_id") {
+        Some(Value::Integer(i)) => i
+            .as_u64()
+            .ok_or_else(|| p.bad(format!("`request_id` {i} is not a valid request id")))?,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`request_id` must be an integer, got {}",
+                kind(other)
+            )))
+        }
+        None => return Err(p.bad("`request_id` is missing")),
+    };
+    Ok(Command::PermissionRespond {
+        request_id: PromptId(request_id),
+        option_id: p.opt_string("option_id")?,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use crate::msgpack::{from_json, map};
+    use serde_json::json;
+
+    fn decode(method: &str, params: serde_json::Value) -> Result<Command, BadCommand> {
+        Command::decode(method, &[from_json(&params)])
+    }
+
+    fn open_params() -> serde_json::Value {
+        json!({
+            "chat_id": "c1",
+            "agent": {"name": "demo", "cmd": ["demo-agent", "--acp"], "env": {"B": "2", "A": "1"}},
+            "cwd": "/tmp/project",
+        })
+    }
+
+    #[test]
+    fn decodes_open_with_defaults_and_sorted_env() {
+        let Command::Open(open) = decode("acp.open", open_params()).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.chat_id, ChatId("c1".into()));
+        assert_eq!(open.agent.name, "demo");
+        assert_eq!(open.agent.cmd, vec!["demo-agent", "--acp"]);
+        assert_eq!(
+            open.agent.env,
+            vec![("A".into(), "1".into()), ("B".into(), "2".into())]
+        );
+        assert_eq!(open.agent.cwd, None);
+        assert_eq!(open.cwd, PathBuf::from("/tmp/project"));
+        assert!(open.mcp_servers.is_empty());
+        assert_eq!(open.load_session_id, None);
+        assert_eq!(open.auto_allow, None);
+    }
+
+    #[test]
+    fn decodes_open_extras() {
+        let mut p = open_params();
+        p["mcp_servers"] = json!([{"name": "fs", "command": "/bin/mcp", "args": [], "env": []}]);
+        p["load_session_id"] = json!("sess-9");
+        p["permission"] = json!({"auto_allow": ["read", "search"], "remember": true});
+        // An empty Lua table travels as an empty array.
+        p["agent"]["env"] = json!([]);
+        let Command::Open(open) = decode("acp.open", p).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.mcp_servers.len(), 1);
+        assert_eq!(open.load_session_id.as_deref(), Some("sess-9"));
+        assert_eq!(
+            open.auto_allow,
+            Some(vec!["read".to_owned(), "search".to_owned()])
+        );
+        assert!(open.agent.env.is_empty());
+    }
+
+    #[test]
+    fn rejects_bad_open_params_with_a_reason() {
+        let cases = [
+            (
+                json!({"agent": {"cmd": ["x"]}, "cwd": "/"}),
+                "`chat_id` is missing",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": []}, "cwd": "/"}),
+                "agent.cmd",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": "x"}, "cwd": "/"}),
+                "must be a list",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "rel"}),
+                "absolute",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}}),
+                "`cwd` is missing",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"], "env": {"A": 1}}, "cwd": "/"}),
+                "agent.env",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "mcp_servers": [{"bogus": 1}]}),
+                "McpServer",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "load_session_id": "a", "resume_session_id": "b"}),
+                "not both",
+            ),
+        ];
+        for (params, want) in cases {
+            let err = decode("acp.open", params.clone()).unwrap_err();
+            assert_eq!(err.method, "acp.open");
+            assert!(err.reason.contains(want), "{params}: {}", err.reason);
+        }
+    }
+
+    #[test]
+    fn decodes_prompt_blocks_into_content_blocks() {
+        let cmd = decode(
+            "acp.prompt",
+            json!({"chat_id": 7, "blocks": [{"type": "text", "text": "hi"}]}),
+        )
+        .unwrap();
+        let Command::Prompt { chat_id, blocks } = cmd else {
+            panic!("not a prompt");
+        };
+        assert_eq!(chat_id, ChatId("7".into()));
+        assert!(matches!(&blocks[..], [schema::ContentBlock::Text(t)] if t.text == "hi"));
+    }
+
+    #[test]
+    fn rejects_unknown_or_empty_blocks() {
+        let err = decode(
+            "acp.prompt",
+            json!({"chat_id": "c", "blocks": [{"type": "hologram"}]}),
+        )
+        .unwrap_err();
+        assert!(err.reason.contains("block 1"), "{}", err.reason);
+        let err = decode("acp.prompt", json!({"chat_id": "c", "blocks": []})).unwrap_err();
+        assert!(err.reason.contains("empty"));
+    }
+
+    #[test]
+    fn decodes_permission_respond_with_and_without_option() {
+        assert_eq!(
+            decode(
+                "acp.permission_respond",
+                json!({"request_id": 4, "option_id": "allow"})
+            )
+            .unwrap(),
+            Command::PermissionRespond {
+                request_id: PromptId(4),
+                option_id: Some("allow".into())
+            }
+        );
+        // Lua's nil is simply absent from the table.
+        assert_eq!(
+            decode("acp.permission_respond", json!({"request_id": 4})).unwrap(),
+            Command::PermissionRespond {
+                request_id: PromptId(4),
+                option_id: None
+            }
+        );
+        for bad in [
+            json!({"request_id": "4"}),
+            json!({"request_id": -1}),
+            json!({}),
+        ] {
+            assert!(decode("acp.permission_respond", bad).is_err());
+        }
+    }
+
+    #[test]
+    fn decodes_the_small_commands() {
+        assert_eq!(
+            decode("acp.hello", json!({"plugin_version": "0.1.0"})).unwrap(),
+            Command::Hello {
+                plugin_version: "0.1.0".into()
+            }
+        );
+        assert_eq!(
+            decode("acp.cancel", json!({"chat_id": "c"})).unwrap(),
+            Command::Cancel {
+                chat_id: ChatId("c".into())
+            }
+        );
+        assert_eq!(
+            decode("acp.close", json!({"chat_id": "c"})).unwrap(),
+            Command::Close {
+                chat_id: ChatId("c".into())
+            }
+        );
+        assert_eq!(
+            decode("acp.set_mode", json!({"chat_id": "c", "mode_id": "plan"})).unwrap(),
+            Command::SetMode {
+                chat_id: ChatId("c".into()),
+                mode_id: "plan".into()
+            }
+        );
+        assert_eq!(
+            decode(
+                "acp.set_config_option",
+                json!({"chat_id": "c", "config_id": "model", "value": "opus"})
+            )
+            .unwrap(),
+            Command::SetConfigOption {
+                chat_id: ChatId("c".into()),
+                config_id: "model".into(),
+                value: OptionValue::Id("opus".into())
+            }
+        );
+        assert_eq!(
+            decode(
+                "acp.set_config_option",
+                json!({"chat_id": "c", "config_id": "fast", "value": true})
+            )
+            .unwrap(),
+            Command::SetConfigOption {
+                chat_id: ChatId("c".into()),
+                config_id: "fast".into(),
+                value: OptionValue::Bool(true)
+            }
+        );
+        assert_eq!(
+            Command::decode("acp.shutdown", &[]).unwrap(),
+            Command::Shutdown
+        );
+        assert_eq!(
+            Command::decode("acp.shutdown", &[Value::Array(vec![])]).unwrap(),
+            Command::Shutdown
+        );
+    }
+
+    #[test]
+    fn rejects_bad_shapes_without_panicking() {
+        let weird = [
+            Value::Nil,
+            Value::from(3),
+            Value::from("x"),
+            Value::Binary(vec![0xff]),
+            Value::Ext(1, vec![]),
+            map([("chat_id", Value::Map(vec![]))]),
+            map([("chat_id", Value::from(1.5))]),
+        ];
+        for method in [
+            "acp.hello",
+            "acp.open",
+            "acp.prompt",
+            "acp.cancel",
+            "acp.permission_respond",
+            "acp.close",
+            "acp.set_mode",
+            "acp.set_config_option",
+        ] {
+            for w in &weird {
+                assert!(
+                    Command::decode(method, std::slice::from_ref(w)).is_err(),
+                    "{method} {w:?}"
+                );
+            }
+            assert!(Command::decode(method, &[Value::Nil, Value::Nil]).is_err());
+        }
+        let err = decode("acp.frobnicate", json!({})).unwrap_err();
+        assert!(err.to_string().contains("`acp.frobnicate`"));
+        assert!(err.to_string().contains("checkhealth"));
+    }
+}

@@ -1,0 +1,87 @@
+//! Calls from the backend into the Lua plugin.
+//!
+//! Everything the backend asks of Neovim goes through [`Editor`]: the event
+//! batches and the buffer-aware file access. The real implementation calls
+//! `nvim_exec_lua` through nvim-rs; tests use an in-memory fake.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use futures_io::AsyncWrite;
+use nvim_rs::Neovim;
+use rmpv::Value;
+
+/// Lua code run for one batch of events.
+pub const DISPATCH_LUA: &str = "require('acp.events').dispatch(...)";
+/// Lua code run for a buffer-aware read.
+pub const FS_READ_LUA: &str = "return require('acp.fs').read(...)";
+/// Lua code run for a buffer-aware write.
+pub const FS_WRITE_LUA: &str = "return require('acp.fs').write(...)";
+
+/// A call into Neovim failed (Neovim is gone, or the Lua code raised).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LuaError(pub String);
+
+impl fmt::Display for LuaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LuaError {}
+
+/// The Lua side of the protocol, as the backend uses it.
+#[async_trait]
+pub trait Editor: Send + Sync + 'static {
+    /// `require('acp.events').dispatch(events)`: one call per batch.
+    async fn dispatch(&self, events: Vec<Value>) -> Result<(), LuaError>;
+
+    /// `require('acp.fs').read(args)`: the buffer's lines, or nil when no
+    /// loaded buffer has the path.
+    async fn fs_read(&self, args: Value) -> Result<Value, LuaError>;
+
+    /// `require('acp.fs').write(args)`: `{handled, old_content?, kept_unsaved?}`.
+    async fn fs_write(&self, args: Value) -> Result<Value, LuaError>;
+}
+
+/// The running Neovim, reached through nvim-rs.
+pub struct NvimEditor<W: AsyncWrite + Send + Unpin + 'static> {
+    nvim: Neovim<W>,
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> fmt::Debug for NvimEditor<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NvimEditor")
+    }
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> NvimEditor<W> {
+    /// Wraps the handle nvim-rs gave for the parent Neovim.
+    pub fn new(nvim: Neovim<W>) -> Self {
+        Self { nvim }
+    }
+
+    async fn exec_lua(&self, code: &str, arg: Value) -> Result<Value, LuaError> {
+        self.nvim
+            .exec_lua(code, vec![arg])
+            .await
+            .map_err(|e| LuaError(e.to_string()))
+    }
+}
+
+#[async_trait]
+impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Editor for NvimEditor<W> {
+    async fn dispatch(&self, events: Vec<Value>) -> Result<(), LuaError> {
+        self.exec_lua(DISPATCH_LUA, Value::Array(events))
+            .await
+            .map(|_| ())
+    }
+
+    async fn fs_read(&self, args: Value) -> Result<Value, LuaError> {
+        self.exec_lua(FS_READ_LUA, args).await
+    }
+
+    async fn fs_write(&self, args: Value) -> Result<Value, LuaError> {
+        self.exec_lua(FS_WRITE_LUA, args).await
+    }
+}

@@ -1,0 +1,362 @@
+//! The msgpack-RPC handler: a router, not a worker.
+//!
+//! nvim-rs runs notification handlers one at a time, in order, and holds
+//! back later messages while one runs. So each message is decoded once
+//! ([`Command::decode`]) and forwarded to the command loop; nothing here
+//! waits for an agent. Only `acp.hello` is answered here, and `acp.shutdown`
+//! waits for the agents to stop (it is a request, which nvim-rs runs on its
+//! own task).
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_io::AsyncWrite;
+use nvim_rs::{Handler, Neovim};
+use rmpv::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::Routed;
+use crate::batcher::EventQueue;
+use crate::command::{BadCommand, Command};
+use crate::event::Event;
+use crate::msgpack;
+
+/// How long `acp.shutdown` waits for the agents before answering anyway.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// What `acp.hello` reports.
+#[derive(Debug, Clone)]
+pub struct HelloInfo {
+    /// This backend's version (the crate version).
+    pub backend_version: String,
+    /// The log file, when logging goes to one.
+    pub log_file: Option<PathBuf>,
+    /// Where to run `cargo build --release` to rebuild the backend.
+    pub plugin_dir: String,
+}
+
+impl HelloInfo {
+    /// Version of this build; `plugin_dir` guessed from the executable path.
+    pub fn new(log_file: Option<PathBuf>) -> Self {
+        let plugin_dir = std::env::current_exe()
+            .ok()
+            .and_then(|exe| plugin_dir_of(&exe))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "the acp.nvim plugin directory".into());
+        Self {
+            backend_version: env!("CARGO_PKG_VERSION").into(),
+            log_file,
+            plugin_dir,
+        }
+    }
+
+    /// The answer to `acp.hello {plugin_version}`.
+    pub fn reply(&self, plugin_version: &str) -> Value {
+        let ok = plugin_version == self.backend_version;
+        let mut entries = vec![
+            (
+                "backend_version",
+                Value::from(self.backend_version.as_str()),
+            ),
+            ("ok", Value::from(ok)),
+            (
+                "log_file",
+                self.log_file
+                    .as_ref()
+                    .map_or(Value::Nil, |p| Value::from(p.to_string_lossy().as_ref())),
+            ),
+        ];
+        if !ok {
+            entries.push((
+                "message",
+                Value::from(format!(
+                    "acp.nvim backend {} does not match plugin {plugin_version}: rebuild it with `cargo build --release` in {}",
+                    self.backend_version, self.plugin_dir
+                )),
+            ));
+        }
+        Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Value::from(k), v))
+                .collect(),
+        )
+    }
+}
+
+/// `<dir>` for an executable at `<dir>/target/<profile>/acp-nvim`.
+fn plugin_dir_of(exe: &Path) -> Option<PathBuf> {
+    let profile_dir = exe.parent()?;
+    let target = profile_dir.parent()?;
+    if target.file_name()? != "target" {
+        return None;
+    }
+    target.parent().map(Path::to_path_buf)
+}
+
+/// Routes the plugin's messages to the command loop.
+pub struct NvimHandler<W> {
+    tx: mpsc::UnboundedSender<Routed>,
+    events: EventQueue,
+    hello: Arc<HelloInfo>,
+    _writer: PhantomData<fn() -> W>,
+}
+
+impl<W> Clone for NvimHandler<W> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            events: self.events.clone(),
+            hello: self.hello.clone(),
+            _writer: PhantomData,
+        }
+    }
+}
+
+impl<W> std::fmt::Debug for NvimHandler<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvimHandler")
+            .field("hello", &self.hello)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the handler does with one message.
+#[derive(Debug)]
+pub enum Reply {
+    /// Answer at once with this value.
+    Now(Value),
+    /// Answer with an error (bad input).
+    Error(Value),
+    /// Wait for the command loop, then answer `true`.
+    AfterShutdown(oneshot::Receiver<()>),
+}
+
+impl<W> NvimHandler<W> {
+    /// A handler forwarding to `tx`; bad input is also reported on `events`.
+    pub fn new(tx: mpsc::UnboundedSender<Routed>, events: EventQueue, hello: HelloInfo) -> Self {
+        Self {
+            tx,
+            events,
+            hello: Arc::new(hello),
+            _writer: PhantomData,
+        }
+    }
+
+    fn forward(&self, routed: Routed) {
+        if self.tx.send(routed).is_err() {
+            tracing::warn!("command dropped: the command loop has stopped");
+        }
+    }
+
+    fn warn(&self, bad: &BadCommand) {
+        tracing::warn!("{bad}");
+        self.events.push(Event::Warning {
+            chat_id: None,
+            message: bad.to_string(),
+        });
+    }
+
+    /// Handles a request: decode, forward, and say how to answer.
+    pub fn request(&self, method: &str, args: &[Value]) -> Reply {
+        match Command::decode(method, args) {
+            Err(bad) => {
+                self.warn(&bad);
+                Reply::Error(Value::from(bad.to_string()))
+            }
+            Ok(Command::Hello { plugin_version }) => {
+                let reply = self.hello.reply(&plugin_version);
+                if msgpack::field(&reply, "ok").and_then(Value::as_bool) != Some(true) {
+                    tracing::warn!(plugin_version, "plugin and backend versions differ");
+                } else {
+                    tracing::info!(plugin_version, "handshake done");
+                }
+                Reply::Now(reply)
+            }
+            Ok(Command::Shutdown) => {
+                let (ack, done) = oneshot::channel();
+                self.forward(Routed::Shutdown(Some(ack)));
+                Reply::AfterShutdown(done)
+            }
+            Ok(cmd) => {
+                self.forward(Routed::Command(cmd));
+                Reply::Now(Value::Boolean(true))
+            }
+        }
+    }
+
+    /// Handles a notification: decode and forward.
+    pub fn notify(&self, method: &str, args: &[Value]) {
+        match Command::decode(method, args) {
+            Err(bad) => self.warn(&bad),
+            Ok(Command::Hello { .. }) => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
+            Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
+            Ok(cmd) => self.forward(Routed::Command(cmd)),
+        }
+    }
+}
+
+#[async_trait]
+impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Handler for NvimHandler<W> {
+    type Writer = W;
+
+    async fn handle_request(
+        &self,
+        name: String,
+        args: Vec<Value>,
+        _neovim: Neovim<W>,
+    ) -> Result<Value, Value> {
+        match self.request(&name, &args) {
+            Reply::Now(v) => Ok(v),
+            Reply::Error(e) => Err(e),
+            Reply::AfterShutdown(done) => {
+                if tokio::time::timeout(SHUTDOWN_WAIT, done).await.is_err() {
+                    tracing::warn!("agents did not stop within {SHUTDOWN_WAIT:?}");
+                }
+                Ok(Value::Boolean(true))
+            }
+        }
+    }
+
+    async fn handle_notify(&self, name: String, args: Vec<Value>, _neovim: Neovim<W>) {
+        self.notify(&name, &args);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use crate::command::ChatId;
+    use crate::msgpack::{from_json, map};
+    use serde_json::json;
+
+    fn hello_info() -> HelloInfo {
+        HelloInfo {
+            backend_version: "0.1.0".into(),
+            log_file: Some("/tmp/acp.log".into()),
+            plugin_dir: "/plugins/acp.nvim".into(),
+        }
+    }
+
+    fn handler() -> (
+        NvimHandler<Vec<u8>>,
+        mpsc::UnboundedReceiver<Routed>,
+        mpsc::UnboundedReceiver<Event>,
+    ) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (events, events_rx) = EventQueue::new();
+        (NvimHandler::new(tx, events, hello_info()), rx, events_rx)
+    }
+
+    #[test]
+    fn hello_with_the_same_version_is_ok() {
+        let reply = hello_info().reply("0.1.0");
+        assert_eq!(msgpack::field(&reply, "ok"), Some(&Value::from(true)));
+        assert_eq!(
+            msgpack::field(&reply, "log_file").and_then(Value::as_str),
+            Some("/tmp/acp.log")
+        );
+        assert!(msgpack::field(&reply, "message").is_none());
+    }
+
+    #[test]
+    fn hello_with_another_version_says_how_to_rebuild() {
+        let reply = hello_info().reply("0.2.0");
+        assert_eq!(msgpack::field(&reply, "ok"), Some(&Value::from(false)));
+        assert_eq!(
+            msgpack::field(&reply, "message").and_then(Value::as_str),
+            Some("acp.nvim backend 0.1.0 does not match plugin 0.2.0: rebuild it with `cargo build --release` in /plugins/acp.nvim")
+        );
+    }
+
+    #[test]
+    fn plugin_dir_is_found_from_a_cargo_target_path() {
+        assert_eq!(
+            plugin_dir_of(Path::new("/p/acp.nvim/target/release/acp-nvim")),
+            Some(PathBuf::from("/p/acp.nvim"))
+        );
+        assert_eq!(plugin_dir_of(Path::new("/usr/bin/acp-nvim")), None);
+    }
+
+    #[test]
+    fn requests_are_forwarded_and_answered_true_at_once() {
+        let (h, mut rx, _events) = handler();
+        let reply = h.request("acp.close", &[map([("chat_id", Value::from("c"))])]);
+        assert!(matches!(reply, Reply::Now(Value::Boolean(true))));
+        match rx.try_recv().unwrap() {
+            Routed::Command(Command::Close { chat_id }) => assert_eq!(chat_id, ChatId("c".into())),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn hello_is_answered_without_the_command_loop() {
+        let (h, mut rx, _events) = handler();
+        let reply = h.request(
+            "acp.hello",
+            &[from_json(&json!({"plugin_version": "0.1.0"}))],
+        );
+        assert!(matches!(reply, Reply::Now(Value::Map(_))));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn bad_input_is_an_error_reply_and_a_warning_event() {
+        let (h, mut rx, mut events) = handler();
+        let reply = h.request("acp.open", &[Value::from(3)]);
+        assert!(matches!(reply, Reply::Error(Value::String(_))));
+        assert!(rx.try_recv().is_err());
+        match events.try_recv().unwrap() {
+            Event::Warning {
+                chat_id: None,
+                message,
+            } => assert!(message.contains("acp.open")),
+            other => panic!("unexpected {other:?}"),
+        }
+
+        h.notify("acp.prompt", &[from_json(&json!({"chat_id": "c"}))]);
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+    }
+
+    #[test]
+    fn notifications_keep_their_order() {
+        let (h, mut rx, _events) = handler();
+        h.notify(
+            "acp.prompt",
+            &[from_json(
+                &json!({"chat_id": "c", "blocks": [{"type": "text", "text": "x"}]}),
+            )],
+        );
+        h.notify("acp.cancel", &[from_json(&json!({"chat_id": "c"}))]);
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Prompt { .. })
+        ));
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Cancel { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_the_command_loop() {
+        let (h, mut rx, _events) = handler();
+        let Reply::AfterShutdown(done) = h.request("acp.shutdown", &[]) else {
+            panic!("shutdown must wait");
+        };
+        match rx.try_recv().unwrap() {
+            Routed::Shutdown(Some(ack)) => ack.send(()).unwrap(),
+            other => panic!("unexpected {other:?}"),
+        }
+        done.await.unwrap();
+    }
+}

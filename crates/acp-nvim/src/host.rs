@@ -1,0 +1,971 @@
+//! The editor host of one agent process: acp-client calls it for permission
+//! prompts, buffer-aware file access and events; it answers through Lua and
+//! turns the client's session-keyed events into the plugin's chat-keyed ones.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use acp_client::host::{ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::update::SessionId;
+use acp_client::{ClientEvent, EditorHost};
+use async_trait::async_trait;
+use rmpv::Value;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::batcher::EventQueue;
+use crate::command::{ChatId, PromptId};
+use crate::editor::Editor;
+use crate::event::Event;
+use crate::msgpack;
+use crate::prompts::{Prompts, Withdraw};
+
+/// Most events kept for sessions that are not registered yet.
+const HELD_MAX: usize = 2_000;
+/// Protocol warnings of one agent shown to the user; later ones are logged.
+const WARNINGS_SHOWN: usize = 3;
+
+/// What Lua did with an agent's write, kept until the client reports the
+/// edit as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct WriteNote {
+    buffer_updated: bool,
+    kept_unsaved: bool,
+}
+
+/// Something for a session that may not be routable yet.
+#[derive(Debug)]
+enum Item {
+    Client(ClientEvent),
+    Permission {
+        request: PermissionRequest,
+        prompt: PromptId,
+    },
+}
+
+/// Which chat each session of one agent belongs to, and the translation of
+/// the client's events into plugin events.
+#[derive(Debug)]
+pub struct Routes {
+    agent_name: String,
+    sessions: HashMap<SessionId, ChatId>,
+    /// Sessions whose chat was closed: their late events are dropped.
+    closed: HashSet<SessionId>,
+    /// Events of sessions the backend does not know yet, in order. An agent
+    /// may send updates right after its `session/new` answer, before the
+    /// task that sent the request has registered the session (Claude sends
+    /// its slash commands that way).
+    held: VecDeque<(SessionId, Item)>,
+    /// The client's permission ids (per agent) to the backend's (global).
+    prompt_ids: HashMap<PermissionRequestId, PromptId>,
+    writes: HashMap<(SessionId, PathBuf), WriteNote>,
+    warnings: usize,
+}
+
+impl Routes {
+    /// No sessions yet.
+    pub fn new(agent_name: impl Into<String>) -> Self {
+        Self {
+            agent_name: agent_name.into(),
+            sessions: HashMap::new(),
+            closed: HashSet::new(),
+            held: VecDeque::new(),
+            prompt_ids: HashMap::new(),
+            writes: HashMap::new(),
+            warnings: 0,
+        }
+    }
+
+    /// Routes `session` to `chat` from now on; `started` (the
+    /// `session_started` event) goes out first, then every event held for
+    /// the session, in order.
+    pub fn register(
+        &mut self,
+        session: SessionId,
+        chat: ChatId,
+        started: Option<Event>,
+        out: &mut Vec<Event>,
+    ) {
+        self.closed.remove(&session);
+        self.sessions.insert(session.clone(), chat);
+        out.extend(started);
+        let held = std::mem::take(&mut self.held);
+        for (sid, item) in held {
+            if sid == session {
+                self.route(item, out);
+            } else {
+                self.held.push_back((sid, item));
+            }
+        }
+    }
+
+    /// Stops routing `session`; its late events are dropped.
+    pub fn unregister(&mut self, session: &SessionId) {
+        self.sessions.remove(session);
+        self.closed.insert(session.clone());
+        self.held.retain(|(sid, _)| sid != session);
+        self.writes.retain(|(sid, _), _| sid != session);
+    }
+
+    /// The chats of this agent.
+    pub fn chats(&self) -> Vec<ChatId> {
+        let mut chats: Vec<ChatId> = self.sessions.values().cloned().collect();
+        chats.sort();
+        chats
+    }
+
+    /// Translates one client event; the result goes to `out`, or is held
+    /// until its session is registered.
+    pub fn translate(&mut self, event: ClientEvent, out: &mut Vec<Event>) {
+        self.route(Item::Client(event), out);
+    }
+
+    fn route(&mut self, item: Item, out: &mut Vec<Event>) {
+        let session = match &item {
+            Item::Client(ev) => session_of(ev),
+            Item::Permission { request, .. } => Some(request.session_id.clone()),
+        };
+        let Some(session) = session else {
+            self.translate_agent_wide(item, out);
+            return;
+        };
+        let Some(chat) = self.sessions.get(&session).cloned() else {
+            if self.closed.contains(&session) {
+                tracing::debug!(%session, "dropping a late event of a closed session");
+                self.drop_item(item);
+            } else {
+                self.hold(session, item);
+            }
+            return;
+        };
+        match item {
+            Item::Client(ev) => self.translate_for_chat(ev, chat, out),
+            Item::Permission { request, prompt } => out.push(Event::PermissionRequest {
+                chat_id: chat,
+                request_id: prompt,
+                tool_call: to_json(&request.tool_call),
+                options: to_json(&request.options),
+            }),
+        }
+    }
+
+    fn hold(&mut self, session: SessionId, item: Item) {
+        if self.held.len() >= HELD_MAX {
+            if let Some((sid, old)) = self.held.pop_front() {
+                tracing::warn!(session = %sid, "dropping an event of a session that never opened");
+                self.drop_item(old);
+            }
+        }
+        self.held.push_back((session, item));
+    }
+
+    /// Forgets the bookkeeping of an event that will never be shown.
+    fn drop_item(&mut self, item: Item) {
+        if let Item::Client(ClientEvent::PermissionCancelled { id, .. }) = item {
+            self.prompt_ids.remove(&id);
+        }
+    }
+
+    fn translate_agent_wide(&mut self, item: Item, out: &mut Vec<Event>) {
+        let Item::Client(event) = item else {
+            return;
+        };
+        match event {
+            ClientEvent::AgentExited {
+                status,
+                stderr_tail,
+            } => {
+                for chat in self.chats() {
+                    out.push(Event::AgentExited {
+                        chat_id: chat,
+                        status: status.to_string(),
+                        stderr_tail: stderr_tail.clone(),
+                    });
+                }
+            }
+            ClientEvent::ProtocolWarning { message } => {
+                tracing::warn!(agent = %self.agent_name, "{message}");
+                self.warnings += 1;
+                if self.warnings <= WARNINGS_SHOWN {
+                    let mut message = format!("agent {}: {message}", self.agent_name);
+                    if self.warnings == WARNINGS_SHOWN {
+                        message.push_str(
+                            " (further warnings of this agent go to the log only: :Acp log)",
+                        );
+                    }
+                    out.push(Event::Warning {
+                        chat_id: None,
+                        message,
+                    });
+                }
+            }
+            other => tracing::debug!("client event without a session ignored: {other:?}"),
+        }
+    }
+
+    fn translate_for_chat(&mut self, event: ClientEvent, chat: ChatId, out: &mut Vec<Event>) {
+        match event {
+            ClientEvent::Session { change, .. } => out.push(Event::Session {
+                chat_id: chat,
+                change: to_json(&change),
+            }),
+            ClientEvent::PermissionCancelled { id, .. } => match self.prompt_ids.remove(&id) {
+                Some(prompt) => out.push(Event::PermissionCancelled {
+                    chat_id: chat,
+                    request_id: prompt,
+                }),
+                None => tracing::debug!(?id, "cancelled permission prompt was never shown"),
+            },
+            ClientEvent::PermissionAutoAnswered { request, decision } => {
+                let option = match &decision {
+                    PermissionDecision::Selected { option_id } => request
+                        .options
+                        .iter()
+                        .find(|o| &o.option_id == option_id)
+                        .map(to_json)
+                        .unwrap_or(Json::Null),
+                    _ => Json::Null,
+                };
+                out.push(Event::PermissionAuto {
+                    chat_id: chat,
+                    tool_call: to_json(&request.tool_call),
+                    option,
+                });
+            }
+            ClientEvent::Terminal(terminal) => {
+                let Json::Object(mut fields) = to_json(&terminal) else {
+                    tracing::warn!("terminal event did not serialize to a map: {terminal:?}");
+                    return;
+                };
+                fields.remove("sessionId");
+                out.push(Event::Terminal {
+                    chat_id: chat,
+                    fields,
+                });
+            }
+            ClientEvent::FileEdited(edit) => {
+                let note = self
+                    .writes
+                    .remove(&(edit.session_id.clone(), edit.path.clone()))
+                    .unwrap_or_default();
+                out.push(Event::FileEdited {
+                    chat_id: chat,
+                    path: edit.path.to_string_lossy().into_owned(),
+                    buffer_updated: note.buffer_updated,
+                    kept_unsaved: note.kept_unsaved,
+                });
+            }
+            other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
+        }
+    }
+}
+
+/// The session a client event belongs to; `None` for agent-wide events.
+fn session_of(event: &ClientEvent) -> Option<SessionId> {
+    match event {
+        ClientEvent::Session { session_id, .. }
+        | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id.clone()),
+        ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
+        ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
+        ClientEvent::Terminal(terminal) => to_json(terminal)
+            .get("sessionId")
+            .and_then(Json::as_str)
+            .map(SessionId::new),
+        _ => None,
+    }
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
+    serde_json::to_value(value).unwrap_or_else(|e| {
+        tracing::error!("could not serialize a value for Lua: {e}");
+        Json::Null
+    })
+}
+
+/// The [`EditorHost`] of one agent process.
+pub struct NvimHost {
+    events: EventQueue,
+    editor: Arc<dyn Editor>,
+    prompts: Arc<Prompts>,
+    routes: Mutex<Routes>,
+}
+
+impl std::fmt::Debug for NvimHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvimHost")
+            .field("routes", &*self.routes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl NvimHost {
+    /// A host for the agent named `agent_name`.
+    pub fn new(
+        agent_name: &str,
+        events: EventQueue,
+        editor: Arc<dyn Editor>,
+        prompts: Arc<Prompts>,
+    ) -> Self {
+        Self {
+            events,
+            editor,
+            prompts,
+            routes: Mutex::new(Routes::new(agent_name)),
+        }
+    }
+
+    fn routes(&self) -> MutexGuard<'_, Routes> {
+        // Every Routes operation leaves it consistent, so poison is ignored.
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the routes and queues what it produced. The lock is held
+    /// while queueing so that events keep the order in which they were routed.
+    fn with_routes(&self, f: impl FnOnce(&mut Routes, &mut Vec<Event>)) {
+        let mut routes = self.routes();
+        let mut out = Vec::new();
+        f(&mut routes, &mut out);
+        for ev in out {
+            self.events.push(ev);
+        }
+    }
+
+    /// Routes a session to a chat; `started` is queued first, then the
+    /// session's held events.
+    pub fn register(&self, session: SessionId, chat: ChatId, started: Option<Event>) {
+        self.with_routes(|r, out| r.register(session, chat, started, out));
+    }
+
+    /// Stops routing a session.
+    pub fn unregister(&self, session: &SessionId) {
+        self.routes().unregister(session);
+    }
+
+    /// The chats whose sessions live in this agent.
+    pub fn chats(&self) -> Vec<ChatId> {
+        self.routes().chats()
+    }
+}
+
+/// A path as Lua gets it; `None` for paths that are not UTF-8 (Lua could
+/// not match them against buffer names reliably: the disk is used).
+fn lua_path(path: &Path) -> Option<&str> {
+    path.to_str()
+}
+
+#[async_trait]
+impl EditorHost for NvimHost {
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
+        let (prompt, answer) = self.prompts.open();
+        let _withdraw = Withdraw {
+            prompts: &self.prompts,
+            id: prompt,
+        };
+        let client_id = request.id;
+        self.with_routes(|r, out| {
+            r.prompt_ids.insert(client_id, prompt);
+            r.route(Item::Permission { request, prompt }, out);
+        });
+        // When the turn is cancelled the client drops this future; the
+        // mapping then stays until its PermissionCancelled is translated.
+        let answer = answer.await;
+        self.routes().prompt_ids.remove(&client_id);
+        match answer {
+            Ok(Some(option_id)) => PermissionDecision::Selected { option_id },
+            Ok(None) => PermissionDecision::Cancelled,
+            Err(_) => {
+                tracing::debug!(%prompt, "permission prompt dropped without an answer");
+                PermissionDecision::Cancelled
+            }
+        }
+    }
+
+    async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
+        let Some(path) = lua_path(&request.path) else {
+            return Ok(None);
+        };
+        let mut args = vec![(Value::from("path"), Value::from(path))];
+        if let Some(line) = request.line {
+            args.push((Value::from("line"), Value::from(line)));
+        }
+        if let Some(limit) = request.limit {
+            args.push((Value::from("limit"), Value::from(limit)));
+        }
+        let reply = self.editor.fs_read(Value::Map(args)).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not read `{path}` from its buffer: {e}"
+            ))
+        })?;
+        match reply {
+            Value::Nil => Ok(None),
+            Value::String(s) => match s.into_str() {
+                Some(text) => Ok(Some(text)),
+                None => Err(acp_client::Error::NotUtf8 {
+                    path: request.path.clone(),
+                }),
+            },
+            other => Err(acp_client::Error::Host(format!(
+                "Neovim answered a read of `{path}` with {other}, not text; update the acp.nvim plugin and backend together"
+            ))),
+        }
+    }
+
+    async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
+        let Some(path) = lua_path(&request.path) else {
+            return Ok(WriteOutcome::NotHandled);
+        };
+        let args = msgpack::map([
+            ("path", Value::from(path)),
+            ("content", Value::from(request.content.as_str())),
+        ]);
+        let reply = self.editor.fs_write(args).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not write `{path}` through its buffer: {e}"
+            ))
+        })?;
+        let flag = |key| msgpack::field(&reply, key).and_then(Value::as_bool) == Some(true);
+        let handled = match msgpack::field(&reply, "handled").and_then(Value::as_bool) {
+            Some(h) => h,
+            None => {
+                return Err(acp_client::Error::Host(format!(
+                    "Neovim answered a write of `{path}` without `handled`; update the acp.nvim plugin and backend together"
+                )))
+            }
+        };
+        let note = WriteNote {
+            buffer_updated: handled,
+            kept_unsaved: !handled && flag("kept_unsaved"),
+        };
+        self.routes()
+            .writes
+            .insert((request.session_id.clone(), request.path.clone()), note);
+        if handled {
+            let old_content = msgpack::field(&reply, "old_content")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            Ok(WriteOutcome::Handled { old_content })
+        } else {
+            Ok(WriteOutcome::NotHandled)
+        }
+    }
+
+    fn on_event(&self, event: ClientEvent) {
+        self.with_routes(|r, out| r.translate(event, out));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use acp_client::host::FileEdit;
+    use acp_client::permission::{OptionKind, PermissionOption};
+    use acp_client::process::ExitInfo;
+    use acp_client::session::SessionChange;
+    use acp_client::terminal::TerminalEvent;
+    use acp_client::update::ToolCallFields;
+    use serde_json::json;
+
+    use super::*;
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s)
+    }
+
+    fn chat(s: &str) -> ChatId {
+        ChatId(s.into())
+    }
+
+    fn mode(session: &str, mode: &str) -> ClientEvent {
+        ClientEvent::Session {
+            session_id: sid(session),
+            change: SessionChange::ModeChanged {
+                current_mode_id: mode.into(),
+            },
+        }
+    }
+
+    fn permission(session: &str, id: u64) -> PermissionRequest {
+        PermissionRequest {
+            id: PermissionRequestId(id),
+            session_id: sid(session),
+            tool_call: ToolCallFields::new("tool-1"),
+            options: vec![
+                PermissionOption {
+                    option_id: "yes".into(),
+                    name: "Allow".into(),
+                    kind: OptionKind::AllowOnce,
+                },
+                PermissionOption {
+                    option_id: "no".into(),
+                    name: "Reject".into(),
+                    kind: OptionKind::RejectOnce,
+                },
+            ],
+        }
+    }
+
+    fn started(c: &str) -> Event {
+        Event::Warning {
+            chat_id: Some(chat(c)),
+            message: "started".into(),
+        }
+    }
+
+    #[test]
+    fn session_events_are_routed_to_their_chat() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.register(sid("s2"), chat("b"), None, &mut out);
+        r.translate(mode("s2", "plan"), &mut out);
+        r.translate(mode("s1", "code"), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Event::Session {
+                    chat_id: chat("b"),
+                    change: json!({"change": "mode_changed", "currentModeId": "plan"}),
+                },
+                Event::Session {
+                    chat_id: chat("a"),
+                    change: json!({"change": "mode_changed", "currentModeId": "code"}),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn events_before_registration_follow_session_started_in_order() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.translate(mode("s1", "one"), &mut out);
+        r.translate(mode("other", "x"), &mut out);
+        r.translate(mode("s1", "two"), &mut out);
+        assert!(out.is_empty());
+        r.register(sid("s1"), chat("a"), Some(started("a")), &mut out);
+        let kinds: Vec<Json> = out.iter().map(Event::to_json).collect();
+        assert_eq!(kinds[0]["message"], "started");
+        assert_eq!(kinds[1]["change"]["currentModeId"], "one");
+        assert_eq!(kinds[2]["change"]["currentModeId"], "two");
+        assert_eq!(out.len(), 3);
+        // The other session's event is still held for it.
+        out.clear();
+        r.register(sid("other"), chat("b"), None, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].chat_id(), Some(&chat("b")));
+    }
+
+    #[test]
+    fn late_events_of_a_closed_session_are_dropped() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.unregister(&sid("s1"));
+        r.translate(mode("s1", "late"), &mut out);
+        assert!(out.is_empty());
+        assert!(r.held.is_empty());
+    }
+
+    #[test]
+    fn held_events_are_bounded() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        for i in 0..HELD_MAX + 10 {
+            r.translate(mode("never", &i.to_string()), &mut out);
+        }
+        assert_eq!(r.held.len(), HELD_MAX);
+        r.register(sid("never"), chat("a"), None, &mut out);
+        assert_eq!(out.len(), HELD_MAX);
+        // The oldest ones were dropped, the newest kept.
+        assert_eq!(out[0].to_json()["change"]["currentModeId"], "10");
+    }
+
+    #[test]
+    fn agent_exit_reaches_every_chat_of_the_agent() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.register(sid("s2"), chat("b"), None, &mut out);
+        r.translate(
+            ClientEvent::AgentExited {
+                status: ExitInfo {
+                    code: Some(3),
+                    signal: None,
+                },
+                stderr_tail: "boom\n".into(),
+            },
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                Event::AgentExited {
+                    chat_id: chat("a"),
+                    status: "exit code 3".into(),
+                    stderr_tail: "boom\n".into()
+                },
+                Event::AgentExited {
+                    chat_id: chat("b"),
+                    status: "exit code 3".into(),
+                    stderr_tail: "boom\n".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn permission_requests_and_cancellations_use_backend_ids() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.prompt_ids.insert(PermissionRequestId(1), PromptId(41));
+        r.route(
+            Item::Permission {
+                request: permission("s1", 1),
+                prompt: PromptId(41),
+            },
+            &mut out,
+        );
+        r.translate(
+            ClientEvent::PermissionCancelled {
+                id: PermissionRequestId(1),
+                session_id: sid("s1"),
+            },
+            &mut out,
+        );
+        let j: Vec<Json> = out.iter().map(Event::to_json).collect();
+        assert_eq!(j[0]["type"], "permission_request");
+        assert_eq!(j[0]["request_id"], 41);
+        assert_eq!(j[0]["chat_id"], "a");
+        assert_eq!(j[0]["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(
+            j[0]["options"][0],
+            json!({"optionId": "yes", "name": "Allow", "kind": "allow_once"})
+        );
+        assert_eq!(
+            j[1],
+            json!({"type": "permission_cancelled", "chat_id": "a", "request_id": 41})
+        );
+        assert!(r.prompt_ids.is_empty());
+    }
+
+    #[test]
+    fn auto_answers_name_the_chosen_option() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.translate(
+            ClientEvent::PermissionAutoAnswered {
+                request: permission("s1", 2),
+                decision: PermissionDecision::Selected {
+                    option_id: "yes".into(),
+                },
+            },
+            &mut out,
+        );
+        let j = out[0].to_json();
+        assert_eq!(j["type"], "permission_auto");
+        assert_eq!(j["option"]["optionId"], "yes");
+        assert_eq!(j["tool_call"]["toolCallId"], "tool-1");
+    }
+
+    #[test]
+    fn terminal_events_lose_the_session_and_gain_the_chat() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.translate(
+            ClientEvent::Terminal(TerminalEvent::Output {
+                session_id: sid("s1"),
+                terminal_id: "term-1".into(),
+                data: "hi\n".into(),
+                truncated: false,
+            }),
+            &mut out,
+        );
+        assert_eq!(
+            out[0].to_json(),
+            json!({"type": "terminal", "chat_id": "a", "kind": "output", "terminalId": "term-1", "data": "hi\n", "truncated": false})
+        );
+    }
+
+    #[test]
+    fn file_edits_carry_what_lua_did_with_the_write() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        r.writes.insert(
+            (sid("s1"), PathBuf::from("/p/a.rs")),
+            WriteNote {
+                buffer_updated: false,
+                kept_unsaved: true,
+            },
+        );
+        let edit = |path: &str| {
+            ClientEvent::FileEdited(FileEdit {
+                session_id: sid("s1"),
+                path: PathBuf::from(path),
+                old_content: None,
+                new_content: "x".into(),
+            })
+        };
+        r.translate(edit("/p/a.rs"), &mut out);
+        r.translate(edit("/p/b.rs"), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Event::FileEdited {
+                    chat_id: chat("a"),
+                    path: "/p/a.rs".into(),
+                    buffer_updated: false,
+                    kept_unsaved: true
+                },
+                Event::FileEdited {
+                    chat_id: chat("a"),
+                    path: "/p/b.rs".into(),
+                    buffer_updated: false,
+                    kept_unsaved: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_first_protocol_warnings_are_shown() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        for i in 0..10 {
+            r.translate(
+                ClientEvent::ProtocolWarning {
+                    message: format!("bad line {i}"),
+                },
+                &mut out,
+            );
+        }
+        assert_eq!(out.len(), WARNINGS_SHOWN);
+        let last = out.last().unwrap().to_json();
+        assert!(last["message"].as_str().unwrap().contains(":Acp log"));
+        assert!(last["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent demo: "));
+    }
+
+    /// A fake Lua `acp.fs`, answering with fixed values.
+    struct FakeFs {
+        read: Value,
+        write: Value,
+        seen: Mutex<Vec<Value>>,
+    }
+
+    #[async_trait]
+    impl Editor for FakeFs {
+        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
+            Ok(())
+        }
+        async fn fs_read(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            self.seen.lock().unwrap().push(args);
+            Ok(self.read.clone())
+        }
+        async fn fs_write(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            self.seen.lock().unwrap().push(args);
+            Ok(self.write.clone())
+        }
+    }
+
+    fn host_with(
+        fs: FakeFs,
+    ) -> (
+        NvimHost,
+        Arc<FakeFs>,
+        tokio::sync::mpsc::UnboundedReceiver<Event>,
+    ) {
+        let fs = Arc::new(fs);
+        let (events, rx) = EventQueue::new();
+        let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));
+        (host, fs, rx)
+    }
+
+    #[tokio::test]
+    async fn reads_ask_lua_for_the_requested_range_only() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::from("b\nc\n"),
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        let got = host
+            .read_text_file(&ReadTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                line: Some(2),
+                limit: Some(2),
+            })
+            .await
+            .unwrap();
+        assert_eq!(got.as_deref(), Some("b\nc\n"));
+        let args = &fs.seen.lock().unwrap()[0];
+        assert_eq!(
+            msgpack::to_json(args),
+            json!({"path": "/p/a.txt", "line": 2, "limit": 2})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_read_without_buffer_falls_back_to_disk() {
+        let (host, _fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        let got = host
+            .read_text_file(&ReadTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                line: None,
+                limit: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, None);
+    }
+
+    #[tokio::test]
+    async fn a_write_to_a_modified_buffer_goes_to_disk_and_is_reported() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let outcome = host
+            .write_text_file(&WriteTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                content: "new".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(outcome, WriteOutcome::NotHandled);
+        // The client writes the disk, then reports the edit.
+        host.on_event(ClientEvent::FileEdited(FileEdit {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            old_content: Some("old".into()),
+            new_content: "new".into(),
+        }));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Event::FileEdited {
+                chat_id: chat("a"),
+                path: "/p/a.txt".into(),
+                buffer_updated: false,
+                kept_unsaved: true
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_through_the_buffer_returns_the_old_content() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": true, "old_content": "old\n"})),
+            seen: Mutex::default(),
+        });
+        let outcome = host
+            .write_text_file(&WriteTextFile {
+                session_id: sid("s1"),
+                path: "/p/a.txt".into(),
+                content: "new\n".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            WriteOutcome::Handled {
+                old_content: Some("old\n".into())
+            }
+        );
+        assert_eq!(
+            msgpack::to_json(&fs.seen.lock().unwrap()[0]),
+            json!({"path": "/p/a.txt", "content": "new\n"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_malformed_write_reply_is_an_error_for_the_agent() {
+        let (host, _fs, _rx) = host_with(FakeFs {
+            read: Value::from(3),
+            write: Value::from(true),
+            seen: Mutex::default(),
+        });
+        let w = WriteTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            content: "x".into(),
+        };
+        assert!(matches!(
+            host.write_text_file(&w).await,
+            Err(acp_client::Error::Host(_))
+        ));
+        let r = ReadTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            line: None,
+            limit: None,
+        };
+        assert!(matches!(
+            host.read_text_file(&r).await,
+            Err(acp_client::Error::Host(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn permission_prompts_are_answered_through_the_backend_id() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let prompts = host.prompts.clone();
+        let waiting = tokio::spawn({
+            let host = Arc::new(host);
+            async move { host.request_permission(permission("s1", 7)).await }
+        });
+        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
+            panic!("expected a permission request");
+        };
+        assert!(prompts.answer(request_id, Some("no".into())));
+        assert_eq!(
+            waiting.await.unwrap(),
+            PermissionDecision::Selected {
+                option_id: "no".into()
+            }
+        );
+        assert!(prompts.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dismissed_prompt_is_cancelled() {
+        let (host, _fs, mut rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        host.register(sid("s1"), chat("a"), None);
+        let prompts = host.prompts.clone();
+        let host = Arc::new(host);
+        let waiting = tokio::spawn({
+            let host = host.clone();
+            async move { host.request_permission(permission("s1", 8)).await }
+        });
+        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
+            panic!("expected a permission request");
+        };
+        assert!(prompts.answer(request_id, None));
+        assert_eq!(waiting.await.unwrap(), PermissionDecision::Cancelled);
+        assert!(host.routes().prompt_ids.is_empty());
+    }
+}

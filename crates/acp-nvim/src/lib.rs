@@ -1,0 +1,132 @@
+//! The Neovim backend of acp.nvim (`acp-nvim`).
+//!
+//! The Lua plugin starts one backend per Neovim with
+//! `jobstart({bin, ...}, {rpc = true})`. The backend speaks msgpack-RPC on
+//! its stdin/stdout (through nvim-rs), owns every agent process and session
+//! (through acp-client), and reports to Lua with batched events. The
+//! contract with the Lua side is `doc/protocol.md`.
+//!
+//! Data flow:
+//! - Lua -> [`handler`] (decode once into a [`command::Command`]) ->
+//!   [`backend`] (route by chat) -> [`chat`] tasks -> acp-client.
+//! - acp-client -> [`host`] (session id -> chat id) -> [`batcher`] (one
+//!   `nvim_exec_lua` per frame) -> Lua.
+//! - Buffer-aware `fs/*` of the agent: [`host`] -> [`editor`] -> Lua `acp.fs`.
+//!
+//! What it does not do: render anything, or decide anything the user should
+//! decide. Traffic can be seen with `--log-level trace` in the log file.
+
+#![warn(missing_docs)]
+
+pub mod agents;
+pub mod backend;
+pub mod batcher;
+pub mod chat;
+pub mod cli;
+pub mod command;
+pub mod editor;
+pub mod event;
+pub mod handler;
+pub mod host;
+pub mod logging;
+pub mod msgpack;
+pub mod prompts;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agents::Shared;
+use crate::backend::{Backend, Routed};
+use crate::batcher::EventQueue;
+use crate::editor::{Editor, NvimEditor};
+use crate::event::Event;
+use crate::handler::{HelloInfo, NvimHandler};
+use crate::prompts::Prompts;
+
+/// How long the agents get to stop when Neovim is gone.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// Serves the parent Neovim on stdin/stdout until it goes away (stdin EOF)
+/// or the process gets SIGTERM/SIGINT, then stops every agent.
+/// `startup_warning` is shown to the user once the channel is up.
+pub async fn serve(
+    log_file: Option<PathBuf>,
+    startup_warning: Option<String>,
+) -> std::io::Result<()> {
+    let (events, events_rx) = EventQueue::new();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
+    let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;
+    // nvim-rs writes to its own duplicate of fd 1. Point fd 1 itself at
+    // stderr, so that a stray print anywhere in the process cannot corrupt
+    // the msgpack stream.
+    redirect_stdout_to_stderr();
+
+    let editor: Arc<dyn Editor> = Arc::new(NvimEditor::new(nvim));
+    let batcher = tokio::spawn(batcher::run(
+        events_rx,
+        editor.clone(),
+        batcher::FRAME,
+        batcher::MAX_BATCH,
+    ));
+    let backend = Backend::new(Shared {
+        events: events.clone(),
+        editor,
+        prompts: Arc::new(Prompts::new()),
+    });
+    let backend = tokio::spawn(backend.run(rx));
+    if let Some(message) = startup_warning {
+        events.push(Event::Warning {
+            chat_id: None,
+            message,
+        });
+    }
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        pid = std::process::id(),
+        "acp-nvim serving"
+    );
+
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        r = io => match r {
+            Ok(Ok(())) => tracing::info!("Neovim closed the channel"),
+            Ok(Err(e)) if e.is_reader_error() => tracing::info!("Neovim closed the channel: {e}"),
+            Ok(Err(e)) => tracing::error!("msgpack-RPC channel failed: {e}"),
+            Err(e) => tracing::error!("msgpack-RPC task failed: {e}"),
+        },
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = int.recv() => tracing::info!("SIGINT: stopping"),
+    }
+
+    let (ack, done) = oneshot::channel();
+    if tx.send(Routed::Shutdown(Some(ack))).is_ok()
+        && tokio::time::timeout(EXIT_WAIT, done).await.is_err()
+    {
+        tracing::warn!("agents did not stop within {EXIT_WAIT:?}");
+    }
+    drop(tx);
+    drop(events);
+    backend.abort();
+    batcher.abort();
+    Ok(())
+}
+
+#[cfg(unix)]
+fn redirect_stdout_to_stderr() {
+    // SAFETY: dup2 on the process's own standard descriptors; no Rust object
+    // owns fd 1 (std's stdout handle writes to the fd number, which stays
+    // valid), and nvim-rs holds its own duplicate of the original.
+    let rc = unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) };
+    if rc < 0 {
+        tracing::warn!(
+            "could not point stdout at stderr: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! The one conversion between JSON values (what acp-client serializes) and
+//! msgpack values (what travels to and from Neovim).
+//!
+//! Neovim turns msgpack maps into Lua tables and back, so the mapping is the
+//! obvious one. Two details matter for Lua: JSON `null` becomes msgpack nil
+//! (`vim.NIL` in a table, which the plugin's `util.field` reads as nil), and
+//! an empty JSON object stays a map (Neovim's Lua side gets an empty table
+//! either way, but a script that re-encodes it keeps the distinction).
+
+use rmpv::Value;
+use serde_json::Value as Json;
+
+/// Converts a JSON value into the msgpack value sent to Neovim.
+pub fn from_json(json: &Json) -> Value {
+    match json {
+        Json::Null => Value::Nil,
+        Json::Bool(b) => Value::Boolean(*b),
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                // serde_json numbers are finite, so this is a plain float.
+                Value::from(n.as_f64().unwrap_or(0.0))
+            }
+        }
+        Json::String(s) => Value::from(s.as_str()),
+        Json::Array(items) => Value::Array(items.iter().map(from_json).collect()),
+        Json::Object(map) => Value::Map(
+            map.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), from_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Converts a msgpack value from Neovim into JSON, for the parts of a
+/// command that are passed on to the agent as they are (content blocks, MCP
+/// server descriptions).
+///
+/// Neovim sends Lua strings as msgpack strings (binary only for strings that
+/// are not UTF-8); map keys that are not strings (Lua tables with integer
+/// keys that are not a list) are written as their text. Non-finite floats,
+/// which JSON cannot hold, become `null`. Ext values (buffer/window handles)
+/// have no JSON meaning and become `null` too.
+pub fn to_json(value: &Value) -> Json {
+    match value {
+        Value::Nil => Json::Null,
+        Value::Boolean(b) => Json::Bool(*b),
+        Value::Integer(i) => {
+            if let Some(n) = i.as_i64() {
+                Json::from(n)
+            } else if let Some(n) = i.as_u64() {
+                Json::from(n)
+            } else {
+                Json::Null
+            }
+        }
+        Value::F32(f) => float(f64::from(*f)),
+        Value::F64(f) => float(*f),
+        Value::String(s) => Json::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        Value::Binary(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
+        Value::Array(items) => Json::Array(items.iter().map(to_json).collect()),
+        Value::Map(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (key_text(k), to_json(v)))
+                .collect(),
+        ),
+        Value::Ext(..) => Json::Null,
+    }
+}
+
+fn float(f: f64) -> Json {
+    serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
+}
+
+fn key_text(key: &Value) -> String {
+    match key {
+        Value::String(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+        Value::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads a string-keyed field of a msgpack map.
+pub fn field<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    match map {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Builds a string-keyed msgpack map.
+pub fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_round_trips_through_msgpack() {
+        let j = json!({
+            "type": "text",
+            "text": "héllo\nworld",
+            "n": -3,
+            "big": u64::MAX,
+            "f": 1.5,
+            "none": null,
+            "list": [true, false, {"empty": {}}, []],
+        });
+        assert_eq!(to_json(&from_json(&j)), j);
+    }
+
+    #[test]
+    fn null_becomes_nil_and_maps_keep_string_keys() {
+        let v = from_json(&json!({"a": null}));
+        assert_eq!(field(&v, "a"), Some(&Value::Nil));
+        assert_eq!(field(&v, "b"), None);
+    }
+
+    #[test]
+    fn odd_msgpack_values_map_to_json_without_panicking() {
+        let v = Value::Map(vec![
+            (Value::from(1), Value::from(f64::NAN)),
+            (Value::from("bin"), Value::Binary(b"ab\xff".to_vec())),
+            (Value::from("ext"), Value::Ext(0, vec![1])),
+        ]);
+        let j = to_json(&v);
+        assert_eq!(j["1"], Json::Null);
+        assert_eq!(j["bin"], json!("ab\u{fffd}"));
+        assert_eq!(j["ext"], Json::Null);
+    }
+}

@@ -1,0 +1,458 @@
+//! The backend against the scripted fake agent, with a fake Lua side:
+//! commands go in as the handler would forward them, events are read from
+//! the queue the batcher would send to Neovim.
+
+#![allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_nvim::agents::{Agents, Shared};
+use acp_nvim::backend::{Backend, Routed};
+use acp_nvim::batcher::EventQueue;
+use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat, PromptId};
+use acp_nvim::editor::{Editor, LuaError};
+use acp_nvim::event::Event;
+use acp_nvim::msgpack;
+use acp_nvim::prompts::Prompts;
+use async_trait::async_trait;
+use rmpv::Value;
+use serde_json::{json, Value as Json};
+use tokio::sync::{mpsc, oneshot};
+
+/// Hang guard only: every wait below ends as soon as its event arrives.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The Lua side: `acp.fs` answers with fixed values and records its calls.
+struct FakeLua {
+    read: Value,
+    write: Value,
+    calls: Mutex<Vec<(&'static str, Json)>>,
+}
+
+impl FakeLua {
+    fn no_buffers() -> Self {
+        Self {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": false})),
+            calls: Mutex::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl Editor for FakeLua {
+    async fn dispatch(&self, _events: Vec<Value>) -> Result<(), LuaError> {
+        Ok(())
+    }
+    async fn fs_read(&self, args: Value) -> Result<Value, LuaError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(("read", msgpack::to_json(&args)));
+        Ok(self.read.clone())
+    }
+    async fn fs_write(&self, args: Value) -> Result<Value, LuaError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(("write", msgpack::to_json(&args)));
+        Ok(self.write.clone())
+    }
+}
+
+struct Rig {
+    tx: mpsc::UnboundedSender<Routed>,
+    events: mpsc::UnboundedReceiver<Event>,
+    /// Every event seen so far, in order.
+    seen: Vec<Event>,
+    agents: Arc<Agents>,
+    lua: Arc<FakeLua>,
+    dir: tempfile::TempDir,
+}
+
+impl Rig {
+    fn new(lua: FakeLua) -> Self {
+        let lua = Arc::new(lua);
+        let (queue, events) = EventQueue::new();
+        let backend = Backend::new(Shared {
+            events: queue,
+            editor: lua.clone(),
+            prompts: Arc::new(Prompts::new()),
+        });
+        let agents = backend.agents().clone();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(backend.run(rx));
+        Self {
+            tx,
+            events,
+            seen: Vec::new(),
+            agents,
+            lua,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    fn send(&self, cmd: Command) {
+        self.tx.send(Routed::Command(cmd)).unwrap();
+    }
+
+    fn open_in(&self, chat: &str, scenario: &Path, cwd: &Path) {
+        self.send(Command::Open(Box::new(OpenChat {
+            chat_id: ChatId(chat.into()),
+            agent: AgentSpec {
+                name: "fake".into(),
+                cmd: vec![
+                    acp_testkit::fake_agent_bin().display().to_string(),
+                    "--scenario".into(),
+                    scenario.display().to_string(),
+                ],
+                env: Vec::new(),
+                cwd: None,
+            },
+            cwd: cwd.to_path_buf(),
+            mcp_servers: Vec::new(),
+            load_session_id: None,
+            resume_session_id: None,
+            auto_allow: None,
+        })));
+    }
+
+    fn open(&self, chat: &str, scenario: &Path) {
+        self.open_in(chat, scenario, &self.cwd());
+    }
+
+    fn prompt(&self, chat: &str, text: &str) {
+        self.send(Command::Prompt {
+            chat_id: ChatId(chat.into()),
+            blocks: vec![serde_json::from_value(json!({"type": "text", "text": text})).unwrap()],
+        });
+    }
+
+    /// The next event matching `want`; others are kept in `seen`.
+    async fn wait(&mut self, what: &str, want: impl Fn(&Event) -> bool) -> Event {
+        let deadline = tokio::time::Instant::now() + HANG_GUARD;
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no {what} event; seen: {:#?}", self.seen))
+                .unwrap();
+            self.seen.push(ev.clone());
+            if want(&ev) {
+                return ev;
+            }
+        }
+    }
+
+    async fn wait_type(&mut self, chat: &str, kind: &str) -> Json {
+        let chat = ChatId(chat.into());
+        self.wait(&format!("{kind} for {chat}"), |e| {
+            e.kind() == kind && e.chat_id() == Some(&chat)
+        })
+        .await
+        .to_json()
+    }
+
+    /// The agent's text in every session event of `chat` seen so far.
+    fn text_of(&self, chat: &str) -> String {
+        let chat = ChatId(chat.into());
+        self.seen
+            .iter()
+            .filter(|e| e.kind() == "session" && e.chat_id() == Some(&chat))
+            .map(|e| e.to_json()["change"].to_string())
+            .collect()
+    }
+
+    async fn wait_until_no_agents(&self) {
+        let deadline = tokio::time::Instant::now() + HANG_GUARD;
+        while !self.agents.is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "agents still running: {}",
+                self.agents.len()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn chats_of_one_agent_share_its_process_and_get_their_own_events() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let echo = acp_testkit::scenario("echo");
+    rig.open("a", &echo);
+    rig.open("b", &echo);
+    let a = rig.wait_type("a", "session_started").await;
+    let b = rig.wait_type("b", "session_started").await;
+    assert_ne!(a["session_id"], b["session_id"]);
+    assert_eq!(a["agent_name"], "fake");
+    assert!(a["capabilities"].is_object());
+    assert_eq!(rig.agents.len(), 1);
+
+    rig.prompt("b", "hello from b");
+    let ended = rig.wait_type("b", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "end_turn");
+    assert!(rig.text_of("b").contains("hello from b"));
+    assert!(!rig.text_of("a").contains("hello from b"));
+
+    // Another working directory is another agent key: a second process.
+    let other = rig.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    rig.open_in("c", &echo, &other.canonicalize().unwrap());
+    rig.wait_type("c", "session_started").await;
+    assert_eq!(rig.agents.len(), 2);
+
+    for chat in ["a", "b", "c"] {
+        rig.send(Command::Close {
+            chat_id: ChatId(chat.into()),
+        });
+    }
+    rig.wait_until_no_agents().await;
+}
+
+#[tokio::test]
+async fn the_users_permission_answer_reaches_the_agent() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("permission"));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "edit please");
+    let req = rig.wait_type("a", "permission_request").await;
+    assert_eq!(req["tool_call"]["toolCallId"], "edit-1");
+    let allow = req["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .unwrap()["optionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    rig.send(Command::PermissionRespond {
+        request_id: PromptId(req["request_id"].as_u64().unwrap()),
+        option_id: Some(allow),
+    });
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "end_turn");
+    assert!(rig.text_of("a").contains("allowed"));
+}
+
+#[tokio::test]
+async fn cancel_withdraws_the_pending_permission_prompt() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("permission"));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "edit please");
+    let req = rig.wait_type("a", "permission_request").await;
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+    });
+    let cancelled = rig.wait_type("a", "permission_cancelled").await;
+    assert_eq!(cancelled["request_id"], req["request_id"]);
+    rig.wait_type("a", "turn_ended").await;
+    assert!(rig.text_of("a").contains("cancelled"));
+    // A late answer to the withdrawn prompt is harmless.
+    rig.send(Command::PermissionRespond {
+        request_id: PromptId(req["request_id"].as_u64().unwrap()),
+        option_id: Some("allow".into()),
+    });
+}
+
+#[tokio::test]
+async fn a_crashed_agent_is_reported_to_its_chats_and_replaced_on_the_next_open() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let crash = acp_testkit::scenario("crash");
+    rig.open("a", &crash);
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    let exited = rig.wait_type("a", "agent_exited").await;
+    assert_eq!(exited["status"], "exit code 3");
+    assert!(exited["stderr_tail"]
+        .as_str()
+        .unwrap()
+        .contains("fatal: the fake agent crashed on purpose"));
+
+    rig.open("b", &crash);
+    let started = rig.wait_type("b", "session_started").await;
+    assert_eq!(started["agent_name"], "fake");
+    // The crash was reported once, as agent_exited, not also as a failed prompt.
+    assert!(!rig.seen.iter().any(|e| e.kind() == "prompt_failed"));
+}
+
+#[tokio::test]
+async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let cwd = rig.cwd();
+    rig.send(Command::Open(Box::new(OpenChat {
+        chat_id: ChatId("a".into()),
+        agent: AgentSpec {
+            name: "nope".into(),
+            cmd: vec!["acp-nvim-test-no-such-agent".into()],
+            env: Vec::new(),
+            cwd: None,
+        },
+        cwd,
+        mcp_servers: Vec::new(),
+        load_session_id: None,
+        resume_session_id: None,
+        auto_allow: None,
+    })));
+    let failed = rig.wait_type("a", "open_failed").await;
+    let message = failed["message"].as_str().unwrap();
+    assert!(message.contains("acp-nvim-test-no-such-agent"), "{message}");
+    assert!(message.contains("setup()"), "{message}");
+    assert!(rig.agents.is_empty());
+    // Commands to the failed chat are answered, not lost.
+    rig.prompt("a", "hello?");
+    let failed = rig.wait_type("a", "prompt_failed").await;
+    assert!(failed["message"].as_str().unwrap().contains(":Acp new"));
+}
+
+#[tokio::test]
+async fn an_agent_that_wants_a_login_asks_for_it() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("auth"));
+    let auth = rig.wait_type("a", "auth_required").await;
+    let ids: Vec<&str> = auth["auth_methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"fake-login"), "{auth}");
+}
+
+#[tokio::test]
+async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
+    let lua = FakeLua {
+        read: Value::from("unsaved buffer text\n"),
+        write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
+        calls: Mutex::default(),
+    };
+    let mut rig = Rig::new(lua);
+    let cwd = rig.cwd();
+    std::fs::write(cwd.join("notes.txt"), "disk text\n").unwrap();
+    let scenario = acp_testkit::write_scenario(
+        &cwd,
+        &json!({"turns": [{"steps": [
+            {"type": "call", "method": "fs/read_text_file",
+             "params": {"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}, "saveAs": "r",
+             "onOk": [{"type": "text", "text": "read: {{r.content}}"}]},
+            {"type": "call", "method": "fs/write_text_file",
+             "params": {"path": "{{cwd}}/notes.txt", "content": "agent text\n"}}
+        ]}]}),
+    );
+    rig.open("a", &scenario);
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    let edited = rig.wait_type("a", "file_edited").await;
+    assert_eq!(edited["kept_unsaved"], true);
+    assert_eq!(edited["buffer_updated"], false);
+    assert_eq!(edited["path"], cwd.join("notes.txt").display().to_string());
+    rig.wait_type("a", "turn_ended").await;
+    assert!(rig.text_of("a").contains("read: unsaved buffer text"));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "agent text\n"
+    );
+    let calls = rig.lua.calls.lock().unwrap().clone();
+    assert_eq!(calls[0].0, "read");
+    assert_eq!(calls[0].1["line"], 1);
+    assert_eq!(calls[0].1["limit"], 5);
+    assert_eq!(calls[1].0, "write");
+}
+
+#[tokio::test]
+async fn shutdown_stops_every_agent() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("cancel"));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "work forever");
+    let (ack, done) = oneshot::channel();
+    rig.tx.send(Routed::Shutdown(Some(ack))).unwrap();
+    tokio::time::timeout(HANG_GUARD, done)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(rig.agents.is_empty());
+}
+
+#[tokio::test]
+async fn an_agent_that_dies_while_starting_fails_the_open_with_its_stderr() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let cwd = rig.cwd();
+    let scenario = acp_testkit::write_scenario(&cwd, &json!({"bogusField": 1}));
+    rig.open("a", &scenario);
+    let failed = rig.wait_type("a", "open_failed").await;
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.contains("exited while starting (exit code 2)"),
+        "{message}"
+    );
+    // The stderr is in its own field, not repeated in the sentence.
+    let tail = failed["stderr_tail"].as_str().unwrap();
+    assert!(tail.contains("bogusField"), "{tail}");
+    assert!(!message.contains("bogusField"), "{message}");
+    rig.wait_until_no_agents().await;
+}
+
+#[tokio::test]
+async fn a_cancel_sent_right_after_the_prompt_ends_that_turn() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("cancel"));
+    // Both are sent before the session is even open: they wait, in order.
+    rig.prompt("a", "work");
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+    });
+    rig.wait_type("a", "session_started").await;
+    // If the cancel overtook the prompt, the agent would wait forever.
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_loaded_session_replays_its_history_to_the_chat() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let cwd = rig.cwd();
+    rig.send(Command::Open(Box::new(OpenChat {
+        chat_id: ChatId("a".into()),
+        agent: AgentSpec {
+            name: "fake".into(),
+            cmd: vec![
+                acp_testkit::fake_agent_bin().display().to_string(),
+                "--scenario".into(),
+                acp_testkit::scenario("sessions").display().to_string(),
+            ],
+            env: Vec::new(),
+            cwd: None,
+        },
+        cwd,
+        mcp_servers: Vec::new(),
+        load_session_id: Some("stored-1".into()),
+        resume_session_id: None,
+        auto_allow: None,
+    })));
+    let started = rig.wait_type("a", "session_started").await;
+    assert_eq!(started["session_id"], "stored-1");
+    assert_eq!(started["modes"]["currentModeId"], "ask");
+    let replay = rig.text_of("a");
+    assert!(replay.contains("fix the parser"), "{replay}");
+    assert!(replay.contains("Fixed."), "{replay}");
+    assert!(replay.contains("Edit parser.rs"), "{replay}");
+
+    rig.send(Command::SetMode {
+        chat_id: ChatId("a".into()),
+        mode_id: "code".into(),
+    });
+    let changed = rig
+        .wait("mode change", |e| {
+            e.kind() == "session" && e.to_json()["change"]["change"] == "mode_changed"
+        })
+        .await;
+    assert_eq!(changed.to_json()["change"]["currentModeId"], "code");
+}

@@ -1,0 +1,911 @@
+---@mod acp.chat A chat: its transcript and prompt buffers, windows, keys,
+--- lifecycle state and the handlers of the backend events that concern it.
+
+local api = vim.api
+local util = require("acp.util")
+local config = require("acp.config")
+local Transcript = require("acp.transcript")
+local View = require("acp.view")
+local permission = require("acp.permission")
+
+local M = {}
+
+---@alias acp.ChatStatus "opening"|"ready"|"busy"|"failed"|"dead"|"closed"
+
+---@class acp.Chat
+---@field chat_id string id shared with the backend
+---@field n integer number in the buffer name `acp://chat/<n>`
+---@field bufnr integer transcript buffer
+---@field prompt_buf integer prompt input buffer
+---@field session_id? string set when `session_started` arrives
+---@field agent acp.ResolvedAgent
+---@field cwd string
+---@field status acp.ChatStatus
+---@field transcript acp.Transcript
+---@field queue table[][] prompts (content block lists) waiting to be sent
+---@field modes? table {currentModeId, availableModes}
+---@field config_options? table[]
+---@field usage? table {used, size, cost?}
+---@field title? string
+---@field commands table[]
+---@field capabilities? table
+---@field terminals table<string, acp.TerminalState>
+---@field digit_keys boolean digit keys are mapped (a permission is pending)
+local Chat = {}
+Chat.__index = Chat
+
+---@type table<string, acp.Chat>
+M.chats = {}
+---@type acp.Chat[] in creation order
+M.list = {}
+---@type string? the chat used by commands when the cursor is in no chat
+M.last_id = nil
+
+local counter = 0
+
+--- The chat with this id.
+---@param chat_id string
+---@return acp.Chat?
+function M.get(chat_id)
+  return M.chats[chat_id]
+end
+
+--- The chat of a buffer (transcript or prompt).
+---@param buf integer
+---@return acp.Chat?
+function M.of_buf(buf)
+  for _, chat in ipairs(M.list) do
+    if chat.bufnr == buf or chat.prompt_buf == buf then
+      return chat
+    end
+  end
+end
+
+--- The current chat: the one of the current buffer, else the last used one.
+---@return acp.Chat?
+function M.current()
+  local chat = M.of_buf(api.nvim_get_current_buf())
+  if chat then
+    return chat
+  end
+  if M.last_id and M.chats[M.last_id] then
+    return M.chats[M.last_id]
+  end
+end
+
+local function scratch(name, ft)
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  pcall(api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].filetype = ft
+  return buf
+end
+
+--- Create a chat (buffers, no windows, not started).
+---@param agent acp.ResolvedAgent
+---@param cwd string absolute directory
+---@return acp.Chat
+function M.create(agent, cwd)
+  counter = counter + 1
+  local n = counter
+  local self = setmetatable({
+    chat_id = tostring(n),
+    n = n,
+    agent = agent,
+    cwd = cwd,
+    status = "opening",
+    queue = {},
+    commands = {},
+    terminals = {},
+    digit_keys = false,
+  }, Chat)
+  self.bufnr = scratch("acp://chat/" .. n, "markdown")
+  vim.bo[self.bufnr].undolevels = -1
+  vim.bo[self.bufnr].modifiable = false
+  self.prompt_buf = scratch("acp://prompt/" .. n, "markdown")
+  self.transcript = Transcript.new(self, self.bufnr)
+  M.chats[self.chat_id] = self
+  M.list[#M.list + 1] = self
+  M.last_id = self.chat_id
+  self:_keymaps()
+  self:_prompt_hint()
+  vim.bo[self.prompt_buf].omnifunc = "v:lua.require'acp.chat'.omnifunc"
+  api.nvim_create_autocmd("BufWinEnter", {
+    buffer = self.bufnr,
+    callback = function()
+      local win = api.nvim_get_current_win()
+      View.setup_window(win)
+      self:update_winbar()
+    end,
+  })
+  for _, b in ipairs({ self.bufnr, self.prompt_buf }) do
+    api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
+      buffer = b,
+      callback = function()
+        M.last_id = self.chat_id
+      end,
+    })
+  end
+  return self
+end
+
+--- Ask the backend to open the session. The outcome arrives as an event.
+---@return boolean ok, string? err
+function Chat:start()
+  local backend = require("acp.backend")
+  local ok, err = backend.ensure()
+  if not ok then
+    self.status = "failed"
+    self.transcript.view:batch(function()
+      self.transcript:error(err or "the backend could not start")
+    end)
+    self:update_winbar()
+    return false, err
+  end
+  self.status = "opening"
+  self.session_id = nil
+  local cfg = config.options
+  local params = {
+    chat_id = self.chat_id,
+    agent = {
+      name = self.agent.name,
+      cmd = self.agent.cmd,
+      -- An empty Lua table would travel as an msgpack array.
+      env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
+      cwd = self.agent.cwd,
+    },
+    cwd = self.cwd,
+    mcp_servers = cfg.mcp_servers or {},
+    -- Not part of the minimal contract; a backend that knows it applies the
+    -- policy itself (and reports `permission_auto`), the plugin applies
+    -- auto_allow on its side too.
+    permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
+  }
+  local res, rerr = backend.request("acp.open", params)
+  if res == nil then
+    self.status = "failed"
+    self.transcript.view:batch(function()
+      self.transcript:error("could not open the chat: " .. tostring(rerr))
+    end)
+    self:update_winbar()
+    return false, rerr
+  end
+  self:update_winbar()
+  return true
+end
+
+-- Windows ------------------------------------------------------------------
+
+---@return integer[] windows showing the transcript
+function Chat:transcript_wins()
+  return vim.fn.win_findbuf(self.bufnr)
+end
+
+---@return boolean
+function Chat:is_visible()
+  local tab = api.nvim_get_current_tabpage()
+  for _, win in ipairs(self:transcript_wins()) do
+    if api.nvim_win_get_tabpage(win) == tab then
+      return true
+    end
+  end
+  return false
+end
+
+local function size(value, total)
+  if value < 1 then
+    return math.max(1, math.floor(total * value))
+  end
+  return math.floor(value)
+end
+
+--- Show the chat windows in the current tab (or focus them when shown).
+function Chat:show()
+  M.last_id = self.chat_id
+  if self:is_visible() then
+    for _, win in ipairs(vim.fn.win_findbuf(self.prompt_buf)) do
+      if api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage() then
+        api.nvim_set_current_win(win)
+        return
+      end
+    end
+  end
+  local layout = config.options.layout
+  local input_h = math.max(1, math.floor(layout.input_height))
+  local twin, pwin
+  if layout.position == "float" then
+    local w = size(layout.width, vim.o.columns)
+    local h = size(layout.height, vim.o.lines - 2)
+    local th = math.max(1, h - input_h - 2)
+    local row = math.max(0, math.floor((vim.o.lines - h) / 2) - 1)
+    local col = math.max(0, math.floor((vim.o.columns - w) / 2))
+    twin = api.nvim_open_win(self.bufnr, false, {
+      relative = "editor",
+      row = row,
+      col = col,
+      width = w,
+      height = th,
+      border = "rounded",
+      title = " acp: " .. self.agent.name .. " ",
+    })
+    pwin = api.nvim_open_win(self.prompt_buf, true, {
+      relative = "editor",
+      row = row + th + 2,
+      col = col,
+      width = w,
+      height = input_h,
+      border = "rounded",
+      title = " prompt ",
+    })
+  else
+    if layout.position == "tab" then
+      vim.cmd("tabnew")
+      local empty = api.nvim_get_current_buf()
+      api.nvim_win_set_buf(0, self.bufnr)
+      if api.nvim_buf_get_name(empty) == "" and not vim.bo[empty].modified then
+        pcall(api.nvim_buf_delete, empty, {})
+      end
+    else
+      vim.cmd((layout.position == "left" and "topleft" or "botright") .. " vsplit")
+      api.nvim_win_set_buf(0, self.bufnr)
+      api.nvim_win_set_width(0, size(layout.width, vim.o.columns))
+    end
+    twin = api.nvim_get_current_win()
+    vim.cmd("belowright split")
+    pwin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(pwin, self.prompt_buf)
+    api.nvim_win_set_height(pwin, input_h)
+    vim.wo[pwin][0].winfixheight = true
+  end
+  View.setup_window(twin)
+  vim.wo[pwin][0].number = false
+  vim.wo[pwin][0].relativenumber = false
+  vim.wo[pwin][0].signcolumn = "no"
+  vim.wo[pwin][0].wrap = true
+  -- Start at the tail so the transcript follows new output.
+  api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(self.bufnr), 0 })
+  self:update_winbar()
+  api.nvim_set_current_win(pwin)
+end
+
+--- Close the chat windows (all tabs); the chat keeps running.
+function Chat:hide()
+  for _, buf in ipairs({ self.prompt_buf, self.bufnr }) do
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if not pcall(api.nvim_win_close, win, false) then
+        -- The last window of Neovim cannot close: show an empty buffer.
+        api.nvim_win_call(win, function()
+          vim.cmd("enew")
+        end)
+      end
+    end
+  end
+end
+
+--- Show or hide.
+function Chat:toggle()
+  if self:is_visible() then
+    self:hide()
+  else
+    self:show()
+  end
+end
+
+--- Put the cursor in the prompt input, in insert mode.
+function Chat:focus_prompt()
+  for _, win in ipairs(vim.fn.win_findbuf(self.prompt_buf)) do
+    api.nvim_set_current_win(win)
+    vim.cmd("startinsert!")
+    return
+  end
+  self:show()
+end
+
+local hint_ns = api.nvim_create_namespace("acp.prompt_hint")
+
+--- A hint in the empty prompt: how to send.
+function Chat:_prompt_hint()
+  local buf = self.prompt_buf
+  local function update()
+    if not api.nvim_buf_is_valid(buf) then
+      return true
+    end
+    api.nvim_buf_clear_namespace(buf, hint_ns, 0, -1)
+    local lines = api.nvim_buf_get_lines(buf, 0, 2, false)
+    if #lines == 1 and lines[1] == "" then
+      local k = config.options.keymaps
+      local keys = {}
+      if k.submit then
+        keys[#keys + 1] = k.submit
+      end
+      if k.submit_insert then
+        keys[#keys + 1] = k.submit_insert .. " (insert)"
+      end
+      api.nvim_buf_set_extmark(buf, hint_ns, 0, 0, {
+        virt_text = { { ("Ask %s… %s to send"):format(self.agent.name, table.concat(keys, " or ")), "AcpNote" } },
+        virt_text_pos = "overlay",
+      })
+    end
+  end
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufEnter" }, { buffer = buf, callback = update })
+  update()
+end
+
+--- 'omnifunc' of the prompt: completes the agent's slash commands.
+---@param findstart integer
+---@param base string
+---@return integer|table
+function M.omnifunc(findstart, base)
+  local line = api.nvim_get_current_line()
+  local col = api.nvim_win_get_cursor(0)[2]
+  if findstart == 1 then
+    local before = line:sub(1, col)
+    local start = before:find("/[%w_%-]*$")
+    return start and (start - 1) or -3
+  end
+  local chat = M.of_buf(api.nvim_get_current_buf())
+  local items = {}
+  for _, c in ipairs(chat and chat.commands or {}) do
+    local name = "/" .. tostring(util.field(c, "name") or "")
+    if vim.startswith(name, base) then
+      items[#items + 1] = { word = name, menu = util.field(c, "description") or "", icase = 1 }
+    end
+  end
+  return items
+end
+
+-- Keys ---------------------------------------------------------------------
+
+local function map(buf, mode, lhs, fn, desc)
+  if lhs then
+    vim.keymap.set(mode, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = "acp.nvim: " .. desc })
+  end
+end
+
+function Chat:_keymaps()
+  local k = config.options.keymaps
+  local tb, pb = self.bufnr, self.prompt_buf
+  map(pb, "n", k.submit, function()
+    self:submit()
+  end, "send the prompt")
+  map(pb, "i", k.submit_insert, function()
+    self:submit()
+  end, "send the prompt")
+  for _, b in ipairs({ tb, pb }) do
+    map(b, "n", k.cancel, function()
+      self:cancel()
+    end, "cancel the turn")
+    map(b, "n", k.close, function()
+      self:hide()
+    end, "hide the chat")
+  end
+  map(tb, "n", k.jump, function()
+    self:activate(api.nvim_win_get_cursor(0)[1] - 1)
+  end, "open the diff, location or permission under the cursor")
+  map(tb, "n", k.diff, function()
+    local a = self.transcript:diff_at(api.nvim_win_get_cursor(0)[1] - 1)
+    if a then
+      require("acp.tool_call").open_diff(a)
+    else
+      util.notify("no diff under the cursor")
+    end
+  end, "open the diff of the tool call")
+  map(tb, "n", k.permission, function()
+    self:pick_permission()
+  end, "answer a permission request")
+  map(tb, "n", k.focus_prompt, function()
+    self:focus_prompt()
+  end, "write a prompt")
+end
+
+--- Act on the line at `row` of the transcript (0-based).
+---@param row integer
+function Chat:activate(row)
+  local a = self.transcript:action_at(row)
+  if not a then
+    return
+  end
+  if a.type == "diff" then
+    require("acp.tool_call").open_diff(a)
+  elseif a.type == "location" then
+    require("acp.tool_call").jump(a)
+  elseif a.type == "permission" then
+    local req = permission.pending[a.request_id]
+    if req then
+      permission.select(self.chat_id, req)
+    end
+  end
+end
+
+--- The permission request the keys answer: the one under the cursor when the
+--- cursor is in the transcript, else the oldest pending one.
+---@return acp.PermissionRequest?
+function Chat:target_permission()
+  if api.nvim_get_current_buf() == self.bufnr then
+    local req = self.transcript:permission_at(api.nvim_win_get_cursor(0)[1] - 1)
+    if req and permission.pending[req.request_id] then
+      return req
+    end
+  end
+  return permission.for_chat(self.chat_id)[1]
+end
+
+--- Answer a permission request with vim.ui.select.
+function Chat:pick_permission()
+  local req = self:target_permission()
+  if req then
+    permission.select(self.chat_id, req)
+  else
+    util.notify("no permission request is waiting in this chat")
+  end
+end
+
+--- Map 1..9 in the transcript while a permission request is pending (and
+--- only then, so counts work the rest of the time).
+function Chat:update_permission_keys()
+  local pending = #permission.for_chat(self.chat_id) > 0
+  if pending == self.digit_keys or not api.nvim_buf_is_valid(self.bufnr) then
+    return
+  end
+  self.digit_keys = pending
+  for i = 1, 9 do
+    local lhs = tostring(i)
+    if pending then
+      map(self.bufnr, "n", lhs, function()
+        local req = self:target_permission()
+        if req then
+          permission.respond_nth(req, i)
+        end
+      end, "answer the permission request with option " .. i)
+    else
+      pcall(vim.keymap.del, "n", lhs, { buffer = self.bufnr })
+    end
+  end
+end
+
+-- Prompts ------------------------------------------------------------------
+
+--- Send the text of the prompt buffer and clear it.
+function Chat:submit()
+  local lines = api.nvim_buf_get_lines(self.prompt_buf, 0, -1, false)
+  local text = vim.trim(table.concat(lines, "\n"))
+  if text == "" then
+    return
+  end
+  if self:send({ { type = "text", text = text } }) then
+    api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
+  end
+end
+
+--- Send a prompt (ACP content blocks). While the session is opening or a turn
+--- runs, the prompt is queued and sent when the chat is ready.
+---@param blocks table[]
+---@return boolean ok, string? err
+function Chat:send(blocks)
+  if self.status == "dead" or self.status == "failed" or self.status == "closed" then
+    local err = ("this chat is %s; start a new one with :Acp new, or :Acp restart"):format(self.status)
+    util.notify(err, vim.log.levels.ERROR)
+    return false, err
+  end
+  self.queue[#self.queue + 1] = blocks
+  self:_flush()
+  self:update_winbar()
+  return true
+end
+
+function Chat:_flush()
+  if self.status ~= "ready" or #self.queue == 0 then
+    return
+  end
+  local blocks = table.remove(self.queue, 1)
+  self.status = "busy"
+  require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks })
+end
+
+--- Ask the agent to switch mode; the change arrives as an event.
+---@param mode_id string
+---@return boolean
+function Chat:set_mode(mode_id)
+  if not self.session_id then
+    util.notify("the session has not started yet", vim.log.levels.WARN)
+    return false
+  end
+  local res, err = require("acp.backend").request("acp.set_mode", { chat_id = self.chat_id, mode_id = mode_id })
+  if res == nil then
+    util.notify("could not switch mode: " .. tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+--- Set a session config option (e.g. the model); the new option list arrives
+--- as an event.
+---@param config_id string
+---@param value any
+---@return boolean
+function Chat:set_config_option(config_id, value)
+  if not self.session_id then
+    util.notify("the session has not started yet", vim.log.levels.WARN)
+    return false
+  end
+  local res, err = require("acp.backend").request(
+    "acp.set_config_option",
+    { chat_id = self.chat_id, config_id = config_id, value = value }
+  )
+  if res == nil then
+    util.notify("could not set " .. tostring(config_id) .. ": " .. tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+--- Cancel the running turn (queued prompts are dropped).
+function Chat:cancel()
+  local dropped = #self.queue
+  self.queue = {}
+  if self.status == "busy" then
+    require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id })
+  elseif dropped == 0 then
+    util.notify("nothing to cancel: the agent is not working")
+  end
+  self:update_winbar()
+end
+
+--- Close the chat: end the session, wipe its buffers.
+function Chat:close()
+  if self.status ~= "closed" then
+    local backend = require("acp.backend")
+    if backend.running() then
+      backend.request("acp.close", { chat_id = self.chat_id })
+    end
+  end
+  self.status = "closed"
+  permission.drop_chat(self.chat_id)
+  self:hide()
+  M.chats[self.chat_id] = nil
+  for i, c in ipairs(M.list) do
+    if c == self then
+      table.remove(M.list, i)
+      break
+    end
+  end
+  if M.last_id == self.chat_id then
+    M.last_id = M.list[#M.list] and M.list[#M.list].chat_id or nil
+  end
+  for _, b in ipairs({ self.prompt_buf, self.bufnr }) do
+    if api.nvim_buf_is_valid(b) then
+      pcall(api.nvim_buf_delete, b, { force = true })
+    end
+  end
+end
+
+-- Winbar ---------------------------------------------------------------------
+
+local function human(n)
+  n = tonumber(n) or 0
+  if n >= 1e6 then
+    return ("%.1fM"):format(n / 1e6)
+  elseif n >= 1e3 then
+    return ("%.1fk"):format(n / 1e3)
+  end
+  return tostring(math.floor(n))
+end
+
+--- The name of the current mode, if the agent has modes.
+---@return string?
+function Chat:mode_name()
+  local modes = self.modes
+  if not modes then
+    return nil
+  end
+  local id = util.field(modes, "currentModeId", "current_mode_id")
+  for _, m in ipairs(util.field(modes, "availableModes", "available_modes") or {}) do
+    if util.field(m, "id") == id then
+      return util.field(m, "name") or id
+    end
+  end
+  return id
+end
+
+--- The config option with category "model", if any.
+---@return table?
+function Chat:model_option()
+  for _, opt in ipairs(self.config_options or {}) do
+    if util.field(opt, "category") == "model" then
+      return opt
+    end
+  end
+end
+
+--- The display name of the current model, if any.
+---@return string?
+function Chat:model_name()
+  local opt = self:model_option()
+  if not opt then
+    return nil
+  end
+  local value = util.field(opt, "currentValue", "current_value")
+  local function search(options)
+    for _, o in ipairs(options or {}) do
+      if util.field(o, "value") == value then
+        return util.field(o, "name") or value
+      end
+      local nested = util.field(o, "options")
+      if nested then
+        local found = search(nested)
+        if found then
+          return found
+        end
+      end
+    end
+  end
+  return search(util.field(opt, "options")) or (value ~= nil and tostring(value) or nil)
+end
+
+---@return string
+function Chat:winbar_text()
+  local function esc(s)
+    return (tostring(s):gsub("%%", "%%%%"))
+  end
+  local parts = { esc(self.agent.name) }
+  local status_text = ({ opening = "starting…", busy = "working…", failed = "failed", dead = "stopped" })[self.status]
+  if self.title then
+    parts[#parts + 1] = esc(self.title)
+  end
+  local mode = self:mode_name()
+  if mode then
+    parts[#parts + 1] = "mode: " .. esc(mode)
+  end
+  local model = self:model_name()
+  if model then
+    parts[#parts + 1] = "model: " .. esc(model)
+  end
+  if self.usage then
+    local used = util.field(self.usage, "used")
+    local total = util.field(self.usage, "size")
+    if used and total then
+      local pct = (tonumber(total) or 0) > 0 and math.floor(100 * used / total) or 0
+      parts[#parts + 1] = ("ctx %s/%s (%d%%%%)"):format(human(used), human(total), pct)
+    end
+    local cost = util.field(self.usage, "cost")
+    if type(cost) == "table" then
+      local amount = util.field(cost, "amount")
+      local currency = util.field(cost, "currency") or ""
+      if amount then
+        parts[#parts + 1] = esc(currency == "USD" and ("$%.2f"):format(amount) or ("%.2f %s"):format(amount, currency))
+      end
+    elseif type(cost) == "number" then
+      parts[#parts + 1] = esc(("$%.2f"):format(cost))
+    end
+  end
+  if #self.queue > 0 then
+    parts[#parts + 1] = ("queued: %d"):format(#self.queue)
+  end
+  local text = "%#AcpWinbar# " .. table.concat(parts, " │ ")
+  if status_text then
+    text = text .. " %#AcpWinbarBusy#" .. status_text
+  end
+  return text .. "%*"
+end
+
+--- Refresh the winbar of every window showing the transcript.
+function Chat:update_winbar()
+  if not api.nvim_buf_is_valid(self.bufnr) then
+    return
+  end
+  local text = self:winbar_text()
+  for _, win in ipairs(self:transcript_wins()) do
+    vim.wo[win][0].winbar = text
+  end
+end
+
+-- Event handlers (called by acp.events) --------------------------------------
+
+---@param ev table session_started
+function Chat:on_session_started(ev)
+  self.session_id = util.field(ev, "session_id", "sessionId")
+  self.status = "ready"
+  self.modes = util.field(ev, "modes")
+  self.config_options = util.field(ev, "config_options", "configOptions")
+  self.capabilities = util.field(ev, "capabilities")
+  self:_flush()
+  self:update_winbar()
+end
+
+---@param ev table open_failed
+function Chat:on_open_failed(ev)
+  self.status = "failed"
+  self.queue = {}
+  self.transcript:error(util.field(ev, "message") or "the session could not start", util.field(ev, "stderr_tail"))
+  self:update_winbar()
+end
+
+---@param ev table auth_required
+function Chat:on_auth_required(ev)
+  self.status = "failed"
+  self.queue = {}
+  local lines = { ("✗ %s needs you to log in first. Log in from a terminal, then start a new chat (:Acp new %s)."):format(
+    self.agent.name,
+    self.agent.name
+  ) }
+  for _, m in ipairs(util.field(ev, "auth_methods", "authMethods") or {}) do
+    local desc = util.field(m, "description")
+    lines[#lines + 1] = ("  - %s%s"):format(util.field(m, "name") or util.field(m, "id") or "?", desc and (": " .. desc) or "")
+  end
+  self.transcript:note(lines, "AcpError")
+  self:update_winbar()
+end
+
+---@param change table SessionChange
+function Chat:on_session_change(change)
+  local c = util.field(change, "change")
+  if c == "mode_changed" then
+    self.modes = self.modes or {}
+    self.modes.currentModeId = util.field(change, "currentModeId", "current_mode_id")
+    self:update_winbar()
+  elseif c == "modes_changed" then
+    self.modes = {
+      currentModeId = util.field(change, "currentModeId", "current_mode_id"),
+      availableModes = util.field(change, "availableModes", "available_modes") or {},
+    }
+    self:update_winbar()
+  elseif c == "config_options_changed" then
+    self.config_options = util.field(change, "configOptions", "config_options") or {}
+    self:update_winbar()
+  elseif c == "commands_changed" then
+    self.commands = util.field(change, "availableCommands", "available_commands") or util.field(change, "commands") or {}
+  elseif c == "usage_changed" then
+    self.usage = util.field(change, "usage") or change
+    self:update_winbar()
+  elseif c == "info_changed" then
+    -- The change carries the info after the change: no title = none.
+    self.title = util.field(change, "title")
+    self:update_winbar()
+  else
+    self.transcript:apply(change)
+  end
+end
+
+---@param ev table permission_request
+---@return acp.PermissionRequest req, boolean waiting
+function Chat:on_permission_request(ev)
+  local req, waiting = permission.add(self.chat_id, ev)
+  if waiting then
+    self.transcript:permission_shown(req)
+    self:update_permission_keys()
+    if not self:is_visible() then
+      util.notify(
+        ("%s asks permission: %s (:Acp permission to answer)"):format(
+          self.agent.name,
+          tostring(util.field(req.tool_call, "title") or "a tool call")
+        ),
+        vim.log.levels.WARN
+      )
+    end
+  end
+  return req, waiting
+end
+
+--- A request was answered or withdrawn: replace its prompt by a note.
+---@param req acp.PermissionRequest
+---@param note string
+function Chat:permission_settled(req, note)
+  self.transcript.view:batch(function()
+    self.transcript:permission_settled(req, note)
+  end)
+  self:update_permission_keys()
+end
+
+---@param ev table permission_auto
+function Chat:on_permission_auto(ev)
+  local req = {
+    request_id = -1,
+    chat_id = self.chat_id,
+    tool_call = util.field(ev, "tool_call", "toolCall") or {},
+    options = {},
+  }
+  self.transcript:permission_settled(req, "allowed by memory: " .. permission.describe(util.field(ev, "option")))
+end
+
+--- Most bytes of terminal output kept per terminal.
+M.MAX_TERMINAL_BYTES = 64 * 1024
+
+---@param ev table terminal
+function Chat:on_terminal(ev)
+  local id = util.field(ev, "terminalId", "terminal_id")
+  if not id then
+    return
+  end
+  local term = self.terminals[id] or { output = "", released = false, truncated = false }
+  self.terminals[id] = term
+  local kind = util.field(ev, "kind")
+  if kind == "output" then
+    local data = util.field(ev, "data") or ""
+    if util.field(ev, "truncated") then
+      term.truncated = true
+    end
+    term.output = term.output .. data
+    if #term.output > M.MAX_TERMINAL_BYTES then
+      term.output = term.output:sub(-M.MAX_TERMINAL_BYTES)
+      term.truncated = true
+    end
+  elseif kind == "exited" then
+    term.exit_status = util.field(ev, "exitStatus", "exit_status") or {}
+  elseif kind == "released" then
+    term.released = true
+  end
+  self.transcript:terminal_changed(id)
+end
+
+---@param ev table turn_ended
+function Chat:on_turn_ended(ev)
+  local reason = util.field(ev, "stop_reason", "stopReason") or "end_turn"
+  if self.status == "busy" then
+    self.status = "ready"
+  end
+  local hl = (reason == "end_turn") and "AcpNote" or "AcpError"
+  self.transcript:note(("— %s —"):format(reason), hl)
+  self:_flush()
+  self:update_winbar()
+end
+
+---@param ev table prompt_failed
+function Chat:on_prompt_failed(ev)
+  if self.status == "busy" then
+    self.status = "ready"
+  end
+  self.transcript:error(util.field(ev, "message") or "the prompt failed")
+  self:_flush()
+  self:update_winbar()
+end
+
+---@param ev table agent_exited
+function Chat:on_agent_exited(ev)
+  self.status = "dead"
+  self.queue = {}
+  permission.drop_chat(self.chat_id)
+  self:update_permission_keys()
+  local status = util.field(ev, "status")
+  local msg = ("The agent %s exited%s. Start a new chat with :Acp new %s."):format(
+    self.agent.name,
+    status ~= nil and (" (" .. tostring(status) .. ")") or "",
+    self.agent.name
+  )
+  self.transcript:error(msg, util.field(ev, "stderr_tail"))
+  self:update_winbar()
+end
+
+--- The backend died: nothing of this chat runs any more.
+---@param log_file string
+function Chat:on_backend_died(log_file)
+  if self.status == "closed" then
+    return
+  end
+  self.status = "dead"
+  self.queue = {}
+  permission.drop_chat(self.chat_id)
+  self:update_permission_keys()
+  self.transcript.view:batch(function()
+    self.transcript:error(("The acp.nvim backend stopped (log: %s). Run :Acp restart to continue with a new session."):format(log_file))
+  end)
+  self:update_winbar()
+end
+
+--- Start a new session in this chat (after :Acp restart).
+---@return boolean ok, string? err
+function Chat:reopen()
+  if self.status == "closed" then
+    return false, "closed"
+  end
+  self.terminals = {}
+  self.transcript.view:batch(function()
+    self.transcript:note("— restarted: new session —")
+  end)
+  return self:start()
+end
+
+M.Chat = Chat
+
+return M

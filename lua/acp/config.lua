@@ -1,0 +1,393 @@
+---@mod acp.config Configuration: defaults, agent presets, validation.
+
+local util = require("acp.util")
+
+local M = {}
+
+---@class acp.AgentConfig
+---@field cmd string[] program and arguments
+---@field env? table<string,string> extra environment (added to Neovim's own)
+---@field cwd? string working directory of the agent process
+
+---@class acp.ResolvedAgent
+---@field name string
+---@field cmd string[]
+---@field env table<string,string>
+---@field cwd? string
+
+---@class acp.LayoutConfig
+---@field position "right"|"left"|"float"|"tab"
+---@field width number columns, or a fraction of the editor width when < 1
+---@field height number float height: rows, or a fraction when < 1
+---@field input_height integer rows of the prompt input window
+
+---@class acp.KeymapConfig
+---@field submit string|false prompt buffer, normal mode
+---@field submit_insert string|false prompt buffer, insert mode
+---@field cancel string|false both buffers, normal mode
+---@field close string|false both buffers, normal mode: hide the chat windows
+---@field jump string|false transcript: open the location or diff under the cursor
+---@field diff string|false transcript: open the diff of the tool call under the cursor
+---@field permission string|false transcript: answer a pending permission with vim.ui.select
+---@field focus_prompt string|false transcript: jump to the prompt input
+
+---@class acp.PermissionConfig
+---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
+---@field remember boolean remember "always" answers for the session
+
+---@class acp.Config
+---@field agents table<string, acp.AgentConfig|false>
+---@field default_agent? string
+---@field layout acp.LayoutConfig
+---@field keymaps acp.KeymapConfig
+---@field permission acp.PermissionConfig
+---@field log_level "error"|"warn"|"info"|"debug"|"trace"
+---@field backend { cmd?: string[]|string }
+---@field mcp_servers table[] MCP server descriptions passed to every new session
+
+--- Built-in agents. `demo` is resolved at use time (see `M.agent`).
+---@type table<string, acp.AgentConfig>
+M.presets = {
+  claude = { cmd = { "claude-agent-acp" } },
+  codex = { cmd = { "codex-acp" } },
+  gemini = { cmd = { "gemini", "--experimental-acp" } },
+  goose = { cmd = { "goose", "acp" } },
+  opencode = { cmd = { "opencode", "acp" } },
+}
+
+---@type acp.Config
+M.defaults = {
+  agents = {},
+  default_agent = nil,
+  layout = { position = "right", width = 0.4, height = 0.8, input_height = 5 },
+  keymaps = {
+    submit = "<CR>",
+    submit_insert = "<C-s>",
+    cancel = "<C-c>",
+    close = "q",
+    jump = "<CR>",
+    diff = "d",
+    permission = "p",
+    focus_prompt = "i",
+  },
+  permission = { auto_allow = {}, remember = true },
+  log_level = "info",
+  backend = { cmd = nil },
+  mcp_servers = {},
+}
+
+---@type acp.Config
+M.options = vim.deepcopy(M.defaults)
+
+--- Path of the bundled fake agent: release build, else debug build.
+---@return string
+function M.demo_agent_path()
+  local root = util.plugin_root()
+  local release = root .. "/target/release/acp-fake-agent"
+  local debug = root .. "/target/debug/acp-fake-agent"
+  if vim.fn.executable(release) == 1 then
+    return release
+  end
+  if vim.fn.executable(debug) == 1 then
+    return debug
+  end
+  return release
+end
+
+local function describe(v)
+  if type(v) == "table" then
+    return "a table"
+  end
+  return type(v) .. " " .. vim.inspect(v)
+end
+
+local function is_list_of_strings(v, allow_empty)
+  if type(v) ~= "table" then
+    return false
+  end
+  if not allow_empty and #v == 0 then
+    return false
+  end
+  local n = 0
+  for k, item in pairs(v) do
+    n = n + 1
+    if type(k) ~= "number" or type(item) ~= "string" then
+      return false
+    end
+  end
+  return n == #v
+end
+
+local function check_keys(tbl, allowed, path)
+  for k in pairs(tbl) do
+    if allowed[k] == nil then
+      local names = vim.tbl_keys(allowed)
+      table.sort(names)
+      return ("`%s%s` is not a known option (known: %s)"):format(path, tostring(k), table.concat(names, ", "))
+    end
+  end
+end
+
+local function validate_agent(name, a)
+  local path = "agents." .. name
+  if a == false then
+    return nil
+  end
+  if type(a) ~= "table" then
+    return ("`%s` must be a table like { cmd = { \"prog\", \"arg\" } } or false (got %s)"):format(path, describe(a))
+  end
+  local err = check_keys(a, { cmd = true, env = true, cwd = true }, path .. ".")
+  if err then
+    return err
+  end
+  if a.cmd == nil and not M.presets[name] and name ~= "demo" then
+    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" }"):format(path, name)
+  end
+  if a.cmd ~= nil and not is_list_of_strings(a.cmd, false) then
+    return ("`%s.cmd` must be a non-empty list of strings (got %s)"):format(path, describe(a.cmd))
+  end
+  if a.env ~= nil then
+    if type(a.env) ~= "table" then
+      return ("`%s.env` must be a table of NAME = \"value\" (got %s)"):format(path, describe(a.env))
+    end
+    for k, v in pairs(a.env) do
+      if type(k) ~= "string" or (type(v) ~= "string" and type(v) ~= "number") then
+        return ("`%s.env` must map names to strings; `%s` is %s"):format(path, tostring(k), describe(v))
+      end
+    end
+  end
+  if a.cwd ~= nil and type(a.cwd) ~= "string" then
+    return ("`%s.cwd` must be a directory path string (got %s)"):format(path, describe(a.cwd))
+  end
+end
+
+-- Listed explicitly: keys whose default is nil are absent from M.defaults.
+local TOP_KEYS = {
+  agents = true,
+  default_agent = true,
+  layout = true,
+  keymaps = true,
+  permission = true,
+  log_level = true,
+  backend = true,
+  mcp_servers = true,
+}
+local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
+local POSITIONS = { right = true, left = true, float = true, tab = true }
+
+--- Validate user options (before merging). Returns an error sentence naming
+--- the bad key, or nil.
+---@param opts table
+---@return string? err
+function M.validate(opts)
+  if opts == nil then
+    return nil
+  end
+  if type(opts) ~= "table" then
+    return ("setup() takes a table of options (got %s)"):format(describe(opts))
+  end
+  local err = check_keys(opts, TOP_KEYS, "")
+  if err then
+    return err
+  end
+  if opts.agents ~= nil then
+    if type(opts.agents) ~= "table" then
+      return ("`agents` must be a table of name = { cmd = {...} } (got %s)"):format(describe(opts.agents))
+    end
+    for name, a in pairs(opts.agents) do
+      if type(name) ~= "string" then
+        return ("`agents` keys must be agent names (got %s)"):format(describe(name))
+      end
+      err = validate_agent(name, a)
+      if err then
+        return err
+      end
+    end
+  end
+  if opts.default_agent ~= nil and type(opts.default_agent) ~= "string" then
+    return ("`default_agent` must be an agent name (got %s)"):format(describe(opts.default_agent))
+  end
+  if opts.layout ~= nil then
+    if type(opts.layout) ~= "table" then
+      return ("`layout` must be a table (got %s)"):format(describe(opts.layout))
+    end
+    err = check_keys(opts.layout, M.defaults.layout, "layout.")
+    if err then
+      return err
+    end
+    local l = opts.layout
+    if l.position ~= nil and not POSITIONS[l.position] then
+      return ("`layout.position` must be one of right, left, float, tab (got %s)"):format(describe(l.position))
+    end
+    for _, k in ipairs({ "width", "height", "input_height" }) do
+      if l[k] ~= nil and (type(l[k]) ~= "number" or l[k] <= 0) then
+        return ("`layout.%s` must be a positive number (got %s)"):format(k, describe(l[k]))
+      end
+    end
+  end
+  if opts.keymaps ~= nil then
+    if type(opts.keymaps) ~= "table" then
+      return ("`keymaps` must be a table (got %s)"):format(describe(opts.keymaps))
+    end
+    err = check_keys(opts.keymaps, M.defaults.keymaps, "keymaps.")
+    if err then
+      return err
+    end
+    for k, v in pairs(opts.keymaps) do
+      if v ~= false and (type(v) ~= "string" or v == "") then
+        return ("`keymaps.%s` must be a key like \"<CR>\" or false to disable it (got %s)"):format(k, describe(v))
+      end
+    end
+  end
+  if opts.permission ~= nil then
+    if type(opts.permission) ~= "table" then
+      return ("`permission` must be a table (got %s)"):format(describe(opts.permission))
+    end
+    err = check_keys(opts.permission, M.defaults.permission, "permission.")
+    if err then
+      return err
+    end
+    local p = opts.permission
+    if p.auto_allow ~= nil and not is_list_of_strings(p.auto_allow, true) then
+      return ("`permission.auto_allow` must be a list of tool kinds like { \"read\", \"search\" } (got %s)"):format(
+        describe(p.auto_allow)
+      )
+    end
+    if p.remember ~= nil and type(p.remember) ~= "boolean" then
+      return ("`permission.remember` must be true or false (got %s)"):format(describe(p.remember))
+    end
+  end
+  if opts.log_level ~= nil and not LEVELS[opts.log_level] then
+    return ("`log_level` must be one of error, warn, info, debug, trace (got %s)"):format(describe(opts.log_level))
+  end
+  if opts.backend ~= nil then
+    if type(opts.backend) ~= "table" then
+      return ("`backend` must be a table like { cmd = { \"/path/to/acp-nvim\" } } (got %s)"):format(
+        describe(opts.backend)
+      )
+    end
+    err = check_keys(opts.backend, { cmd = true }, "backend.")
+    if err then
+      return err
+    end
+    local c = opts.backend.cmd
+    if c ~= nil and type(c) ~= "string" and not is_list_of_strings(c, false) then
+      return ("`backend.cmd` must be a path or a non-empty list of strings (got %s)"):format(describe(c))
+    end
+  end
+  if opts.mcp_servers ~= nil and (type(opts.mcp_servers) ~= "table") then
+    return ("`mcp_servers` must be a list of MCP server tables (got %s)"):format(describe(opts.mcp_servers))
+  end
+  if opts.default_agent ~= nil then
+    local agents = opts.agents or {}
+    local known = (agents[opts.default_agent] ~= nil and agents[opts.default_agent] ~= false)
+      or (M.presets[opts.default_agent] ~= nil and agents[opts.default_agent] ~= false)
+      or opts.default_agent == "demo"
+    if not known then
+      return ("`default_agent` names %q, which is not in `agents` nor a preset"):format(opts.default_agent)
+    end
+  end
+end
+
+--- Validate and apply options. Returns false and an error sentence when the
+--- options are invalid; the previous configuration is then kept.
+---@param opts? table
+---@return boolean ok, string? err
+function M.setup(opts)
+  local err = M.validate(opts)
+  if err then
+    return false, err
+  end
+  opts = opts or {}
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- Lists replace, they do not merge index by index.
+  if opts.permission and opts.permission.auto_allow then
+    merged.permission.auto_allow = vim.deepcopy(opts.permission.auto_allow)
+  end
+  merged.agents = vim.deepcopy(opts.agents or {})
+  if opts.mcp_servers then
+    merged.mcp_servers = vim.deepcopy(opts.mcp_servers)
+  end
+  M.options = merged
+  return true
+end
+
+--- Names of the configured agents (presets not disabled + user agents), sorted.
+---@return string[]
+function M.agent_names()
+  local names = {}
+  local seen = {}
+  local function add(n)
+    if not seen[n] and M.options.agents[n] ~= false then
+      seen[n] = true
+      names[#names + 1] = n
+    end
+  end
+  for n in pairs(M.presets) do
+    add(n)
+  end
+  add("demo")
+  for n, a in pairs(M.options.agents) do
+    if a ~= false then
+      add(n)
+    end
+  end
+  table.sort(names)
+  return names
+end
+
+--- The agent used by `:Acp` and `open()` without a name: `default_agent`, else
+--- the only (or first, sorted) agent the user configured that is not a preset
+--- override, else "demo".
+---@return string
+function M.default_agent()
+  if M.options.default_agent then
+    return M.options.default_agent
+  end
+  local own = {}
+  for n, a in pairs(M.options.agents) do
+    if a ~= false and not M.presets[n] and n ~= "demo" then
+      own[#own + 1] = n
+    end
+  end
+  if #own == 0 then
+    -- A preset the user touched counts as "configured" too.
+    for n, a in pairs(M.options.agents) do
+      if a ~= false and n ~= "demo" then
+        own[#own + 1] = n
+      end
+    end
+  end
+  table.sort(own)
+  return own[1] or "demo"
+end
+
+--- Resolve an agent by name into a spawnable command.
+---@param name string
+---@return acp.ResolvedAgent? agent, string? err
+function M.agent(name)
+  local user = M.options.agents[name]
+  if user == false then
+    return nil, ("agent %q is disabled in your config (agents.%s = false)"):format(name, name)
+  end
+  local base
+  if name == "demo" then
+    base = { cmd = { M.demo_agent_path() } }
+  else
+    base = M.presets[name]
+  end
+  if not base and not user then
+    return nil, ("unknown agent %q; configured agents: %s"):format(name, table.concat(M.agent_names(), ", "))
+  end
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(base or {}), vim.deepcopy(user or {}))
+  if user and user.cmd then
+    merged.cmd = vim.deepcopy(user.cmd)
+  end
+  local env = {}
+  for k, v in pairs(merged.env or {}) do
+    env[k] = tostring(v)
+  end
+  return { name = name, cmd = merged.cmd, env = env, cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil }
+end
+
+return M

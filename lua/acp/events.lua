@@ -1,0 +1,156 @@
+---@mod acp.events Entry point of the backend's event batches.
+---
+--- The backend calls `require('acp.events').dispatch(events)` once per frame
+--- with the events of that frame, in order. Each event is handled on its own
+--- (one bad event never stops the rest of the batch); the transcript views
+--- touched by the batch are finished once at the end (read-only again,
+--- autoscroll), so a batch of 500 chunks costs one scroll.
+
+local util = require("acp.util")
+
+local M = {}
+
+---@param pattern string
+---@return boolean
+local function has_user_autocmd(pattern)
+  local ok, list = pcall(vim.api.nvim_get_autocmds, { event = "User", pattern = pattern })
+  return ok and #list > 0
+end
+
+---@param pattern string
+---@param data table
+local function fire(pattern, data)
+  local ok, err = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, data = data, modeline = false })
+  if not ok then
+    util.notify(("a %s autocmd failed: %s"):format(pattern, err), vim.log.levels.ERROR)
+  end
+end
+
+---@type table<string, fun(chat: acp.Chat, ev: table, ctx: table)>
+local handlers = {}
+
+function handlers.session_started(chat, ev)
+  chat:on_session_started(ev)
+end
+
+function handlers.open_failed(chat, ev)
+  chat:on_open_failed(ev)
+end
+
+function handlers.auth_required(chat, ev)
+  chat:on_auth_required(ev)
+end
+
+function handlers.session(chat, ev, ctx)
+  local change = util.field(ev, "change") or {}
+  chat:on_session_change(change)
+  if ctx.want_update then
+    fire("AcpSessionUpdate", { chat_id = chat.chat_id, session_id = chat.session_id, change = change })
+  end
+end
+
+function handlers.permission_request(chat, ev)
+  local req, waiting = chat:on_permission_request(ev)
+  if waiting then
+    fire("AcpPermissionRequest", {
+      request_id = req.request_id,
+      session_id = chat.session_id,
+      chat_id = chat.chat_id,
+      tool_call = req.tool_call,
+      options = req.options,
+    })
+  end
+end
+
+function handlers.permission_cancelled(_, ev)
+  require("acp.permission").cancelled(util.field(ev, "request_id", "requestId"))
+end
+
+function handlers.permission_auto(chat, ev)
+  chat:on_permission_auto(ev)
+end
+
+function handlers.terminal(chat, ev)
+  chat:on_terminal(ev)
+end
+
+function handlers.file_edited(chat, ev)
+  local path = util.field(ev, "path") or "?"
+  if util.field(ev, "kept_unsaved", "keptUnsaved") then
+    util.notify(
+      ("the agent wrote %s on disk, but your buffer has unsaved changes, so the buffer was kept as it is. "
+        .. "Use :e! to load the agent's version, or :w to keep yours."):format(path),
+      vim.log.levels.WARN
+    )
+    chat.transcript:note(("! %s: written on disk; your unsaved buffer was kept"):format(path), "AcpError")
+  elseif not util.field(ev, "buffer_updated", "bufferUpdated") then
+    -- Written on disk only (agents like Claude edit files themselves): reload
+    -- an unmodified buffer of that file so it shows the new content.
+    local buf = require("acp.fs").find_buffer(path)
+    if buf and not vim.bo[buf].modified then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("silent! checktime")
+      end)
+    end
+  end
+end
+
+function handlers.turn_ended(chat, ev)
+  chat:on_turn_ended(ev)
+  fire("AcpTurnEnd", {
+    session_id = chat.session_id,
+    chat_id = chat.chat_id,
+    stop_reason = util.field(ev, "stop_reason", "stopReason"),
+  })
+end
+
+function handlers.prompt_failed(chat, ev)
+  chat:on_prompt_failed(ev)
+end
+
+function handlers.agent_exited(chat, ev)
+  chat:on_agent_exited(ev)
+end
+
+---@param ev table
+---@param ctx table
+local function handle(ev, ctx)
+  local t = util.field(ev, "type")
+  if t == "warning" then
+    util.notify(tostring(util.field(ev, "message") or "warning from the backend"), vim.log.levels.WARN)
+    return
+  end
+  local handler = handlers[t]
+  if not handler then
+    -- A newer backend may send events this plugin does not know yet.
+    return
+  end
+  local chat_id = util.field(ev, "chat_id", "chatId")
+  local chat = chat_id and require("acp.chat").get(tostring(chat_id))
+  if not chat then
+    -- Late events of a chat closed meanwhile.
+    return
+  end
+  handler(chat, ev, ctx)
+end
+
+--- Handle a batch of events from the backend, in order.
+---@param events table[]
+function M.dispatch(events)
+  local ctx = { want_update = has_user_autocmd("AcpSessionUpdate") }
+  local first_err
+  for _, ev in ipairs(events or {}) do
+    local ok, err = xpcall(handle, debug.traceback, ev, ctx)
+    if not ok and not first_err then
+      first_err = err
+    end
+  end
+  for _, chat in ipairs(require("acp.chat").list) do
+    chat.transcript.view:finish()
+  end
+  if first_err then
+    util.notify("an event could not be shown: " .. tostring(first_err), vim.log.levels.ERROR)
+  end
+end
+
+return M

@@ -1,0 +1,163 @@
+---@mod acp.fs Buffer-aware file access for the backend (fs/read_text_file and
+--- fs/write_text_file of the agent go through here when a buffer has the file).
+---
+--- The backend calls these with nvim_exec_lua and awaits the result; both are
+--- quick and never wait for anything.
+
+local api = vim.api
+local util = require("acp.util")
+
+local M = {}
+
+local function normalize(path)
+  local full = vim.fn.fnamemodify(path, ":p")
+  local real = util.uv.fs_realpath(full)
+  return real or full
+end
+
+--- The loaded normal-file buffer of a path, if any.
+---@param path string absolute path
+---@return integer? buf
+function M.find_buffer(path)
+  if type(path) ~= "string" or path == "" then
+    return nil
+  end
+  local want = normalize(path)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
+      local name = api.nvim_buf_get_name(buf)
+      if name ~= "" and (name == path or normalize(name) == want) then
+        return buf
+      end
+    end
+  end
+end
+
+--- Text of a buffer's lines as a file would hold them: every line ends with
+--- "\n", except the buffer's last line when it has 'noeol'.
+---@param buf integer
+---@param first integer 0-based first line
+---@param lines string[]
+---@return string
+local function join(buf, first, lines)
+  if #lines == 0 then
+    return ""
+  end
+  local text = table.concat(lines, "\n")
+  local is_last = first + #lines >= api.nvim_buf_line_count(buf)
+  if is_last and not vim.bo[buf].eol then
+    return text
+  end
+  return text .. "\n"
+end
+
+---@class acp.FsReadArgs
+---@field path string
+---@field line? integer 1-based first line
+---@field limit? integer number of lines
+
+--- Read from a loaded buffer. nil when no loaded buffer has the path (the
+--- backend then reads the disk). Only the requested lines are fetched.
+---@param args acp.FsReadArgs
+---@return string?
+function M.read(args)
+  local buf = M.find_buffer(args.path)
+  if not buf then
+    return nil
+  end
+  local line = util.is_null(args.line) and 1 or math.max(1, tonumber(args.line) or 1)
+  local limit = not util.is_null(args.limit) and tonumber(args.limit) or nil
+  local first = line - 1
+  local last = limit and (first + limit) or -1
+  if limit == 0 then
+    return ""
+  end
+  local lines = api.nvim_buf_get_lines(buf, first, last, false)
+  return join(buf, first, lines)
+end
+
+---@class acp.FsWriteArgs
+---@field path string
+---@field content string
+
+---@class acp.FsWriteResult
+---@field handled boolean the buffer was updated and saved (disk == content)
+---@field old_content? string the buffer's text before the write
+---@field kept_unsaved? boolean the buffer had unsaved changes and was not touched
+
+--- Apply the hunks turning `old` lines into `new` lines, bottom-up, as one
+--- undo step. Lines outside the hunks are not touched, so the cursor, marks
+--- and folds there survive.
+---@param buf integer
+---@param old string[]
+---@param new string[]
+local function apply_minimal(buf, old, new)
+  local old_text = table.concat(old, "\n") .. "\n"
+  local new_text = table.concat(new, "\n") .. "\n"
+  local hunks = util.diff_indices(old_text, new_text)
+  local first = true
+  for i = #hunks, 1, -1 do
+    local sa, ca, sb, cb = unpack(hunks[i])
+    local replacement = {}
+    for j = sb, sb + cb - 1 do
+      replacement[#replacement + 1] = new[j]
+    end
+    if not first then
+      -- Join with the previous hunk so one `u` undoes the whole write.
+      api.nvim_buf_call(buf, function()
+        pcall(vim.cmd, "undojoin")
+      end)
+    end
+    first = false
+    if ca == 0 then
+      -- Pure insertion after line `sa`.
+      api.nvim_buf_set_lines(buf, sa, sa, false, replacement)
+    else
+      api.nvim_buf_set_lines(buf, sa - 1, sa - 1 + ca, false, replacement)
+    end
+  end
+end
+
+--- Write through a loaded buffer. Returns handled=false when no buffer has
+--- the path or when the buffer has unsaved changes (then kept_unsaved=true and
+--- the buffer is untouched): the backend writes the disk in both cases.
+---@param args acp.FsWriteArgs
+---@return acp.FsWriteResult
+function M.write(args)
+  local buf = M.find_buffer(args.path)
+  if not buf then
+    return { handled = false }
+  end
+  if vim.bo[buf].modified then
+    return { handled = false, kept_unsaved = true }
+  end
+  local old = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local old_content = join(buf, 0, old)
+  local content = args.content or ""
+  local ends_with_nl = content:sub(-1) == "\n"
+  local new = vim.split(content, "\n", { plain = true })
+  if ends_with_nl then
+    new[#new] = nil
+  end
+  if #new == 0 then
+    new = { "" }
+  end
+  local was_modifiable = vim.bo[buf].modifiable
+  vim.bo[buf].modifiable = true
+  apply_minimal(buf, old, new)
+  -- Make the saved file end exactly like `content`.
+  vim.bo[buf].eol = ends_with_nl
+  if not ends_with_nl then
+    vim.bo[buf].fixeol = false
+  end
+  vim.bo[buf].modifiable = was_modifiable
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("silent keepalt write!")
+  end)
+  if not ok then
+    error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
+  end
+  return { handled = true, old_content = old_content }
+end
+
+return M

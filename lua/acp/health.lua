@@ -1,0 +1,80 @@
+---@mod acp.health `:checkhealth acp`
+
+local M = {}
+
+local function probe_backend(cmd)
+  local job = vim.fn.jobstart(vim.list_extend(vim.deepcopy(cmd), { "--log-level", "error" }), { rpc = true })
+  if job <= 0 then
+    return nil, "could not start it"
+  end
+  local ok, hello = pcall(vim.rpcrequest, job, "acp.hello", { plugin_version = require("acp.version") })
+  pcall(vim.rpcrequest, job, "acp.shutdown", vim.empty_dict())
+  pcall(vim.fn.jobstop, job)
+  if not ok then
+    return nil, tostring(hello)
+  end
+  return hello
+end
+
+function M.check()
+  local health = vim.health
+  local backend = require("acp.backend")
+  local config = require("acp.config")
+  health.start("acp.nvim")
+
+  if vim.fn.has("nvim-0.10") == 1 then
+    health.ok("Neovim " .. tostring(vim.version()))
+  else
+    health.error("Neovim >= 0.10 is required", { "Upgrade Neovim" })
+  end
+
+  local cmd, err = backend.find_cmd()
+  if not cmd then
+    health.error(tostring(err))
+  else
+    health.ok("backend: " .. table.concat(cmd, " "))
+    local hello, perr = backend.info(), nil
+    if not hello then
+      hello, perr = probe_backend(cmd)
+    end
+    if not hello then
+      health.error("the backend did not answer the handshake: " .. tostring(perr), {
+        "Rebuild it with `cargo build --release` in " .. require("acp.util").plugin_root(),
+        "See the log: " .. backend.log_file(),
+      })
+    elseif hello.ok then
+      health.ok(("backend version %s matches the plugin"):format(tostring(hello.backend_version)))
+    else
+      health.error(tostring(hello.message or "backend version does not match the plugin"))
+    end
+  end
+
+  health.start("acp.nvim agents")
+  local default = config.default_agent()
+  for _, name in ipairs(config.agent_names()) do
+    local agent = config.agent(name)
+    local prog = agent and agent.cmd and agent.cmd[1]
+    local label = ("%s%s: %s"):format(name, name == default and " (default)" or "", table.concat(agent and agent.cmd or {}, " "))
+    if prog and vim.fn.executable(prog) == 1 then
+      health.ok(label)
+    elseif name == default then
+      health.error(label .. " is not found on PATH", { "Install it, or set `default_agent` in setup()" })
+    else
+      health.warn(label .. " is not found on PATH", { "Install it to use :Acp new " .. name })
+    end
+  end
+
+  health.start("acp.nvim log")
+  local log = backend.log_file()
+  local log_dir = vim.fn.fnamemodify(log, ":h")
+  -- The backend creates the directory on start; do the same so the check is
+  -- about permissions, not about a first run.
+  pcall(vim.fn.mkdir, log_dir, "p")
+  if vim.fn.filewritable(log_dir) == 2 then
+    health.ok("log file: " .. log)
+  else
+    health.warn("the log directory is not writable: " .. log)
+  end
+end
+
+return M

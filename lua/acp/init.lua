@@ -1,0 +1,131 @@
+---@mod acp acp.nvim: chat with ACP coding agents in Neovim.
+---
+--- Public API (stable; see :help acp-api):
+---   require("acp").setup(opts)
+---   require("acp").open({ agent = NAME, cwd = DIR }) -> handle
+---   require("acp").prompt(TEXT)
+---   require("acp").cancel()
+---   require("acp").permission_respond(request_id, option_id)
+---   require("acp").toggle()
+
+local util = require("acp.util")
+local config = require("acp.config")
+
+local M = {}
+
+local did_init = false
+local function init()
+  if did_init then
+    return
+  end
+  did_init = true
+  require("acp.highlights").setup()
+end
+
+--- Configure the plugin. Invalid options are reported with a message naming
+--- the bad key, and the previous configuration is kept.
+---@param opts? table see :help acp-config
+---@return boolean ok
+function M.setup(opts)
+  init()
+  local ok, err = config.setup(opts)
+  if not ok then
+    util.notify("setup: " .. tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+---@class acp.OpenOpts
+---@field agent? string agent name (default: `default_agent`)
+---@field cwd? string absolute directory of the session (default: the agent's cwd, else the current directory)
+---@field show? boolean show the chat windows (default true)
+
+--- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
+--- the session has started; filled in by the `session_started` event).
+---@alias acp.Handle acp.Chat
+
+--- Open a chat with an agent. The session starts in the background; errors
+--- are shown in the transcript and with vim.notify.
+---@param opts? acp.OpenOpts
+---@return acp.Handle? handle, string? err
+function M.open(opts)
+  init()
+  opts = opts or {}
+  local name = opts.agent or config.default_agent()
+  local agent, err = config.agent(name)
+  if not agent then
+    util.notify(tostring(err), vim.log.levels.ERROR)
+    return nil, err
+  end
+  local cwd = opts.cwd or agent.cwd or vim.fn.getcwd()
+  cwd = vim.fn.fnamemodify(cwd, ":p")
+  if #cwd > 1 then
+    cwd = cwd:gsub("/+$", "")
+  end
+  if vim.fn.isdirectory(cwd) ~= 1 then
+    err = ("cwd %q is not a directory; pass an existing absolute directory"):format(cwd)
+    util.notify(err, vim.log.levels.ERROR)
+    return nil, err
+  end
+  local chat = require("acp.chat").create(agent, cwd)
+  if opts.show ~= false then
+    chat:show()
+  end
+  local ok, serr = chat:start()
+  if not ok then
+    util.notify(tostring(serr), vim.log.levels.ERROR)
+  end
+  return chat
+end
+
+--- Show or hide the current chat; open one with the default agent when there
+--- is none.
+function M.toggle()
+  local chat = require("acp.chat").current()
+  if chat then
+    chat:toggle()
+  else
+    M.open()
+  end
+end
+
+--- Send text to the current chat.
+---@param text string
+---@return boolean ok, string? err
+function M.prompt(text)
+  local chat = require("acp.chat").current()
+  if not chat then
+    local err = "no chat to send to; open one with :Acp or require('acp').open()"
+    util.notify(err, vim.log.levels.ERROR)
+    return false, err
+  end
+  return chat:send({ { type = "text", text = text } })
+end
+
+--- Cancel the running turn of the current chat.
+function M.cancel()
+  local chat = require("acp.chat").current()
+  if chat then
+    chat:cancel()
+  else
+    util.notify("no chat to cancel", vim.log.levels.WARN)
+  end
+end
+
+--- Answer a permission request (from an `AcpPermissionRequest` autocmd).
+--- `option_id` nil dismisses it (the agent is told "cancelled").
+---@param request_id integer
+---@param option_id? string
+---@return boolean ok false when the request is not pending
+function M.permission_respond(request_id, option_id)
+  return require("acp.permission").respond(request_id, option_id)
+end
+
+--- All open chats, oldest first.
+---@return acp.Handle[]
+function M.chats()
+  return vim.list_slice(require("acp.chat").list)
+end
+
+return M

@@ -1,0 +1,267 @@
+---@mod acp.tool_call Rendering of one tool call block, and the actions on its
+--- lines (open a diff, jump to a location).
+
+local util = require("acp.util")
+
+local M = {}
+
+--- Status -> icon and highlight.
+M.STATUS = {
+  pending = { "○", "AcpToolPending" },
+  in_progress = { "◐", "AcpToolRunning" },
+  completed = { "✓", "AcpToolDone" },
+  failed = { "✗", "AcpToolFailed" },
+  cancelled = { "⊘", "AcpToolCancelled" },
+}
+
+--- Most lines of text content shown in a tool call before eliding.
+M.MAX_TEXT_LINES = 12
+--- Most lines of terminal output shown (the newest ones).
+M.MAX_TERMINAL_LINES = 15
+
+---@class acp.TerminalState
+---@field output string
+---@field exit_status? table {exitCode?, signal?}
+---@field released boolean
+---@field truncated boolean
+
+---@class acp.ToolCallContext
+---@field permission? acp.PermissionRequest pending request for this tool call
+---@field notes? string[] one-line notes (answers, auto-allow)
+---@field terminals table<string, acp.TerminalState>
+
+--- Id of a tool call state.
+---@param tc table
+---@return string?
+function M.id(tc)
+  return util.field(tc, "toolCallId", "tool_call_id") or util.field(tc, "id")
+end
+
+local function content_summary(block)
+  local t = util.field(block, "type")
+  if t == "text" then
+    return util.field(block, "text") or ""
+  elseif t == "image" then
+    return ("[image %s]"):format(util.field(block, "mimeType", "mime_type") or "")
+  elseif t == "audio" then
+    return ("[audio %s]"):format(util.field(block, "mimeType", "mime_type") or "")
+  elseif t == "resource_link" then
+    return ("[%s](%s)"):format(util.field(block, "name") or "link", util.field(block, "uri") or "")
+  elseif t == "resource" then
+    local r = util.field(block, "resource") or {}
+    local text = util.field(r, "text")
+    if text then
+      return text
+    end
+    return ("[resource %s]"):format(util.field(r, "uri") or "")
+  end
+  return ("[%s content] %s"):format(t or "unknown", util.json_oneline(block, 120))
+end
+
+--- Text of a content block as shown in messages (non-text blocks summarized).
+---@param block table
+---@return string
+function M.content_text(block)
+  return content_summary(block)
+end
+
+local function terminal_status(term)
+  if not term then
+    return "waiting for output"
+  end
+  local es = term.exit_status
+  if es then
+    local code = util.field(es, "exitCode", "exit_code")
+    local sig = util.field(es, "signal")
+    if sig then
+      return "killed by " .. tostring(sig)
+    end
+    return "exited " .. tostring(code or "?")
+  end
+  if term.released then
+    return "released"
+  end
+  return "running"
+end
+
+--- Lines, highlights and line actions of a tool call block.
+---@param tc table the tool call state (toolCallId, title, kind, status, content, locations, rawInput, rawOutput)
+---@param ctx acp.ToolCallContext
+---@return string[] lines, acp.Highlight[] hls, table<integer, table> actions
+function M.render(tc, ctx)
+  local lines, hls, actions = {}, {}, {}
+  local function add(line, hl, hl_from)
+    lines[#lines + 1] = line
+    if hl then
+      hls[#hls + 1] = { #lines - 1, hl_from or 0, -1, hl }
+    end
+    return #lines - 1
+  end
+
+  local status = util.field(tc, "status") or "pending"
+  local s = M.STATUS[status] or { "?", "AcpToolPending" }
+  local kind = util.field(tc, "kind") or "other"
+  local title = (util.field(tc, "title") or M.id(tc) or "Tool call"):gsub("\n", " ")
+  local header = ("%s %s · %s"):format(s[1], kind, title)
+  if not M.STATUS[status] then
+    header = header .. " [" .. tostring(status) .. "]"
+  end
+  add(header)
+  hls[#hls + 1] = { 0, 0, #s[1], s[2] }
+  hls[#hls + 1] = { 0, #s[1] + 1, #s[1] + 1 + #kind, "AcpToolKind" }
+
+  local content = util.field(tc, "content") or {}
+  for _, item in ipairs(content) do
+    local t = util.field(item, "type")
+    if t == "content" then
+      local text = content_summary(util.field(item, "content") or {})
+      local parts = util.split_lines(text)
+      if parts[#parts] == "" then
+        parts[#parts] = nil
+      end
+      for i, p in ipairs(parts) do
+        if i > M.MAX_TEXT_LINES then
+          add(("  … %d more lines"):format(#parts - M.MAX_TEXT_LINES), "AcpNote")
+          break
+        end
+        add("  " .. p, "AcpToolContent")
+      end
+    elseif t == "diff" then
+      local path = util.field(item, "path") or "?"
+      local old = util.field(item, "oldText", "old_text")
+      local new = util.field(item, "newText", "new_text") or ""
+      local added, removed = util.diff_stat(old, new)
+      local label = ("  ± %s +%d -%d"):format(path, added, removed)
+      local row = add(label .. (old == nil and " (new file)" or ""))
+      hls[#hls + 1] = { row, 4, 4 + #path, "AcpDiffPath" }
+      local plus = ("+%d"):format(added)
+      hls[#hls + 1] = { row, 5 + #path, 5 + #path + #plus, "AcpDiffAdd" }
+      hls[#hls + 1] = { row, 6 + #path + #plus, #label, "AcpDiffDelete" }
+      actions[row] = { type = "diff", path = path, old = old or "", new = new }
+    elseif t == "terminal" then
+      local id = util.field(item, "terminalId", "terminal_id") or "?"
+      local term = ctx.terminals[id]
+      add(("  $ terminal %s (%s)"):format(id, terminal_status(term)), "AcpToolKind")
+      if term and term.output ~= "" then
+        local out = util.split_lines(term.output)
+        if out[#out] == "" then
+          out[#out] = nil
+        end
+        local first = math.max(1, #out - M.MAX_TERMINAL_LINES + 1)
+        if first > 1 or term.truncated then
+          add("  │ …", "AcpToolOutput")
+        end
+        for i = first, #out do
+          add("  │ " .. out[i], "AcpToolOutput")
+        end
+      end
+    else
+      add("  [" .. tostring(t) .. " content] " .. util.json_oneline(item, 160), "AcpUnknown")
+    end
+  end
+
+  for _, loc in ipairs(util.field(tc, "locations") or {}) do
+    local path = util.field(loc, "path") or "?"
+    local line = util.field(loc, "line")
+    local text = line and ("%s:%d"):format(path, line) or path
+    local row = add("  → " .. text)
+    hls[#hls + 1] = { row, #"  → ", -1, "AcpLocation" }
+    actions[row] = { type = "location", path = path, line = line }
+  end
+
+  local raw_input = util.field(tc, "rawInput", "raw_input")
+  if #content == 0 and raw_input ~= nil and (ctx.permission or kind == "edit" or kind == "execute") then
+    -- Some agents ask for edit permissions without any diff content: the raw
+    -- input is then the only thing that says what will happen.
+    add("  input: " .. util.json_oneline(raw_input, 300), "AcpToolOutput")
+  end
+
+  if ctx.permission then
+    local plines, phls = require("acp.permission").render(ctx.permission)
+    local base = #lines
+    vim.list_extend(lines, plines)
+    for _, h in ipairs(phls) do
+      hls[#hls + 1] = { base + h[1], h[2], h[3], h[4] }
+    end
+    for i = 0, #plines - 1 do
+      actions[base + i] = { type = "permission", request_id = ctx.permission.request_id }
+    end
+  end
+  for _, note in ipairs(ctx.notes or {}) do
+    add("  · " .. note, "AcpPermissionAnswer")
+  end
+  return lines, hls, actions
+end
+
+--- Open a diff of old and new text in a new tab page (two scratch buffers in
+--- diff mode; `q` closes the tab).
+---@param action {path: string, old: string, new: string}
+function M.open_diff(action)
+  local ft = vim.filetype.match({ filename = action.path }) or ""
+  vim.cmd("tabnew")
+  local tab = vim.api.nvim_get_current_tabpage()
+  local function scratch(text, suffix)
+    local buf = vim.api.nvim_create_buf(false, true)
+    local lines = util.split_lines(text)
+    if lines[#lines] == "" and #lines > 1 then
+      lines[#lines] = nil
+    end
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].bufhidden = "wipe"
+    vim.bo[buf].modifiable = false
+    if ft ~= "" then
+      vim.bo[buf].filetype = ft
+    end
+    pcall(vim.api.nvim_buf_set_name, buf, ("acp://diff/%d/%s%s"):format(buf, action.path, suffix))
+    vim.keymap.set("n", "q", function()
+      if vim.api.nvim_tabpage_is_valid(tab) and #vim.api.nvim_list_tabpages() > 1 then
+        vim.cmd("tabclose " .. vim.api.nvim_tabpage_get_number(tab))
+      end
+    end, { buffer = buf, desc = "acp.nvim: close the diff" })
+    return buf
+  end
+  local scratch_tab_buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_win_set_buf(0, scratch(action.old, " (before)"))
+  if vim.api.nvim_buf_is_valid(scratch_tab_buf) and vim.api.nvim_buf_get_name(scratch_tab_buf) == "" then
+    pcall(vim.api.nvim_buf_delete, scratch_tab_buf, {})
+  end
+  vim.cmd("diffthis")
+  vim.cmd("rightbelow vsplit")
+  vim.api.nvim_win_set_buf(0, scratch(action.new, " (after)"))
+  vim.cmd("diffthis")
+end
+
+--- Jump to a location in a normal window (not a chat window; a split is made
+--- when there is none).
+---@param action {path: string, line?: integer}
+function M.jump(action)
+  local function usable(win)
+    local buf = vim.api.nvim_win_get_buf(win)
+    return vim.bo[buf].buftype == "" and vim.api.nvim_win_get_config(win).relative == ""
+  end
+  local target
+  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
+  if prev ~= 0 and usable(prev) then
+    target = prev
+  else
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if usable(win) then
+        target = win
+        break
+      end
+    end
+  end
+  if target then
+    vim.api.nvim_set_current_win(target)
+  else
+    vim.cmd("leftabove vsplit")
+  end
+  vim.cmd("edit " .. vim.fn.fnameescape(action.path))
+  if action.line then
+    local count = vim.api.nvim_buf_line_count(0)
+    pcall(vim.api.nvim_win_set_cursor, 0, { math.max(1, math.min(action.line, count)), 0 })
+    vim.cmd("normal! zz")
+  end
+end
+
+return M

@@ -1,0 +1,329 @@
+---@mod acp.transcript Rendering of a session's entries into the transcript
+--- buffer, incrementally: each `SessionChange` touches only its own block.
+---
+--- Layout (markdown):
+---   ## You                 header block before each user message
+---   <prompt text>
+---   ## <agent>             header block before the first agent output of a turn
+---   <streamed text>        message block, grows at its end
+---   ▸ Thinking             thought block: dimmed, folded
+---   ✓ edit · Edit foo.rs   tool call block, replaced in place
+---   Plan (1/3 done)        the plan block, one per chat, replaced in place
+---   — end_turn —           note blocks (stop reasons, errors)
+
+local util = require("acp.util")
+local View = require("acp.view")
+local tool_call = require("acp.tool_call")
+local plan = require("acp.plan")
+
+---@class acp.Transcript
+---@field chat acp.Chat
+---@field view acp.View
+---@field entries table<integer, acp.Block> entry index (from the backend) -> block
+---@field tools table<string, acp.Block> tool call id -> block
+---@field plan_block? acp.Block
+---@field side? "user"|"agent" who wrote the last entry (for headers)
+---@field after_header boolean the last block is a header
+local Transcript = {}
+Transcript.__index = Transcript
+
+---@param chat acp.Chat
+---@param buf integer
+---@return acp.Transcript
+function Transcript.new(chat, buf)
+  return setmetatable({
+    chat = chat,
+    view = View.new(buf),
+    entries = {},
+    tools = {},
+    plan_block = nil,
+    side = nil,
+  }, Transcript)
+end
+
+--- Text of a list of content blocks (non-text blocks summarized).
+---@param content table[]?
+---@return string
+local function content_text(content)
+  local parts = {}
+  for _, c in ipairs(content or {}) do
+    parts[#parts + 1] = tool_call.content_text(c)
+  end
+  return table.concat(parts, "")
+end
+
+---@param side "user"|"agent"
+function Transcript:_header(side)
+  if self.side == side then
+    return
+  end
+  self.side = side
+  local text = side == "user" and "## You" or ("## " .. (self.chat.agent and self.chat.agent.name or "Agent"))
+  self.view:add("header", { text }, { { 0, 0, -1, side == "user" and "AcpUserHeader" or "AcpAgentHeader" } })
+  self.after_header = true
+end
+
+--- Add a block; the first block after a header has no blank line before it.
+---@param kind string
+---@param lines string[]
+---@param hls? acp.Highlight[]
+---@param opts? acp.BlockOpts
+---@return acp.Block
+function Transcript:_add(kind, lines, hls, opts)
+  opts = opts or {}
+  if self.after_header then
+    opts.sep = false
+    self.after_header = false
+  end
+  return self.view:add(kind, lines, hls, opts)
+end
+
+--- Add a note block (stop reasons, errors, lifecycle messages).
+---@param lines string[]|string
+---@param hl? string
+---@return acp.Block
+function Transcript:note(lines, hl)
+  if type(lines) == "string" then
+    lines = util.split_lines(lines)
+  end
+  local hls = {}
+  for i = 0, #lines - 1 do
+    hls[#hls + 1] = { i, 0, -1, hl or "AcpNote" }
+  end
+  return self:_add("note", lines, hls)
+end
+
+--- Show an error, with the agent's stderr tail when there is one.
+---@param message string
+---@param stderr_tail? string
+function Transcript:error(message, stderr_tail)
+  local lines = util.split_lines("✗ " .. message)
+  local hls = {}
+  for i = 0, #lines - 1 do
+    hls[#hls + 1] = { i, 0, -1, "AcpError" }
+  end
+  if stderr_tail and stderr_tail ~= "" then
+    lines[#lines + 1] = "  agent stderr (last lines):"
+    hls[#hls + 1] = { #lines - 1, 0, -1, "AcpNote" }
+    local tail = util.split_lines(stderr_tail)
+    if tail[#tail] == "" then
+      tail[#tail] = nil
+    end
+    for _, l in ipairs(tail) do
+      lines[#lines + 1] = "  │ " .. l
+      hls[#hls + 1] = { #lines - 1, 0, -1, "AcpStderr" }
+    end
+  end
+  self:_add("error", lines, hls)
+end
+
+---@param block acp.Block
+function Transcript:_render_tool(block)
+  local d = block.data
+  local lines, hls, actions = tool_call.render(d.state, {
+    permission = d.permission,
+    notes = d.notes,
+    terminals = self.chat.terminals,
+  })
+  self.view:replace(block, lines, hls, actions)
+end
+
+--- The block of a tool call, created at the end of the transcript when the
+--- call is not known yet (agents may ask permission before sending it).
+---@param state table
+---@return acp.Block
+function Transcript:_tool_block(state)
+  local id = tool_call.id(state) or ""
+  local block = self.tools[id]
+  if block then
+    return block
+  end
+  self:_header("agent")
+  local data = { state = state, notes = {} }
+  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals })
+  block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
+  self.tools[id] = block
+  return block
+end
+
+---@param state table
+---@param index? integer
+function Transcript:_upsert_tool(state, index)
+  local id = tool_call.id(state) or ""
+  local block = (index and self.entries[index]) or self.tools[id]
+  if block and block.kind == "tool_call" then
+    block.data.state = state
+    self:_render_tool(block)
+  else
+    block = self:_tool_block(state)
+  end
+  if index then
+    self.entries[index] = block
+  end
+  self.tools[id] = block
+end
+
+---@param entries table[]
+---@param index? integer
+function Transcript:_plan(entries, index)
+  local lines, hls = plan.render(entries or {})
+  if self.plan_block then
+    self.view:replace(self.plan_block, lines, hls)
+  else
+    self:_header("agent")
+    self.plan_block = self:_add("plan", lines, hls)
+  end
+  if index then
+    self.entries[index] = self.plan_block
+  end
+end
+
+---@param kind string
+---@param raw any
+---@param index? integer
+function Transcript:_unknown(kind, raw, index)
+  local lines = { ("▸ Unknown update: %s"):format(kind or "?") }
+  vim.list_extend(lines, util.json_lines(raw, "  "))
+  local block = self:_add("unknown", lines, { { 0, 0, -1, "AcpUnknown" } }, { foldable = true })
+  if index then
+    self.entries[index] = block
+  end
+end
+
+---@param index integer
+---@param entry table
+function Transcript:_entry_added(index, entry)
+  local t = util.field(entry, "type")
+  if t == "user_message" then
+    self:_header("user")
+    local text = content_text(util.field(entry, "content"))
+    self.entries[index] = self:_add("message", util.split_lines(text))
+  elseif t == "agent_message" then
+    self:_header("agent")
+    local text = content_text(util.field(entry, "content"))
+    self.entries[index] = self:_add("message", util.split_lines(text))
+  elseif t == "thought" then
+    self:_header("agent")
+    local lines = { "▸ Thinking" }
+    vim.list_extend(lines, util.split_lines(content_text(util.field(entry, "content"))))
+    self.entries[index] = self:_add("thought", lines, nil, { hl_group = "AcpThought", foldable = true })
+  elseif t == "tool_call" then
+    -- The entry is the tool call state itself, or wraps it.
+    local state = util.field(entry, "toolCall", "tool_call") or entry
+    self:_upsert_tool(state, index)
+  elseif t == "plan" then
+    self:_plan(util.field(entry, "entries") or {}, index)
+  else
+    self:_unknown(util.field(entry, "kind") or t or "entry", util.field(entry, "raw") or entry, index)
+  end
+end
+
+--- Apply one SessionChange (see doc/protocol.md): only the block it concerns
+--- is touched.
+---@param change table
+function Transcript:apply(change)
+  local c = util.field(change, "change")
+  if c == "entry_added" then
+    self:_entry_added(util.field(change, "index"), util.field(change, "entry") or {})
+  elseif c == "text_appended" then
+    local block = self.entries[util.field(change, "index")]
+    if block and (block.kind == "message" or block.kind == "thought") then
+      self.view:append(block, tool_call.content_text(util.field(change, "content") or {}))
+    end
+  elseif c == "tool_call_changed" then
+    local state = util.field(change, "toolCall", "tool_call") or {}
+    self:_upsert_tool(state, util.field(change, "index"))
+  elseif c == "plan_replaced" then
+    self:_plan(util.field(change, "entries") or {})
+  elseif c == "unknown" then
+    self:_unknown(util.field(change, "kind"), util.field(change, "raw"))
+  end
+  -- mode/config/commands/usage/info changes are chat state (winbar), handled
+  -- by the chat.
+end
+
+--- Show a pending permission request inside its tool call block.
+---@param req acp.PermissionRequest
+function Transcript:permission_shown(req)
+  local state = vim.deepcopy(req.tool_call or {})
+  local block = self:_tool_block(state)
+  -- The session's state is newer for the fields it has; the request may know
+  -- more (e.g. rawInput of a call the agent never sent as a tool_call).
+  block.data.state = vim.tbl_extend("keep", block.data.state or {}, state)
+  block.data.permission = req
+  self:_render_tool(block)
+end
+
+--- Replace a permission prompt by a one-line note.
+---@param req acp.PermissionRequest
+---@param note string
+function Transcript:permission_settled(req, note)
+  local id = require("acp.permission").tool_call_id(req) or ""
+  local block = self.tools[id]
+  if not block then
+    block = self:_tool_block(vim.deepcopy(req.tool_call or {}))
+  end
+  if block.data.permission and block.data.permission.request_id == req.request_id then
+    block.data.permission = nil
+  end
+  table.insert(block.data.notes, note)
+  self:_render_tool(block)
+end
+
+--- Re-render the tool calls that embed a terminal.
+---@param terminal_id string
+function Transcript:terminal_changed(terminal_id)
+  for _, block in pairs(self.tools) do
+    for _, item in ipairs(util.field(block.data.state, "content") or {}) do
+      if util.field(item, "type") == "terminal" and util.field(item, "terminalId", "terminal_id") == terminal_id then
+        self:_render_tool(block)
+        break
+      end
+    end
+  end
+end
+
+--- The pending permission request shown at a row, if any.
+---@param row integer 0-based
+---@return acp.PermissionRequest?
+function Transcript:permission_at(row)
+  local block = self.view:block_at(row)
+  if block and block.kind == "tool_call" then
+    return block.data.permission
+  end
+end
+
+--- The action of the line at a row (diff, location, permission), if any. On a
+--- tool call's header, the first diff of the call.
+---@param row integer 0-based
+---@return table?
+function Transcript:action_at(row)
+  local block, offset = self.view:block_at(row)
+  if not block then
+    return nil
+  end
+  return block.actions[offset]
+end
+
+--- The first diff action of the tool call block at a row.
+---@param row integer
+---@return table?
+function Transcript:diff_at(row)
+  local block, offset = self.view:block_at(row)
+  if not block then
+    return nil
+  end
+  local a = block.actions[offset]
+  if a and a.type == "diff" then
+    return a
+  end
+  local best
+  for off, act in pairs(block.actions) do
+    if act.type == "diff" and (best == nil or off < best[1]) then
+      best = { off, act }
+    end
+  end
+  return best and best[2]
+end
+
+return Transcript

@@ -1,0 +1,165 @@
+---@mod acp.util Small helpers shared by the acp.nvim modules.
+
+local M = {}
+
+--- libuv handle: `vim.uv` on Neovim >= 0.10, `vim.loop` before.
+M.uv = vim.uv or vim.loop
+
+--- Root directory of the plugin (the directory holding `lua/` and `target/`).
+---@return string
+function M.plugin_root()
+  local src = debug.getinfo(1, "S").source
+  if src:sub(1, 1) == "@" then
+    src = src:sub(2)
+  end
+  -- src = <root>/lua/acp/util.lua
+  return vim.fn.fnamemodify(src, ":p:h:h:h")
+end
+
+--- Notify with the plugin prefix.
+---@param msg string
+---@param level? integer vim.log.levels.*
+function M.notify(msg, level)
+  vim.notify("acp.nvim: " .. msg, level or vim.log.levels.INFO)
+end
+
+--- Read a field that the backend may spell in camelCase or snake_case.
+---@param t table?
+---@param camel string
+---@param snake? string
+---@return any
+function M.field(t, camel, snake)
+  if type(t) ~= "table" then
+    return nil
+  end
+  local v = t[camel]
+  if v == nil and snake then
+    v = t[snake]
+  end
+  if v == vim.NIL then
+    return nil
+  end
+  return v
+end
+
+--- True when `v` is nil or msgpack/JSON null.
+---@param v any
+---@return boolean
+function M.is_null(v)
+  return v == nil or v == vim.NIL
+end
+
+--- Split text into lines for buffer APIs (drops carriage returns of CRLF text).
+---@param text string
+---@return string[]
+function M.split_lines(text)
+  if text:find("\r", 1, true) then
+    text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
+  end
+  return vim.split(text, "\n", { plain = true })
+end
+
+--- Line diff in the "indices" form, via `vim.text.diff` (0.11) or `vim.diff` (0.10).
+---@param a string
+---@param b string
+---@return integer[][] hunks {start_a, count_a, start_b, count_b}
+function M.diff_indices(a, b)
+  local diff = (vim.text and vim.text.diff) or vim.diff
+  return diff(a, b, { result_type = "indices" }) --[[@as integer[][] ]]
+end
+
+--- Count added and removed lines between two texts.
+---@param old string?
+---@param new string
+---@return integer added, integer removed
+function M.diff_stat(old, new)
+  if old == nil or old == "" then
+    local n = select(2, new:gsub("\n", ""))
+    if new ~= "" and new:sub(-1) ~= "\n" then
+      n = n + 1
+    end
+    return n, 0
+  end
+  local function norm(s)
+    if s ~= "" and s:sub(-1) ~= "\n" then
+      return s .. "\n"
+    end
+    return s
+  end
+  local added, removed = 0, 0
+  for _, h in ipairs(M.diff_indices(norm(old), norm(new))) do
+    removed = removed + h[2]
+    added = added + h[4]
+  end
+  return added, removed
+end
+
+local function json_scalar(v)
+  if v == vim.NIL or v == nil then
+    return "null"
+  end
+  return vim.json.encode(v)
+end
+
+--- Pretty-print a Lua value decoded from JSON/msgpack as indented JSON lines
+--- (keys sorted, so the output is stable).
+---@param v any
+---@param indent? string
+---@return string[]
+function M.json_lines(v, indent)
+  indent = indent or ""
+  local out = {}
+  local function walk(x, pad, prefix, suffix)
+    if type(x) == "table" and x ~= vim.NIL then
+      local is_list
+      if vim.islist then
+        is_list = vim.islist(x)
+      else
+        is_list = vim.tbl_islist(x)
+      end
+      if next(x) == nil then
+        out[#out + 1] = pad .. prefix .. (is_list and "[]" or "{}") .. suffix
+        return
+      end
+      if is_list then
+        out[#out + 1] = pad .. prefix .. "["
+        for i, item in ipairs(x) do
+          walk(item, pad .. "  ", "", i < #x and "," or "")
+        end
+        out[#out + 1] = pad .. "]" .. suffix
+      else
+        local keys = vim.tbl_keys(x)
+        table.sort(keys, function(a, b)
+          return tostring(a) < tostring(b)
+        end)
+        out[#out + 1] = pad .. prefix .. "{"
+        for i, k in ipairs(keys) do
+          walk(x[k], pad .. "  ", vim.json.encode(tostring(k)) .. ": ", i < #keys and "," or "")
+        end
+        out[#out + 1] = pad .. "}" .. suffix
+      end
+    else
+      out[#out + 1] = pad .. prefix .. json_scalar(x) .. suffix
+    end
+  end
+  walk(v, indent, "", "")
+  return out
+end
+
+--- One-line JSON, cut to `max` characters.
+---@param v any
+---@param max? integer
+---@return string
+function M.json_oneline(v, max)
+  local ok, s = pcall(vim.json.encode, v)
+  if not ok then
+    s = vim.inspect(v, { newline = " ", indent = "" })
+  end
+  max = max or 200
+  if #s > max then
+    s = s:sub(1, max) .. "…"
+  end
+  return s
+end
+
+return M

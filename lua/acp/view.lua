@@ -1,0 +1,351 @@
+---@mod acp.view A buffer made of blocks, each tracked by one range extmark.
+---
+--- A block is a run of whole lines. Its extmark starts at column 0 of its
+--- first line with right_gravity=false and ends at the end of its last line
+--- with end_right_gravity=true, so text inserted at the block's end (streamed
+--- chunks) grows the block and a replacement of exactly the block's range
+--- keeps the mark around the new text. Blocks are separated by one blank line
+--- that belongs to no block, so growing or replacing one block never moves
+--- the mark of a neighbour the wrong way. New blocks are only ever added at
+--- the end of the buffer (with nvim_buf_set_lines(-1, -1), which does not
+--- move the previous block's end).
+---
+--- Edits are batched: the first edit of a batch records which windows follow
+--- the tail (cursor on the last line) and makes the buffer modifiable;
+--- `finish()` makes it read-only again and moves following cursors to the new
+--- last line.
+
+local api = vim.api
+
+---@class acp.Highlight
+---@field [1] integer row offset inside the block
+---@field [2] integer start column (bytes)
+---@field [3] integer end column (bytes), -1 = end of line
+---@field [4] string highlight group
+
+---@class acp.Block
+---@field id integer extmark id of the block's range
+---@field kind string what the block shows (message, thought, tool_call, plan, note, ...)
+---@field hl_ids integer[] extmarks of the block's highlights
+---@field actions table<integer, table> row offset -> action for keys on that line
+---@field hl_group? string highlight of the whole range
+---@field data table owner data
+
+---@class acp.View
+---@field buf integer
+---@field ns integer
+---@field blocks table<integer, acp.Block> by extmark id
+---@field foldable table<integer, boolean> extmark ids of blocks that fold
+---@field empty boolean no block yet (the buffer holds one empty line)
+---@field pending_fold? {start: integer, count: integer} foldable block being inserted
+---@field batching boolean
+---@field follow table<integer, boolean> windows following the tail in this batch
+local View = {}
+View.__index = View
+
+---@type table<integer, acp.View> by buffer
+local by_buf = {}
+
+--- Create the view of a (new, empty) buffer.
+---@param buf integer
+---@return acp.View
+function View.new(buf)
+  local self = setmetatable({
+    buf = buf,
+    ns = api.nvim_create_namespace("acp.view." .. buf),
+    blocks = {},
+    foldable = {},
+    empty = true,
+    batching = false,
+    follow = {},
+  }, View)
+  by_buf[buf] = self
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      by_buf[buf] = nil
+    end,
+  })
+  return self
+end
+
+--- The view of a buffer, if any.
+---@param buf integer
+---@return acp.View?
+function View.of(buf)
+  return by_buf[buf]
+end
+
+---@return boolean
+function View:valid()
+  return api.nvim_buf_is_valid(self.buf)
+end
+
+--- Start a batch (idempotent within one batch).
+function View:begin()
+  if self.batching then
+    return
+  end
+  self.batching = true
+  self.follow = {}
+  local count = api.nvim_buf_line_count(self.buf)
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if api.nvim_win_get_cursor(win)[1] >= count then
+      self.follow[win] = true
+    end
+  end
+  vim.bo[self.buf].modifiable = true
+end
+
+--- End a batch: read-only again, following windows scrolled to the tail.
+function View:finish()
+  if not self.batching then
+    return
+  end
+  self.batching = false
+  if not self:valid() then
+    return
+  end
+  vim.bo[self.buf].modifiable = false
+  vim.bo[self.buf].modified = false
+  local count = api.nvim_buf_line_count(self.buf)
+  for win in pairs(self.follow) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == self.buf then
+      api.nvim_win_set_cursor(win, { count, 0 })
+    end
+  end
+  self.follow = {}
+end
+
+--- Run `fn` inside a batch (for edits outside an event dispatch).
+---@param fn fun()
+function View:batch(fn)
+  local outer = self.batching
+  self:begin()
+  local ok, err = pcall(fn)
+  if not outer then
+    self:finish()
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
+---@param block acp.Block
+---@return integer start_row, integer end_row, integer end_col
+function View:range(block)
+  local m = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, block.id, { details = true })
+  local d = m[3] or {}
+  return m[1], d.end_row or m[1], d.end_col or 0
+end
+
+---@param block acp.Block
+---@param start integer
+---@param lines string[]
+function View:_set_mark(block, start, lines)
+  local last = start + #lines - 1
+  api.nvim_buf_set_extmark(self.buf, self.ns, start, 0, {
+    id = block.id,
+    end_row = last,
+    end_col = #lines[#lines],
+    right_gravity = false,
+    end_right_gravity = true,
+    hl_group = block.hl_group,
+    priority = 50,
+  })
+end
+
+---@param block acp.Block
+---@param start integer
+---@param lines string[]
+---@param hls? acp.Highlight[]
+function View:_set_hls(block, start, lines, hls)
+  for _, id in ipairs(block.hl_ids) do
+    api.nvim_buf_del_extmark(self.buf, self.ns, id)
+  end
+  block.hl_ids = {}
+  for _, h in ipairs(hls or {}) do
+    local row = h[1]
+    local line = lines[row + 1]
+    if line then
+      local ec = h[3] < 0 and #line or math.min(h[3], #line)
+      local sc = math.min(h[2], ec)
+      if ec > sc then
+        block.hl_ids[#block.hl_ids + 1] = api.nvim_buf_set_extmark(self.buf, self.ns, start + row, sc, {
+          end_row = start + row,
+          end_col = ec,
+          hl_group = h[4],
+          priority = 110,
+        })
+      end
+    end
+  end
+end
+
+---@class acp.BlockOpts
+---@field hl_group? string highlight over the whole block (also over text appended later)
+---@field sep? boolean false: no blank line before the block (after a header)
+---@field foldable? boolean the block is a closed fold by default
+---@field actions? table<integer, table>
+---@field data? table
+
+--- Add a block at the end of the buffer.
+---@param kind string
+---@param lines string[] at least one line
+---@param hls? acp.Highlight[]
+---@param opts? acp.BlockOpts
+---@return acp.Block
+function View:add(kind, lines, hls, opts)
+  opts = opts or {}
+  if #lines == 0 then
+    lines = { "" }
+  end
+  self:begin()
+  local start
+  local sep = opts.sep ~= false and not self.empty
+  if self.empty then
+    start = 0
+  else
+    start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
+  end
+  if opts.foldable then
+    -- 'foldexpr' runs while the lines are inserted, before the block's
+    -- extmark exists: tell fold_level where the new fold is.
+    self.pending_fold = { start = start, count = #lines }
+  end
+  if self.empty then
+    api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
+    self.empty = false
+  else
+    local new = sep and { "" } or {}
+    vim.list_extend(new, lines)
+    api.nvim_buf_set_lines(self.buf, -1, -1, false, new)
+  end
+  ---@type acp.Block
+  local block = {
+    id = 0,
+    kind = kind,
+    hl_ids = {},
+    actions = opts.actions or {},
+    hl_group = opts.hl_group,
+    data = opts.data or {},
+  }
+  block.id = api.nvim_buf_set_extmark(self.buf, self.ns, start, 0, {
+    end_row = start + #lines - 1,
+    end_col = #lines[#lines],
+    right_gravity = false,
+    end_right_gravity = true,
+    hl_group = opts.hl_group,
+    priority = 50,
+  })
+  self.blocks[block.id] = block
+  if opts.foldable then
+    self.foldable[block.id] = true
+    self.pending_fold = nil
+  end
+  self:_set_hls(block, start, lines, hls)
+  return block
+end
+
+--- Replace the lines of a block in place (other blocks do not move except by
+--- the change in line count).
+---@param block acp.Block
+---@param lines string[]
+---@param hls? acp.Highlight[]
+---@param actions? table<integer, table>
+function View:replace(block, lines, hls, actions)
+  if #lines == 0 then
+    lines = { "" }
+  end
+  self:begin()
+  local sr, er, ec = self:range(block)
+  api.nvim_buf_set_text(self.buf, sr, 0, er, ec, lines)
+  self:_set_mark(block, sr, lines)
+  self:_set_hls(block, sr, lines, hls)
+  block.actions = actions or {}
+end
+
+--- Append text at the end of a block (streaming). Newlines in `text` start
+--- new lines of the same block.
+---@param block acp.Block
+---@param text string
+function View:append(block, text)
+  if text == "" then
+    return
+  end
+  self:begin()
+  local _, er, ec = self:range(block)
+  local parts = require("acp.util").split_lines(text)
+  api.nvim_buf_set_text(self.buf, er, ec, er, ec, parts)
+end
+
+--- The block containing a (0-based) row, and the row offset inside it.
+---@param row integer
+---@return acp.Block? block, integer? offset
+function View:block_at(row)
+  local marks = api.nvim_buf_get_extmarks(self.buf, self.ns, { row, 0 }, { row, -1 }, { overlap = true })
+  for _, m in ipairs(marks) do
+    local block = self.blocks[m[1]]
+    if block then
+      return block, row - m[2]
+    end
+  end
+end
+
+--- Lines of a block.
+---@param block acp.Block
+---@return string[]
+function View:lines(block)
+  local sr, er = self:range(block)
+  return api.nvim_buf_get_lines(self.buf, sr, er + 1, false)
+end
+
+--- Fold level of a 1-based line for 'foldexpr': a foldable block is one fold
+--- starting at its first line.
+---@param lnum integer
+---@return string
+function View:fold_level(lnum)
+  local row = lnum - 1
+  local p = self.pending_fold
+  if p and row >= p.start and row < p.start + p.count then
+    return row == p.start and ">1" or "1"
+  end
+  local marks = api.nvim_buf_get_extmarks(self.buf, self.ns, { row, 0 }, { row, -1 }, { overlap = true })
+  for _, m in ipairs(marks) do
+    if self.foldable[m[1]] then
+      return m[2] == row and ">1" or "1"
+    end
+  end
+  return "0"
+end
+
+--- 'foldexpr' entry point: `v:lua.require'acp.view'.foldexpr()`.
+---@return string
+function View.foldexpr()
+  local view = by_buf[api.nvim_get_current_buf()]
+  if not view then
+    return "0"
+  end
+  return view:fold_level(vim.v.lnum)
+end
+
+--- Set window options every transcript window needs (folds, wrapping).
+---@param win integer
+function View.setup_window(win)
+  local wo = vim.wo[win][0]
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'acp.view'.foldexpr()"
+  wo.foldtext = ""
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = "no"
+  wo.spell = false
+  wo.list = false
+end
+
+return View

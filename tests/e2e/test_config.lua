@@ -1,0 +1,94 @@
+-- setup() validation, agent resolution, :Acp completion.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+local config = require("acp.config")
+
+local function err_of(opts)
+  return config.validate(opts)
+end
+
+T.test("bad options are rejected with the key named", function()
+  T.contains(err_of({ layout = { position = "top" } }), "`layout.position`", "position")
+  T.contains(err_of({ agents = { mine = { cmd = "mine acp" } } }), "`agents.mine.cmd`", "cmd string")
+  T.contains(err_of({ agents = { mine = {} } }), "`agents.mine.cmd` is required", "cmd missing")
+  T.contains(err_of({ agents = { mine = { cmd = { "x" }, envv = {} } } }), "`agents.mine.envv`", "typo in agent")
+  T.contains(err_of({ permision = {} }), "`permision` is not a known option", "top-level typo")
+  T.contains(err_of({ permission = { auto_allow = "read" } }), "`permission.auto_allow`", "auto_allow")
+  T.contains(err_of({ keymaps = { submit = 1 } }), "`keymaps.submit`", "keymap")
+  T.contains(err_of({ log_level = "loud" }), "`log_level`", "log level")
+  T.contains(err_of({ default_agent = "nobody" }), "`default_agent`", "default agent")
+  T.contains(err_of({ backend = { cmd = {} } }), "`backend.cmd`", "backend cmd")
+  T.eq(nil, err_of({ agents = { claude = { env = { A = "1" } } }, keymaps = { close = false } }), "valid options")
+end)
+
+T.test("setup with bad options keeps the previous config and notifies", function()
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m)
+    msgs[#msgs + 1] = m
+  end
+  T.eq(true, require("acp").setup({ log_level = "debug" }), "valid setup")
+  T.eq(false, require("acp").setup({ log_level = "loud" }), "invalid setup")
+  vim.notify = orig
+  T.eq("debug", config.options.log_level, "previous config kept")
+  T.contains(msgs[1], "acp.nvim: setup: `log_level`", "message")
+end)
+
+T.test("default agent is demo unless an agent is configured", function()
+  require("acp").setup({})
+  T.eq("demo", config.default_agent(), "demo by default")
+  require("acp").setup({ agents = { mine = { cmd = { "mine" } } } })
+  T.eq("mine", config.default_agent(), "the configured agent")
+  require("acp").setup({ agents = { mine = { cmd = { "mine" } } }, default_agent = "claude" })
+  T.eq("claude", config.default_agent(), "explicit default")
+end)
+
+T.test("presets resolve, can be overridden and disabled", function()
+  require("acp").setup({ agents = { gemini = { env = { X = "1" } }, goose = false } })
+  local g = config.agent("gemini")
+  T.eq({ "gemini", "--experimental-acp" }, g.cmd, "preset cmd kept")
+  T.eq({ X = "1" }, g.env, "env added")
+  T.eq(nil, (config.agent("goose")), "disabled")
+  T.eq(false, vim.tbl_contains(config.agent_names(), "goose"), "not listed")
+  local demo = config.agent("demo")
+  T.truthy(demo.cmd[1]:match("/target/%a+/acp%-fake%-agent$"), "demo is the bundled fake agent")
+  T.eq(1, #demo.cmd, "demo runs without arguments")
+  T.eq({ "claude-agent-acp" }, config.agent("claude").cmd, "claude preset")
+  T.eq({ "codex-acp" }, config.agent("codex").cmd, "codex preset")
+  T.eq({ "opencode", "acp" }, config.agent("opencode").cmd, "opencode preset")
+end)
+
+T.test(":Acp completes subcommands and agent names", function()
+  require("acp").setup({})
+  local commands = require("acp.commands")
+  local subs = commands.complete("", "Acp ")
+  for _, s in ipairs({ "new", "cancel", "restart", "log", "agents", "permission" }) do
+    T.truthy(vim.tbl_contains(subs, s), "subcommand " .. s)
+  end
+  T.eq({ "restart" }, commands.complete("re", "Acp re"), "prefix")
+  T.eq({ "claude", "codex" }, commands.complete("c", "Acp new c"), "agent names")
+end)
+
+T.test("a missing backend gives the one-line build hint", function()
+  require("acp").setup({})
+  local backend = require("acp.backend")
+  local root = require("acp.util").plugin_root()
+  if vim.fn.executable(root .. "/target/release/acp-nvim") == 1 or vim.fn.executable(root .. "/target/debug/acp-nvim") == 1 then
+    require("acp").setup({ backend = { cmd = { "/nonexistent/acp-nvim" } } })
+    local _, err = backend.find_cmd()
+    T.contains(err, "backend.cmd", "names the bad option")
+    return
+  end
+  local _, err = backend.find_cmd()
+  T.eq(("backend not built; run `cargo build --release` in %s"):format(root), err, "message")
+end)
+
+T.test(":checkhealth acp runs", function()
+  require("acp").setup({})
+  vim.cmd("checkhealth acp")
+  local text = T.text(0)
+  T.contains(text, "acp.nvim", "section")
+  T.contains(text, "Neovim", "version check")
+  T.contains(text, "log file", "log path")
+end)
+
+T.run()

@@ -1,0 +1,109 @@
+-- End to end: the agent's fs calls go through open buffers.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+
+local dir = T.tmpdir()
+
+T.setup_fake({
+  fs = {
+    turns = {
+      {
+        match = "read",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/read.txt", line = 2, limit = 2 },
+            expect = { result = { content = "TWO unsaved\nthree\n" } },
+          },
+          { type = "text", text = "read ok" },
+        },
+      },
+      {
+        match = "write clean",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/clean.txt", content = "a\nB\nc\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "write ok" },
+        },
+      },
+      {
+        match = "write dirty",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/dirty.txt", content = "from agent\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "write ok" },
+        },
+      },
+    },
+  },
+}, dir)
+
+if not T.have_binaries() then
+  T.test("binaries are built", function()
+    error("build them first: cargo build -p acp-nvim -p acp-testkit")
+  end)
+  T.run()
+end
+
+T.test("fs read returns the unsaved buffer text with exact line/limit", function()
+  T.write_file(dir .. "/read.txt", "one\ntwo\nthree\nfour\n")
+  vim.cmd("edit " .. dir .. "/read.txt")
+  vim.api.nvim_buf_set_lines(0, 1, 2, false, { "TWO unsaved" })
+  local chat = T.open_chat("fs", dir)
+  T.eq("end_turn", T.turn(chat, "read it"), "stop reason")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "agent saw the buffer")
+  T.contains(T.text(chat.bufnr), "read ok", "turn went on")
+end)
+
+T.test("fs write to an unmodified open buffer updates and saves it", function()
+  local path = dir .. "/clean.txt"
+  T.write_file(path, "a\nb\nc\n")
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  local chat = T.open_chat("fs", dir)
+  T.eq("end_turn", T.turn(chat, "write clean"), "stop reason")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "write succeeded")
+  T.eq({ "a", "B", "c" }, T.lines(buf), "buffer updated")
+  T.eq(false, vim.bo[buf].modified, "buffer saved")
+  T.eq("a\nB\nc\n", T.read_file(path), "disk == content")
+end)
+
+T.test("fs write to a modified buffer loses nothing and tells the user", function()
+  local path = dir .. "/dirty.txt"
+  T.write_file(path, "disk\n")
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "my unsaved work" })
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m, ...)
+    msgs[#msgs + 1] = m
+    return orig(m, ...)
+  end
+  local chat = T.open_chat("fs", dir)
+  T.eq("end_turn", T.turn(chat, "write dirty"), "stop reason")
+  T.wait(function()
+    return T.find_line(chat.bufnr, "your unsaved buffer was kept") ~= nil
+  end, "kept-unsaved note")
+  vim.notify = orig
+  T.eq({ "my unsaved work" }, T.lines(buf), "buffer untouched")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.eq("from agent\n", T.read_file(path), "the agent's content is on disk")
+  local told = false
+  for _, m in ipairs(msgs) do
+    if m:find("unsaved changes", 1, true) then
+      told = true
+    end
+  end
+  T.truthy(told, "the user was told")
+end)
+
+T.run()

@@ -1,0 +1,141 @@
+-- End to end: real backend + fake agent. Streaming, tool calls, plan,
+-- permissions, cancel.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+
+local dir = T.tmpdir()
+local LONG = "Streaming works: one chunk at a time,\nin order, with nothing lost. "
+  .. string.rep("0123456789", 30)
+  .. "\nlast line"
+
+T.setup_fake({
+  turns = {
+    turns = {
+      {
+        match = "stream",
+        steps = {
+          { type = "thought", text = "Thinking about streams.", chunkSize = 4 },
+          { type = "text", text = LONG, chunkSize = 3 },
+        },
+      },
+      {
+        match = "tool",
+        steps = {
+          { type = "toolCall", toolCallId = "t1", title = "Read notes", kind = "read", status = "pending" },
+          { type = "text", text = "between" },
+          { type = "toolCallUpdate", toolCallId = "t1", status = "in_progress" },
+          {
+            type = "toolCallUpdate",
+            toolCallId = "t1",
+            status = "completed",
+            content = { { type = "content", content = { type = "text", text = "notes body" } } },
+            locations = { { path = "{{cwd}}/notes.txt", line = 2 } },
+          },
+        },
+      },
+      {
+        match = "plan",
+        steps = {
+          {
+            type = "plan",
+            entries = {
+              { content = "First", priority = "high", status = "in_progress" },
+              { content = "Second", priority = "low", status = "pending" },
+            },
+          },
+          { type = "text", text = "planned" },
+          {
+            type = "plan",
+            entries = {
+              { content = "First", priority = "high", status = "completed" },
+              { content = "Second", priority = "low", status = "completed" },
+            },
+          },
+        },
+      },
+      {
+        match = "permission",
+        steps = {
+          { type = "toolCall", toolCallId = "p1", title = "Run make", kind = "execute", status = "pending" },
+          { type = "requestPermission", toolCall = { toolCallId = "p1", title = "Run make", kind = "execute" } },
+        },
+      },
+      {
+        match = "cancel me",
+        steps = {
+          { type = "toolCall", toolCallId = "c1", title = "Delete all", kind = "delete", status = "pending" },
+          { type = "requestPermission", toolCall = { toolCallId = "c1", title = "Delete all", kind = "delete" } },
+          { type = "waitForCancel" },
+        },
+      },
+    },
+  },
+}, dir)
+
+if not T.have_binaries() then
+  T.test("binaries are built", function()
+    error("build them first: cargo build -p acp-nvim -p acp-testkit")
+  end)
+  T.run()
+end
+
+T.test("streamed chunks render in order and completely", function()
+  local chat = T.open_chat("turns", dir)
+  T.eq("end_turn", T.turn(chat, "stream please"), "stop reason")
+  local text = T.text(chat.bufnr)
+  T.contains(text, "## turns\n▸ Thinking\nThinking about streams.", "thought")
+  T.contains(text, "\n" .. LONG .. "\n", "the whole text, in order, as its own lines")
+  T.contains(text, "— end_turn —", "stop reason shown")
+end)
+
+T.test("a tool call is updated in place", function()
+  local chat = T.open_chat("turns", dir)
+  T.eq("end_turn", T.turn(chat, "tool please"), "stop reason")
+  local buf = chat.bufnr
+  T.eq(1, T.count_lines(buf, "read · Read notes"), "one block for the tool call")
+  local l = T.truthy(T.find_line(buf, "✓ read · Read notes"), "completed header")
+  local lines = T.lines(buf)
+  T.eq("  notes body", lines[l + 1], "content")
+  T.eq("  → " .. dir .. "/notes.txt:2", lines[l + 2], "location")
+  T.truthy(T.find_line(buf, "between") > l, "text sent after the call stays after its block")
+end)
+
+T.test("the plan is replaced in place", function()
+  local chat = T.open_chat("turns", dir)
+  T.eq("end_turn", T.turn(chat, "plan please"), "stop reason")
+  local buf = chat.bufnr
+  T.eq(1, T.count_lines(buf, "Plan ("), "one plan block")
+  local l = T.truthy(T.find_line(buf, "Plan (2/2 done)"), "final plan")
+  T.eq("  [x] First (high)", T.lines(buf)[l + 1], "entry")
+  T.truthy(T.find_line(buf, "planned") > l, "the plan stays where it appeared")
+end)
+
+T.test("a permission answered with a key sends that option to the agent", function()
+  local chat = T.open_chat("turns", dir)
+  assert(chat:send({ { type = "text", text = "permission please" } }))
+  T.wait_text(chat, "Permission needed")
+  T.cursor_on(chat, "Permission needed")
+  vim.api.nvim_feedkeys("3", "x", false)
+  T.wait_text(chat, "permission: reject_once")
+  T.wait(function()
+    return (T.turns[chat.chat_id] or {})[1] ~= nil
+  end, "turn end")
+  T.eq(nil, T.find_line(chat.bufnr, "Permission needed"), "prompt gone")
+  T.truthy(T.find_line(chat.bufnr, "answered: Reject [reject_once]"), "answer noted")
+end)
+
+T.test("cancel answers a pending permission cancelled and ends the turn", function()
+  local chat = T.open_chat("turns", dir)
+  assert(chat:send({ { type = "text", text = "cancel me" } }))
+  T.wait_text(chat, "Permission needed")
+  vim.api.nvim_set_current_buf(chat.bufnr)
+  vim.cmd("Acp cancel")
+  T.wait(function()
+    return (T.turns[chat.chat_id] or {})[1] ~= nil
+  end, "turn end")
+  T.eq("cancelled", T.turns[chat.chat_id][1], "stop reason")
+  T.wait_text(chat, "permission: cancelled")
+  T.eq(nil, T.find_line(chat.bufnr, "Permission needed"), "prompt removed")
+  T.eq(0, #require("acp.permission").for_chat(chat.chat_id), "nothing pending")
+end)
+
+T.run()

@@ -1,0 +1,107 @@
+-- Buffer-aware fs (lua/acp/fs.lua), called directly as the backend would.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+local fs = require("acp.fs")
+
+local dir = T.tmpdir()
+
+local function open(path)
+  vim.cmd("edit " .. vim.fn.fnameescape(path))
+  return vim.api.nvim_get_current_buf()
+end
+
+T.test("read returns nil when no buffer has the file", function()
+  local path = dir .. "/absent.txt"
+  T.write_file(path, "disk\n")
+  T.eq(nil, fs.read({ path = path }), "backend reads the disk")
+end)
+
+T.test("read returns unsaved buffer text with exact line/limit", function()
+  local path = dir .. "/read.txt"
+  T.write_file(path, "one\ntwo\nthree\n")
+  local buf = open(path)
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "TWO (unsaved)" })
+  T.eq("one\nTWO (unsaved)\nthree\n", fs.read({ path = path }), "whole buffer")
+  T.eq("TWO (unsaved)\n", fs.read({ path = path, line = 2, limit = 1 }), "line 2, limit 1")
+  T.eq("TWO (unsaved)\nthree\n", fs.read({ path = path, line = 2 }), "from line 2")
+  T.eq("one\nTWO (unsaved)\n", fs.read({ path = path, limit = 2 }), "limit only")
+  T.eq("", fs.read({ path = path, line = 9, limit = 2 }), "past the end")
+  T.eq("", fs.read({ path = path, line = 1, limit = 0 }), "limit 0")
+  T.eq("one\nTWO (unsaved)\nthree\n", fs.read({ path = path, line = vim.NIL, limit = vim.NIL }), "nil values")
+end)
+
+T.test("read keeps a missing final newline ('noeol')", function()
+  local path = dir .. "/noeol.txt"
+  T.write_file(path, "a\nb")
+  open(path)
+  T.eq("a\nb", fs.read({ path = path }), "no newline at the end")
+  T.eq("a\n", fs.read({ path = path, line = 1, limit = 1 }), "inner lines keep theirs")
+  T.eq("b", fs.read({ path = path, line = 2 }), "last line without")
+end)
+
+T.test("read finds the buffer through a symlinked path", function()
+  local path = dir .. "/real.txt"
+  T.write_file(path, "real\n")
+  vim.uv.fs_symlink(path, dir .. "/link.txt")
+  local buf = open(path)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "edited" })
+  T.eq("edited\n", fs.read({ path = dir .. "/link.txt" }), "same file")
+end)
+
+T.test("write to an unmodified buffer edits minimally, one undo step, and saves", function()
+  local path = dir .. "/write.txt"
+  local old = {}
+  for i = 1, 30 do
+    old[#old + 1] = "line " .. i
+  end
+  T.write_file(path, table.concat(old, "\n") .. "\n")
+  local buf = open(path)
+  vim.api.nvim_win_set_cursor(0, { 25, 3 })
+  vim.api.nvim_buf_set_mark(buf, "a", 20, 1, {})
+  local ns = vim.api.nvim_create_namespace("acp-test")
+  local mark = vim.api.nvim_buf_set_extmark(buf, ns, 27, 0, {})
+  local new = vim.deepcopy(old)
+  new[2] = "changed 2"
+  table.insert(new, 10, "inserted")
+  table.remove(new, 15) -- "line 14"
+  local content = table.concat(new, "\n") .. "\n"
+  local res = fs.write({ path = path, content = content })
+  T.eq({ handled = true, old_content = table.concat(old, "\n") .. "\n" }, res, "result")
+  T.eq(content, T.read_file(path), "disk == content")
+  T.eq(false, vim.bo[buf].modified, "saved")
+  T.eq(new, T.lines(buf), "buffer == content")
+  T.eq({ 25, 3 }, vim.api.nvim_win_get_cursor(0), "cursor outside the hunks stays")
+  T.eq({ 20, 1 }, vim.api.nvim_buf_get_mark(buf, "a"), "mark stays")
+  T.eq({ 27, 0 }, vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {}), "extmark stays")
+  vim.cmd("silent undo")
+  T.eq(old, T.lines(buf), "one undo restores everything")
+  vim.cmd("silent redo")
+  T.eq(new, T.lines(buf), "redo")
+end)
+
+T.test("write keeps the content's missing final newline", function()
+  local path = dir .. "/write-noeol.txt"
+  T.write_file(path, "x\n")
+  open(path)
+  local res = fs.write({ path = path, content = "x\ny" })
+  T.eq(true, res.handled, "handled")
+  T.eq("x\ny", T.read_file(path), "no newline added on save")
+end)
+
+T.test("write to a modified buffer loses nothing", function()
+  local path = dir .. "/modified.txt"
+  T.write_file(path, "disk\n")
+  local buf = open(path)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "my unsaved work" })
+  local res = fs.write({ path = path, content = "agent\n" })
+  T.eq({ handled = false, kept_unsaved = true }, res, "not handled, kept")
+  T.eq({ "my unsaved work" }, T.lines(buf), "buffer untouched")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.eq("disk\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
+end)
+
+T.test("write without a buffer is left to the backend", function()
+  T.eq({ handled = false }, fs.write({ path = dir .. "/nobuf.txt", content = "x" }), "not handled")
+  T.eq(0, vim.fn.filereadable(dir .. "/nobuf.txt"), "nothing written by the plugin")
+end)
+
+T.run()

@@ -1,0 +1,486 @@
+-- Rendering from hand-made events (no backend): fast and deterministic.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+local events = require("acp.events")
+
+local sent = T.fake_backend()
+
+local function session(chat, change)
+  return { type = "session", chat_id = chat.chat_id, change = change }
+end
+
+local function text(t)
+  return { type = "text", text = t }
+end
+
+T.test("streamed chunks are appended at the tail in order", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "user_message", content = { text("hi") } } }),
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("Hel") } } }),
+  })
+  events.dispatch({
+    session(chat, { change = "text_appended", index = 1, content = text("lo\nsecond ") }),
+    session(chat, { change = "text_appended", index = 1, content = text("line") }),
+  })
+  for i = 1, 200 do
+    events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text(" " .. i) }) })
+  end
+  local lines = T.lines(chat.bufnr)
+  T.eq("## You", lines[1], "user header")
+  T.eq("hi", lines[2], "user text")
+  T.eq("", lines[3], "blank line between blocks")
+  T.eq("## demo", lines[4], "agent header")
+  T.eq("Hello", lines[5], "first agent line")
+  local expect = "second line"
+  for i = 1, 200 do
+    expect = expect .. " " .. i
+  end
+  T.eq(expect, lines[6], "second agent line holds every chunk in order")
+  T.eq(6, #lines, "no extra lines")
+  T.eq(false, vim.bo[chat.bufnr].modifiable, "transcript is read-only between batches")
+end)
+
+T.test("a tool call block is updated in place, later blocks stay intact", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "tool_call", id = "t1", title = "Read config", kind = "read", status = "pending" },
+    }),
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("after") } } }),
+  })
+  local buf = chat.bufnr
+  T.truthy(T.find_line(buf, "○ read · Read config"), "pending header")
+  events.dispatch({
+    session(chat, {
+      change = "tool_call_changed",
+      index = 0,
+      toolCall = {
+        id = "t1",
+        title = "Read config",
+        kind = "read",
+        status = "completed",
+        content = { { type = "content", content = text("line a\nline b") } },
+        locations = { { path = "/tmp/x.lua", line = 3 } },
+      },
+    }),
+  })
+  T.eq(nil, T.find_line(buf, "○ read"), "old header replaced")
+  T.eq(1, T.count_lines(buf, "✓ read · Read config"), "one header, completed")
+  local l = T.find_line(buf, "✓ read")
+  local lines = T.lines(buf)
+  T.eq("  line a", lines[l + 1], "content line 1")
+  T.eq("  line b", lines[l + 2], "content line 2")
+  T.eq("  → /tmp/x.lua:3", lines[l + 3], "location")
+  T.eq("after", lines[#lines], "the message after the tool call is still last")
+  -- Text streamed into the later message still lands there.
+  events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text(" more") }) })
+  lines = T.lines(buf)
+  T.eq("after more", lines[#lines], "append after an in-place update")
+  -- Shrinking the block keeps the neighbours right too.
+  events.dispatch({
+    session(chat, {
+      change = "tool_call_changed",
+      index = 0,
+      toolCall = { id = "t1", title = "Read config", kind = "read", status = "failed" },
+    }),
+  })
+  lines = T.lines(buf)
+  l = T.find_line(buf, "✗ read · Read config")
+  T.truthy(l, "failed header")
+  T.eq("", lines[l + 1], "separator after the shrunk block")
+  T.eq("after more", lines[l + 2], "message follows")
+end)
+
+T.test("a diff content shows +N -M and the diff key opens both sides", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = {
+        type = "tool_call",
+        id = "e1",
+        title = "Edit",
+        kind = "edit",
+        status = "in_progress",
+        content = { { type = "diff", path = "/p/a.txt", oldText = "one\ntwo\n", newText = "one\n2\nthree\n" } },
+      },
+    }),
+  })
+  local l = T.truthy(T.find_line(chat.bufnr, "± /p/a.txt +2 -1"), "diff summary")
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { l, 0 })
+  local tabs = #vim.api.nvim_list_tabpages()
+  vim.api.nvim_feedkeys("d", "x", false)
+  T.eq(tabs + 1, #vim.api.nvim_list_tabpages(), "a diff tab opened")
+  local wins = vim.api.nvim_tabpage_list_wins(0)
+  T.eq(2, #wins, "two sides")
+  T.eq({ "one", "two" }, T.lines(vim.api.nvim_win_get_buf(wins[1])), "old side")
+  T.eq({ "one", "2", "three" }, T.lines(vim.api.nvim_win_get_buf(wins[2])), "new side")
+  T.truthy(vim.wo[wins[1]].diff and vim.wo[wins[2]].diff, "diff mode")
+end)
+
+T.test("the plan is one block replaced where it first appeared", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "plan_replaced",
+      entries = {
+        { content = "Read", priority = "high", status = "in_progress" },
+        { content = "Write", priority = "low", status = "pending" },
+      },
+    }),
+    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("working") } } }),
+  })
+  events.dispatch({
+    session(chat, {
+      change = "plan_replaced",
+      entries = {
+        { content = "Read", priority = "high", status = "completed" },
+        { content = "Write", priority = "low", status = "in_progress" },
+        { content = "Test", priority = "medium", status = "pending" },
+      },
+    }),
+  })
+  local buf = chat.bufnr
+  T.eq(1, T.count_lines(buf, "Plan ("), "one plan block")
+  local l = T.find_line(buf, "Plan (1/3 done)")
+  T.truthy(l, "updated header")
+  local lines = T.lines(buf)
+  T.eq("  [x] Read (high)", lines[l + 1], "entry 1")
+  T.eq("  [~] Write (low)", lines[l + 2], "entry 2")
+  T.eq("  [ ] Test (medium)", lines[l + 3], "entry 3")
+  T.eq("working", lines[#lines], "the message after the plan stays after it")
+end)
+
+T.test("thoughts are dimmed and folded, unknown updates are folded JSON", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "thought", content = { text("hmm") } } }),
+  })
+  events.dispatch({
+    session(chat, { change = "text_appended", index = 0, content = text("\nmore thinking") }),
+    session(chat, { change = "unknown", kind = "future_update", raw = { sessionUpdate = "future_update", x = 1 } }),
+  })
+  local buf = chat.bufnr
+  local win = vim.fn.win_findbuf(buf)[1]
+  local l = T.find_line(buf, "▸ Thinking")
+  T.truthy(l, "thought header")
+  vim.api.nvim_win_call(win, function()
+    T.eq(l, vim.fn.foldclosed(l + 1), "thought folded from its header")
+    T.eq(l + 2, vim.fn.foldclosedend(l), "fold covers the streamed lines")
+  end)
+  local view = chat.transcript.view
+  local marks = vim.api.nvim_buf_get_extmarks(buf, view.ns, { l - 1, 0 }, { l - 1, -1 }, { details = true, overlap = true })
+  local dim = false
+  for _, m in ipairs(marks) do
+    if m[4].hl_group == "AcpThought" and m[4].end_row == l + 1 then
+      dim = true
+    end
+  end
+  T.truthy(dim, "the thought range (including streamed text) is highlighted AcpThought")
+  local u = T.find_line(buf, "▸ Unknown update: future_update")
+  T.truthy(u, "unknown header")
+  T.truthy(T.find_line(buf, '"x": 1'), "raw JSON shown")
+  vim.api.nvim_win_call(win, function()
+    T.eq(u, vim.fn.foldclosed(u + 1), "unknown block folded")
+  end)
+end)
+
+T.test("autoscroll follows the tail unless the user moved up", function()
+  local chat = T.fake_chat()
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("a") } } }),
+  })
+  for i = 1, 50 do
+    events.dispatch({ session(chat, { change = "text_appended", index = 0, content = text("\nline " .. i) }) })
+  end
+  local count = vim.api.nvim_buf_line_count(chat.bufnr)
+  T.eq(count, vim.api.nvim_win_get_cursor(win)[1], "cursor follows the tail")
+  vim.api.nvim_win_set_cursor(win, { 2, 0 })
+  events.dispatch({ session(chat, { change = "text_appended", index = 0, content = text("\nnew") }) })
+  T.eq(2, vim.api.nvim_win_get_cursor(win)[1], "scrolled-up cursor stays")
+  vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.bufnr), 0 })
+  events.dispatch({ session(chat, { change = "text_appended", index = 0, content = text("\nnewer") }) })
+  T.eq(vim.api.nvim_buf_line_count(chat.bufnr), vim.api.nvim_win_get_cursor(win)[1], "following again")
+end)
+
+T.test("a permission prompt shows keys with kinds; a digit answers it", function()
+  local chat = T.fake_chat()
+  local seen
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpPermissionRequest",
+    once = true,
+    callback = function(a)
+      seen = a.data
+    end,
+  })
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "tool_call", id = "x1", title = "Run rm", kind = "execute", status = "pending" },
+    }),
+    {
+      type = "permission_request",
+      chat_id = chat.chat_id,
+      request_id = 7,
+      tool_call = { toolCallId = "x1", title = "Run rm", kind = "execute", status = "pending" },
+      options = {
+        { optionId = "ok", name = "Allow", kind = "allow_once" },
+        { optionId = "liar", name = "Reject", kind = "allow_always" },
+        { optionId = "no", name = "Reject", kind = "reject_once" },
+      },
+    },
+  })
+  local buf = chat.bufnr
+  T.truthy(T.find_line(buf, "Permission needed"), "prompt title")
+  T.truthy(T.find_line(buf, "2  Reject  [allow_always]"), "a lying name shows its kind")
+  T.eq(1, T.count_lines(buf, "· Run rm"), "prompt is inside the tool call block")
+  T.eq(7, seen and seen.request_id, "AcpPermissionRequest fired")
+  T.eq(chat.chat_id, seen.chat_id, "autocmd data has the chat id")
+  local win = vim.fn.win_findbuf(buf)[1]
+  vim.api.nvim_set_current_win(win)
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  vim.api.nvim_feedkeys("3", "x", false)
+  T.eq({ "acp.permission_respond", { request_id = 7, option_id = "no" } }, sent[1], "option 3 sent")
+  T.eq(nil, T.find_line(buf, "Permission needed"), "prompt removed")
+  T.truthy(T.find_line(buf, "answered: Reject [reject_once]"), "answer noted")
+  T.eq(false, chat.digit_keys, "digit keys unmapped when nothing is pending")
+end)
+
+T.test("permission_cancelled removes the prompt; a request before its tool call gets a block", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    {
+      type = "permission_request",
+      chat_id = chat.chat_id,
+      request_id = 9,
+      tool_call = { toolCallId = "early", title = "Write file", kind = "edit", rawInput = { path = "/x" } },
+      options = { { optionId = "a", name = "Allow", kind = "allow_once" } },
+    },
+  })
+  local buf = chat.bufnr
+  T.truthy(T.find_line(buf, "edit · Write file"), "block made from the request")
+  T.truthy(T.find_line(buf, 'input: {"path":"/x"}'), "raw input shown when there is no diff")
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "tool_call", id = "early", title = "Write file", kind = "edit", status = "pending" },
+    }),
+  })
+  T.eq(1, T.count_lines(buf, "edit · Write file"), "the tool call reuses the block")
+  T.truthy(T.find_line(buf, "Permission needed"), "prompt kept")
+  events.dispatch({ { type = "permission_cancelled", chat_id = chat.chat_id, request_id = 9 } })
+  T.eq(nil, T.find_line(buf, "Permission needed"), "prompt removed")
+  T.truthy(T.find_line(buf, "permission request cancelled"), "cancel noted")
+end)
+
+T.test("auto_allow answers matching tool kinds at once", function()
+  local chat = T.fake_chat({ setup = { permission = { auto_allow = { "read" } } } })
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  events.dispatch({
+    {
+      type = "permission_request",
+      chat_id = chat.chat_id,
+      request_id = 11,
+      tool_call = { toolCallId = "r", title = "Read", kind = "read" },
+      options = {
+        { optionId = "always", name = "Always", kind = "allow_always" },
+        { optionId = "once", name = "Once", kind = "allow_once" },
+      },
+    },
+  })
+  T.eq({ "acp.permission_respond", { request_id = 11, option_id = "once" } }, sent[#sent], "allow_once chosen")
+  T.truthy(T.find_line(chat.bufnr, "auto-allowed by config: Once [allow_once]"), "noted")
+  require("acp").setup({})
+end)
+
+T.test("winbar shows mode, model and usage; turn end and errors are in the transcript", function()
+  local chat = T.fake_chat({
+    modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    config_options = {
+      { id = "model", name = "Model", category = "model", type = "select", currentValue = "m1", options = { { value = "m1", name = "Fast 1" } } },
+    },
+  })
+  local ended
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpTurnEnd",
+    once = true,
+    callback = function(a)
+      ended = a.data
+    end,
+  })
+  events.dispatch({
+    session(chat, { change = "mode_changed", currentModeId = "code" }),
+    session(chat, { change = "info_changed", title = "Fix the bug" }),
+    session(chat, { change = "usage_changed", usage = { used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } } }),
+    { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "max_tokens" },
+    { type = "agent_exited", chat_id = chat.chat_id, status = "exit code 3", stderr_tail = "boom\npanic here" },
+  })
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  local bar = vim.wo[win].winbar
+  T.contains(bar, "mode: Code", "winbar mode")
+  T.contains(bar, "Fix the bug", "winbar title")
+  T.contains(bar, "model: Fast 1", "winbar model")
+  T.contains(bar, "ctx 12.3k/200.0k (6%%)", "winbar usage")
+  T.contains(bar, "$0.50", "winbar cost")
+  T.eq({ session_id = chat.session_id, chat_id = chat.chat_id, stop_reason = "max_tokens" }, ended, "AcpTurnEnd data")
+  local all = T.text(chat.bufnr)
+  T.contains(all, "— max_tokens —", "stop reason")
+  T.contains(all, "exited (exit code 3)", "exit")
+  T.contains(all, "  │ panic here", "stderr tail")
+  T.eq(false, chat:send({ text("x") }), "a dead chat refuses prompts")
+end)
+
+T.test("modes set from a session response and a cleared title update the winbar", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "info_changed", title = "Old title" }),
+    session(chat, {
+      change = "modes_changed",
+      currentModeId = "plan",
+      availableModes = { { id = "plan", name = "Planning" } },
+    }),
+  })
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  T.contains(vim.wo[win].winbar, "mode: Planning", "mode name")
+  T.contains(vim.wo[win].winbar, "Old title", "title")
+  events.dispatch({ session(chat, { change = "info_changed" }) })
+  T.not_contains(vim.wo[win].winbar, "Old title", "title cleared")
+end)
+
+T.test("prompts are queued until the session starts and while a turn runs", function()
+  require("acp").setup({})
+  local chat = require("acp").open({ agent = "demo", cwd = T.root })
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "first", "question" })
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  T.eq({ "" }, T.lines(chat.prompt_buf), "input cleared")
+  T.eq(0, #sent, "nothing sent before the session started")
+  require("acp").prompt("second")
+  events.dispatch({ { type = "session_started", chat_id = chat.chat_id, session_id = "S", capabilities = {} } })
+  T.eq("S", chat.session_id, "handle gets the session id")
+  T.eq(1, #sent, "one prompt in flight")
+  T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("first\nquestion") } } }, sent[1], "first prompt")
+  events.dispatch({ { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "end_turn" } })
+  T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("second") } } }, sent[2], "queued prompt sent after the turn")
+end)
+
+T.test("terminal output is shown live inside its tool call", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = {
+        type = "tool_call",
+        id = "t",
+        title = "ls",
+        kind = "execute",
+        status = "in_progress",
+        content = { { type = "terminal", terminalId = "term-1" } },
+      },
+    }),
+    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "output", data = "a\nb" },
+  })
+  events.dispatch({
+    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "output", data = "c\n" },
+    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "exited", exitStatus = { exitCode = 0 } },
+  })
+  local buf = chat.bufnr
+  T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status")
+  local l = T.find_line(buf, "│ a")
+  local lines = T.lines(buf)
+  T.eq({ "  │ a", "  │ bc" }, { lines[l], lines[l + 1] }, "output in order")
+end)
+
+T.test("AcpSessionUpdate fires with the change", function()
+  local chat = T.fake_chat()
+  local got = {}
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpSessionUpdate",
+    callback = function(a)
+      got[#got + 1] = a.data
+    end,
+  })
+  local change = { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("x") } } }
+  events.dispatch({ session(chat, change) })
+  T.eq({ { chat_id = chat.chat_id, session_id = chat.session_id, change = change } }, got, "autocmd data")
+  vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
+end)
+
+T.test("a bad event does not stop the rest of the batch", function()
+  local chat = T.fake_chat()
+  local notified = {}
+  local orig = vim.notify
+  vim.notify = function(m)
+    notified[#notified + 1] = m
+  end
+  events.dispatch({
+    session(chat, { change = "text_appended", index = 99, content = text("nowhere") }),
+    { type = "session", chat_id = chat.chat_id, change = { change = "entry_added", entry = { type = "agent_message" } } },
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("fine") } } }),
+    { type = "no_such_event", chat_id = chat.chat_id },
+    { type = "session", chat_id = "no-such-chat", change = {} },
+  })
+  vim.notify = orig
+  T.truthy(T.find_line(chat.bufnr, "fine"), "later event rendered")
+  T.eq(1, #notified, "the failing event was reported once")
+end)
+
+T.test("the prompt completes the agent's slash commands", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, {
+      change = "commands_changed",
+      availableCommands = { { name = "plan", description = "Make a plan" }, { name = "test", description = "Run tests" } },
+    }),
+  })
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "do /pl" })
+  vim.api.nvim_win_set_cursor(0, { 1, 6 })
+  local omni = require("acp.chat").omnifunc
+  T.eq(3, omni(1, ""), "completion starts at the slash")
+  T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
+end)
+
+T.test(":Acp mode and :Acp model ask the backend", function()
+  local chat = T.fake_chat({
+    modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    config_options = {
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        currentValue = "m1",
+        options = { { value = "m1", name = "One" }, { value = "m2", name = "Two" } },
+      },
+    },
+  })
+  local commands = require("acp.commands")
+  T.eq({ "ask", "code" }, commands.complete("", "Acp mode "), "mode completion")
+  T.eq({ "m2" }, commands.complete("m2", "Acp model m2"), "model completion")
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  vim.cmd("Acp mode code")
+  vim.cmd("Acp model m2")
+  T.eq({ "acp.set_mode", { chat_id = chat.chat_id, mode_id = "code" } }, sent[1], "set_mode request")
+  T.eq({ "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } }, sent[2], "model request")
+end)
+
+T.run()
