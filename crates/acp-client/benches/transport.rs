@@ -182,7 +182,12 @@ async fn pipeline() -> Pipeline {
 
 /// Streams `batch` (lines already joined with newlines) through a fresh
 /// connection per iteration and times only the streaming.
-fn bench_connection(rt: &tokio::runtime::Runtime, batch: &[u8], lines: usize, iters: u64) -> Duration {
+fn bench_connection(
+    rt: &tokio::runtime::Runtime,
+    batch: &[u8],
+    lines: usize,
+    iters: u64,
+) -> Duration {
     rt.block_on(async {
         let mut total = Duration::ZERO;
         for _ in 0..iters {
