@@ -22,7 +22,8 @@ nvim_bin=${ACP_NVIM:-$(scripts/find-nvim.sh)}
 run_nvim() { "$nvim_bin" --headless -u NONE -i NONE --cmd "set rtp^=$root" -l "$@"; }
 # The last `RESULT {json}` line of a command's stdout, saved as $out/$1.json.
 save_result() {
-  local name=$1 log=$out/$name.log
+  local name=$1
+  local log=$out/$name.log
   shift
   if "$@" >"$log" 2>&1 && grep -q '^RESULT ' "$log"; then
     grep '^RESULT ' "$log" | tail -1 | sed 's/^RESULT //' >"$out/$name.json"
