@@ -38,7 +38,7 @@ save_result() {
 if [ "$smoke" = 1 ]; then
   # Criterion runs each benchmark once when the binary is started without
   # `--bench` (cargo test); terminal_rss then prints 2 MB instead of 200.
-  $CARGO test -p acp-client --benches
+  $CARGO test -p acp-client --bench transport --bench terminal_rss
   $CARGO build --release -p acp-nvim -p acp-testkit --bins
   run_nvim bench/stream.lua 200 100 lines
   run_nvim bench/long.lua 200 1000

@@ -5,7 +5,7 @@
 //!
 //! Prints one line `RESULT {json}` on stdout for bench/run.sh. Run with
 //! `cargo bench -p acp-client --bench terminal_rss`. Without `--bench` (as in
-//! `cargo test --benches`, the smoke run) it prints 2 MB instead, so the smoke
+//! `cargo test --bench terminal_rss`, the smoke run) it prints 2 MB instead, so the smoke
 //! run checks that the bench works without timing anything heavy.
 //! `ACP_BENCH_TERMINAL_MB` overrides the size.
 
