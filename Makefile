@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e test demo chat-demo clean
+.PHONY: all build release lint unit e2e test demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -35,6 +35,15 @@ chat-demo:
 demo:
 	$(CARGO) build --release -p acp-nvim -p acp-testkit --bins
 	"$$(scripts/find-nvim.sh)" --clean -u scripts/demo.lua
+
+# Every benchmark at full size; writes doc/benchmarks.md (heavy: minutes).
+# COMPARE=1 asks for the comparison with another client (see doc/benchmarks.md).
+bench:
+	CARGO="$(CARGO)" COMPARE="$(COMPARE)" ACP_NVIM="$$(scripts/find-nvim.sh)" bench/run.sh
+
+# Each benchmark once at a tiny size, nothing timed: checks the benches still work.
+bench-smoke:
+	CARGO="$(CARGO)" ACP_NVIM="$$(scripts/find-nvim.sh)" bench/run.sh --smoke
 
 clean:
 	$(CARGO) clean
