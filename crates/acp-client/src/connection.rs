@@ -22,9 +22,11 @@ use crate::host::{ClientEvent, EditorHost};
 use crate::methods;
 use crate::permission::PermissionPolicy;
 use crate::process::{AgentCommand, AgentProcess, ExitInfo};
+use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::schema;
 use crate::session::SessionState;
 use crate::terminal::DEFAULT_OUTPUT_CAP;
+use crate::tracking::Target;
 use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
 use crate::update::{Content, SessionId};
 
@@ -229,6 +231,19 @@ struct OpeningGuard<'a>(&'a Shared);
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
         self.0.sessions_opening.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Ends a turn for edit review however the prompt ends (answered, failed,
+/// or the caller dropped the future).
+struct TurnGuard<'a> {
+    shared: &'a Shared,
+    session_id: &'a SessionId,
+}
+
+impl Drop for TurnGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.review.turn_ended(self.session_id);
     }
 }
 
@@ -615,6 +630,7 @@ impl Connection {
             Ok(())
         };
         lock(&self.shared.sessions).remove(session_id);
+        self.shared.review.remove(session_id);
         result
     }
 
@@ -632,6 +648,7 @@ impl Connection {
             )
             .await?;
         lock(&self.shared.sessions).remove(session_id);
+        self.shared.review.remove(session_id);
         Ok(())
     }
 
@@ -748,6 +765,12 @@ impl Connection {
             })
             .unwrap_or_default();
         self.emit_changes(session_id, changes);
+        let workspace = self.session_workspace(session_id)?;
+        self.shared.review.turn_started(session_id, &workspace);
+        let _turn = TurnGuard {
+            shared: &self.shared,
+            session_id,
+        };
         let response: WirePromptResponse = self
             .shared
             .request(
@@ -786,6 +809,144 @@ impl Connection {
         lock(&self.shared.sessions)
             .get(session_id)
             .map(|slot| f(&slot.state))
+    }
+
+    fn session_workspace(&self, session_id: &SessionId) -> Result<Workspace> {
+        lock(&self.shared.sessions)
+            .get(session_id)
+            .map(|slot| slot.workspace.clone())
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "unknown session `{session_id}`; open or load it first"
+                ))
+            })
+    }
+
+    /// Resolves an editor-supplied path against the session's workspace.
+    fn review_path(&self, session_id: &SessionId, path: &Path) -> Result<PathBuf> {
+        self.session_workspace(session_id)?.resolve(path)
+    }
+
+    /// Every file with agent edits under review in the session, sorted by
+    /// path. Edits are recorded from `fs/write_text_file`, from tool calls
+    /// with `diff` content once they complete, and from disk changes of the
+    /// files a turn's tool calls mention (see [`ClientEvent::ReviewChanged`]).
+    pub fn review_files(&self, session_id: &SessionId) -> Vec<FileSummary> {
+        self.shared.review.files(session_id)
+    }
+
+    /// The full review of one file (baseline, current content, hunks);
+    /// `None` when it has nothing under review, or when the path is outside
+    /// the session's workspace or the session is unknown.
+    pub fn review_file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
+        match self.review_path(session_id, path) {
+            Ok(path) => self.shared.review.file(session_id, &path),
+            Err(e) => {
+                tracing::debug!(error = %e, "no review for this path");
+                None
+            }
+        }
+    }
+
+    /// Accepts one hunk: it is not shown again, the file does not change.
+    pub async fn accept_hunk(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        hunk: HunkId,
+    ) -> Result<()> {
+        let path = self.review_path(session_id, path)?;
+        self.shared
+            .review
+            .accept(session_id, Target::Hunk(&path, hunk))
+            .map(drop)
+    }
+
+    /// Accepts every change to one file, including its creation or deletion.
+    pub async fn accept_file(&self, session_id: &SessionId, path: &Path) -> Result<()> {
+        let path = self.review_path(session_id, path)?;
+        self.shared
+            .review
+            .accept(session_id, Target::File(&path))
+            .map(drop)
+    }
+
+    /// Accepts every change of the session; returns the files that were
+    /// under review.
+    pub async fn accept_all(&self, session_id: &SessionId) -> Result<Vec<PathBuf>> {
+        self.require_session(session_id)?;
+        self.shared.review.accept(session_id, Target::All)
+    }
+
+    /// Rejects one hunk and applies the result: the restored content goes to
+    /// [`EditorHost::write_text_file`] (a buffer-aware editor updates its
+    /// buffer), else atomically to disk. Rejecting the last hunk of a file
+    /// the agent created returns [`RejectOutcome::Delete`] without deleting
+    /// anything: confirm with the user, then call
+    /// [`Connection::delete_reviewed_file`].
+    pub async fn reject_hunk(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        hunk: HunkId,
+    ) -> Result<RejectOutcome> {
+        let path = self.review_path(session_id, path)?;
+        let rejections = self
+            .shared
+            .review
+            .reject(&*self.shared.host, session_id, Target::Hunk(&path, hunk))
+            .await?;
+        single_outcome(rejections, &path)
+    }
+
+    /// Rejects every change to one file and applies it like
+    /// [`Connection::reject_hunk`]: a modified or deleted file gets its
+    /// content before the agent back; a file the agent created returns
+    /// [`RejectOutcome::Delete`].
+    pub async fn reject_file(&self, session_id: &SessionId, path: &Path) -> Result<RejectOutcome> {
+        let path = self.review_path(session_id, path)?;
+        let rejections = self
+            .shared
+            .review
+            .reject(&*self.shared.host, session_id, Target::File(&path))
+            .await?;
+        single_outcome(rejections, &path)
+    }
+
+    /// Rejects every change of the session, writing each restored file.
+    /// Returns every file's outcome; the `Delete` ones are for the caller to
+    /// confirm and apply with [`Connection::delete_reviewed_file`].
+    pub async fn reject_all(&self, session_id: &SessionId) -> Result<Vec<FileRejection>> {
+        self.require_session(session_id)?;
+        self.shared
+            .review
+            .reject(&*self.shared.host, session_id, Target::All)
+            .await
+    }
+
+    /// Deletes a file whose creation the user rejected (a reject that
+    /// returned [`RejectOutcome::Delete`]). Any other file is refused, so
+    /// this cannot delete what the agent did not create.
+    pub async fn delete_reviewed_file(&self, session_id: &SessionId, path: &Path) -> Result<()> {
+        let path = self.review_path(session_id, path)?;
+        self.shared.review.delete_rejected(session_id, &path).await
+    }
+
+    /// Tells review that the user changed a file (typed in its buffer, or
+    /// saved it; `None`: deleted it), so the user's text is not taken for
+    /// the agent's and survives rejects. Returns the file's summary after
+    /// the change, `None` when it has nothing under review.
+    pub fn record_user_edit(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        content: Option<&str>,
+    ) -> Result<Option<FileSummary>> {
+        let path = self.review_path(session_id, path)?;
+        Ok(self
+            .shared
+            .review
+            .record_user_edit(session_id, &path, content))
     }
 
     /// The ids of every open session.
@@ -830,4 +991,18 @@ impl Connection {
             None => None,
         }
     }
+}
+
+/// The outcome of a one-file reject.
+fn single_outcome(rejections: Vec<FileRejection>, path: &Path) -> Result<RejectOutcome> {
+    rejections
+        .into_iter()
+        .next()
+        .map(|r| r.outcome)
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "`{}` has no agent edits under review; refresh the review list",
+                path.display()
+            ))
+        })
 }

@@ -22,6 +22,7 @@ use crate::permission::{
 };
 use crate::rpc::RpcError;
 use crate::terminal::{TerminalId, TerminalSpec};
+use crate::tracking::ToolFacts;
 use crate::transport::{lock, PendingPermission, Shared};
 use crate::update::{self, SessionId};
 
@@ -127,6 +128,11 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
             .ok_or_else(|| unknown_session(&wire.session_id.0))?;
         slot.state.merged_tool_call(&fields)
     };
+    // Snapshot the files the tool names before anyone can allow the edit.
+    shared
+        .review
+        .before_permission(&wire.session_id, ToolFacts::of_fields(&tool_call))
+        .await;
     let options: Vec<PermissionOption> = wire
         .options
         .into_iter()
@@ -267,6 +273,13 @@ async fn write_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
             fs::write_text_file_atomic(&request.path, &request.content).await?
         }
     };
+    shared.review.record_fs_write(
+        &request.session_id,
+        &workspace,
+        &request.path,
+        old_content.as_deref(),
+        &request.content,
+    );
     shared.emit(ClientEvent::FileEdited(FileEdit {
         session_id: request.session_id,
         path: request.path,

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use crate::process::ExitInfo;
+use crate::review::FileSummary;
 use crate::session::SessionChange;
 use crate::terminal::TerminalEvent;
 use crate::update::SessionId;
@@ -146,6 +147,16 @@ pub enum ClientEvent {
     ProtocolWarning {
         /// A sentence describing the problem.
         message: String,
+    },
+    /// A file's review state changed: an agent edit was recorded, or a hunk
+    /// or the file was accepted or rejected. `file.hunks` is 0 when nothing
+    /// is left to review in the file. See [`crate::Connection::review_file`].
+    ReviewChanged {
+        #[serde(rename = "sessionId")]
+        /// The session whose agent made the edits.
+        session_id: SessionId,
+        /// The file's review summary now.
+        file: FileSummary,
     },
 }
 

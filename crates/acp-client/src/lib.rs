@@ -80,6 +80,7 @@ pub mod review;
 pub mod rpc;
 pub mod session;
 pub mod terminal;
+mod tracking;
 mod transport;
 pub mod update;
 

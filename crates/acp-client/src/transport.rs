@@ -30,7 +30,8 @@ use crate::process::{AgentProcess, ExitInfo};
 use crate::rpc::{Incoming, Outgoing, RequestId, RpcError};
 use crate::session::SessionState;
 use crate::terminal::TerminalManager;
-use crate::update::{self, SessionId};
+use crate::tracking::{Reviews, ToolFacts};
+use crate::update::{self, SessionId, SessionUpdate, ToolStatus};
 
 /// Why the connection is closed; cloned into an [`Error`] for every caller
 /// that was waiting or calls later.
@@ -99,6 +100,8 @@ pub(crate) struct Shared {
     pub permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
     pub terminals: TerminalManager,
+    /// Agent edits under review, per session.
+    pub review: Reviews,
     pub agent: Mutex<Option<AgentInfo>>,
     pub process: Option<Arc<AgentProcess>>,
     /// While a `session/new` (or load/resume) is in flight, updates for a
@@ -177,6 +180,7 @@ impl Shared {
         let host_for_events = host.clone();
         let events: EventSink = Arc::new(move |e| host_for_events.on_event(e));
         let terminals = TerminalManager::new(events.clone(), options.terminal_output_cap);
+        let review = Reviews::new(events.clone(), options.max_read_bytes);
         let mut policy = PermissionPolicy::new();
         policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());
         let shared = Arc::new(Shared {
@@ -193,6 +197,7 @@ impl Shared {
             permission_policy: Mutex::new(policy),
             next_permission_id: AtomicU64::new(1),
             terminals,
+            review,
             agent: Mutex::new(None),
             process,
             sessions_opening: AtomicUsize::new(0),
@@ -369,10 +374,31 @@ impl Shared {
     /// Applies a decoded update to its session and emits the changes.
     fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
+        // Tool calls feed edit review (tracking.rs) once the session is live.
+        let tool_call = match &notification.update {
+            SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)
+                if self.review.is_live(&session_id) =>
+            {
+                Some((
+                    f.tool_call_id.clone(),
+                    f.status == Some(ToolStatus::Completed),
+                ))
+            }
+            _ => None,
+        };
+        let mut facts = None;
         let changes = {
             let mut sessions = lock(&self.sessions);
             match sessions.get_mut(&session_id) {
-                Some(slot) => slot.state.apply(notification.update),
+                Some(slot) => {
+                    let changes = slot.state.apply(notification.update);
+                    facts = tool_call.and_then(|(id, completed)| {
+                        slot.state
+                            .tool_call(&id)
+                            .map(|tc| ToolFacts::of_state(tc, completed))
+                    });
+                    changes
+                }
                 None if self.sessions_opening.load(Ordering::Acquire) > 0 => {
                     let mut state = SessionState::new(session_id.clone());
                     let changes = state.apply(notification.update);
@@ -402,6 +428,9 @@ impl Shared {
                 session_id: session_id.clone(),
                 change,
             });
+        }
+        if let Some(facts) = facts {
+            self.review.on_tool_call(&session_id, facts);
         }
     }
 

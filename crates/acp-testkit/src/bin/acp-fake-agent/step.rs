@@ -166,6 +166,9 @@ pub enum Step {
         tool_call_id: Option<String>,
         #[serde(default)]
         title: Option<String>,
+        /// `false`: report the edit with `locations` only, no diff content.
+        #[serde(default = "yes")]
+        diff: bool,
     },
     /// Blocks until `session/cancel`; the turn then ends `cancelled`.
     WaitForCancel {

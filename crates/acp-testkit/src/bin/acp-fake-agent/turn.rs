@@ -286,8 +286,9 @@ impl<'a> Player<'a> {
                 content,
                 tool_call_id,
                 title,
+                diff,
             } => {
-                self.write_disk(&path, &content, tool_call_id, title);
+                self.write_disk(&path, &content, tool_call_id, title, diff);
                 Flow::Next
             }
             Step::WaitForCancel { ignore_cancel } => {
@@ -515,21 +516,26 @@ impl<'a> Player<'a> {
         content: &str,
         tool_call_id: Option<String>,
         title: Option<String>,
+        diff: bool,
     ) {
         let n = self.next_number();
         let path = self.resolve(path);
         let shown = path.display().to_string();
         let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
         let old_text = std::fs::read_to_string(&path).ok();
-        self.update(json!({
+        let mut tool_call = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": tool_call_id,
             "title": title.unwrap_or_else(|| format!("Edit `{shown}`")),
             "kind": "edit",
             "status": "in_progress",
-            "content": [{ "type": "diff", "path": shown, "oldText": old_text, "newText": content }],
             "locations": [{ "path": shown }],
-        }));
+        });
+        if diff {
+            tool_call["content"] =
+                json!([{ "type": "diff", "path": shown, "oldText": old_text, "newText": content }]);
+        }
+        self.update(tool_call);
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)

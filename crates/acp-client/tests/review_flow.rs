@@ -1,0 +1,390 @@
+//! Edit review wired into the connection, against the fake agent as a
+//! process: agent edits through `fs/write_text_file`, through diffs of tool
+//! calls, and on disk with no diff at all end up under review; accept and
+//! reject act on disk. Tests wait for `ReviewChanged` events, never sleep.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use acp_client::review::{FileStatus, FileSummary, RejectOutcome};
+use acp_client::update::SessionId;
+use acp_client::{
+    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
+    StopReason,
+};
+use serde_json::{json, Value};
+use support::*;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct Setup {
+    conn: Connection,
+    _host: Arc<TestHost>,
+    rx: UnboundedReceiver<ClientEvent>,
+    sid: SessionId,
+    /// The session's cwd, symlinks resolved (as review paths are).
+    root: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts the fake agent on `turns` in a fresh directory holding `files`.
+async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for (name, content) in files {
+        std::fs::write(root.join(name), content).unwrap();
+    }
+    let scenario = acp_testkit::write_scenario(&root, &json!({ "turns": turns }));
+    let agent = AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
+        .arg("--scenario")
+        .arg(scenario.to_string_lossy().into_owned())
+        .cwd(&root);
+    let (host, rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let conn = Connection::spawn(&agent, host.clone(), ConnectionOptions::default()).unwrap();
+    conn.initialize().await.unwrap();
+    let sid = conn
+        .new_session(SessionParams::new(&root))
+        .await
+        .unwrap()
+        .session_id;
+    Setup {
+        conn,
+        _host: host,
+        rx,
+        sid,
+        root,
+        _dir: dir,
+    }
+}
+
+fn text(s: &str) -> schema::ContentBlock {
+    schema::ContentBlock::Text(schema::TextContent::new(s))
+}
+
+async fn turn(s: &Setup, prompt: &str) -> StopReason {
+    tokio::time::timeout(WAIT * 3, s.conn.prompt(&s.sid, vec![text(prompt)]))
+        .await
+        .expect("turn timed out")
+        .unwrap()
+}
+
+/// Waits for a `ReviewChanged` of `path` whose summary satisfies `pred`.
+async fn review_changed(
+    rx: &mut UnboundedReceiver<ClientEvent>,
+    path: &Path,
+    mut pred: impl FnMut(&FileSummary) -> bool,
+) -> FileSummary {
+    match wait_event(
+        rx,
+        |e| matches!(e, ClientEvent::ReviewChanged { file, .. } if file.path == path && pred(file)),
+    )
+    .await
+    {
+        ClientEvent::ReviewChanged { file, .. } => file,
+        _ => unreachable!(),
+    }
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[tokio::test]
+async fn an_fs_write_shows_hunks() {
+    let mut s = start(
+        &[("a.txt", "one\ntwo\nthree\n")],
+        json!([{ "steps": [{ "type": "call", "method": "fs/write_text_file",
+            "params": { "path": "{{cwd}}/a.txt", "content": "one\nTWO\nthree\n" },
+            "expect": { "ok": true } }] }]),
+    )
+    .await;
+    let path = s.root.join("a.txt");
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!((summary.status, summary.hunks), (FileStatus::Modified, 1));
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("one\ntwo\nthree\n"));
+    assert_eq!(review.hunks[0].old_lines, vec!["two\n"]);
+    assert_eq!(review.hunks[0].new_lines, vec!["TWO\n"]);
+    assert_eq!(s.conn.review_files(&s.sid), vec![summary]);
+}
+
+#[tokio::test]
+async fn a_disk_edit_with_diff_content_is_tracked_after_completion() {
+    let mut s = start(
+        &[("b.txt", "alpha\nbeta\n")],
+        json!([{ "steps": [{ "type": "writeDisk", "path": "b.txt", "content": "alpha\nBETA\ngamma\n" }] }]),
+    )
+    .await;
+    let path = s.root.join("b.txt");
+    turn(&s, "go").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("alpha\nbeta\n"));
+    assert_eq!(review.current.as_deref(), Some("alpha\nBETA\ngamma\n"));
+    assert_eq!(review.hunks.len(), 1);
+    assert_eq!(review.hunks[0].new_lines, vec!["BETA\n", "gamma\n"]);
+}
+
+#[tokio::test]
+async fn a_disk_edit_without_diff_is_caught_by_the_watcher_during_the_turn() {
+    // The agent names the file, asks permission, then writes it with no diff
+    // and waits: only the watcher can see the edit before the turn ends.
+    let mut s = start(
+        &[("c.txt", "keep\nold\n")],
+        json!([{ "steps": [
+            { "type": "toolCall", "toolCallId": "e1", "title": "Edit c.txt", "kind": "edit",
+              "status": "pending", "locations": [{ "path": "{{cwd}}/c.txt" }] },
+            { "type": "requestPermission", "toolCall": { "toolCallId": "e1" }, "report": false,
+              "onAllow": [{ "type": "writeDisk", "path": "c.txt", "content": "keep\nnew\n",
+                            "toolCallId": "e1", "diff": false }] },
+            { "type": "waitForCancel" }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("c.txt");
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!((summary.added, summary.removed), (1, 1));
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("keep\nold\n"));
+    // The turn is still running: the watcher saw it, not the end-of-turn check.
+    assert!(!prompt.is_finished());
+    s.conn.cancel(&s.sid).unwrap();
+    let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
+    assert_eq!(stop.unwrap(), StopReason::Cancelled);
+}
+
+#[tokio::test]
+async fn rejecting_one_hunk_of_three_restores_exactly_that_hunk() {
+    let before = lines(9);
+    let after = before
+        .replace("line 1\n", "LINE 1\n")
+        .replace("line 5\n", "LINE 5\n")
+        .replace("line 9\n", "LINE 9\n");
+    let mut s = start(
+        &[("d.txt", &before)],
+        json!([{ "steps": [{ "type": "writeDisk", "path": "d.txt", "content": after }] }]),
+    )
+    .await;
+    let path = s.root.join("d.txt");
+    turn(&s, "go").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 3).await;
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let ids: Vec<_> = review.hunks.iter().map(|h| h.id).collect();
+
+    let outcome = s.conn.reject_hunk(&s.sid, &path, ids[1]).await.unwrap();
+    let expected = after.replace("LINE 5\n", "line 5\n");
+    assert_eq!(
+        outcome,
+        RejectOutcome::Write {
+            content: expected.clone()
+        }
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
+    assert_eq!(summary.first_line, Some(0));
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(
+        review.hunks.iter().map(|h| h.id).collect::<Vec<_>>(),
+        vec![ids[0], ids[2]]
+    );
+}
+
+#[tokio::test]
+async fn an_accepted_hunk_stays_accepted_when_the_agent_edits_elsewhere() {
+    let before = lines(9);
+    let first = before
+        .replace("line 1\n", "LINE 1\n")
+        .replace("line 9\n", "LINE 9\n");
+    let second = first.replace("line 5\n", "LINE 5\n");
+    let mut s = start(
+        &[("e.txt", &before)],
+        json!([
+            { "match": "first", "steps": [{ "type": "writeDisk", "path": "e.txt", "content": first }] },
+            { "match": "second", "steps": [{ "type": "writeDisk", "path": "e.txt", "content": second }] }
+        ]),
+    )
+    .await;
+    let path = s.root.join("e.txt");
+    turn(&s, "first").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let (accepted, kept) = (review.hunks[0].id, review.hunks[1].id);
+    s.conn.accept_hunk(&s.sid, &path, accepted).await.unwrap();
+    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
+
+    turn(&s, "second").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert!(review.hunks.iter().all(|h| h.new_start != 0), "{review:?}");
+    assert_eq!(review.hunks[1].id, kept);
+    assert_eq!(review.hunks[0].new_lines, vec!["LINE 5\n"]);
+}
+
+#[tokio::test]
+async fn a_file_rejected_mid_turn_is_not_taken_for_a_new_agent_edit() {
+    // While the turn runs, the watcher watches f.txt; the client's own
+    // restore must not come back as an agent edit.
+    let mut s = start(
+        &[("f.txt", "original\n")],
+        json!([
+            { "match": "edit", "steps": [
+                { "type": "writeDisk", "path": "f.txt", "content": "changed\n" },
+                { "type": "waitForCancel" }
+            ] },
+            { "match": "other", "steps": [{ "type": "writeDisk", "path": "g.txt", "content": "g\n" }] }
+        ]),
+    )
+    .await;
+    let path = s.root.join("f.txt");
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("edit")]).await });
+    review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    assert_eq!(
+        outcome,
+        RejectOutcome::Write {
+            content: "original\n".into()
+        }
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "original\n");
+    review_changed(&mut s.rx, &path, |f| f.hunks == 0).await;
+    s.conn.cancel(&s.sid).unwrap();
+    tokio::time::timeout(WAIT, prompt)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    // The next turn's edit is recorded after everything the first turn left.
+    turn(&s, "other").await;
+    let other = s.root.join("g.txt");
+    let mut saw_f = false;
+    wait_event(&mut s.rx, |e| match e {
+        ClientEvent::ReviewChanged { file, .. } => {
+            saw_f |= file.path == path;
+            file.path == other
+        }
+        _ => false,
+    })
+    .await;
+    assert!(!saw_f, "the client's restore was recorded as an agent edit");
+    let files: Vec<_> = s
+        .conn
+        .review_files(&s.sid)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(files, vec![other]);
+}
+
+#[tokio::test]
+async fn rejecting_a_new_file_returns_delete_and_delete_removes_it() {
+    let mut s = start(
+        &[("kept.txt", "x\n")],
+        json!([{ "steps": [{ "type": "writeDisk", "path": "new.txt", "content": "hello\n" }] }]),
+    )
+    .await;
+    let path = s.root.join("new.txt");
+    turn(&s, "go").await;
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!(summary.status, FileStatus::Created);
+
+    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    assert_eq!(outcome, RejectOutcome::Delete);
+    // Nothing is deleted until the caller confirms.
+    assert!(path.exists());
+    let settled = review_changed(&mut s.rx, &path, |f| f.hunks == 0).await;
+    assert_eq!(settled.status, FileStatus::Created);
+    // Only a file whose creation was rejected can be deleted this way.
+    let other = s.root.join("kept.txt");
+    assert!(matches!(
+        s.conn.delete_reviewed_file(&s.sid, &other).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(other.exists());
+    s.conn.delete_reviewed_file(&s.sid, &path).await.unwrap();
+    assert!(!path.exists());
+    assert!(s.conn.review_files(&s.sid).is_empty());
+}
+
+#[tokio::test]
+async fn a_deleted_file_rejected_is_restored() {
+    let mut s = start(
+        &[("h.txt", "precious\n")],
+        json!([{ "steps": [
+            { "type": "toolCall", "toolCallId": "rm", "title": "rm h.txt", "kind": "delete",
+              "status": "pending", "rawInput": { "path": "{{cwd}}/h.txt" } },
+            { "type": "requestPermission", "toolCall": { "toolCallId": "rm" }, "report": false,
+              "onAllow": [{ "type": "runTerminal", "command": "rm", "args": ["{{cwd}}/h.txt"] }] }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("h.txt");
+    turn(&s, "go").await;
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!(summary.status, FileStatus::Deleted);
+    assert!(!path.exists());
+    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    assert_eq!(
+        outcome,
+        RejectOutcome::Write {
+            content: "precious\n".into()
+        }
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious\n");
+}
+
+#[tokio::test]
+async fn paths_outside_the_workspace_are_refused() {
+    let s = start(&[], json!([])).await;
+    let outside = s.root.parent().unwrap().join("elsewhere.txt");
+    assert_eq!(s.conn.review_file(&s.sid, &outside), None);
+    assert!(matches!(
+        s.conn.reject_file(&s.sid, &outside).await,
+        Err(Error::OutsideWorkspace { .. })
+    ));
+    assert!(matches!(
+        s.conn.accept_file(&s.sid, &outside).await,
+        Err(Error::OutsideWorkspace { .. })
+    ));
+    assert!(matches!(
+        s.conn.delete_reviewed_file(&s.sid, &outside).await,
+        Err(Error::OutsideWorkspace { .. })
+    ));
+    assert!(matches!(
+        s.conn.record_user_edit(&s.sid, &outside, Some("x")),
+        Err(Error::OutsideWorkspace { .. })
+    ));
+}
+
+#[tokio::test]
+async fn accept_all_and_user_edits_emit_events() {
+    let mut s = start(
+        &[("i.txt", "a\nb\nc\n")],
+        json!([{ "steps": [{ "type": "writeDisk", "path": "i.txt", "content": "a\nB\nc\n" }] }]),
+    )
+    .await;
+    let path = s.root.join("i.txt");
+    turn(&s, "go").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
+    // The user types a line far from the agent's hunk: not the agent's.
+    let summary = s
+        .conn
+        .record_user_edit(&s.sid, &path, Some("a\nB\nc\nmine\n"))
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.hunks, summary.added), (1, 1));
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("a\nb\nc\nmine\n"));
+
+    assert_eq!(s.conn.accept_all(&s.sid).await.unwrap(), vec![path.clone()]);
+    review_changed(&mut s.rx, &path, |f| f.hunks == 0).await;
+    assert!(s.conn.review_files(&s.sid).is_empty());
+}
