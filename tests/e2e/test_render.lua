@@ -264,6 +264,52 @@ T.test("a transcript shown again in a new window gets its folds", function()
   end)
 end)
 
+T.test("one blank line between blocks, whatever line breaks a message ends with", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "user_message", content = { text("go\n") } } }),
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("# Hi\n\n") } } }),
+  })
+  -- Paragraph breaks streamed in pieces still separate the paragraphs.
+  for _, c in ipairs({ "One.", "\n", "\n", "Two.\r\n", "\r\n\n" }) do
+    events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text(c) }) })
+  end
+  events.dispatch({
+    session(chat, {
+      change = "plan_replaced",
+      entries = { { content = "Read", priority = "high", status = "pending" } },
+    }),
+    session(chat, { change = "entry_added", index = 2, entry = { type = "thought", content = { text("hmm\n\n") } } }),
+    session(chat, {
+      change = "entry_added",
+      index = 3,
+      entry = { type = "tool_call", id = "t1", title = "Read a", kind = "read", status = "pending" },
+    }),
+    session(chat, { change = "entry_added", index = 4, entry = { type = "agent_message", content = { text("end\n\n\n") } } }),
+  })
+  T.eq({
+    "## You",
+    "go",
+    "",
+    "## demo",
+    "# Hi",
+    "",
+    "One.",
+    "",
+    "Two.",
+    "",
+    "Plan (0/1 done)",
+    "  [ ] Read (high)",
+    "",
+    "▸ Thinking",
+    "hmm",
+    "",
+    "○ read · Read a",
+    "",
+    "end",
+  }, T.lines(chat.bufnr), "the transcript")
+end)
+
 T.test("autoscroll follows the tail unless the user moved up", function()
   local chat = T.fake_chat()
   local win = vim.fn.win_findbuf(chat.bufnr)[1]
