@@ -160,7 +160,8 @@ function Chat:start(resume)
     mcp_servers = cfg.mcp_servers or {},
     -- The backend answers auto_allow kinds itself (reported as
     -- `permission_auto`); the plugin also applies the list to requests that
-    -- still reach it. `remember` is for backends that can switch memory off.
+    -- still reach it. `remember` switches the backend's memory of "always"
+    -- answers; both belong to the agent process, the last open wins.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
     load_session_id = resume and resume.load_session_id or nil,
     resume_session_id = resume and resume.resume_session_id or nil,

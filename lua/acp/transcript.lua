@@ -52,6 +52,47 @@ local function content_text(content)
   return table.concat(parts, "")
 end
 
+--- Split text into what to show now and its trailing line breaks, which are
+--- held back until more text follows: a message ending in "\n\n" (markdown
+--- paragraphs, as agents end most messages) would otherwise leave blank
+--- lines that add to the one blank line between blocks.
+---@param text string
+---@return string shown, string held
+local function hold_trailing_breaks(text)
+  local i = #text
+  while i > 0 do
+    local b = text:byte(i)
+    if b ~= 10 and b ~= 13 then
+      break
+    end
+    i = i - 1
+  end
+  return text:sub(1, i), text:sub(i + 1)
+end
+
+--- Add a block of streamed text (message or thought) after `prefix` lines.
+---@param kind string
+---@param prefix string[]
+---@param text string
+---@param opts? acp.BlockOpts
+---@return acp.Block
+function Transcript:_text_block(kind, prefix, text, opts)
+  local shown, held = hold_trailing_breaks(text)
+  local lines = vim.list_extend(vim.list_slice(prefix), util.split_lines(shown))
+  local block = self:_add(kind, lines, nil, opts)
+  block.data.held = held
+  return block
+end
+
+--- Append streamed text to a message or thought block.
+---@param block acp.Block
+---@param text string
+function Transcript:_append_text(block, text)
+  local shown, held = hold_trailing_breaks((block.data.held or "") .. text)
+  block.data.held = held
+  self.view:append(block, shown)
+end
+
 ---@param side "user"|"agent"
 function Transcript:_header(side)
   if self.side == side then
@@ -196,17 +237,15 @@ function Transcript:_entry_added(index, entry)
   local t = util.field(entry, "type")
   if t == "user_message" then
     self:_header("user")
-    local text = content_text(util.field(entry, "content"))
-    self.entries[index] = self:_add("message", util.split_lines(text))
+    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
   elseif t == "agent_message" then
     self:_header("agent")
-    local text = content_text(util.field(entry, "content"))
-    self.entries[index] = self:_add("message", util.split_lines(text))
+    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
   elseif t == "thought" then
     self:_header("agent")
-    local lines = { "▸ Thinking" }
-    vim.list_extend(lines, util.split_lines(content_text(util.field(entry, "content"))))
-    self.entries[index] = self:_add("thought", lines, nil, { hl_group = "AcpThought", foldable = true })
+    local text = content_text(util.field(entry, "content"))
+    self.entries[index] =
+      self:_text_block("thought", { "▸ Thinking" }, text, { hl_group = "AcpThought", foldable = true })
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
     local state = util.field(entry, "toolCall", "tool_call") or entry
@@ -228,7 +267,7 @@ function Transcript:apply(change)
   elseif c == "text_appended" then
     local block = self.entries[util.field(change, "index")]
     if block and (block.kind == "message" or block.kind == "thought") then
-      self.view:append(block, tool_call.content_text(util.field(change, "content") or {}))
+      self:_append_text(block, tool_call.content_text(util.field(change, "content") or {}))
     end
   elseif c == "tool_call_changed" then
     local state = util.field(change, "toolCall", "tool_call") or {}

@@ -15,6 +15,14 @@
 --- the tail (cursor on the last line) and makes the buffer modifiable;
 --- `finish()` makes it read-only again and moves following cursors to the new
 --- last line.
+---
+--- Foldable blocks are manual folds, created in every window showing the
+--- buffer when the block is added and re-created once per batch that
+--- appended to it. Not 'foldexpr': Neovim skips every fold update of
+--- expression folds while the user is in Insert mode (typing the next prompt
+--- while the agent streams), so a thought streamed then stayed unfolded until
+--- `zx`; and evaluating 'foldexpr' for every streamed chunk was the most
+--- expensive part of rendering.
 
 local api = vim.api
 
@@ -38,8 +46,7 @@ local api = vim.api
 ---@field blocks table<integer, acp.Block> by extmark id
 ---@field foldable table<integer, boolean> extmark ids of blocks that fold
 ---@field empty boolean no block yet (the buffer holds one empty line)
----@field pending_fold? {start: integer, count: integer} foldable block being inserted
----@field has_foldable? boolean a foldable block exists (windows fold by expression)
+---@field grown table<integer, boolean> foldable blocks appended to in this batch
 ---@field batching boolean
 ---@field follow table<integer, boolean> windows following the tail in this batch
 local View = {}
@@ -57,6 +64,7 @@ function View.new(buf)
     ns = api.nvim_create_namespace("acp.view." .. buf),
     blocks = {},
     foldable = {},
+    grown = {},
     empty = true,
     batching = false,
     follow = {},
@@ -111,6 +119,15 @@ function View:finish()
   end
   vim.bo[self.buf].modifiable = false
   vim.bo[self.buf].modified = false
+  for id in pairs(self.grown) do
+    local block = self.blocks[id]
+    if block then
+      for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+        self:_refold(win, block)
+      end
+    end
+  end
+  self.grown = {}
   local count = api.nvim_buf_line_count(self.buf)
   for win in pairs(self.follow) do
     if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == self.buf then
@@ -217,11 +234,6 @@ function View:add(kind, lines, hls, opts)
   else
     start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
   end
-  if opts.foldable then
-    -- 'foldexpr' runs while the lines are inserted, before the block's
-    -- extmark exists: tell fold_level where the new fold is.
-    self.pending_fold = { start = start, count = #lines }
-  end
   if self.empty then
     api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
     self.empty = false
@@ -250,15 +262,8 @@ function View:add(kind, lines, hls, opts)
   self.blocks[block.id] = block
   if opts.foldable then
     self.foldable[block.id] = true
-    self.pending_fold = nil
-    if not self.has_foldable then
-      -- Windows fold by expression only from the first foldable block on:
-      -- evaluating 'foldexpr' on every streamed chunk is the most expensive
-      -- part of rendering, and many chats never have a fold.
-      self.has_foldable = true
-      for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-        View.setup_window(win)
-      end
+    for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+      self:_fold(win, start, start + #lines - 1)
     end
   end
   self:_set_hls(block, start, lines, hls)
@@ -281,6 +286,9 @@ function View:replace(block, lines, hls, actions)
   self:_set_mark(block, sr, lines)
   self:_set_hls(block, sr, lines, hls)
   block.actions = actions or {}
+  if self.foldable[block.id] then
+    self.grown[block.id] = true
+  end
 end
 
 --- Append text at the end of a block (streaming). Newlines in `text` start
@@ -295,6 +303,10 @@ function View:append(block, text)
   local _, er, ec = self:range(block)
   local parts = require("acp.util").split_lines(text)
   api.nvim_buf_set_text(self.buf, er, ec, er, ec, parts)
+  if self.foldable[block.id] then
+    -- `finish()` re-creates the fold once for the whole batch (see _refold).
+    self.grown[block.id] = true
+  end
 end
 
 --- The block containing a (0-based) row, and the row offset inside it.
@@ -318,50 +330,80 @@ function View:lines(block)
   return api.nvim_buf_get_lines(self.buf, sr, er + 1, false)
 end
 
---- Fold level of a 1-based line for 'foldexpr': a foldable block is one fold
---- starting at its first line.
----@param lnum integer
----@return string
-function View:fold_level(lnum)
-  local row = lnum - 1
-  local p = self.pending_fold
-  if p and row >= p.start and row < p.start + p.count then
-    return row == p.start and ">1" or "1"
+--- Create a closed manual fold over rows `first`..`last` (0-based) in a
+--- window. A window whose 'foldmethod' the user changed gets none (`:fold`
+--- only works with manual and marker folds).
+---@param win integer
+---@param first integer
+---@param last integer
+function View:_fold(win, first, last)
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
   end
-  local marks = api.nvim_buf_get_extmarks(self.buf, self.ns, { row, 0 }, { row, -1 }, { overlap = true })
-  for _, m in ipairs(marks) do
-    if self.foldable[m[1]] then
-      return m[2] == row and ">1" or "1"
+  api.nvim_win_call(win, function()
+    vim.cmd(("%d,%dfold"):format(first + 1, last + 1))
+  end)
+end
+
+--- Re-create the fold of a block that text was appended to, keeping it open
+--- when the user opened it. Needed after every append, not only new lines:
+--- Neovim moves the end of a manual fold up when the fold's last line is
+--- rewritten (as `nvim_buf_set_text` does), and never extends it over lines
+--- added below.
+---@param win integer
+---@param block acp.Block
+function View:_refold(win, block)
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
+  end
+  local sr, er = self:range(block)
+  local l = sr + 1
+  api.nvim_win_call(win, function()
+    local open = vim.fn.foldclosed(l) == -1
+    if vim.fn.foldlevel(l) > 0 then
+      -- `zd` deletes the closed fold under the cursor, else the innermost
+      -- one: close ours first when open, so a fold the user made around the
+      -- block survives.
+      local saved = vim.fn.winsaveview()
+      if open then
+        vim.cmd(l .. "foldclose")
+      end
+      vim.cmd(l .. "normal! zd")
+      vim.fn.winrestview(saved)
+    end
+    vim.cmd(("%d,%dfold"):format(l, er + 1))
+    if open then
+      vim.cmd(l .. "foldopen")
+    end
+  end)
+end
+
+--- Re-create the folds of every foldable block in a window, closed: folds a
+--- window kept while the buffer was hidden did not follow its changes.
+---@param win integer
+function View:fold_all(win)
+  api.nvim_win_call(win, function()
+    vim.cmd("normal! zE")
+  end)
+  for id in pairs(self.foldable) do
+    local block = self.blocks[id]
+    if block then
+      local sr, er = self:range(block)
+      self:_fold(win, sr, er)
     end
   end
-  return "0"
 end
-
---- 'foldexpr' entry point (`v:lua.AcpFoldexpr()`: a global is the cheapest
---- expression to evaluate, and it is evaluated for every changed line).
----@return string
-function View.foldexpr()
-  local view = by_buf[api.nvim_get_current_buf()]
-  if not view then
-    return "0"
-  end
-  return view:fold_level(vim.v.lnum)
-end
-
-_G.AcpFoldexpr = View.foldexpr
 
 --- Set window options every transcript window needs (folds, wrapping).
 ---@param win integer
 function View.setup_window(win)
   local wo = vim.wo[win][0]
-  local view = by_buf[api.nvim_win_get_buf(win)]
-  if view and view.has_foldable then
-    wo.foldexpr = "v:lua.AcpFoldexpr()"
-    wo.foldmethod = "expr"
-  else
-    wo.foldmethod = "manual"
-  end
+  wo.foldmethod = "manual"
   wo.foldtext = ""
+  -- A thought whose first line is still streaming is a one-line fold; with
+  -- the default 1 it would not count as closed, and `_refold` would take it
+  -- for one the user opened.
+  wo.foldminlines = 0
   wo.foldlevel = 0
   wo.foldenable = true
   wo.wrap = true
@@ -371,6 +413,10 @@ function View.setup_window(win)
   wo.signcolumn = "no"
   wo.spell = false
   wo.list = false
+  local view = by_buf[api.nvim_win_get_buf(win)]
+  if view then
+    view:fold_all(win)
+  end
 end
 
 return View

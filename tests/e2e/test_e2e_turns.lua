@@ -18,6 +18,13 @@ T.setup_fake({
         },
       },
       {
+        match = "think",
+        steps = {
+          { type = "thought", text = "First, the question.\nThen the answer.\nDone.", chunkSize = 5 },
+          { type = "text", text = "answered" },
+        },
+      },
+      {
         match = "tool",
         steps = {
           { type = "toolCall", toolCallId = "t1", title = "Read notes", kind = "read", status = "pending" },
@@ -85,6 +92,26 @@ T.test("streamed chunks render in order and completely", function()
   T.contains(text, "## turns\n▸ Thinking\nThinking about streams.", "thought")
   T.contains(text, "\n" .. LONG .. "\n", "the whole text, in order, as its own lines")
   T.contains(text, "— end_turn —", "stop reason shown")
+end)
+
+T.test("a thought streamed while the user is in Insert mode is folded", function()
+  local chat = T.open_chat("turns", dir)
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
+  -- The turn runs inside Insert mode, where Neovim updates no expression
+  -- fold: the real demo's case (prompt sent with <C-s>, user keeps typing).
+  _G.acp_test_turn = function()
+    T.eq("i", vim.api.nvim_get_mode().mode, "in Insert mode")
+    T.eq("end_turn", T.turn(chat, "think please"), "stop reason")
+  end
+  vim.api.nvim_feedkeys(vim.keycode("i<Cmd>lua acp_test_turn()<CR><Esc>"), "x", false)
+  local buf = chat.bufnr
+  local l = T.truthy(T.find_line(buf, "▸ Thinking"), "thought header")
+  T.eq("Done.", T.lines(buf)[l + 3], "the whole thought")
+  vim.api.nvim_win_call(vim.fn.win_findbuf(buf)[1], function()
+    T.eq(l, vim.fn.foldclosed(l), "the thought is a closed fold, without zx")
+    T.eq(l + 3, vim.fn.foldclosedend(l), "covering every streamed line")
+    T.eq(-1, vim.fn.foldclosed(T.find_line(buf, "answered")), "the answer is not folded")
+  end)
 end)
 
 T.test("a tool call is updated in place", function()

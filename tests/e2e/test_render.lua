@@ -190,6 +190,126 @@ T.test("thoughts are dimmed and folded, unknown updates are folded JSON", functi
   end)
 end)
 
+T.test("a thought streamed while the user types in the prompt is folded as it grows", function()
+  local chat = T.fake_chat()
+  local buf = chat.bufnr
+  local win = vim.fn.win_findbuf(buf)[1]
+  local chunks = { "Let me ", "think.\nFirst", " step,\nsecond ", "step.\n", "Done", " thinking." }
+  -- The demo's sequence: the prompt was sent from Insert mode, the user keeps
+  -- typing, and the thought arrives as entry_added then text_appended
+  -- batches. Neovim updates no expression fold in Insert mode.
+  _G.acp_test_stream = function()
+    T.eq("i", vim.api.nvim_get_mode().mode, "streaming while in Insert mode")
+    events.dispatch({
+      session(chat, { change = "entry_added", index = 0, entry = { type = "user_message", content = { text("go") } } }),
+    })
+    events.dispatch({
+      session(chat, { change = "entry_added", index = 1, entry = { type = "thought", content = { text("Hmm. ") } } }),
+    })
+    for _, c in ipairs(chunks) do
+      events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text(c) }) })
+      -- What a redraw does between batches: look at the fold.
+      vim.api.nvim_win_call(win, function()
+        vim.fn.foldclosed(vim.fn.line("$"))
+      end)
+    end
+  end
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
+  vim.api.nvim_feedkeys(vim.keycode("i<Cmd>lua acp_test_stream()<CR><Esc>"), "x", false)
+  local l = T.truthy(T.find_line(buf, "▸ Thinking"), "thought header")
+  T.eq("Done thinking.", T.lines(buf)[l + 4], "every chunk rendered")
+  vim.api.nvim_win_call(win, function()
+    T.eq(l, vim.fn.foldclosed(l), "the header starts a closed fold, without zx")
+    T.eq(l + 4, vim.fn.foldclosedend(l), "the fold covers every streamed line")
+  end)
+  -- A fold the user opened stays open while the thought grows.
+  vim.api.nvim_win_call(win, function()
+    vim.cmd(l .. "foldopen")
+  end)
+  events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text("\nAnd more.") }) })
+  vim.api.nvim_win_call(win, function()
+    T.eq(-1, vim.fn.foldclosed(l), "still open after growing")
+    vim.cmd(l .. "foldclose")
+    T.eq(l + 5, vim.fn.foldclosedend(l), "the fold grew with the block")
+  end)
+  -- A later block is outside the fold.
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 2, entry = { type = "agent_message", content = { text("answer") } } }),
+  })
+  local a = T.truthy(T.find_line(buf, "answer"), "message after the thought")
+  vim.api.nvim_win_call(win, function()
+    T.eq(l + 5, vim.fn.foldclosedend(l), "the fold stops at the thought")
+    T.eq(-1, vim.fn.foldclosed(a), "the message is not folded")
+  end)
+end)
+
+T.test("a transcript shown again in a new window gets its folds", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "thought", content = { text("a\nb") } } }),
+  })
+  chat:hide()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("x\ny") } } }),
+    session(chat, { change = "entry_added", index = 2, entry = { type = "thought", content = { text("zeta") } } }),
+  })
+  chat:show()
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  local first = T.truthy(T.find_line(chat.bufnr, "▸ Thinking"), "first thought")
+  local second = T.truthy(T.find_line(chat.bufnr, "zeta"), "second thought")
+  vim.api.nvim_win_call(win, function()
+    T.eq(first + 2, vim.fn.foldclosedend(first), "first thought folded")
+    T.eq(second - 1, vim.fn.foldclosed(second), "second thought, added while hidden, folded")
+    T.eq(-1, vim.fn.foldclosed(T.find_line(chat.bufnr, "x")), "message not folded")
+  end)
+end)
+
+T.test("one blank line between blocks, whatever line breaks a message ends with", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "user_message", content = { text("go\n") } } }),
+    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("# Hi\n\n") } } }),
+  })
+  -- Paragraph breaks streamed in pieces still separate the paragraphs.
+  for _, c in ipairs({ "One.", "\n", "\n", "Two.\r\n", "\r\n\n" }) do
+    events.dispatch({ session(chat, { change = "text_appended", index = 1, content = text(c) }) })
+  end
+  events.dispatch({
+    session(chat, {
+      change = "plan_replaced",
+      entries = { { content = "Read", priority = "high", status = "pending" } },
+    }),
+    session(chat, { change = "entry_added", index = 2, entry = { type = "thought", content = { text("hmm\n\n") } } }),
+    session(chat, {
+      change = "entry_added",
+      index = 3,
+      entry = { type = "tool_call", id = "t1", title = "Read a", kind = "read", status = "pending" },
+    }),
+    session(chat, { change = "entry_added", index = 4, entry = { type = "agent_message", content = { text("end\n\n\n") } } }),
+  })
+  T.eq({
+    "## You",
+    "go",
+    "",
+    "## demo",
+    "# Hi",
+    "",
+    "One.",
+    "",
+    "Two.",
+    "",
+    "Plan (0/1 done)",
+    "  [ ] Read (high)",
+    "",
+    "▸ Thinking",
+    "hmm",
+    "",
+    "○ read · Read a",
+    "",
+    "end",
+  }, T.lines(chat.bufnr), "the transcript")
+end)
+
 T.test("autoscroll follows the tail unless the user moved up", function()
   local chat = T.fake_chat()
   local win = vim.fn.win_findbuf(chat.bufnr)[1]

@@ -264,12 +264,25 @@ const STATE_VERSION: u32 = 1;
 /// later requests with the same key without asking. It never generalizes:
 /// an "always" for `execute: cargo test` approves neither `execute: rm -rf x`
 /// nor any edit. Option names are display text only; decisions follow the
-/// option's `kind`.
-#[derive(Debug, Default)]
+/// option's `kind`. Remembering can be switched off with
+/// [`PermissionPolicy::set_remember`].
+#[derive(Debug)]
 pub struct PermissionPolicy {
     memory: HashMap<MemoryKey, Remembered>,
     auto_allow: HashSet<String>,
     persistence: Option<Persistence>,
+    remember: bool,
+}
+
+impl Default for PermissionPolicy {
+    fn default() -> Self {
+        Self {
+            memory: HashMap::new(),
+            auto_allow: HashSet::new(),
+            persistence: None,
+            remember: true,
+        }
+    }
 }
 
 fn tool_kind_name(tool_call: &ToolCallFields) -> String {
@@ -294,9 +307,25 @@ fn pick_option(
 }
 
 impl PermissionPolicy {
-    /// An empty memory, no auto-allow rules, nothing persisted.
+    /// An empty memory that remembers, no auto-allow rules, nothing
+    /// persisted.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether [`PermissionPolicy::record`] remembers "always" answers
+    /// (`true` by default). With `false`, `record` does nothing, so every
+    /// later request is asked again (or answered by an auto-allow rule).
+    /// Decisions remembered before stay until [`PermissionPolicy::clear`] or
+    /// [`PermissionPolicy::forget`].
+    pub fn set_remember(&mut self, remember: bool) {
+        self.remember = remember;
+    }
+
+    /// Whether "always" answers are remembered; see
+    /// [`PermissionPolicy::set_remember`].
+    pub fn remembers(&self) -> bool {
+        self.remember
     }
 
     /// Auto-allow every request whose tool kind is one of `kinds` (wire
@@ -362,8 +391,12 @@ impl PermissionPolicy {
     /// session; with persistence it is project-wide at once and saved, so it
     /// means the same before and after a restart. The save is a small
     /// synchronous atomic write; a failed save is logged and the decision
-    /// still holds in memory.
+    /// still holds in memory. Does nothing after `set_remember(false)`.
     pub fn record(&mut self, request: &PermissionRequest, option_id: &str) {
+        if !self.remember {
+            tracing::debug!(option_id, "remembering is off; answer not remembered");
+            return;
+        }
         let Some(option) = request.options.iter().find(|o| o.option_id == option_id) else {
             tracing::debug!(
                 option_id,
@@ -897,6 +930,29 @@ mod tests {
             policy.decide(&request("s1", of_kind("read", "Read b.rs"))),
             None
         );
+    }
+
+    #[test]
+    fn remembering_is_on_by_default_and_can_be_switched_off() {
+        let mut policy = PermissionPolicy::new();
+        assert!(policy.remembers());
+        let cargo = request("s1", exec("cargo test"));
+        policy.record(&cargo, "always");
+        assert_eq!(policy.decide(&cargo), selected("once"));
+
+        policy.set_remember(false);
+        assert!(!policy.remembers());
+        let rm = request("s1", exec("rm -rf x"));
+        policy.record(&rm, "never");
+        policy.record(&request("s1", edit("/p/a.rs")), "always");
+        assert_eq!(policy.decide(&rm), None, "not remembered while off");
+        assert_eq!(policy.entries().len(), 1, "only the earlier answer");
+        // What was remembered before still answers.
+        assert_eq!(policy.decide(&cargo), selected("once"));
+
+        policy.set_remember(true);
+        policy.record(&rm, "never");
+        assert_eq!(policy.decide(&rm), selected("no"));
     }
 
     #[test]

@@ -150,14 +150,17 @@ impl Agents {
     }
 
     /// The agent for `spec`, spawned when none runs for its key, with
-    /// `chat` counted as one of its users. `auto_allow`, when given,
-    /// replaces the agent's auto-allowed tool kinds.
+    /// `chat` counted as one of its users. The permission policy belongs to
+    /// the agent's connection, shared by all its chats: `auto_allow` and
+    /// `remember`, when given, replace the agent's auto-allowed tool kinds
+    /// and whether it remembers "always" answers, so the last open wins.
     pub fn acquire(
         self: &Arc<Self>,
         spec: &AgentSpec,
         session_cwd: &Path,
         chat: &ChatId,
         auto_allow: Option<&[String]>,
+        remember: Option<bool>,
     ) -> acp_client::Result<Arc<Agent>> {
         let key = AgentKey::new(spec, session_cwd);
         let mut entries = self.lock();
@@ -182,6 +185,9 @@ impl Agents {
             agent
                 .conn
                 .with_permissions(|p| p.auto_allow_kinds(kinds.iter().cloned()));
+        }
+        if let Some(remember) = remember {
+            agent.conn.with_permissions(|p| p.set_remember(remember));
         }
         Ok(agent)
     }

@@ -78,7 +78,13 @@ async fn run(
     mut rx: mpsc::UnboundedReceiver<ChatCommand>,
 ) {
     let chat = open.chat_id.clone();
-    let agent = match agents.acquire(&open.agent, &open.cwd, &chat, open.auto_allow.as_deref()) {
+    let agent = match agents.acquire(
+        &open.agent,
+        &open.cwd,
+        &chat,
+        open.auto_allow.as_deref(),
+        open.remember,
+    ) {
         Ok(agent) => agent,
         Err(e) => {
             events.push(Event::OpenFailed {

@@ -64,6 +64,9 @@ pub struct OpenChat {
     /// Tool kinds to allow without asking (`permission.auto_allow` of the
     /// plugin's config); `None` when the plugin did not send the field.
     pub auto_allow: Option<Vec<String>>,
+    /// Whether "always" answers are remembered (`permission.remember` of
+    /// the plugin's config); `None` when the plugin did not send the field.
+    pub remember: Option<bool>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -370,16 +373,28 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let auto_allow = match p.get("permission") {
-        None => None,
+    let (auto_allow, remember) = match p.get("permission") {
+        None => (None, None),
         Some(perm @ Value::Map(_)) => {
             let pp = Params {
                 method: p.method,
                 map: perm,
             };
-            pp.get("auto_allow")
+            let auto_allow = pp
+                .get("auto_allow")
                 .map(|v| pp.string_list("permission.auto_allow", v))
-                .transpose()?
+                .transpose()?;
+            let remember = match pp.get("remember") {
+                None => None,
+                Some(Value::Boolean(b)) => Some(*b),
+                Some(other) => {
+                    return Err(p.bad(format!(
+                        "`permission.remember` must be true or false, got {}",
+                        kind(other)
+                    )))
+                }
+            };
+            (auto_allow, remember)
         }
         Some(other) => {
             return Err(p.bad(format!("`permission` must be a table, got {}", kind(other))))
@@ -403,6 +418,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         load_session_id,
         resume_session_id,
         auto_allow,
+        remember,
     })
 }
 
@@ -484,6 +500,7 @@ mod tests {
         assert!(open.mcp_servers.is_empty());
         assert_eq!(open.load_session_id, None);
         assert_eq!(open.auto_allow, None);
+        assert_eq!(open.remember, None);
     }
 
     #[test]
@@ -503,7 +520,16 @@ mod tests {
             open.auto_allow,
             Some(vec!["read".to_owned(), "search".to_owned()])
         );
+        assert_eq!(open.remember, Some(true));
         assert!(open.agent.env.is_empty());
+
+        let mut p = open_params();
+        p["permission"] = json!({"remember": false});
+        let Command::Open(open) = decode("acp.open", p).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.remember, Some(false));
+        assert_eq!(open.auto_allow, None);
     }
 
     #[test]
@@ -540,6 +566,10 @@ mod tests {
             (
                 json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "load_session_id": "a", "resume_session_id": "b"}),
                 "not both",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "permission": {"remember": "yes"}}),
+                "`permission.remember` must be true or false",
             ),
         ];
         for (params, want) in cases {

@@ -70,6 +70,8 @@ struct Rig {
     agents: Arc<Agents>,
     lua: Arc<FakeLua>,
     dir: tempfile::TempDir,
+    /// Permission requests seen after each `permission_turn`.
+    asked: Vec<usize>,
 }
 
 impl Rig {
@@ -91,6 +93,7 @@ impl Rig {
             agents,
             lua,
             dir: tempfile::tempdir().unwrap(),
+            asked: Vec::new(),
         }
     }
 
@@ -103,7 +106,13 @@ impl Rig {
     }
 
     fn open_in(&self, chat: &str, scenario: &Path, cwd: &Path) {
-        self.send(Command::Open(Box::new(OpenChat {
+        self.send(Command::Open(Box::new(
+            self.open_command(chat, scenario, cwd),
+        )));
+    }
+
+    fn open_command(&self, chat: &str, scenario: &Path, cwd: &Path) -> OpenChat {
+        OpenChat {
             chat_id: ChatId(chat.into()),
             agent: AgentSpec {
                 name: "fake".into(),
@@ -120,7 +129,8 @@ impl Rig {
             load_session_id: None,
             resume_session_id: None,
             auto_allow: None,
-        })));
+            remember: None,
+        }
     }
 
     fn open(&self, chat: &str, scenario: &Path) {
@@ -241,6 +251,86 @@ async fn the_users_permission_answer_reaches_the_agent() {
     assert!(rig.text_of("a").contains("allowed"));
 }
 
+impl Rig {
+    /// Answers the next permission prompt of `chat` with the option of
+    /// `kind`; returns the request.
+    async fn answer_permission(&mut self, chat: &str, kind: &str) -> Json {
+        let req = self.wait_type(chat, "permission_request").await;
+        let option = req["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .unwrap()["optionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.send(Command::PermissionRespond {
+            request_id: PromptId(req["request_id"].as_u64().unwrap()),
+            option_id: Some(option),
+        });
+        req
+    }
+
+    /// Runs one turn of the `permission` scenario in `chat`: the user is
+    /// asked and answers `kind`, or the policy answers (`None`).
+    async fn permission_turn(&mut self, chat: &str, kind: Option<&str>) {
+        self.prompt(chat, "edit please");
+        match kind {
+            Some(kind) => {
+                self.answer_permission(chat, kind).await;
+            }
+            None => {
+                self.wait_type(chat, "permission_auto").await;
+            }
+        }
+        let ended = self.wait_type(chat, "turn_ended").await;
+        assert_eq!(ended["stop_reason"], "end_turn");
+        let asked = self
+            .seen
+            .iter()
+            .filter(|e| e.kind() == "permission_request")
+            .count();
+        self.asked.push(asked);
+    }
+}
+
+#[tokio::test]
+async fn remember_false_from_the_open_request_asks_again_after_always() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let scenario = acp_testkit::scenario("permission");
+    let mut open = rig.open_command("a", &scenario, &rig.cwd());
+    open.remember = Some(false);
+    rig.send(Command::Open(Box::new(open)));
+    rig.wait_type("a", "session_started").await;
+    rig.permission_turn("a", Some("allow_always")).await;
+    // Not remembered: asked again, and "always" once more is not kept either.
+    rig.permission_turn("a", Some("allow_always")).await;
+    rig.permission_turn("a", Some("allow_once")).await;
+    assert_eq!(rig.asked, [1, 2, 3], "every turn asked the user");
+
+    // The policy is the agent connection's: a later open of the same agent
+    // that sends `remember = true` switches remembering back on for it.
+    let mut open = rig.open_command("b", &scenario, &rig.cwd());
+    open.remember = Some(true);
+    rig.send(Command::Open(Box::new(open)));
+    rig.wait_type("b", "session_started").await;
+    assert_eq!(rig.agents.len(), 1, "one agent for both chats");
+    rig.permission_turn("b", Some("allow_always")).await;
+    rig.permission_turn("b", None).await;
+    assert_eq!(rig.asked, [1, 2, 3, 4, 4], "the remembered answer was used");
+}
+
+#[tokio::test]
+async fn always_answers_are_remembered_by_default() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("permission"));
+    rig.wait_type("a", "session_started").await;
+    rig.permission_turn("a", Some("allow_always")).await;
+    rig.permission_turn("a", None).await;
+    assert_eq!(rig.asked, [1, 1]);
+}
+
 #[tokio::test]
 async fn cancel_withdraws_the_pending_permission_prompt() {
     let mut rig = Rig::new(FakeLua::no_buffers());
@@ -300,6 +390,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         load_session_id: None,
         resume_session_id: None,
         auto_allow: None,
+        remember: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -436,6 +527,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         load_session_id: Some("stored-1".into()),
         resume_session_id: None,
         auto_allow: None,
+        remember: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
