@@ -17,8 +17,11 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# --all-targets also runs each benchmark once at a tiny size (criterion's test
+# mode), nothing timed; doc tests need their own run.
 unit:
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 
 e2e: build
 	@if [ -x tests/e2e/run.sh ]; then ACP_NVIM="$$(scripts/find-nvim.sh)" tests/e2e/run.sh; \
