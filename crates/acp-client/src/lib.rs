@@ -17,7 +17,11 @@
 //!   incrementally;
 //! - serves the agent's requests: permission prompts with a scoped memory of
 //!   "always" answers ([`permission`]), `fs/*` sandboxed to the session's
-//!   workspace ([`fs`]), and `terminal/*` with real processes ([`terminal`]).
+//!   workspace ([`fs`]), and `terminal/*` with real processes ([`terminal`]);
+//! - tracks every file an agent changes, from `fs/*` writes, tool-call diffs
+//!   and a file watcher, as hunks an editor can accept or reject one by one
+//!   ([`review`]), with a three-way merge for buffers holding unsaved edits
+//!   ([`merge`]).
 //!
 //! An editor implements [`EditorHost`]: a permission prompt is the only
 //! required method. Buffer-aware reads and writes and event rendering are
