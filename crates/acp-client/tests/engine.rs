@@ -12,10 +12,6 @@ use acp_client::{ClientEvent, ConnectionOptions, Error, HostCapabilities, StopRe
 use serde_json::{json, Value};
 use support::*;
 
-fn text(s: &str) -> schema::ContentBlock {
-    schema::ContentBlock::Text(schema::TextContent::new(s))
-}
-
 fn event_json(e: &ClientEvent) -> Value {
     serde_json::to_value(e).unwrap()
 }

@@ -9,24 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_client::session::Entry;
-use acp_client::{
-    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
-    StopReason,
-};
+use acp_client::{ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason};
 use serde_json::{json, Value};
 use support::*;
-
-fn agent(scenario: &Path, cwd: &Path) -> AgentCommand {
-    AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
-        .arg("--scenario")
-        .arg(scenario.to_string_lossy().into_owned())
-        .cwd(cwd)
-}
-
-fn text(s: &str) -> schema::ContentBlock {
-    schema::ContentBlock::Text(schema::TextContent::new(s))
-}
 
 struct Setup {
     conn: Connection,
@@ -41,7 +26,7 @@ async fn start_with(scenario: Value, permission: PermissionMode) -> Setup {
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
     let (host, rx) = TestHost::new(permission);
     let conn = Connection::spawn(
-        &agent(&path, dir.path()),
+        &fake_agent(&path, dir.path()),
         host.clone(),
         ConnectionOptions::default(),
     )
@@ -70,20 +55,6 @@ async fn start(steps: Value) -> Setup {
 }
 
 /// The agent's text of the whole session, to look for expectation reports.
-fn agent_text(conn: &Connection, sid: &acp_client::update::SessionId) -> String {
-    conn.with_session(sid, |s| {
-        s.entries()
-            .iter()
-            .filter_map(|e| match e {
-                Entry::AgentMessage(m) => Some(m.text()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
-    .unwrap()
-}
-
 async fn turn(s: &Setup, prompt: &str) -> StopReason {
     tokio::time::timeout(WAIT * 3, s.conn.prompt(&s.sid, vec![text(prompt)]))
         .await
@@ -142,7 +113,7 @@ async fn exit_before_initialize_is_reported_with_stderr() {
     );
     let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
     let conn = Connection::spawn(
-        &agent(&path, dir.path()),
+        &fake_agent(&path, dir.path()),
         host,
         ConnectionOptions::default(),
     )
@@ -165,7 +136,7 @@ async fn an_oversized_line_fails_the_connection_with_the_limit_named() {
         max_line_bytes: 100_000,
         ..Default::default()
     };
-    let conn = Connection::spawn(&agent(&path, dir.path()), host, options).unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host, options).unwrap();
     conn.initialize().await.unwrap();
     let sid = conn
         .new_session(SessionParams::new(dir.path()))
@@ -191,17 +162,6 @@ async fn a_stderr_flood_does_not_stall_the_agent() {
     assert_eq!(agent_text(&s.conn, &s.sid), "still alive");
     let tail = s.conn.stderr_tail().unwrap();
     assert!(tail.len() <= 64 * 1024, "tail is bounded: {}", tail.len());
-}
-
-fn pid_alive(pid: i32) -> bool {
-    // A zombie is dead for our purposes (nothing reaps orphans in some sandboxes).
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 #[tokio::test]
@@ -409,7 +369,7 @@ async fn persisted_permission_memory_reloads_for_a_new_connection() {
         let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
         let (host, _rx) = TestHost::new(PermissionMode::Manual(ptx));
         let conn = Connection::spawn(
-            &agent(&path, project.path()),
+            &fake_agent(&path, project.path()),
             host,
             ConnectionOptions::default(),
         )

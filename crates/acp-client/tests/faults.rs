@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,24 +17,10 @@ use std::time::Duration;
 use acp_client::codec::DEFAULT_MAX_LINE_BYTES;
 use acp_client::permission::PermissionDecision;
 use acp_client::session::Entry;
-use acp_client::{
-    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
-    StopReason,
-};
+use acp_client::{ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason};
 use serde_json::{json, Value};
 use support::*;
 use tokio::io::{AsyncRead, ReadBuf};
-
-fn agent(scenario: &Path, cwd: &Path) -> AgentCommand {
-    AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
-        .arg("--scenario")
-        .arg(scenario.to_string_lossy().into_owned())
-        .cwd(cwd)
-}
-
-fn text(s: &str) -> schema::ContentBlock {
-    schema::ContentBlock::Text(schema::TextContent::new(s))
-}
 
 struct Setup {
     conn: Connection,
@@ -53,7 +38,7 @@ async fn start_with(
     let dir = tempfile::tempdir().unwrap();
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
     let (host, rx) = TestHost::new(permission);
-    let conn = Connection::spawn(&agent(&path, dir.path()), host.clone(), options).unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host.clone(), options).unwrap();
     guard("initialize", conn.initialize()).await.unwrap();
     let sid = guard(
         "session/new",
@@ -85,20 +70,6 @@ async fn guard<F: std::future::Future>(what: &str, f: F) -> F::Output {
     tokio::time::timeout(WAIT * 6, f)
         .await
         .unwrap_or_else(|_| panic!("{what} hung"))
-}
-
-fn agent_text(conn: &Connection, sid: &acp_client::update::SessionId) -> String {
-    conn.with_session(sid, |s| {
-        s.entries()
-            .iter()
-            .filter_map(|e| match e {
-                Entry::AgentMessage(m) => Some(m.text()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
-    .unwrap()
 }
 
 fn warnings(host: &TestHost) -> Vec<String> {
@@ -136,7 +107,7 @@ async fn an_agent_that_never_answers_initialize_times_out_naming_the_fix() {
         initialize_timeout: Some(Duration::from_millis(300)),
         ..Default::default()
     };
-    let conn = Connection::spawn(&agent(&path, dir.path()), host, options).unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host, options).unwrap();
     let err = guard("initialize", conn.initialize()).await.unwrap_err();
     match &err {
         Error::Timeout { method, .. } => assert_eq!(method, "initialize"),

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use acp_client::review::{FileStatus, FileSummary, RejectOutcome};
 use acp_client::update::SessionId;
 use acp_client::{
-    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
-    StopReason,
+    AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason,
 };
 use serde_json::{json, Value};
 use support::*;
@@ -57,10 +56,6 @@ async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
         root,
         _dir: dir,
     }
-}
-
-fn text(s: &str) -> schema::ContentBlock {
-    schema::ContentBlock::Text(schema::TextContent::new(s))
 }
 
 async fn turn(s: &Setup, prompt: &str) -> StopReason {

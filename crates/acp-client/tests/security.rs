@@ -15,24 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_client::permission::PermissionDecision;
-use acp_client::session::Entry;
-use acp_client::{
-    schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams,
-    StopReason,
-};
+use acp_client::{ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason};
 use serde_json::{json, Value};
 use support::*;
-
-fn agent(scenario: &Path, cwd: &Path) -> AgentCommand {
-    AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
-        .arg("--scenario")
-        .arg(scenario.to_string_lossy().into_owned())
-        .cwd(cwd)
-}
-
-fn text(s: &str) -> schema::ContentBlock {
-    schema::ContentBlock::Text(schema::TextContent::new(s))
-}
 
 struct Setup {
     conn: Connection,
@@ -53,7 +38,7 @@ async fn start_with(scenario: Value, options: ConnectionOptions) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
     let (host, rx) = TestHost::new(PermissionMode::Pick("allow_once"));
-    let conn = Connection::spawn(&agent(&path, dir.path()), host.clone(), options).unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host.clone(), options).unwrap();
     guard("initialize", conn.initialize()).await.unwrap();
     let sid = guard(
         "session/new",
@@ -79,25 +64,10 @@ async fn start(steps: Value) -> Setup {
     .await
 }
 
-fn agent_text(s: &Setup) -> String {
-    s.conn
-        .with_session(&s.sid, |st| {
-            st.entries()
-                .iter()
-                .filter_map(|e| match e {
-                    Entry::AgentMessage(m) => Some(m.text()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap()
-}
-
 async fn turn_ok(s: &Setup) {
     let stop = guard("turn", s.conn.prompt(&s.sid, vec![text("go")])).await;
     assert_eq!(stop.unwrap(), StopReason::EndTurn);
-    let t = agent_text(s);
+    let t = agent_text(&s.conn, &s.sid);
     assert!(!t.contains("EXPECTATION FAILED"), "{t}");
 }
 
@@ -168,7 +138,7 @@ async fn fs_attacks_through_the_wire_are_refused_and_touch_nothing() {
     std::os::unix::fs::symlink("/dev/zero", ws.join("link_dev")).unwrap();
     mkfifo(&ws.join("fifo"));
     turn_ok(&s).await;
-    assert!(agent_text(&s).ends_with("survived"));
+    assert!(agent_text(&s.conn, &s.sid).ends_with("survived"));
     // Nothing outside changed or appeared.
     assert_eq!(
         std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
@@ -292,20 +262,9 @@ async fn terminal_cwd_outside_the_workspace_is_refused() {
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie is dead for our purposes (nothing reaps orphans in some sandboxes).
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 async fn wait_gone(pid: i32, what: &str) {
     guard(what, async {
-        while alive(pid) {
+        while pid_alive(pid) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -393,7 +352,7 @@ async fn assert_tree_dies(
 ) -> i32 {
     let p = tree_pids(rx).await;
     let (child, escaped, leader) = (p[0], p[1], p[2]);
-    assert!(alive(child) && alive(leader) && alive(escaped));
+    assert!(pid_alive(child) && pid_alive(leader) && pid_alive(escaped));
     act.await;
     wait_gone(leader, "terminal leader").await;
     wait_gone(child, "terminal grandchild").await;
@@ -405,7 +364,7 @@ async fn assert_tree_dies(
 /// the test leaves nothing behind.
 fn assert_escaped_survives(escaped: i32) {
     assert!(
-        alive(escaped),
+        pid_alive(escaped),
         "setsid child {escaped} was killed: update doc/security.md, the limit is gone"
     );
     kill(escaped);

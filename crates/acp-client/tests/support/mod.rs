@@ -275,3 +275,45 @@ pub fn choose(answer: oneshot::Sender<PermissionDecision>, option_id: &str) {
         option_id: option_id.to_owned(),
     });
 }
+
+/// The fake agent playing `scenario`, started in `cwd`.
+pub fn fake_agent(scenario: &std::path::Path, cwd: &std::path::Path) -> acp_client::AgentCommand {
+    acp_client::AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
+        .arg("--scenario")
+        .arg(scenario.to_string_lossy().into_owned())
+        .cwd(cwd)
+}
+
+/// A text content block.
+pub fn text(s: &str) -> acp_client::schema::ContentBlock {
+    acp_client::schema::ContentBlock::Text(acp_client::schema::TextContent::new(s))
+}
+
+/// Everything the agent said in a session, one message per line (to look
+/// for the fake agent's reports such as "permission: ..." or
+/// "EXPECTATION FAILED").
+pub fn agent_text(conn: &Connection, sid: &acp_client::update::SessionId) -> String {
+    conn.with_session(sid, |s| {
+        s.entries()
+            .iter()
+            .filter_map(|e| match e {
+                acp_client::session::Entry::AgentMessage(m) => Some(m.text()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+    .expect("unknown session")
+}
+
+/// True while `pid` runs. A zombie counts as dead: nothing reaps orphans in
+/// some sandboxes.
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
