@@ -466,16 +466,29 @@ async fn load_replays_what_was_sent_live() {
 }
 
 fn chat_example() -> PathBuf {
-    // Integration tests live in target/<profile>/deps; examples next door.
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let path = dir.join("examples").join("chat");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test` (which builds examples)",
-        path.display()
-    );
-    path
+    // Examples land in target/<profile>/examples, next to this test's deps/
+    // directory. `cargo test --all-targets` builds them as test harnesses
+    // instead, so build the real binary once when it is missing.
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().unwrap().parent().unwrap();
+            let path = dir.join("examples").join("chat");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", "acp-client", "--example", "chat"])
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the chat example failed");
+            assert!(
+                path.exists(),
+                "{} is missing after the build",
+                path.display()
+            );
+            path
+        })
+        .clone()
 }
 
 #[test]
