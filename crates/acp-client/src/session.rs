@@ -496,9 +496,9 @@ impl SessionState {
     pub fn merged_tool_call(&self, fields: &ToolCallFields) -> ToolCallFields {
         match self.tool_call(&fields.tool_call_id) {
             Some(known) => {
-                let mut merged = known.to_fields();
-                merged.merge(fields.clone());
-                merged
+                let mut merged = known.clone();
+                merged.apply(fields.clone());
+                merged.to_fields()
             }
             None => fields.clone(),
         }

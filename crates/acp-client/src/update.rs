@@ -214,36 +214,6 @@ impl ToolCallFields {
             raw_output: None,
         }
     }
-
-    /// Lays `newer` over these fields: every field `newer` has replaces
-    /// this one (`content` and `locations` as whole lists), the rest stays.
-    pub fn merge(&mut self, newer: ToolCallFields) {
-        let ToolCallFields {
-            tool_call_id: _,
-            title,
-            name,
-            kind,
-            status,
-            content,
-            locations,
-            raw_input,
-            raw_output,
-        } = newer;
-        overwrite(&mut self.title, title);
-        overwrite(&mut self.name, name);
-        overwrite(&mut self.kind, kind);
-        overwrite(&mut self.status, status);
-        overwrite(&mut self.content, content);
-        overwrite(&mut self.locations, locations);
-        overwrite(&mut self.raw_input, raw_input);
-        overwrite(&mut self.raw_output, raw_output);
-    }
-}
-
-fn overwrite<T>(slot: &mut Option<T>, newer: Option<T>) {
-    if newer.is_some() {
-        *slot = newer;
-    }
 }
 
 impl ToolKind {

@@ -491,6 +491,22 @@ fn chat_example() -> PathBuf {
         .clone()
 }
 
+/// Runs the chat example in `cwd` with `options`, against the fake agent
+/// playing `scenario`, with no stdin.
+fn run_chat(cwd: &Path, options: &[&str], scenario: &Path) -> std::process::Output {
+    std::process::Command::new(chat_example())
+        .arg("--cwd")
+        .arg(cwd)
+        .args(options)
+        .arg("--")
+        .arg(acp_testkit::fake_agent_bin())
+        .arg("--scenario")
+        .arg(scenario)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn chat_example_runs_turns_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
@@ -504,20 +520,19 @@ fn chat_example_runs_turns_end_to_end() {
             {"type": "call", "method": "fs/write_text_file", "params": {"path": "{{cwd}}/out.txt", "content": "written\n"}, "expect": {"ok": true}}
         ]}]}),
     );
-    let out = std::process::Command::new(chat_example())
-        .args([
-            "--cwd",
-            dir.path().to_str().unwrap(),
+    let out = run_chat(
+        dir.path(),
+        &[
             "--permission",
             "allow",
             "--jsonl",
-        ])
-        .args(["--prompt", "one", "--prompt", "two", "--"])
-        .arg(acp_testkit::fake_agent_bin())
-        .args(["--scenario", scenario.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+            "--prompt",
+            "one",
+            "--prompt",
+            "two",
+        ],
+        &scenario,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -542,22 +557,11 @@ fn chat_example_runs_turns_end_to_end() {
 #[test]
 fn chat_example_fails_clearly_when_the_agent_crashes() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(chat_example())
-        .args([
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--prompt",
-            "hi",
-            "--",
-        ])
-        .arg(acp_testkit::fake_agent_bin())
-        .args([
-            "--scenario",
-            acp_testkit::scenario("crash").to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = run_chat(
+        dir.path(),
+        &["--prompt", "hi"],
+        &acp_testkit::scenario("crash"),
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("exit code 3"), "{stderr}");
@@ -567,23 +571,11 @@ fn chat_example_fails_clearly_when_the_agent_crashes() {
 #[test]
 fn chat_example_cancel_after_ends_the_turn_cancelled() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(chat_example())
-        .args([
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--jsonl",
-            "--cancel-after",
-            "200",
-        ])
-        .args(["--prompt", "wait", "--"])
-        .arg(acp_testkit::fake_agent_bin())
-        .args([
-            "--scenario",
-            acp_testkit::scenario("cancel").to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = run_chat(
+        dir.path(),
+        &["--jsonl", "--cancel-after", "200", "--prompt", "wait"],
+        &acp_testkit::scenario("cancel"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains(r#""stopReason":"cancelled""#), "{stdout}");

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 
@@ -115,47 +115,9 @@ fn validate_env(spec: &TerminalSpec) -> Result<(), Error> {
 /// would inherit this pipe's write end, and this terminal's reader would not
 /// see EOF until that other process exited.
 fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds: [libc::c_int; 2] = [-1, -1];
-    #[cfg(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "freebsd",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "dragonfly"
-    ))]
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    #[cfg(not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "freebsd",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "dragonfly"
-    )))]
-    // SAFETY: `fds` is a valid array of two ints for pipe to fill.
-    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    if rc == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the call above succeeded, so both descriptors are open and
-    // owned by nothing else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "freebsd",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "dragonfly"
-    )))]
-    {
-        // No pipe2 here (macOS): a process spawned between pipe() and these
-        // calls can still inherit the ends; there is no atomic alternative.
-        set_fd_flag(&read, libc::F_GETFD, libc::F_SETFD, libc::FD_CLOEXEC)?;
-        set_fd_flag(&write, libc::F_GETFD, libc::F_SETFD, libc::FD_CLOEXEC)?;
-    }
+    // std creates both ends close-on-exec atomically where the OS can.
+    let (read, write) = io::pipe()?;
+    let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
     set_fd_flag(&read, libc::F_GETFL, libc::F_SETFL, libc::O_NONBLOCK)?;
     Ok((read, write))
 }

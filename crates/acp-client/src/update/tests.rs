@@ -810,7 +810,7 @@ impl Gen {
 
     /// Half the time well-typed, half the time anything.
     fn maybe(&mut self, typed: Value) -> Value {
-        if self.next() % 2 == 0 {
+        if self.next().is_multiple_of(2) {
             typed
         } else {
             self.value(2)
@@ -854,8 +854,8 @@ impl Gen {
             ("messageId", json!(self.pick(&["m1", "m2"]))),
         ];
         for (key, typed) in candidates {
-            if self.next() % 2 == 0 {
-                let v = if key == "content" && self.next() % 2 == 0 {
+            if self.next().is_multiple_of(2) {
+                let v = if key == "content" && self.next().is_multiple_of(2) {
                     json!([{"type": item_type, "path": "/p", "newText": "n", "terminalId": "t",
                             "content": {"type": "text", "text": "x"}}])
                 } else {
@@ -875,7 +875,7 @@ impl Gen {
         };
         match choice {
             0 => Value::Null,
-            1 => Value::Bool(self.next() % 2 == 0),
+            1 => Value::Bool(self.next().is_multiple_of(2)),
             2 => match self.next() % 4 {
                 0 => json!(self.next() % 1000),
                 1 => json!(-((self.next() % 1000) as i64)),

@@ -304,7 +304,7 @@ pub fn validate_list(steps: &[Value], place: &str) -> Result<(), String> {
 /// Parses hex digits into bytes; whitespace between bytes is ignored.
 pub fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<char> = hex.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("hex `{hex}` has an odd number of digits"));
     }
     digits
