@@ -6,6 +6,9 @@ vim.opt.runtimepath:prepend(root)
 vim.opt.termguicolors = true
 vim.opt.number = true
 vim.opt.laststatus = 3
+-- A scratch session: no swap files, so an earlier demo that was killed never
+-- stops this one with an "ATTENTION" prompt.
+vim.opt.swapfile = false
 
 local project = root .. "/.cache/demo-project"
 vim.fn.mkdir(project, "p")
