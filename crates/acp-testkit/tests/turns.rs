@@ -582,3 +582,60 @@ fn throughput_scenario_sends_a_megabyte_per_prompt() {
     let turn = agent.prompt(&session, "go", &mut refuse);
     assert_eq!(turn.text().len(), 1_000_000);
 }
+
+#[test]
+fn prompt_steps_play_the_steps_the_prompt_carries() {
+    let mut agent = Driver::inline(json!({"turns": [
+        {"startsWith": "steps:", "steps": [{"type": "promptSteps"}]}
+    ]}));
+    let session = agent.session();
+    let turn = agent.prompt(
+        &session,
+        r#"steps: [{"type": "text", "text": "in {{cwd}}"}, {"type": "writeDisk", "path": "p.txt", "content": "x\n", "diff": false}]"#,
+        &mut refuse,
+    );
+    assert_eq!(turn.text(), format!("in {}", agent.cwd()));
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.path().join("p.txt")).unwrap(),
+        "x\n"
+    );
+    assert!(turn.of_kind("tool_call")[0].get("content").is_none());
+
+    // Not a step list, or a list with a bad step: a failed expectation.
+    for bad in ["steps: none", "steps: [1, 2", r#"steps: [{"type": "txet"}]"#] {
+        let turn = agent.prompt(&session, bad, &mut refuse);
+        assert_eq!(turn.stop_reason, "refusal", "{bad}");
+        assert!(
+            turn.text().starts_with("EXPECTATION FAILED: promptSteps"),
+            "{bad}: {}",
+            turn.text()
+        );
+    }
+}
+
+#[test]
+fn wait_for_file_holds_the_turn_through_a_cancel_until_the_file_exists() {
+    let mut agent = one_turn(json!([
+        {"type": "text", "text": "stuck"},
+        {"type": "waitForFile", "path": "release"},
+        {"type": "text", "text": "never: cancelled before"}
+    ]));
+    let session = agent.session();
+    let id = agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    assert_eq!(
+        agent.next_message()["params"]["update"]["content"]["text"],
+        "stuck"
+    );
+    agent.notify("session/cancel", json!({"sessionId": session}));
+    // The cancel is read and ignored: the agent still answers other requests
+    // and sends nothing for the turn until the file appears.
+    let other = agent.call("no/such_method", json!({}));
+    assert_eq!(other["error"]["code"], -32601);
+    std::fs::write(agent.dir.path().join("release"), "").unwrap();
+    let (rest, response) = agent.until_response(&id, &mut refuse);
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+}

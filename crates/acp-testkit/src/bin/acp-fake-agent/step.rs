@@ -236,6 +236,10 @@ pub enum Step {
     },
     /// Sets the stop reason the turn ends with.
     StopReason { value: String },
+    /// Plays the prompt text, from its first `[` on, as a JSON list of steps.
+    PromptSteps,
+    /// Blocks until a file exists; a cancel does not end the wait.
+    WaitForFile { path: String },
 }
 
 fn yes() -> bool {

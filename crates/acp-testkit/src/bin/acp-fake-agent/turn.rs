@@ -87,7 +87,7 @@ impl<'a> Player<'a> {
                 step,
                 Ok(Step::WaitForCancel {
                     ignore_cancel: true
-                })
+                } | Step::WaitForFile { .. })
             );
             if self.cancel.is_cancelled() && !hangs {
                 return Flow::End("cancelled".to_owned());
@@ -363,7 +363,43 @@ impl<'a> Player<'a> {
                 self.stop_reason = value;
                 Flow::Next
             }
+            Step::PromptSteps => self.prompt_steps(),
+            Step::WaitForFile { path } => {
+                let path = self.resolve(&path);
+                tracing::info!(path = %path.display(), "stuck until the file exists, cancel or not");
+                while !path.exists() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Flow::Next
+            }
         }
+    }
+
+    /// Plays the steps the prompt carries: its text from the first `[` on
+    /// is a JSON list of steps. Lets a test drive the agent one prompt at a
+    /// time with steps it computes while it runs.
+    fn prompt_steps(&mut self) -> Flow {
+        let text = self
+            .vars
+            .get("prompt")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let Some(start) = text.find('[') else {
+            return self.fail("promptSteps: the prompt holds no `[` starting a list of steps");
+        };
+        let steps: Vec<Value> = match serde_json::from_str(&text[start..]) {
+            Ok(steps) => steps,
+            Err(err) => {
+                return self.fail(&format!(
+                    "promptSteps: the prompt is not a JSON list of steps: {err}"
+                ))
+            }
+        };
+        if let Err(err) = crate::step::validate_list(&steps, "prompt") {
+            return self.fail(&format!("promptSteps: {err}"));
+        }
+        self.run(&steps)
     }
 
     fn update(&self, update: Value) {
