@@ -86,6 +86,10 @@ impl Agent {
                             "The agent {} ({cmd}) exited while starting ({status}); check its command line in your acp.nvim setup() and its output below",
                             self.name
                         ),
+                        e @ acp_client::Error::Timeout { .. } => format!(
+                            "The agent {} ({cmd}) did not start: {e}; if it is only slow to start, raise `init_timeout` of agent {} in your acp.nvim setup()",
+                            self.name, self.name
+                        ),
                         e => format!("The agent {} ({cmd}) did not start: {e}", self.name),
                     }
                 })
@@ -199,12 +203,15 @@ impl Agents {
             self.shared.editor.clone(),
             self.shared.prompts.clone(),
         ));
-        let options = ConnectionOptions {
+        let mut options = ConnectionOptions {
             client_name: "acp.nvim".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             shutdown_grace: SHUTDOWN_GRACE,
             ..ConnectionOptions::default()
         };
+        if let Some(timeout) = spec.init_timeout {
+            options.initialize_timeout = Some(timeout);
+        }
         let conn = Connection::spawn(&key.command(), host.clone(), options)?;
         tracing::info!(agent = %spec.name, cmd = ?key.cmd, cwd = %key.cwd.display(), pid = ?conn.pid(), "agent started");
         let agent = Arc::new(Agent {

@@ -143,6 +143,7 @@ async fn run(
         events: events.clone(),
         turn: None,
         queued: VecDeque::new(),
+        cancel_sent: false,
     };
     chat_loop.serve(waiting, &mut rx).await;
     drop(chat_loop);
@@ -274,6 +275,9 @@ struct ChatLoop {
     turn: Option<Turn>,
     /// Prompts sent while a turn runs; ACP allows one turn at a time.
     queued: VecDeque<Vec<ContentBlock>>,
+    /// `session/cancel` was sent for the running turn: a second cancel
+    /// gives up waiting for the agent's answer.
+    cancel_sent: bool,
 }
 
 impl ChatLoop {
@@ -292,6 +296,7 @@ impl ChatLoop {
                         biased;
                         result = turn_end(&mut self.turn) => {
                             self.turn = None;
+                            self.cancel_sent = false;
                             self.report(result);
                             continue;
                         }
@@ -321,6 +326,7 @@ impl ChatLoop {
         let Some(blocks) = self.queued.pop_front() else {
             return;
         };
+        self.cancel_sent = false;
         let conn: Connection = self.agent.conn.clone();
         let session = self.session.clone();
         let mut turn: Turn = Box::pin(async move { conn.prompt(&session, blocks).await });
@@ -355,6 +361,10 @@ impl ChatLoop {
     }
 
     fn cancel(&mut self) {
+        if self.turn.is_some() && self.cancel_sent {
+            self.give_up_turn();
+            return;
+        }
         // Prompts that never started end as cancelled turns, so the plugin
         // sees one outcome per prompt it sent.
         for _ in self.queued.drain(..) {
@@ -369,6 +379,22 @@ impl ChatLoop {
                 message: format!("could not cancel the turn: {e}"),
             });
         }
+        self.cancel_sent = self.turn.is_some();
+    }
+
+    /// The agent did not answer `session/cancel` and the user cancelled
+    /// again: stop waiting. Dropping the prompt's future withdraws the
+    /// request with `$/cancel_request`; the turn ends `cancelled` here, so
+    /// the chat takes prompts again. The agent's late answer is an unknown
+    /// id to the client and is dropped; late updates still show.
+    fn give_up_turn(&mut self) {
+        tracing::warn!(chat = %self.chat, "the agent ignored session/cancel; abandoning its turn");
+        self.turn = None;
+        self.cancel_sent = false;
+        self.events.push(Event::TurnEnded {
+            chat_id: self.chat.clone(),
+            stop_reason: StopReason::Cancelled.as_str().to_owned(),
+        });
     }
 
     fn set_mode(&self, mode_id: String) {

@@ -44,6 +44,10 @@ pub struct AgentSpec {
     pub env: Vec<(String, String)>,
     /// Where the agent process runs; the session cwd when absent.
     pub cwd: Option<PathBuf>,
+    /// How long `initialize` may take (`agent.init_timeout_ms`); the
+    /// client's default (60 s) when absent. The first chat of a process
+    /// sets it.
+    pub init_timeout: Option<std::time::Duration>,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -358,6 +362,23 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
     env.sort();
     let name = a.opt_string("name")?.unwrap_or_else(|| cmd[0].clone());
     let agent_cwd = a.get("cwd").map(|v| a.path("agent.cwd", v)).transpose()?;
+    let init_timeout = match a.get("init_timeout_ms") {
+        None => None,
+        Some(Value::Integer(ms)) => match ms.as_u64().filter(|&ms| ms > 0) {
+            Some(ms) => Some(std::time::Duration::from_millis(ms)),
+            None => {
+                return Err(p.bad(format!(
+                    "`agent.init_timeout_ms` must be a positive number of milliseconds, got {ms}"
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.init_timeout_ms` must be a positive number of milliseconds, got {}",
+                kind(other)
+            )))
+        }
+    };
     let cwd = match p.get("cwd") {
         Some(v) => p.path("cwd", v)?,
         None => return Err(p.bad("`cwd` is missing")),
@@ -412,6 +433,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
             cmd,
             env,
             cwd: agent_cwd,
+            init_timeout,
         },
         cwd,
         mcp_servers,
@@ -496,6 +518,7 @@ mod tests {
             vec![("A".into(), "1".into()), ("B".into(), "2".into())]
         );
         assert_eq!(open.agent.cwd, None);
+        assert_eq!(open.agent.init_timeout, None);
         assert_eq!(open.cwd, PathBuf::from("/tmp/project"));
         assert!(open.mcp_servers.is_empty());
         assert_eq!(open.load_session_id, None);
@@ -511,6 +534,7 @@ mod tests {
         p["permission"] = json!({"auto_allow": ["read", "search"], "remember": true});
         // An empty Lua table travels as an empty array.
         p["agent"]["env"] = json!([]);
+        p["agent"]["init_timeout_ms"] = json!(250);
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
@@ -522,6 +546,10 @@ mod tests {
         );
         assert_eq!(open.remember, Some(true));
         assert!(open.agent.env.is_empty());
+        assert_eq!(
+            open.agent.init_timeout,
+            Some(std::time::Duration::from_millis(250))
+        );
 
         let mut p = open_params();
         p["permission"] = json!({"remember": false});
@@ -570,6 +598,10 @@ mod tests {
             (
                 json!({"chat_id": "c", "agent": {"cmd": ["x"]}, "cwd": "/", "permission": {"remember": "yes"}}),
                 "`permission.remember` must be true or false",
+            ),
+            (
+                json!({"chat_id": "c", "agent": {"cmd": ["x"], "init_timeout_ms": 0}, "cwd": "/"}),
+                "`agent.init_timeout_ms` must be a positive number of milliseconds, got 0",
             ),
         ];
         for (params, want) in cases {

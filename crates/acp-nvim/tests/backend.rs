@@ -123,6 +123,7 @@ impl Rig {
                 ],
                 env: Vec::new(),
                 cwd: None,
+                init_timeout: None,
             },
             cwd: cwd.to_path_buf(),
             mcp_servers: Vec::new(),
@@ -384,6 +385,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
             cmd: vec!["acp-nvim-test-no-such-agent".into()],
             env: Vec::new(),
             cwd: None,
+            init_timeout: None,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -521,6 +523,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
             ],
             env: Vec::new(),
             cwd: None,
+            init_timeout: None,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -547,4 +550,61 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         })
         .await;
     assert_eq!(changed.to_json()["change"]["currentModeId"], "code");
+}
+
+#[tokio::test]
+async fn a_second_cancel_gives_up_on_an_agent_that_ignores_the_first() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({"turns": [
+            {"match": "hang", "steps": [
+                {"type": "text", "text": "stuck"},
+                {"type": "waitForFile", "path": "release"}
+            ]},
+            {"steps": [{"type": "text", "text": "fresh answer"}]}
+        ]}),
+    );
+    rig.open("a", &scenario);
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "hang");
+    rig.wait("the stuck text", |e| {
+        e.kind() == "session" && e.to_json()["change"].to_string().contains("stuck")
+    })
+    .await;
+    let cancel = || Command::Cancel {
+        chat_id: ChatId("a".into()),
+    };
+    rig.send(cancel());
+    rig.send(cancel());
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "cancelled");
+
+    // The chat takes prompts again. The agent serves them once it is
+    // unstuck; its answer to the withdrawn prompt is dropped, so the next
+    // turn_ended is the new prompt's.
+    rig.prompt("a", "next");
+    std::fs::write(rig.dir.path().join("release"), "").unwrap();
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "end_turn");
+    assert!(rig.text_of("a").contains("fresh answer"));
+    let turns = rig.seen.iter().filter(|e| e.kind() == "turn_ended").count();
+    assert_eq!(turns, 2, "one outcome per prompt: {:#?}", rig.seen);
+}
+
+#[tokio::test]
+async fn an_agent_that_never_answers_initialize_fails_the_open_within_its_timeout() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({"initialize": {"fault": {"type": "never"}}}),
+    );
+    let mut open = rig.open_command("a", &scenario, &rig.cwd());
+    open.agent.init_timeout = Some(Duration::from_millis(300));
+    rig.send(Command::Open(Box::new(open)));
+    let failed = rig.wait_type("a", "open_failed").await;
+    let message = failed["message"].as_str().unwrap();
+    assert!(message.contains("did not answer `initialize`"), "{message}");
+    assert!(message.contains("--acp"), "{message}");
+    assert!(message.contains("init_timeout"), "{message}");
 }

@@ -602,7 +602,11 @@ fn prompt_steps_play_the_steps_the_prompt_carries() {
     assert!(turn.of_kind("tool_call")[0].get("content").is_none());
 
     // Not a step list, or a list with a bad step: a failed expectation.
-    for bad in ["steps: none", "steps: [1, 2", r#"steps: [{"type": "txet"}]"#] {
+    for bad in [
+        "steps: none",
+        "steps: [1, 2",
+        r#"steps: [{"type": "txet"}]"#,
+    ] {
         let turn = agent.prompt(&session, bad, &mut refuse);
         assert_eq!(turn.stop_reason, "refusal", "{bad}");
         assert!(
