@@ -10,7 +10,7 @@ local permission = require("acp.permission")
 
 local M = {}
 
----@alias acp.ChatStatus "opening"|"ready"|"busy"|"failed"|"dead"|"closed"
+---@alias acp.ChatStatus "opening"|"ready"|"busy"|"cancelling"|"failed"|"dead"|"closed"
 
 ---@class acp.Chat
 ---@field chat_id string id shared with the backend
@@ -155,6 +155,7 @@ function Chat:start(resume)
       -- An empty Lua table would travel as an msgpack array.
       env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
       cwd = self.agent.cwd,
+      init_timeout_ms = self.agent.init_timeout,
     },
     cwd = self.cwd,
     mcp_servers = cfg.mcp_servers or {},
@@ -415,12 +416,21 @@ function Chat:set_config_option(config_id, value)
   return true
 end
 
---- Cancel the running turn (queued prompts are dropped).
+--- Cancel the running turn (queued prompts are dropped). The turn shows as
+--- cancelling until the agent ends it; cancelling again stops waiting for
+--- an agent that does not (the backend withdraws the prompt and ends the
+--- turn as cancelled).
 function Chat:cancel()
   local dropped = #self.queue
   self.queue = {}
   if self.status == "busy" then
-    require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id })
+    if require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id }) then
+      self.status = "cancelling"
+    end
+  elseif self.status == "cancelling" then
+    if require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id }) then
+      util.notify(("stopped waiting for %s to end the cancelled turn"):format(self.agent.name))
+    end
   elseif dropped == 0 then
     util.notify("nothing to cancel: the agent is not working")
   end
@@ -607,7 +617,7 @@ end
 ---@param ev table turn_ended
 function Chat:on_turn_ended(ev)
   local reason = util.field(ev, "stop_reason", "stopReason") or "end_turn"
-  if self.status == "busy" then
+  if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
   local hl = (reason == "end_turn") and "AcpNote" or "AcpError"
@@ -618,7 +628,7 @@ end
 
 ---@param ev table prompt_failed
 function Chat:on_prompt_failed(ev)
-  if self.status == "busy" then
+  if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
   self.transcript:error(util.field(ev, "message") or "the prompt failed")
@@ -630,8 +640,9 @@ end
 function Chat:on_agent_exited(ev)
   self.status = "dead"
   self.queue = {}
-  permission.drop_chat(self.chat_id)
+  self:_close_permissions("the agent exited")
   self:update_permission_keys()
+  self.transcript:end_unfinished_tools("failed")
   local status = util.field(ev, "status")
   local msg = ("The agent %s exited%s. Start a new chat with :Acp new %s."):format(
     self.agent.name,
@@ -642,6 +653,17 @@ function Chat:on_agent_exited(ev)
   self:update_winbar()
 end
 
+--- Close the prompts of every pending permission request of the chat: no
+--- one waits for their answer any more (whichever of `agent_exited` and
+--- `permission_cancelled` comes first, the prompt does not stay open).
+---@param why string
+function Chat:_close_permissions(why)
+  for _, req in ipairs(permission.for_chat(self.chat_id)) do
+    self:permission_settled(req, "permission request closed: " .. why)
+  end
+  permission.drop_chat(self.chat_id)
+end
+
 --- The backend died: nothing of this chat runs any more.
 ---@param log_file string
 function Chat:on_backend_died(log_file)
@@ -650,9 +672,10 @@ function Chat:on_backend_died(log_file)
   end
   self.status = "dead"
   self.queue = {}
-  permission.drop_chat(self.chat_id)
+  self:_close_permissions("the backend stopped")
   self:update_permission_keys()
   self.transcript.view:batch(function()
+    self.transcript:end_unfinished_tools("failed")
     self.transcript:error(("The acp.nvim backend stopped (log: %s). Run :Acp restart to continue with a new session."):format(log_file))
   end)
   self:update_winbar()

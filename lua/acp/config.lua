@@ -8,12 +8,14 @@ local M = {}
 ---@field cmd string[] program and arguments
 ---@field env? table<string,string> extra environment (added to Neovim's own)
 ---@field cwd? string working directory of the agent process
+---@field init_timeout? integer ms the agent may take to answer `initialize` (default 60000)
 
 ---@class acp.ResolvedAgent
 ---@field name string
 ---@field cmd string[]
 ---@field env table<string,string>
 ---@field cwd? string
+---@field init_timeout? integer ms
 
 ---@class acp.LayoutConfig
 ---@field position "right"|"left"|"float"|"tab"
@@ -136,7 +138,7 @@ local function validate_agent(name, a)
   if type(a) ~= "table" then
     return ("`%s` must be a table like { cmd = { \"prog\", \"arg\" } } or false (got %s)"):format(path, describe(a))
   end
-  local err = check_keys(a, { cmd = true, env = true, cwd = true }, path .. ".")
+  local err = check_keys(a, { cmd = true, env = true, cwd = true, init_timeout = true }, path .. ".")
   if err then
     return err
   end
@@ -158,6 +160,12 @@ local function validate_agent(name, a)
   end
   if a.cwd ~= nil and type(a.cwd) ~= "string" then
     return ("`%s.cwd` must be a directory path string (got %s)"):format(path, describe(a.cwd))
+  end
+  if a.init_timeout ~= nil and (type(a.init_timeout) ~= "number" or a.init_timeout < 1 or a.init_timeout % 1 ~= 0) then
+    return ("`%s.init_timeout` must be a whole number of milliseconds, at least 1 (got %s)"):format(
+      path,
+      describe(a.init_timeout)
+    )
   end
 end
 
@@ -387,7 +395,13 @@ function M.agent(name)
   for k, v in pairs(merged.env or {}) do
     env[k] = tostring(v)
   end
-  return { name = name, cmd = merged.cmd, env = env, cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil }
+  return {
+    name = name,
+    cmd = merged.cmd,
+    env = env,
+    cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil,
+    init_timeout = merged.init_timeout,
+  }
 end
 
 return M

@@ -281,6 +281,19 @@ function Transcript:apply(change)
   -- by the chat.
 end
 
+--- Give every tool call that is still pending or running a final status
+--- (the agent died, or the turn was abandoned): it will never report one.
+---@param status "failed"|"cancelled"
+function Transcript:end_unfinished_tools(status)
+  for _, block in pairs(self.tools) do
+    local s = util.field(block.data.state, "status")
+    if s == nil or s == "pending" or s == "in_progress" then
+      block.data.state = vim.tbl_extend("force", block.data.state or {}, { status = status })
+      self:_render_tool(block)
+    end
+  end
+end
+
 --- Show a pending permission request inside its tool call block.
 ---@param req acp.PermissionRequest
 function Transcript:permission_shown(req)
