@@ -1,0 +1,349 @@
+-- End to end, property based: whatever the order of user edits and agent
+-- edits on open buffers, no line the user typed is lost and no file is left
+-- half written.
+--
+-- Each case opens 2-3 files in buffers and plays ~8 random steps:
+--   user:  types a line into a buffer (with `:normal! o`), and maybe saves
+--          it (`:write!`: the user answers "yes" if Neovim asks whether to
+--          overwrite a file that changed on disk), or just saves;
+--   agent: fs/read_text_file then fs/write_text_file of what it read with
+--          one line added (and maybe one of its own lines removed), or the
+--          same computed from the file on disk (an agent that reads files
+--          itself), or a direct disk edit (`writeDisk`) reported with or
+--          without a diff.
+-- The fake agent is driven one prompt at a time: each prompt carries the
+-- steps of one agent edit (`promptSteps`), computed from the state at that
+-- moment.
+--
+-- Invariants, checked after every step:
+--   1. every line the user typed is in its buffer or in its file on disk
+--      (nothing here rejects a user's line: a review "reject" step would
+--      be the only allowed way to lose one);
+--   2. every file on disk equals one of the complete versions written to it
+--      (initial, each save, each agent write); while the backend writes a
+--      file, a timer reads it every 2 ms and holds it to the same rule;
+--   3. the agent's fs/read_text_file saw exactly the buffer's text.
+-- Stated in what the user can see, not in how the plugin merges, so the test
+-- holds for any merge strategy that keeps the user's lines.
+--
+-- The seed is printed; ACP_DATASAFETY_SEED=<n> replays a run,
+-- ACP_DATASAFETY_CASE=<k> only its case k; ACP_DATASAFETY_CASES and
+-- ACP_DATASAFETY_STEPS change the size (default 40 x 10).
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+
+local uv = vim.uv or vim.loop
+local root = T.tmpdir()
+
+T.setup_fake({
+  driver = { turns = { { startsWith = "steps:", steps = { { type = "promptSteps" } } } } },
+}, root)
+
+if not T.have_binaries() then
+  T.test("binaries are built", function()
+    error("build them first: cargo build -p acp-nvim -p acp-testkit")
+  end)
+  T.run()
+end
+
+vim.o.swapfile = false
+vim.o.hidden = true
+
+local SEED = tonumber(os.getenv("ACP_DATASAFETY_SEED") or "") or (uv.hrtime() % 1000000007)
+local ONLY_CASE = tonumber(os.getenv("ACP_DATASAFETY_CASE") or "")
+local CASES = tonumber(os.getenv("ACP_DATASAFETY_CASES") or "") or 40
+local STEPS = tonumber(os.getenv("ACP_DATASAFETY_STEPS") or "") or 10
+io.stdout:write(("  data safety seed: %d (replay: ACP_DATASAFETY_SEED=%d bash tests/e2e/run.sh datasafety)\n"):format(SEED, SEED))
+
+local function read_or_nil(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function lines_of(text)
+  local lines = vim.split(text, "\n", { plain = true })
+  if lines[#lines] == "" then
+    lines[#lines] = nil
+  end
+  return lines
+end
+
+local function text_of(lines)
+  return table.concat(lines, "\n") .. "\n"
+end
+
+--- One case: its files, what was written to them, what the user typed.
+---@class Case
+---@field k integer
+---@field files {path: string, buf: integer, versions: table<string, boolean>, typed: string[]}[]
+---@field log string[] steps played, for the failure message
+---@field torn string[] contents the poller saw that no writer wrote
+
+local Case = {}
+Case.__index = Case
+
+function Case.new(k)
+  local self = setmetatable({ k = k, files = {}, log = {}, torn = {} }, Case)
+  local d = ("%s/case-%d"):format(root, k)
+  vim.fn.mkdir(d, "p")
+  for i = 1, math.random(2, 3) do
+    local path = ("%s/f%d.txt"):format(d, i)
+    local lines = {}
+    for j = 1, math.random(1, 4) do
+      lines[#lines + 1] = ("base-%d-%d-%d"):format(k, i, j)
+    end
+    local content = text_of(lines)
+    T.write_file(path, content)
+    local buf = vim.fn.bufadd(path)
+    vim.fn.bufload(buf)
+    vim.bo[buf].buflisted = true
+    self.files[i] = { path = path, buf = buf, versions = { [content] = true }, typed = {} }
+  end
+  return self
+end
+
+function Case:fail(what)
+  error(
+    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s"):format(
+      what,
+      SEED,
+      self.k,
+      SEED,
+      self.k,
+      table.concat(self.log, "\n    ")
+    ),
+    0
+  )
+end
+
+function Case:close()
+  for _, f in ipairs(self.files) do
+    if vim.api.nvim_buf_is_valid(f.buf) then
+      vim.api.nvim_buf_delete(f.buf, { force = true })
+    end
+  end
+end
+
+--- Invariants 1 and 2.
+function Case:check()
+  for _, f in ipairs(self.files) do
+    local disk = read_or_nil(f.path)
+    if disk == nil then
+      self:fail(f.path .. " is gone from disk")
+    end
+    if not f.versions[disk] then
+      self:fail(("%s holds a version nobody wrote (truncated or mixed):\n%s"):format(f.path, disk))
+    end
+    local present = {}
+    for _, l in ipairs(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)) do
+      present[l] = true
+    end
+    for _, l in ipairs(lines_of(disk)) do
+      present[l] = true
+    end
+    for _, l in ipairs(f.typed) do
+      if not present[l] then
+        self:fail(("the user's line %q of %s is neither in the buffer nor on disk"):format(l, f.path))
+      end
+    end
+  end
+  if #self.torn > 0 then
+    self:fail("a reader saw a half-written file: " .. vim.inspect(self.torn))
+  end
+end
+
+-- User steps --------------------------------------------------------------
+
+function Case:user_types(f, s, save)
+  local buf = f.buf
+  local n = vim.api.nvim_buf_line_count(buf)
+  local at = math.random(0, n)
+  local line = ("user-%d-%d-%d"):format(self.k, s, math.random(1000, 9999))
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("normal! " .. (at == 0 and "ggO" or (at .. "Go")) .. line)
+  end)
+  f.typed[#f.typed + 1] = line
+  self.log[#self.log + 1] = ("user types %q after line %d of %s%s"):format(line, at, f.path, save and ", saves" or "")
+  if save then
+    self:user_saves(f, true)
+  end
+end
+
+function Case:user_saves(f, quiet)
+  local expected = text_of(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false))
+  f.versions[expected] = true
+  vim.api.nvim_buf_call(f.buf, function()
+    vim.cmd("silent write!")
+  end)
+  if not quiet then
+    self.log[#self.log + 1] = "user saves " .. f.path
+  end
+  if vim.bo[f.buf].modified then
+    self:fail(f.path .. " is still modified after :write!")
+  end
+end
+
+-- Agent steps -------------------------------------------------------------
+
+--- The agent's new text: `view` with one new line at a random place and,
+--- sometimes, one of its own earlier lines removed.
+function Case:agent_edit(view_lines, s)
+  local lines = vim.list_slice(view_lines)
+  local own = {}
+  for i, l in ipairs(lines) do
+    if l:match("^agent%-") then
+      own[#own + 1] = i
+    end
+  end
+  local removed
+  if #own > 0 and math.random() < 0.3 then
+    removed = table.remove(lines, own[math.random(#own)])
+  end
+  local line = ("agent-%d-%d"):format(self.k, s)
+  table.insert(lines, math.random(1, #lines + 1), line)
+  return text_of(lines), ("adds %q%s"):format(line, removed and (", removes %q"):format(removed) or "")
+end
+
+--- Reads every file every 2 ms while the backend writes: a reader must
+--- only ever see complete versions.
+function Case:start_poller()
+  local timer = assert(uv.new_timer())
+  timer:start(0, 2, function()
+    for _, f in ipairs(self.files) do
+      local seen = read_or_nil(f.path)
+      if seen ~= nil and not f.versions[seen] then
+        self.torn[#self.torn + 1] = { path = f.path, content = seen }
+      end
+    end
+  end)
+  return function()
+    timer:stop()
+    timer:close()
+  end
+end
+
+function Case:agent_turn(chat, steps, what)
+  self.log[#self.log + 1] = what
+  local before = T.text(chat.bufnr)
+  local stop = T.turn(chat, "steps: " .. vim.json.encode(steps), 30000)
+  if stop ~= "end_turn" then
+    local after = T.text(chat.bufnr):sub(#before + 1)
+    self:fail(("the agent's turn ended %s:\n%s"):format(tostring(stop), after))
+  end
+end
+
+function Case:agent_fs_write(chat, f, s, view_from_disk)
+  local view
+  local steps = {}
+  if view_from_disk then
+    view = lines_of(assert(read_or_nil(f.path)))
+  else
+    view = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+    -- Invariant 3: the agent reads the buffer, unsaved lines included.
+    steps[#steps + 1] = {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    }
+  end
+  local content, change = self:agent_edit(view, s)
+  f.versions[content] = true
+  steps[#steps + 1] = {
+    type = "call",
+    method = "fs/write_text_file",
+    params = { path = f.path, content = content },
+    expect = { ok = true },
+  }
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(
+    self.agent_turn,
+    self,
+    chat,
+    steps,
+    ("agent fs/write of %s from its %s view: %s"):format(f.path, view_from_disk and "disk" or "buffer", change)
+  )
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+end
+
+function Case:agent_disk_edit(chat, f, s, diff)
+  local content, change = self:agent_edit(lines_of(assert(read_or_nil(f.path))), s)
+  f.versions[content] = true
+  self:agent_turn(chat, {
+    { type = "writeDisk", path = f.path, content = content, diff = diff },
+  }, ("agent edits %s on disk %s: %s"):format(f.path, diff and "with a diff" or "without a diff", change))
+end
+
+-- The property --------------------------------------------------------------
+
+local OPS = {
+  { 25, "type" },
+  { 20, "type_save" },
+  { 10, "save" },
+  { 15, "fs_buffer" },
+  { 10, "fs_disk" },
+  { 10, "disk_diff" },
+  { 10, "disk_nodiff" },
+}
+
+local function pick_op()
+  local r = math.random(100)
+  for _, o in ipairs(OPS) do
+    r = r - o[1]
+    if r <= 0 then
+      return o[2]
+    end
+  end
+  return OPS[#OPS][2]
+end
+
+function Case:play(chat)
+  for s = 1, STEPS do
+    local f = self.files[math.random(#self.files)]
+    local op = pick_op()
+    if op == "type" then
+      self:user_types(f, s, false)
+    elseif op == "type_save" then
+      self:user_types(f, s, true)
+    elseif op == "save" then
+      self:user_saves(f)
+    elseif op == "fs_buffer" then
+      self:agent_fs_write(chat, f, s, false)
+    elseif op == "fs_disk" then
+      self:agent_fs_write(chat, f, s, true)
+    elseif op == "disk_diff" then
+      self:agent_disk_edit(chat, f, s, true)
+    else
+      self:agent_disk_edit(chat, f, s, false)
+    end
+    self:check()
+  end
+end
+
+T.test(("user lines survive any interleaving with agent edits (%d cases x %d steps)"):format(CASES, STEPS), function()
+  local chat = T.open_chat("driver", root)
+  local played = 0
+  for k = 1, CASES do
+    if not ONLY_CASE or ONLY_CASE == k then
+      -- Each case has its own stream, so one case replays alone.
+      math.randomseed(SEED + k)
+      local case = Case.new(k)
+      local ok, err = pcall(case.play, case, chat)
+      case:close()
+      if not ok then
+        error(err, 0)
+      end
+      played = played + 1
+    end
+  end
+  T.truthy(played > 0, "no case selected")
+end)
+
+T.run()
