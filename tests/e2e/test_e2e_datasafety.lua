@@ -25,6 +25,9 @@
 --   3. the agent's fs/read_text_file saw exactly the buffer's text.
 -- Stated in what the user can see, not in how the plugin merges, so the test
 -- holds for any merge strategy that keeps the user's lines.
+-- Each agent edit starts from the file as it is at that moment (the buffer
+-- or the disk): an agent overwriting a *saved* file from a stale read is
+-- last-writer-wins by design (the line stays in undo) and is not played.
 --
 -- The seed is printed; ACP_DATASAFETY_SEED=<n> replays a run,
 -- ACP_DATASAFETY_CASE=<k> only its case k; ACP_DATASAFETY_CASES and
