@@ -424,10 +424,7 @@ impl Shared {
                     .collect(),
             )
         };
-        let new_dirs: Vec<&String> = now_dirs
-            .iter()
-            .filter(|d| !old_dirs.contains(d))
-            .collect();
+        let new_dirs: Vec<&String> = now_dirs.iter().filter(|d| !old_dirs.contains(d)).collect();
         // New directories are walked without the lock: they may be big.
         let mut walked = Vec::new();
         for d in new_dirs {

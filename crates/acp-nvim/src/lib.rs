@@ -26,6 +26,7 @@ pub mod cli;
 pub mod command;
 pub mod editor;
 pub mod event;
+pub mod files;
 pub mod handler;
 pub mod host;
 pub mod logging;

@@ -108,7 +108,9 @@ fn a_new_directory_is_walked_and_ignored_trees_stay_out() {
     });
     // A later change in the new directory is seen too: it is watched.
     write(root, "pkg/mod/z.rs", "x");
-    wait_for(&index, "a file in the new tree", |i| i.contains("pkg/mod/z.rs"));
+    wait_for(&index, "a file in the new tree", |i| {
+        i.contains("pkg/mod/z.rs")
+    });
     assert!(!index.contains("out/gen.rs"), "{:?}", all(&index));
 }
 
@@ -142,7 +144,9 @@ fn editing_gitignore_applies_at_once() {
     let index = open(root);
     assert!(index.contains("notes.md"));
     write(root, ".gitignore", "*.md\n");
-    wait_for(&index, "notes.md to be ignored", |i| !i.contains("notes.md"));
+    wait_for(&index, "notes.md to be ignored", |i| {
+        !i.contains("notes.md")
+    });
     assert!(index.contains("a.txt"));
 }
 
