@@ -89,9 +89,12 @@ end
 
 --- A path as the prompt shows it: relative to `cwd` when inside it.
 ---@param path string absolute
----@param cwd string
+---@param cwd string?
 ---@return string
 function M.display_path(path, cwd)
+  if not cwd or cwd == "" then
+    return path
+  end
   local root = vim.fs.normalize(cwd)
   path = vim.fs.normalize(path)
   if vim.startswith(path, root .. "/") then
@@ -341,6 +344,35 @@ function M.blocks(chat, text)
     end
   end
   return blocks, notes
+end
+
+--- How a user message shows its blocks in the transcript: the text as
+--- typed, then one short line per context block (never a file's content).
+---@param blocks table[]?
+---@param cwd string
+---@return string
+function M.user_text(blocks, cwd)
+  local text, extra = {}, {}
+  for _, b in ipairs(blocks or {}) do
+    local t = util.field(b, "type")
+    if t == "text" then
+      text[#text + 1] = util.field(b, "text") or ""
+    else
+      local uri = util.field(b, "uri") or util.field(util.field(b, "resource"), "uri")
+      local shown = uri or util.field(b, "mimeType") or ""
+      if type(uri) == "string" and vim.startswith(uri, "file://") then
+        local path, frag = uri:match("^([^#]*)(#?.*)$")
+        shown = M.display_path(vim.uri_to_fname(path), cwd) .. frag
+      end
+      local what = ({ resource = "embedded", resource_link = "link", image = "image" })[t] or tostring(t)
+      extra[#extra + 1] = ("↳ %s %s"):format(what, shown)
+    end
+  end
+  local out = table.concat(text, "")
+  if #extra > 0 then
+    out = out .. (out ~= "" and "\n" or "") .. table.concat(extra, "\n")
+  end
+  return out
 end
 
 --- A queue entry for Chat:send that builds the blocks when the prompt is

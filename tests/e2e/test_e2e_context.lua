@@ -176,6 +176,8 @@ T.test("a mention is sent as an embedded resource holding the unsaved buffer tex
   T.eq({ type = "text", text = "look at @a.txt, please" }, blocks[1], "the text comes first")
   T.eq({ type = "resource", resource = { uri = file_uri("a.txt"), text = "unsaved line\nsecond\n" } }, blocks[2], "embedded")
   T.eq(2, #blocks, "one block per mention")
+  T.wait_text(chat, "↳ embedded a.txt")
+  T.not_contains(T.text(chat.bufnr), "unsaved line", "the transcript names the file, it does not dump it")
 end)
 
 T.test("without embeddedContext the mention is a resource_link", function()
@@ -199,6 +201,7 @@ T.test(":'<,'>Acp add sends exactly that range, @selection the last selection", 
     blocks[2],
     "exactly lines 2-4, as in the buffer"
   )
+  T.wait_text(chat, "↳ embedded b.txt#L2-4")
 
   vim.cmd("Acp add")
   T.eq({ "@b.txt", "" }, T.lines(chat.prompt_buf), "no range: the whole buffer")
