@@ -22,7 +22,7 @@ local M = {}
 ---@field cwd string
 ---@field status acp.ChatStatus
 ---@field transcript acp.Transcript
----@field queue table[][] prompts (content block lists) waiting to be sent
+---@field queue (table[]|fun(): table[])[] prompts (content block lists, or functions building them) waiting to be sent
 ---@field modes? table {currentModeId, availableModes}
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
@@ -345,14 +345,19 @@ function Chat:submit()
   if text == "" then
     return
   end
-  if self:send({ { type = "text", text = text } }) then
+  local context = require("acp.context")
+  -- Mentions become content blocks when the prompt is sent: by then the
+  -- agent's capabilities are known and buffers are read as they are.
+  local blocks = context.has_mentions(text) and context.deferred(self, text) or { { type = "text", text = text } }
+  if self:send(blocks) then
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
   end
 end
 
 --- Send a prompt (ACP content blocks). While the session is opening or a turn
---- runs, the prompt is queued and sent when the chat is ready.
----@param blocks table[]
+--- runs, the prompt is queued and sent when the chat is ready. `blocks` may
+--- be a function returning the blocks, called when the prompt is sent.
+---@param blocks table[]|fun(): table[]
 ---@return boolean ok, string? err
 function Chat:send(blocks)
   if self.status == "dead" or self.status == "failed" or self.status == "closed" then
@@ -371,6 +376,9 @@ function Chat:_flush()
     return
   end
   local blocks = table.remove(self.queue, 1)
+  if type(blocks) == "function" then
+    blocks = blocks()
+  end
   self.status = "busy"
   if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
     -- No backend (it just died): keep the prompt for after :Acp restart.

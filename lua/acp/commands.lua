@@ -5,7 +5,7 @@ local util = require("acp.util")
 local M = {}
 
 ---@class acp.Subcommand
----@field run fun(args: string[])
+---@field run fun(args: string[], opts?: table)
 ---@field complete? fun(arglead: string): string[]
 ---@field desc string
 
@@ -202,9 +202,24 @@ M.subcommands.model = {
   end,
 }
 
+M.subcommands.add = {
+  desc = "add lines of the current buffer to the next prompt: :[range]Acp add (whole buffer without a range)",
+  run = function(_, opts)
+    require("acp.context").add(opts or { range = 0 })
+  end,
+}
+
+M.subcommands["paste-image"] = {
+  desc = "paste the clipboard's image into the next prompt (wl-paste, xclip or pngpaste)",
+  run = function()
+    require("acp.context").paste_image()
+  end,
+}
+
 --- Run `:Acp {args}`.
 ---@param fargs string[]
-function M.run(fargs)
+---@param opts? table the user command's opts (range, line1, line2)
+function M.run(fargs, opts)
   local name = fargs[1]
   if not name then
     require("acp").toggle()
@@ -217,7 +232,7 @@ function M.run(fargs)
     util.notify(("unknown subcommand %q; use one of: %s"):format(name, table.concat(names, ", ")), vim.log.levels.ERROR)
     return
   end
-  sub.run(vim.list_slice(fargs, 2))
+  sub.run(vim.list_slice(fargs, 2), opts)
 end
 
 --- Completion of `:Acp`.
@@ -248,9 +263,10 @@ end
 --- Create the user command.
 function M.setup()
   vim.api.nvim_create_user_command("Acp", function(opts)
-    M.run(opts.fargs)
+    M.run(opts.fargs, opts)
   end, {
     nargs = "*",
+    range = true,
     complete = M.complete,
     desc = "acp.nvim: chat with coding agents (:Acp toggles the chat)",
   })

@@ -37,6 +37,11 @@ local M = {}
 ---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
 ---@field remember boolean remember "always" answers for the session
 
+---@class acp.ContextConfig
+---@field hidden_files boolean `@` completion also offers hidden files (names starting with ".")
+---@field max_embed_bytes integer larger files are sent as links, not embedded
+---@field max_image_bytes integer larger images are not sent
+
 ---@class acp.Config
 ---@field agents table<string, acp.AgentConfig|false>
 ---@field default_agent? string
@@ -46,6 +51,7 @@ local M = {}
 ---@field log_level "error"|"warn"|"info"|"debug"|"trace"
 ---@field backend { cmd?: string[]|string }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
+---@field context acp.ContextConfig
 
 --- Built-in agents. `demo` is resolved at use time (see `M.agent`).
 ---@type table<string, acp.AgentConfig>
@@ -76,6 +82,7 @@ M.defaults = {
   log_level = "info",
   backend = { cmd = nil },
   mcp_servers = {},
+  context = { hidden_files = false, max_embed_bytes = 256 * 1024, max_image_bytes = 5 * 1024 * 1024 },
 }
 
 ---@type acp.Config
@@ -179,6 +186,7 @@ local TOP_KEYS = {
   log_level = true,
   backend = true,
   mcp_servers = true,
+  context = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -285,6 +293,24 @@ function M.validate(opts)
   end
   if opts.mcp_servers ~= nil and (type(opts.mcp_servers) ~= "table") then
     return ("`mcp_servers` must be a list of MCP server tables (got %s)"):format(describe(opts.mcp_servers))
+  end
+  if opts.context ~= nil then
+    if type(opts.context) ~= "table" then
+      return ("`context` must be a table (got %s)"):format(describe(opts.context))
+    end
+    err = check_keys(opts.context, M.defaults.context, "context.")
+    if err then
+      return err
+    end
+    local c = opts.context
+    if c.hidden_files ~= nil and type(c.hidden_files) ~= "boolean" then
+      return ("`context.hidden_files` must be true or false (got %s)"):format(describe(c.hidden_files))
+    end
+    for _, k in ipairs({ "max_embed_bytes", "max_image_bytes" }) do
+      if c[k] ~= nil and (type(c[k]) ~= "number" or c[k] < 0) then
+        return ("`context.%s` must be a number of bytes >= 0 (got %s)"):format(k, describe(c[k]))
+      end
+    end
   end
   if opts.default_agent ~= nil then
     local agents = opts.agents or {}

@@ -1,5 +1,5 @@
----@mod acp.prompt The prompt input buffer: the hint shown while it is empty
---- and completion of the agent's slash commands.
+---@mod acp.prompt The prompt input buffer: the hint shown while it is empty,
+--- completion of the agent's slash commands and of `@` mentions.
 
 local api = vim.api
 local util = require("acp.util")
@@ -38,7 +38,94 @@ function M.hint(chat)
   update()
 end
 
---- 'omnifunc' of the prompt: completes the agent's slash commands.
+--- Completion items for the agent's slash commands (from
+--- `available_commands_update`), with their descriptions and input hints.
+---@param chat acp.Chat?
+---@param base string what was typed, `/` included
+---@return table[]
+function M.command_items(chat, base)
+  local items = {}
+  for _, c in ipairs(chat and chat.commands or {}) do
+    local name = "/" .. tostring(util.field(c, "name") or "")
+    if vim.startswith(name:lower(), base:lower()) then
+      local desc = util.field(c, "description") or ""
+      local hint = util.field(util.field(c, "input"), "hint")
+      local info = desc
+      if hint and hint ~= "" then
+        info = (desc ~= "" and (desc .. "\n\n") or "") .. "Input: " .. hint
+      end
+      items[#items + 1] = {
+        word = name,
+        menu = hint and hint ~= "" and ("%s <%s>"):format(desc, hint) or desc,
+        info = info,
+        kind = "command",
+        icase = 1,
+      }
+    end
+  end
+  return items
+end
+
+--- Completion items for `@` mentions: `@selection`, open buffers, then
+--- workspace files from the backend's index (respects .gitignore).
+---@param chat acp.Chat?
+---@param base string what was typed, `@` included
+---@return table[]
+function M.mention_items(chat, base)
+  if not chat then
+    return {}
+  end
+  local context = require("acp.context")
+  local query = base:sub(2):gsub('^"', "")
+  local items, seen = {}, {}
+  local function add(word, menu, info)
+    if not seen[word] then
+      seen[word] = true
+      items[#items + 1] = { word = word, menu = menu, info = info, kind = "file", icase = 1 }
+    end
+  end
+  local sel = context.selection()
+  if sel and vim.startswith("selection", query:lower()) then
+    local path = api.nvim_buf_get_name(sel.buf)
+    add("@selection", "[selection]", context.mention(path, chat.cwd, sel.l1, sel.l2):sub(2))
+  end
+  local bufs = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if
+      api.nvim_buf_is_loaded(buf)
+      and vim.bo[buf].buflisted
+      and vim.bo[buf].buftype == ""
+      and name ~= ""
+      and require("acp.chat").of_buf(buf) == nil
+    then
+      bufs[#bufs + 1] = { path = name, shown = context.display_path(name, chat.cwd), modified = vim.bo[buf].modified }
+    end
+  end
+  if query ~= "" then
+    bufs = vim.fn.matchfuzzy(bufs, query, { key = "shown" })
+  end
+  for _, b in ipairs(bufs) do
+    add(context.mention(b.path, chat.cwd), b.modified and "[buffer +]" or "[buffer]", b.path)
+  end
+  local backend = require("acp.backend")
+  if backend.running() then
+    local res = backend.request("acp.complete_files", {
+      cwd = chat.cwd,
+      query = query,
+      limit = 50,
+      hidden = config.options.context.hidden_files,
+    })
+    for _, rel in ipairs(type(res) == "table" and res.paths or {}) do
+      add(context.mention(chat.cwd .. "/" .. rel, chat.cwd), "[file]", rel)
+    end
+  end
+  return items
+end
+
+--- 'omnifunc' of the prompt: the agent's slash commands after `/`, files,
+--- buffers and `@selection` after `@`. nvim-cmp and blink.cmp use it
+--- through their omni sources.
 ---@param findstart integer
 ---@param base string
 ---@return integer|table
@@ -47,24 +134,26 @@ function M.omnifunc(findstart, base)
   local col = api.nvim_win_get_cursor(0)[2]
   if findstart == 1 then
     local before = line:sub(1, col)
-    local start = before:find("/[%w_%-]*$")
-    return start and (start - 1) or -3
+    for _, pat in ipairs({ '@"[^"]*$', "@[^%s]*$", "/[^%s/]*$" }) do
+      local start = before:find(pat)
+      if start and (start == 1 or before:sub(start - 1, start - 1):match("%s")) then
+        return start - 1
+      end
+    end
+    return -3
   end
   local chat = require("acp.chat").of_buf(api.nvim_get_current_buf())
-  local items = {}
-  for _, c in ipairs(chat and chat.commands or {}) do
-    local name = "/" .. tostring(util.field(c, "name") or "")
-    if vim.startswith(name, base) then
-      items[#items + 1] = { word = name, menu = util.field(c, "description") or "", icase = 1 }
-    end
+  if base:sub(1, 1) == "@" then
+    return M.mention_items(chat, base)
   end
-  return items
+  return M.command_items(chat, base)
 end
 
 --- Set up a chat's prompt buffer (hint, completion).
 ---@param chat acp.Chat
 function M.attach(chat)
   M.hint(chat)
+  require("acp.context").track_selection()
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.prompt'.omnifunc"
 end
 

@@ -237,7 +237,9 @@ function Transcript:_entry_added(index, entry)
   local t = util.field(entry, "type")
   if t == "user_message" then
     self:_header("user")
-    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
+    -- Mentioned files are one line each, not their whole text.
+    local text = require("acp.context").user_text(util.field(entry, "content"), self.chat.cwd)
+    self.entries[index] = self:_text_block("message", {}, text)
   elseif t == "agent_message" then
     self:_header("agent")
     self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))

@@ -607,7 +607,11 @@ T.test("the prompt completes the agent's slash commands", function()
   vim.api.nvim_win_set_cursor(0, { 1, 6 })
   local omni = require("acp.prompt").omnifunc
   T.eq(3, omni(1, ""), "completion starts at the slash")
-  T.eq({ { word = "/plan", menu = "Make a plan", icase = 1 } }, omni(0, "/pl"), "matching command")
+  T.eq(
+    { { word = "/plan", menu = "Make a plan", info = "Make a plan", kind = "command", icase = 1 } },
+    omni(0, "/pl"),
+    "matching command"
+  )
 end)
 
 T.test(":Acp mode and :Acp model ask the backend", function()

@@ -121,6 +121,10 @@ pub enum Error {
     /// A `terminal/create` command could not be started.
     #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]
     TerminalSpawn { command: String, reason: String },
+
+    /// The workspace file index could not be started.
+    #[error("could not index the files of `{}`: {reason}; `@` completion needs a readable directory", root.display())]
+    FileIndex { root: PathBuf, reason: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {

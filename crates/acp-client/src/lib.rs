@@ -21,7 +21,9 @@
 //! - tracks every file an agent changes, from `fs/*` writes, tool-call diffs
 //!   and a file watcher, as hunks an editor can accept or reject one by one
 //!   ([`review`]), with a three-way merge for buffers holding unsaved edits
-//!   ([`merge`]).
+//!   ([`merge`]);
+//! - keeps an index of the workspace's files for `@` mentions ([`index`]),
+//!   honouring `.gitignore` and kept fresh by a file watcher.
 //!
 //! An editor implements [`EditorHost`]: a permission prompt is the only
 //! required method. Buffer-aware reads and writes and event rendering are
@@ -76,6 +78,7 @@ mod dispatch;
 pub mod error;
 pub mod fs;
 pub mod host;
+pub mod index;
 pub mod merge;
 pub mod methods;
 pub mod permission;

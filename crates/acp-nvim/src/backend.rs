@@ -127,6 +127,11 @@ impl Backend {
             Command::Shutdown => {
                 tracing::warn!("acp.shutdown reached the command loop as a command; ignored")
             }
+            Command::CompleteFiles(_) => {
+                tracing::warn!(
+                    "acp.complete_files reached the command loop; it is answered by the handler"
+                )
+            }
         }
     }
 

@@ -134,6 +134,9 @@ pub enum Command {
     },
     /// `acp.shutdown`: stop every agent (Neovim is leaving).
     Shutdown,
+    /// `acp.complete_files`: workspace files for `@` completion (a request,
+    /// answered by the handler from the file index).
+    CompleteFiles(crate::files::FileQuery),
 }
 
 /// A message from the plugin that could not be decoded.
@@ -301,6 +304,7 @@ impl Command {
                 },
             }),
             "acp.shutdown" => Ok(Command::Shutdown),
+            "acp.complete_files" => decode_complete_files(&p),
             _ => Err(p.bad("no such method")),
         }
     }
@@ -317,6 +321,7 @@ impl Command {
             Command::SetMode { .. } => "acp.set_mode",
             Command::SetConfigOption { .. } => "acp.set_config_option",
             Command::Shutdown => "acp.shutdown",
+            Command::CompleteFiles(_) => "acp.complete_files",
         }
     }
 }
@@ -465,6 +470,39 @@ fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand
             })
         })
         .collect()
+}
+
+fn decode_complete_files(p: &Params<'_>) -> Result<Command, BadCommand> {
+    let cwd = match p.get("cwd") {
+        Some(v) => p.path("cwd", v)?,
+        None => return Err(p.bad("`cwd` is missing")),
+    };
+    let limit = match p.get("limit") {
+        None => 50,
+        Some(Value::Integer(i)) => i
+            .as_u64()
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            .ok_or_else(|| p.bad(format!("`limit` {i} must not be negative")))?,
+        Some(other) => {
+            return Err(p.bad(format!("`limit` must be an integer, got {}", kind(other))))
+        }
+    };
+    let hidden = match p.get("hidden") {
+        None => false,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`hidden` must be true or false, got {}",
+                kind(other)
+            )))
+        }
+    };
+    Ok(Command::CompleteFiles(crate::files::FileQuery {
+        cwd,
+        query: p.opt_string("query")?.unwrap_or_default(),
+        limit,
+        hidden,
+    }))
 }
 
 fn decode_permission_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
@@ -729,6 +767,42 @@ mod tests {
     }
 
     #[test]
+    fn decodes_complete_files_with_defaults() {
+        assert_eq!(
+            decode(
+                "acp.complete_files",
+                json!({"cwd": "/p", "query": "ma", "limit": 7, "hidden": true})
+            )
+            .unwrap(),
+            Command::CompleteFiles(crate::files::FileQuery {
+                cwd: PathBuf::from("/p"),
+                query: "ma".into(),
+                limit: 7,
+                hidden: true,
+            })
+        );
+        assert_eq!(
+            decode("acp.complete_files", json!({"cwd": "/p"})).unwrap(),
+            Command::CompleteFiles(crate::files::FileQuery {
+                cwd: PathBuf::from("/p"),
+                query: String::new(),
+                limit: 50,
+                hidden: false,
+            })
+        );
+        for (bad, want) in [
+            (json!({"cwd": "rel"}), "absolute"),
+            (json!({}), "`cwd` is missing"),
+            (json!({"cwd": "/p", "limit": -1}), "negative"),
+            (json!({"cwd": "/p", "limit": "3"}), "integer"),
+            (json!({"cwd": "/p", "hidden": 1}), "true or false"),
+        ] {
+            let err = decode("acp.complete_files", bad).unwrap_err();
+            assert!(err.reason.contains(want), "{}", err.reason);
+        }
+    }
+
+    #[test]
     fn rejects_bad_shapes_without_panicking() {
         let weird = [
             Value::Nil,
@@ -748,6 +822,7 @@ mod tests {
             "acp.close",
             "acp.set_mode",
             "acp.set_config_option",
+            "acp.complete_files",
         ] {
             for w in &weird {
                 assert!(

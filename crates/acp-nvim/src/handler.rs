@@ -22,6 +22,7 @@ use crate::backend::Routed;
 use crate::batcher::EventQueue;
 use crate::command::{BadCommand, Command};
 use crate::event::Event;
+use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
@@ -102,6 +103,7 @@ pub struct NvimHandler<W> {
     tx: mpsc::UnboundedSender<Routed>,
     events: EventQueue,
     hello: Arc<HelloInfo>,
+    files: Arc<WorkspaceFiles>,
     _writer: PhantomData<fn() -> W>,
 }
 
@@ -111,6 +113,7 @@ impl<W> Clone for NvimHandler<W> {
             tx: self.tx.clone(),
             events: self.events.clone(),
             hello: self.hello.clone(),
+            files: self.files.clone(),
             _writer: PhantomData,
         }
     }
@@ -133,6 +136,8 @@ pub enum Reply {
     Error(Value),
     /// Wait for the command loop, then answer `true`.
     AfterShutdown(oneshot::Receiver<()>),
+    /// Answer from the workspace file index (`acp.complete_files`).
+    Files(Arc<WorkspaceFiles>, FileQuery),
 }
 
 impl<W> NvimHandler<W> {
@@ -142,6 +147,7 @@ impl<W> NvimHandler<W> {
             tx,
             events,
             hello: Arc::new(hello),
+            files: Arc::new(WorkspaceFiles::new()),
             _writer: PhantomData,
         }
     }
@@ -181,6 +187,7 @@ impl<W> NvimHandler<W> {
                 self.forward(Routed::Shutdown(Some(ack)));
                 Reply::AfterShutdown(done)
             }
+            Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
             Ok(cmd) => {
                 self.forward(Routed::Command(cmd));
                 Reply::Now(Value::Boolean(true))
@@ -197,6 +204,10 @@ impl<W> NvimHandler<W> {
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
+            Ok(Command::CompleteFiles(_)) => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
             Ok(cmd) => self.forward(Routed::Command(cmd)),
         }
     }
@@ -221,6 +232,7 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Handler for NvimHandler<W> {
                 }
                 Ok(Value::Boolean(true))
             }
+            Reply::Files(files, q) => files.complete(q).await,
         }
     }
 
@@ -345,6 +357,23 @@ mod tests {
             rx.try_recv().unwrap(),
             Routed::Command(Command::Cancel { .. })
         ));
+    }
+
+    #[test]
+    fn file_completion_is_answered_by_the_handler() {
+        let (h, mut rx, mut events) = handler();
+        let reply = h.request(
+            "acp.complete_files",
+            &[from_json(&json!({"cwd": "/tmp", "query": "x"}))],
+        );
+        assert!(matches!(reply, Reply::Files(_, FileQuery { ref query, .. }) if query == "x"));
+        assert!(rx.try_recv().is_err(), "the command loop is not involved");
+        h.notify(
+            "acp.complete_files",
+            &[from_json(&json!({"cwd": "/tmp", "query": "x"}))],
+        );
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
     }
 
     #[tokio::test]

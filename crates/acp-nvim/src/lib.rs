@@ -12,6 +12,8 @@
 //! - acp-client -> [`host`] (session id -> chat id) -> [`batcher`] (one
 //!   `nvim_exec_lua` per frame) -> Lua.
 //! - Buffer-aware `fs/*` of the agent: [`host`] -> [`editor`] -> Lua `acp.fs`.
+//! - `@` completion: [`handler`] -> [`files`] (a file index per workspace,
+//!   answered without the command loop).
 //!
 //! What it does not do: render anything, or decide anything the user should
 //! decide. Traffic can be seen with `--log-level trace` in the log file.
@@ -26,6 +28,7 @@ pub mod cli;
 pub mod command;
 pub mod editor;
 pub mod event;
+pub mod files;
 pub mod handler;
 pub mod host;
 pub mod logging;

@@ -490,6 +490,7 @@ impl Agent {
             .and_then(Value::as_array)
             .ok_or_else(|| RpcError::invalid_params("missing array `prompt`"))?;
         let text = prompt_text(blocks);
+        let prompt_blocks = Value::Array(blocks.clone());
         let mut state = self.state();
         let Some(record) = state.store.get_mut(&session_id) else {
             return Err(not_found(&session_id));
@@ -526,7 +527,8 @@ impl Agent {
         let id = session_id.clone();
         let job: TurnJob = Box::new(move |agent: Arc<Agent>, responder: Responder| {
             let mut player =
-                Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason);
+                Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason)
+                    .with_prompt_blocks(prompt_blocks);
             let (stop_reason, late) = player.play(&turn.steps);
             responder.send(Ok(json!({ "stopReason": stop_reason })));
             agent.end_turn(&id, &cancel);

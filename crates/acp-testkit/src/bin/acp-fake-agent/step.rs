@@ -240,6 +240,8 @@ pub enum Step {
     PromptSteps,
     /// Blocks until a file exists; a cancel does not end the wait.
     WaitForFile { path: String },
+    /// Writes the prompt's content blocks, as a JSON array, to `path`.
+    SavePrompt { path: String },
 }
 
 fn yes() -> bool {
@@ -341,6 +343,15 @@ mod tests {
         ));
         let err = Step::decode(&json!({"type": "text", "text": "hi", "chunk": 2})).unwrap_err();
         assert!(err.contains("chunk"), "{err}");
+    }
+
+    #[test]
+    fn save_prompt_needs_a_path() {
+        assert!(matches!(
+            Step::decode(&json!({"type": "savePrompt", "path": "p.json"})).unwrap(),
+            Step::SavePrompt { ref path } if path == "p.json"
+        ));
+        assert!(Step::decode(&json!({"type": "savePrompt"})).is_err());
     }
 
     #[test]

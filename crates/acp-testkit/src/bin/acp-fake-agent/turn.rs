@@ -39,6 +39,8 @@ pub struct Player<'a> {
     stop_reason: String,
     late: Late,
     counter: u32,
+    /// The prompt's content blocks, for `savePrompt`.
+    prompt_blocks: Value,
 }
 
 impl<'a> Player<'a> {
@@ -64,7 +66,14 @@ impl<'a> Player<'a> {
             stop_reason: stop_reason.to_owned(),
             late: Vec::new(),
             counter: 0,
+            prompt_blocks: json!([]),
         }
+    }
+
+    /// The prompt's content blocks, as received, for `savePrompt`.
+    pub fn with_prompt_blocks(mut self, blocks: Value) -> Self {
+        self.prompt_blocks = blocks;
+        self
     }
 
     /// Plays a turn; returns its stop reason and the late steps it left.
@@ -371,6 +380,17 @@ impl<'a> Player<'a> {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Flow::Next
+            }
+            Step::SavePrompt { path } => {
+                let path = self.resolve(&path);
+                let text = serde_json::to_string_pretty(&self.prompt_blocks).unwrap_or_default();
+                match std::fs::write(&path, text) {
+                    Ok(()) => Flow::Next,
+                    Err(e) => self.fail(&format!(
+                        "savePrompt: could not write {}: {e}",
+                        path.display()
+                    )),
+                }
             }
         }
     }
