@@ -41,6 +41,7 @@ local M = {}
 ---@field hidden_files boolean `@` completion also offers hidden files (names starting with ".")
 ---@field max_embed_bytes integer larger files are sent as links, not embedded
 ---@field max_image_bytes integer larger images are not sent
+---@field auto_complete boolean typing `@` or `/` at the start of a word in the prompt opens the completion menu
 
 ---@class acp.Config
 ---@field agents table<string, acp.AgentConfig|false>
@@ -82,7 +83,12 @@ M.defaults = {
   log_level = "info",
   backend = { cmd = nil },
   mcp_servers = {},
-  context = { hidden_files = false, max_embed_bytes = 256 * 1024, max_image_bytes = 5 * 1024 * 1024 },
+  context = {
+    hidden_files = false,
+    max_embed_bytes = 256 * 1024,
+    max_image_bytes = 5 * 1024 * 1024,
+    auto_complete = true,
+  },
 }
 
 ---@type acp.Config
@@ -303,8 +309,10 @@ function M.validate(opts)
       return err
     end
     local c = opts.context
-    if c.hidden_files ~= nil and type(c.hidden_files) ~= "boolean" then
-      return ("`context.hidden_files` must be true or false (got %s)"):format(describe(c.hidden_files))
+    for _, k in ipairs({ "hidden_files", "auto_complete" }) do
+      if c[k] ~= nil and type(c[k]) ~= "boolean" then
+        return ("`context.%s` must be true or false (got %s)"):format(k, describe(c[k]))
+      end
     end
     for _, k in ipairs({ "max_embed_bytes", "max_image_bytes" }) do
       if c[k] ~= nil and (type(c[k]) ~= "number" or c[k] < 0) then

@@ -149,12 +149,52 @@ function M.omnifunc(findstart, base)
   return M.command_items(chat, base)
 end
 
+--- Whether typing `char` after `before` (the line up to the cursor) starts
+--- a completion: `@` or `/` at the start of a word. Mid-word characters
+--- (`me@example.com`, `src/main.rs`) never do.
+---@param before string
+---@param char string
+---@return boolean
+function M.starts_completion(before, char)
+  if char ~= "@" and char ~= "/" then
+    return false
+  end
+  return before == "" or before:sub(-1):match("%s") ~= nil
+end
+
+--- Opens the omni menu when `@` or `/` starts a word in the prompt, so the
+--- agent's commands and the workspace files show without <C-x><C-o>.
+--- Users of nvim-cmp or blink.cmp (which trigger on their own) turn it off
+--- with `context.auto_complete = false`.
+---@param buf integer
+local function auto_complete(buf)
+  api.nvim_create_autocmd("InsertCharPre", {
+    buffer = buf,
+    callback = function()
+      if not config.options.context.auto_complete then
+        return
+      end
+      local col = api.nvim_win_get_cursor(0)[2]
+      if not M.starts_completion(api.nvim_get_current_line():sub(1, col), vim.v.char) then
+        return
+      end
+      -- The character is not in the buffer yet: complete once it is.
+      vim.schedule(function()
+        if api.nvim_get_current_buf() == buf and api.nvim_get_mode().mode == "i" and vim.fn.pumvisible() == 0 then
+          api.nvim_feedkeys(api.nvim_replace_termcodes("<C-x><C-o>", true, false, true), "n", false)
+        end
+      end)
+    end,
+  })
+end
+
 --- Set up a chat's prompt buffer (hint, completion).
 ---@param chat acp.Chat
 function M.attach(chat)
   M.hint(chat)
   require("acp.context").track_selection()
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.prompt'.omnifunc"
+  auto_complete(chat.prompt_buf)
 end
 
 return M
