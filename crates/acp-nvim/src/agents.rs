@@ -203,6 +203,8 @@ impl Agents {
             client_name: "acp.nvim".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             shutdown_grace: SHUTDOWN_GRACE,
+            // The plugin runs terminal auth methods in a Neovim terminal.
+            terminal_auth: true,
             ..ConnectionOptions::default()
         };
         let conn = Connection::spawn(&key.command(), host.clone(), options)?;

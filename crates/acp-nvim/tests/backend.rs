@@ -130,6 +130,8 @@ impl Rig {
             resume_session_id: None,
             auto_allow: None,
             remember: None,
+            auth_method_id: None,
+            transcript_dir: None,
         }
     }
 
@@ -391,6 +393,8 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         resume_session_id: None,
         auto_allow: None,
         remember: None,
+        auth_method_id: None,
+        transcript_dir: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -528,6 +532,8 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         resume_session_id: None,
         auto_allow: None,
         remember: None,
+        auth_method_id: None,
+        transcript_dir: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");

@@ -157,3 +157,26 @@ fn the_mcp_servers_of_the_session_fill_their_placeholder() {
     let turn = agent.prompt(session["sessionId"].as_str().unwrap(), "x", &mut refuse);
     assert_eq!(turn.text(), format!("mcp: {servers}"));
 }
+
+#[test]
+fn logout_when_advertised_requires_a_new_login() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth_file = dir.path().join("logged-in");
+    let mut agent = Driver::inline(json!({
+        "authRequired": true,
+        "authFile": auth_file,
+        "initialize": {"agentCapabilities": {"auth": {"logout": {}}}}
+    }));
+    agent.initialize();
+    agent.ok("authenticate", json!({"methodId": "fake-login"}));
+    assert!(auth_file.exists());
+    agent.ok("logout", json!({}));
+    assert!(!auth_file.exists());
+    let cwd = agent.cwd();
+    let response = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    assert_eq!(response["error"]["code"], -32000, "{response}");
+
+    let mut bare = Driver::inline(json!({}));
+    bare.initialize();
+    assert_eq!(bare.call("logout", json!({}))["error"]["code"], -32601);
+}

@@ -213,6 +213,7 @@ impl Agent {
         match method {
             "initialize" => self.initialize(responder),
             "authenticate" => responder.send(self.authenticate(&params)),
+            "logout" => responder.send(self.logout()),
             "session/new" => self.open_session(responder, &params, Open::New),
             "session/load" => self.open_session(responder, &params, Open::Load),
             "session/resume" => self.open_session(responder, &params, Open::Resume),
@@ -278,6 +279,25 @@ impl Agent {
         if let Some(path) = &self.scenario.auth_file {
             if let Err(err) = std::fs::write(path, method_id) {
                 tracing::error!("cannot write the auth file {}: {err}", path.display());
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// `logout`, when `agentCapabilities.auth.logout` is advertised: the
+    /// next session needs `authenticate` again (the `authFile` is removed).
+    fn logout(&self) -> Reply {
+        let caps = self.scenario.agent_capabilities();
+        if caps.pointer("/auth/logout").is_none_or(Value::is_null) {
+            return Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                "`logout` is not supported: the agent did not advertise auth.logout",
+            ));
+        }
+        self.state().authenticated = false;
+        if let Some(path) = &self.scenario.auth_file {
+            if let Err(err) = std::fs::remove_file(path) {
+                tracing::info!("auth file {} not removed: {err}", path.display());
             }
         }
         Ok(json!({}))
