@@ -23,8 +23,8 @@ use tokio::sync::mpsc;
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
-use crate::mcp;
 use crate::event::Event;
+use crate::mcp;
 use crate::transcript::{self, Opening, Transcripts};
 
 /// How long closing a session may take before the chat stops waiting.
@@ -263,7 +263,14 @@ async fn open_session(
                 } else {
                     Opening::New
                 };
-                t.expect(chat, &session.to_string(), path.clone(), &agent.name, &open.cwd, opening);
+                t.expect(
+                    chat,
+                    &session.to_string(),
+                    path.clone(),
+                    &agent.name,
+                    &open.cwd,
+                    opening,
+                );
                 if let Event::SessionStarted {
                     transcript_path, ..
                 } = &mut event

@@ -360,10 +360,7 @@ fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
         None => false,
         Some(Value::Boolean(b)) => *b,
         Some(other) => {
-            return Err(p.bad(format!(
-                "`all` must be true or false, got {}",
-                kind(other)
-            )))
+            return Err(p.bad(format!("`all` must be true or false, got {}", kind(other))))
         }
     };
     Ok(Command::ListSessions {
@@ -822,9 +819,18 @@ mod tests {
         assert!(all);
         for (bad, want) in [
             (json!({"agent": {"cmd": ["x"]}, "cwd": "/p"}), "request_id"),
-            (json!({"request_id": "r", "cwd": "/p"}), "`agent` is missing"),
-            (json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "/p", "all": 1}), "`all`"),
-            (json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "p"}), "absolute"),
+            (
+                json!({"request_id": "r", "cwd": "/p"}),
+                "`agent` is missing",
+            ),
+            (
+                json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "/p", "all": 1}),
+                "`all`",
+            ),
+            (
+                json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "p"}),
+                "absolute",
+            ),
         ] {
             let err = decode("acp.list_sessions", bad).unwrap_err();
             assert!(err.reason.contains(want), "{}", err.reason);

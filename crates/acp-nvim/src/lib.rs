@@ -64,7 +64,11 @@ pub async fn serve(
     // Every event passes the transcript recorder on its way to the batcher.
     let transcripts = Transcripts::new();
     let (to_batcher, events_rx) = mpsc::unbounded_channel();
-    let tee = tokio::spawn(transcript::tee(recorded_rx, to_batcher, transcripts.clone()));
+    let tee = tokio::spawn(transcript::tee(
+        recorded_rx,
+        to_batcher,
+        transcripts.clone(),
+    ));
     let (tx, rx) = mpsc::unbounded_channel();
     let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;

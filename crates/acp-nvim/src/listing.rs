@@ -88,7 +88,10 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                         Err(e) => answer(
                             caps,
                             None,
-                            Some(format!("the agent {} could not list its sessions: {e}", agent.name)),
+                            Some(format!(
+                                "the agent {} could not list its sessions: {e}",
+                                agent.name
+                            )),
                         ),
                     }
                 }

@@ -56,7 +56,12 @@ mod tests {
     fn names(servers: &[McpServer]) -> Vec<String> {
         servers
             .iter()
-            .map(|s| serde_json::to_value(s).unwrap()["name"].as_str().unwrap().to_owned())
+            .map(|s| {
+                serde_json::to_value(s).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect()
     }
 
@@ -66,7 +71,10 @@ mod tests {
         let (kept, warning) = supported(servers(), &none, "demo");
         assert_eq!(names(&kept), ["files"]);
         let warning = warning.unwrap();
-        assert!(warning.contains("`web` (http), `events` (sse) were not passed"), "{warning}");
+        assert!(
+            warning.contains("`web` (http), `events` (sse) were not passed"),
+            "{warning}"
+        );
         assert!(warning.contains("agent demo"), "{warning}");
         assert!(warning.contains("mcp_servers"), "{warning}");
 

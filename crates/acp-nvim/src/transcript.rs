@@ -419,7 +419,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path_for(dir.path(), "demo", "s1");
         let t = Transcripts::new();
-        t.expect(&chat(), "s1", path.clone(), "demo", dir.path(), Opening::Load);
+        t.expect(
+            &chat(),
+            "s1",
+            path.clone(),
+            "demo",
+            dir.path(),
+            Opening::Load,
+        );
         // A load's replay comes before session_started: not recorded.
         t.record(&chunk(0, "replayed"));
         t.record(&started("s1"));
@@ -443,7 +450,10 @@ mod tests {
         assert_eq!(r[2]["change"]["content"]["text"], "Hello");
         assert_eq!(r[2]["change"]["index"], 1);
         assert_eq!(r[3]["change"]["content"]["text"], "!");
-        assert_eq!(r[4], json!({"type": "turn_ended", "stop_reason": "end_turn"}));
+        assert_eq!(
+            r[4],
+            json!({"type": "turn_ended", "stop_reason": "end_turn"})
+        );
     }
 
     #[test]
@@ -477,8 +487,22 @@ mod tests {
     fn closing_an_old_session_leaves_the_chats_new_one() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new();
-        t.expect(&chat(), "old", path_for(dir.path(), "d", "old"), "d", dir.path(), Opening::New);
-        t.expect(&chat(), "new", path_for(dir.path(), "d", "new"), "d", dir.path(), Opening::New);
+        t.expect(
+            &chat(),
+            "old",
+            path_for(dir.path(), "d", "old"),
+            "d",
+            dir.path(),
+            Opening::New,
+        );
+        t.expect(
+            &chat(),
+            "new",
+            path_for(dir.path(), "d", "new"),
+            "d",
+            dir.path(),
+            Opening::New,
+        );
         t.close(&chat(), "old");
         t.record(&started("new"));
         t.record(&turn_ended());
@@ -491,7 +515,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new();
         let path = path_for(dir.path(), "demo", "s1");
-        t.expect(&chat(), "s1", path.clone(), "demo", dir.path(), Opening::New);
+        t.expect(
+            &chat(),
+            "s1",
+            path.clone(),
+            "demo",
+            dir.path(),
+            Opening::New,
+        );
         let (tx, rx) = mpsc::unbounded_channel();
         let (out, mut got) = mpsc::unbounded_channel();
         let task = tokio::spawn(tee(rx, out, t.clone()));

@@ -373,8 +373,8 @@ impl Agent {
         record.cwd = cwd.to_owned();
         record.mcp_servers = params.get("mcpServers").cloned().unwrap_or(Value::Null);
         let modes = record.saved.modes.clone().or(self.scenario.modes.clone());
-        let options = (record.saved.config_options.clone())
-            .or(self.scenario.config_options.clone());
+        let options =
+            (record.saved.config_options.clone()).or(self.scenario.config_options.clone());
         let live = record
             .live
             .get_or_insert_with(|| Live::start(&session_id, modes, options));

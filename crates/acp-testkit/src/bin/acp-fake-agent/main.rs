@@ -34,8 +34,14 @@ authFile) and exit, instead of speaking ACP.";
 fn main() -> ExitCode {
     init_logging();
     let (path, login) = match parse_args(std::env::args().skip(1)) {
-        Ok(Args { scenario: Some(path), login }) => (Some(path), login),
-        Ok(Args { scenario: None, login }) => (
+        Ok(Args {
+            scenario: Some(path),
+            login,
+        }) => (Some(path), login),
+        Ok(Args {
+            scenario: None,
+            login,
+        }) => (
             std::env::var_os("ACP_FAKE_SCENARIO").map(PathBuf::from),
             login,
         ),
@@ -149,7 +155,11 @@ mod tests {
             Some(PathBuf::from("b.json"))
         );
         assert!(args(&["--scenario"]).is_err());
-        let login = parse_args(["--login", "--scenario", "c.json"].map(String::from).into_iter());
+        let login = parse_args(
+            ["--login", "--scenario", "c.json"]
+                .map(String::from)
+                .into_iter(),
+        );
         assert_eq!(
             login.ok().unwrap(),
             Args {
