@@ -79,7 +79,7 @@ function M.text(chat)
     return (tostring(s):gsub("%%", "%%%%"))
   end
   local parts = { esc(chat.agent.name) }
-  local status_text = ({ opening = "starting…", busy = "working…", failed = "failed", dead = "stopped" })[chat.status]
+  local status_text = ({ opening = "starting…", busy = "working…", failed = "failed", dead = "stopped", readonly = "read-only" })[chat.status]
   if chat.title then
     parts[#parts + 1] = esc(chat.title)
   end
