@@ -677,10 +677,10 @@ function Chat:on_agent_exited(ev)
   self:update_permission_keys()
   local status = util.field(ev, "status")
   local key = config.options.keymaps.restart
-  local msg = ("The agent %s exited%s. %s to restart it and continue this session (:Acp reopen)."):format(
+  local msg = ("The agent %s exited%s. %s to restart it and continue this session (:Acp continue)."):format(
     self.agent.name,
     status ~= nil and (" (" .. tostring(status) .. ")") or "",
-    key and ("Press " .. key) or "Run :Acp reopen"
+    key and ("Press " .. key) or "Run :Acp continue"
   )
   self.transcript:error(msg, util.field(ev, "stderr_tail"))
   self:update_winbar()

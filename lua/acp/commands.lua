@@ -334,7 +334,7 @@ M.subcommands.logout = {
   end,
 }
 
-M.subcommands.reopen = {
+M.subcommands.continue = {
   desc = "restart the current chat's stopped agent and continue its session (resume, else load)",
   run = function()
     local chat = current_or_warn()
