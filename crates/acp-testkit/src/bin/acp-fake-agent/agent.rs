@@ -323,8 +323,10 @@ impl Agent {
                         json!({ "sessionId": session_id, "update": update }),
                     );
                 }
-                responder.send(Ok(result));
+                // Saved before the answer: a client may stop the agent as
+                // soon as it has it.
                 self.persist();
+                responder.send(Ok(result));
                 self.start_session(&session_id);
             }
             Err(error) => responder.send(Err(error)),
@@ -482,8 +484,8 @@ impl Agent {
         })();
         match changed {
             Ok((session_id, mode_id)) => {
-                responder.send(Ok(json!({})));
                 self.persist();
+                responder.send(Ok(json!({})));
                 self.notify_update(
                     &session_id,
                     json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode_id }),
@@ -507,8 +509,8 @@ impl Agent {
         })();
         match changed {
             Ok((session_id, options)) => {
-                responder.send(Ok(json!({ "configOptions": options })));
                 self.persist();
+                responder.send(Ok(json!({ "configOptions": options })));
                 self.notify_update(
                     &session_id,
                     json!({ "sessionUpdate": "config_option_update", "configOptions": options }),
@@ -577,6 +579,7 @@ impl Agent {
             let mut player =
                 Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason);
             let (stop_reason, late) = player.play(&turn.steps);
+            agent.persist();
             responder.send(Ok(json!({ "stopReason": stop_reason })));
             agent.end_turn(&id, &cancel);
             for (delay_ms, steps) in late {
@@ -601,8 +604,6 @@ impl Agent {
         {
             live.turns.retain(|t| !Arc::ptr_eq(t, cancel));
         }
-        drop(state);
-        self.persist();
     }
 
     /// Sends a `session/update` and records it in the session's history.
