@@ -377,4 +377,25 @@ T.test("per-agent MCP servers reach the agent; http ones only when advertised", 
   T.contains(table.concat(warned, "\n"), "`web` (http)", "the drop is explained")
 end)
 
+T.test("mcp_servers and transcripts are validated; transcripts = false writes none", function()
+  local config = require("acp.config")
+  for _, case in ipairs({
+    { { mcp_servers = { { command = "/bin/x" } } }, "`mcp_servers[1]` needs a `name`" },
+    { { mcp_servers = { { name = "w", type = "http" } } }, "needs a `url`" },
+    { { mcp_servers = { { name = "w", type = "ws", url = "x" } } }, "`mcp_servers[1].type`" },
+    { { agents = { x = { cmd = { "x" }, mcp_servers = { { name = "s" } } } } }, "agents.x.mcp_servers[1]" },
+    { { transcripts = "yes" }, "`transcripts` must be true or false" },
+  }) do
+    local err = config.validate(case[1])
+    T.truthy(err and err:find(case[2], 1, true), ("%s: got %s"):format(case[2], tostring(err)))
+  end
+  local opts = vim.deepcopy(config.options)
+  opts.transcripts = false
+  assert(require("acp").setup(opts))
+  local chat = T.open_chat("echo", dir)
+  T.eq(nil, chat.transcript_path, "no transcript")
+  opts.transcripts = true
+  assert(require("acp").setup(opts))
+end)
+
 T.run()
