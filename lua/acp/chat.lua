@@ -10,7 +10,7 @@ local permission = require("acp.permission")
 
 local M = {}
 
----@alias acp.ChatStatus "opening"|"ready"|"busy"|"cancelling"|"failed"|"dead"|"closed"
+---@alias acp.ChatStatus "opening"|"ready"|"busy"|"cancelling"|"failed"|"dead"|"closed"|"readonly"
 
 ---@class acp.Chat
 ---@field chat_id string id shared with the backend
@@ -31,6 +31,10 @@ local M = {}
 ---@field capabilities? table
 ---@field terminals table<string, acp.TerminalState>
 ---@field digit_keys boolean digit keys are mapped (a permission is pending)
+---@field readonly? boolean a transcript reopened from its file: no session, no prompts
+---@field transcript_path? string where the backend writes this session's transcript
+---@field auth_methods? table[] the agent's auth methods, after `auth_required`
+---@field opening? table the load/resume/auth options of the running `acp.open`
 local Chat = {}
 Chat.__index = Chat
 
@@ -131,9 +135,13 @@ function M.create(agent, cwd)
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
----@param resume? {load_session_id?: string, resume_session_id?: string} continue a stored session
+---@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean} continue a stored session; log in first; open a new session if the load/resume fails
 ---@return boolean ok, string? err
 function Chat:start(resume)
+  if self.readonly then
+    return false, "this chat is a read-only transcript"
+  end
+  self.opening = resume
   local backend = require("acp.backend")
   local ok, err = backend.ensure()
   if not ok then
@@ -158,7 +166,9 @@ function Chat:start(resume)
       init_timeout_ms = self.agent.init_timeout,
     },
     cwd = self.cwd,
-    mcp_servers = cfg.mcp_servers or {},
+    mcp_servers = self.agent.mcp_servers or {},
+    auth_method_id = resume and resume.auth_method_id or nil,
+    transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
     -- The backend answers auto_allow kinds itself (reported as
     -- `permission_auto`); the plugin also applies the list to requests that
     -- still reach it. `remember` switches the backend's memory of "always"
@@ -269,6 +279,9 @@ function Chat:_keymaps()
   map(tb, "n", k.focus_prompt, function()
     self:focus_prompt()
   end, "write a prompt")
+  map(tb, "n", k.restart, function()
+    self:restart()
+  end, "restart a stopped agent and continue the session")
 end
 
 --- Act on the line at `row` of the transcript (0-based).
@@ -360,6 +373,11 @@ end
 ---@param blocks table[]|fun(): table[]
 ---@return boolean ok, string? err
 function Chat:send(blocks)
+  if self.status == "readonly" then
+    local err = "this chat is a read-only transcript; start a new one with :Acp new, or pick a session with :Acp sessions"
+    util.notify(err, vim.log.levels.ERROR)
+    return false, err
+  end
   if self.status == "dead" or self.status == "failed" or self.status == "closed" then
     local err = ("this chat is %s; start a new one with :Acp new, or :Acp restart"):format(self.status)
     util.notify(err, vim.log.levels.ERROR)
@@ -447,7 +465,7 @@ end
 
 --- Close the chat: end the session, wipe its buffers.
 function Chat:close()
-  if self.status ~= "closed" then
+  if self.status ~= "closed" and not self.readonly then
     local backend = require("acp.backend")
     if backend.running() then
       backend.request("acp.close", { chat_id = self.chat_id })
@@ -493,24 +511,35 @@ function Chat:on_session_started(ev)
   self.modes = util.field(ev, "modes")
   self.config_options = util.field(ev, "config_options", "configOptions")
   self.capabilities = util.field(ev, "capabilities")
+  self.transcript_path = util.field(ev, "transcript_path")
+  self.opening = nil
   self:_flush()
   self:update_winbar()
 end
 
 ---@param ev table open_failed
 function Chat:on_open_failed(ev)
+  local opening = self.opening
+  self.opening = nil
   self.status = "failed"
-  self.queue = {}
   self.transcript:error(util.field(ev, "message") or "the session could not start", util.field(ev, "stderr_tail"))
+  if opening and opening.fallback_new then
+    -- A restart could not continue the session (the agent forgot it):
+    -- carry on in a new one rather than leave the chat dead.
+    self.transcript:note("— continuing in a new session —")
+    self:start()
+    return
+  end
+  self.queue = {}
   self:update_winbar()
 end
 
 ---@param ev table auth_required
 function Chat:on_auth_required(ev)
   self.status = "failed"
-  self.queue = {}
-  local lines = { ("✗ %s needs you to log in first. Log in from a terminal, then start a new chat (:Acp new %s)."):format(
-    self.agent.name,
+  self.opening = nil
+  self.auth_methods = util.field(ev, "auth_methods", "authMethods") or {}
+  local lines = { ("✗ %s needs you to log in first: pick a method (:Acp login), then the chat continues."):format(
     self.agent.name
   ) }
   for _, m in ipairs(util.field(ev, "auth_methods", "authMethods") or {}) do
@@ -519,6 +548,20 @@ function Chat:on_auth_required(ev)
   end
   self.transcript:note(lines, "AcpError")
   self:update_winbar()
+  if #self.auth_methods > 0 then
+    -- Not inside the event batch: choosing calls the backend again.
+    vim.schedule(function()
+      if self.status == "failed" then
+        require("acp.auth").choose(self)
+      end
+    end)
+  end
+end
+
+---@param _ev table logged_out
+function Chat:on_logged_out(_ev)
+  self.transcript:note(("— logged out of %s —"):format(self.agent.name))
+  util.notify(("logged out of %s"):format(self.agent.name))
 end
 
 ---@param change table SessionChange
@@ -652,10 +695,11 @@ function Chat:on_agent_exited(ev)
   self:update_permission_keys()
   self.transcript:end_unfinished_tools("failed")
   local status = util.field(ev, "status")
-  local msg = ("The agent %s exited%s. Start a new chat with :Acp new %s."):format(
+  local key = config.options.keymaps.restart
+  local msg = ("The agent %s exited%s. %s to restart it and continue this session (:Acp continue)."):format(
     self.agent.name,
     status ~= nil and (" (" .. tostring(status) .. ")") or "",
-    self.agent.name
+    key and ("Press " .. key) or "Run :Acp continue"
   )
   self.transcript:error(msg, util.field(ev, "stderr_tail"))
   self:update_winbar()
@@ -684,22 +728,59 @@ function Chat:on_backend_died(log_file)
   self:update_permission_keys()
   self.transcript.view:batch(function()
     self.transcript:end_unfinished_tools("failed")
-    self.transcript:error(("The acp.nvim backend stopped (log: %s). Run :Acp restart to continue with a new session."):format(log_file))
+    self.transcript:error(("The acp.nvim backend stopped (log: %s). Run :Acp restart to continue."):format(log_file))
   end)
   self:update_winbar()
 end
 
---- Start a new session in this chat (after :Acp restart).
+--- Open the chat's session again after its agent or the backend stopped:
+--- resumed when the agent can (no replay, the transcript stays), else
+--- loaded (the agent replays the history below a note), else a new session.
+--- When the agent no longer knows the session, a new one starts.
 ---@return boolean ok, string? err
 function Chat:reopen()
-  if self.status == "closed" then
-    return false, "closed"
+  if self.status == "closed" or self.readonly then
+    return false, self.readonly and "this chat is a read-only transcript" or "closed"
   end
   self.terminals = {}
+  local caps = self.capabilities or {}
+  local session_caps = util.field(caps, "sessionCapabilities", "session_capabilities") or {}
+  local id = self.session_id
+  local opts, note
+  if id and not util.is_null(util.field(session_caps, "resume")) then
+    opts = { resume_session_id = id, fallback_new = true }
+    note = "— restarted: session resumed —"
+  elseif id and util.field(caps, "loadSession", "load_session") == true then
+    opts = { load_session_id = id, fallback_new = true }
+    note = "— restarted: the session is loaded again; its history is replayed below —"
+  else
+    note = "— restarted: new session (the agent cannot resume or load sessions) —"
+  end
   self.transcript.view:batch(function()
-    self.transcript:note("— restarted: new session —")
+    self.transcript:note(note)
+    -- The new session numbers its entries from 0 again.
+    self.transcript:forget_entries()
   end)
-  return self:start()
+  return self:start(opts)
+end
+
+--- Restart a stopped agent (or backend) and continue the session.
+---@return boolean ok, string? err
+function Chat:restart()
+  if self.readonly then
+    util.notify("this chat is a read-only transcript; :Acp sessions opens the session itself", vim.log.levels.WARN)
+    return false
+  end
+  if self.status ~= "dead" and self.status ~= "failed" then
+    util.notify(("the agent of this chat is running (%s); nothing to restart"):format(self.status))
+    return false
+  end
+  local backend = require("acp.backend")
+  if not backend.running() then
+    -- :Acp restart also reopens every other chat.
+    return backend.restart()
+  end
+  return self:reopen()
 end
 
 M.Chat = Chat

@@ -216,6 +216,148 @@ M.subcommands["paste-image"] = {
   end,
 }
 
+M.subcommands.sessions = {
+  desc = "pick a stored session of an agent (or a transcript) to continue: :Acp sessions [agent] [--all]",
+  run = function(args)
+    local opts = {}
+    for _, a in ipairs(args) do
+      if a == "--all" then
+        opts.all = true
+      else
+        opts.agent = a
+      end
+    end
+    require("acp.sessions").pick(opts)
+  end,
+  complete = function(lead)
+    local names = vim.list_extend({ "--all" }, require("acp.config").agent_names())
+    return vim.tbl_filter(function(n)
+      return vim.startswith(n, lead)
+    end, names)
+  end,
+}
+
+--- Values of a select option, or true/false for a boolean one.
+---@param opt table
+---@return {value: any, name: string}[]
+local function option_values(opt)
+  if util.field(opt, "type") == "boolean" then
+    return { { value = true, name = "on" }, { value = false, name = "off" } }
+  end
+  return model_values(opt)
+end
+
+M.subcommands.option = {
+  desc = "set one of the agent's config options: :Acp option [id [value]] (menus without arguments)",
+  run = function(args)
+    local chat = current_or_warn()
+    if not chat then
+      return
+    end
+    local options = vim.tbl_filter(function(o)
+      local t = util.field(o, "type")
+      return t == "select" or t == "boolean"
+    end, chat.config_options or {})
+    if #options == 0 then
+      util.notify(chat.agent.name .. " has no config options", vim.log.levels.WARN)
+      return
+    end
+    local function pick_value(opt)
+      local id = util.field(opt, "id")
+      if args[2] then
+        local v = args[2]
+        if util.field(opt, "type") == "boolean" then
+          v = (v == "true" or v == "on" or v == "1")
+        end
+        chat:set_config_option(id, v)
+        return
+      end
+      vim.ui.select(option_values(opt), {
+        prompt = ("acp.nvim: %s"):format(util.field(opt, "name") or id),
+        format_item = function(v)
+          local current = util.field(opt, "currentValue", "current_value")
+          return v.name .. (v.value == current and " (current)" or "")
+        end,
+      }, function(v)
+        if v then
+          chat:set_config_option(id, v.value)
+        end
+      end)
+    end
+    if args[1] then
+      for _, o in ipairs(options) do
+        if util.field(o, "id") == args[1] then
+          pick_value(o)
+          return
+        end
+      end
+      util.notify(("%s has no option %q"):format(chat.agent.name, args[1]), vim.log.levels.ERROR)
+      return
+    end
+    vim.ui.select(options, {
+      prompt = "acp.nvim: option",
+      format_item = function(o)
+        local current = util.field(o, "currentValue", "current_value")
+        return ("%s (%s)"):format(util.field(o, "name") or util.field(o, "id"), tostring(current))
+      end,
+    }, function(o)
+      if o then
+        pick_value(o)
+      end
+    end)
+  end,
+  complete = function(lead)
+    local chat = require("acp.chat").current()
+    local ids = {}
+    for _, o in ipairs(chat and chat.config_options or {}) do
+      local id = util.field(o, "id")
+      if id and vim.startswith(id, lead) then
+        ids[#ids + 1] = id
+      end
+    end
+    return ids
+  end,
+}
+
+M.subcommands.login = {
+  desc = "log in to the current chat's agent (after it asked for a login)",
+  run = function()
+    local chat = current_or_warn()
+    if chat then
+      require("acp.auth").choose(chat)
+    end
+  end,
+}
+
+M.subcommands.logout = {
+  desc = "log out of the current chat's agent (when the agent supports it)",
+  run = function()
+    local chat = current_or_warn()
+    if not chat then
+      return
+    end
+    local auth = util.field(chat.capabilities or {}, "auth") or {}
+    if util.is_null(util.field(auth, "logout")) then
+      util.notify(chat.agent.name .. " does not support logging out (no auth.logout capability)", vim.log.levels.WARN)
+      return
+    end
+    local res, err = require("acp.backend").request("acp.logout", { chat_id = chat.chat_id })
+    if res == nil then
+      util.notify("could not log out: " .. tostring(err), vim.log.levels.ERROR)
+    end
+  end,
+}
+
+M.subcommands.continue = {
+  desc = "restart the current chat's stopped agent and continue its session (resume, else load)",
+  run = function()
+    local chat = current_or_warn()
+    if chat then
+      chat:restart()
+    end
+  end,
+}
+
 --- Run `:Acp {args}`.
 ---@param fargs string[]
 ---@param opts? table the user command's opts (range, line1, line2)

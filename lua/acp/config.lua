@@ -9,6 +9,7 @@ local M = {}
 ---@field env? table<string,string> extra environment (added to Neovim's own)
 ---@field cwd? string working directory of the agent process
 ---@field init_timeout? integer ms the agent may take to answer `initialize` (default 60000)
+---@field mcp_servers? table[] MCP servers for this agent's sessions (added to the global `mcp_servers`)
 
 ---@class acp.ResolvedAgent
 ---@field name string
@@ -16,6 +17,7 @@ local M = {}
 ---@field env table<string,string>
 ---@field cwd? string
 ---@field init_timeout? integer ms
+---@field mcp_servers table[] ACP McpServer objects (global ones first)
 
 ---@class acp.LayoutConfig
 ---@field position "right"|"left"|"float"|"tab"
@@ -32,6 +34,7 @@ local M = {}
 ---@field diff string|false transcript: open the diff of the tool call under the cursor
 ---@field permission string|false transcript: answer a pending permission with vim.ui.select
 ---@field focus_prompt string|false transcript: jump to the prompt input
+---@field restart string|false transcript: restart a stopped agent and continue the session
 
 ---@class acp.PermissionConfig
 ---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
@@ -53,6 +56,7 @@ local M = {}
 ---@field backend { cmd?: string[]|string }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field context acp.ContextConfig
+---@field transcripts boolean keep a JSONL transcript of every session under stdpath("state")/acp/transcripts
 
 --- Built-in agents. `demo` is resolved at use time (see `M.agent`).
 ---@type table<string, acp.AgentConfig>
@@ -78,6 +82,7 @@ M.defaults = {
     diff = "d",
     permission = "p",
     focus_prompt = "i",
+    restart = "R",
   },
   permission = { auto_allow = {}, remember = true },
   log_level = "info",
@@ -89,6 +94,7 @@ M.defaults = {
     max_image_bytes = 5 * 1024 * 1024,
     auto_complete = true,
   },
+  transcripts = true,
 }
 
 ---@type acp.Config
@@ -151,7 +157,7 @@ local function validate_agent(name, a)
   if type(a) ~= "table" then
     return ("`%s` must be a table like { cmd = { \"prog\", \"arg\" } } or false (got %s)"):format(path, describe(a))
   end
-  local err = check_keys(a, { cmd = true, env = true, cwd = true, init_timeout = true }, path .. ".")
+  local err = check_keys(a, { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true }, path .. ".")
   if err then
     return err
   end
@@ -180,6 +186,67 @@ local function validate_agent(name, a)
       describe(a.init_timeout)
     )
   end
+  if a.mcp_servers ~= nil then
+    return M.validate_mcp_servers(a.mcp_servers, path .. ".mcp_servers")
+  end
+end
+
+--- Check a list of MCP servers: each needs a `name`, and `command` (stdio)
+--- or `type = "http"|"sse"` with a `url`.
+---@param list any
+---@param path string
+---@return string? err
+function M.validate_mcp_servers(list, path)
+  if type(list) ~= "table" or (next(list) ~= nil and #list == 0) then
+    return ("`%s` must be a list of MCP server tables (got %s)"):format(path, describe(list))
+  end
+  for i, s in ipairs(list) do
+    local where = ("%s[%d]"):format(path, i)
+    if type(s) ~= "table" or type(s.name) ~= "string" then
+      return ("`%s` needs a `name` string"):format(where)
+    end
+    if s.type == "http" or s.type == "sse" then
+      if type(s.url) ~= "string" then
+        return ("`%s` (%s) needs a `url` string"):format(where, s.type)
+      end
+    elseif s.type ~= nil then
+      return ("`%s.type` must be \"http\" or \"sse\", or absent for a stdio server (got %s)"):format(where, describe(s.type))
+    elseif type(s.command) ~= "string" then
+      return ("`%s` needs a `command` (an absolute path), or `type = \"http\"` and a `url`"):format(where)
+    end
+  end
+end
+
+--- An MCP server from the config as ACP wants it: `env` and `headers` may be
+--- written as { NAME = "value" } maps and become [{name, value}] lists;
+--- `args`, `env` and `headers` default to empty lists.
+---@param s table
+---@return table
+function M.mcp_server_for_acp(s)
+  local out = vim.deepcopy(s)
+  local function pairs_list(v)
+    if type(v) ~= "table" then
+      return {}
+    end
+    if #v > 0 or next(v) == nil then
+      return v
+    end
+    local list = {}
+    for k, val in pairs(v) do
+      list[#list + 1] = { name = tostring(k), value = tostring(val) }
+    end
+    table.sort(list, function(a, b)
+      return a.name < b.name
+    end)
+    return list
+  end
+  if out.type == "http" or out.type == "sse" then
+    out.headers = pairs_list(out.headers)
+  else
+    out.args = out.args or {}
+    out.env = pairs_list(out.env)
+  end
+  return out
 end
 
 -- Listed explicitly: keys whose default is nil are absent from M.defaults.
@@ -193,6 +260,7 @@ local TOP_KEYS = {
   backend = true,
   mcp_servers = true,
   context = true,
+  transcripts = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -297,8 +365,14 @@ function M.validate(opts)
       return ("`backend.cmd` must be a path or a non-empty list of strings (got %s)"):format(describe(c))
     end
   end
-  if opts.mcp_servers ~= nil and (type(opts.mcp_servers) ~= "table") then
-    return ("`mcp_servers` must be a list of MCP server tables (got %s)"):format(describe(opts.mcp_servers))
+  if opts.mcp_servers ~= nil then
+    err = M.validate_mcp_servers(opts.mcp_servers, "mcp_servers")
+    if err then
+      return err
+    end
+  end
+  if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
+    return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
   if opts.context ~= nil then
     if type(opts.context) ~= "table" then
@@ -429,12 +503,19 @@ function M.agent(name)
   for k, v in pairs(merged.env or {}) do
     env[k] = tostring(v)
   end
+  local servers = {}
+  for _, list in ipairs({ M.options.mcp_servers or {}, merged.mcp_servers or {} }) do
+    for _, s in ipairs(list) do
+      servers[#servers + 1] = M.mcp_server_for_acp(s)
+    end
+  end
   return {
     name = name,
     cmd = merged.cmd,
     env = env,
     cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil,
     init_timeout = merged.init_timeout,
+    mcp_servers = servers,
   }
 end
 

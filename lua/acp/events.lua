@@ -112,12 +112,28 @@ function handlers.agent_exited(chat, ev)
   chat:on_agent_exited(ev)
 end
 
+function handlers.logged_out(chat, ev)
+  chat:on_logged_out(ev)
+end
+
+--- Events that concern no chat, by type.
+---@type table<string, fun(ev: table)>
+local global_handlers = {
+  sessions_listed = function(ev)
+    require("acp.sessions").on_listed(ev)
+  end,
+}
+
 ---@param ev table
 ---@param ctx table
 local function handle(ev, ctx)
   local t = util.field(ev, "type")
   if t == "warning" then
     util.notify(tostring(util.field(ev, "message") or "warning from the backend"), vim.log.levels.WARN)
+    return
+  end
+  if global_handlers[t] then
+    global_handlers[t](ev)
     return
   end
   local handler = handlers[t]

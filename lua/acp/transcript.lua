@@ -380,4 +380,13 @@ function Transcript:diff_at(row)
   return best and best[2]
 end
 
+--- Forget which blocks show which entries and tool calls (the text stays):
+--- a new session numbers its entries from 0 and may reuse tool call ids.
+function Transcript:forget_entries()
+  self.entries = {}
+  self.tools = {}
+  self.plan_block = nil
+  self.side = nil
+end
+
 return Transcript

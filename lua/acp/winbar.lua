@@ -85,6 +85,7 @@ function M.text(chat)
     cancelling = "cancelling…",
     failed = "failed",
     dead = "stopped",
+    readonly = "read-only",
   })[chat.status]
   if chat.title then
     parts[#parts + 1] = esc(chat.title)

@@ -66,6 +66,10 @@ pub struct ConnectionOptions {
     /// applied after the agent's `env`, so an agent can neither change nor
     /// blank them (e.g. `PATH`, `GIT_SSH_COMMAND`, a proxy).
     pub pinned_env: Vec<(String, String)>,
+    /// Advertise `clientCapabilities.auth.terminal`: the editor can run the
+    /// agent's own command with a `terminal` auth method's args and env in
+    /// an interactive terminal. Agents offer such methods only then.
+    pub terminal_auth: bool,
 }
 
 impl Default for ConnectionOptions {
@@ -83,6 +87,7 @@ impl Default for ConnectionOptions {
             auto_allow_kinds: Vec::new(),
             allowed_paths: Vec::new(),
             pinned_env: Vec::new(),
+            terminal_auth: false,
         }
     }
 }
@@ -339,6 +344,7 @@ impl Connection {
                     "writeTextFile": caps.write_text_file,
                 },
                 "terminal": caps.terminal,
+                "auth": { "terminal": self.shared.options.terminal_auth },
             },
             "clientInfo": {
                 "name": self.shared.options.client_name,

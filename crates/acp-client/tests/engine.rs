@@ -40,6 +40,11 @@ async fn initialize_sends_version_one_and_host_capabilities() {
         false
     );
     assert_eq!(req["params"]["clientCapabilities"]["terminal"], false);
+    // Terminal auth methods are opt-in (ConnectionOptions::terminal_auth).
+    assert_eq!(
+        req["params"]["clientCapabilities"]["auth"]["terminal"],
+        false
+    );
     assert_eq!(req["params"]["clientInfo"]["name"], "acp-client");
     let info = init.await.unwrap().unwrap();
     assert!(info.capabilities.load_session);

@@ -207,6 +207,8 @@ impl Agents {
             client_name: "acp.nvim".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             shutdown_grace: SHUTDOWN_GRACE,
+            // The plugin runs terminal auth methods in a Neovim terminal.
+            terminal_auth: true,
             ..ConnectionOptions::default()
         };
         if let Some(timeout) = spec.init_timeout {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -11,7 +12,9 @@ use crate::batcher::EventQueue;
 use crate::chat::{self, ChatCommand, ChatHandle};
 use crate::command::{ChatId, Command};
 use crate::event::Event;
+use crate::listing::{self, ListRequest};
 use crate::prompts::Prompts;
+use crate::transcript::Transcripts;
 
 /// What the msgpack handler forwards to the command loop.
 #[derive(Debug)]
@@ -29,6 +32,8 @@ pub struct Backend {
     events: EventQueue,
     prompts: Arc<Prompts>,
     chats: HashMap<ChatId, ChatHandle>,
+    transcripts: Option<Arc<Transcripts>>,
+    list_linger: Duration,
 }
 
 impl Backend {
@@ -39,7 +44,24 @@ impl Backend {
             prompts: shared.prompts.clone(),
             agents: Agents::new(shared),
             chats: HashMap::new(),
+            transcripts: None,
+            list_linger: listing::LINGER,
         }
+    }
+
+    /// Records the transcripts of chats whose open names a directory (the
+    /// events must pass [`crate::transcript::tee`] with the same
+    /// `transcripts`). Without it, `transcript_dir` is ignored.
+    pub fn with_transcripts(mut self, transcripts: Arc<Transcripts>) -> Self {
+        self.transcripts = Some(transcripts);
+        self
+    }
+
+    /// How long an agent started for `acp.list_sessions` waits for a chat
+    /// before it is stopped (default [`listing::LINGER`]).
+    pub fn with_list_linger(mut self, linger: Duration) -> Self {
+        self.list_linger = linger;
+        self
     }
 
     /// The agent processes, for inspection.
@@ -76,7 +98,12 @@ impl Backend {
                     old.send(ChatCommand::Close);
                 }
                 let chat_id = open.chat_id.clone();
-                let handle = chat::start(self.agents.clone(), self.events.clone(), *open);
+                let handle = chat::start(
+                    self.agents.clone(),
+                    self.events.clone(),
+                    *open,
+                    self.transcripts.clone(),
+                );
                 self.chats.insert(chat_id, handle);
             }
             Command::Prompt { chat_id, blocks } => {
@@ -132,6 +159,27 @@ impl Backend {
                     "acp.complete_files reached the command loop; it is answered by the handler"
                 )
             }
+            Command::ListSessions {
+                request_id,
+                agent,
+                cwd,
+                all,
+            } => listing::start(
+                self.agents.clone(),
+                self.events.clone(),
+                ListRequest {
+                    request_id,
+                    agent,
+                    cwd,
+                    all,
+                },
+                self.list_linger,
+            ),
+            Command::Logout { chat_id } => {
+                if !self.send(&chat_id, ChatCommand::Logout) {
+                    self.no_session_warning(chat_id);
+                }
+            }
         }
     }
 
@@ -151,6 +199,9 @@ impl Backend {
         let chats = self.chats.len();
         self.chats.clear();
         self.agents.shutdown_all().await;
+        if let Some(t) = &self.transcripts {
+            t.flush_all();
+        }
         tracing::info!(chats, "backend shut down its agents");
     }
 }

@@ -24,6 +24,8 @@ use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
 use crate::event::Event;
+use crate::mcp;
+use crate::transcript::{self, Opening, Transcripts};
 
 /// How long closing a session may take before the chat stops waiting.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,6 +48,8 @@ pub enum ChatCommand {
     },
     /// Close the session and end the task.
     Close,
+    /// Log out of the agent (`logout`).
+    Logout,
 }
 
 /// The backend's handle on a chat task.
@@ -63,9 +67,16 @@ impl ChatHandle {
 }
 
 /// Starts the task of a chat; the outcome of the open arrives as an event.
-pub fn start(agents: Arc<Agents>, events: EventQueue, open: OpenChat) -> ChatHandle {
+/// With `transcripts`, a chat whose open names a `transcript_dir` records
+/// its session there.
+pub fn start(
+    agents: Arc<Agents>,
+    events: EventQueue,
+    open: OpenChat,
+    transcripts: Option<Arc<Transcripts>>,
+) -> ChatHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(agents, events, open, rx));
+    tokio::spawn(run(agents, events, open, rx, transcripts));
     ChatHandle { tx }
 }
 
@@ -76,8 +87,10 @@ async fn run(
     events: EventQueue,
     open: OpenChat,
     mut rx: mpsc::UnboundedReceiver<ChatCommand>,
+    transcripts: Option<Arc<Transcripts>>,
 ) {
     let chat = open.chat_id.clone();
+    let transcripts = transcripts.filter(|_| open.transcript_dir.is_some());
     let agent = match agents.acquire(
         &open.agent,
         &open.cwd,
@@ -103,7 +116,7 @@ async fn run(
     // `close`, which abandons the open.
     let mut waiting = VecDeque::new();
     let opened = {
-        let opening = open_session(&agent, &open, &events);
+        let opening = open_session(&agent, &open, &events, transcripts.as_deref());
         tokio::pin!(opening);
         loop {
             tokio::select! {
@@ -153,6 +166,9 @@ async fn run(
         Ok(Err(e)) => tracing::debug!(%chat, "session/close failed: {e}"),
         Err(_) => tracing::warn!(%chat, "the agent did not answer session/close in time"),
     }
+    if let Some(t) = &transcripts {
+        t.close(&chat, &session.to_string());
+    }
     agent.host.unregister(&session);
     leave(&agents, &agent, &chat).await;
 }
@@ -174,7 +190,12 @@ fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
 
 /// Initializes the agent (once per process) and opens the chat's session.
 /// Failures are reported as events; `None` then.
-async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Option<SessionId> {
+async fn open_session(
+    agent: &Agent,
+    open: &OpenChat,
+    events: &EventQueue,
+    transcripts: Option<&Transcripts>,
+) -> Option<SessionId> {
     let chat = &open.chat_id;
     let info = match agent.ready().await {
         Ok(info) => info,
@@ -187,8 +208,33 @@ async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Op
             return None;
         }
     };
+    if let Some(method_id) = &open.auth_method_id {
+        if let Err(e) = agent.conn.authenticate(method_id).await {
+            events.push(Event::OpenFailed {
+                chat_id: chat.clone(),
+                message: format!(
+                    "The agent {} did not log you in with `{method_id}`: {e}. Try another method, or log in with the agent's own command in a terminal.",
+                    agent.name
+                ),
+                stderr_tail: agent.conn.stderr_tail(),
+            });
+            return None;
+        }
+        tracing::info!(%chat, agent = %agent.name, method_id, "authenticated");
+    }
     let mut params = SessionParams::new(open.cwd.clone());
-    params.mcp_servers = open.mcp_servers.clone();
+    let (servers, dropped) = mcp::supported(
+        open.mcp_servers.clone(),
+        &info.capabilities.mcp_capabilities,
+        &agent.name,
+    );
+    if let Some(message) = dropped {
+        events.push(Event::Warning {
+            chat_id: Some(chat.clone()),
+            message,
+        });
+    }
+    params.mcp_servers = servers;
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());
@@ -208,7 +254,31 @@ async fn open_session(agent: &Agent, open: &OpenChat, events: &EventQueue) -> Op
     match result {
         Ok(started) => {
             let session = started.session_id.clone();
-            let event = session_started(chat, &agent.name, &info, started);
+            let mut event = session_started(chat, &agent.name, &info, started);
+            if let (Some(t), Some(dir)) = (transcripts, &open.transcript_dir) {
+                let path = transcript::path_for(dir, &agent.name, &session.to_string());
+                let opening = if open.load_session_id.is_some() {
+                    Opening::Load
+                } else if open.resume_session_id.is_some() {
+                    Opening::Resume
+                } else {
+                    Opening::New
+                };
+                t.expect(
+                    chat,
+                    &session.to_string(),
+                    path.clone(),
+                    &agent.name,
+                    &open.cwd,
+                    opening,
+                );
+                if let Event::SessionStarted {
+                    transcript_path, ..
+                } = &mut event
+                {
+                    *transcript_path = Some(path.to_string_lossy().into_owned());
+                }
+            }
             agent
                 .host
                 .register(session.clone(), chat.clone(), Some(event));
@@ -262,6 +332,7 @@ fn session_started(
             .then(|| to_json(&started.config_options)),
         capabilities: to_json(&info.capabilities),
         auth_methods: (!info.auth_methods.is_empty()).then(|| to_json(&info.auth_methods)),
+        transcript_path: None,
     }
 }
 
@@ -312,6 +383,7 @@ impl ChatLoop {
                 Some(ChatCommand::SetConfigOption { config_id, value }) => {
                     self.set_config_option(config_id, value)
                 }
+                Some(ChatCommand::Logout) => self.logout(),
             }
         }
     }
@@ -410,6 +482,22 @@ impl ChatLoop {
                     chat_id: Some(chat),
                     message: format!("could not switch to mode `{mode_id}`: {e}"),
                 });
+            }
+        });
+    }
+
+    fn logout(&self) {
+        let conn = self.agent.conn.clone();
+        let events = self.events.clone();
+        let chat = self.chat.clone();
+        let name = self.agent.name.clone();
+        tokio::spawn(async move {
+            match conn.logout().await {
+                Ok(()) => events.push(Event::LoggedOut { chat_id: chat }),
+                Err(e) => events.push(Event::Warning {
+                    chat_id: Some(chat),
+                    message: format!("could not log out of {name}: {e}"),
+                }),
             }
         });
     }

@@ -71,6 +71,11 @@ pub struct OpenChat {
     /// Whether "always" answers are remembered (`permission.remember` of
     /// the plugin's config); `None` when the plugin did not send the field.
     pub remember: Option<bool>,
+    /// Send `authenticate` with this method id before opening the session
+    /// (the user picked it after `auth_required`).
+    pub auth_method_id: Option<String>,
+    /// Write the session's transcript under this directory.
+    pub transcript_dir: Option<PathBuf>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -137,6 +142,24 @@ pub enum Command {
     /// `acp.complete_files`: workspace files for `@` completion (a request,
     /// answered by the handler from the file index).
     CompleteFiles(crate::files::FileQuery),
+    /// `acp.list_sessions`: the agent's stored sessions, answered with a
+    /// `sessions_listed` event.
+    ListSessions {
+        /// Echoed in the answer, so the plugin can match it.
+        request_id: String,
+        /// The agent to start or share.
+        agent: AgentSpec,
+        /// Where the agent runs (unless `agent.cwd`), and the sessions'
+        /// directory unless `all`.
+        cwd: PathBuf,
+        /// List the sessions of every directory.
+        all: bool,
+    },
+    /// `acp.logout`: log out of the chat's agent.
+    Logout {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
 }
 
 /// A message from the plugin that could not be decoded.
@@ -305,6 +328,10 @@ impl Command {
             }),
             "acp.shutdown" => Ok(Command::Shutdown),
             "acp.complete_files" => decode_complete_files(&p),
+            "acp.list_sessions" => decode_list_sessions(&p),
+            "acp.logout" => Ok(Command::Logout {
+                chat_id: p.chat_id()?,
+            }),
             _ => Err(p.bad("no such method")),
         }
     }
@@ -322,12 +349,39 @@ impl Command {
             Command::SetConfigOption { .. } => "acp.set_config_option",
             Command::Shutdown => "acp.shutdown",
             Command::CompleteFiles(_) => "acp.complete_files",
+            Command::ListSessions { .. } => "acp.list_sessions",
+            Command::Logout { .. } => "acp.logout",
         }
     }
 }
 
-fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
-    let chat_id = p.chat_id()?;
+fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
+    let request_id = match p.get("request_id") {
+        Some(Value::Integer(i)) => i.to_string(),
+        Some(v) => p.as_string("request_id", v)?,
+        None => return Err(p.bad("`request_id` is missing")),
+    };
+    let cwd = match p.get("cwd") {
+        Some(v) => p.path("cwd", v)?,
+        None => return Err(p.bad("`cwd` is missing")),
+    };
+    let all = match p.get("all") {
+        None => false,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(p.bad(format!("`all` must be true or false, got {}", kind(other))))
+        }
+    };
+    Ok(Command::ListSessions {
+        request_id,
+        agent: decode_agent(p)?,
+        cwd,
+        all,
+    })
+}
+
+/// The `agent` table of `acp.open` and `acp.list_sessions`.
+fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
     let agent = p.get("agent").ok_or_else(|| p.bad("`agent` is missing"))?;
     if !matches!(agent, Value::Map(_)) {
         return Err(p.bad(format!("`agent` must be a table, got {}", kind(agent))));
@@ -384,6 +438,18 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
             )))
         }
     };
+    Ok(AgentSpec {
+        name,
+        cmd,
+        env,
+        cwd: agent_cwd,
+        init_timeout,
+    })
+}
+
+fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
+    let chat_id = p.chat_id()?;
+    let agent = decode_agent(p)?;
     let cwd = match p.get("cwd") {
         Some(v) => p.path("cwd", v)?,
         None => return Err(p.bad("`cwd` is missing")),
@@ -431,21 +497,22 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
     if load_session_id.is_some() && resume_session_id.is_some() {
         return Err(p.bad("give `load_session_id` or `resume_session_id`, not both"));
     }
+    let auth_method_id = p.opt_string("auth_method_id")?;
+    let transcript_dir = p
+        .get("transcript_dir")
+        .map(|v| p.path("transcript_dir", v))
+        .transpose()?;
     Ok(OpenChat {
         chat_id,
-        agent: AgentSpec {
-            name,
-            cmd,
-            env,
-            cwd: agent_cwd,
-            init_timeout,
-        },
+        agent,
         cwd,
         mcp_servers,
         load_session_id,
         resume_session_id,
         auto_allow,
         remember,
+        auth_method_id,
+        transcript_dir,
     })
 }
 
@@ -835,5 +902,65 @@ mod tests {
         let err = decode("acp.frobnicate", json!({})).unwrap_err();
         assert!(err.to_string().contains("`acp.frobnicate`"));
         assert!(err.to_string().contains("checkhealth"));
+    }
+    #[test]
+    fn decodes_list_sessions_logout_and_the_auth_and_transcript_fields_of_open() {
+        let cmd = decode(
+            "acp.list_sessions",
+            json!({"request_id": 3, "agent": {"name": "demo", "cmd": ["demo-agent"]},
+                   "cwd": "/p", "all": true}),
+        )
+        .unwrap();
+        let Command::ListSessions {
+            request_id,
+            agent,
+            cwd,
+            all,
+        } = cmd
+        else {
+            panic!("not a list");
+        };
+        assert_eq!(request_id, "3");
+        assert_eq!(agent.cmd, vec!["demo-agent"]);
+        assert_eq!(cwd, PathBuf::from("/p"));
+        assert!(all);
+        for (bad, want) in [
+            (json!({"agent": {"cmd": ["x"]}, "cwd": "/p"}), "request_id"),
+            (
+                json!({"request_id": "r", "cwd": "/p"}),
+                "`agent` is missing",
+            ),
+            (
+                json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "/p", "all": 1}),
+                "`all`",
+            ),
+            (
+                json!({"request_id": "r", "agent": {"cmd": ["x"]}, "cwd": "p"}),
+                "absolute",
+            ),
+        ] {
+            let err = decode("acp.list_sessions", bad).unwrap_err();
+            assert!(err.reason.contains(want), "{}", err.reason);
+        }
+        assert_eq!(
+            decode("acp.logout", json!({"chat_id": "c"})).unwrap(),
+            Command::Logout {
+                chat_id: ChatId("c".into())
+            }
+        );
+        let mut p = open_params();
+        p["auth_method_id"] = json!("login");
+        p["transcript_dir"] = json!("/state/acp/transcripts");
+        let Command::Open(open) = decode("acp.open", p).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.auth_method_id.as_deref(), Some("login"));
+        assert_eq!(
+            open.transcript_dir,
+            Some(PathBuf::from("/state/acp/transcripts"))
+        );
+        let mut p = open_params();
+        p["transcript_dir"] = json!("relative");
+        assert!(decode("acp.open", p).is_err());
     }
 }

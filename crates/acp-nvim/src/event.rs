@@ -30,6 +30,8 @@ pub enum Event {
         capabilities: Json,
         /// The agent's auth methods, when it listed any.
         auth_methods: Option<Json>,
+        /// The file the session's transcript is written to, if any.
+        transcript_path: Option<String>,
     },
     /// The session could not be opened; `message` names the fix.
     OpenFailed {
@@ -131,6 +133,25 @@ pub enum Event {
         /// A sentence for the user.
         message: String,
     },
+    /// The answer to `acp.list_sessions`.
+    SessionsListed {
+        /// The `request_id` of the request.
+        request_id: String,
+        /// The agent, as the plugin named it.
+        agent_name: String,
+        /// The agent's capabilities, when it started.
+        capabilities: Option<Json>,
+        /// Every `SessionInfo` of `session/list`, newest first; `None`
+        /// when the agent cannot list sessions or failed to.
+        sessions: Option<Json>,
+        /// Why there is no list, as a sentence.
+        message: Option<String>,
+    },
+    /// The agent of the chat logged out.
+    LoggedOut {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
 }
 
 impl Event {
@@ -150,6 +171,8 @@ impl Event {
             Event::PromptFailed { .. } => "prompt_failed",
             Event::AgentExited { .. } => "agent_exited",
             Event::Warning { .. } => "warning",
+            Event::SessionsListed { .. } => "sessions_listed",
+            Event::LoggedOut { .. } => "logged_out",
         }
     }
 
@@ -167,8 +190,10 @@ impl Event {
             | Event::FileEdited { chat_id, .. }
             | Event::TurnEnded { chat_id, .. }
             | Event::PromptFailed { chat_id, .. }
-            | Event::AgentExited { chat_id, .. } => Some(chat_id),
+            | Event::AgentExited { chat_id, .. }
+            | Event::LoggedOut { chat_id } => Some(chat_id),
             Event::Warning { chat_id, .. } => chat_id.as_ref(),
+            Event::SessionsListed { .. } => None,
         }
     }
 
@@ -186,8 +211,12 @@ impl Event {
                 config_options,
                 capabilities,
                 auth_methods,
+                transcript_path,
                 ..
             } => {
+                if let Some(path) = transcript_path {
+                    put("transcript_path", json!(path));
+                }
                 put("session_id", json!(session_id));
                 put("agent_name", json!(agent_name));
                 if let Some(modes) = modes {
@@ -259,6 +288,25 @@ impl Event {
                 put("status", json!(status));
                 put("stderr_tail", json!(stderr_tail));
             }
+            Event::SessionsListed {
+                request_id,
+                agent_name,
+                capabilities,
+                sessions,
+                message,
+            } => {
+                put("request_id", json!(request_id));
+                put("agent_name", json!(agent_name));
+                for (k, v) in [("capabilities", capabilities), ("sessions", sessions)] {
+                    if let Some(v) = v {
+                        put(k, v.clone());
+                    }
+                }
+                if let Some(message) = message {
+                    put("message", json!(message));
+                }
+            }
+            Event::LoggedOut { .. } => {}
         }
         // Set last so that no payload field can overwrite them.
         m.insert("type".to_owned(), json!(self.kind()));

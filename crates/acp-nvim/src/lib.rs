@@ -31,9 +31,12 @@ pub mod event;
 pub mod files;
 pub mod handler;
 pub mod host;
+pub mod listing;
 pub mod logging;
+pub mod mcp;
 pub mod msgpack;
 pub mod prompts;
+pub mod transcript;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,6 +51,7 @@ use crate::editor::{Editor, NvimEditor};
 use crate::event::Event;
 use crate::handler::{HelloInfo, NvimHandler};
 use crate::prompts::Prompts;
+use crate::transcript::Transcripts;
 
 /// How long the agents get to stop when Neovim is gone.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -59,7 +63,15 @@ pub async fn serve(
     log_file: Option<PathBuf>,
     startup_warning: Option<String>,
 ) -> std::io::Result<()> {
-    let (events, events_rx) = EventQueue::new();
+    let (events, recorded_rx) = EventQueue::new();
+    // Every event passes the transcript recorder on its way to the batcher.
+    let transcripts = Transcripts::new();
+    let (to_batcher, events_rx) = mpsc::unbounded_channel();
+    let tee = tokio::spawn(transcript::tee(
+        recorded_rx,
+        to_batcher,
+        transcripts.clone(),
+    ));
     let (tx, rx) = mpsc::unbounded_channel();
     let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;
@@ -79,7 +91,8 @@ pub async fn serve(
         events: events.clone(),
         editor,
         prompts: Arc::new(Prompts::new()),
-    });
+    })
+    .with_transcripts(transcripts.clone());
     let backend = tokio::spawn(backend.run(rx));
     if let Some(message) = startup_warning {
         events.push(Event::Warning {
@@ -116,6 +129,8 @@ pub async fn serve(
     drop(tx);
     drop(events);
     backend.abort();
+    transcripts.flush_all();
+    tee.abort();
     batcher.abort();
     Ok(())
 }

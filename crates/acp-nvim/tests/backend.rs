@@ -131,6 +131,8 @@ impl Rig {
             resume_session_id: None,
             auto_allow: None,
             remember: None,
+            auth_method_id: None,
+            transcript_dir: None,
         }
     }
 
@@ -393,6 +395,8 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         resume_session_id: None,
         auto_allow: None,
         remember: None,
+        auth_method_id: None,
+        transcript_dir: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -531,6 +535,8 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         resume_session_id: None,
         auto_allow: None,
         remember: None,
+        auth_method_id: None,
+        transcript_dir: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");

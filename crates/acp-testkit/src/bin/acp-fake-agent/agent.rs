@@ -75,7 +75,12 @@ impl Drop for Responder {
 impl Agent {
     /// An agent playing `scenario`, with no sessions open yet.
     pub fn new(scenario: Scenario) -> Arc<Self> {
-        let store = Store::new(&scenario.sessions);
+        let mut store = Store::new(&scenario.sessions);
+        if let Some(path) = &scenario.session_store {
+            if let Err(err) = store.merge_file(path) {
+                tracing::error!("{err}; starting with the scenario's sessions only");
+            }
+        }
         Arc::new(Self {
             scenario,
             out: Out::new(),
@@ -121,6 +126,16 @@ impl Agent {
         }
         tracing::info!("stdin closed; exiting");
         self.out.lock().flush();
+    }
+
+    /// Writes the sessions to the scenario's `sessionStore`, if it has one.
+    pub fn persist(&self) {
+        let Some(path) = &self.scenario.session_store else {
+            return;
+        };
+        if let Err(err) = self.state().store.save_file(path) {
+            tracing::error!("{err}");
+        }
     }
 
     /// Makes the reader stop consuming stdin (the `stopReadingStdin` step).
@@ -198,6 +213,7 @@ impl Agent {
         match method {
             "initialize" => self.initialize(responder),
             "authenticate" => responder.send(self.authenticate(&params)),
+            "logout" => responder.send(self.logout()),
             "session/new" => self.open_session(responder, &params, Open::New),
             "session/load" => self.open_session(responder, &params, Open::Load),
             "session/resume" => self.open_session(responder, &params, Open::Resume),
@@ -260,11 +276,37 @@ impl Agent {
             )));
         }
         self.state().authenticated = true;
+        if let Some(path) = &self.scenario.auth_file {
+            if let Err(err) = std::fs::write(path, method_id) {
+                tracing::error!("cannot write the auth file {}: {err}", path.display());
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// `logout`, when `agentCapabilities.auth.logout` is advertised: the
+    /// next session needs `authenticate` again (the `authFile` is removed).
+    fn logout(&self) -> Reply {
+        let caps = self.scenario.agent_capabilities();
+        if caps.pointer("/auth/logout").is_none_or(Value::is_null) {
+            return Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                "`logout` is not supported: the agent did not advertise auth.logout",
+            ));
+        }
+        self.state().authenticated = false;
+        if let Some(path) = &self.scenario.auth_file {
+            if let Err(err) = std::fs::remove_file(path) {
+                tracing::info!("auth file {} not removed: {err}", path.display());
+            }
+        }
         Ok(json!({}))
     }
 
     fn require_auth(&self) -> Result<(), RpcError> {
-        if self.scenario.auth_required && !self.state().authenticated {
+        let logged_in = self.state().authenticated
+            || self.scenario.auth_file.as_ref().is_some_and(|f| f.exists());
+        if self.scenario.auth_required && !logged_in {
             let mut error = RpcError::new(codes::AUTH_REQUIRED, "Authentication required");
             error.data = Some(json!({ "authMethods": self.scenario.auth_methods() }));
             return Err(error);
@@ -281,6 +323,9 @@ impl Agent {
                         json!({ "sessionId": session_id, "update": update }),
                     );
                 }
+                // Saved before the answer: a client may stop the agent as
+                // soon as it has it.
+                self.persist();
                 responder.send(Ok(result));
                 self.start_session(&session_id);
             }
@@ -314,6 +359,8 @@ impl Agent {
                     updated_at: Some(sessions::now_iso8601()),
                     history: Vec::new(),
                     live: None,
+                    saved: sessions::Saved::default(),
+                    mcp_servers: Value::Null,
                 });
                 id
             }
@@ -326,13 +373,13 @@ impl Agent {
             )
         })?;
         record.cwd = cwd.to_owned();
-        let live = record.live.get_or_insert_with(|| {
-            Live::start(
-                &session_id,
-                self.scenario.modes.clone(),
-                self.scenario.config_options.clone(),
-            )
-        });
+        record.mcp_servers = params.get("mcpServers").cloned().unwrap_or(Value::Null);
+        let modes = record.saved.modes.clone().or(self.scenario.modes.clone());
+        let options =
+            (record.saved.config_options.clone()).or(self.scenario.config_options.clone());
+        let live = record
+            .live
+            .get_or_insert_with(|| Live::start(&session_id, modes, options));
         let mut result = json!({});
         if let Some(modes) = &live.modes {
             result["modes"] = json!(modes);
@@ -406,12 +453,14 @@ impl Agent {
         let Some(record) = state.store.get_mut(session_id) else {
             return Err(not_found(session_id));
         };
-        if let Some(live) = record.live.take() {
+        if let Some(live) = record.close() {
             live.cancel_turns();
         }
         if delete {
             state.store.remove(session_id);
         }
+        drop(state);
+        self.persist();
         Ok(json!({}))
     }
 
@@ -435,6 +484,7 @@ impl Agent {
         })();
         match changed {
             Ok((session_id, mode_id)) => {
+                self.persist();
                 responder.send(Ok(json!({})));
                 self.notify_update(
                     &session_id,
@@ -459,6 +509,7 @@ impl Agent {
         })();
         match changed {
             Ok((session_id, options)) => {
+                self.persist();
                 responder.send(Ok(json!({ "configOptions": options })));
                 self.notify_update(
                     &session_id,
@@ -530,6 +581,7 @@ impl Agent {
                 Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason)
                     .with_prompt_blocks(prompt_blocks);
             let (stop_reason, late) = player.play(&turn.steps);
+            agent.persist();
             responder.send(Ok(json!({ "stopReason": stop_reason })));
             agent.end_turn(&id, &cancel);
             for (delay_ms, steps) in late {

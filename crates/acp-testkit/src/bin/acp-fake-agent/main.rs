@@ -23,17 +23,28 @@ use scenario::Scenario;
 /// The demo scenario, built in so the binary runs anywhere without files.
 const DEMO: &str = include_str!("../../../scenarios/demo.json");
 
-const USAGE: &str = "usage: acp-fake-agent [--scenario FILE.json]
+const USAGE: &str = "usage: acp-fake-agent [--scenario FILE.json] [--login]
 
 A scripted Agent Client Protocol agent speaking JSON-RPC on stdin/stdout.
 Without a scenario (flag or ACP_FAKE_SCENARIO) it plays the bundled demo.
-Logs go to stderr; set ACP_FAKE_LOG (e.g. debug) to change their level.";
+Logs go to stderr; set ACP_FAKE_LOG (e.g. debug) to change their level.
+--login: log in the way a terminal auth method does (writes the scenario's
+authFile) and exit, instead of speaking ACP.";
 
 fn main() -> ExitCode {
     init_logging();
-    let path = match scenario_path(std::env::args().skip(1)) {
-        Ok(Some(path)) => Some(path),
-        Ok(None) => std::env::var_os("ACP_FAKE_SCENARIO").map(PathBuf::from),
+    let (path, login) = match parse_args(std::env::args().skip(1)) {
+        Ok(Args {
+            scenario: Some(path),
+            login,
+        }) => (Some(path), login),
+        Ok(Args {
+            scenario: None,
+            login,
+        }) => (
+            std::env::var_os("ACP_FAKE_SCENARIO").map(PathBuf::from),
+            login,
+        ),
         Err(Help) => {
             eprintln!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -50,6 +61,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if login {
+        return log_in(&scenario);
+    }
     match &path {
         Some(path) => tracing::info!("playing scenario {}", path.display()),
         None => tracing::info!("playing the bundled demo scenario"),
@@ -64,18 +78,49 @@ fn main() -> ExitCode {
 /// `--help` was asked for (or the arguments made no sense).
 struct Help;
 
-fn scenario_path(mut args: impl Iterator<Item = String>) -> Result<Option<PathBuf>, Help> {
-    let mut path = None;
+/// The command line.
+#[derive(Debug, PartialEq)]
+struct Args {
+    scenario: Option<PathBuf>,
+    /// `--login`: the login command of a terminal auth method.
+    login: bool,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, Help> {
+    let mut parsed = Args {
+        scenario: None,
+        login: false,
+    };
     while let Some(arg) = args.next() {
         if arg == "--scenario" {
-            path = Some(PathBuf::from(args.next().ok_or(Help)?));
+            parsed.scenario = Some(PathBuf::from(args.next().ok_or(Help)?));
         } else if let Some(value) = arg.strip_prefix("--scenario=") {
-            path = Some(PathBuf::from(value));
+            parsed.scenario = Some(PathBuf::from(value));
+        } else if arg == "--login" {
+            parsed.login = true;
         } else {
             return Err(Help);
         }
     }
-    Ok(path)
+    Ok(parsed)
+}
+
+/// The login command a terminal auth method runs: writes the scenario's
+/// `authFile` with the user name from `ACP_FAKE_LOGIN_USER` (default
+/// `user`), so the next agent process started with the scenario needs no
+/// `authenticate`. Says what it did on stdout, for the user's terminal.
+fn log_in(scenario: &Scenario) -> ExitCode {
+    let Some(path) = &scenario.auth_file else {
+        eprintln!("acp-fake-agent: --login needs `authFile` in the scenario");
+        return ExitCode::from(2);
+    };
+    let user = std::env::var("ACP_FAKE_LOGIN_USER").unwrap_or_else(|_| "user".to_owned());
+    if let Err(err) = std::fs::write(path, &user) {
+        eprintln!("acp-fake-agent: cannot write {}: {err}", path.display());
+        return ExitCode::from(1);
+    }
+    println!("acp-fake-agent: logged in as {user}");
+    ExitCode::SUCCESS
 }
 
 fn init_logging() {
@@ -95,7 +140,7 @@ mod tests {
     use super::*;
 
     fn args(list: &[&str]) -> Result<Option<PathBuf>, Help> {
-        scenario_path(list.iter().map(|s| s.to_string()))
+        parse_args(list.iter().map(|s| s.to_string())).map(|a| a.scenario)
     }
 
     #[test]
@@ -110,6 +155,18 @@ mod tests {
             Some(PathBuf::from("b.json"))
         );
         assert!(args(&["--scenario"]).is_err());
+        let login = parse_args(
+            ["--login", "--scenario", "c.json"]
+                .map(String::from)
+                .into_iter(),
+        );
+        assert_eq!(
+            login.ok().unwrap(),
+            Args {
+                scenario: Some(PathBuf::from("c.json")),
+                login: true
+            }
+        );
         assert!(args(&["--help"]).is_err());
     }
 

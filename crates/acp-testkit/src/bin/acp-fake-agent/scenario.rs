@@ -2,7 +2,7 @@
 //! stored, and which turns it plays. The format is documented in the
 //! crate's README.md; every field here appears there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -48,6 +48,16 @@ pub struct Scenario {
     pub session_start: Vec<Value>,
     #[serde(default)]
     pub turns: Vec<Turn>,
+    /// A JSON file that keeps the sessions across processes: read at start
+    /// (its sessions join the stored ones), written whenever a session
+    /// changes, so a restarted agent can list, load and resume them.
+    #[serde(default)]
+    pub session_store: Option<PathBuf>,
+    /// A file that keeps the login across processes: `authenticate` and the
+    /// `--login` command create it, and while it exists no session needs
+    /// `authenticate`.
+    #[serde(default)]
+    pub auth_file: Option<PathBuf>,
 }
 
 fn default_page_size() -> usize {

@@ -1,9 +1,11 @@
 //! The sessions this agent knows: stored ones from the scenario and live
 //! ones, their recorded history, modes and config options, and listing.
 
+use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
@@ -24,6 +26,39 @@ pub struct Record {
     pub history: Vec<Value>,
     /// Present while the session is open (new, loaded or resumed).
     pub live: Option<Live>,
+    /// Modes and config options kept while the session is not open, so a
+    /// load or resume (also by a later process) finds them as they were.
+    pub saved: Saved,
+    /// The `mcpServers` of the last new/load/resume of the session.
+    pub mcp_servers: Value,
+}
+
+/// What a session keeps of its state while it is closed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Saved {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Modes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Vec<Value>>,
+}
+
+/// One session as the `sessionStore` file keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredRecord {
+    session_id: String,
+    cwd: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    updated_at: Option<String>,
+    #[serde(default)]
+    history: Vec<Value>,
+    #[serde(default, flatten)]
+    saved: Saved,
+    #[serde(default)]
+    mcp_servers: Value,
 }
 
 /// The state of an open session.
@@ -93,12 +128,66 @@ impl Store {
                 updated_at: s.updated_at.clone(),
                 history: s.history.clone(),
                 live: None,
+                saved: Saved::default(),
+                mcp_servers: Value::Null,
             })
             .collect();
         Self {
             records,
             created: 0,
         }
+    }
+
+    /// Adds the sessions of a `sessionStore` file; a session with the id of
+    /// one already known replaces it. A missing file is an empty store.
+    pub fn merge_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let saved: Vec<StoredRecord> = serde_json::from_str(&text)
+            .map_err(|e| format!("session store {} is invalid: {e}", path.display()))?;
+        for s in saved {
+            let record = Record {
+                id: s.session_id,
+                cwd: s.cwd,
+                title: s.title,
+                updated_at: s.updated_at,
+                history: s.history,
+                live: None,
+                saved: s.saved,
+                mcp_servers: s.mcp_servers,
+            };
+            match self.get_mut(&record.id) {
+                Some(old) => *old = record,
+                None => self.records.push(record),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every session (live ones with their current modes and
+    /// options) to a `sessionStore` file, atomically.
+    pub fn save_file(&self, path: &Path) -> Result<(), String> {
+        let records: Vec<StoredRecord> = self
+            .records
+            .iter()
+            .map(|r| StoredRecord {
+                session_id: r.id.clone(),
+                cwd: r.cwd.clone(),
+                title: r.title.clone(),
+                updated_at: r.updated_at.clone(),
+                history: r.history.clone(),
+                saved: r.current(),
+                mcp_servers: r.mcp_servers.clone(),
+            })
+            .collect();
+        let text = serde_json::to_string(&records).map_err(|e| e.to_string())?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("cannot write session store {}: {e}", path.display()))
     }
 
     /// A fresh session id that no stored session uses.
@@ -161,6 +250,29 @@ impl Store {
         let next = start + page.len();
         let cursor = (next < matching.len()).then(|| next.to_string());
         Ok((page, cursor))
+    }
+}
+
+impl Record {
+    /// The session's modes and options: the live ones while it is open.
+    pub fn current(&self) -> Saved {
+        match &self.live {
+            Some(live) => Saved {
+                modes: live.modes.clone(),
+                config_options: live.config_options.clone(),
+            },
+            None => self.saved.clone(),
+        }
+    }
+
+    /// Closes the session, keeping its modes and options.
+    pub fn close(&mut self) -> Option<Live> {
+        let live = self.live.take()?;
+        self.saved = Saved {
+            modes: live.modes.clone(),
+            config_options: live.config_options.clone(),
+        };
+        Some(live)
     }
 }
 

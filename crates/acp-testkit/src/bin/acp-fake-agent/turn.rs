@@ -58,6 +58,14 @@ impl<'a> Player<'a> {
         vars.insert("cwd".into(), json!(cwd));
         vars.insert("sessionId".into(), json!(session_id));
         vars.insert("prompt".into(), json!(prompt));
+        let mcp_servers = agent
+            .state()
+            .store
+            .get(session_id)
+            .map(|r| r.mcp_servers.clone())
+            .filter(|v| !v.is_null())
+            .unwrap_or_else(|| json!([]));
+        vars.insert("mcpServers".into(), mcp_servers);
         Self {
             agent,
             session_id: session_id.to_owned(),
@@ -317,7 +325,11 @@ impl<'a> Player<'a> {
                     Flow::Next
                 }
             }
-            Step::Crash { stderr, code } => exit_with(&self.agent.out, &stderr, code),
+            Step::Crash { stderr, code } => {
+                // What was said so far stays loadable by the next process.
+                self.agent.persist();
+                exit_with(&self.agent.out, &stderr, code)
+            }
             Step::RawLine { line } => {
                 self.agent.out.raw(format!("{line}\n").as_bytes());
                 Flow::Next

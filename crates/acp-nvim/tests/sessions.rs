@@ -1,0 +1,438 @@
+//! Sessions through the backend and the fake agent: listing, closing,
+//! logging in and out, MCP servers, transcripts.
+
+#![allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_nvim::agents::{Agents, Shared};
+use acp_nvim::backend::{Backend, Routed};
+use acp_nvim::batcher::EventQueue;
+use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat};
+use acp_nvim::editor::{Editor, LuaError};
+use acp_nvim::event::Event;
+use acp_nvim::prompts::Prompts;
+use acp_nvim::transcript::{self, Transcripts};
+use async_trait::async_trait;
+use rmpv::Value;
+use serde_json::{json, Value as Json};
+use tokio::sync::mpsc;
+
+/// Hang guard only: every wait below ends as soon as its event arrives.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// A Lua side without buffers.
+struct NoBuffers;
+
+#[async_trait]
+impl Editor for NoBuffers {
+    async fn dispatch(&self, _events: Vec<Value>) -> Result<(), LuaError> {
+        Ok(())
+    }
+    async fn fs_read(&self, _args: Value) -> Result<Value, LuaError> {
+        Ok(Value::Nil)
+    }
+    async fn fs_write(&self, _args: Value) -> Result<Value, LuaError> {
+        Ok(acp_nvim::msgpack::from_json(&json!({"handled": false})))
+    }
+}
+
+struct Rig {
+    tx: mpsc::UnboundedSender<Routed>,
+    events: mpsc::UnboundedReceiver<Event>,
+    seen: Vec<Event>,
+    agents: Arc<Agents>,
+    dir: tempfile::TempDir,
+}
+
+impl Rig {
+    fn new() -> Self {
+        let (queue, raw) = EventQueue::new();
+        let transcripts = Transcripts::new();
+        let (out, events) = mpsc::unbounded_channel();
+        tokio::spawn(transcript::tee(raw, out, transcripts.clone()));
+        let backend = Backend::new(Shared {
+            events: queue,
+            editor: Arc::new(NoBuffers),
+            prompts: Arc::new(Prompts::new()),
+        })
+        .with_transcripts(transcripts)
+        .with_list_linger(Duration::ZERO);
+        let agents = backend.agents().clone();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(backend.run(rx));
+        Self {
+            tx,
+            events,
+            seen: Vec::new(),
+            agents,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    fn send(&self, cmd: Command) {
+        self.tx.send(Routed::Command(cmd)).unwrap();
+    }
+
+    /// The fake agent playing `scenario`, its stderr appended to `log`.
+    fn agent(&self, scenario: &Path, log: &Path) -> AgentSpec {
+        AgentSpec {
+            name: "fake".into(),
+            cmd: vec![
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "exec '{}' --scenario '{}' 2>>'{}'",
+                    acp_testkit::fake_agent_bin().display(),
+                    scenario.display(),
+                    log.display()
+                ),
+            ],
+            env: Vec::new(),
+            cwd: None,
+            init_timeout: None,
+        }
+    }
+
+    fn open(&self, chat: &str, agent: AgentSpec, f: impl FnOnce(&mut OpenChat)) {
+        let mut open = OpenChat {
+            chat_id: ChatId(chat.into()),
+            agent,
+            cwd: self.cwd(),
+            mcp_servers: Vec::new(),
+            load_session_id: None,
+            resume_session_id: None,
+            auto_allow: None,
+            remember: None,
+            auth_method_id: None,
+            transcript_dir: None,
+        };
+        f(&mut open);
+        self.send(Command::Open(Box::new(open)));
+    }
+
+    fn prompt(&self, chat: &str, text: &str) {
+        self.send(Command::Prompt {
+            chat_id: ChatId(chat.into()),
+            blocks: vec![serde_json::from_value(json!({"type": "text", "text": text})).unwrap()],
+        });
+    }
+
+    async fn wait(&mut self, what: &str, want: impl Fn(&Event) -> bool) -> Json {
+        let deadline = tokio::time::Instant::now() + HANG_GUARD;
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no {what} event; seen: {:#?}", self.seen))
+                .unwrap();
+            self.seen.push(ev.clone());
+            if want(&ev) {
+                return ev.to_json();
+            }
+        }
+    }
+
+    async fn wait_type(&mut self, chat: &str, kind: &str) -> Json {
+        let chat = ChatId(chat.into());
+        self.wait(&format!("{kind} for {chat}"), |e| {
+            e.kind() == kind && e.chat_id() == Some(&chat)
+        })
+        .await
+    }
+
+    async fn wait_until_no_agents(&self) {
+        let deadline = tokio::time::Instant::now() + HANG_GUARD;
+        while !self.agents.is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "agents still running"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The agent's text in session changes (JSON as Lua gets them).
+fn agent_text<'a>(changes: impl Iterator<Item = &'a Json>) -> String {
+    let mut text = String::new();
+    for c in changes {
+        match c["change"].as_str() {
+            Some("entry_added") if c["entry"]["type"] == "agent_message" => {
+                for block in c["entry"]["content"].as_array().into_iter().flatten() {
+                    text.push_str(block["text"].as_str().unwrap_or_default());
+                }
+            }
+            Some("text_appended") => {
+                text.push_str(c["content"]["text"].as_str().unwrap_or_default())
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn list_sessions_answers_every_page_newest_first() {
+    let mut rig = Rig::new();
+    let log = rig.dir.path().join("agent.log");
+    let scenario = acp_testkit::scenario("sessions");
+    let agent = rig.agent(&scenario, &log);
+    rig.send(Command::ListSessions {
+        request_id: "r1".into(),
+        agent: agent.clone(),
+        cwd: rig.cwd(),
+        all: true,
+    });
+    let listed = rig
+        .wait("sessions_listed", |e| e.kind() == "sessions_listed")
+        .await;
+    assert_eq!(listed["request_id"], "r1");
+    assert_eq!(listed["agent_name"], "fake");
+    assert!(listed["capabilities"]["loadSession"].as_bool().unwrap());
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5, "all pages of 2: {listed}");
+    let updated: Vec<&str> = sessions
+        .iter()
+        .filter_map(|s| s["updatedAt"].as_str())
+        .collect();
+    let mut sorted = updated.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(updated, sorted, "newest first");
+    // The agent was only borrowed for the listing.
+    rig.wait_until_no_agents().await;
+
+    // Filtered by the cwd unless `all`: none of the stored ones is here.
+    rig.send(Command::ListSessions {
+        request_id: "r2".into(),
+        agent,
+        cwd: rig.cwd(),
+        all: false,
+    });
+    let listed = rig
+        .wait("sessions_listed", |e| e.kind() == "sessions_listed")
+        .await;
+    assert_eq!(listed["sessions"], json!([]));
+}
+
+#[tokio::test]
+async fn an_agent_that_cannot_list_says_so() {
+    let mut rig = Rig::new();
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({"initialize": {"agentCapabilities": {"loadSession": true}}}),
+    );
+    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    rig.send(Command::ListSessions {
+        request_id: "r".into(),
+        agent,
+        cwd: rig.cwd(),
+        all: false,
+    });
+    let listed = rig
+        .wait("sessions_listed", |e| e.kind() == "sessions_listed")
+        .await;
+    assert!(listed.get("sessions").is_none(), "{listed}");
+    assert!(listed["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot list its sessions"));
+    assert_eq!(listed["capabilities"]["loadSession"], true);
+}
+
+#[tokio::test]
+async fn close_sends_session_close_only_when_advertised() {
+    let mut rig = Rig::new();
+    for (caps, sent) in [
+        (json!({"sessionCapabilities": {"close": {}}}), true),
+        (json!({"sessionCapabilities": {}}), false),
+    ] {
+        let log = rig.dir.path().join(format!("agent-{sent}.log"));
+        let scenario = acp_testkit::write_scenario(
+            rig.dir.path(),
+            &json!({"initialize": {"agentCapabilities": caps}}),
+        );
+        rig.open("a", rig.agent(&scenario, &log), |_| {});
+        rig.wait_type("a", "session_started").await;
+        rig.send(Command::Close {
+            chat_id: ChatId("a".into()),
+        });
+        rig.wait_until_no_agents().await;
+        let log = read(&log);
+        assert!(log.contains("method=\"session/new\""), "{log}");
+        assert_eq!(log.contains("method=\"session/close\""), sent, "{log}");
+    }
+}
+
+#[tokio::test]
+async fn two_chats_of_one_agent_close_independently() {
+    let mut rig = Rig::new();
+    let log = rig.dir.path().join("agent.log");
+    let scenario = acp_testkit::scenario("echo");
+    rig.open("a", rig.agent(&scenario, &log), |_| {});
+    rig.open("b", rig.agent(&scenario, &log), |_| {});
+    rig.wait_type("a", "session_started").await;
+    rig.wait_type("b", "session_started").await;
+    assert_eq!(rig.agents.len(), 1, "one shared process");
+    rig.send(Command::Close {
+        chat_id: ChatId("a".into()),
+    });
+    rig.prompt("b", "still here");
+    rig.wait_type("b", "turn_ended").await;
+    assert_eq!(rig.agents.len(), 1);
+    assert_eq!(read(&log).matches("method=\"session/close\"").count(), 1);
+}
+
+#[tokio::test]
+async fn a_chosen_auth_method_logs_in_before_the_session_opens_and_logout_works() {
+    let mut rig = Rig::new();
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({"authRequired": true,
+                "initialize": {"agentCapabilities": {"auth": {"logout": {}}}}}),
+    );
+    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    rig.open("a", agent.clone(), |_| {});
+    let auth = rig.wait_type("a", "auth_required").await;
+    assert_eq!(auth["auth_methods"][0]["id"], "fake-login");
+
+    rig.open("a", agent.clone(), |o| {
+        o.auth_method_id = Some("nope".into())
+    });
+    let failed = rig.wait_type("a", "open_failed").await;
+    assert!(
+        failed["message"].as_str().unwrap().contains("`nope`"),
+        "{failed}"
+    );
+
+    rig.open("a", agent, |o| o.auth_method_id = Some("fake-login".into()));
+    rig.wait_type("a", "session_started").await;
+    rig.send(Command::Logout {
+        chat_id: ChatId("a".into()),
+    });
+    rig.wait_type("a", "logged_out").await;
+}
+
+#[tokio::test]
+async fn http_mcp_servers_reach_only_agents_that_advertise_them() {
+    let mut rig = Rig::new();
+    let servers: Vec<acp_client::schema::McpServer> = serde_json::from_value(json!([
+        {"name": "files", "command": "/bin/mcp-files", "args": [], "env": []},
+        {"type": "http", "name": "web", "url": "https://mcp.example/", "headers": []}
+    ]))
+    .unwrap();
+    for (http, expected) in [(false, vec!["files"]), (true, vec!["files", "web"])] {
+        let scenario = acp_testkit::write_scenario(
+            rig.dir.path(),
+            &json!({
+                "initialize": {"agentCapabilities": {"mcpCapabilities": {"http": http}}},
+                "turns": [{"steps": [{"type": "text", "text": "mcp: {{mcpServers}}"}]}]
+            }),
+        );
+        let chat = format!("c{http}");
+        let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+        rig.open(&chat, agent, |o| o.mcp_servers = servers.clone());
+        if !http {
+            let warning = rig.wait_type(&chat, "warning").await;
+            let message = warning["message"].as_str().unwrap();
+            assert!(message.contains("`web` (http)"), "{message}");
+        }
+        rig.wait_type(&chat, "session_started").await;
+        rig.prompt(&chat, "which servers?");
+        rig.wait_type(&chat, "turn_ended").await;
+        let changes: Vec<Json> = rig
+            .seen
+            .iter()
+            .filter(|e| e.chat_id() == Some(&ChatId(chat.clone())) && e.kind() == "session")
+            .map(|e| e.to_json()["change"].clone())
+            .collect();
+        let text = agent_text(changes.iter());
+        let got: Json = serde_json::from_str(text.strip_prefix("mcp: ").unwrap()).unwrap();
+        let names: Vec<&str> = got
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, expected);
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_recorded_as_its_events_and_a_reopen_appends() {
+    let mut rig = Rig::new();
+    let store = rig.dir.path().join("store.json");
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({
+            "sessionStore": store,
+            "turns": [{"steps": [{"type": "text", "text": "streamed in chunks", "chunkSize": 3}]}]
+        }),
+    );
+    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    let transcripts = rig.dir.path().join("transcripts");
+    let dir = transcripts.clone();
+    rig.open("a", agent.clone(), |o| o.transcript_dir = Some(dir));
+    let started = rig.wait_type("a", "session_started").await;
+    let session = started["session_id"].as_str().unwrap().to_owned();
+    let path = PathBuf::from(started["transcript_path"].as_str().unwrap());
+    assert_eq!(
+        path,
+        transcripts.join("fake").join(format!("{session}.jsonl"))
+    );
+    rig.prompt("a", "hello");
+    rig.wait_type("a", "turn_ended").await;
+    rig.send(Command::Close {
+        chat_id: ChatId("a".into()),
+    });
+    rig.wait_until_no_agents().await;
+
+    let records: Vec<Json> = read(&path)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"transcript"));
+    assert_eq!(records[0]["session_id"], session.as_str());
+    assert_eq!(kinds[1], "session_started");
+    assert_eq!(kinds.last(), Some(&"turn_ended"));
+    let appended = records
+        .iter()
+        .filter(|r| r["change"]["change"] == "text_appended")
+        .count();
+    assert_eq!(appended, 1, "chunks coalesced: {records:#?}");
+    assert_eq!(
+        agent_text(records.iter().map(|r| &r["change"])),
+        "streamed in chunks"
+    );
+
+    // Loading it again (a new agent process, from its store) appends a new
+    // opening; the replay is not written twice.
+    let dir = transcripts.clone();
+    let id = session.clone();
+    rig.open("b", agent, |o| {
+        o.transcript_dir = Some(dir);
+        o.load_session_id = Some(id);
+    });
+    rig.wait_type("b", "session_started").await;
+    rig.send(Command::Close {
+        chat_id: ChatId("b".into()),
+    });
+    rig.wait_until_no_agents().await;
+    let text = read(&path);
+    assert_eq!(text.matches("\"type\":\"transcript\"").count(), 2, "{text}");
+    assert_eq!(text.matches("eamed in chunks").count(), 1, "{text}");
+    assert!(text.contains("\"opening\":\"load\""));
+}
