@@ -9,9 +9,12 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agents::{Agents, Shared};
 use crate::batcher::EventQueue;
 use crate::chat::{self, ChatCommand, ChatHandle};
-use crate::command::{ChatId, Command};
+use crate::command::{ChatId, Command, ReviewCommand};
 use crate::event::Event;
+use crate::msgpack;
 use crate::prompts::Prompts;
+use crate::review::{self, Decisions};
+use rmpv::Value;
 
 /// What the msgpack handler forwards to the command loop.
 #[derive(Debug)]
@@ -20,6 +23,9 @@ pub enum Routed {
     Command(Command),
     /// Stop every agent; the sender (if any) is told when done.
     Shutdown(Option<oneshot::Sender<()>>),
+    /// A review query (`acp.review_files`, `acp.review_file`), answered
+    /// at once on the sender.
+    Query(ReviewCommand, oneshot::Sender<Value>),
 }
 
 /// The state behind the command loop.
@@ -29,6 +35,8 @@ pub struct Backend {
     events: EventQueue,
     prompts: Arc<Prompts>,
     chats: HashMap<ChatId, ChatHandle>,
+    /// The review decision task, started on first use.
+    decisions: Option<Decisions>,
 }
 
 impl Backend {
@@ -39,6 +47,7 @@ impl Backend {
             prompts: shared.prompts.clone(),
             agents: Agents::new(shared),
             chats: HashMap::new(),
+            decisions: None,
         }
     }
 
@@ -57,6 +66,10 @@ impl Backend {
                     if let Some(ack) = ack {
                         let _ = ack.send(());
                     }
+                }
+                Routed::Query(query, answer) => {
+                    let value = review::query(&self.agents, &query);
+                    let _ = answer.send(msgpack::from_json(&value));
                 }
             }
         }
@@ -126,6 +139,13 @@ impl Backend {
             }
             Command::Shutdown => {
                 tracing::warn!("acp.shutdown reached the command loop as a command; ignored")
+            }
+            Command::Review(cmd) => {
+                let agents = self.agents.clone();
+                let events = self.events.clone();
+                self.decisions
+                    .get_or_insert_with(|| Decisions::start(agents, events))
+                    .send(cmd);
             }
         }
     }

@@ -131,6 +131,25 @@ pub enum Event {
         /// A sentence for the user.
         message: String,
     },
+    /// A file's edit review changed (agent edit recorded, hunk accepted or
+    /// rejected, user edit taken in).
+    ReviewChanged {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+        /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
+        /// 0 when nothing is left to review in the file.
+        summary: Json,
+    },
+    /// The user rejected the creation of a file: ask them, then send
+    /// `acp.review_delete` to delete it.
+    ReviewDeletePending {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+    },
 }
 
 impl Event {
@@ -150,6 +169,8 @@ impl Event {
             Event::PromptFailed { .. } => "prompt_failed",
             Event::AgentExited { .. } => "agent_exited",
             Event::Warning { .. } => "warning",
+            Event::ReviewChanged { .. } => "review_changed",
+            Event::ReviewDeletePending { .. } => "review_delete_pending",
         }
     }
 
@@ -167,7 +188,9 @@ impl Event {
             | Event::FileEdited { chat_id, .. }
             | Event::TurnEnded { chat_id, .. }
             | Event::PromptFailed { chat_id, .. }
-            | Event::AgentExited { chat_id, .. } => Some(chat_id),
+            | Event::AgentExited { chat_id, .. }
+            | Event::ReviewChanged { chat_id, .. }
+            | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
             Event::Warning { chat_id, .. } => chat_id.as_ref(),
         }
     }
@@ -259,6 +282,11 @@ impl Event {
                 put("status", json!(status));
                 put("stderr_tail", json!(stderr_tail));
             }
+            Event::ReviewChanged { path, summary, .. } => {
+                put("path", json!(path));
+                put("summary", summary.clone());
+            }
+            Event::ReviewDeletePending { path, .. } => put("path", json!(path)),
         }
         // Set last so that no payload field can overwrite them.
         m.insert("type".to_owned(), json!(self.kind()));

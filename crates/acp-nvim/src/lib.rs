@@ -31,6 +31,7 @@ pub mod host;
 pub mod logging;
 pub mod msgpack;
 pub mod prompts;
+pub mod review;
 
 use std::path::PathBuf;
 use std::sync::Arc;
