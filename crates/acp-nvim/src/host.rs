@@ -974,6 +974,62 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn review_changes_reach_the_chat_with_a_snake_case_summary() {
+        use acp_client::review::{FileStatus, FileSummary};
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        assert_eq!(r.session_of(&chat("a")), Some(sid("s1")));
+        assert_eq!(r.session_of(&chat("b")), None);
+        r.translate(
+            ClientEvent::ReviewChanged {
+                session_id: sid("s1"),
+                file: FileSummary {
+                    path: "/p/a.rs".into(),
+                    status: FileStatus::Created,
+                    hunks: 1,
+                    added: 2,
+                    removed: 0,
+                    first_line: Some(0),
+                },
+            },
+            &mut out,
+        );
+        assert_eq!(
+            out[0].to_json(),
+            json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
+                   "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
+        );
+    }
+
+    #[tokio::test]
+    async fn restores_tell_lua_the_text_review_knew() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": true})),
+            seen: Mutex::default(),
+        });
+        let w = WriteTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            content: "old\n".into(),
+        };
+        host.begin_restore(&sid("s1"), Path::new("/p/a.txt"), Some("new\n".into()));
+        host.write_text_file(&w).await.unwrap();
+        host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
+        host.write_text_file(&w).await.unwrap();
+        let seen = fs.seen.lock().unwrap();
+        assert_eq!(
+            msgpack::to_json(&seen[0]),
+            json!({"path": "/p/a.txt", "content": "old\n", "restore": true, "base": "new\n"})
+        );
+        assert_eq!(
+            msgpack::to_json(&seen[1]),
+            json!({"path": "/p/a.txt", "content": "old\n"})
+        );
+    }
+
     #[tokio::test]
     async fn permission_prompts_are_answered_through_the_backend_id() {
         let (host, _fs, mut rx) = host_with(FakeFs {
