@@ -570,7 +570,7 @@ end
 
 --- Resolve a conflict block in the buffer: `side` "theirs" keeps the
 --- agent's lines, "ours" the buffer's. One undo step; the review is told and
---- the hunk there is accepted (the chosen text is now the file's).
+--- the hunks there are accepted (the chosen text is now the file's).
 ---@param buf integer
 ---@param c acp.ReviewItem
 ---@param side "ours"|"theirs"
@@ -580,7 +580,11 @@ local function resolve(buf, c, side)
     vim.go.undolevels = vim.go.undolevels
   end)
   api.nvim_buf_set_lines(buf, c.first, c.last + 1, false, keep)
-  send_user_edit(buf, { c.first, c.first + #keep })
+  -- The marker lines and the other side went into the review as the user's
+  -- (they were typed by the merge); removing them leaves a pure deletion
+  -- right after the kept lines: one more line covers it.
+  send_user_edit(buf, { c.first, c.first + #keep + 1 })
+  M.redraw(buf)
 end
 
 ---@class acp.DecideOpts
