@@ -22,6 +22,8 @@ T.setup_fake({
       edit("edit reject", "reject.txt", THREE),
       edit("edit unsaved", "unsaved.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       {
         -- Announced first (the client snapshots the file), written later
         -- with no diff at all: only the disk tells.
@@ -238,6 +240,47 @@ T.test("an overlapping edit becomes a conflict hunk and no user line is lost", f
   end, "nothing left to review; notes: " .. vim.inspect(NOTES))
 end)
 
+T.test("accepting a conflict keeps the agent's side as one undo step", function()
+  local buf = open_file("theirs.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit theirs"), "stop reason")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewConflictTheirs") == 1
+  end, "conflict drawn")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "<<<<<<< buffer"), 0 })
+  vim.cmd("Acp accept")
+  T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the agent's side")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review; notes: " .. vim.inspect(NOTES))
+  vim.cmd("silent undo")
+  T.truthy(T.find_line(buf, "<<<<<<< buffer"), "undo brings the conflict back")
+end)
+
+T.test("rejecting a hunk of a buffer with unsaved edits keeps them and leaves the disk alone", function()
+  local buf, path = open_file("keepmine.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit keep mine"), "stop reason")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's hunk drawn")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[8] == "l8"
+  end, "the agent's line is undone in the buffer")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's unsaved edit stays")
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
+  T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "the disk is left to the user's next save")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review; notes: " .. vim.inspect(NOTES))
+end)
+
 T.test("an edit with no diff content is still caught by the watcher", function()
   local buf = edited("nodiff.txt", "edit nodiff", 1)
   T.eq("L3 unseen", T.lines(buf)[3], "buffer reloaded")
@@ -247,7 +290,6 @@ end)
 
 T.test("previewing a permission's diff changes nothing until allowed", function()
   local buf, path = open_file("preview.txt", NINE)
-  local file_win = vim.api.nvim_get_current_win()
   local chat = T.open_chat("review", dir)
   assert(chat:send({ { type = "text", text = "preview" } }))
   T.wait_text(chat, "preview the change in its buffer")
@@ -259,7 +301,6 @@ T.test("previewing a permission's diff changes nothing until allowed", function(
   T.eq(false, vim.bo[buf].modified, "buffer not modified")
   T.eq(NINE, T.read_file(path), "disk unchanged")
   T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "buffer text unchanged")
-  _ = file_win
   -- Allow: the edit happens, the preview gives way to the review.
   local req = require("acp.permission").for_chat(chat.chat_id)[1]
   require("acp.permission").respond_nth(req, 1)
