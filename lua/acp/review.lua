@@ -46,6 +46,7 @@ local CONFLICT_END = ">>>>>>> agent"
 ---@field hunk? acp.ReviewHunk
 ---@field ours? string[] conflict: the buffer's side
 ---@field theirs? string[] conflict: the agent's side
+---@field mark? integer extmark following the item's rows
 
 ---@class acp.ReviewEntry
 ---@field path string
@@ -222,7 +223,28 @@ local function draw(buf, review)
   table.sort(items, function(a, b)
     return a.first < b.first
   end)
+  -- An undecorated mark per item follows the user's edits, so the keys
+  -- find the item where it is now, also before the next redraw.
+  for _, it in ipairs(items) do
+    local ok, id = pcall(api.nvim_buf_set_extmark, buf, M.ns, it.first, 0, { end_row = it.last, end_col = 0 })
+    it.mark = ok and id or nil
+  end
   M.items[buf] = items
+end
+
+--- Rows of an item now (its mark moves with edits above it).
+---@param buf integer
+---@param it acp.ReviewItem
+---@return integer first, integer last
+local function rows_of(buf, it)
+  if it.mark then
+    local pos = api.nvim_buf_get_extmark_by_id(buf, M.ns, it.mark, { details = true })
+    if pos[1] then
+      local last = pos[3] and pos[3].end_row or pos[1]
+      return pos[1], math.max(pos[1], last)
+    end
+  end
+  return it.first, it.last
 end
 
 -- Keys and autocmds of reviewed buffers -----------------------------------------
@@ -275,19 +297,24 @@ local function attach(buf)
       if not entry_of_buf(buf) then
         return
       end
-      if timer then
+      if timer and not timer:is_closing() then
         timer:stop()
         timer:close()
       end
-      timer = util.uv.new_timer()
-      timer:start(
+      local t = util.uv.new_timer()
+      timer = t
+      t:start(
         M.USER_EDIT_DEBOUNCE_MS,
         0,
         vim.schedule_wrap(function()
-          if timer then
-            timer:close()
-            timer = nil
+          if not t:is_closing() then
+            t:close()
           end
+          if timer ~= t then
+            -- A newer change restarted the debounce.
+            return
+          end
+          timer = nil
           if api.nvim_buf_is_valid(buf) then
             send_user_edit(buf)
             M.redraw(buf)
@@ -354,6 +381,16 @@ local function sync(buf, entry)
   end
   if not vim.bo[buf].modified then
     fs.apply_text(buf, disk)
+    -- Neovim remembers when it last read or wrote the file and would ask
+    -- "changed since reading it" at the next :write; saving the identical
+    -- text (no autocmds: nothing else must run) brings that record up to
+    -- date. Skipped when the disk moved on meanwhile: the next
+    -- review_changed syncs again.
+    if fs.read_disk(entry.path) == disk then
+      pcall(api.nvim_buf_call, buf, function()
+        vim.cmd("silent noautocmd keepalt write!")
+      end)
+    end
     vim.bo[buf].modified = false
     M.synced[entry.path] = disk
     return
@@ -532,7 +569,9 @@ end
 local function items_in(buf, first, last)
   local out = {}
   for _, it in ipairs(M.items[buf] or {}) do
-    if it.first <= last and first <= it.last then
+    local a, b = rows_of(buf, it)
+    if a <= last and first <= b then
+      it.first, it.last = a, b
       out[#out + 1] = it
     end
   end
@@ -545,6 +584,9 @@ function M.jump(dir)
   local buf = api.nvim_get_current_buf()
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local items = M.items[buf] or {}
+  for _, it in ipairs(items) do
+    it.first, it.last = rows_of(buf, it)
+  end
   local target
   if dir > 0 then
     for _, it in ipairs(items) do
@@ -622,6 +664,7 @@ function M.decide(action, opts)
     -- Conflicts first: they live in the buffer only.
     for i = #(M.items[buf] or {}), 1, -1 do
       local it = M.items[buf][i]
+      it.first, it.last = rows_of(buf, it)
       if it.kind == "conflict" then
         resolve(buf, it, action == "accept" and "theirs" or "ours")
       end
@@ -824,7 +867,7 @@ function M.setup()
     group = group,
     callback = function(a)
       local path = normalize(a.match)
-      if M.files[path] then
+      if M.files[path] and next(M.files[path].chats) ~= nil then
         -- The review syncs this buffer itself (reload or merge).
         vim.v.fcs_choice = ""
         schedule_refresh(path)

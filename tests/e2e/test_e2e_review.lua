@@ -48,6 +48,7 @@ T.setup_fake({
         },
       },
       edit("edit range", "range.txt", THREE),
+      edit("edit typed", "typed.txt", THREE),
       edit("edit two files", "qf1.txt", THREE),
       edit("edit qf2", "qf2.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nL9 agent\n"),
       edit("edit open", "open.txt", THREE, { toolCallId = "open-1", title = "Edit open.txt" }),
@@ -311,6 +312,24 @@ T.test("previewing a permission's diff changes nothing until allowed", function(
     return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 3 })
   end, "review drawn after the edit")
   T.eq({}, rows_with(buf, "AcpReviewPreviewDelete"), "preview gone")
+end)
+
+T.test("lines the user saves in a reviewed buffer are not the agent's and survive a reject", function()
+  local buf, path = edited("typed.txt", "edit typed", 3)
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "typed by me" })
+  vim.cmd("silent write")
+  T.wait(function()
+    local r = review.files[path] and review.files[path].review
+    return r and r.baseline and r.baseline:find("typed by me", 1, true)
+  end, "the saved line is in the review's baseline: it is the user's")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 5, 8 })
+  end, "hunks moved down by the user's line, which is not highlighted")
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.read_file(path) == "typed by me\nl1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
+  end, "the first hunk rejected, the user's line kept: " .. vim.inspect(T.read_file(path)) .. vim.inspect(NOTES) .. vim.inspect(T.lines(buf)))
 end)
 
 T.test(":[range]Acp accept accepts the hunks in the range only", function()
