@@ -282,6 +282,39 @@ function Chat:_keymaps()
   map(tb, "n", k.restart, function()
     self:restart()
   end, "restart a stopped agent and continue the session")
+  map(tb, "n", k.open_review, function()
+    self:open_review(api.nvim_win_get_cursor(0)[1] - 1)
+  end, "open the edited file with its inline diff (or preview a pending edit)")
+end
+
+--- The tool call block at `row`: with a pending permission whose tool call
+--- carries a diff, preview the edit in its buffer; else open the file it
+--- edited with the inline review diff.
+---@param row integer 0-based
+function Chat:open_review(row)
+  local review = require("acp.review")
+  local block = self.transcript.view:block_at(row)
+  if not block or block.kind ~= "tool_call" then
+    util.notify("no tool call under the cursor")
+    return
+  end
+  local req = block.data.permission
+  if req and permission.pending[req.request_id] and review.diff_of(req.tool_call or {}) then
+    review.preview(req)
+    return
+  end
+  local state = block.data.state or {}
+  local d = review.diff_of(state)
+  local path = d and util.field(d, "path")
+  if not path then
+    local loc = (util.field(state, "locations") or {})[1]
+    path = loc and util.field(loc, "path")
+  end
+  if not path then
+    util.notify("this tool call names no file")
+    return
+  end
+  review.open(path)
 end
 
 --- Act on the line at `row` of the transcript (0-based).
@@ -473,6 +506,7 @@ function Chat:close()
   end
   self.status = "closed"
   permission.drop_chat(self.chat_id)
+  require("acp.review").drop_chat(self.chat_id)
   self:hide()
   M.chats[self.chat_id] = nil
   for i, c in ipairs(M.list) do
@@ -618,6 +652,7 @@ end
 ---@param req acp.PermissionRequest
 ---@param note string
 function Chat:permission_settled(req, note)
+  require("acp.review").end_preview(req.request_id)
   self.transcript.view:batch(function()
     self.transcript:permission_settled(req, note)
   end)

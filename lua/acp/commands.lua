@@ -5,7 +5,7 @@ local util = require("acp.util")
 local M = {}
 
 ---@class acp.Subcommand
----@field run fun(args: string[], opts?: table)
+---@field run fun(args: string[], cmd?: table) `cmd`: the user command's opts (range, line1, line2)
 ---@field complete? fun(arglead: string): string[]
 ---@field desc string
 
@@ -358,10 +358,50 @@ M.subcommands.continue = {
   end,
 }
 
+M.subcommands.review = {
+  desc = "list every file with agent edits to review in the quickfix list",
+  run = function()
+    require("acp.review").quickfix()
+  end,
+}
+
+--- `:[range]Acp accept|reject [file|all]`.
+---@param action "accept"|"reject"
+local function decide(action)
+  return function(args, cmd)
+    local scope = args[1]
+    if scope ~= nil and scope ~= "file" and scope ~= "all" then
+      util.notify(("`:Acp %s %s`: use `:Acp %s`, `:Acp %s file` or `:Acp %s all`"):format(action, scope, action, action, action), vim.log.levels.ERROR)
+      return
+    end
+    local opts = { scope = scope or "hunks" }
+    if cmd and (cmd.range or 0) > 0 then
+      opts.line1, opts.line2 = cmd.line1, cmd.line2
+    end
+    require("acp.review").decide(action, opts)
+  end
+end
+
+M.subcommands.accept = {
+  desc = "[range]Acp accept [file|all]: accept the agent hunks in the range (default: under the cursor), the file, or everything",
+  run = decide("accept"),
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, lead)
+    end, { "all", "file" })
+  end,
+}
+
+M.subcommands.reject = {
+  desc = "[range]Acp reject [file|all]: undo the agent hunks in the range (default: under the cursor), the file, or everything",
+  run = decide("reject"),
+  complete = M.subcommands.accept.complete,
+}
+
 --- Run `:Acp {args}`.
 ---@param fargs string[]
----@param opts? table the user command's opts (range, line1, line2)
-function M.run(fargs, opts)
+---@param cmd? table the user command's opts (for ranges)
+function M.run(fargs, cmd)
   local name = fargs[1]
   if not name then
     require("acp").toggle()
@@ -374,7 +414,7 @@ function M.run(fargs, opts)
     util.notify(("unknown subcommand %q; use one of: %s"):format(name, table.concat(names, ", ")), vim.log.levels.ERROR)
     return
   end
-  sub.run(vim.list_slice(fargs, 2), opts)
+  sub.run(vim.list_slice(fargs, 2), cmd)
 end
 
 --- Completion of `:Acp`.

@@ -35,6 +35,13 @@ local M = {}
 ---@field permission string|false transcript: answer a pending permission with vim.ui.select
 ---@field focus_prompt string|false transcript: jump to the prompt input
 ---@field restart string|false transcript: restart a stopped agent and continue the session
+---@field open_review string|false transcript: open the file of the tool call under the cursor with its inline diff (a pending edit: preview it)
+---@field review_next string|false reviewed buffers: next agent hunk
+---@field review_prev string|false reviewed buffers: previous agent hunk
+---@field review_accept string|false reviewed buffers: accept the hunk under the cursor
+---@field review_reject string|false reviewed buffers: reject the hunk under the cursor
+---@field review_accept_file string|false reviewed buffers: accept every change of the file
+---@field review_reject_file string|false reviewed buffers: reject every change of the file
 
 ---@class acp.PermissionConfig
 ---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
@@ -83,6 +90,13 @@ M.defaults = {
     permission = "p",
     focus_prompt = "i",
     restart = "R",
+    open_review = "gd",
+    review_next = "]h",
+    review_prev = "[h",
+    review_accept = "<localleader>aa",
+    review_reject = "<localleader>ar",
+    review_accept_file = "<localleader>aA",
+    review_reject_file = "<localleader>aR",
   },
   permission = { auto_allow = {}, remember = true },
   log_level = "info",

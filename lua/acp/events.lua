@@ -78,11 +78,11 @@ function handlers.file_edited(chat, ev)
   local path = util.field(ev, "path") or "?"
   if util.field(ev, "kept_unsaved", "keptUnsaved") then
     util.notify(
-      ("the agent wrote %s on disk, but your buffer has unsaved changes, so the buffer was kept as it is. "
-        .. "Use :e! to load the agent's version, or :w to keep yours."):format(path),
+      ("the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "
+        .. "(still unsaved; `u` undoes the merge). Review it with :Acp review."):format(path),
       vim.log.levels.WARN
     )
-    chat.transcript:note(("! %s: written on disk; your unsaved buffer was kept"):format(path), "AcpError")
+    chat.transcript:note(("! %s: written on disk and merged into your unsaved buffer"):format(path), "AcpError")
   elseif not util.field(ev, "buffer_updated", "bufferUpdated") then
     -- Written on disk only (agents like Claude edit files themselves): reload
     -- an unmodified buffer of that file so it shows the new content.
@@ -93,6 +93,14 @@ function handlers.file_edited(chat, ev)
       end)
     end
   end
+end
+
+function handlers.review_changed(chat, ev)
+  require("acp.review").on_changed(chat.chat_id, ev)
+end
+
+function handlers.review_delete_pending(chat, ev)
+  require("acp.review").on_delete_pending(chat.chat_id, ev)
 end
 
 function handlers.turn_ended(chat, ev)

@@ -86,8 +86,9 @@ end
 ---@field kept_unsaved? boolean the buffer had unsaved changes and was not touched
 
 --- Apply the hunks turning `old` lines into `new` lines, bottom-up, as one
---- undo step. Lines outside the hunks are not touched, so the cursor, marks
---- and folds there survive.
+--- undo step of its own (not joined to what the user typed before). Lines
+--- outside the hunks are not touched, so the cursor, marks and folds there
+--- survive.
 ---@param buf integer
 ---@param old string[]
 ---@param new string[]
@@ -95,6 +96,14 @@ local function apply_minimal(buf, old, new)
   local old_text = table.concat(old, "\n") .. "\n"
   local new_text = table.concat(new, "\n") .. "\n"
   local hunks = util.diff_indices(old_text, new_text)
+  if #hunks == 0 then
+    return
+  end
+  api.nvim_buf_call(buf, function()
+    -- Close the undo block of the user's last change, so `u` undoes only
+    -- this edit (:help undo-break).
+    vim.go.undolevels = vim.go.undolevels
+  end)
   local first = true
   for i = #hunks, 1, -1 do
     local sa, ca, sb, cb = unpack(hunks[i])
@@ -118,22 +127,33 @@ local function apply_minimal(buf, old, new)
   end
 end
 
---- Write through a loaded buffer. Returns handled=false when no buffer has
---- the path or when the buffer has unsaved changes (then kept_unsaved=true and
---- the buffer is untouched): the backend writes the disk in both cases.
----@param args acp.FsWriteArgs
----@return acp.FsWriteResult
-function M.write(args)
-  local buf = M.find_buffer(args.path)
-  if not buf then
-    return { handled = false }
+--- The whole text of a buffer, as a file would hold it.
+---@param buf integer
+---@return string
+function M.buffer_text(buf)
+  return join(buf, 0, api.nvim_buf_get_lines(buf, 0, -1, false))
+end
+
+--- Read a file's text; nil when it does not exist or cannot be read.
+---@param path string
+---@return string?
+function M.read_disk(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
   end
-  if vim.bo[buf].modified then
-    return { handled = false, kept_unsaved = true }
-  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+--- Make a buffer hold `content` with minimal line edits (one undo step;
+--- cursor, marks and folds outside the edits survive), including whether
+--- its last line ends with a newline. Does not save.
+---@param buf integer
+---@param content string
+function M.apply_text(buf, content)
   local old = api.nvim_buf_get_lines(buf, 0, -1, false)
-  local old_content = join(buf, 0, old)
-  local content = args.content or ""
   local ends_with_nl = content:sub(-1) == "\n"
   local new = vim.split(content, "\n", { plain = true })
   if ends_with_nl then
@@ -145,18 +165,89 @@ function M.write(args)
   local was_modifiable = vim.bo[buf].modifiable
   vim.bo[buf].modifiable = true
   apply_minimal(buf, old, new)
-  -- Make the saved file end exactly like `content`.
-  vim.bo[buf].eol = ends_with_nl
+  -- Make a later save end exactly like `content`.
+  if vim.bo[buf].eol ~= ends_with_nl then
+    vim.bo[buf].eol = ends_with_nl
+  end
   if not ends_with_nl then
     vim.bo[buf].fixeol = false
   end
   vim.bo[buf].modifiable = was_modifiable
-  local ok, err = pcall(api.nvim_buf_call, buf, function()
-    vim.cmd("silent keepalt write!")
+end
+
+--- Merge `theirs` (the agent's text) into a buffer with unsaved edits:
+--- base is the text the agent changed from. The result is applied as one
+--- undo step and the buffer stays modified. Conflicts are written between
+--- `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines, so no line of the
+--- user is lost; they show as conflict hunks (acp.review).
+---@param buf integer
+---@param base string
+---@param theirs string
+---@return integer conflicts
+function M.merge_into(buf, base, theirs)
+  local ours = M.buffer_text(buf)
+  local res, err = require("acp.backend").request("acp.merge", { base = base, ours = ours, theirs = theirs })
+  if type(res) ~= "table" or type(res.text) ~= "string" then
+    error(("acp.nvim: could not merge the agent's edit into your unsaved buffer: %s"):format(tostring(err)), 0)
+  end
+  if res.text ~= ours then
+    M.apply_text(buf, res.text)
+  end
+  return tonumber(res.conflicts) or 0
+end
+
+---@class acp.FsWriteArgs
+---@field path string
+---@field content string
+---@field restore? boolean a review reject restores text (not the agent's write)
+---@field base? string with restore: the text review knew the file had
+
+---@class acp.FsWriteResult
+---@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
+---@field old_content? string the buffer's text before the write
+---@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text was merged into it, the backend writes the disk
+---@field conflicts? integer with kept_unsaved: conflicts written into the buffer
+
+--- Write through a loaded buffer.
+--- - No buffer: handled=false (the backend writes the disk).
+--- - Unmodified buffer: minimal edits, saved; handled=true.
+--- - Modified buffer, agent write: the agent's text is merged into the
+---   buffer (base: the file on disk before the write), the buffer stays
+---   modified; handled=false, kept_unsaved=true (the backend writes the
+---   agent's text to disk, so the agent's view stays true).
+--- - Modified buffer, review restore: merged into the buffer against the
+---   text review knew; the disk is left alone (handled=true).
+---@param args acp.FsWriteArgs
+---@return acp.FsWriteResult
+function M.write(args)
+  local buf = M.find_buffer(args.path)
+  if not buf then
+    return { handled = false }
+  end
+  local content = args.content or ""
+  if vim.bo[buf].modified then
+    local review = require("acp.review")
+    if args.restore then
+      local base = not util.is_null(args.base) and args.base or M.buffer_text(buf)
+      M.merge_into(buf, base, content)
+      return { handled = true, old_content = base }
+    end
+    local base = M.read_disk(args.path) or ""
+    local conflicts = M.merge_into(buf, base, content)
+    review.set_synced(args.path, content)
+    return { handled = false, kept_unsaved = true, conflicts = conflicts }
+  end
+  local old_content = M.buffer_text(buf)
+  M.apply_text(buf, content)
+  local ok, err = pcall(require("acp.review").own_write, args.path, function()
+    api.nvim_buf_call(buf, function()
+      vim.cmd("silent keepalt write!")
+    end)
   end)
   if not ok then
     error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
   end
+  require("acp.review").set_synced(args.path, content)
   return { handled = true, old_content = old_content }
 end
 

@@ -42,6 +42,17 @@ M.links = {
   AcpUnknown = "Comment",
   AcpWinbar = "WinBar",
   AcpWinbarBusy = "DiagnosticWarn",
+  AcpReviewAdd = "DiffAdd",
+  AcpReviewDelete = "DiffDelete",
+  AcpReviewSignAdd = "Added",
+  AcpReviewSignChange = "Changed",
+  AcpReviewSignDelete = "Removed",
+  AcpReviewSignConflict = "DiagnosticWarn",
+  AcpReviewConflictMarker = "DiffText",
+  AcpReviewConflictOurs = "DiffChange",
+  AcpReviewConflictTheirs = "DiffAdd",
+  AcpReviewPreviewAdd = "DiffAdd",
+  AcpReviewPreviewDelete = "DiffDelete",
 }
 
 --- Define every group (links with default = true).

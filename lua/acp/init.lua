@@ -20,6 +20,7 @@ local function init()
   end
   did_init = true
   require("acp.highlights").setup()
+  require("acp.review").setup()
 end
 
 --- Configure the plugin. Invalid options are reported with a message naming

@@ -183,6 +183,12 @@ function M.render(tc, ctx)
     for _, h in ipairs(phls) do
       hls[#hls + 1] = { base + h[1], h[2], h[3], h[4] }
     end
+    local preview_key = require("acp.config").options.keymaps.open_review
+    if preview_key and require("acp.review").diff_of(tc) then
+      plines[#plines + 1] = ("    %s  preview the change in its buffer (nothing is applied)"):format(preview_key)
+      lines[#lines + 1] = plines[#plines]
+      hls[#hls + 1] = { #lines - 1, 4, 4 + #preview_key, "AcpPermissionKey" }
+    end
     for i = 0, #plines - 1 do
       actions[base + i] = { type = "permission", request_id = ctx.permission.request_id }
     end

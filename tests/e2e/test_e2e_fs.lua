@@ -76,7 +76,7 @@ T.test("fs write to an unmodified open buffer updates and saves it", function()
   T.eq("a\nB\nc\n", T.read_file(path), "disk == content")
 end)
 
-T.test("fs write to a modified buffer loses nothing and tells the user", function()
+T.test("fs write to a modified buffer merges, loses nothing and tells the user", function()
   local path = dir .. "/dirty.txt"
   T.write_file(path, "disk\n")
   vim.cmd("edit " .. path)
@@ -91,10 +91,11 @@ T.test("fs write to a modified buffer loses nothing and tells the user", functio
   local chat = T.open_chat("fs", dir)
   T.eq("end_turn", T.turn(chat, "write dirty"), "stop reason")
   T.wait(function()
-    return T.find_line(chat.bufnr, "your unsaved buffer was kept") ~= nil
-  end, "kept-unsaved note")
+    return T.find_line(chat.bufnr, "merged into your unsaved buffer") ~= nil
+  end, "merged note")
   vim.notify = orig
-  T.eq({ "my unsaved work" }, T.lines(buf), "buffer untouched")
+  -- Both sides changed the only line: a conflict keeps both.
+  T.eq({ "<<<<<<< buffer", "my unsaved work", "=======", "from agent", ">>>>>>> agent" }, T.lines(buf), "both sides kept")
   T.eq(true, vim.bo[buf].modified, "still modified")
   T.eq("from agent\n", T.read_file(path), "the agent's content is on disk")
   local told = false

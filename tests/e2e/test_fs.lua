@@ -87,16 +87,34 @@ T.test("write keeps the content's missing final newline", function()
   T.eq("x\ny", T.read_file(path), "no newline added on save")
 end)
 
-T.test("write to a modified buffer loses nothing", function()
+T.test("write to a modified buffer merges the agent's text in, one undo step, disk left to the backend", function()
   local path = dir .. "/modified.txt"
-  T.write_file(path, "disk\n")
+  T.write_file(path, "one\ntwo\nthree\n")
   local buf = open(path)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "my unsaved work" })
-  local res = fs.write({ path = path, content = "agent\n" })
-  T.eq({ handled = false, kept_unsaved = true }, res, "not handled, kept")
-  T.eq({ "my unsaved work" }, T.lines(buf), "buffer untouched")
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
+  -- The merge itself is the backend's (acp.merge); record what is asked.
+  local backend = require("acp.backend")
+  local orig = backend.request
+  local asked
+  backend.request = function(method, params)
+    asked = { method, params }
+    return { text = "ONE (mine)\ntwo\nTHREE (agent)\n", conflicts = 0 }
+  end
+  local ok, res = pcall(fs.write, { path = path, content = "one\ntwo\nTHREE (agent)\n" })
+  backend.request = orig
+  assert(ok, res)
+  T.eq({ handled = false, kept_unsaved = true, conflicts = 0 }, res, "the backend writes the disk")
+  T.eq({
+    "acp.merge",
+    { base = "one\ntwo\nthree\n", ours = "ONE (mine)\ntwo\nthree\n", theirs = "one\ntwo\nTHREE (agent)\n" },
+  }, asked, "base = disk before the write, ours = buffer, theirs = agent")
+  T.eq({ "ONE (mine)", "two", "THREE (agent)" }, T.lines(buf), "both edits")
   T.eq(true, vim.bo[buf].modified, "still modified")
-  T.eq("disk\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
+  T.eq("one\ntwo\nthree\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent undo")
+  end)
+  T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "one undo step undoes only the agent's edit")
 end)
 
 T.test("write without a buffer is left to the backend", function()

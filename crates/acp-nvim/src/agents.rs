@@ -258,6 +258,17 @@ impl Agents {
         }
     }
 
+    /// The agent and session of an open chat, for edit review.
+    pub fn find_chat(&self, chat: &ChatId) -> Option<(Arc<Agent>, acp_client::update::SessionId)> {
+        let agent = self
+            .lock()
+            .values()
+            .find(|e| e.chats.contains(chat))
+            .map(|e| e.agent.clone())?;
+        let session = agent.host.session_of(chat)?;
+        Some((agent, session))
+    }
+
     /// How many agent processes are running.
     pub fn len(&self) -> usize {
         self.lock().len()

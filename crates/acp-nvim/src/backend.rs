@@ -10,11 +10,14 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agents::{Agents, Shared};
 use crate::batcher::EventQueue;
 use crate::chat::{self, ChatCommand, ChatHandle};
-use crate::command::{ChatId, Command};
+use crate::command::{ChatId, Command, ReviewCommand};
 use crate::event::Event;
 use crate::listing::{self, ListRequest};
+use crate::msgpack;
 use crate::prompts::Prompts;
+use crate::review::{self, Decisions};
 use crate::transcript::Transcripts;
+use rmpv::Value;
 
 /// What the msgpack handler forwards to the command loop.
 #[derive(Debug)]
@@ -23,6 +26,9 @@ pub enum Routed {
     Command(Command),
     /// Stop every agent; the sender (if any) is told when done.
     Shutdown(Option<oneshot::Sender<()>>),
+    /// A review query (`acp.review_files`, `acp.review_file`), answered
+    /// at once on the sender.
+    Query(ReviewCommand, oneshot::Sender<Value>),
 }
 
 /// The state behind the command loop.
@@ -34,6 +40,8 @@ pub struct Backend {
     chats: HashMap<ChatId, ChatHandle>,
     transcripts: Option<Arc<Transcripts>>,
     list_linger: Duration,
+    /// The review decision task, started on first use.
+    decisions: Option<Decisions>,
 }
 
 impl Backend {
@@ -46,6 +54,7 @@ impl Backend {
             chats: HashMap::new(),
             transcripts: None,
             list_linger: listing::LINGER,
+            decisions: None,
         }
     }
 
@@ -79,6 +88,10 @@ impl Backend {
                     if let Some(ack) = ack {
                         let _ = ack.send(());
                     }
+                }
+                Routed::Query(query, answer) => {
+                    let value = review::query(&self.agents, &query);
+                    let _ = answer.send(msgpack::from_json(&value));
                 }
             }
         }
@@ -179,6 +192,13 @@ impl Backend {
                 if !self.send(&chat_id, ChatCommand::Logout) {
                     self.no_session_warning(chat_id);
                 }
+            }
+            Command::Review(cmd) => {
+                let agents = self.agents.clone();
+                let events = self.events.clone();
+                self.decisions
+                    .get_or_insert_with(|| Decisions::start(agents, events))
+                    .send(cmd);
             }
         }
     }

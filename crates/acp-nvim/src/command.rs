@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use acp_client::review::HunkId;
 use acp_client::schema;
 use rmpv::Value;
 
@@ -160,6 +161,8 @@ pub enum Command {
         /// The chat concerned.
         chat_id: ChatId,
     },
+    /// `acp.review_*`, `acp.user_edit`, `acp.merge`: edit review.
+    Review(ReviewCommand),
 }
 
 /// A message from the plugin that could not be decoded.
@@ -332,6 +335,7 @@ impl Command {
             "acp.logout" => Ok(Command::Logout {
                 chat_id: p.chat_id()?,
             }),
+            m if ReviewCommand::handles(m) => decode_review(&p).map(Command::Review),
             _ => Err(p.bad("no such method")),
         }
     }
@@ -351,6 +355,7 @@ impl Command {
             Command::CompleteFiles(_) => "acp.complete_files",
             Command::ListSessions { .. } => "acp.list_sessions",
             Command::Logout { .. } => "acp.logout",
+            Command::Review(r) => r.name(),
         }
     }
 }
@@ -589,6 +594,231 @@ fn decode_permission_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
         request_id: PromptId(request_id),
         option_id: p.opt_string("option_id")?,
     })
+}
+
+/// Which agent changes a review decision covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewTarget {
+    /// These hunks of one file (ids from `acp.review_file`).
+    Hunks {
+        /// Absolute path of the file.
+        path: PathBuf,
+        /// The hunks, in the order given.
+        ids: Vec<HunkId>,
+    },
+    /// Every change of one file.
+    File {
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
+    /// Every change of the chat's session.
+    All,
+}
+
+/// The edit review commands (see "Edit review" in `doc/protocol.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewCommand {
+    /// `acp.review_files` (request): every file under review.
+    Files {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
+    /// `acp.review_file` (request): one file's hunks and texts.
+    File {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
+    /// `acp.review_accept`: the changes stay, and leave the review.
+    Accept {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// What to accept.
+        target: ReviewTarget,
+    },
+    /// `acp.review_reject`: the changes are undone (buffer and disk).
+    Reject {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// What to reject.
+        target: ReviewTarget,
+    },
+    /// `acp.review_delete`: delete a file whose creation the user rejected
+    /// and then confirmed deleting.
+    Delete {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
+    /// `acp.user_edit`: the user changed a file under review, so their text
+    /// is not taken for the agent's.
+    UserEdit {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: PathBuf,
+        /// The buffer's whole text; `None` when the user deleted the file.
+        content: Option<String>,
+        /// Then accept the hunks of the new text touching these 0-based
+        /// lines (`[start, end)`): a conflict the user just resolved.
+        accept_lines: Option<(usize, usize)>,
+    },
+    /// `acp.merge` (request): three-way merge of a buffer with unsaved
+    /// edits and the agent's new text; pure, answered at once.
+    Merge {
+        /// The text the agent changed from.
+        base: String,
+        /// The buffer's text.
+        ours: String,
+        /// The agent's new text.
+        theirs: String,
+    },
+}
+
+impl ReviewCommand {
+    const METHODS: [&'static str; 7] = [
+        "acp.review_files",
+        "acp.review_file",
+        "acp.review_accept",
+        "acp.review_reject",
+        "acp.review_delete",
+        "acp.user_edit",
+        "acp.merge",
+    ];
+
+    fn handles(method: &str) -> bool {
+        Self::METHODS.contains(&method)
+    }
+
+    /// The method name the command arrived as.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReviewCommand::Files { .. } => "acp.review_files",
+            ReviewCommand::File { .. } => "acp.review_file",
+            ReviewCommand::Accept { .. } => "acp.review_accept",
+            ReviewCommand::Reject { .. } => "acp.review_reject",
+            ReviewCommand::Delete { .. } => "acp.review_delete",
+            ReviewCommand::UserEdit { .. } => "acp.user_edit",
+            ReviewCommand::Merge { .. } => "acp.merge",
+        }
+    }
+
+    /// The chat concerned; `None` for the pure `acp.merge`.
+    pub fn chat_id(&self) -> Option<&ChatId> {
+        match self {
+            ReviewCommand::Files { chat_id }
+            | ReviewCommand::File { chat_id, .. }
+            | ReviewCommand::Accept { chat_id, .. }
+            | ReviewCommand::Reject { chat_id, .. }
+            | ReviewCommand::Delete { chat_id, .. }
+            | ReviewCommand::UserEdit { chat_id, .. } => Some(chat_id),
+            ReviewCommand::Merge { .. } => None,
+        }
+    }
+
+    /// True for the requests that answer with review data.
+    pub fn is_query(&self) -> bool {
+        matches!(
+            self,
+            ReviewCommand::Files { .. } | ReviewCommand::File { .. }
+        )
+    }
+}
+
+fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
+    let path = |key: &str| match p.get(key) {
+        Some(v) => p.path(key, v),
+        None => Err(p.bad(format!("`{key}` is missing"))),
+    };
+    Ok(match p.method {
+        "acp.review_files" => ReviewCommand::Files {
+            chat_id: p.chat_id()?,
+        },
+        "acp.review_file" => ReviewCommand::File {
+            chat_id: p.chat_id()?,
+            path: path("path")?,
+        },
+        "acp.review_accept" => ReviewCommand::Accept {
+            chat_id: p.chat_id()?,
+            target: decode_target(p)?,
+        },
+        "acp.review_reject" => ReviewCommand::Reject {
+            chat_id: p.chat_id()?,
+            target: decode_target(p)?,
+        },
+        "acp.review_delete" => ReviewCommand::Delete {
+            chat_id: p.chat_id()?,
+            path: path("path")?,
+        },
+        "acp.user_edit" => ReviewCommand::UserEdit {
+            chat_id: p.chat_id()?,
+            path: path("path")?,
+            content: p.opt_string("content")?,
+            accept_lines: match p.get("accept_lines") {
+                None => None,
+                Some(Value::Array(pair)) => match &pair[..] {
+                    [a, b] => match (a.as_u64(), b.as_u64()) {
+                        (Some(a), Some(b)) if a <= b => Some((a as usize, b as usize)),
+                        _ => {
+                            return Err(
+                                p.bad("`accept_lines` must be {start, end} with 0 <= start <= end")
+                            )
+                        }
+                    },
+                    _ => return Err(p.bad("`accept_lines` must be a pair {start, end}")),
+                },
+                Some(other) => {
+                    return Err(p.bad(format!(
+                        "`accept_lines` must be a pair {{start, end}}, got {}",
+                        kind(other)
+                    )))
+                }
+            },
+        },
+        "acp.merge" => ReviewCommand::Merge {
+            base: p.string("base")?,
+            ours: p.string("ours")?,
+            theirs: p.string("theirs")?,
+        },
+        _ => return Err(p.bad("no such method")),
+    })
+}
+
+/// `path?` and `hunks?`: hunks of a file, a whole file, or (neither) all.
+fn decode_target(p: &Params<'_>) -> Result<ReviewTarget, BadCommand> {
+    let path = p.get("path").map(|v| p.path("path", v)).transpose()?;
+    let hunks = p.get("hunks");
+    match (path, hunks) {
+        (None, None) => Ok(ReviewTarget::All),
+        (None, Some(_)) => Err(p.bad("`hunks` needs the `path` of their file")),
+        (Some(path), None) => Ok(ReviewTarget::File { path }),
+        (Some(path), Some(v)) => {
+            let items: &[Value] = match v {
+                Value::Array(items) => items,
+                Value::Map(m) if m.is_empty() => &[],
+                other => {
+                    return Err(p.bad(format!(
+                        "`hunks` must be a list of hunk ids, got {}",
+                        kind(other)
+                    )))
+                }
+            };
+            if items.is_empty() {
+                return Err(p.bad("`hunks` is empty; leave it out to decide on the whole file"));
+            }
+            let ids = items
+                .iter()
+                .map(|i| {
+                    i.as_u64()
+                        .map(HunkId::from)
+                        .ok_or_else(|| p.bad(format!("hunk ids are integers, got {}", kind(i))))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(ReviewTarget::Hunks { path, ids })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -866,6 +1096,176 @@ mod tests {
         ] {
             let err = decode("acp.complete_files", bad).unwrap_err();
             assert!(err.reason.contains(want), "{}", err.reason);
+        }
+    }
+
+    #[test]
+    fn decodes_review_queries_and_decisions() {
+        let chat = || ChatId("c".into());
+        assert_eq!(
+            decode("acp.review_files", json!({"chat_id": "c"})).unwrap(),
+            Command::Review(ReviewCommand::Files { chat_id: chat() })
+        );
+        assert_eq!(
+            decode(
+                "acp.review_file",
+                json!({"chat_id": "c", "path": "/p/a.rs"})
+            )
+            .unwrap(),
+            Command::Review(ReviewCommand::File {
+                chat_id: chat(),
+                path: "/p/a.rs".into()
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.review_accept",
+                json!({"chat_id": "c", "path": "/p/a.rs", "hunks": [3, 7]})
+            )
+            .unwrap(),
+            Command::Review(ReviewCommand::Accept {
+                chat_id: chat(),
+                target: ReviewTarget::Hunks {
+                    path: "/p/a.rs".into(),
+                    ids: vec![HunkId::from(3), HunkId::from(7)]
+                }
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.review_reject",
+                json!({"chat_id": "c", "path": "/p/a.rs"})
+            )
+            .unwrap(),
+            Command::Review(ReviewCommand::Reject {
+                chat_id: chat(),
+                target: ReviewTarget::File {
+                    path: "/p/a.rs".into()
+                }
+            })
+        );
+        assert_eq!(
+            decode("acp.review_reject", json!({"chat_id": "c"})).unwrap(),
+            Command::Review(ReviewCommand::Reject {
+                chat_id: chat(),
+                target: ReviewTarget::All
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.review_delete",
+                json!({"chat_id": "c", "path": "/p/new.rs"})
+            )
+            .unwrap(),
+            Command::Review(ReviewCommand::Delete {
+                chat_id: chat(),
+                path: "/p/new.rs".into()
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.user_edit",
+                json!({"chat_id": "c", "path": "/p/a.rs", "content": "x\n", "accept_lines": [2, 5]})
+            )
+            .unwrap(),
+            Command::Review(ReviewCommand::UserEdit {
+                chat_id: chat(),
+                path: "/p/a.rs".into(),
+                content: Some("x\n".into()),
+                accept_lines: Some((2, 5)),
+            })
+        );
+        // No content: the user deleted the file.
+        assert_eq!(
+            decode("acp.user_edit", json!({"chat_id": "c", "path": "/p/a.rs"})).unwrap(),
+            Command::Review(ReviewCommand::UserEdit {
+                chat_id: chat(),
+                path: "/p/a.rs".into(),
+                content: None,
+                accept_lines: None,
+            })
+        );
+        let merge = decode(
+            "acp.merge",
+            json!({"base": "a\n", "ours": "b\n", "theirs": "c\n"}),
+        )
+        .unwrap();
+        assert_eq!(merge.name(), "acp.merge");
+        let Command::Review(m) = merge else {
+            panic!("not a review command");
+        };
+        assert_eq!(m.chat_id(), None);
+        assert!(!m.is_query());
+    }
+
+    #[test]
+    fn rejects_bad_review_params_with_a_reason() {
+        let cases = [
+            (
+                "acp.review_file",
+                json!({"chat_id": "c"}),
+                "`path` is missing",
+            ),
+            (
+                "acp.review_file",
+                json!({"chat_id": "c", "path": "rel.rs"}),
+                "absolute",
+            ),
+            (
+                "acp.review_accept",
+                json!({"chat_id": "c", "hunks": [1]}),
+                "needs the `path`",
+            ),
+            (
+                "acp.review_accept",
+                json!({"chat_id": "c", "path": "/a", "hunks": []}),
+                "is empty",
+            ),
+            (
+                "acp.review_reject",
+                json!({"chat_id": "c", "path": "/a", "hunks": ["1"]}),
+                "integers",
+            ),
+            (
+                "acp.review_reject",
+                json!({"chat_id": "c", "path": "/a", "hunks": [-1]}),
+                "integers",
+            ),
+            (
+                "acp.review_reject",
+                json!({"chat_id": "c", "path": "/a", "hunks": 1}),
+                "list of hunk ids",
+            ),
+            (
+                "acp.user_edit",
+                json!({"chat_id": "c", "path": "/a", "accept_lines": [3, 1]}),
+                "start <= end",
+            ),
+            (
+                "acp.user_edit",
+                json!({"chat_id": "c", "path": "/a", "accept_lines": [3]}),
+                "pair",
+            ),
+            (
+                "acp.user_edit",
+                json!({"chat_id": "c", "path": "/a", "content": 3}),
+                "must be a string",
+            ),
+            (
+                "acp.merge",
+                json!({"base": "a", "ours": "b"}),
+                "`theirs` is missing",
+            ),
+            ("acp.review_files", json!({}), "`chat_id` is missing"),
+        ];
+        for (method, params, want) in cases {
+            let err = decode(method, params.clone()).unwrap_err();
+            assert_eq!(err.method, method);
+            assert!(
+                err.reason.contains(want),
+                "{method} {params}: {}",
+                err.reason
+            );
         }
     }
 

@@ -152,6 +152,25 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
     },
+    /// A file's edit review changed (agent edit recorded, hunk accepted or
+    /// rejected, user edit taken in).
+    ReviewChanged {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+        /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
+        /// 0 when nothing is left to review in the file.
+        summary: Json,
+    },
+    /// The user rejected the creation of a file: ask them, then send
+    /// `acp.review_delete` to delete it.
+    ReviewDeletePending {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+    },
 }
 
 impl Event {
@@ -173,6 +192,8 @@ impl Event {
             Event::Warning { .. } => "warning",
             Event::SessionsListed { .. } => "sessions_listed",
             Event::LoggedOut { .. } => "logged_out",
+            Event::ReviewChanged { .. } => "review_changed",
+            Event::ReviewDeletePending { .. } => "review_delete_pending",
         }
     }
 
@@ -191,7 +212,9 @@ impl Event {
             | Event::TurnEnded { chat_id, .. }
             | Event::PromptFailed { chat_id, .. }
             | Event::AgentExited { chat_id, .. }
-            | Event::LoggedOut { chat_id } => Some(chat_id),
+            | Event::LoggedOut { chat_id }
+            | Event::ReviewChanged { chat_id, .. }
+            | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
             Event::Warning { chat_id, .. } => chat_id.as_ref(),
             Event::SessionsListed { .. } => None,
         }
@@ -307,6 +330,11 @@ impl Event {
                 }
             }
             Event::LoggedOut { .. } => {}
+            Event::ReviewChanged { path, summary, .. } => {
+                put("path", json!(path));
+                put("summary", summary.clone());
+            }
+            Event::ReviewDeletePending { path, .. } => put("path", json!(path)),
         }
         // Set last so that no payload field can overwrite them.
         m.insert("type".to_owned(), json!(self.kind()));

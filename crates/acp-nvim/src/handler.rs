@@ -20,13 +20,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Routed;
 use crate::batcher::EventQueue;
-use crate::command::{BadCommand, Command};
+use crate::command::{BadCommand, Command, ReviewCommand};
 use crate::event::Event;
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How long a review query waits for the command loop (which never waits
+/// for anything slow, so this is only a guard).
+const QUERY_WAIT: Duration = Duration::from_secs(5);
 
 /// What `acp.hello` reports.
 #[derive(Debug, Clone)]
@@ -138,6 +141,8 @@ pub enum Reply {
     AfterShutdown(oneshot::Receiver<()>),
     /// Answer from the workspace file index (`acp.complete_files`).
     Files(Arc<WorkspaceFiles>, FileQuery),
+    /// Wait for the command loop's answer (review queries).
+    Later(oneshot::Receiver<Value>),
 }
 
 impl<W> NvimHandler<W> {
@@ -188,6 +193,14 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
+            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => Reply::Now(
+                msgpack::from_json(&crate::review::merge_json(&base, &ours, &theirs)),
+            ),
+            Ok(Command::Review(query)) if query.is_query() => {
+                let (tx, rx) = oneshot::channel();
+                self.forward(Routed::Query(query, tx));
+                Reply::Later(rx)
+            }
             Ok(cmd) => {
                 self.forward(Routed::Command(cmd));
                 Reply::Now(Value::Boolean(true))
@@ -208,6 +221,12 @@ impl<W> NvimHandler<W> {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
+            Ok(Command::Review(r)) if r.is_query() || matches!(r, ReviewCommand::Merge { .. }) => {
+                self.warn(&BadCommand {
+                    method: method.to_owned(),
+                    reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+                })
+            }
             Ok(cmd) => self.forward(Routed::Command(cmd)),
         }
     }
@@ -233,6 +252,12 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Handler for NvimHandler<W> {
                 Ok(Value::Boolean(true))
             }
             Reply::Files(files, q) => files.complete(q).await,
+            Reply::Later(answer) => match tokio::time::timeout(QUERY_WAIT, answer).await {
+                Ok(Ok(value)) => Ok(value),
+                _ => Err(Value::from(format!(
+                    "acp.nvim backend did not answer `{name}`; see :Acp log"
+                ))),
+            },
         }
     }
 
@@ -372,6 +397,56 @@ mod tests {
             "acp.complete_files",
             &[from_json(&json!({"cwd": "/tmp", "query": "x"}))],
         );
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+    }
+
+    #[test]
+    fn merge_is_answered_at_once_and_queries_wait_for_the_loop() {
+        let (h, mut rx, _events) = handler();
+        let reply = h.request(
+            "acp.merge",
+            &[from_json(
+                &json!({"base": "a\nx\nc\n", "ours": "A\nx\nc\n", "theirs": "a\nx\nC\n"}),
+            )],
+        );
+        let Reply::Now(v) = reply else {
+            panic!("merge must answer at once");
+        };
+        assert_eq!(
+            msgpack::field(&v, "text").and_then(Value::as_str),
+            Some("A\nx\nC\n")
+        );
+        assert!(rx.try_recv().is_err());
+
+        let reply = h.request("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]);
+        let Reply::Later(answer) = reply else {
+            panic!("queries wait for the command loop");
+        };
+        match rx.try_recv().unwrap() {
+            Routed::Query(ReviewCommand::Files { chat_id }, tx) => {
+                assert_eq!(chat_id, ChatId("c".into()));
+                tx.send(Value::Array(vec![])).unwrap();
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(answer.blocking_recv().unwrap(), Value::Array(vec![]));
+    }
+
+    #[test]
+    fn review_decisions_go_to_the_command_loop_and_queries_need_a_request() {
+        let (h, mut rx, mut events) = handler();
+        h.notify(
+            "acp.review_accept",
+            &[from_json(
+                &json!({"chat_id": "c", "path": "/p/a", "hunks": [1]}),
+            )],
+        );
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Review(ReviewCommand::Accept { .. }))
+        ));
+        h.notify("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]);
         assert!(rx.try_recv().is_err());
         assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
     }

@@ -62,6 +62,10 @@ pub struct Routes {
     prompt_ids: HashMap<PermissionRequestId, PromptId>,
     writes: HashMap<(SessionId, PathBuf), WriteNote>,
     warnings: usize,
+    /// Files being restored by a review reject, with the text the review
+    /// knew as current: Lua merges the restore into a modified buffer
+    /// against it instead of against the disk.
+    restores: HashMap<(SessionId, PathBuf), Option<String>>,
 }
 
 impl Routes {
@@ -75,6 +79,7 @@ impl Routes {
             prompt_ids: HashMap::new(),
             writes: HashMap::new(),
             warnings: 0,
+            restores: HashMap::new(),
         }
     }
 
@@ -257,8 +262,21 @@ impl Routes {
                     kept_unsaved: note.kept_unsaved,
                 });
             }
+            ClientEvent::ReviewChanged { file, .. } => out.push(Event::ReviewChanged {
+                chat_id: chat,
+                path: file.path.to_string_lossy().into_owned(),
+                summary: crate::review::summary_json(&file),
+            }),
             other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
         }
+    }
+
+    /// The session routed to `chat`, if it is open.
+    pub fn session_of(&self, chat: &ChatId) -> Option<SessionId> {
+        self.sessions
+            .iter()
+            .find(|(_, c)| *c == chat)
+            .map(|(s, _)| s.clone())
     }
 }
 
@@ -269,6 +287,7 @@ fn session_of(event: &ClientEvent) -> Option<SessionId> {
         | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id.clone()),
         ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
         ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
+        ClientEvent::ReviewChanged { session_id, .. } => Some(session_id.clone()),
         ClientEvent::Terminal(terminal) => to_json(terminal)
             .get("sessionId")
             .and_then(Json::as_str)
@@ -347,6 +366,28 @@ impl NvimHost {
     pub fn chats(&self) -> Vec<ChatId> {
         self.routes().chats()
     }
+
+    /// The session of `chat` in this agent, if it is open.
+    pub fn session_of(&self, chat: &ChatId) -> Option<SessionId> {
+        self.routes().session_of(chat)
+    }
+
+    /// The next writes of `path` in `session` restore rejected review
+    /// hunks; `current` is the text review knew the file had. Until
+    /// [`end_restore`](Self::end_restore), Lua merges those writes into a
+    /// modified buffer against `current` and leaves the disk alone.
+    pub fn begin_restore(&self, session: &SessionId, path: &Path, current: Option<String>) {
+        self.routes()
+            .restores
+            .insert((session.clone(), path.to_owned()), current);
+    }
+
+    /// The restore of `path` is over: later writes are the agent's again.
+    pub fn end_restore(&self, session: &SessionId, path: &Path) {
+        self.routes()
+            .restores
+            .remove(&(session.clone(), path.to_owned()));
+    }
 }
 
 /// A path as Lua gets it; `None` for paths that are not UTF-8 (Lua could
@@ -416,10 +457,22 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(WriteOutcome::NotHandled);
         };
-        let args = msgpack::map([
+        let restore = self
+            .routes()
+            .restores
+            .get(&(request.session_id.clone(), request.path.clone()))
+            .cloned();
+        let mut args = vec![
             ("path", Value::from(path)),
             ("content", Value::from(request.content.as_str())),
-        ]);
+        ];
+        if let Some(base) = restore {
+            args.push(("restore", Value::from(true)));
+            if let Some(base) = base {
+                args.push(("base", Value::from(base)));
+            }
+        }
+        let args = Value::Map(args.into_iter().map(|(k, v)| (Value::from(k), v)).collect());
         let reply = self.editor.fs_write(args).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not write `{path}` through its buffer: {e}"
@@ -919,6 +972,62 @@ mod tests {
             host.read_text_file(&r).await,
             Err(acp_client::Error::Host(_))
         ));
+    }
+
+    #[test]
+    fn review_changes_reach_the_chat_with_a_snake_case_summary() {
+        use acp_client::review::{FileStatus, FileSummary};
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        assert_eq!(r.session_of(&chat("a")), Some(sid("s1")));
+        assert_eq!(r.session_of(&chat("b")), None);
+        r.translate(
+            ClientEvent::ReviewChanged {
+                session_id: sid("s1"),
+                file: FileSummary {
+                    path: "/p/a.rs".into(),
+                    status: FileStatus::Created,
+                    hunks: 1,
+                    added: 2,
+                    removed: 0,
+                    first_line: Some(0),
+                },
+            },
+            &mut out,
+        );
+        assert_eq!(
+            out[0].to_json(),
+            json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
+                   "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
+        );
+    }
+
+    #[tokio::test]
+    async fn restores_tell_lua_the_text_review_knew() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::Nil,
+            write: msgpack::from_json(&json!({"handled": true})),
+            seen: Mutex::default(),
+        });
+        let w = WriteTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            content: "old\n".into(),
+        };
+        host.begin_restore(&sid("s1"), Path::new("/p/a.txt"), Some("new\n".into()));
+        host.write_text_file(&w).await.unwrap();
+        host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
+        host.write_text_file(&w).await.unwrap();
+        let seen = fs.seen.lock().unwrap();
+        assert_eq!(
+            msgpack::to_json(&seen[0]),
+            json!({"path": "/p/a.txt", "content": "old\n", "restore": true, "base": "new\n"})
+        );
+        assert_eq!(
+            msgpack::to_json(&seen[1]),
+            json!({"path": "/p/a.txt", "content": "old\n"})
+        );
     }
 
     #[tokio::test]

@@ -1,0 +1,377 @@
+//! Edit review for the plugin: the review queries, the decisions (accept,
+//! reject, delete, user edits) applied through acp-client, and the
+//! three-way merge Lua uses for buffers with unsaved edits.
+//!
+//! acp-client tracks the edits (`Connection::review_*`); this module only
+//! turns the plugin's commands into those calls and their results into the
+//! shapes of `doc/protocol.md`. Decisions run one after the other on one
+//! task, in the order Lua sent them: a user edit sent before a reject is in
+//! the review when the reject is computed. A reject writes through the
+//! agent's host (`acp.fs.write` in Lua), so the task may wait for Lua; the
+//! queries never do, they are answered from the trackers at once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use acp_client::merge::{merge3, ConflictLabels};
+use acp_client::review::{
+    strip_line_ending, FileReview, FileStatus, FileSummary, HunkId, RejectOutcome,
+};
+use acp_client::update::SessionId;
+use serde_json::{json, Value as Json};
+use tokio::sync::mpsc;
+
+use crate::agents::{Agent, Agents};
+use crate::batcher::EventQueue;
+use crate::command::{ChatId, ReviewCommand, ReviewTarget};
+use crate::event::Event;
+
+/// Marker labels of merge conflicts written into buffers. The plugin finds
+/// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
+/// `>>>>>>> agent`).
+pub fn conflict_labels() -> ConflictLabels {
+    ConflictLabels::default()
+}
+
+fn status_str(status: FileStatus) -> &'static str {
+    match status {
+        FileStatus::Created => "created",
+        FileStatus::Modified => "modified",
+        FileStatus::Deleted => "deleted",
+    }
+}
+
+/// A file's review summary as the plugin gets it (snake_case).
+pub fn summary_json(file: &FileSummary) -> Json {
+    json!({
+        "path": file.path.to_string_lossy(),
+        "status": status_str(file.status),
+        "hunks": file.hunks,
+        "added": file.added,
+        "removed": file.removed,
+        "first_line": file.first_line,
+    })
+}
+
+/// A file's full review: texts and hunks, lines without terminators.
+pub fn review_json(review: &FileReview) -> Json {
+    let lines = |ls: &[String]| -> Vec<String> {
+        ls.iter().map(|l| strip_line_ending(l).to_owned()).collect()
+    };
+    let hunks: Vec<Json> = review
+        .hunks
+        .iter()
+        .map(|h| {
+            json!({
+                "id": h.id.get(),
+                "old_start": h.old_start,
+                "old_lines": lines(&h.old_lines),
+                "new_start": h.new_start,
+                "new_lines": lines(&h.new_lines),
+            })
+        })
+        .collect();
+    json!({
+        "path": review.path.to_string_lossy(),
+        "status": status_str(review.status),
+        "baseline": review.baseline,
+        "current": review.current,
+        "hunks": hunks,
+    })
+}
+
+/// `acp.merge`: `{text, conflicts}`, conflicts written out with markers.
+pub fn merge_json(base: &str, ours: &str, theirs: &str) -> Json {
+    let merged = merge3(base, ours, theirs);
+    json!({
+        "text": merged.render(&conflict_labels()),
+        "conflicts": merged.conflict_count(),
+    })
+}
+
+/// Answers `acp.review_files` and `acp.review_file`. A chat without an open
+/// session has nothing under review.
+pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Json {
+    let found = cmd.chat_id().and_then(|chat| agents.find_chat(chat));
+    match cmd {
+        ReviewCommand::Files { .. } => match found {
+            Some((agent, session)) => Json::Array(
+                agent
+                    .conn
+                    .review_files(&session)
+                    .iter()
+                    .map(summary_json)
+                    .collect(),
+            ),
+            None => json!([]),
+        },
+        ReviewCommand::File { path, .. } => found
+            .and_then(|(agent, session)| agent.conn.review_file(&session, path))
+            .map_or(Json::Null, |r| review_json(&r)),
+        other => {
+            tracing::warn!(command = other.name(), "not a review query");
+            Json::Null
+        }
+    }
+}
+
+/// The task applying review decisions in order.
+#[derive(Debug, Clone)]
+pub struct Decisions {
+    tx: mpsc::UnboundedSender<ReviewCommand>,
+}
+
+impl Decisions {
+    /// Starts the task (needs a tokio runtime).
+    pub fn start(agents: Arc<Agents>, events: EventQueue) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<ReviewCommand>();
+        tokio::spawn(async move {
+            while let Some(cmd) = rx.recv().await {
+                decide(&agents, &events, cmd).await;
+            }
+        });
+        Self { tx }
+    }
+
+    /// Queues a decision; its outcome arrives as events.
+    pub fn send(&self, cmd: ReviewCommand) {
+        if self.tx.send(cmd).is_err() {
+            tracing::warn!("review decision dropped: the review task has stopped");
+        }
+    }
+}
+
+/// Applies one decision; failures become a `warning` of the chat.
+pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
+    let Some(chat) = cmd.chat_id().cloned() else {
+        return;
+    };
+    let name = cmd.name();
+    let Some((agent, session)) = agents.find_chat(&chat) else {
+        events.push(Event::Warning {
+            message: format!(
+                "chat {chat} has no open session, so its edits cannot be reviewed any more ({name})"
+            ),
+            chat_id: Some(chat),
+        });
+        return;
+    };
+    let result = match cmd {
+        ReviewCommand::Accept { target, .. } => accept(&agent, &session, target).await,
+        ReviewCommand::Reject { target, .. } => {
+            reject(&agent, &session, &chat, events, target).await
+        }
+        ReviewCommand::Delete { path, .. } => {
+            agent.conn.delete_reviewed_file(&session, &path).await
+        }
+        ReviewCommand::UserEdit {
+            path,
+            content,
+            accept_lines,
+            ..
+        } => user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await,
+        ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Merge { .. } => {
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        tracing::info!(%chat, command = name, "review decision failed: {e}");
+        events.push(Event::Warning {
+            chat_id: Some(chat),
+            message: format!("review: {e}"),
+        });
+    }
+}
+
+async fn accept(
+    agent: &Agent,
+    session: &SessionId,
+    target: ReviewTarget,
+) -> acp_client::Result<()> {
+    let conn = &agent.conn;
+    match target {
+        ReviewTarget::Hunks { path, ids } => {
+            for id in ids {
+                conn.accept_hunk(session, &path, id).await?;
+            }
+            Ok(())
+        }
+        ReviewTarget::File { path } => conn.accept_file(session, &path).await,
+        ReviewTarget::All => conn.accept_all(session).await.map(drop),
+    }
+}
+
+/// Marks the files as being restored (see `NvimHost::begin_restore`) for
+/// as long as it lives.
+struct Restoring<'a> {
+    agent: &'a Agent,
+    session: &'a SessionId,
+    paths: Vec<std::path::PathBuf>,
+}
+
+impl<'a> Restoring<'a> {
+    fn new(agent: &'a Agent, session: &'a SessionId, paths: Vec<std::path::PathBuf>) -> Self {
+        for path in &paths {
+            let current = agent
+                .conn
+                .review_file(session, path)
+                .and_then(|r| r.current);
+            agent.host.begin_restore(session, path, current);
+        }
+        Self {
+            agent,
+            session,
+            paths,
+        }
+    }
+}
+
+impl Drop for Restoring<'_> {
+    fn drop(&mut self) {
+        for path in &self.paths {
+            self.agent.host.end_restore(self.session, path);
+        }
+    }
+}
+
+async fn reject(
+    agent: &Agent,
+    session: &SessionId,
+    chat: &ChatId,
+    events: &EventQueue,
+    target: ReviewTarget,
+) -> acp_client::Result<()> {
+    let conn = &agent.conn;
+    let paths = match &target {
+        ReviewTarget::Hunks { path, .. } | ReviewTarget::File { path } => vec![path.clone()],
+        ReviewTarget::All => conn
+            .review_files(session)
+            .into_iter()
+            .map(|f| f.path)
+            .collect(),
+    };
+    let _restoring = Restoring::new(agent, session, paths);
+    let mut deletes = Vec::new();
+    match target {
+        ReviewTarget::Hunks { path, ids } => {
+            for id in ids {
+                if conn.reject_hunk(session, &path, id).await? == RejectOutcome::Delete {
+                    deletes.push(path.clone());
+                }
+            }
+        }
+        ReviewTarget::File { path } => {
+            if conn.reject_file(session, &path).await? == RejectOutcome::Delete {
+                deletes.push(path);
+            }
+        }
+        ReviewTarget::All => {
+            for r in conn.reject_all(session).await? {
+                if r.outcome == RejectOutcome::Delete {
+                    deletes.push(r.path);
+                }
+            }
+        }
+    }
+    for path in deletes {
+        events.push(Event::ReviewDeletePending {
+            chat_id: chat.clone(),
+            path: path.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(())
+}
+
+async fn user_edit(
+    agent: &Agent,
+    session: &SessionId,
+    path: &Path,
+    content: Option<&str>,
+    accept_lines: Option<(usize, usize)>,
+) -> acp_client::Result<()> {
+    let conn = &agent.conn;
+    conn.record_user_edit(session, path, content)?;
+    let Some((start, end)) = accept_lines else {
+        return Ok(());
+    };
+    let Some(review) = conn.review_file(session, path) else {
+        return Ok(());
+    };
+    for id in hunks_touching(&review, start, end) {
+        conn.accept_hunk(session, path, id).await?;
+    }
+    Ok(())
+}
+
+/// The hunks whose lines in the current text touch `[start, end)`; a pure
+/// deletion counts as the line it stood before.
+pub fn hunks_touching(review: &FileReview, start: usize, end: usize) -> Vec<HunkId> {
+    review
+        .hunks
+        .iter()
+        .filter(|h| {
+            let first = h.new_start;
+            let last = h.new_start + h.new_lines.len().max(1);
+            first < end.max(start + 1) && start < last
+        })
+        .map(|h| h.id)
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use acp_client::review::EditTracker;
+
+    #[test]
+    fn review_json_strips_terminators_and_keeps_ids() {
+        let mut t = EditTracker::new();
+        let p = Path::new("/w/a.txt");
+        t.record_write(p, Some("a\nb\nc\n"), "a\nB\r\nc\nd\n");
+        let review = t.review(p).unwrap();
+        let j = review_json(&review);
+        assert_eq!(j["status"], "modified");
+        assert_eq!(j["baseline"], "a\nb\nc\n");
+        assert_eq!(j["hunks"][0]["old_start"], 1);
+        assert_eq!(j["hunks"][0]["old_lines"], json!(["b"]));
+        assert_eq!(j["hunks"][0]["new_lines"], json!(["B"]));
+        assert_eq!(j["hunks"][0]["id"], review.hunks[0].id.get());
+        assert_eq!(j["hunks"][1]["new_start"], 3);
+        let s = summary_json(&t.summary(p).unwrap());
+        assert_eq!(
+            s,
+            json!({"path": "/w/a.txt", "status": "modified", "hunks": 2, "added": 2, "removed": 1, "first_line": 1})
+        );
+    }
+
+    #[test]
+    fn merge_keeps_both_sides_of_a_conflict_between_markers() {
+        let clean = merge_json("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n");
+        assert_eq!(clean, json!({"text": "A\nb\nC\n", "conflicts": 0}));
+        let conflict = merge_json("x\n", "mine\n", "agent's\n");
+        assert_eq!(conflict["conflicts"], 1);
+        assert_eq!(
+            conflict["text"],
+            "<<<<<<< buffer\nmine\n=======\nagent's\n>>>>>>> agent\n"
+        );
+    }
+
+    #[test]
+    fn hunks_touching_a_range() {
+        let mut t = EditTracker::new();
+        let p = Path::new("/w/a.txt");
+        // Hunks: line 1 changed, line 3 deleted (stands before line 3 of the
+        // new text), line 5 inserted.
+        t.record_write(p, Some("0\n1\n2\n3\n4\n5\n"), "0\nX\n2\n4\n5\nnew\n");
+        let review = t.review(p).unwrap();
+        let ids: Vec<HunkId> = review.hunks.iter().map(|h| h.id).collect();
+        assert_eq!(ids.len(), 3);
+        assert_eq!(hunks_touching(&review, 1, 2), vec![ids[0]]);
+        assert_eq!(hunks_touching(&review, 3, 4), vec![ids[1]]);
+        assert_eq!(hunks_touching(&review, 0, 6), ids);
+        assert!(hunks_touching(&review, 2, 3).is_empty());
+        // An empty range is the line it starts at.
+        assert_eq!(hunks_touching(&review, 5, 5), vec![ids[2]]);
+    }
+}

@@ -1,0 +1,407 @@
+-- End to end: agent edits reviewed hunk by hunk in the real buffers.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+
+local dir = T.tmpdir()
+
+local NINE = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+-- Lines 2, 5 and 8 changed: three hunks.
+local THREE = "l1\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
+
+local function edit(match, file, content, extra)
+  local step = { type = "writeDisk", path = file, content = content }
+  for k, v in pairs(extra or {}) do
+    step[k] = v
+  end
+  return { match = match, steps = { step, { type = "text", text = "edited " .. file } } }
+end
+
+T.setup_fake({
+  review = {
+    turns = {
+      edit("edit three", "three.txt", THREE),
+      edit("edit reject", "reject.txt", THREE),
+      edit("edit unsaved", "unsaved.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      {
+        -- Announced first (the client snapshots the file), written later
+        -- with no diff at all: only the disk tells.
+        match = "edit nodiff",
+        steps = {
+          {
+            type = "toolCall",
+            toolCallId = "nd-1",
+            title = "Edit nodiff.txt",
+            kind = "edit",
+            status = "in_progress",
+            locations = { { path = "{{cwd}}/nodiff.txt" } },
+          },
+          { type = "sleep", ms = 300 },
+          {
+            type = "writeDisk",
+            path = "nodiff.txt",
+            content = "l1\nl2\nL3 unseen\nl4\nl5\nl6\nl7\nl8\nl9\n",
+            diff = false,
+            toolCallId = "nd-1",
+          },
+        },
+      },
+      edit("edit range", "range.txt", THREE),
+      edit("edit typed", "typed.txt", THREE),
+      edit("edit two files", "qf1.txt", THREE),
+      edit("edit qf2", "qf2.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nL9 agent\n"),
+      edit("edit open", "open.txt", THREE, { toolCallId = "open-1", title = "Edit open.txt" }),
+      edit("create file", "created.txt", "brand new\n"),
+      {
+        match = "preview",
+        steps = {
+          {
+            type = "requestPermission",
+            toolCall = {
+              toolCallId = "prev-1",
+              title = "Edit preview.txt",
+              kind = "edit",
+              status = "pending",
+              content = {
+                { type = "diff", path = "{{cwd}}/preview.txt", oldText = "l3\n", newText = "L3 proposed\nextra\n" },
+              },
+            },
+            onAllow = {
+              {
+                type = "writeDisk",
+                path = "preview.txt",
+                content = "l1\nl2\nL3 proposed\nextra\nl4\nl5\nl6\nl7\nl8\nl9\n",
+                toolCallId = "prev-1",
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+}, dir)
+
+if not T.have_binaries() then
+  T.test("binaries are built", function()
+    error("build them first: cargo build -p acp-nvim -p acp-testkit")
+  end)
+  T.run()
+end
+
+local review = require("acp.review")
+local NOTES = {}
+local orig_notify = vim.notify
+vim.notify = function(m, ...)
+  NOTES[#NOTES + 1] = m
+  return orig_notify(m, ...)
+end
+
+--- Extmarks of the review namespace in a buffer, with details.
+local function marks(buf)
+  return vim.api.nvim_buf_get_extmarks(buf, review.ns, 0, -1, { details = true })
+end
+
+--- 0-based rows highlighted with `group` (line_hl_group).
+local function rows_with(buf, group)
+  local rows = {}
+  for _, m in ipairs(marks(buf)) do
+    if m[4].line_hl_group == group then
+      rows[#rows + 1] = m[2]
+    end
+  end
+  table.sort(rows)
+  return rows
+end
+
+--- Text of every virtual line drawn in a buffer.
+local function virt_text(buf)
+  local out = {}
+  for _, m in ipairs(marks(buf)) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      local parts = {}
+      for _, chunk in ipairs(vl) do
+        parts[#parts + 1] = chunk[1]
+      end
+      out[#out + 1] = vim.trim(table.concat(parts))
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+--- Make the window showing `buf` current (the chat takes the focus when it
+--- opens).
+local function focus(buf)
+  local win = assert(vim.fn.win_findbuf(buf)[1], "a window shows the buffer")
+  vim.api.nvim_set_current_win(win)
+end
+
+local function open_file(name, text)
+  local path = dir .. "/" .. name
+  T.write_file(path, text)
+  vim.cmd("edit " .. vim.fn.fnameescape(path))
+  return vim.api.nvim_get_current_buf(), path
+end
+
+--- Open `name` with NINE, run the turn, wait until the buffer shows `hunks`
+--- added-line highlights.
+local function edited(name, prompt, hunks)
+  local buf, path = open_file(name, NINE)
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, prompt), "stop reason")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewAdd") == hunks
+  end, ("%d hunks drawn in %s"):format(hunks, name))
+  focus(buf)
+  return buf, path, chat
+end
+
+T.test("a disk edit reported by a tool call diff reloads the unmodified buffer and shows its hunks", function()
+  local buf = edited("three.txt", "edit three", 3)
+  T.eq(vim.split(THREE, "\n", { trimempty = true }), T.lines(buf), "buffer reloaded")
+  T.eq(false, vim.bo[buf].modified, "not modified")
+  T.eq({ 1, 4, 7 }, rows_with(buf, "AcpReviewAdd"), "added lines highlighted")
+  T.eq({ "l2", "l5", "l8" }, virt_text(buf), "removed lines as virtual lines")
+  local signs = 0
+  for _, m in ipairs(marks(buf)) do
+    if m[4].sign_text then
+      signs = signs + 1
+    end
+  end
+  T.eq(3, signs, "one sign per changed line")
+  -- ]h / [h move between hunks.
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  review.jump(1)
+  T.eq(2, vim.api.nvim_win_get_cursor(0)[1], "next hunk")
+  review.jump(1)
+  T.eq(5, vim.api.nvim_win_get_cursor(0)[1], "next hunk again")
+  review.jump(-1)
+  T.eq(2, vim.api.nvim_win_get_cursor(0)[1], "previous hunk")
+end)
+
+T.test("rejecting one hunk of three restores exactly that hunk on disk and in the buffer", function()
+  local buf, path = edited("reject.txt", "edit reject", 3)
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("Acp reject")
+  local want = "l1\nL2 agent\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"
+  T.wait(function()
+    return T.read_file(path) == want
+  end, "hunk 2 restored on disk")
+  T.eq(vim.split(want, "\n", { trimempty = true }), T.lines(buf), "and in the buffer")
+  T.eq(false, vim.bo[buf].modified, "buffer saved with the disk")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewAdd") == 2
+  end, "two hunks left")
+  T.eq({ 1, 7 }, rows_with(buf, "AcpReviewAdd"), "the other hunks stay")
+end)
+
+T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step undoes only the agent's", function()
+  local buf, path = open_file("unsaved.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit unsaved"), "stop reason")
+  T.wait(function()
+    return T.lines(buf)[8] == "L8 agent"
+  end, "agent edit merged")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's edit stays")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "disk has the agent's text only")
+  focus(buf)
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "only the agent's line is shown as its hunk")
+  vim.cmd("silent undo")
+  T.eq("L1 mine", T.lines(buf)[1], "undo keeps the user's edit")
+  T.eq("l8", T.lines(buf)[8], "undo removed the agent's edit")
+end)
+
+T.test("an overlapping edit becomes a conflict hunk and no user line is lost", function()
+  local buf = open_file("conflict.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit conflict"), "stop reason")
+  T.wait(function()
+    return T.find_line(buf, "<<<<<<< buffer") ~= nil
+  end, "conflict markers")
+  local lines = T.lines(buf)
+  T.truthy(vim.tbl_contains(lines, "L5 mine"), "the user's line is kept")
+  T.truthy(vim.tbl_contains(lines, "L5 agent"), "the agent's line is there")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewConflictOurs") == 1 and #rows_with(buf, "AcpReviewConflictTheirs") == 1
+  end, "conflict drawn")
+  focus(buf)
+  -- Reject = keep the user's side.
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L5 mine"), 0 })
+  vim.cmd("Acp reject")
+  T.eq(vim.split("l1\nl2\nl3\nl4\nL5 mine\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the user's side stays, markers gone")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review; notes: " .. vim.inspect(NOTES))
+end)
+
+T.test("accepting a conflict keeps the agent's side as one undo step", function()
+  local buf = open_file("theirs.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit theirs"), "stop reason")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewConflictTheirs") == 1
+  end, "conflict drawn")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "<<<<<<< buffer"), 0 })
+  vim.cmd("Acp accept")
+  T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the agent's side")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review; notes: " .. vim.inspect(NOTES))
+  vim.cmd("silent undo")
+  T.truthy(T.find_line(buf, "<<<<<<< buffer"), "undo brings the conflict back")
+end)
+
+T.test("rejecting a hunk of a buffer with unsaved edits keeps them and leaves the disk alone", function()
+  local buf, path = open_file("keepmine.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit keep mine"), "stop reason")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's hunk drawn")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[8] == "l8"
+  end, "the agent's line is undone in the buffer")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's unsaved edit stays")
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
+  T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "the disk is left to the user's next save")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review; notes: " .. vim.inspect(NOTES))
+end)
+
+T.test("an edit with no diff content is still caught by the watcher", function()
+  local buf = edited("nodiff.txt", "edit nodiff", 1)
+  T.eq("L3 unseen", T.lines(buf)[3], "buffer reloaded")
+  T.eq({ 2 }, rows_with(buf, "AcpReviewAdd"), "hunk drawn")
+  T.eq({ "l3" }, virt_text(buf), "removed line shown")
+end)
+
+T.test("previewing a permission's diff changes nothing until allowed", function()
+  local buf, path = open_file("preview.txt", NINE)
+  local chat = T.open_chat("review", dir)
+  assert(chat:send({ { type = "text", text = "preview" } }))
+  T.wait_text(chat, "preview the change in its buffer")
+  T.cursor_on(chat, "Edit preview.txt")
+  chat:open_review(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  T.eq(buf, vim.api.nvim_get_current_buf(), "the real buffer is shown")
+  T.eq({ 2 }, rows_with(buf, "AcpReviewPreviewDelete"), "the line to be replaced is marked")
+  T.eq({ "L3 proposed", "extra" }, virt_text(buf), "the new lines are virtual")
+  T.eq(false, vim.bo[buf].modified, "buffer not modified")
+  T.eq(NINE, T.read_file(path), "disk unchanged")
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "buffer text unchanged")
+  -- Allow: the edit happens, the preview gives way to the review.
+  local req = require("acp.permission").for_chat(chat.chat_id)[1]
+  require("acp.permission").respond_nth(req, 1)
+  T.wait(function()
+    return T.read_file(path):find("L3 proposed", 1, true) ~= nil
+  end, "edit applied after allowing")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 3 })
+  end, "review drawn after the edit")
+  T.eq({}, rows_with(buf, "AcpReviewPreviewDelete"), "preview gone")
+end)
+
+T.test("lines the user saves in a reviewed buffer are not the agent's and survive a reject", function()
+  local buf, path = edited("typed.txt", "edit typed", 3)
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "typed by me" })
+  vim.cmd("silent write")
+  T.wait(function()
+    local r = review.files[path] and review.files[path].review
+    return r and r.baseline and r.baseline:find("typed by me", 1, true)
+  end, "the saved line is in the review's baseline: it is the user's")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 5, 8 })
+  end, "hunks moved down by the user's line, which is not highlighted")
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.read_file(path) == "typed by me\nl1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
+  end, "the first hunk rejected, the user's line kept: " .. vim.inspect(T.read_file(path)) .. vim.inspect(NOTES) .. vim.inspect(T.lines(buf)))
+end)
+
+T.test(":[range]Acp accept accepts the hunks in the range only", function()
+  local buf = edited("range.txt", "edit range", 3)
+  vim.cmd("1,5Acp accept")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "hunks 1 and 2 accepted")
+  T.eq({ "l8" }, virt_text(buf), "the last hunk still shows its removed line")
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd("Acp accept")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "all accepted")
+  T.eq(vim.split(THREE, "\n", { trimempty = true }), T.lines(buf), "accepting changes no text")
+end)
+
+T.test(":Acp review lists every changed file with its hunk count", function()
+  T.write_file(dir .. "/qf1.txt", NINE)
+  T.write_file(dir .. "/qf2.txt", NINE)
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit two files"), "stop reason")
+  T.eq("end_turn", T.turn(chat, "edit qf2"), "stop reason")
+  local items
+  T.wait(function()
+    vim.cmd("Acp review")
+    items = vim.fn.getqflist()
+    return #items == 2
+  end, "two files in the quickfix list")
+  local texts = {}
+  for _, it in ipairs(items) do
+    texts[#texts + 1] = { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(it.bufnr), ":t"), it.lnum, it.text:match("^[^,]+, %d+ hunks?") }
+  end
+  T.eq({ { "qf1.txt", 2, "modified, 3 hunks" }, { "qf2.txt", 9, "modified, 1 hunk" } }, texts, "entries")
+end)
+
+T.test("open diff on a tool call block opens the file with its inline diff", function()
+  T.write_file(dir .. "/open.txt", NINE)
+  local chat = T.open_chat("review", dir)
+  chat:show()
+  T.eq("end_turn", T.turn(chat, "edit open"), "stop reason")
+  T.wait(function()
+    return review.files[dir .. "/open.txt"] ~= nil and review.files[dir .. "/open.txt"].chat_id ~= nil
+  end, "review of open.txt known")
+  T.cursor_on(chat, "Edit open.txt")
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("gd", true, false, true), "x", false)
+  local buf = vim.api.nvim_get_current_buf()
+  T.eq(dir .. "/open.txt", vim.api.nvim_buf_get_name(buf), "the file is open")
+  T.eq(2, vim.api.nvim_win_get_cursor(0)[1], "at its first hunk")
+  T.eq({ 1, 4, 7 }, rows_with(buf, "AcpReviewAdd"), "with its inline diff")
+end)
+
+T.test("rejecting a created file asks before deleting it", function()
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "create file"), "stop reason")
+  local path = dir .. "/created.txt"
+  T.wait(function()
+    return review.files[path] ~= nil and review.files[path].chat_id ~= nil
+  end, "created file under review")
+  local asked
+  local orig = review.confirm_delete
+  review.confirm_delete = function(p)
+    asked = p
+    return true
+  end
+  vim.cmd("edit " .. path)
+  vim.cmd("Acp reject file")
+  T.wait(function()
+    return vim.fn.filereadable(path) == 0
+  end, "file deleted after confirmation")
+  review.confirm_delete = orig
+  T.eq(path, asked, "the user was asked")
+end)
+
+T.run()
