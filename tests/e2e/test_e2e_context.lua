@@ -39,43 +39,7 @@ if not T.have_binaries() then
   T.test("binaries are built", function()
     error("build them first: cargo build -p acp-nvim -p acp-testkit")
   end)
-  T.test("mentions are parsed from words; e-mail addresses and punctuation are not paths", function()
-  local parse = require("acp.context").parse
-  T.eq({
-    { raw = "@src/a.rs", path = "src/a.rs" },
-    { raw = "@b.rs#L3-9", path = "b.rs", l1 = 3, l2 = 9 },
-    { raw = '@"my dir/c.rs#L4"', path = "my dir/c.rs", l1 = 4, l2 = 4 },
-    { raw = "@selection", selection = true },
-  }, parse('see @src/a.rs, me@example.com (@b.rs#L3-9) @"my dir/c.rs#L4" and @selection. @src/a.rs'), "mentions")
-  T.eq('@"my dir/c.rs#L2-3"', require("acp.context").mention("/w/my dir/c.rs", "/w", 2, 3), "quoted when needed")
-end)
-
-T.test("context options: validated, hidden files on request, big files as links", function()
-  local config = require("acp.config")
-  T.contains(config.validate({ context = { hidden = true } }), "`context.hidden`", "typo named")
-  T.contains(config.validate({ context = { max_embed_bytes = "1k" } }), "`context.max_embed_bytes`", "bytes")
-  T.contains(config.validate({ context = { hidden_files = 1 } }), "`context.hidden_files`", "boolean")
-  local base = vim.deepcopy(config.options)
-  T.write_file(dir .. "/.hidden.txt", "x\n")
-  T.write_file(dir .. "/big.txt", string.rep("x", 100) .. "\n")
-  local ok, err = pcall(function()
-    local chat = T.open_chat("full", dir)
-    T.eq({}, words((complete(chat, "@.hidden"))), "hidden files are not offered by default")
-    assert(require("acp").setup(vim.tbl_deep_extend("force", base, {
-      context = { hidden_files = true, max_embed_bytes = 50 },
-    })))
-    T.eq({ "@.hidden.txt" }, words((complete(chat, "@.hidden"))), "offered with hidden_files")
-    local blocks = send(chat, "@big.txt")
-    T.eq({ type = "resource_link", uri = file_uri("big.txt"), name = "big.txt" }, blocks[2], "too big to embed")
-    T.wait_text(chat, "@big.txt: sent as a link, not its text (larger than context.max_embed_bytes (50 bytes))")
-  end)
-  assert(require("acp").setup(base))
-  if not ok then
-    error(err, 0)
-  end
-end)
-
-T.run()
+  T.run()
 end
 
 local PNG = "\137PNG\r\n\26\n\0\0\0\rIHDR fake image bytes"
