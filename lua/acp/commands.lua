@@ -50,7 +50,7 @@ M.subcommands.close = {
 }
 
 M.subcommands.restart = {
-  desc = "start a new backend; every chat gets a new session",
+  desc = "start a new backend; every chat continues its session (resumed or loaded when the agent can)",
   run = function()
     local ok, err = require("acp.backend").restart()
     if ok then
