@@ -236,6 +236,23 @@ pub enum Step {
     },
     /// Sets the stop reason the turn ends with.
     StopReason { value: String },
+    ToolCallBurst {
+        count: usize,
+        #[serde(default = "burst_prefix")]
+        id_prefix: String,
+    },
+    TimedCalls {
+        count: usize,
+        method: String,
+        #[serde(default)]
+        params: Option<Value>,
+        #[serde(default)]
+        save_as: Option<String>,
+    },
+}
+
+fn burst_prefix() -> String {
+    "burst-".to_owned()
 }
 
 fn yes() -> bool {
