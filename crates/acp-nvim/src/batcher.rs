@@ -5,11 +5,21 @@
 //! re-render each time, so events are collected for one frame (~16 ms, or
 //! until 500 are queued) and sent in ONE call, in order. While a batch is
 //! being delivered, new events wait in the queue and go with the next one.
+//!
+//! The queue cannot make the agent wait (acp-client hands events over from
+//! its read loop, which must not block), so when the agent streams faster
+//! than Neovim renders, events pile up here. A streamed text chunk that
+//! continues the text chunk queued last is therefore merged into it: a
+//! backlog of a million 10-byte chunks is then a few events holding the
+//! text, not a million events of ~450 bytes of overhead each (the backend
+//! reached 456 MiB RSS in bench/rss.lua before this, see doc/benchmarks.md).
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use serde_json::Value as Json;
+use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use crate::editor::Editor;
@@ -20,33 +30,191 @@ pub const FRAME: Duration = Duration::from_millis(16);
 /// A batch is sent at once when this many events are queued.
 pub const MAX_BATCH: usize = 500;
 
+#[derive(Debug, Default)]
+struct Inner {
+    state: Mutex<State>,
+    /// Wakes the receiver: an event was queued or the last sender left.
+    ready: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    events: VecDeque<Event>,
+    senders: usize,
+    receiver_gone: bool,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Where the backend puts events for Lua. Cheap to clone; [`EventQueue::push`]
 /// never blocks, so it is safe to call from acp-client's event callback.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct EventQueue {
-    tx: mpsc::UnboundedSender<Event>,
+    inner: Arc<Inner>,
+}
+
+/// The batcher's end of an [`EventQueue`].
+#[derive(Debug)]
+pub struct EventReceiver {
+    inner: Arc<Inner>,
 }
 
 impl EventQueue {
     /// A queue and the receiver to hand to [`run`].
-    pub fn new() -> (EventQueue, mpsc::UnboundedReceiver<Event>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (EventQueue { tx }, rx)
+    pub fn new() -> (EventQueue, EventReceiver) {
+        let inner = Arc::new(Inner::default());
+        inner.lock().senders = 1;
+        (
+            EventQueue {
+                inner: inner.clone(),
+            },
+            EventReceiver { inner },
+        )
     }
 
-    /// Queues an event. Events pushed after the batcher stopped (Neovim is
-    /// gone) are dropped.
+    /// Queues an event, merged into the last queued one when it continues
+    /// its text (see the module docs). Events pushed after the batcher
+    /// stopped (Neovim is gone) are dropped.
     pub fn push(&self, event: Event) {
-        if self.tx.send(event).is_err() {
-            tracing::debug!("event dropped: the batcher has stopped");
+        {
+            let mut state = self.inner.lock();
+            if state.receiver_gone {
+                tracing::debug!("event dropped: the batcher has stopped");
+                return;
+            }
+            let event = match state.events.back_mut() {
+                Some(last) => match merge_text(last, event) {
+                    None => return,
+                    Some(event) => event,
+                },
+                None => event,
+            };
+            state.events.push_back(event);
+        }
+        self.inner.ready.notify_one();
+    }
+}
+
+impl Clone for EventQueue {
+    fn clone(&self) -> Self {
+        self.inner.lock().senders += 1;
+        EventQueue {
+            inner: self.inner.clone(),
         }
     }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        let last = {
+            let mut state = self.inner.lock();
+            state.senders -= 1;
+            state.senders == 0
+        };
+        if last {
+            self.inner.ready.notify_one();
+        }
+    }
+}
+
+impl EventReceiver {
+    /// The next event; `None` once every [`EventQueue`] is dropped and the
+    /// queue is empty.
+    pub async fn recv(&mut self) -> Option<Event> {
+        loop {
+            match self.try_recv() {
+                Ok(event) => return Some(event),
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                // A push between try_recv and here leaves a permit in
+                // `ready`, so this never misses it.
+                Err(mpsc::error::TryRecvError::Empty) => self.inner.ready.notified().await,
+            }
+        }
+    }
+
+    /// The next event if one is queued.
+    pub fn try_recv(&mut self) -> Result<Event, mpsc::error::TryRecvError> {
+        let mut state = self.inner.lock();
+        match state.events.pop_front() {
+            Some(event) => Ok(event),
+            None if state.senders == 0 => Err(mpsc::error::TryRecvError::Disconnected),
+            None => Err(mpsc::error::TryRecvError::Empty),
+        }
+    }
+}
+
+impl Drop for EventReceiver {
+    fn drop(&mut self) {
+        let mut state = self.inner.lock();
+        state.receiver_gone = true;
+        state.events.clear();
+    }
+}
+
+/// Appends `next`'s text to `last` when both are `text_appended` changes of
+/// the same chat, entry and message id carrying plain text blocks (only
+/// `type` and `text`): Lua then renders exactly what the two would have
+/// rendered one after the other (doc/protocol.md, `text_appended`). Gives
+/// `next` back when it cannot be merged.
+fn merge_text(last: &mut Event, next: Event) -> Option<Event> {
+    let (
+        Event::Session {
+            chat_id: last_chat,
+            change: last_change,
+        },
+        Event::Session {
+            chat_id: next_chat,
+            change: next_change,
+        },
+    ) = (&mut *last, &next)
+    else {
+        return Some(next);
+    };
+    if last_chat != next_chat {
+        return Some(next);
+    }
+    let (Some(next_text), Some(_)) = (
+        plain_appended_text(next_change),
+        plain_appended_text(last_change),
+    ) else {
+        return Some(next);
+    };
+    let same_place = ["index", "messageId"]
+        .iter()
+        .all(|k| last_change.get(k) == next_change.get(k));
+    if !same_place {
+        return Some(next);
+    }
+    match last_change.pointer_mut("/content/text") {
+        Some(Json::String(text)) => {
+            text.push_str(next_text);
+            None
+        }
+        _ => Some(next),
+    }
+}
+
+/// The text of a `text_appended` change whose content is a plain text block.
+fn plain_appended_text(change: &Json) -> Option<&str> {
+    let change = change.as_object()?;
+    if change.get("change")?.as_str()? != "text_appended" {
+        return None;
+    }
+    let content = change.get("content")?.as_object()?;
+    if content.len() != 2 || content.get("type")?.as_str()? != "text" {
+        return None;
+    }
+    content.get("text")?.as_str()
 }
 
 /// Sends queued events to the editor in batches until every [`EventQueue`]
 /// is dropped and the queue is empty.
 pub async fn run(
-    mut rx: mpsc::UnboundedReceiver<Event>,
+    mut rx: EventReceiver,
     editor: Arc<dyn Editor>,
     frame: Duration,
     max_batch: usize,
@@ -186,5 +354,86 @@ pub(crate) mod tests {
             msgpack::field(&calls[0][0], "type").and_then(Value::as_str),
             Some("turn_ended")
         );
+    }
+    fn appended(chat: &str, index: usize, content: serde_json::Value) -> Event {
+        Event::Session {
+            chat_id: ChatId(chat.into()),
+            change: serde_json::json!({"change": "text_appended", "index": index, "content": content}),
+        }
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        serde_json::json!({"type": "text", "text": t})
+    }
+
+    fn drain(rx: &mut EventReceiver) -> Vec<Event> {
+        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    }
+
+    #[test]
+    fn queued_text_chunks_of_one_message_merge_into_one_event() {
+        let (queue, mut rx) = EventQueue::new();
+        for chunk in ["Hel", "lo", ", world"] {
+            queue.push(appended("c1", 3, text(chunk)));
+        }
+        assert_eq!(
+            drain(&mut rx),
+            vec![appended("c1", 3, text("Hello, world"))]
+        );
+        // Once the batcher took an event, later text starts a new one.
+        queue.push(appended("c1", 3, text("!")));
+        queue.push(appended("c1", 3, text("?")));
+        assert_eq!(drain(&mut rx), vec![appended("c1", 3, text("!?"))]);
+    }
+
+    #[test]
+    fn only_plain_text_of_the_same_chat_entry_and_message_merges() {
+        let (queue, mut rx) = EventQueue::new();
+        let with_id = |t: &str, id: &str| Event::Session {
+            chat_id: ChatId("c1".into()),
+            change: serde_json::json!({"change": "text_appended", "index": 1,
+                "content": text(t), "messageId": id}),
+        };
+        let annotated =
+            serde_json::json!({"type": "text", "text": "b", "annotations": {"priority": 1.0}});
+        let sequence = vec![
+            appended("c1", 1, text("a")),
+            appended("c2", 1, text("other chat")),
+            appended("c2", 2, text("other entry")),
+            appended("c2", 2, annotated.clone()),
+            appended("c2", 2, text("after annotated")),
+            with_id("m1 ", "m1"),
+            with_id("m2", "m2"),
+            numbered(7),
+            appended("c2", 2, text("after another event")),
+        ];
+        for ev in sequence.clone() {
+            queue.push(ev);
+        }
+        assert_eq!(drain(&mut rx), sequence);
+
+        let (queue, mut rx) = EventQueue::new();
+        queue.push(with_id("a", "m1"));
+        queue.push(with_id("b", "m1"));
+        assert_eq!(drain(&mut rx), vec![with_id("ab", "m1")]);
+    }
+
+    #[tokio::test]
+    async fn the_receiver_ends_when_every_queue_is_dropped() {
+        let (queue, mut rx) = EventQueue::new();
+        let other = queue.clone();
+        drop(queue);
+        other.push(numbered(1));
+        let task = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(ev) = rx.recv().await {
+                seen.push(ev);
+            }
+            seen
+        });
+        tokio::task::yield_now().await;
+        other.push(numbered(2));
+        drop(other);
+        assert_eq!(task.await.unwrap(), vec![numbered(1), numbered(2)]);
     }
 }
