@@ -163,4 +163,27 @@ function M.percentile(sorted, p)
   return sorted[math.max(1, math.ceil(#sorted * p))]
 end
 
+--- Starts a 5 ms repeating timer that records how late it fires (the
+--- event-loop stall). Call the returned function to stop it; it returns
+--- `{max_ms, p99_ms, samples}`.
+---@return fun(): { max_ms: number, p99_ms: number, samples: integer }
+function M.stall_meter()
+  local lateness = {}
+  local timer = assert(uv.new_timer())
+  local prev
+  timer:start(5, 5, function()
+    local now = uv.hrtime()
+    if prev then
+      lateness[#lateness + 1] = math.max(0, (now - prev) / 1e6 - 5)
+    end
+    prev = now
+  end)
+  return function()
+    timer:stop()
+    timer:close()
+    table.sort(lateness)
+    return { max_ms = lateness[#lateness] or 0, p99_ms = M.percentile(lateness, 0.99), samples = #lateness }
+  end
+end
+
 return M

@@ -9,10 +9,12 @@
 //! The queue cannot make the agent wait (acp-client hands events over from
 //! its read loop, which must not block), so when the agent streams faster
 //! than Neovim renders, events pile up here. A streamed text chunk that
-//! continues the text chunk queued last is therefore merged into it: a
-//! backlog of a million 10-byte chunks is then a few events holding the
-//! text, not a million events of ~450 bytes of overhead each (the backend
-//! reached 456 MiB RSS in bench/rss.lua before this, see doc/benchmarks.md).
+//! continues the text chunk queued last is therefore merged into it, and a
+//! tool call's new state replaces the state queued last for the same tool
+//! call: a backlog of a million 10-byte chunks is then a few events holding
+//! the text, not a million events of ~450 bytes of overhead each (the
+//! backend reached 456 MiB RSS in bench/rss.lua before this, see
+//! doc/benchmarks.md).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -87,7 +89,7 @@ impl EventQueue {
                 return;
             }
             let event = match state.events.back_mut() {
-                Some(last) => match merge_text(last, event) {
+                Some(last) => match merge_queued(last, event) {
                     None => return,
                     Some(event) => event,
                 },
@@ -155,12 +157,16 @@ impl Drop for EventReceiver {
     }
 }
 
-/// Appends `next`'s text to `last` when both are `text_appended` changes of
-/// the same chat, entry and message id carrying plain text blocks (only
-/// `type` and `text`): Lua then renders exactly what the two would have
-/// rendered one after the other (doc/protocol.md, `text_appended`). Gives
-/// `next` back when it cannot be merged.
-fn merge_text(last: &mut Event, next: Event) -> Option<Event> {
+/// Merges `next` into `last` when Lua would render the pair exactly as
+/// `next` over `last` (doc/protocol.md): both of the same chat and
+///
+/// - both `text_appended` of the same entry and message id with plain text
+///   blocks (only `type` and `text`): the texts are joined;
+/// - `next` a `tool_call_changed` (the complete new state) of the tool call
+///   that `last` added or changed: `last` takes the new state.
+///
+/// Gives `next` back when it cannot be merged.
+fn merge_queued(last: &mut Event, next: Event) -> Option<Event> {
     let (
         Event::Session {
             chat_id: last_chat,
@@ -176,6 +182,27 @@ fn merge_text(last: &mut Event, next: Event) -> Option<Event> {
     };
     if last_chat != next_chat {
         return Some(next);
+    }
+    if let Some(state) = changed_tool_call(next_change) {
+        if last_change.get("index") != next_change.get("index") {
+            return Some(next);
+        }
+        match last_change.get("change").and_then(Json::as_str) {
+            Some("tool_call_changed") => {
+                *last_change = next_change.clone();
+                return None;
+            }
+            Some("entry_added")
+                if last_change.pointer("/entry/type").and_then(Json::as_str)
+                    == Some("tool_call") =>
+            {
+                let mut entry = state.clone();
+                entry.insert("type".into(), Json::from("tool_call"));
+                last_change["entry"] = Json::Object(entry);
+                return None;
+            }
+            _ => return Some(next),
+        }
     }
     let (Some(next_text), Some(_)) = (
         plain_appended_text(next_change),
@@ -196,6 +223,14 @@ fn merge_text(last: &mut Event, next: Event) -> Option<Event> {
         }
         _ => Some(next),
     }
+}
+
+/// The new state carried by a `tool_call_changed` change.
+fn changed_tool_call(change: &Json) -> Option<&serde_json::Map<String, Json>> {
+    if change.get("change")?.as_str()? != "tool_call_changed" {
+        return None;
+    }
+    change.get("toolCall")?.as_object()
 }
 
 /// The text of a `text_appended` change whose content is a plain text block.
@@ -435,5 +470,46 @@ pub(crate) mod tests {
         other.push(numbered(2));
         drop(other);
         assert_eq!(task.await.unwrap(), vec![numbered(1), numbered(2)]);
+    }
+    fn tool(chat: &str, change: &str, index: usize, status: &str) -> Event {
+        let state = serde_json::json!({"id": format!("t{index}"), "title": "Run", "kind": "execute",
+            "status": status, "content": [], "locations": []});
+        let change = match change {
+            "entry_added" => {
+                let mut entry = state;
+                entry["type"] = "tool_call".into();
+                serde_json::json!({"change": "entry_added", "index": index, "entry": entry})
+            }
+            _ => {
+                serde_json::json!({"change": "tool_call_changed", "index": index, "toolCall": state})
+            }
+        };
+        Event::Session {
+            chat_id: ChatId(chat.into()),
+            change,
+        }
+    }
+
+    #[test]
+    fn a_queued_tool_call_takes_the_newer_state_of_the_same_tool_call() {
+        let (queue, mut rx) = EventQueue::new();
+        queue.push(tool("c1", "entry_added", 4, "pending"));
+        queue.push(tool("c1", "tool_call_changed", 4, "in_progress"));
+        queue.push(tool("c1", "tool_call_changed", 4, "completed"));
+        queue.push(tool("c1", "tool_call_changed", 5, "in_progress"));
+        queue.push(tool("c1", "tool_call_changed", 5, "completed"));
+        queue.push(tool("c2", "tool_call_changed", 5, "failed"));
+        queue.push(appended("c2", 6, text("x")));
+        queue.push(tool("c2", "tool_call_changed", 5, "completed"));
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                tool("c1", "entry_added", 4, "completed"),
+                tool("c1", "tool_call_changed", 5, "completed"),
+                tool("c2", "tool_call_changed", 5, "failed"),
+                appended("c2", 6, text("x")),
+                tool("c2", "tool_call_changed", 5, "completed"),
+            ]
+        );
     }
 }
