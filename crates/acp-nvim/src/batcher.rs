@@ -31,6 +31,12 @@ use crate::event::Event;
 pub const FRAME: Duration = Duration::from_millis(16);
 /// A batch is sent at once when this many events are queued.
 pub const MAX_BATCH: usize = 500;
+/// A batch is sent at once when it holds this much streamed text, so that
+/// merged chunks never make one Lua call long enough to stall a frame
+/// (500 unmerged 100-byte chunks are 50 KB).
+pub const MAX_BATCH_TEXT: usize = 64 * 1024;
+/// Queued text chunks are merged up to this size per event.
+pub const MAX_MERGED_TEXT: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -204,12 +210,15 @@ fn merge_queued(last: &mut Event, next: Event) -> Option<Event> {
             _ => return Some(next),
         }
     }
-    let (Some(next_text), Some(_)) = (
+    let (Some(next_text), Some(last_text)) = (
         plain_appended_text(next_change),
         plain_appended_text(last_change),
     ) else {
         return Some(next);
     };
+    if last_text.len() + next_text.len() > MAX_MERGED_TEXT {
+        return Some(next);
+    }
     let same_place = ["index", "messageId"]
         .iter()
         .all(|k| last_change.get(k) == next_change.get(k));
@@ -222,6 +231,14 @@ fn merge_queued(last: &mut Event, next: Event) -> Option<Event> {
             None
         }
         _ => Some(next),
+    }
+}
+
+/// Bytes of streamed text an event carries (for the batch size).
+fn streamed_text(event: &Event) -> usize {
+    match event {
+        Event::Session { change, .. } => plain_appended_text(change).map_or(0, str::len),
+        _ => 0,
     }
 }
 
@@ -257,8 +274,9 @@ pub async fn run(
     let max_batch = max_batch.max(1);
     while let Some(first) = rx.recv().await {
         let deadline = Instant::now() + frame;
+        let mut text = streamed_text(&first);
         let mut batch = vec![first.to_value()];
-        while batch.len() < max_batch {
+        while batch.len() < max_batch && text < MAX_BATCH_TEXT {
             // Take what is already queued without waiting, then wait for
             // the rest of the frame.
             let next = match rx.try_recv() {
@@ -272,7 +290,10 @@ pub async fn run(
                 Err(mpsc::error::TryRecvError::Disconnected) => None,
             };
             match next {
-                Some(ev) => batch.push(ev.to_value()),
+                Some(ev) => {
+                    text += streamed_text(&ev);
+                    batch.push(ev.to_value());
+                }
                 None => break,
             }
         }
@@ -511,5 +532,42 @@ pub(crate) mod tests {
                 tool("c2", "tool_call_changed", 5, "completed"),
             ]
         );
+    }
+    #[test]
+    fn merged_text_stays_under_the_limit_per_event() {
+        let (queue, mut rx) = EventQueue::new();
+        let chunk = "x".repeat(1000);
+        for _ in 0..40 {
+            queue.push(appended("c1", 1, text(&chunk)));
+        }
+        let sizes: Vec<usize> = drain(&mut rx).iter().map(streamed_text).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 40_000);
+        assert!(sizes.iter().all(|&n| n <= MAX_MERGED_TEXT), "{sizes:?}");
+        assert_eq!(
+            sizes.len(),
+            40_000usize.div_ceil(MAX_MERGED_TEXT / 1000 * 1000)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_ends_once_it_holds_enough_text() {
+        let (queue, rx) = EventQueue::new();
+        let chunk = "y".repeat(MAX_MERGED_TEXT);
+        // Different entries, so nothing merges: one full event per entry.
+        for index in 0..10 {
+            queue.push(appended("c1", index, text(&chunk)));
+        }
+        drop(queue);
+        let recorder = Arc::new(Recorder::default());
+        run(rx, recorder.clone(), FRAME, MAX_BATCH).await;
+        let sizes: Vec<usize> = recorder
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .collect();
+        let per_batch = MAX_BATCH_TEXT / MAX_MERGED_TEXT;
+        assert_eq!(sizes, vec![per_batch, per_batch, 10 - 2 * per_batch]);
     }
 }
