@@ -40,9 +40,11 @@ demo:
 	"$$(scripts/find-nvim.sh)" --clean -u scripts/demo.lua
 
 # Every benchmark at full size; writes doc/benchmarks.md (heavy: minutes).
-# COMPARE=1 asks for the comparison with another client (see doc/benchmarks.md).
+# COMPARE=1 also runs the streaming benchmark against CodeCompanion.nvim, from
+# COMPARE_DIR (and PLENARY_DIR) or a throwaway clone in .cache/compare.
 bench:
-	CARGO="$(CARGO)" COMPARE="$(COMPARE)" ACP_NVIM="$$(scripts/find-nvim.sh)" bench/run.sh
+	CARGO="$(CARGO)" COMPARE="$(COMPARE)" COMPARE_DIR="$(COMPARE_DIR)" PLENARY_DIR="$(PLENARY_DIR)" \
+		ACP_NVIM="$$(scripts/find-nvim.sh)" bench/run.sh
 
 # Each benchmark once at a tiny size, nothing timed: checks the benches still work.
 bench-smoke:

@@ -133,7 +133,7 @@ for _, name in ipairs({ "stream_20k", "stream_100k", "stream_burst_2k" }) do
   end
 end
 add()
-add("Comparison with another Neovim ACP client: not run (see \"Comparing with other clients\").")
+add("Comparison with CodeCompanion.nvim: see \"Comparing with other clients\".")
 add()
 
 -- 3. Long sessions -------------------------------------------------------------
@@ -156,16 +156,46 @@ else
 end
 add()
 local s100 = json("stream_100k.json")
-add(("Backend RSS after streaming %s: %s MiB (peak %s MiB). A session of 10,000 tool calls and"):format(
+add(("Backend RSS after streaming %s (section 2): %s MiB (peak %s MiB)."):format(
   s100 and ("%d chunks"):format(s100.count) or "100,000 chunks",
   s100 and num(s100.backend_rss_after_kib / 1024) or "n/a", s100 and num(s100.backend_hwm_kib / 1024) or "n/a"))
-add("1,000,000 chunks is not measured yet (see \"Not measured yet\").")
+add()
+local rss = json("rss.json")
+add("A long session through the release backend into Neovim (bench/rss.lua): the fake agent's")
+add("`toolCallBurst` (each tool call a `tool_call` and a `tool_call_update`), then chunks of 10")
+add("bytes (lines of 99 letters and a newline). The backend keeps the session model (every entry,")
+add("messages with their text merged) and the queue of events Neovim has not rendered yet.")
+add()
+if rss then
+  add("| tool calls | chunks | text | wall s | backend VmRSS idle | VmRSS after | VmHWM |")
+  add("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+  add(("| %d | %d | %.0f MB | %.1f | %.1f MiB | %.1f MiB | %.1f MiB |"):format(
+    rss.tool_calls, rss.chunks, rss.payload_mb, rss.wall_s, rss.backend_idle_rss_kib / 1024,
+    rss.backend_rss_after_kib / 1024, rss.backend_hwm_kib / 1024))
+else
+  add("Not run.")
+end
 add()
 
 -- 4. Buffer-aware reads --------------------------------------------------------
 add("## 4. Buffer-aware reads")
 add()
-add("Not measured yet (see \"Not measured yet\").")
+local fr = json("fsread.json")
+add("`fs/read_text_file` of 50 lines at line 900,000 of an unsaved 1,000,000-line buffer and at")
+add("line 900 of a 1,000-line one (the files are not on disk, so only the buffers can answer),")
+add("end to end: the fake agent's `timedCalls` step times each round trip through the release")
+add("backend and `acp.fs.read` (bench/fsread.lua; warm-up first, the two runs interleaved).")
+add("Budget: the big buffer within 2x of the small one.")
+add()
+if fr then
+  add("| reads each | 1,000 lines p50 | p99 | 1,000,000 lines p50 | p99 | ratio p50 | ratio p99 | budget |")
+  add("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+  add(("| %d | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f | %.2f | %s |"):format(
+    fr.count, fr.small_p50_us, fr.small_p99_us, fr.big_p50_us, fr.big_p99_us, fr.p50_ratio, fr.p99_ratio,
+    met(fr.p50_ratio <= 2 and fr.p99_ratio <= 2)))
+else
+  add("Not run.")
+end
 add()
 
 -- 5. Terminals -----------------------------------------------------------------
@@ -191,35 +221,68 @@ add()
 add("## 6. Start-up")
 add()
 local s = json("stream_20k.json")
-if s then
-  add("| backend spawn to `acp.hello` answered | open to `session_started` (fake agent) | backend idle RSS |")
-  add("| ---: | ---: | ---: |")
-  add(("| %.1f ms | %.1f ms | %.1f MiB |"):format(s.hello_ms, s.open_ms, s.backend_idle_rss_kib / 1024))
-  add()
-  add("Measured in bench/stream.lua with `require('acp').open()` on the bench agent; `:Acp` with the")
-  add("demo agent runs the same code path.")
-else
-  add("Not run.")
+local starts = {}
+for i = 1, 5 do
+  local r = json(("startup_%d.json"):format(i))
+  if r then
+    starts[#starts + 1] = r
+  end
 end
+local function median(field)
+  local v = {}
+  for _, r in ipairs(starts) do
+    v[#v + 1] = r[field]
+  end
+  table.sort(v)
+  return v[math.floor((#v + 1) / 2)]
+end
+add("`:Acp` is the real command with the default configuration (the demo agent, the release")
+add("backend) in a fresh headless Neovim, cold each time (bench/startup.lua, median of the runs).")
+add("Spawn to hello and idle RSS come from bench/stream.lua.")
+add()
+add("| `:Acp` to the chat window | `:Acp` to `session_started` (demo agent initialized) | runs | backend spawn to `acp.hello` answered | backend idle RSS |")
+add("| ---: | ---: | ---: | ---: | ---: |")
+add(("| %s | %s | %d | %s | %s |"):format(
+  #starts > 0 and ("%.1f ms"):format(median("window_ms")) or "not run",
+  #starts > 0 and ("%.1f ms"):format(median("session_started_ms")) or "not run",
+  #starts,
+  s and ("%.1f ms"):format(s.hello_ms) or "not run",
+  s and ("%.1f MiB"):format(s.backend_idle_rss_kib / 1024) or "not run"))
 add()
 
 add("## Comparing with other clients")
 add()
-add("Not automated yet. Streaming the same 20,000 chunks into CodeCompanion.nvim or")
-add("agentic.nvim needs a checkout of that plugin in a throwaway directory and a small driver")
-add("that opens its ACP chat on the fake agent (`target/release/acp-fake-agent --scenario")
-add("<scenario>`) and times the transcript the same way bench/stream.lua does. The machines")
-add("this project is developed on have no network path to clone either plugin, so")
-add("`make bench COMPARE=1` stops with a message instead of guessing. To do it by hand: clone")
-add("the plugin, put it on 'runtimepath', configure its ACP adapter with the fake agent command,")
-add("and measure wall time, getrusage CPU and timer lateness as bench/stream.lua does.")
+local cc = json("compare_codecompanion.json")
+local s20 = json("stream_20k.json")
+add("Benchmark 2 (20,000 chunks of 100 bytes, the same fake agent and scenario) against")
+add("CodeCompanion.nvim, with `make bench COMPARE=1` (bench/compare_codecompanion.lua). Its ACP")
+add("adapter is configured the documented way with the fake agent as the command; a first short")
+add("turn starts the connection, then the measured turn streams. The plugin and plenary.nvim")
+add("come from `COMPARE_DIR` / `PLENARY_DIR` or a throwaway clone in `.cache/compare/`; they are")
+add("never part of this repository. Ratio: CodeCompanion.nvim's number over acp.nvim's.")
 add()
-add("## Not measured yet")
+if cc and s20 then
+  add(("CodeCompanion.nvim commit: %s."):format(vim.trim(read(dir .. "/compare_commit.txt") or "unknown")))
+  add()
+  add("| client | wall s | nvim CPU s/MB | stall max ms | stall p99 ms |")
+  add("| --- | ---: | ---: | ---: | ---: |")
+  add(("| acp.nvim | %.2f | %.3f | %.1f | %.1f |"):format(s20.wall_ms / 1000, s20.cpu_s_per_mb, s20.stall_max_ms, s20.stall_p99_ms))
+  add(("| CodeCompanion.nvim | %.2f | %.3f | %.1f | %.1f |"):format(cc.wall_ms / 1000, cc.cpu_s_per_mb, cc.stall_max_ms, cc.stall_p99_ms))
+  add(("| ratio | %.1fx | %.1fx | %.1fx | %.1fx |"):format(cc.wall_ms / s20.wall_ms, cc.cpu_s_per_mb / s20.cpu_s_per_mb,
+    cc.stall_max_ms / math.max(s20.stall_max_ms, 0.1), cc.stall_p99_ms / math.max(s20.stall_p99_ms, 0.1)))
+else
+  add("Not run in this report (run `make bench COMPARE=1`; without network pass")
+  add("`COMPARE_DIR=/path/to/codecompanion.nvim PLENARY_DIR=/path/to/plenary.nvim`).")
+end
 add()
-add("- 4. fs/read_text_file of 50 lines at line 900,000 of an unsaved 1,000,000-line buffer.")
-add("- 3. Backend RSS for a session of 10,000 tool calls and 1,000,000 chunks.")
-add("- 6. `:Acp` with the demo agent (measured with `open()` on the bench agent instead).")
-add()
+
+-- Hand-written history of what was profiled and fixed (bench/fixes.md).
+local fixes = read("bench/fixes.md")
+if fixes then
+  for l in (fixes .. "\n"):gmatch("(.-)\n") do
+    add(l)
+  end
+end
 
 local f = assert(io.open(out_path, "w"))
 f:write(table.concat(lines, "\n"))

@@ -4,8 +4,10 @@
 #   bench/run.sh            all benchmarks, full sizes (what `make bench` runs)
 #   bench/run.sh --smoke    each benchmark once at a tiny size, no report:
 #                           checks that the benches still work (`make bench-smoke`)
-#   COMPARE=1 bench/run.sh  asks for the comparison with another Neovim ACP
-#                           client: not automated yet (see doc/benchmarks.md)
+#   COMPARE=1 bench/run.sh  also runs benchmark 2 against CodeCompanion.nvim:
+#                           the checkout in $COMPARE_DIR (and plenary.nvim, its
+#                           dependency, in $PLENARY_DIR), else both are cloned
+#                           into .cache/compare/ (needs network; never vendored)
 #
 # Results go to target/bench-results/*.json first; the report is rendered
 # from them, so a failed bench shows as "not run" instead of stale numbers.
@@ -42,6 +44,9 @@ if [ "$smoke" = 1 ]; then
   $CARGO build --release -p acp-nvim -p acp-testkit --bins
   run_nvim bench/stream.lua 200 100 lines
   run_nvim bench/long.lua 200 1000
+  run_nvim bench/fsread.lua 2000 100 10
+  run_nvim bench/rss.lua 10 1000
+  run_nvim bench/startup.lua
   echo "bench-smoke: ok"
   exit 0
 fi
@@ -75,12 +80,44 @@ save_result stream_burst_2k run_nvim bench/stream.lua 2000 100 burst || failed=1
 # 3. Long transcripts.
 save_result long run_nvim bench/long.lua 1000 200000 || failed=1
 
+# 4. Buffer-aware reads: 50 lines at line 900,000 of 1,000,000 vs 900 of 1,000.
+save_result fsread run_nvim bench/fsread.lua 1000000 1000 300 || failed=1
+
+# 3. Backend memory in a long session.
+save_result rss run_nvim bench/rss.lua 10000 1000000 || failed=1
+
+# 6. `:Acp` with the demo agent, cold, five times (the report takes the median).
+for i in 1 2 3 4 5; do
+  save_result "startup_$i" run_nvim bench/startup.lua || failed=1
+done
+
+# Comparison with CodeCompanion.nvim (benchmark 2 at 20,000 x 100 B).
 if [ "${COMPARE:-0}" = 1 ]; then
-  # Not automated yet: it needs a checkout of the other client, and this
-  # project's machines have no network path to clone one.
-  echo "bench: COMPARE=1: comparing with another client is not automated yet;" \
-    "see \"Comparing with other clients\" in doc/benchmarks.md" >&2
-  failed=1
+  # A checkout given by the caller, else a throwaway clone under .cache.
+  clone() { # url dir
+    [ -d "$2/.git" ] && return 0
+    rm -rf "$2"
+    GIT_TERMINAL_PROMPT=0 timeout 300 git clone --depth 1 --quiet "$1" "$2"
+  }
+  cc=${COMPARE_DIR:-}
+  plenary=${PLENARY_DIR:-}
+  if [ -z "$cc" ]; then
+    cc=$root/.cache/compare/codecompanion.nvim
+    clone https://github.com/olimorris/codecompanion.nvim "$cc" || cc=
+  fi
+  if [ -z "$plenary" ] && [ -n "$cc" ]; then
+    plenary=$root/.cache/compare/plenary.nvim
+    clone https://github.com/nvim-lua/plenary.nvim "$plenary" || plenary=
+  fi
+  if [ -z "$cc" ] || [ -z "$plenary" ]; then
+    echo "bench: COMPARE=1: could not get codecompanion.nvim and plenary.nvim (no network?);" \
+      "pass checkouts with COMPARE_DIR=/path/to/codecompanion.nvim PLENARY_DIR=/path/to/plenary.nvim" >&2
+    failed=1
+  else
+    echo "${COMPARE_COMMIT:-$(git -C "$cc" rev-parse --short HEAD 2>/dev/null || echo unknown)}" >"$out/compare_commit.txt"
+    export COMPARE_DIR=$cc PLENARY_DIR=$plenary
+    save_result compare_codecompanion run_nvim bench/compare_codecompanion.lua 20000 100 || failed=1
+  fi
 fi
 
 {

@@ -5,11 +5,23 @@
 //! re-render each time, so events are collected for one frame (~16 ms, or
 //! until 500 are queued) and sent in ONE call, in order. While a batch is
 //! being delivered, new events wait in the queue and go with the next one.
+//!
+//! The queue cannot make the agent wait (acp-client hands events over from
+//! its read loop, which must not block), so when the agent streams faster
+//! than Neovim renders, events pile up here. A streamed text chunk that
+//! continues the text chunk queued last is therefore merged into it, and a
+//! tool call's new state replaces the state queued last for the same tool
+//! call: a backlog of a million 10-byte chunks is then a few events holding
+//! the text, not a million events of ~450 bytes of overhead each (the
+//! backend reached 456 MiB RSS in bench/rss.lua before this, see
+//! doc/benchmarks.md).
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use serde_json::Value as Json;
+use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use crate::editor::Editor;
@@ -19,34 +31,242 @@ use crate::event::Event;
 pub const FRAME: Duration = Duration::from_millis(16);
 /// A batch is sent at once when this many events are queued.
 pub const MAX_BATCH: usize = 500;
+/// A batch is sent at once when it holds this much streamed text, so that
+/// merged chunks never make one Lua call long enough to stall a frame
+/// (500 unmerged 100-byte chunks are 50 KB).
+pub const MAX_BATCH_TEXT: usize = 64 * 1024;
+/// Queued text chunks are merged up to this size per event.
+pub const MAX_MERGED_TEXT: usize = 16 * 1024;
+
+#[derive(Debug, Default)]
+struct Inner {
+    state: Mutex<State>,
+    /// Wakes the receiver: an event was queued or the last sender left.
+    ready: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    events: VecDeque<Event>,
+    senders: usize,
+    receiver_gone: bool,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// Where the backend puts events for Lua. Cheap to clone; [`EventQueue::push`]
 /// never blocks, so it is safe to call from acp-client's event callback.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct EventQueue {
-    tx: mpsc::UnboundedSender<Event>,
+    inner: Arc<Inner>,
+}
+
+/// The batcher's end of an [`EventQueue`].
+#[derive(Debug)]
+pub struct EventReceiver {
+    inner: Arc<Inner>,
 }
 
 impl EventQueue {
     /// A queue and the receiver to hand to [`run`].
-    pub fn new() -> (EventQueue, mpsc::UnboundedReceiver<Event>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (EventQueue { tx }, rx)
+    pub fn new() -> (EventQueue, EventReceiver) {
+        let inner = Arc::new(Inner::default());
+        inner.lock().senders = 1;
+        (
+            EventQueue {
+                inner: inner.clone(),
+            },
+            EventReceiver { inner },
+        )
     }
 
-    /// Queues an event. Events pushed after the batcher stopped (Neovim is
-    /// gone) are dropped.
+    /// Queues an event, merged into the last queued one when it continues
+    /// its text (see the module docs). Events pushed after the batcher
+    /// stopped (Neovim is gone) are dropped.
     pub fn push(&self, event: Event) {
-        if self.tx.send(event).is_err() {
-            tracing::debug!("event dropped: the batcher has stopped");
+        {
+            let mut state = self.inner.lock();
+            if state.receiver_gone {
+                tracing::debug!("event dropped: the batcher has stopped");
+                return;
+            }
+            let event = match state.events.back_mut() {
+                Some(last) => match merge_queued(last, event) {
+                    None => return,
+                    Some(event) => event,
+                },
+                None => event,
+            };
+            state.events.push_back(event);
+        }
+        self.inner.ready.notify_one();
+    }
+}
+
+impl Clone for EventQueue {
+    fn clone(&self) -> Self {
+        self.inner.lock().senders += 1;
+        EventQueue {
+            inner: self.inner.clone(),
         }
     }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        let last = {
+            let mut state = self.inner.lock();
+            state.senders -= 1;
+            state.senders == 0
+        };
+        if last {
+            self.inner.ready.notify_one();
+        }
+    }
+}
+
+impl EventReceiver {
+    /// The next event; `None` once every [`EventQueue`] is dropped and the
+    /// queue is empty.
+    pub async fn recv(&mut self) -> Option<Event> {
+        loop {
+            match self.try_recv() {
+                Ok(event) => return Some(event),
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                // A push between try_recv and here leaves a permit in
+                // `ready`, so this never misses it.
+                Err(mpsc::error::TryRecvError::Empty) => self.inner.ready.notified().await,
+            }
+        }
+    }
+
+    /// The next event if one is queued.
+    pub fn try_recv(&mut self) -> Result<Event, mpsc::error::TryRecvError> {
+        let mut state = self.inner.lock();
+        match state.events.pop_front() {
+            Some(event) => Ok(event),
+            None if state.senders == 0 => Err(mpsc::error::TryRecvError::Disconnected),
+            None => Err(mpsc::error::TryRecvError::Empty),
+        }
+    }
+}
+
+impl Drop for EventReceiver {
+    fn drop(&mut self) {
+        let mut state = self.inner.lock();
+        state.receiver_gone = true;
+        state.events.clear();
+    }
+}
+
+/// Merges `next` into `last` when Lua would render the pair exactly as
+/// `next` over `last` (doc/protocol.md): both of the same chat and
+///
+/// - both `text_appended` of the same entry and message id with plain text
+///   blocks (only `type` and `text`): the texts are joined;
+/// - `next` a `tool_call_changed` (the complete new state) of the tool call
+///   that `last` added or changed: `last` takes the new state.
+///
+/// Gives `next` back when it cannot be merged.
+fn merge_queued(last: &mut Event, next: Event) -> Option<Event> {
+    let (
+        Event::Session {
+            chat_id: last_chat,
+            change: last_change,
+        },
+        Event::Session {
+            chat_id: next_chat,
+            change: next_change,
+        },
+    ) = (&mut *last, &next)
+    else {
+        return Some(next);
+    };
+    if last_chat != next_chat {
+        return Some(next);
+    }
+    if let Some(state) = changed_tool_call(next_change) {
+        if last_change.get("index") != next_change.get("index") {
+            return Some(next);
+        }
+        match last_change.get("change").and_then(Json::as_str) {
+            Some("tool_call_changed") => {
+                *last_change = next_change.clone();
+                return None;
+            }
+            Some("entry_added")
+                if last_change.pointer("/entry/type").and_then(Json::as_str)
+                    == Some("tool_call") =>
+            {
+                let mut entry = state.clone();
+                entry.insert("type".into(), Json::from("tool_call"));
+                last_change["entry"] = Json::Object(entry);
+                return None;
+            }
+            _ => return Some(next),
+        }
+    }
+    let (Some(next_text), Some(last_text)) = (
+        plain_appended_text(next_change),
+        plain_appended_text(last_change),
+    ) else {
+        return Some(next);
+    };
+    if last_text.len() + next_text.len() > MAX_MERGED_TEXT {
+        return Some(next);
+    }
+    let same_place = ["index", "messageId"]
+        .iter()
+        .all(|k| last_change.get(k) == next_change.get(k));
+    if !same_place {
+        return Some(next);
+    }
+    match last_change.pointer_mut("/content/text") {
+        Some(Json::String(text)) => {
+            text.push_str(next_text);
+            None
+        }
+        _ => Some(next),
+    }
+}
+
+/// Bytes of streamed text an event carries (for the batch size).
+fn streamed_text(event: &Event) -> usize {
+    match event {
+        Event::Session { change, .. } => plain_appended_text(change).map_or(0, str::len),
+        _ => 0,
+    }
+}
+
+/// The new state carried by a `tool_call_changed` change.
+fn changed_tool_call(change: &Json) -> Option<&serde_json::Map<String, Json>> {
+    if change.get("change")?.as_str()? != "tool_call_changed" {
+        return None;
+    }
+    change.get("toolCall")?.as_object()
+}
+
+/// The text of a `text_appended` change whose content is a plain text block.
+fn plain_appended_text(change: &Json) -> Option<&str> {
+    let change = change.as_object()?;
+    if change.get("change")?.as_str()? != "text_appended" {
+        return None;
+    }
+    let content = change.get("content")?.as_object()?;
+    if content.len() != 2 || content.get("type")?.as_str()? != "text" {
+        return None;
+    }
+    content.get("text")?.as_str()
 }
 
 /// Sends queued events to the editor in batches until every [`EventQueue`]
 /// is dropped and the queue is empty.
 pub async fn run(
-    mut rx: mpsc::UnboundedReceiver<Event>,
+    mut rx: EventReceiver,
     editor: Arc<dyn Editor>,
     frame: Duration,
     max_batch: usize,
@@ -54,8 +274,9 @@ pub async fn run(
     let max_batch = max_batch.max(1);
     while let Some(first) = rx.recv().await {
         let deadline = Instant::now() + frame;
+        let mut text = streamed_text(&first);
         let mut batch = vec![first.to_value()];
-        while batch.len() < max_batch {
+        while batch.len() < max_batch && text < MAX_BATCH_TEXT {
             // Take what is already queued without waiting, then wait for
             // the rest of the frame.
             let next = match rx.try_recv() {
@@ -69,7 +290,10 @@ pub async fn run(
                 Err(mpsc::error::TryRecvError::Disconnected) => None,
             };
             match next {
-                Some(ev) => batch.push(ev.to_value()),
+                Some(ev) => {
+                    text += streamed_text(&ev);
+                    batch.push(ev.to_value());
+                }
                 None => break,
             }
         }
@@ -186,5 +410,164 @@ pub(crate) mod tests {
             msgpack::field(&calls[0][0], "type").and_then(Value::as_str),
             Some("turn_ended")
         );
+    }
+    fn appended(chat: &str, index: usize, content: serde_json::Value) -> Event {
+        Event::Session {
+            chat_id: ChatId(chat.into()),
+            change: serde_json::json!({"change": "text_appended", "index": index, "content": content}),
+        }
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        serde_json::json!({"type": "text", "text": t})
+    }
+
+    fn drain(rx: &mut EventReceiver) -> Vec<Event> {
+        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    }
+
+    #[test]
+    fn queued_text_chunks_of_one_message_merge_into_one_event() {
+        let (queue, mut rx) = EventQueue::new();
+        for chunk in ["Hel", "lo", ", world"] {
+            queue.push(appended("c1", 3, text(chunk)));
+        }
+        assert_eq!(
+            drain(&mut rx),
+            vec![appended("c1", 3, text("Hello, world"))]
+        );
+        // Once the batcher took an event, later text starts a new one.
+        queue.push(appended("c1", 3, text("!")));
+        queue.push(appended("c1", 3, text("?")));
+        assert_eq!(drain(&mut rx), vec![appended("c1", 3, text("!?"))]);
+    }
+
+    #[test]
+    fn only_plain_text_of_the_same_chat_entry_and_message_merges() {
+        let (queue, mut rx) = EventQueue::new();
+        let with_id = |t: &str, id: &str| Event::Session {
+            chat_id: ChatId("c1".into()),
+            change: serde_json::json!({"change": "text_appended", "index": 1,
+                "content": text(t), "messageId": id}),
+        };
+        let annotated =
+            serde_json::json!({"type": "text", "text": "b", "annotations": {"priority": 1.0}});
+        let sequence = vec![
+            appended("c1", 1, text("a")),
+            appended("c2", 1, text("other chat")),
+            appended("c2", 2, text("other entry")),
+            appended("c2", 2, annotated.clone()),
+            appended("c2", 2, text("after annotated")),
+            with_id("m1 ", "m1"),
+            with_id("m2", "m2"),
+            numbered(7),
+            appended("c2", 2, text("after another event")),
+        ];
+        for ev in sequence.clone() {
+            queue.push(ev);
+        }
+        assert_eq!(drain(&mut rx), sequence);
+
+        let (queue, mut rx) = EventQueue::new();
+        queue.push(with_id("a", "m1"));
+        queue.push(with_id("b", "m1"));
+        assert_eq!(drain(&mut rx), vec![with_id("ab", "m1")]);
+    }
+
+    #[tokio::test]
+    async fn the_receiver_ends_when_every_queue_is_dropped() {
+        let (queue, mut rx) = EventQueue::new();
+        let other = queue.clone();
+        drop(queue);
+        other.push(numbered(1));
+        let task = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(ev) = rx.recv().await {
+                seen.push(ev);
+            }
+            seen
+        });
+        tokio::task::yield_now().await;
+        other.push(numbered(2));
+        drop(other);
+        assert_eq!(task.await.unwrap(), vec![numbered(1), numbered(2)]);
+    }
+    fn tool(chat: &str, change: &str, index: usize, status: &str) -> Event {
+        let state = serde_json::json!({"id": format!("t{index}"), "title": "Run", "kind": "execute",
+            "status": status, "content": [], "locations": []});
+        let change = match change {
+            "entry_added" => {
+                let mut entry = state;
+                entry["type"] = "tool_call".into();
+                serde_json::json!({"change": "entry_added", "index": index, "entry": entry})
+            }
+            _ => {
+                serde_json::json!({"change": "tool_call_changed", "index": index, "toolCall": state})
+            }
+        };
+        Event::Session {
+            chat_id: ChatId(chat.into()),
+            change,
+        }
+    }
+
+    #[test]
+    fn a_queued_tool_call_takes_the_newer_state_of_the_same_tool_call() {
+        let (queue, mut rx) = EventQueue::new();
+        queue.push(tool("c1", "entry_added", 4, "pending"));
+        queue.push(tool("c1", "tool_call_changed", 4, "in_progress"));
+        queue.push(tool("c1", "tool_call_changed", 4, "completed"));
+        queue.push(tool("c1", "tool_call_changed", 5, "in_progress"));
+        queue.push(tool("c1", "tool_call_changed", 5, "completed"));
+        queue.push(tool("c2", "tool_call_changed", 5, "failed"));
+        queue.push(appended("c2", 6, text("x")));
+        queue.push(tool("c2", "tool_call_changed", 5, "completed"));
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                tool("c1", "entry_added", 4, "completed"),
+                tool("c1", "tool_call_changed", 5, "completed"),
+                tool("c2", "tool_call_changed", 5, "failed"),
+                appended("c2", 6, text("x")),
+                tool("c2", "tool_call_changed", 5, "completed"),
+            ]
+        );
+    }
+    #[test]
+    fn merged_text_stays_under_the_limit_per_event() {
+        let (queue, mut rx) = EventQueue::new();
+        let chunk = "x".repeat(1000);
+        for _ in 0..40 {
+            queue.push(appended("c1", 1, text(&chunk)));
+        }
+        let sizes: Vec<usize> = drain(&mut rx).iter().map(streamed_text).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 40_000);
+        assert!(sizes.iter().all(|&n| n <= MAX_MERGED_TEXT), "{sizes:?}");
+        assert_eq!(
+            sizes.len(),
+            40_000usize.div_ceil(MAX_MERGED_TEXT / 1000 * 1000)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_ends_once_it_holds_enough_text() {
+        let (queue, rx) = EventQueue::new();
+        let chunk = "y".repeat(MAX_MERGED_TEXT);
+        // Different entries, so nothing merges: one full event per entry.
+        for index in 0..10 {
+            queue.push(appended("c1", index, text(&chunk)));
+        }
+        drop(queue);
+        let recorder = Arc::new(Recorder::default());
+        run(rx, recorder.clone(), FRAME, MAX_BATCH).await;
+        let sizes: Vec<usize> = recorder
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .collect();
+        let per_batch = MAX_BATCH_TEXT / MAX_MERGED_TEXT;
+        assert_eq!(sizes, vec![per_batch, per_batch, 10 - 2 * per_batch]);
     }
 }

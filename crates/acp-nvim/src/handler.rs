@@ -285,7 +285,7 @@ mod tests {
     fn handler() -> (
         NvimHandler<Vec<u8>>,
         mpsc::UnboundedReceiver<Routed>,
-        mpsc::UnboundedReceiver<Event>,
+        crate::batcher::EventReceiver,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
         let (events, events_rx) = EventQueue::new();

@@ -828,13 +828,7 @@ mod tests {
         }
     }
 
-    fn host_with(
-        fs: FakeFs,
-    ) -> (
-        NvimHost,
-        Arc<FakeFs>,
-        tokio::sync::mpsc::UnboundedReceiver<Event>,
-    ) {
+    fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceiver) {
         let fs = Arc::new(fs);
         let (events, rx) = EventQueue::new();
         let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));

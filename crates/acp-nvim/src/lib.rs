@@ -67,7 +67,7 @@ pub async fn serve(
     let (events, recorded_rx) = EventQueue::new();
     // Every event passes the transcript recorder on its way to the batcher.
     let transcripts = Transcripts::new();
-    let (to_batcher, events_rx) = mpsc::unbounded_channel();
+    let (to_batcher, events_rx) = EventQueue::new();
     let tee = tokio::spawn(transcript::tee(
         recorded_rx,
         to_batcher,

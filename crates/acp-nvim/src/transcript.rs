@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
-use tokio::sync::mpsc;
 
+use crate::batcher::{EventQueue, EventReceiver};
 use crate::command::ChatId;
 use crate::event::Event;
 
@@ -331,22 +331,20 @@ impl Transcripts {
 }
 
 /// Records every event of `rx` into `transcripts` and passes it on to
-/// `out` (the batcher), in order; buffered records are flushed at least
-/// every [`FLUSH_EVERY`] and when the queue closes.
-pub async fn tee(
-    mut rx: mpsc::UnboundedReceiver<Event>,
-    out: mpsc::UnboundedSender<Event>,
-    transcripts: Arc<Transcripts>,
-) {
+/// `out` (the batcher's queue), in order; buffered records are flushed at
+/// least every [`FLUSH_EVERY`] and when the queue closes.
+///
+/// `out` is an [`EventQueue`] rather than a channel so that a backlog
+/// waiting for a slow Neovim is still merged there (the tee itself keeps
+/// up with any agent, so its own input queue stays short).
+pub async fn tee(mut rx: EventReceiver, out: EventQueue, transcripts: Arc<Transcripts>) {
     let mut last_flush = Instant::now();
     loop {
         let next = tokio::time::timeout(FLUSH_EVERY, rx.recv()).await;
         match next {
             Ok(Some(event)) => {
                 transcripts.record(&event);
-                if out.send(event).is_err() {
-                    tracing::debug!("event dropped: the batcher has stopped");
-                }
+                out.push(event);
             }
             Ok(None) => break,
             Err(_idle) => {}
@@ -523,20 +521,25 @@ mod tests {
             dir.path(),
             Opening::New,
         );
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (out, mut got) = mpsc::unbounded_channel();
+        let (tx, rx) = EventQueue::new();
+        let (out, mut got) = EventQueue::new();
         let task = tokio::spawn(tee(rx, out, t.clone()));
-        let events = [started("s1"), chunk(0, "a"), chunk(0, "b")];
+        let events = [started("s1"), chunk(0, "a"), turn_ended(), chunk(1, "b")];
         for e in &events {
-            tx.send(e.clone()).unwrap();
+            tx.push(e.clone());
         }
         drop(tx);
         task.await.unwrap();
         for e in events {
             assert_eq!(got.recv().await.unwrap(), e);
         }
+        assert_eq!(got.recv().await, None, "the queue closes with the tee");
         // The queue closed: what was buffered is on disk.
         let r = records(&path);
-        assert_eq!(r.last().unwrap()["change"]["content"]["text"], "ab");
+        let texts: Vec<&Json> = r
+            .iter()
+            .filter_map(|rec| rec.get("change")?.get("content")?.get("text"))
+            .collect();
+        assert_eq!(texts, [&json!("a"), &json!("b")]);
     }
 }

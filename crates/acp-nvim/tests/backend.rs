@@ -64,7 +64,7 @@ impl Editor for FakeLua {
 
 struct Rig {
     tx: mpsc::UnboundedSender<Routed>,
-    events: mpsc::UnboundedReceiver<Event>,
+    events: acp_nvim::batcher::EventReceiver,
     /// Every event seen so far, in order.
     seen: Vec<Event>,
     agents: Arc<Agents>,

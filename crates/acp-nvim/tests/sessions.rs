@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use acp_nvim::agents::{Agents, Shared};
 use acp_nvim::backend::{Backend, Routed};
-use acp_nvim::batcher::EventQueue;
+use acp_nvim::batcher::{EventQueue, EventReceiver};
 use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat};
 use acp_nvim::editor::{Editor, LuaError};
 use acp_nvim::event::Event;
@@ -41,7 +41,7 @@ impl Editor for NoBuffers {
 
 struct Rig {
     tx: mpsc::UnboundedSender<Routed>,
-    events: mpsc::UnboundedReceiver<Event>,
+    events: EventReceiver,
     seen: Vec<Event>,
     agents: Arc<Agents>,
     dir: tempfile::TempDir,
@@ -51,7 +51,7 @@ impl Rig {
     fn new() -> Self {
         let (queue, raw) = EventQueue::new();
         let transcripts = Transcripts::new();
-        let (out, events) = mpsc::unbounded_channel();
+        let (out, events) = EventQueue::new();
         tokio::spawn(transcript::tee(raw, out, transcripts.clone()));
         let backend = Backend::new(Shared {
             events: queue,

@@ -643,3 +643,51 @@ fn wait_for_file_holds_the_turn_through_a_cancel_until_the_file_exists() {
     assert!(rest.is_empty(), "{rest:?}");
     assert_eq!(response["result"]["stopReason"], "cancelled");
 }
+
+#[test]
+fn tool_call_burst_sends_a_call_and_a_completion_per_tool() {
+    let mut agent = one_turn(json!([{"type": "toolCallBurst", "count": 300, "idPrefix": "b"}]));
+    let session = agent.session();
+    let turn = agent.prompt(&session, "go", &mut refuse);
+    let calls = turn.of_kind("tool_call");
+    let updates = turn.of_kind("tool_call_update");
+    assert_eq!((calls.len(), updates.len()), (300, 300));
+    assert_eq!(calls[0]["toolCallId"], "b1");
+    assert_eq!(calls[0]["status"], "in_progress");
+    assert_eq!(calls[299]["toolCallId"], "b300");
+    assert_eq!(updates[299]["toolCallId"], "b300");
+    assert_eq!(updates[299]["status"], "completed");
+    assert_eq!(
+        updates[299]["content"][0]["content"]["text"],
+        "step 300: ok"
+    );
+}
+
+#[test]
+fn timed_calls_send_count_requests_one_at_a_time_and_save_percentiles() {
+    let mut agent = one_turn(json!([
+        {"type": "timedCalls", "count": 5, "method": "fs/read_text_file",
+         "params": {"path": "{{cwd}}/a", "line": 2, "limit": 1}, "saveAs": "t"},
+        {"type": "text", "text": "{{t.count}} {{t.errors}} {{t.p50Us}}"}
+    ]));
+    let session = agent.session();
+    let mut calls = 0;
+    let turn = agent.prompt(&session, "go", &mut |method: &str,
+                                                  params: &Value|
+     -> Answer {
+        calls += 1;
+        assert_eq!(method, "fs/read_text_file");
+        assert_eq!(params["line"], 2);
+        // The third one fails: counted, and the loop goes on.
+        if calls == 3 {
+            Err((-32002, "gone".to_owned()))
+        } else {
+            Ok(json!({"content": "x\n"}))
+        }
+    });
+    assert_eq!(calls, 5);
+    let text = turn.text();
+    let parts: Vec<&str> = text.split(' ').collect();
+    assert_eq!(&parts[..2], &["5", "1"], "{text}");
+    assert!(parts[2].parse::<u64>().is_ok(), "{text}");
+}

@@ -242,6 +242,23 @@ pub enum Step {
     WaitForFile { path: String },
     /// Writes the prompt's content blocks, as a JSON array, to `path`.
     SavePrompt { path: String },
+    ToolCallBurst {
+        count: usize,
+        #[serde(default = "burst_prefix")]
+        id_prefix: String,
+    },
+    TimedCalls {
+        count: usize,
+        method: String,
+        #[serde(default)]
+        params: Option<Value>,
+        #[serde(default)]
+        save_as: Option<String>,
+    },
+}
+
+fn burst_prefix() -> String {
+    "burst-".to_owned()
 }
 
 fn yes() -> bool {

@@ -12,6 +12,7 @@ use crate::step::{parse_hex, Step};
 use crate::subst::substitute;
 use crate::wire::Reply;
 
+mod bench;
 mod client;
 mod misbehave;
 
@@ -404,6 +405,16 @@ impl<'a> Player<'a> {
                     )),
                 }
             }
+            Step::ToolCallBurst { count, id_prefix } => {
+                self.tool_call_burst(count, &id_prefix);
+                Flow::Next
+            }
+            Step::TimedCalls {
+                count,
+                method,
+                params,
+                save_as,
+            } => self.timed_calls(count, &method, params, save_as),
         }
     }
 
