@@ -47,6 +47,21 @@ T.setup_fake({
           },
         },
       },
+      {
+        -- Written right after the tool call is announced, with no diff: the
+        -- client cannot read the file before the agent writes it, so only
+        -- the buffer's copy from when the prompt was sent shows the "before".
+        match = "edit instant",
+        steps = {
+          {
+            type = "writeDisk",
+            path = "instant.txt",
+            content = "l1\nl2\nL3 instant\nl4\nl5\nl6\nl7\nl8\nl9\n",
+            diff = false,
+            toolCallId = "in-1",
+          },
+        },
+      },
       edit("edit range", "range.txt", THREE),
       edit("edit typed", "typed.txt", THREE),
       edit("edit two files", "qf1.txt", THREE),
@@ -287,6 +302,38 @@ T.test("an edit with no diff content is still caught by the watcher", function()
   T.eq("L3 unseen", T.lines(buf)[3], "buffer reloaded")
   T.eq({ 2 }, rows_with(buf, "AcpReviewAdd"), "hunk drawn")
   T.eq({ "l3" }, virt_text(buf), "removed line shown")
+end)
+
+T.test("an edit with no diff written right after its tool call is announced still shows its hunk", function()
+  local buf = edited("instant.txt", "edit instant", 1)
+  T.eq("L3 instant", T.lines(buf)[3], "buffer reloaded")
+  T.eq({ 2 }, rows_with(buf, "AcpReviewAdd"), "hunk drawn")
+  T.eq({ "l3" }, virt_text(buf), "removed line shown")
+end)
+
+T.test("the copies taken when a prompt is sent leave out modified, outside, CRLF and saved buffers", function()
+  local baseline = require("acp.baseline")
+  local _, inside = open_file("copy-in.txt", NINE)
+  local in_buf = vim.api.nvim_get_current_buf()
+  local mod_buf, modified = open_file("copy-mod.txt", NINE)
+  vim.api.nvim_buf_set_lines(mod_buf, 0, 1, false, { "typed" })
+  local _, crlf = open_file("copy-crlf.txt", "a\r\nb\r\n")
+  local elsewhere = T.tmpdir() .. "/outside.txt"
+  T.write_file(elsewhere, NINE)
+  vim.cmd("edit " .. vim.fn.fnameescape(elsewhere))
+  baseline.snapshot("copies", dir)
+  local function get(path)
+    return baseline.get({ chat_id = "copies", path = path })
+  end
+  T.eq(NINE, get(inside), "an unmodified buffer inside the chat's directory")
+  T.eq(nil, get(modified), "a modified buffer holds the user's text, not the file's")
+  T.eq(nil, get(crlf), "a CRLF buffer's lines are not the file's bytes")
+  T.eq(nil, get(elsewhere), "outside the chat's directory")
+  vim.api.nvim_buf_call(in_buf, function()
+    vim.cmd("silent write")
+  end)
+  T.eq(nil, get(inside), "saving drops the copy: later differences are the user's")
+  baseline.drop("copies")
 end)
 
 T.test("previewing a permission's diff changes nothing until allowed", function()
