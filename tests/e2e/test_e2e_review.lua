@@ -336,6 +336,32 @@ T.test("the copies taken when a prompt is sent leave out modified, outside, CRLF
   baseline.drop("copies")
 end)
 
+T.test("an agent's write to one file reloads no other buffer", function()
+  local chat = T.open_chat("review", dir)
+  local other_buf, other = open_file("other.txt", NINE)
+  local _, target = open_file("target.txt", NINE)
+  -- Another program changes other.txt; Neovim has not looked yet.
+  T.write_file(other, "changed elsewhere\n")
+  -- A bare :checktime run from an event is postponed by Neovim until it
+  -- waits for keys (never, in this test), then checks EVERY buffer: spy on
+  -- the commands run instead of waiting for the reload.
+  local ran = {}
+  local orig_cmd = vim.cmd
+  vim.cmd = function(c, ...)
+    ran[#ran + 1] = type(c) == "string" and c or vim.inspect(c)
+    return orig_cmd(c, ...)
+  end
+  local ok, err = pcall(require("acp.events").dispatch, {
+    { type = "file_edited", chat_id = chat.chat_id, path = target, buffer_updated = false },
+  })
+  vim.cmd = orig_cmd
+  assert(ok, err)
+  for _, c in ipairs(ran) do
+    T.truthy(not c:match("checktime%s*$"), "no check of every buffer: " .. c)
+  end
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(other_buf), "the other buffer is left to Neovim's own checks")
+end)
+
 T.test("previewing a permission's diff changes nothing until allowed", function()
   local buf, path = open_file("preview.txt", NINE)
   local chat = T.open_chat("review", dir)
