@@ -62,6 +62,7 @@ T.setup_fake({
           },
         },
       },
+      edit("edit next to typing", "nexttyping.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit range", "range.txt", THREE),
       edit("edit typed", "typed.txt", THREE),
       edit("edit two files", "qf1.txt", THREE),
@@ -403,6 +404,29 @@ T.test("lines the user saves in a reviewed buffer are not the agent's and surviv
   T.wait(function()
     return T.read_file(path) == "typed by me\nl1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
   end, "the first hunk rejected, the user's line kept: " .. vim.inspect(T.read_file(path)) .. vim.inspect(NOTES) .. vim.inspect(T.lines(buf)))
+end)
+
+T.test("a line typed (unsaved) next to an agent hunk survives rejecting the hunk", function()
+  local buf, path = edited("nexttyping.txt", "edit next to typing", 1)
+  -- Typed right below the agent's line; TextChanged reports it after the
+  -- debounce (acp.user_edit), as typing does.
+  vim.api.nvim_buf_set_lines(buf, 5, 5, false, { "typed next to it" })
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  T.wait(function()
+    local r = review.files[path] and review.files[path].review
+    return r and r.current and r.current:find("typed next to it", 1, true) ~= nil
+  end, "the review knows the typed line")
+  T.eq({ 4 }, rows_with(buf, "AcpReviewAdd"), "the typed line is not shown as the agent's")
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[5] == "l5"
+  end, "the agent's line is undone; notes: " .. vim.inspect(NOTES))
+  T.eq(vim.split("l1\nl2\nl3\nl4\nl5\ntyped next to it\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the typed line stays")
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review")
 end)
 
 T.test(":[range]Acp accept accepts the hunks in the range only", function()
