@@ -431,6 +431,9 @@ function Chat:_flush()
     blocks = blocks()
   end
   self.status = "busy"
+  -- Before the agent can change anything: the "before" of edits that come
+  -- without a diff (acp.baseline).
+  require("acp.baseline").snapshot(self.chat_id, self.cwd)
   if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
     -- No backend (it just died): keep the prompt for after :Acp restart.
     table.insert(self.queue, 1, blocks)
@@ -507,6 +510,7 @@ function Chat:close()
   self.status = "closed"
   permission.drop_chat(self.chat_id)
   require("acp.review").drop_chat(self.chat_id)
+  require("acp.baseline").drop(self.chat_id)
   self:hide()
   M.chats[self.chat_id] = nil
   for i, c in ipairs(M.list) do

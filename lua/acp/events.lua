@@ -83,16 +83,12 @@ function handlers.file_edited(chat, ev)
       vim.log.levels.WARN
     )
     chat.transcript:note(("! %s: written on disk and merged into your unsaved buffer"):format(path), "AcpError")
-  elseif not util.field(ev, "buffer_updated", "bufferUpdated") then
-    -- Written on disk only (agents like Claude edit files themselves): reload
-    -- an unmodified buffer of that file so it shows the new content.
-    local buf = require("acp.fs").find_buffer(path)
-    if buf and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd("silent! checktime")
-      end)
-    end
   end
+  -- A write that no buffer took (none was loaded) needs no reload here:
+  -- every agent write is recorded for review, and its `review_changed`
+  -- brings a buffer of the file up to date with minimal edits (acp.review).
+  -- A `:checktime` here would check every buffer, reloading or asking about
+  -- files the agent never touched.
 end
 
 function handlers.review_changed(chat, ev)

@@ -9,6 +9,8 @@ local util = require("acp.util")
 
 local M = {}
 
+local merge_later
+
 local function normalize(path)
   local full = vim.fn.fnamemodify(path, ":p")
   local real = util.uv.fs_realpath(full)
@@ -196,6 +198,28 @@ function M.merge_into(buf, base, theirs)
   return tonumber(res.conflicts) or 0
 end
 
+--- Merge into a modified buffer right after this call returns. The merge
+--- asks the backend (`acp.merge`), and this module runs inside the
+--- backend's own request (`nvim_exec_lua`): a request from there, while Lua
+--- waits for another answer of the backend (a review refresh, a
+--- completion), would get its answers out of the order Neovim requires,
+--- and Neovim closes the channel. Scheduled callbacks run from the main
+--- loop, never nested in a request, and before any event this write causes.
+---@param buf integer
+---@param base string
+---@param theirs string
+merge_later = function(buf, base, theirs)
+  vim.schedule(function()
+    if not api.nvim_buf_is_valid(buf) then
+      return
+    end
+    local ok, err = pcall(M.merge_into, buf, base, theirs)
+    if not ok then
+      util.notify(tostring(err), vim.log.levels.ERROR)
+    end
+  end)
+end
+
 ---@class acp.FsWriteArgs
 ---@field path string
 ---@field content string
@@ -205,8 +229,7 @@ end
 ---@class acp.FsWriteResult
 ---@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
 ---@field old_content? string the buffer's text before the write
----@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text was merged into it, the backend writes the disk
----@field conflicts? integer with kept_unsaved: conflicts written into the buffer
+---@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text is merged into it (right after this call), the backend writes the disk
 
 --- Write through a loaded buffer.
 --- - No buffer: handled=false (the backend writes the disk).
@@ -229,13 +252,15 @@ function M.write(args)
     local review = require("acp.review")
     if args.restore then
       local base = not util.is_null(args.base) and args.base or M.buffer_text(buf)
-      M.merge_into(buf, base, content)
+      merge_later(buf, base, content)
       return { handled = true, old_content = base }
     end
     local base = M.read_disk(args.path) or ""
-    local conflicts = M.merge_into(buf, base, content)
+    -- Synced now: the review's refresh that follows this write must not
+    -- merge the same change a second time.
     review.set_synced(args.path, content)
-    return { handled = false, kept_unsaved = true, conflicts = conflicts }
+    merge_later(buf, base, content)
+    return { handled = false, kept_unsaved = true }
   end
   local old_content = M.buffer_text(buf)
   M.apply_text(buf, content)

@@ -93,6 +93,27 @@ function Transcript:_append_text(block, text)
   self.view:append(block, shown)
 end
 
+--- Text of a user message: its text blocks, then one short line per
+--- context block (mentioned files are not dumped in full).
+---@param content table[]
+---@return string
+function Transcript:_user_text(content)
+  return require("acp.context").user_text(content, self.chat.cwd)
+end
+
+--- A chunk of a user message arrived (a `session/load` replay sends a
+--- prompt as one chunk per content block): the message is drawn again from
+--- all its blocks, through the same function as a live prompt, so a replay
+--- renders exactly as the live session did.
+---@param block acp.Block
+---@param content table
+function Transcript:_append_user(block, content)
+  table.insert(block.data.user_content, content)
+  local shown, held = hold_trailing_breaks(self:_user_text(block.data.user_content))
+  block.data.held = held
+  self.view:replace(block, util.split_lines(shown))
+end
+
 ---@param side "user"|"agent"
 function Transcript:_header(side)
   if self.side == side then
@@ -237,9 +258,10 @@ function Transcript:_entry_added(index, entry)
   local t = util.field(entry, "type")
   if t == "user_message" then
     self:_header("user")
-    -- Mentioned files are one line each, not their whole text.
-    local text = require("acp.context").user_text(util.field(entry, "content"), self.chat.cwd)
-    self.entries[index] = self:_text_block("message", {}, text)
+    local content = vim.deepcopy(util.field(entry, "content") or {})
+    local block = self:_text_block("message", {}, self:_user_text(content))
+    block.data.user_content = content
+    self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
     self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
@@ -268,7 +290,9 @@ function Transcript:apply(change)
     self:_entry_added(util.field(change, "index"), util.field(change, "entry") or {})
   elseif c == "text_appended" then
     local block = self.entries[util.field(change, "index")]
-    if block and (block.kind == "message" or block.kind == "thought") then
+    if block and block.kind == "message" and block.data.user_content then
+      self:_append_user(block, util.field(change, "content") or {})
+    elseif block and (block.kind == "message" or block.kind == "thought") then
       self:_append_text(block, tool_call.content_text(util.field(change, "content") or {}))
     end
   elseif c == "tool_call_changed" then

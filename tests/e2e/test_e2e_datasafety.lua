@@ -5,7 +5,11 @@
 -- Each case opens 2-3 files in buffers and plays ~8 random steps:
 --   user:  types a line into a buffer (with `:normal! o`), and maybe saves
 --          it (`:write!`: the user answers "yes" if Neovim asks whether to
---          overwrite a file that changed on disk), or just saves;
+--          overwrite a file that changed on disk), or just saves; or types
+--          with `TextChanged` fired and waits past the review's debounce,
+--          so the edit reaches the review (`acp.user_edit`) as typing does;
+--   review: `:Acp accept` / `:Acp reject` of the agent's changes: the hunk
+--          under the cursor, a range around one, the file, or all;
 --   agent: fs/read_text_file then fs/write_text_file of what it read with
 --          one line added (and maybe one of its own lines removed), or the
 --          same computed from the file on disk (an agent that reads files
@@ -16,13 +20,19 @@
 -- moment.
 --
 -- Invariants, checked after every step:
---   1. every line the user typed is in its buffer or in its file on disk
---      (nothing here rejects a user's line: a review "reject" step would
---      be the only allowed way to lose one);
+--   1. every line the user typed is in its buffer or in its file on disk,
+--      unless the user explicitly dropped it: it was shown inside an agent
+--      hunk that the user rejected, or on the buffer's side of a conflict
+--      whose agent side the user accepted;
 --   2. every file on disk equals one of the complete versions written to it
---      (initial, each save, each agent write); while the backend writes a
---      file, a timer reads it every 2 ms and holds it to the same rule;
---   3. the agent's fs/read_text_file saw exactly the buffer's text.
+--      (initial, each save, each agent write, each reject's restore); while
+--      the backend writes a file, a timer reads it every 2 ms and holds it
+--      to the same rule;
+--   3. the agent's fs/read_text_file saw exactly the buffer's text;
+--   4. right after a reject, the rejected hunks' agent lines are gone from
+--      the buffer, and from the disk when the buffer has no unsaved edits
+--      (a buffer with unsaved edits is restored in the buffer only: the
+--      disk is the user's to save); lines around them stay (invariant 1).
 -- Stated in what the user can see, not in how the plugin merges, so the test
 -- holds for any merge strategy that keeps the user's lines.
 -- Each agent edit starts from the file as it is at that moment (the buffer
@@ -31,11 +41,30 @@
 --
 -- The seed is printed; ACP_DATASAFETY_SEED=<n> replays a run,
 -- ACP_DATASAFETY_CASE=<k> only its case k; ACP_DATASAFETY_CASES and
--- ACP_DATASAFETY_STEPS change the size (default 40 x 10).
+-- ACP_DATASAFETY_STEPS change the size (default 40 x 10);
+-- ACP_DATASAFETY_LOG=<file> saves the backend's log there on a failure.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 
 local uv = vim.uv or vim.loop
 local root = T.tmpdir()
+local review = require("acp.review")
+local fs = require("acp.fs")
+--- Review decisions that acted on something, by kind, for the summary line.
+local decided = { accept = 0, reject = 0, reported = 0 }
+-- The debounce is what a typist waits for; the test waits on its effect,
+-- so a short one keeps the run fast.
+review.USER_EDIT_DEBOUNCE_MS = 20
+-- Review steps decide programmatically; a confirmation prompt would hang.
+review.confirm_delete = function()
+  return false
+end
+-- What the plugin told the user, for the failure message.
+local notes = {}
+local orig_notify = vim.notify
+vim.notify = function(msg, ...)
+  notes[#notes + 1] = tostring(msg)
+  return orig_notify(msg, ...)
+end
 
 T.setup_fake({
   driver = { turns = { { startsWith = "steps:", steps = { { type = "promptSteps" } } } } },
@@ -110,14 +139,19 @@ function Case.new(k)
 end
 
 function Case:fail(what)
+  if os.getenv("ACP_DATASAFETY_LOG") then
+    local log = read_or_nil(vim.fn.stdpath("state") .. "/acp.log") or ""
+    T.write_file(os.getenv("ACP_DATASAFETY_LOG"), log)
+  end
   error(
-    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s"):format(
+    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
       what,
       SEED,
       self.k,
       SEED,
       self.k,
-      table.concat(self.log, "\n    ")
+      table.concat(self.log, "\n    "),
+      table.concat(vim.list_slice(notes, math.max(1, #notes - 5)), "\n    ")
     ),
     0
   )
@@ -187,6 +221,222 @@ function Case:user_saves(f, quiet)
   end
   if vim.bo[f.buf].modified then
     self:fail(f.path .. " is still modified after :write!")
+  end
+end
+
+--- Types a line and fires TextChanged as typing does, then waits until the
+--- review module reported the buffer (if the file is under review).
+function Case:user_types_reported(f, s)
+  self:user_types(f, s, false)
+  self.log[#self.log] = self.log[#self.log] .. " (TextChanged)"
+  decided.reported = decided.reported + 1
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = f.buf, modeline = false })
+  T.wait(function()
+    local entry = review.files[f.path]
+    local attached = entry and (entry.chat_id ~= nil or #(review.items[f.buf] or {}) > 0)
+    return not attached or entry.known == fs.buffer_text(f.buf)
+  end, "the typed line reported to the review (acp.user_edit)", 5000)
+end
+
+-- Review steps ------------------------------------------------------------
+
+--- Draws the current review of every file (synchronously), so the items
+--- the keys act on are the backend's latest.
+function Case:refresh_all()
+  for _, f in ipairs(self.files) do
+    if review.files[f.path] then
+      review.refresh(f.path)
+    end
+  end
+  -- A refresh reports unsaved typing (acp.user_edit), which gives hunks new
+  -- ids; wait until the review shown is the one that knows the buffer's text,
+  -- as a user sees it settle before pressing a key.
+  T.wait(function()
+    for _, f in ipairs(self.files) do
+      local entry = review.files[f.path]
+      if entry and entry.chat_id and vim.bo[f.buf].modified then
+        local current = entry.review and entry.review.current
+        if current ~= fs.buffer_text(f.buf) then
+          return false
+        end
+      end
+    end
+    return true
+  end, "the review caught up with the buffers", 5000)
+end
+
+--- Lines of the review items (hunks: the agent's lines; conflicts: both
+--- sides) of a file that touch buffer rows [first, last] (0-based).
+local function item_lines(f, first, last)
+  local agent, ours, theirs, ids = {}, {}, {}, {}
+  for _, it in ipairs(review.items[f.buf] or {}) do
+    if it.first <= last and first <= it.last then
+      if it.kind == "hunk" then
+        vim.list_extend(agent, it.hunk.new_lines or {})
+        ids[#ids + 1] = it.hunk.id
+      else
+        vim.list_extend(ours, it.ours or {})
+        vim.list_extend(theirs, it.theirs or {})
+      end
+    end
+  end
+  return agent, ours, theirs, ids
+end
+
+--- Waits until the backend's review of `f` has none of the hunks `ids`
+--- (decisions are applied in order, after the command returned).
+function Case:wait_decided(chat, f, ids)
+  if #ids == 0 then
+    return
+  end
+  local want = {}
+  for _, id in ipairs(ids) do
+    want[id] = true
+  end
+  T.wait(function()
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+      if want[h.id] then
+        return false
+      end
+    end
+    return true
+  end, "the decision on " .. f.path .. " applied", 5000)
+end
+
+--- The user drops lines explicitly: they no longer need to survive.
+local function drop_typed(f, lines)
+  local gone = {}
+  for _, l in ipairs(lines) do
+    gone[l] = true
+  end
+  local kept = {}
+  for _, l in ipairs(f.typed) do
+    if not gone[l] then
+      kept[#kept + 1] = l
+    end
+  end
+  f.typed = kept
+end
+
+local edit_win
+
+function Case:decide(chat, action)
+  self:refresh_all()
+  local with_items = {}
+  for _, f in ipairs(self.files) do
+    if #(review.items[f.buf] or {}) > 0 then
+      with_items[#with_items + 1] = f
+    end
+  end
+  if #with_items == 0 then
+    self.log[#self.log + 1] = ("%s: nothing under review"):format(action)
+    return
+  end
+  decided[action] = decided[action] + 1
+  local f = with_items[math.random(#with_items)]
+  local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
+  local targets = {} -- file -> {agent lines, ours, theirs}
+  -- A window of its own, in its own tab page (the chat keeps its windows).
+  if not (edit_win and vim.api.nvim_win_is_valid(edit_win)) then
+    vim.cmd("tabnew")
+    edit_win = vim.api.nvim_get_current_win()
+  end
+  local win = edit_win
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_buf(win, f.buf)
+  if scope == "hunk" or scope == "range" then
+    local items = review.items[f.buf]
+    local it = items[math.random(#items)]
+    local count = vim.api.nvim_buf_line_count(f.buf)
+    local first, last = it.first, it.last
+    if scope == "range" then
+      first = math.max(0, first - math.random(0, 1))
+      last = math.min(count - 1, last + math.random(0, 1))
+    end
+    targets[f] = { item_lines(f, first, last) }
+    targets[f][5] = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+    vim.api.nvim_win_set_cursor(win, { first + 1, 0 })
+    local cmd = scope == "range" and ("%d,%dAcp %s"):format(first + 1, last + 1, action) or ("Acp " .. action)
+    self.log[#self.log + 1] = ("user runs :%s in %s"):format(cmd, f.path)
+    vim.cmd(cmd)
+  else
+    for _, g in ipairs(scope == "all" and self.files or { f }) do
+      -- Every hunk of the file, also those hidden under a conflict.
+      local _, ours, theirs = item_lines(g, 0, math.huge)
+      local agent, ids = {}, {}
+      local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = g.path })
+      for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+        vim.list_extend(agent, h.new_lines or {})
+        ids[#ids + 1] = h.id
+      end
+      -- `all` leaves conflicts (they live in buffers) alone; `file` resolves them.
+      targets[g] = { agent, scope == "all" and {} or ours, theirs, ids, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
+    end
+    self.log[#self.log + 1] = ("user runs :Acp %s %s%s"):format(action, scope, scope == "file" and (" in " .. f.path) or "")
+    vim.cmd(("Acp %s %s"):format(action, scope))
+  end
+  for g, t in pairs(targets) do
+    local agent, ours, theirs, ids, shown = t[1], t[2], t[3], t[4], t[5]
+    self:wait_decided(chat, g, ids)
+    if action == "reject" then
+      -- The user saw these lines as the agent's and undid them.
+      drop_typed(g, agent)
+      local before = {}
+      for _, l in ipairs(shown) do
+        before[l] = (before[l] or 0) + 1
+      end
+      self:wait_gone(g, agent, before)
+    else
+      drop_typed(g, ours)
+    end
+    local _ = theirs
+  end
+end
+
+--- Invariant 4: a reject's agent lines leave the buffer, and the disk when
+--- the buffer has no unsaved edits; the restored disk text is a version.
+function Case:wait_gone(f, lines, before)
+  local function counts(list)
+    local n = {}
+    for _, l in ipairs(list) do
+      n[l] = (n[l] or 0) + 1
+    end
+    return n
+  end
+  local rejected = counts(lines)
+  -- A line can be there more than once (an agent writing it again from an
+  -- older view): each rejected occurrence must go, not every copy.
+  local function absent(list)
+    local now = counts(list)
+    for l, k in pairs(rejected) do
+      if (now[l] or 0) > math.max(0, (before[l] or 0) - k) then
+        return false
+      end
+    end
+    return true
+  end
+  local ok = vim.wait(5000, function()
+    if not absent(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)) then
+      return false
+    end
+    if vim.bo[f.buf].modified then
+      return true
+    end
+    local disk = read_or_nil(f.path)
+    return disk ~= nil and disk == fs.buffer_text(f.buf)
+  end, 10)
+  if not ok then
+    self:fail(("rejected agent lines %s are still in %s (buffer: %s, disk: %s)"):format(
+      vim.inspect(lines),
+      f.path,
+      vim.inspect(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)),
+      vim.inspect(read_or_nil(f.path))
+    ))
+  end
+  local disk = read_or_nil(f.path)
+  if disk and not vim.bo[f.buf].modified then
+    f.versions[disk] = true
   end
 end
 
@@ -287,13 +537,16 @@ end
 -- The property --------------------------------------------------------------
 
 local OPS = {
-  { 25, "type" },
-  { 20, "type_save" },
-  { 10, "save" },
+  { 15, "type" },
+  { 10, "type_reported" },
+  { 15, "type_save" },
+  { 5, "save" },
   { 15, "fs_buffer" },
-  { 10, "fs_disk" },
-  { 10, "disk_diff" },
-  { 10, "disk_nodiff" },
+  { 8, "fs_disk" },
+  { 8, "disk_diff" },
+  { 8, "disk_nodiff" },
+  { 8, "reject" },
+  { 8, "accept" },
 }
 
 local function pick_op()
@@ -313,6 +566,10 @@ function Case:play(chat)
     local op = pick_op()
     if op == "type" then
       self:user_types(f, s, false)
+    elseif op == "type_reported" then
+      self:user_types_reported(f, s)
+    elseif op == "reject" or op == "accept" then
+      self:decide(chat, op)
     elseif op == "type_save" then
       self:user_types(f, s, true)
     elseif op == "save" then
@@ -325,6 +582,16 @@ function Case:play(chat)
       self:agent_disk_edit(chat, f, s, true)
     else
       self:agent_disk_edit(chat, f, s, false)
+    end
+    if os.getenv("ACP_DATASAFETY_TRACE") then
+      for _, g in ipairs(self.files) do
+        self.log[#self.log + 1] = ("  %s%s buffer %s disk %s"):format(
+          vim.fn.fnamemodify(g.path, ":t"),
+          vim.bo[g.buf].modified and " (modified)" or "",
+          vim.inspect(vim.api.nvim_buf_get_lines(g.buf, 0, -1, false)),
+          vim.inspect(read_or_nil(g.path))
+        )
+      end
     end
     self:check()
   end
@@ -347,6 +614,13 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
     end
   end
   T.truthy(played > 0, "no case selected")
+  io.stdout:write(
+    ("  data safety: %d rejects and %d accepts decided, %d typings reported\n"):format(
+      decided.reject,
+      decided.accept,
+      decided.reported
+    )
+  )
 end)
 
 T.run()

@@ -21,6 +21,15 @@ T.test("the demo tour runs to end_turn and renders every part", function()
     "unexpected demo agent " .. demo_cmd
   )
   assert(vim.fn.executable(demo_cmd) == 1, demo_cmd .. " is not executable")
+  -- Run the debug build `make e2e` just made: a release build left from an
+  -- earlier `make demo` may be older than this checkout's scenario steps.
+  local cmd = vim.list_extend({ T.fake_agent() }, vim.list_slice(require("acp.config").agent("demo").cmd, 2))
+  assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } }, agents = { demo = { cmd = cmd } } }))
+  -- The demo project's hello.lua (scripts/demo.lua), open in a buffer: the
+  -- agent edits it on disk and the review shows the change there.
+  T.write_file(dir .. "/hello.lua", 'local function greet(name)\n  return "Hello, " .. name\nend\n\nprint(greet("world"))\n')
+  vim.cmd("edit " .. dir .. "/hello.lua")
+  local hello = vim.api.nvim_get_current_buf()
   T.write_file(dir .. "/README.md", "# Saved title\n")
   vim.cmd("edit " .. dir .. "/README.md")
   vim.api.nvim_buf_set_lines(0, 0, -1, false, { "# Unsaved title" })
@@ -47,6 +56,26 @@ T.test("the demo tour runs to end_turn and renders every part", function()
   T.truthy(T.find_line(buf, "(exited 0)"), "terminal exited")
   T.truthy(T.find_line(buf, "│ ") , "terminal output shown")
   T.contains(T.read_file(dir .. "/acp-demo.txt"), "Hello from acp.nvim!", "file written after allow")
+  -- The on-disk edit: reloaded into the buffer and drawn as review hunks.
+  T.truthy(T.find_line(buf, "✓ edit · Edit hello.lua"), "disk edit done")
+  T.contains(text, ":Acp review", "the tour names :Acp review")
+  T.contains(text, "<localleader>ar", "and the keys")
+  T.wait(function()
+    return T.lines(hello)[3] == '  return ("Hello, %s!"):format(name)'
+  end, "hello.lua reloaded with the agent's edit")
+  local added = {}
+  T.wait(function()
+    added = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(hello, require("acp.review").ns, 0, -1, { details = true })) do
+      if m[4].line_hl_group == "AcpReviewAdd" then
+        added[#added + 1] = m[2]
+      end
+    end
+    table.sort(added)
+    return #added == 2
+  end, "two review hunks drawn in hello.lua")
+  T.eq({ 0, 2 }, added, "the doc line and the changed return line")
+  T.eq(false, vim.bo[hello].modified, "reloaded, not modified")
   local bar = vim.wo[vim.fn.win_findbuf(buf)[1]].winbar
   T.contains(bar, "mode: Code", "mode")
   T.contains(bar, "model: Fake Swift", "model")

@@ -47,6 +47,22 @@ T.setup_fake({
           },
         },
       },
+      {
+        -- Written right after the tool call is announced, with no diff: the
+        -- client cannot read the file before the agent writes it, so only
+        -- the buffer's copy from when the prompt was sent shows the "before".
+        match = "edit instant",
+        steps = {
+          {
+            type = "writeDisk",
+            path = "instant.txt",
+            content = "l1\nl2\nL3 instant\nl4\nl5\nl6\nl7\nl8\nl9\n",
+            diff = false,
+            toolCallId = "in-1",
+          },
+        },
+      },
+      edit("edit next to typing", "nexttyping.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit range", "range.txt", THREE),
       edit("edit typed", "typed.txt", THREE),
       edit("edit two files", "qf1.txt", THREE),
@@ -289,6 +305,64 @@ T.test("an edit with no diff content is still caught by the watcher", function()
   T.eq({ "l3" }, virt_text(buf), "removed line shown")
 end)
 
+T.test("an edit with no diff written right after its tool call is announced still shows its hunk", function()
+  local buf = edited("instant.txt", "edit instant", 1)
+  T.eq("L3 instant", T.lines(buf)[3], "buffer reloaded")
+  T.eq({ 2 }, rows_with(buf, "AcpReviewAdd"), "hunk drawn")
+  T.eq({ "l3" }, virt_text(buf), "removed line shown")
+end)
+
+T.test("the copies taken when a prompt is sent leave out modified, outside, CRLF and saved buffers", function()
+  local baseline = require("acp.baseline")
+  local _, inside = open_file("copy-in.txt", NINE)
+  local in_buf = vim.api.nvim_get_current_buf()
+  local mod_buf, modified = open_file("copy-mod.txt", NINE)
+  vim.api.nvim_buf_set_lines(mod_buf, 0, 1, false, { "typed" })
+  local _, crlf = open_file("copy-crlf.txt", "a\r\nb\r\n")
+  local elsewhere = T.tmpdir() .. "/outside.txt"
+  T.write_file(elsewhere, NINE)
+  vim.cmd("edit " .. vim.fn.fnameescape(elsewhere))
+  baseline.snapshot("copies", dir)
+  local function get(path)
+    return baseline.get({ chat_id = "copies", path = path })
+  end
+  T.eq(NINE, get(inside), "an unmodified buffer inside the chat's directory")
+  T.eq(nil, get(modified), "a modified buffer holds the user's text, not the file's")
+  T.eq(nil, get(crlf), "a CRLF buffer's lines are not the file's bytes")
+  T.eq(nil, get(elsewhere), "outside the chat's directory")
+  vim.api.nvim_buf_call(in_buf, function()
+    vim.cmd("silent write")
+  end)
+  T.eq(nil, get(inside), "saving drops the copy: later differences are the user's")
+  baseline.drop("copies")
+end)
+
+T.test("an agent's write to one file reloads no other buffer", function()
+  local chat = T.open_chat("review", dir)
+  local other_buf, other = open_file("other.txt", NINE)
+  local _, target = open_file("target.txt", NINE)
+  -- Another program changes other.txt; Neovim has not looked yet.
+  T.write_file(other, "changed elsewhere\n")
+  -- A bare :checktime run from an event is postponed by Neovim until it
+  -- waits for keys (never, in this test), then checks EVERY buffer: spy on
+  -- the commands run instead of waiting for the reload.
+  local ran = {}
+  local orig_cmd = vim.cmd
+  vim.cmd = function(c, ...)
+    ran[#ran + 1] = type(c) == "string" and c or vim.inspect(c)
+    return orig_cmd(c, ...)
+  end
+  local ok, err = pcall(require("acp.events").dispatch, {
+    { type = "file_edited", chat_id = chat.chat_id, path = target, buffer_updated = false },
+  })
+  vim.cmd = orig_cmd
+  assert(ok, err)
+  for _, c in ipairs(ran) do
+    T.truthy(not c:match("checktime%s*$"), "no check of every buffer: " .. c)
+  end
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(other_buf), "the other buffer is left to Neovim's own checks")
+end)
+
 T.test("previewing a permission's diff changes nothing until allowed", function()
   local buf, path = open_file("preview.txt", NINE)
   local chat = T.open_chat("review", dir)
@@ -330,6 +404,29 @@ T.test("lines the user saves in a reviewed buffer are not the agent's and surviv
   T.wait(function()
     return T.read_file(path) == "typed by me\nl1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
   end, "the first hunk rejected, the user's line kept: " .. vim.inspect(T.read_file(path)) .. vim.inspect(NOTES) .. vim.inspect(T.lines(buf)))
+end)
+
+T.test("a line typed (unsaved) next to an agent hunk survives rejecting the hunk", function()
+  local buf, path = edited("nexttyping.txt", "edit next to typing", 1)
+  -- Typed right below the agent's line; TextChanged reports it after the
+  -- debounce (acp.user_edit), as typing does.
+  vim.api.nvim_buf_set_lines(buf, 5, 5, false, { "typed next to it" })
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  T.wait(function()
+    local r = review.files[path] and review.files[path].review
+    return r and r.current and r.current:find("typed next to it", 1, true) ~= nil
+  end, "the review knows the typed line")
+  T.eq({ 4 }, rows_with(buf, "AcpReviewAdd"), "the typed line is not shown as the agent's")
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[5] == "l5"
+  end, "the agent's line is undone; notes: " .. vim.inspect(NOTES))
+  T.eq(vim.split("l1\nl2\nl3\nl4\nl5\ntyped next to it\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the typed line stays")
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
+  T.wait(function()
+    return #marks(buf) == 0
+  end, "nothing left to review")
 end)
 
 T.test(":[range]Acp accept accepts the hunks in the range only", function()

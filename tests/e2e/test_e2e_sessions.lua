@@ -183,15 +183,25 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
   local live = T.open_chat("rich", dir)
   T.eq("end_turn", T.turn(live, "alpha"), "first turn")
   T.eq("end_turn", T.turn(live, "beta"), "second turn")
+  -- A prompt with an @mention: sent as an embedded resource, shown live as
+  -- one line; the replay (one user_message_chunk per block) must match.
+  T.write_file(dir .. "/mention.txt", "the mentioned file's body\n")
+  vim.api.nvim_buf_set_lines(live.prompt_buf, 0, -1, false, { "gamma, see @mention.txt" })
+  local turns = #(T.turns[live.chat_id] or {})
+  live:submit()
+  T.wait(function()
+    return #(T.turns[live.chat_id] or {}) > turns
+  end, "the mention turn ended")
   vim.cmd("Acp mode code")
   vim.cmd("Acp model large")
   T.wait(function()
     return winbar(live):find("mode: Code", 1, true) and winbar(live):find("model: Large", 1, true)
   end, "winbar shows the new mode and model")
   local live_lines = T.lines(live.bufnr)
-  for _, part in ipairs({ "## You", "▸ Thinking", "Read notes", "notes read", "Plan", "Second paragraph.", "Done with beta." }) do
+  for _, part in ipairs({ "## You", "▸ Thinking", "Read notes", "notes read", "Plan", "Second paragraph.", "Done with beta.", "↳ embedded mention.txt" }) do
     T.contains(table.concat(live_lines, "\n"), part, "the live chat shows everything")
   end
+  T.not_contains(table.concat(live_lines, "\n"), "the mentioned file's body", "a mention is one line, not the file")
   local id = live.session_id
   live:close()
 
@@ -206,8 +216,8 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
   T.eq("code", loaded.modes.currentModeId, "mode restored")
   T.contains(winbar(loaded), "mode: Code", "winbar mode after load")
   T.contains(winbar(loaded), "model: Large", "winbar model after load")
-  T.eq("end_turn", T.turn(loaded, "gamma"), "the loaded session goes on")
-  T.wait_text(loaded, "Done with gamma.")
+  T.eq("end_turn", T.turn(loaded, "delta"), "the loaded session goes on")
+  T.wait_text(loaded, "Done with delta.")
 end)
 
 T.test("a session the agent can resume but not load is resumed", function()

@@ -192,6 +192,28 @@ pub trait EditorHost: Send + Sync + 'static {
         Ok(WriteOutcome::NotHandled)
     }
 
+    /// The text `path` had when the editor sent the session's current prompt,
+    /// if the editor held it then in a buffer without unsaved changes, and
+    /// the user has not saved that buffer since; `None` otherwise.
+    ///
+    /// Review uses it as the "before" of an agent edit that came with no
+    /// diff and was written before the client could read the file (an
+    /// agent that writes right after announcing the tool call, or reports
+    /// it afterwards). Only a copy taken when the prompt is sent is safe: a
+    /// buffer read later may already hold the new text, because editors
+    /// reload unmodified buffers whose file changed (Neovim's `autoread` on
+    /// `:checktime`, focus or cursor-hold hooks) without any notice that
+    /// would let them keep the old text. The client still checks that the
+    /// file changed on disk during the turn before it believes the copy.
+    async fn text_before_turn(
+        &self,
+        session_id: &SessionId,
+        path: &std::path::Path,
+    ) -> Result<Option<String>> {
+        let _ = (session_id, path);
+        Ok(None)
+    }
+
     /// Called for every event, in order, from the connection's tasks. Keep it
     /// short: push to a channel.
     fn on_event(&self, event: ClientEvent) {

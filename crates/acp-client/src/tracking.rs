@@ -13,10 +13,19 @@
 //!    overwrites a file.
 //! 3. Disk changes with no diff at all (an agent running `sed -i`, or one
 //!    that reports only `locations`): every file a tool call mentions during
-//!    a turn is snapshotted and its directory watched (not recursively); a
-//!    change, debounced, is recorded against the last known content. At the
-//!    end of the turn every mentioned file is checked once more, then the
-//!    watches are dropped.
+//!    a turn is snapshotted (files up to [`SNAPSHOT_MAX_BYTES`], inside the
+//!    workspace) and its directory watched (not recursively); a change,
+//!    debounced, is recorded against the last known content. At the end of
+//!    the turn every mentioned file is checked once more, then the watches
+//!    are dropped.
+//!
+//! A snapshot taken when the tool call arrives is too late for an agent
+//! that writes right after announcing the edit (or announces it after
+//! writing): the disk already holds the new text. So the editor is asked
+//! too ([`EditorHost::text_before_turn`]): the copy of the file's buffer it
+//! took when the prompt was sent is the "before", if the file changed on
+//! disk during the turn (a buffer that was stale before the prompt is not
+//! believed: its difference is not the agent's).
 //!
 //! All disk reads happen in one worker task per session, never in the
 //! connection's read loop; one task also keeps the order of events per path.
@@ -31,7 +40,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use serde_json::Value;
@@ -53,6 +62,20 @@ use crate::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 /// Quiet time after the last change of a watched file before it is read:
 /// editors and agents often write a file in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Largest file snapshotted when a tool call mentions it: every mentioned
+/// file of a turn is held in memory (twice), and agents mention every file
+/// they read. Bigger files are reviewed only through the diffs of tool calls.
+pub(crate) const SNAPSHOT_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+/// How long the worker waits for the editor's copy of a file: a hung editor
+/// must not stall the tracking of the session.
+const HOST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Slack for file times: filesystems stamp a write with a coarse clock
+/// (Linux: the timer tick; 1 s on ext3 and HFS+, 2 s on FAT), so a write
+/// right after the prompt can carry a time a little before it.
+const MTIME_SLACK: Duration = Duration::from_secs(2);
 
 /// One `diff` item of a completed tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,6 +187,8 @@ pub(crate) enum Target<'a> {
 pub(crate) struct Reviews {
     sessions: Mutex<HashMap<SessionId, Arc<SessionReview>>>,
     events: EventSink,
+    /// Asked for the text files had when the prompt was sent.
+    host: Arc<dyn EditorHost>,
     max_read_bytes: usize,
 }
 
@@ -198,7 +223,8 @@ struct ReviewState {
 }
 
 enum Job {
-    TurnStarted,
+    /// A prompt is being sent, at this time.
+    TurnStarted(SystemTime),
     Mention(Vec<PathBuf>),
     Completed(Vec<ToolDiff>),
     TurnEnded,
@@ -206,10 +232,11 @@ enum Job {
 }
 
 impl Reviews {
-    pub(crate) fn new(events: EventSink, max_read_bytes: usize) -> Self {
+    pub(crate) fn new(events: EventSink, host: Arc<dyn EditorHost>, max_read_bytes: usize) -> Self {
         Self {
             sessions: Mutex::new(HashMap::new()),
             events,
+            host,
             max_read_bytes,
         }
     }
@@ -240,9 +267,11 @@ impl Reviews {
             state: state.clone(),
             io: io.clone(),
             events: self.events.clone(),
+            host: self.host.clone(),
             max_read_bytes: self.max_read_bytes,
             snapshots: HashMap::new(),
             turns: 0,
+            turn_started: None,
             watch: None,
             changed: BTreeSet::new(),
             deadline: None,
@@ -273,7 +302,7 @@ impl Reviews {
     pub(crate) fn turn_started(&self, session_id: &SessionId, workspace: &Workspace) {
         let review = self.get_or_start(session_id, workspace);
         lock(&review.state).live = true;
-        let _ = review.jobs.send(Job::TurnStarted);
+        let _ = review.jobs.send(Job::TurnStarted(SystemTime::now()));
     }
 
     /// The prompt ended (answered, failed or dropped).
@@ -690,11 +719,14 @@ struct Worker {
     state: Arc<Mutex<ReviewState>>,
     io: Arc<tokio::sync::Mutex<()>>,
     events: EventSink,
+    host: Arc<dyn EditorHost>,
     max_read_bytes: usize,
     /// Content of each file when first mentioned in the current turn.
     snapshots: HashMap<PathBuf, Option<String>>,
     /// Prompts in flight.
     turns: usize,
+    /// When the first of the prompts in flight (or the last one) was sent.
+    turn_started: Option<SystemTime>,
     watch: Option<Watch>,
     /// Watched files changed since the debounce timer started.
     changed: BTreeSet<PathBuf>,
@@ -738,9 +770,10 @@ impl Worker {
     async fn handle(&mut self, job: Job) {
         let _io = self.io.clone().lock_owned().await;
         match job {
-            Job::TurnStarted => {
+            Job::TurnStarted(at) => {
                 self.turns += 1;
                 if self.turns == 1 {
+                    self.turn_started = Some(at);
                     self.snapshots.clear();
                     lock(&self.state).known.clear();
                 }
@@ -797,17 +830,59 @@ impl Worker {
             return;
         };
         if !self.snapshots.contains_key(&path) {
-            let Disk::Known(content) = read_disk(&path, self.max_read_bytes).await else {
+            let limit = self.max_read_bytes.min(SNAPSHOT_MAX_BYTES);
+            let Disk::Known(disk) = read_disk(&path, limit).await else {
                 return;
             };
+            let before = self.text_before_turn(&path, &disk).await;
+            let changed = before.is_some();
+            let content = before.map_or(disk, Some);
             lock(&self.state)
                 .known
                 .insert(path.clone(), content.clone());
             self.snapshots.insert(path.clone(), content);
+            if changed {
+                // Written before we looked: no watcher event will report it.
+                self.check_disk(&path).await;
+            }
         }
         if self.turns > 0 {
             self.watch(&path);
         }
+    }
+
+    /// The editor's copy of `path` from when the prompt was sent, when it
+    /// is the file's true "before" (see [`editor_baseline`]).
+    async fn text_before_turn(&self, path: &Path, disk: &Option<String>) -> Option<String> {
+        disk.as_ref()?;
+        let asked = tokio::time::timeout(
+            HOST_TIMEOUT,
+            self.host.text_before_turn(&self.session_id, path),
+        )
+        .await;
+        let editor = match asked {
+            Ok(Ok(text)) => text?,
+            Ok(Err(e)) => {
+                tracing::debug!(path = %path.display(), error = %e, "the editor could not give the file's text from the prompt");
+                return None;
+            }
+            Err(_) => {
+                tracing::warn!(path = %path.display(), "the editor did not give the file's text from the prompt in time; using the disk");
+                return None;
+            }
+        };
+        if disk.as_deref() == Some(editor.as_str()) {
+            return None;
+        }
+        let modified = tokio::fs::metadata(path)
+            .await
+            .ok()
+            .and_then(|m| m.modified().ok());
+        let chosen = editor_baseline(Some(editor), disk, modified, self.turn_started);
+        if chosen.is_none() {
+            tracing::debug!(path = %path.display(), "the editor's buffer was older than the file before the prompt; using the disk");
+        }
+        chosen
     }
 
     fn watch(&mut self, path: &Path) {
@@ -933,6 +1008,27 @@ impl Worker {
     }
 }
 
+/// Whether the editor's copy of a file from when the prompt was sent is the
+/// file's "before": only when it differs from the disk and the disk changed
+/// during the turn. A buffer that differs from a file not written since
+/// before the prompt was stale (the editor had not reloaded it yet): the
+/// difference is not the agent's.
+fn editor_baseline(
+    editor: Option<String>,
+    disk: &Option<String>,
+    modified: Option<SystemTime>,
+    turn_started: Option<SystemTime>,
+) -> Option<String> {
+    let editor = editor?;
+    // A file that is gone cannot say when it went.
+    let disk = disk.as_deref()?;
+    if editor == disk {
+        return None;
+    }
+    let (modified, started) = (modified?, turn_started?);
+    (modified + MTIME_SLACK >= started).then_some(editor)
+}
+
 /// Places one tool call diff, falling back to the snapshot taken when the
 /// file was first mentioned.
 fn record_diff(
@@ -1050,6 +1146,46 @@ mod tests {
             Some("y\ny\n"),
         );
         assert_eq!(t.review(p).unwrap().baseline.as_deref(), Some("a\nb\n"));
+    }
+
+    #[test]
+    fn the_editors_copy_counts_only_when_the_file_changed_during_the_turn() {
+        let started = SystemTime::now();
+        let old = Some("old\n".to_owned());
+        let disk = Some("new\n".to_owned());
+        let during = Some(started + Duration::from_millis(5));
+        // Written during the turn: the copy from the prompt is the "before".
+        assert_eq!(
+            editor_baseline(old.clone(), &disk, during, Some(started)),
+            old
+        );
+        // A coarse file clock may stamp it a little before the prompt.
+        let coarse = Some(started - Duration::from_millis(10));
+        assert_eq!(
+            editor_baseline(old.clone(), &disk, coarse, Some(started)),
+            old
+        );
+        // Written long before: the buffer was stale, not the agent's doing.
+        let before = Some(started - Duration::from_secs(60));
+        assert_eq!(
+            editor_baseline(old.clone(), &disk, before, Some(started)),
+            None
+        );
+        // Nothing to tell: same text, no copy, no file, no times.
+        assert_eq!(
+            editor_baseline(disk.clone(), &disk, during, Some(started)),
+            None
+        );
+        assert_eq!(editor_baseline(None, &disk, during, Some(started)), None);
+        assert_eq!(
+            editor_baseline(old.clone(), &None, during, Some(started)),
+            None
+        );
+        assert_eq!(
+            editor_baseline(old.clone(), &disk, None, Some(started)),
+            None
+        );
+        assert_eq!(editor_baseline(old, &disk, during, None), None);
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl Shared {
         let host_for_events = host.clone();
         let events: EventSink = Arc::new(move |e| host_for_events.on_event(e));
         let terminals = TerminalManager::new(events.clone(), options.terminal_output_cap);
-        let review = Reviews::new(events.clone(), options.max_read_bytes);
+        let review = Reviews::new(events.clone(), host.clone(), options.max_read_bytes);
         let mut policy = PermissionPolicy::new();
         policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());
         let shared = Arc::new(Shared {

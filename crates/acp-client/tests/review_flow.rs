@@ -154,6 +154,79 @@ async fn a_disk_edit_without_diff_is_caught_by_the_watcher_during_the_turn() {
     assert_eq!(stop.unwrap(), StopReason::Cancelled);
 }
 
+/// A turn that waits for the test to write `x.txt` (as an agent writing
+/// before the client could read it), then names the file with no diff, then
+/// edits `y.txt` with a diff (an event to wait for).
+fn written_before_announced() -> Value {
+    json!([{ "steps": [
+        { "type": "waitForFile", "path": "go" },
+        { "type": "toolCall", "toolCallId": "e1", "title": "Edit x.txt", "kind": "edit",
+          "status": "completed", "locations": [{ "path": "{{cwd}}/x.txt" }] },
+        { "type": "writeDisk", "path": "y.txt", "content": "y2\n" }
+    ] }])
+}
+
+#[tokio::test]
+async fn an_edit_written_before_its_tool_call_is_reviewed_against_the_editors_copy() {
+    let mut s = start(
+        &[("x.txt", "keep\nold\n"), ("y.txt", "y1\n")],
+        written_before_announced(),
+    )
+    .await;
+    let (x, y) = (s.root.join("x.txt"), s.root.join("y.txt"));
+    // The editor had x.txt open, unmodified, when the prompt was sent.
+    s._host
+        .before_turn
+        .lock()
+        .unwrap()
+        .insert(x.clone(), "keep\nold\n".into());
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    // The "agent" writes x.txt during the turn, before naming it.
+    std::fs::write(&x, "keep\nnew\n").unwrap();
+    std::fs::write(s.root.join("go"), "").unwrap();
+    let summary = review_changed(&mut s.rx, &x, |f| f.hunks > 0).await;
+    assert_eq!((summary.added, summary.removed), (1, 1));
+    let review = s.conn.review_file(&s.sid, &x).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("keep\nold\n"));
+    assert_eq!(review.current.as_deref(), Some("keep\nnew\n"));
+    let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
+    assert_eq!(stop.unwrap(), StopReason::EndTurn);
+    review_changed(&mut s.rx, &y, |f| f.hunks > 0).await;
+}
+
+#[tokio::test]
+async fn a_stale_editor_copy_of_a_file_not_written_during_the_turn_is_ignored() {
+    let mut s = start(
+        &[("x.txt", "keep\nnew\n"), ("y.txt", "y1\n")],
+        written_before_announced(),
+    )
+    .await;
+    let (x, y) = (s.root.join("x.txt"), s.root.join("y.txt"));
+    // x.txt changed an hour ago; the editor's buffer still shows the text
+    // from before (it had not reloaded): that change is not the agent's.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&x)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    s._host
+        .before_turn
+        .lock()
+        .unwrap()
+        .insert(x.clone(), "keep\nold\n".into());
+    std::fs::write(s.root.join("go"), "").unwrap();
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    // y.txt is edited after x.txt was named: once it is under review, x.txt
+    // would be too if it were taken for an agent edit.
+    review_changed(&mut s.rx, &y, |f| f.hunks > 0).await;
+    assert_eq!(s.conn.review_file(&s.sid, &x), None);
+    assert_eq!(s.conn.review_files(&s.sid).len(), 1);
+}
+
 #[tokio::test]
 async fn rejecting_one_hunk_of_three_restores_exactly_that_hunk() {
     let before = lines(9);

@@ -17,6 +17,8 @@ pub const DISPATCH_LUA: &str = "require('acp.events').dispatch(...)";
 pub const FS_READ_LUA: &str = "return require('acp.fs').read(...)";
 /// Lua code run for a buffer-aware write.
 pub const FS_WRITE_LUA: &str = "return require('acp.fs').write(...)";
+/// Lua code run for the text a file's buffer had when a chat's prompt was sent.
+pub const BEFORE_TURN_LUA: &str = "return require('acp.baseline').get(...)";
 
 /// A call into Neovim failed (Neovim is gone, or the Lua code raised).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +44,14 @@ pub trait Editor: Send + Sync + 'static {
 
     /// `require('acp.fs').write(args)`: `{handled, old_content?, kept_unsaved?}`.
     async fn fs_write(&self, args: Value) -> Result<Value, LuaError>;
+
+    /// `require('acp.baseline').get({chat_id, path})`: the text the file's
+    /// unmodified buffer had when the chat's prompt was sent, or nil. An
+    /// editor that keeps no such copies answers nil.
+    async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
+        let _ = args;
+        Ok(Value::Nil)
+    }
 }
 
 /// The running Neovim, reached through nvim-rs.
@@ -83,5 +93,9 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Editor for NvimEditor<W> {
 
     async fn fs_write(&self, args: Value) -> Result<Value, LuaError> {
         self.exec_lua(FS_WRITE_LUA, args).await
+    }
+
+    async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
+        self.exec_lua(BEFORE_TURN_LUA, args).await
     }
 }

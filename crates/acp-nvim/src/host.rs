@@ -504,6 +504,36 @@ impl EditorHost for NvimHost {
         }
     }
 
+    async fn text_before_turn(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+    ) -> acp_client::Result<Option<String>> {
+        let Some(lua_path) = lua_path(path) else {
+            return Ok(None);
+        };
+        // Lua keeps the copies per chat (taken when the chat sent its prompt).
+        let Some(chat) = self.routes().sessions.get(session_id).cloned() else {
+            return Ok(None);
+        };
+        let args = Value::Map(vec![
+            (Value::from("chat_id"), Value::from(chat.0.as_str())),
+            (Value::from("path"), Value::from(lua_path)),
+        ]);
+        let reply = self.editor.before_turn(args).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not give the text `{lua_path}` had when the prompt was sent: {e}"
+            ))
+        })?;
+        match reply {
+            Value::Nil => Ok(None),
+            Value::String(s) => Ok(s.into_str()),
+            other => Err(acp_client::Error::Host(format!(
+                "Neovim answered the text of `{lua_path}` before the turn with {other}, not text; update the acp.nvim plugin and backend together"
+            ))),
+        }
+    }
+
     fn on_event(&self, event: ClientEvent) {
         self.with_routes(|r, out| r.translate(event, out));
     }
@@ -826,6 +856,11 @@ mod tests {
             self.seen.lock().unwrap().push(args);
             Ok(self.write.clone())
         }
+        /// Answers with `read`, like a buffer read.
+        async fn before_turn(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            self.seen.lock().unwrap().push(args);
+            Ok(self.read.clone())
+        }
     }
 
     fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceiver) {
@@ -994,6 +1029,26 @@ mod tests {
             out[0].to_json(),
             json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
                    "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
+        );
+    }
+
+    #[tokio::test]
+    async fn the_text_before_a_turn_is_asked_of_the_sessions_chat() {
+        let (host, fs, _rx) = host_with(FakeFs {
+            read: Value::from("old\n"),
+            write: Value::Nil,
+            seen: Mutex::default(),
+        });
+        let path = Path::new("/p/a.txt");
+        // A session with no chat yet: nothing to ask.
+        assert_eq!(host.text_before_turn(&sid("s1"), path).await.unwrap(), None);
+        assert!(fs.seen.lock().unwrap().is_empty());
+        host.register(sid("s1"), chat("c7"), None);
+        let got = host.text_before_turn(&sid("s1"), path).await.unwrap();
+        assert_eq!(got.as_deref(), Some("old\n"));
+        assert_eq!(
+            msgpack::to_json(&fs.seen.lock().unwrap()[0]),
+            json!({"chat_id": "c7", "path": "/p/a.txt"})
         );
     }
 

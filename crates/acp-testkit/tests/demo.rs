@@ -71,7 +71,16 @@ fn demo_runs_to_end_turn_when_the_client_allows_everything() {
         .iter()
         .map(|c| c["kind"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(kinds, ["read", "edit", "execute"]);
+    assert_eq!(kinds, ["read", "edit", "edit", "execute"]);
+    // The on-disk edit of the demo project's hello.lua: there is none here,
+    // so it fails and creates nothing.
+    let hello = turn
+        .of_kind("tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == "edit-hello")
+        .unwrap();
+    assert_eq!(hello["status"], "failed");
+    assert!(!std::path::Path::new(&cwd).join("hello.lua").exists());
     let requests = turn.requests();
     assert_eq!(
         requests,

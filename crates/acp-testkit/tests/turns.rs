@@ -458,6 +458,37 @@ fn write_disk_edits_the_file_and_reports_a_diff() {
 }
 
 #[test]
+fn replace_disk_edits_one_snippet_and_reports_the_snippets() {
+    let mut agent = one_turn(json!([
+        {"type": "replaceDisk", "path": "a.txt", "old": "two\n", "new": "TWO\n", "toolCallId": "r1"},
+        {"type": "replaceDisk", "path": "a.txt", "old": "x", "new": "y", "toolCallId": "r2"},
+        {"type": "replaceDisk", "path": "missing.txt", "old": "a", "new": "b", "toolCallId": "r3"}
+    ]));
+    std::fs::write(agent.dir.path().join("a.txt"), "one\ntwo\nx x\n").unwrap();
+    let session = agent.session();
+    let cwd = agent.cwd();
+    let turn = agent.prompt(&session, "go", &mut refuse);
+    // r1 replaced its snippet; r2's occurs twice and r3's file is missing:
+    // both left the disk alone.
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.path().join("a.txt")).unwrap(),
+        "one\nTWO\nx x\n"
+    );
+    assert!(!agent.dir.path().join("missing.txt").exists());
+    let calls = turn.of_kind("tool_call");
+    assert_eq!(
+        calls[0]["content"],
+        json!([{"type": "diff", "path": format!("{cwd}/a.txt"), "oldText": "two\n", "newText": "TWO\n"}])
+    );
+    let updates = turn.of_kind("tool_call_update");
+    let statuses: Vec<&str> = updates
+        .iter()
+        .map(|u| u["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["completed", "failed", "failed"]);
+}
+
+#[test]
 fn wait_for_cancel_ends_the_turn_cancelled() {
     let mut agent = Driver::spawn(&acp_testkit::scenario("cancel"));
     let session = agent.session();

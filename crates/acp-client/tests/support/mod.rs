@@ -30,6 +30,9 @@ pub struct TestHost {
     pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
     /// Make every buffer read fail, as an editor whose UI thread is gone.
     pub fail_reads: std::sync::atomic::AtomicBool,
+    /// What `text_before_turn` answers, per path (the editor's copies of
+    /// unmodified buffers taken when the prompt was sent).
+    pub before_turn: Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
 }
 
 impl TestHost {
@@ -43,6 +46,7 @@ impl TestHost {
                 permission,
                 buffer: Mutex::new(None),
                 fail_reads: Default::default(),
+                before_turn: Default::default(),
             }),
             rx,
         )
@@ -61,6 +65,7 @@ impl TestHost {
                 permission,
                 buffer: Mutex::new(None),
                 fail_reads: Default::default(),
+                before_turn: Default::default(),
             }),
             rx,
         )
@@ -114,6 +119,14 @@ impl EditorHost for TestHost {
 
     async fn write_text_file(&self, _request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
         Ok(WriteOutcome::NotHandled)
+    }
+
+    async fn text_before_turn(
+        &self,
+        _session_id: &acp_client::update::SessionId,
+        path: &std::path::Path,
+    ) -> acp_client::Result<Option<String>> {
+        Ok(self.before_turn.lock().unwrap().get(path).cloned())
     }
 
     fn on_event(&self, event: ClientEvent) {

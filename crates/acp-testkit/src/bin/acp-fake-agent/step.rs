@@ -242,6 +242,17 @@ pub enum Step {
     WaitForFile { path: String },
     /// Writes the prompt's content blocks, as a JSON array, to `path`.
     SavePrompt { path: String },
+    /// Replaces the one occurrence of `old` in a file on disk by `new`
+    /// (as Claude's `Edit` tool does) and reports the snippets as a diff.
+    ReplaceDisk {
+        path: String,
+        old: String,
+        new: String,
+        #[serde(default)]
+        tool_call_id: Option<String>,
+        #[serde(default)]
+        title: Option<String>,
+    },
     ToolCallBurst {
         count: usize,
         #[serde(default = "burst_prefix")]

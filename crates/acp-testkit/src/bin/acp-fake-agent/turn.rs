@@ -394,6 +394,16 @@ impl<'a> Player<'a> {
                 }
                 Flow::Next
             }
+            Step::ReplaceDisk {
+                path,
+                old,
+                new,
+                tool_call_id,
+                title,
+            } => {
+                self.replace_disk(&path, &old, &new, tool_call_id, title);
+                Flow::Next
+            }
             Step::SavePrompt { path } => {
                 let path = self.resolve(&path);
                 let text = serde_json::to_string_pretty(&self.prompt_blocks).unwrap_or_default();
@@ -630,6 +640,59 @@ impl<'a> Player<'a> {
                 "toolCallId": tool_call_id,
                 "status": "failed",
                 "content": [text_content(&format!("could not write {shown}: {err}"))],
+            }),
+        };
+        self.update(update);
+    }
+}
+
+impl Player<'_> {
+    /// Edits a file on disk by replacing a snippet, reporting the snippets
+    /// as the diff (`oldText`/`newText` are parts of the file, as Claude's
+    /// `Edit` reports them). A file that does not hold `old` exactly once is
+    /// left alone and the tool call fails.
+    fn replace_disk(
+        &mut self,
+        path: &str,
+        old: &str,
+        new: &str,
+        tool_call_id: Option<String>,
+        title: Option<String>,
+    ) {
+        let n = self.next_number();
+        let path = self.resolve(path);
+        let shown = path.display().to_string();
+        let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
+        self.update(json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": tool_call_id,
+            "title": title.unwrap_or_else(|| format!("Edit `{shown}`")),
+            "kind": "edit",
+            "status": "in_progress",
+            "locations": [{ "path": shown }],
+            "content": [{ "type": "diff", "path": shown, "oldText": old, "newText": new }],
+        }));
+        let result = match std::fs::read_to_string(&path) {
+            Ok(text) if !old.is_empty() && text.matches(old).count() == 1 => {
+                std::fs::write(&path, text.replacen(old, new, 1))
+                    .map_err(|e| format!("could not write {shown}: {e}"))
+            }
+            Ok(_) => Err(format!(
+                "{shown} does not hold the text to replace exactly once; nothing was changed"
+            )),
+            Err(e) => Err(format!("could not read {shown}: {e}")),
+        };
+        let update = match result {
+            Ok(()) => json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "completed",
+            }),
+            Err(message) => json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "failed",
+                "content": [text_content(&message)],
             }),
         };
         self.update(update);

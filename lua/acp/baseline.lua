@@ -1,0 +1,129 @@
+---@mod acp.baseline Copies of open files taken when a chat sends a prompt:
+--- the "before" of agent edits that come without a diff.
+---
+--- An agent that writes a file right after announcing the tool call (or
+--- that announces it afterwards, or never sends a diff) leaves the backend
+--- nothing to compare with: by the time it reads the file, the new text is
+--- there. The buffer still had the old text when the prompt was sent, but
+--- not necessarily later: Neovim reloads an unmodified buffer whose file
+--- changed (`autoread`, on `:checktime`, focus, or the cursor-hold hooks
+--- many configs add) and fires no event while the old text is still there
+--- (`FileChangedShell` is skipped for autoread reloads, and `BufReadPre`
+--- sees an emptied buffer). So the copy is taken before the prompt goes
+--- out, when no edit of that turn can have happened yet; nothing can race
+--- it. The backend asks for a file's copy (`get`) when a tool call first
+--- names the file, and only believes it when the file changed on disk
+--- during the turn.
+---
+--- Bounded: only unmodified buffers of files inside the chat's directory,
+--- each up to `MAX_FILE_BYTES`, all together up to `MAX_TOTAL_BYTES`, and
+--- only buffers whose text round-trips to the file byte for byte (unix line
+--- ends, UTF-8, no BOM). One set per chat, replaced by its next prompt. A
+--- file the user saves during the turn loses its copy: the difference is
+--- then the user's, not the agent's.
+
+local api = vim.api
+local util = require("acp.util")
+
+local M = {}
+
+--- Largest buffer copied.
+M.MAX_FILE_BYTES = 1024 * 1024
+--- Most bytes copied for one prompt.
+M.MAX_TOTAL_BYTES = 16 * 1024 * 1024
+
+---@type table<string, table<string, string>> chat id -> path -> text
+M.copies = {}
+
+local function normalize(path)
+  local full = vim.fn.fnamemodify(path, ":p")
+  return util.uv.fs_realpath(full) or full
+end
+
+--- True when the buffer's text, as `acp.fs` joins it, is what its file holds.
+---@param buf integer
+---@return boolean
+local function round_trips(buf)
+  local bo = vim.bo[buf]
+  return bo.fileformat == "unix" and not bo.bomb and (bo.fileencoding == "" or bo.fileencoding == "utf-8")
+end
+
+local autocmds = false
+
+local function setup_autocmds()
+  if autocmds then
+    return
+  end
+  autocmds = true
+  api.nvim_create_autocmd("BufWritePost", {
+    group = api.nvim_create_augroup("acp_baseline", { clear = true }),
+    callback = function(a)
+      M.forget(a.match)
+    end,
+  })
+end
+
+--- Copy the unmodified buffers of files under `cwd`, for the prompt the
+--- chat is about to send.
+---@param chat_id string
+---@param cwd string
+function M.snapshot(chat_id, cwd)
+  setup_autocmds()
+  local root = normalize(cwd)
+  if root:sub(-1) ~= "/" then
+    root = root .. "/"
+  end
+  local copies, total = {}, 0
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and not vim.bo[buf].modified and round_trips(buf) then
+      local name = api.nvim_buf_get_name(buf)
+      if name ~= "" then
+        local path = normalize(name)
+        local size = api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
+        if
+          vim.startswith(path, root)
+          and size <= M.MAX_FILE_BYTES
+          and total + size <= M.MAX_TOTAL_BYTES
+          and util.uv.fs_stat(path) ~= nil
+        then
+          copies[path] = require("acp.fs").buffer_text(buf)
+          total = total + size
+        end
+      end
+    end
+  end
+  M.copies[chat_id] = copies
+end
+
+---@class acp.BaselineArgs
+---@field chat_id string
+---@field path string
+
+--- The text `path` had when the chat sent its prompt, or nil (called by the
+--- backend).
+---@param args acp.BaselineArgs
+---@return string?
+function M.get(args)
+  local copies = M.copies[tostring(args.chat_id)]
+  if not copies or type(args.path) ~= "string" then
+    return nil
+  end
+  return copies[normalize(args.path)]
+end
+
+--- Drop every copy of a file (the user saved it).
+---@param path string
+function M.forget(path)
+  local key = normalize(path)
+  for _, copies in pairs(M.copies) do
+    copies[key] = nil
+  end
+end
+
+--- Drop a chat's copies (closed).
+---@param chat_id string
+function M.drop(chat_id)
+  M.copies[chat_id] = nil
+end
+
+return M
