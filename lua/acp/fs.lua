@@ -260,6 +260,9 @@ function M.write(args)
     -- merge the same change a second time.
     review.set_synced(args.path, content)
     merge_later(buf, base, content)
+    -- The backend writes `content` to disk next; the next :write of the
+    -- buffer must not ask whether to overwrite it (acp.filestamp).
+    require("acp.filestamp").merged(buf, content)
     return { handled = false, kept_unsaved = true }
   end
   local old_content = M.buffer_text(buf)

@@ -390,6 +390,8 @@ local function sync(buf, entry)
       pcall(api.nvim_buf_call, buf, function()
         vim.cmd("silent noautocmd keepalt write!")
       end)
+      -- No BufWritePost ran: record Neovim's new file time here.
+      require("acp.filestamp").remember(buf)
     end
     vim.bo[buf].modified = false
     M.synced[entry.path] = disk
@@ -407,6 +409,7 @@ local function sync(buf, entry)
     return
   end
   M.synced[entry.path] = disk
+  require("acp.filestamp").merged(buf, disk)
   if conflicts > 0 then
     util.notify(
       ("the agent changed %s where your unsaved edits are: %d conflict(s) kept both sides in the buffer; accept (agent's side) or reject (yours) them"):format(
@@ -841,6 +844,7 @@ end
 --- Global autocmds: saves of reviewed files, buffers loaded later, and no
 --- "file changed" prompt for files the review keeps in sync.
 function M.setup()
+  require("acp.filestamp").setup()
   local group = api.nvim_create_augroup("acp_review", { clear = true })
   api.nvim_create_autocmd("BufWritePost", {
     group = group,

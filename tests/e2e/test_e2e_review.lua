@@ -24,6 +24,19 @@ T.setup_fake({
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      {
+        match = "edit save fs",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/savefs.txt", content = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "edited savefs.txt" },
+        },
+      },
       {
         -- Announced first (the client snapshots the file), written later
         -- with no diff at all: only the disk tells.
@@ -230,6 +243,32 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
   vim.cmd("silent undo")
   T.eq("L1 mine", T.lines(buf)[1], "undo keeps the user's edit")
   T.eq("l8", T.lines(buf)[8], "undo removed the agent's edit")
+end)
+
+T.test(":write after an agent change was merged into unsaved edits saves without asking", function()
+  -- Neovim asks "The file has been changed since reading it" when the disk
+  -- moved on since its last read; here the buffer already holds that change.
+  for _, case in ipairs({ { "savedisk.txt", "edit save disk" }, { "savefs.txt", "edit save fs" } }) do
+    -- An old file: the agent's write surely gets another modification time.
+    local path = dir .. "/" .. case[1]
+    T.write_file(path, NINE)
+    local old = os.time() - 60
+    assert(vim.uv.fs_utime(path, old, old))
+    vim.cmd("edit " .. vim.fn.fnameescape(path))
+    local buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+    local chat = T.open_chat("review", dir)
+    T.eq("end_turn", T.turn(chat, case[2]), "stop reason")
+    T.wait(function()
+      return T.lines(buf)[8] == "L8 agent"
+    end, case[1] .. ": agent edit merged")
+    T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), case[1] .. ": disk has the agent's text")
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd("silent write")
+    end)
+    T.eq(false, vim.bo[buf].modified, case[1] .. ": saved")
+    T.eq("L1 mine\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), case[1] .. ": both edits on disk")
+  end
 end)
 
 T.test("an overlapping edit becomes a conflict hunk and no user line is lost", function()
