@@ -272,4 +272,15 @@ function T.have_binaries()
   return vim.fn.executable(T.backend_bin()) == 1 and vim.fn.executable(T.fake_agent()) == 1
 end
 
+--- Stop here with one failing test when the binaries are not built (the
+--- file's other tests need the backend and the fake agent).
+function T.require_binaries()
+  if not T.have_binaries() then
+    T.test("binaries are built", function()
+      error("build them first: cargo build -p acp-nvim -p acp-testkit")
+    end)
+    T.run()
+  end
+end
+
 return T

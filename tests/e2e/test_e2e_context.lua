@@ -35,12 +35,7 @@ T.setup_fake({
   },
 }, dir)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 local PNG = "\137PNG\r\n\26\n\0\0\0\rIHDR fake image bytes"
 

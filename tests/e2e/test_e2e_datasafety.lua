@@ -70,12 +70,7 @@ T.setup_fake({
   driver = { turns = { { startsWith = "steps:", steps = { { type = "promptSteps" } } } } },
 }, root)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 vim.o.swapfile = false
 vim.o.hidden = true

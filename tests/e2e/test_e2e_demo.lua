@@ -4,12 +4,7 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 
 local dir = T.tmpdir()
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 T.test("the demo tour runs to end_turn and renders every part", function()
   assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } } }))

@@ -93,12 +93,7 @@ end
 agents.silent.init_timeout = 300
 assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } }, agents = agents, log_level = "debug" }))
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 --- Record vim.notify messages of at least `level` until `stop()` is called.
 local function capture_notify(level)

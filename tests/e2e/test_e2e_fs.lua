@@ -46,12 +46,7 @@ T.setup_fake({
   },
 }, dir)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 T.test("fs read returns the unsaved buffer text with exact line/limit", function()
   T.write_file(dir .. "/read.txt", "one\ntwo\nthree\nfour\n")

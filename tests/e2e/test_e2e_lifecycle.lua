@@ -18,12 +18,7 @@ T.setup_fake({
   beta = { turns = { { steps = { { type = "text", text = "beta says yo", chunkSize = 2 } } } } },
 }, dir)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 T.test("an agent crash shows the error with the stderr tail, and a new chat works", function()
   local chat = T.open_chat("crashy", dir)

@@ -111,12 +111,7 @@ T.setup_fake({
   },
 }, dir)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 local review = require("acp.review")
 local NOTES = {}

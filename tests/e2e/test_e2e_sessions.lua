@@ -97,12 +97,7 @@ agents.mcp.mcp_servers = {
 }
 assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } }, agents = agents, log_level = "debug" }))
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 --- Make the next vim.ui.select calls choose the first item each `pred`
 --- accepts (one pred per call); returns a table that gets the items, lines

@@ -78,12 +78,7 @@ T.setup_fake({
   },
 }, dir)
 
-if not T.have_binaries() then
-  T.test("binaries are built", function()
-    error("build them first: cargo build -p acp-nvim -p acp-testkit")
-  end)
-  T.run()
-end
+T.require_binaries()
 
 T.test("streamed chunks render in order and completely", function()
   local chat = T.open_chat("turns", dir)
