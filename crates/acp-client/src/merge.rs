@@ -14,7 +14,9 @@
 //! Changes on one side only are taken as they are. Changes on both sides
 //! that overlap (or that insert at the same place, or where one side inserts
 //! at the edge of the other's change) become a [`Conflict`] that keeps both
-//! sides; a conflict where both sides made the same change is no conflict.
+//! sides; a conflict where both sides made the same change is no conflict,
+//! nor is one where one side is the other plus lines of its own (an agent
+//! that read the unsaved buffer and added to it): the longer side is taken.
 //! Nothing the user typed is dropped silently: every line of `ours` that
 //! the merge does not keep is in a conflict's `ours` side.
 //!
@@ -246,6 +248,8 @@ pub fn merge3(base: &str, ours: &str, theirs: &str) -> MergeResult {
             (Some(o), None) => out.clean(&o),
             (None, Some(t)) => out.clean(&t),
             (Some(o), Some(t)) if o == t => out.clean(&o),
+            (Some(o), Some(t)) if extends(&base_lines[lo..hi], &o, &t) => out.clean(&t),
+            (Some(o), Some(t)) if extends(&base_lines[lo..hi], &t, &o) => out.clean(&o),
             (Some(o), Some(t)) => out.conflict(Conflict {
                 base: to_owned(&base_lines[lo..hi]),
                 ours: to_owned(&o),
@@ -287,6 +291,27 @@ fn touches(lo: usize, hi: usize, change: &Change) -> bool {
     let start = change.old.start;
     let is_insertion = change.old.is_empty();
     start < hi || (start == hi && (is_insertion || lo == hi))
+}
+
+/// True when `longer` is `shorter` plus lines of its own, and `shorter`
+/// only added lines to `base`: every line of `shorter` is in `longer`, in
+/// order, and `shorter` removed no line of `base`. Taking `longer` then loses
+/// nothing of either side. An agent that read the buffer (unsaved lines
+/// included, as `fs/read_text_file` serves it) and wrote it back with a line
+/// added produces exactly this against the disk's base; a conflict there
+/// would show the user's own lines twice. A side that removed or rewrote
+/// base lines still conflicts: keeping the other side would drop that
+/// change silently.
+fn extends(base: &[&str], shorter: &[&str], longer: &[&str]) -> bool {
+    let count = |lines: &[&str], line: &str| lines.iter().filter(|l| **l == line).count();
+    if base
+        .iter()
+        .any(|line| count(shorter, line) < count(base, line))
+    {
+        return false;
+    }
+    let mut rest = longer.iter();
+    shorter.iter().all(|line| rest.any(|l| l == line))
 }
 
 /// What `side` has for base lines `lo..hi`, or `None` when that side did
@@ -464,6 +489,29 @@ mod tests {
         assert_eq!(clean("old\n", "old\n", ""), "");
         assert_eq!(merge3("", "mine\n", "theirs\n").conflict_count(), 1);
         assert!(merge3("", "", "").regions.is_empty());
+    }
+
+    #[test]
+    fn a_side_that_adds_to_the_other_sides_insertion_is_taken() {
+        // The agent read the unsaved buffer (the user's two new lines) and
+        // wrote it back with a line of its own between them.
+        let base = "a\nz\n";
+        let ours = "a\nmine 1\nmine 2\nz\n";
+        let theirs = "a\nmine 1\nagent\nmine 2\nz\n";
+        assert_eq!(clean(base, ours, theirs), theirs);
+        // And the other way round: the user typed more after the agent's
+        // insertion.
+        assert_eq!(clean(base, theirs, ours), theirs);
+        // Without every line of the shorter side, still a conflict.
+        assert_eq!(
+            merge3(base, ours, "a\nmine 1\nagent\nz\n").conflict_count(),
+            1
+        );
+        // A side that rewrote base lines still conflicts with a longer one.
+        assert_eq!(
+            merge3("a\nb\nz\n", "a\nz\n", "a\nb\nagent\nz\n").conflict_count(),
+            1
+        );
     }
 
     #[test]
