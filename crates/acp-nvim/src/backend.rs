@@ -15,7 +15,7 @@ use crate::event::Event;
 use crate::listing::{self, ListRequest};
 use crate::msgpack;
 use crate::prompts::Prompts;
-use crate::review::{self, Decisions};
+use crate::review::Decisions;
 use crate::transcript::Transcripts;
 use rmpv::Value;
 
@@ -90,8 +90,15 @@ impl Backend {
                     }
                 }
                 Routed::Query(query, answer) => {
-                    let value = review::query(&self.agents, &query);
-                    let _ = answer.send(msgpack::from_json(&value));
+                    // Answered by the review task, after the decisions
+                    // (user edits included) sent before it.
+                    let (tx, rx) = oneshot::channel();
+                    self.decisions().query(query, tx);
+                    tokio::spawn(async move {
+                        if let Ok(value) = rx.await {
+                            let _ = answer.send(msgpack::from_json(&value));
+                        }
+                    });
                 }
             }
         }
@@ -193,14 +200,16 @@ impl Backend {
                     self.no_session_warning(chat_id);
                 }
             }
-            Command::Review(cmd) => {
-                let agents = self.agents.clone();
-                let events = self.events.clone();
-                self.decisions
-                    .get_or_insert_with(|| Decisions::start(agents, events))
-                    .send(cmd);
-            }
+            Command::Review(cmd) => self.decisions().send(cmd),
         }
+    }
+
+    /// The review task, started on first use.
+    fn decisions(&mut self) -> &Decisions {
+        let agents = self.agents.clone();
+        let events = self.events.clone();
+        self.decisions
+            .get_or_insert_with(|| Decisions::start(agents, events))
     }
 
     fn send(&self, chat_id: &ChatId, cmd: ChatCommand) -> bool {

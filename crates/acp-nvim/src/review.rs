@@ -19,7 +19,7 @@ use acp_client::review::{
 };
 use acp_client::update::SessionId;
 use serde_json::{json, Value as Json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
@@ -115,19 +115,36 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Json {
     }
 }
 
-/// The task applying review decisions in order.
+/// What the review task does next, in the order Lua sent it.
+#[derive(Debug)]
+enum Job {
+    Decide(ReviewCommand),
+    Query(ReviewCommand, oneshot::Sender<Json>),
+}
+
+/// The task applying review decisions in order, and answering review
+/// queries after every decision sent before them: a save reports the
+/// user's text (`acp.user_edit`, which renumbers hunks) and the refresh
+/// right after it must see the new hunks, or the next key acts on a hunk
+/// that no longer exists.
 #[derive(Debug, Clone)]
 pub struct Decisions {
-    tx: mpsc::UnboundedSender<ReviewCommand>,
+    tx: mpsc::UnboundedSender<Job>,
 }
 
 impl Decisions {
     /// Starts the task (needs a tokio runtime).
     pub fn start(agents: Arc<Agents>, events: EventQueue) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<ReviewCommand>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
         tokio::spawn(async move {
-            while let Some(cmd) = rx.recv().await {
-                decide(&agents, &events, cmd).await;
+            while let Some(job) = rx.recv().await {
+                match job {
+                    Job::Decide(cmd) => decide(&agents, &events, cmd).await,
+                    Job::Query(cmd, answer) => {
+                        // The asker may have given up (timeout): nothing to do.
+                        let _ = answer.send(query(&agents, &cmd));
+                    }
+                }
             }
         });
         Self { tx }
@@ -135,8 +152,15 @@ impl Decisions {
 
     /// Queues a decision; its outcome arrives as events.
     pub fn send(&self, cmd: ReviewCommand) {
-        if self.tx.send(cmd).is_err() {
+        if self.tx.send(Job::Decide(cmd)).is_err() {
             tracing::warn!("review decision dropped: the review task has stopped");
+        }
+    }
+
+    /// Queues a query, answered once the decisions before it are applied.
+    pub fn query(&self, cmd: ReviewCommand, answer: oneshot::Sender<Json>) {
+        if self.tx.send(Job::Query(cmd, answer)).is_err() {
+            tracing::warn!("review query dropped: the review task has stopped");
         }
     }
 }
