@@ -76,7 +76,16 @@ end
 
 function handlers.file_edited(chat, ev)
   local path = util.field(ev, "path") or "?"
-  if util.field(ev, "kept_unsaved", "keptUnsaved") then
+  local review = require("acp.review")
+  if util.field(ev, "kept_unsaved", "keptUnsaved") and review.pending[review.normalize(path)] then
+    util.notify(
+      ("the agent wrote %s on disk; your buffer still has unresolved conflicts, so this edit is merged once you accept or reject them (:Acp review)."):format(
+        path
+      ),
+      vim.log.levels.WARN
+    )
+    chat.transcript:note(("! %s: written on disk; merged into your buffer once its conflicts are resolved"):format(path), "AcpError")
+  elseif util.field(ev, "kept_unsaved", "keptUnsaved") then
     util.notify(
       ("the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "
         .. "(still unsaved; `u` undoes the merge). Review it with :Acp review."):format(path),

@@ -62,6 +62,11 @@ M.files = {}
 M.synced = {}
 ---@type table<integer, acp.ReviewItem[]> buffer -> items drawn
 M.items = {}
+--- Files whose buffer still holds conflict blocks when the agent changed the
+--- file again: that change waits on disk until the conflicts are resolved
+--- (merging it now would nest conflict blocks), path -> true.
+---@type table<string, true>
+M.pending = {}
 ---@type table<integer, boolean> buffers with review keys and autocmds
 local attached = {}
 ---@type table<string, boolean> paths whose BufWritePost is ours (fs.write)
@@ -75,6 +80,7 @@ local function normalize(path)
   local full = vim.fn.fnamemodify(path, ":p")
   return util.uv.fs_realpath(full) or full
 end
+M.normalize = normalize
 
 local function backend()
   return require("acp.backend")
@@ -144,6 +150,13 @@ local function find_conflicts(lines)
     end
   end
   return out
+end
+
+--- Whether the buffer holds conflict blocks of an earlier merge.
+---@param buf integer
+---@return boolean
+function M.has_conflicts(buf)
+  return #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
 end
 
 local function virt(lines, hl, width)
@@ -352,6 +365,11 @@ function send_user_edit(buf, accept_lines)
   local text = fs.buffer_text(buf)
   local synced = M.synced[entry.path]
   if synced ~= nil and fs.read_disk(entry.path) ~= synced then
+    if M.pending[entry.path] and M.has_conflicts(buf) then
+      -- The agent's newer text waits for the conflicts (see sync); the
+      -- buffer would pass for the user undoing it. Reported after the merge.
+      return
+    end
     M.refresh(entry.path)
     return
   end
@@ -403,6 +421,22 @@ local function sync(buf, entry)
     -- is the user's unsaved work.
     return
   end
+  if M.has_conflicts(buf) then
+    -- Merging again would nest conflict blocks in each other. The agent's
+    -- newer text waits on disk; resolving the conflicts refreshes the
+    -- review, and this merges it then (M.synced still holds the older text).
+    if not M.pending[entry.path] then
+      M.pending[entry.path] = true
+      util.notify(
+        ("the agent changed %s again; resolve the conflicts in its buffer first (accept or reject them), then its newer edit is merged"):format(
+          vim.fn.fnamemodify(entry.path, ":~:.")
+        ),
+        vim.log.levels.WARN
+      )
+    end
+    return
+  end
+  M.pending[entry.path] = nil
   local ok, conflicts = pcall(fs.merge_into, buf, base, disk)
   if not ok then
     util.notify(tostring(conflicts), vim.log.levels.ERROR)
@@ -630,6 +664,11 @@ local function resolve(buf, c, side)
   -- right after the kept lines: one more line covers it.
   send_user_edit(buf, { c.first, c.first + #keep + 1 })
   M.redraw(buf)
+  -- An agent change that waited for the conflicts is merged now.
+  local path = normalize(api.nvim_buf_get_name(buf))
+  if M.pending[path] and not M.has_conflicts(buf) then
+    schedule_refresh(path)
+  end
 end
 
 ---@class acp.DecideOpts
