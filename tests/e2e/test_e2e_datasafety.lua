@@ -22,8 +22,9 @@
 -- Invariants, checked after every step:
 --   1. every line the user typed is in its buffer or in its file on disk,
 --      unless the user explicitly dropped it: it was shown inside an agent
---      hunk that the user rejected, or on the buffer's side of a conflict
---      whose agent side the user accepted;
+--      hunk that the user rejected, on the agent's side of a conflict the
+--      user rejected, or on the buffer's side of a conflict whose agent side
+--      the user accepted;
 --   2. every file on disk equals one of the complete versions written to it
 --      (initial, each save, each agent write, each reject's restore); while
 --      the backend writes a file, a timer reads it every 2 ms and holds it
@@ -229,7 +230,9 @@ function Case:user_types_reported(f, s)
   T.wait(function()
     local entry = review.files[f.path]
     local attached = entry and (entry.chat_id ~= nil or #(review.items[f.buf] or {}) > 0)
-    return not attached or entry.known == fs.buffer_text(f.buf)
+    -- While an agent change waits for conflicts to be resolved, typing is
+    -- reported after that merge (acp.review's pending).
+    return not attached or review.pending[f.path] or entry.known == fs.buffer_text(f.buf)
   end, "the typed line reported to the review (acp.user_edit)", 5000)
 end
 
@@ -249,7 +252,7 @@ function Case:refresh_all()
   T.wait(function()
     for _, f in ipairs(self.files) do
       local entry = review.files[f.path]
-      if entry and entry.chat_id and vim.bo[f.buf].modified then
+      if entry and entry.chat_id and vim.bo[f.buf].modified and not review.pending[f.path] then
         local current = entry.review and entry.review.current
         if current ~= fs.buffer_text(f.buf) then
           return false
@@ -375,8 +378,11 @@ function Case:decide(chat, action)
     local agent, ours, theirs, ids, shown = t[1], t[2], t[3], t[4], t[5]
     self:wait_decided(chat, g, ids)
     if action == "reject" then
-      -- The user saw these lines as the agent's and undid them.
+      -- The user saw these lines as the agent's and undid them: the hunks'
+      -- lines, and the agent's side of a conflict (which keeps the user's
+      -- side), even a line typed into it.
       drop_typed(g, agent)
+      drop_typed(g, theirs)
       local before = {}
       for _, l in ipairs(shown) do
         before[l] = (before[l] or 0) + 1
@@ -385,7 +391,6 @@ function Case:decide(chat, action)
     else
       drop_typed(g, ours)
     end
-    local _ = theirs
   end
 end
 
@@ -600,7 +605,7 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
       -- Each case has its own stream, so one case replays alone.
       math.randomseed(SEED + k)
       local case = Case.new(k)
-      local ok, err = pcall(case.play, case, chat)
+      local ok, err = xpcall(case.play, debug.traceback, case, chat)
       case:close()
       if not ok then
         error(err, 0)
@@ -617,5 +622,38 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
     )
   )
 end)
+
+-- Seeds that once broke the invariants (fixed since); each replays its case.
+local REGRESSIONS = {
+  -- The agent wrote back the unsaved buffer plus a line: a conflict nested
+  -- the user's own lines (merge3 now takes the side that extends the other).
+  { 372945959, 6 },
+  { 575147526, 30 },
+  -- The agent wrote again while conflicts were unresolved: nested blocks
+  -- (the newer change now waits until they are resolved).
+  { 447902916, 37 },
+  -- A reject right after a save acted on the hunks from before the save
+  -- (review queries now wait for the user edits sent before them).
+  { 607354148, 9 },
+}
+
+if not ONLY_CASE and not os.getenv("ACP_DATASAFETY_SEED") then
+  T.test("the cases that once broke data safety hold", function()
+    local chat = T.open_chat("driver", root)
+    local seed = SEED
+    for _, r in ipairs(REGRESSIONS) do
+      SEED = r[1]
+      math.randomseed(SEED + r[2])
+      local case = Case.new(r[2])
+      local ok, err = xpcall(case.play, debug.traceback, case, chat)
+      case:close()
+      if not ok then
+        SEED = seed
+        error(err, 0)
+      end
+    end
+    SEED = seed
+  end)
+end
 
 T.run()
