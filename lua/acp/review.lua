@@ -661,8 +661,9 @@ local function resolve(buf, c, side)
   api.nvim_buf_set_lines(buf, c.first, c.last + 1, false, keep)
   -- The marker lines and the other side went into the review as the user's
   -- (they were typed by the merge); removing them leaves a pure deletion
-  -- right after the kept lines: one more line covers it.
-  send_user_edit(buf, { c.first, c.first + #keep + 1 })
+  -- right after the kept lines, which the range's end reaches (an agent
+  -- hunk starting there is not accepted with it).
+  send_user_edit(buf, { c.first, c.first + #keep })
   M.redraw(buf)
   -- An agent change that waited for the conflicts is merged now.
   local path = normalize(api.nvim_buf_get_name(buf))
@@ -684,6 +685,19 @@ end
 function M.decide(action, opts)
   local method = action == "accept" and "acp.review_accept" or "acp.review_reject"
   if opts.scope == "all" then
+    -- Conflicts first, in every buffer: they live in the buffers only, and
+    -- a restore merged around one would nest its blocks.
+    for buf, items in pairs(M.items) do
+      if api.nvim_buf_is_valid(buf) then
+        for i = #items, 1, -1 do
+          local it = items[i]
+          if it.kind == "conflict" then
+            it.first, it.last = rows_of(buf, it)
+            resolve(buf, it, action == "accept" and "theirs" or "ours")
+          end
+        end
+      end
+    end
     local any = false
     for _, chat in ipairs(require("acp.chat").list) do
       if chat.session_id then

@@ -368,8 +368,8 @@ function Case:decide(chat, action)
         vim.list_extend(agent, h.new_lines or {})
         ids[#ids + 1] = h.id
       end
-      -- `all` leaves conflicts (they live in buffers) alone; `file` resolves them.
-      targets[g] = { agent, scope == "all" and {} or ours, theirs, ids, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
+      -- `file` and `all` resolve the conflicts too (in the buffers).
+      targets[g] = { agent, ours, theirs, ids, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
     end
     self.log[#self.log + 1] = ("user runs :Acp %s %s%s"):format(action, scope, scope == "file" and (" in " .. f.path) or "")
     vim.cmd(("Acp %s %s"):format(action, scope))
@@ -635,6 +635,12 @@ local REGRESSIONS = {
   -- A reject right after a save acted on the hunks from before the save
   -- (review queries now wait for the user edits sent before them).
   { 607354148, 9 },
+  -- `:Acp reject all` restored around unresolved conflicts and nested them
+  -- (`all` now resolves the conflicts first, like `file`).
+  { 89814120, 23 },
+  { 355194984, 14 },
+  -- Rejecting a conflict also accepted the agent hunk right after it.
+  { 2825868, 6 },
 }
 
 if not ONLY_CASE and not os.getenv("ACP_DATASAFETY_SEED") then

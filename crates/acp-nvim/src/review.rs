@@ -327,16 +327,21 @@ async fn user_edit(
     Ok(())
 }
 
-/// The hunks whose lines in the current text touch `[start, end)`; a pure
-/// deletion counts as the line it stood before.
+/// The hunks whose lines in the current text are in `[start, end)`, and
+/// the pure deletions that stand at a line in `[start, end]` (a resolved
+/// conflict leaves one right after the lines it kept). A hunk that only
+/// borders the range is not in it: resolving a conflict must not accept
+/// the agent's next hunk.
 pub fn hunks_touching(review: &FileReview, start: usize, end: usize) -> Vec<HunkId> {
     review
         .hunks
         .iter()
         .filter(|h| {
-            let first = h.new_start;
-            let last = h.new_start + h.new_lines.len().max(1);
-            first < end.max(start + 1) && start < last
+            if h.new_lines.is_empty() {
+                start <= h.new_start && h.new_start <= end
+            } else {
+                h.new_start < end && start < h.new_start + h.new_lines.len()
+            }
         })
         .map(|h| h.id)
         .collect()
@@ -394,8 +399,11 @@ mod tests {
         assert_eq!(hunks_touching(&review, 1, 2), vec![ids[0]]);
         assert_eq!(hunks_touching(&review, 3, 4), vec![ids[1]]);
         assert_eq!(hunks_touching(&review, 0, 6), ids);
-        assert!(hunks_touching(&review, 2, 3).is_empty());
-        // An empty range is the line it starts at.
-        assert_eq!(hunks_touching(&review, 5, 5), vec![ids[2]]);
+        // The deletion stands at line 3: the end of [2, 3] reaches it.
+        assert_eq!(hunks_touching(&review, 2, 3), vec![ids[1]]);
+        // A hunk right after the range is not in it.
+        assert!(hunks_touching(&review, 4, 5).is_empty());
+        assert!(hunks_touching(&review, 5, 5).is_empty());
+        assert_eq!(hunks_touching(&review, 5, 6), vec![ids[2]]);
     }
 }
