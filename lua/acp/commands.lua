@@ -20,6 +20,19 @@ local function current_or_warn()
   return chat
 end
 
+--- A subcommand's `run` that calls `fn` with the current chat, or warns
+--- that there is none.
+---@param fn fun(chat: acp.Chat, args: string[])
+---@return fun(args: string[])
+local function on_chat(fn)
+  return function(args)
+    local chat = current_or_warn()
+    if chat then
+      fn(chat, args)
+    end
+  end
+end
+
 M.subcommands.new = {
   desc = "open a new chat: :Acp new [agent]",
   run = function(args)
@@ -41,12 +54,9 @@ M.subcommands.cancel = {
 
 M.subcommands.close = {
   desc = "close the current chat (ends its session)",
-  run = function()
-    local chat = current_or_warn()
-    if chat then
-      chat:close()
-    end
-  end,
+  run = on_chat(function(chat)
+    chat:close()
+  end),
 }
 
 M.subcommands.restart = {
@@ -91,12 +101,9 @@ M.subcommands.agents = {
 
 M.subcommands.permission = {
   desc = "answer the oldest pending permission request with a menu",
-  run = function()
-    local chat = current_or_warn()
-    if chat then
-      chat:pick_permission()
-    end
-  end,
+  run = on_chat(function(chat)
+    chat:pick_permission()
+  end),
 }
 
 --- Values of the model option: { value, name } pairs, groups flattened.
@@ -321,12 +328,9 @@ M.subcommands.option = {
 
 M.subcommands.login = {
   desc = "log in to the current chat's agent (after it asked for a login)",
-  run = function()
-    local chat = current_or_warn()
-    if chat then
-      require("acp.auth").choose(chat)
-    end
-  end,
+  run = on_chat(function(chat)
+    require("acp.auth").choose(chat)
+  end),
 }
 
 M.subcommands.logout = {
@@ -350,12 +354,9 @@ M.subcommands.logout = {
 
 M.subcommands.continue = {
   desc = "restart the current chat's stopped agent and continue its session (resume, else load)",
-  run = function()
-    local chat = current_or_warn()
-    if chat then
-      chat:restart()
-    end
-  end,
+  run = on_chat(function(chat)
+    chat:restart()
+  end),
 }
 
 M.subcommands.review = {
