@@ -367,17 +367,26 @@ function Chat:update_permission_keys()
     return
   end
   self.digit_keys = pending
-  for i = 1, 9 do
-    local lhs = tostring(i)
-    if pending then
-      map(self.bufnr, "n", lhs, function()
-        local req = self:target_permission()
-        if req then
-          permission.respond_nth(req, i)
-        end
-      end, "answer the permission request with option " .. i)
-    else
-      pcall(vim.keymap.del, "n", lhs, { buffer = self.bufnr })
+  -- The prompt too (normal mode): the user is often there when the agent
+  -- asks, and the transcript says "press 1-4". Counts come back when no
+  -- permission is pending.
+  local bufs = { self.bufnr }
+  if self.prompt_buf and api.nvim_buf_is_valid(self.prompt_buf) then
+    bufs[2] = self.prompt_buf
+  end
+  for _, buf in ipairs(bufs) do
+    for i = 1, 9 do
+      local lhs = tostring(i)
+      if pending then
+        map(buf, "n", lhs, function()
+          local req = self:target_permission()
+          if req then
+            permission.respond_nth(req, i)
+          end
+        end, "answer the permission request with option " .. i)
+      else
+        pcall(vim.keymap.del, "n", lhs, { buffer = buf })
+      end
     end
   end
 end

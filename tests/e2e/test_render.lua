@@ -363,8 +363,21 @@ T.test("a permission prompt shows keys with kinds; a digit answers it", function
   T.eq(1, T.count_lines(buf, "· Run rm"), "prompt is inside the tool call block")
   T.eq(7, seen and seen.request_id, "AcpPermissionRequest fired")
   T.eq(chat.chat_id, seen.chat_id, "autocmd data has the chat id")
-  local win = vim.fn.win_findbuf(buf)[1]
+  local function digit_mapped(b)
+    for _, m in ipairs(vim.api.nvim_buf_get_keymap(b, "n")) do
+      if m.lhs == "3" then
+        return true
+      end
+    end
+    return false
+  end
+  T.truthy(digit_mapped(buf), "digits answer in the transcript")
+  T.truthy(digit_mapped(chat.prompt_buf), "and in the prompt, where the user often is")
+  -- Pressed in the prompt window (normal mode).
+  chat:show()
+  local win = vim.fn.win_findbuf(chat.prompt_buf)[1]
   vim.api.nvim_set_current_win(win)
+  vim.cmd("stopinsert")
   for i = #sent, 1, -1 do
     sent[i] = nil
   end
@@ -373,6 +386,7 @@ T.test("a permission prompt shows keys with kinds; a digit answers it", function
   T.eq(nil, T.find_line(buf, "Permission needed"), "prompt removed")
   T.truthy(T.find_line(buf, "answered: Reject [reject_once]"), "answer noted")
   T.eq(false, chat.digit_keys, "digit keys unmapped when nothing is pending")
+  T.eq(false, digit_mapped(chat.prompt_buf), "counts work again in the prompt")
 end)
 
 T.test("permission_cancelled removes the prompt; a request before its tool call gets a block", function()
