@@ -255,11 +255,8 @@ function M.write(args)
       merge_later(buf, base, content)
       return { handled = true, old_content = base }
     end
-    if review.has_conflicts(buf) then
-      -- Not merged into a buffer with unresolved conflicts (they would
-      -- nest): the disk gets the agent's text, the review merges it once
-      -- the conflicts are resolved (acp.review's sync).
-      review.pending[review.normalize(args.path)] = true
+    if review.defer_merge(buf, review.normalize(args.path)) then
+      -- The disk gets the agent's text; the merge waits for the conflicts.
       return { handled = false, kept_unsaved = true }
     end
     local base = M.read_disk(args.path) or ""

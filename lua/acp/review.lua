@@ -159,6 +159,20 @@ function M.has_conflicts(buf)
   return #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
 end
 
+--- Whether an agent change to `path` must wait instead of being merged into
+--- `buf`: merging into a buffer that still holds conflict blocks would nest
+--- them. The agent's text waits on disk (M.synced keeps the older text), and
+--- resolving the conflicts refreshes the review, whose sync merges it then.
+--- Marks or clears `M.pending[path]`.
+---@param buf integer
+---@param path string normalized
+---@return boolean deferred
+function M.defer_merge(buf, path)
+  local deferred = M.has_conflicts(buf)
+  M.pending[path] = deferred or nil
+  return deferred
+end
+
 local function virt(lines, hl, width)
   local out = {}
   for _, l in ipairs(lines) do
@@ -421,12 +435,10 @@ local function sync(buf, entry)
     -- is the user's unsaved work.
     return
   end
-  if M.has_conflicts(buf) then
-    -- Merging again would nest conflict blocks in each other. The agent's
-    -- newer text waits on disk; resolving the conflicts refreshes the
-    -- review, and this merges it then (M.synced still holds the older text).
-    if not M.pending[entry.path] then
-      M.pending[entry.path] = true
+  local was_pending = M.pending[entry.path]
+  if M.defer_merge(buf, entry.path) then
+    -- Told once (an fs write is told by its file_edited event).
+    if not was_pending then
       util.notify(
         ("the agent changed %s again; resolve the conflicts in its buffer first (accept or reject them), then its newer edit is merged"):format(
           vim.fn.fnamemodify(entry.path, ":~:.")
@@ -436,7 +448,6 @@ local function sync(buf, entry)
     end
     return
   end
-  M.pending[entry.path] = nil
   local ok, conflicts = pcall(fs.merge_into, buf, base, disk)
   if not ok then
     util.notify(tostring(conflicts), vim.log.levels.ERROR)

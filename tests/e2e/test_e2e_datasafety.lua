@@ -603,19 +603,24 @@ function Case:play(chat)
   end
 end
 
+--- Plays case `k` of the current SEED; each case has its own random stream,
+--- so one case replays alone.
+local function play_case(chat, k)
+  math.randomseed(SEED + k)
+  local case = Case.new(k)
+  local ok, err = xpcall(case.play, debug.traceback, case, chat)
+  case:close()
+  if not ok then
+    error(err, 0)
+  end
+end
+
 T.test(("user lines survive any interleaving with agent edits (%d cases x %d steps)"):format(CASES, STEPS), function()
   local chat = T.open_chat("driver", root)
   local played = 0
   for k = 1, CASES do
     if not ONLY_CASE or ONLY_CASE == k then
-      -- Each case has its own stream, so one case replays alone.
-      math.randomseed(SEED + k)
-      local case = Case.new(k)
-      local ok, err = xpcall(case.play, debug.traceback, case, chat)
-      case:close()
-      if not ok then
-        error(err, 0)
-      end
+      play_case(chat, k)
       played = played + 1
     end
   end
@@ -655,10 +660,7 @@ if not ONLY_CASE and not tonumber(SEED_ENV or "") then
     local seed = SEED
     for _, r in ipairs(REGRESSIONS) do
       SEED = r[1]
-      math.randomseed(SEED + r[2])
-      local case = Case.new(r[2])
-      local ok, err = xpcall(case.play, debug.traceback, case, chat)
-      case:close()
+      local ok, err = pcall(play_case, chat, r[2])
       if not ok then
         SEED = seed
         error(err, 0)

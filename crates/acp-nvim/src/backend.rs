@@ -13,7 +13,6 @@ use crate::chat::{self, ChatCommand, ChatHandle};
 use crate::command::{ChatId, Command, ReviewCommand};
 use crate::event::Event;
 use crate::listing::{self, ListRequest};
-use crate::msgpack;
 use crate::prompts::Prompts;
 use crate::review::Decisions;
 use crate::transcript::Transcripts;
@@ -89,17 +88,9 @@ impl Backend {
                         let _ = ack.send(());
                     }
                 }
-                Routed::Query(query, answer) => {
-                    // Answered by the review task, after the decisions
-                    // (user edits included) sent before it.
-                    let (tx, rx) = oneshot::channel();
-                    self.decisions().query(query, tx);
-                    tokio::spawn(async move {
-                        if let Ok(value) = rx.await {
-                            let _ = answer.send(msgpack::from_json(&value));
-                        }
-                    });
-                }
+                // Answered by the review task, after the decisions (user
+                // edits included) sent before it.
+                Routed::Query(query, answer) => self.decisions().query(query, answer),
             }
         }
         self.shutdown().await;

@@ -25,6 +25,7 @@ use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
 use crate::event::Event;
+use crate::msgpack;
 
 /// Marker labels of merge conflicts written into buffers. The plugin finds
 /// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
@@ -119,7 +120,7 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Json {
 #[derive(Debug)]
 enum Job {
     Decide(ReviewCommand),
-    Query(ReviewCommand, oneshot::Sender<Json>),
+    Query(ReviewCommand, oneshot::Sender<rmpv::Value>),
 }
 
 /// The task applying review decisions in order, and answering review
@@ -142,7 +143,7 @@ impl Decisions {
                     Job::Decide(cmd) => decide(&agents, &events, cmd).await,
                     Job::Query(cmd, answer) => {
                         // The asker may have given up (timeout): nothing to do.
-                        let _ = answer.send(query(&agents, &cmd));
+                        let _ = answer.send(msgpack::from_json(&query(&agents, &cmd)));
                     }
                 }
             }
@@ -158,7 +159,7 @@ impl Decisions {
     }
 
     /// Queues a query, answered once the decisions before it are applied.
-    pub fn query(&self, cmd: ReviewCommand, answer: oneshot::Sender<Json>) {
+    pub fn query(&self, cmd: ReviewCommand, answer: oneshot::Sender<rmpv::Value>) {
         if self.tx.send(Job::Query(cmd, answer)).is_err() {
             tracing::warn!("review query dropped: the review task has stopped");
         }
