@@ -868,6 +868,22 @@ impl Connection {
             .map(drop)
     }
 
+    /// Accepts lines `start..end` of a file's current content, not whole
+    /// hunks (see [`EditTracker::accept_lines`](crate::review::EditTracker::accept_lines)):
+    /// the side of a conflict the user kept.
+    pub async fn accept_lines(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let path = self.review_path(session_id, path)?;
+        self.shared
+            .review
+            .accept_lines(session_id, &path, start, end)
+    }
+
     /// Accepts every change to one file, including its creation or deletion.
     pub async fn accept_file(&self, session_id: &SessionId, path: &Path) -> Result<()> {
         let path = self.review_path(session_id, path)?;

@@ -323,6 +323,7 @@ impl EditTracker {
                     tracing::debug!(path = %path.display(), "agent edit starts from content the tracker did not see; keeping the first baseline");
                 }
                 file.set_current(new.map(str::to_owned), &mut self.ids);
+                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "agent edit recorded");
             }
             None => {
                 if old == new {
@@ -333,6 +334,7 @@ impl EditTracker {
                     new.map(str::to_owned),
                     &mut self.ids,
                 );
+                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "agent edit starts a review");
                 self.files.insert(path.to_owned(), file);
             }
         }
@@ -405,7 +407,10 @@ impl EditTracker {
     pub fn record_user_edit(&mut self, path: &Path, content: Option<&str>) -> Option<FileSummary> {
         let file = self.files.get_mut(path)?;
         match content {
-            Some(content) => file.rebase_user_edit(content.to_owned(), &mut self.ids),
+            Some(content) => {
+                file.rebase_user_edit(content.to_owned(), &mut self.ids);
+                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "user edit rebased");
+            }
             None => {
                 self.files.remove(path);
                 return None;
@@ -455,6 +460,17 @@ impl EditTracker {
     pub fn accept_hunk(&mut self, path: &Path, id: HunkId) -> Result<()> {
         let file = self.file_mut(path)?;
         file.accept(id).ok_or_else(|| missing_hunk(path, id))?;
+        self.settle(path);
+        Ok(())
+    }
+
+    /// Accepts lines `start..end` of the current content (0-based), not
+    /// the whole hunks they are part of: what a user keeps when resolving a
+    /// conflict is theirs, the agent's lines around it stay under review.
+    /// Pure deletions standing at a line in `start..=end` are accepted.
+    pub fn accept_lines(&mut self, path: &Path, start: usize, end: usize) -> Result<()> {
+        let file = self.files.get_mut(path).ok_or_else(|| missing_file(path))?;
+        file.accept_lines(start, end, &mut self.ids);
         self.settle(path);
         Ok(())
     }
@@ -513,12 +529,7 @@ impl EditTracker {
     }
 
     fn file_mut(&mut self, path: &Path) -> Result<&mut TrackedFile> {
-        self.files.get_mut(path).ok_or_else(|| {
-            Error::NotFound(format!(
-                "`{}` has no agent edits under review; refresh the review list",
-                path.display()
-            ))
-        })
+        self.files.get_mut(path).ok_or_else(|| missing_file(path))
     }
 
     /// Drops the file when nothing is left to review; else its summary.
@@ -530,6 +541,13 @@ impl EditTracker {
         }
         Some(summarize(path, file))
     }
+}
+
+fn missing_file(path: &Path) -> Error {
+    Error::NotFound(format!(
+        "`{}` has no agent edits under review; refresh the review list",
+        path.display()
+    ))
 }
 
 fn missing_hunk(path: &Path, id: HunkId) -> Error {

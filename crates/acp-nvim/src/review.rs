@@ -14,9 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::merge::{merge3, ConflictLabels};
-use acp_client::review::{
-    strip_line_ending, FileReview, FileStatus, FileSummary, HunkId, RejectOutcome,
-};
+use acp_client::review::{strip_line_ending, FileReview, FileStatus, FileSummary, RejectOutcome};
 use acp_client::update::SessionId;
 use serde_json::{json, Value as Json};
 use tokio::sync::{mpsc, oneshot};
@@ -319,33 +317,7 @@ async fn user_edit(
     let Some((start, end)) = accept_lines else {
         return Ok(());
     };
-    let Some(review) = conn.review_file(session, path) else {
-        return Ok(());
-    };
-    for id in hunks_touching(&review, start, end) {
-        conn.accept_hunk(session, path, id).await?;
-    }
-    Ok(())
-}
-
-/// The hunks whose lines in the current text are in `[start, end)`, and
-/// the pure deletions that stand at a line in `[start, end]` (a resolved
-/// conflict leaves one right after the lines it kept). A hunk that only
-/// borders the range is not in it: resolving a conflict must not accept
-/// the agent's next hunk.
-pub fn hunks_touching(review: &FileReview, start: usize, end: usize) -> Vec<HunkId> {
-    review
-        .hunks
-        .iter()
-        .filter(|h| {
-            if h.new_lines.is_empty() {
-                start <= h.new_start && h.new_start <= end
-            } else {
-                h.new_start < end && start < h.new_start + h.new_lines.len()
-            }
-        })
-        .map(|h| h.id)
-        .collect()
+    conn.accept_lines(session, path, start, end).await
 }
 
 #[cfg(test)]
@@ -385,26 +357,5 @@ mod tests {
             conflict["text"],
             "<<<<<<< buffer\nmine\n=======\nagent's\n>>>>>>> agent\n"
         );
-    }
-
-    #[test]
-    fn hunks_touching_a_range() {
-        let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
-        // Hunks: line 1 changed, line 3 deleted (stands before line 3 of the
-        // new text), line 5 inserted.
-        t.record_write(p, Some("0\n1\n2\n3\n4\n5\n"), "0\nX\n2\n4\n5\nnew\n");
-        let review = t.review(p).unwrap();
-        let ids: Vec<HunkId> = review.hunks.iter().map(|h| h.id).collect();
-        assert_eq!(ids.len(), 3);
-        assert_eq!(hunks_touching(&review, 1, 2), vec![ids[0]]);
-        assert_eq!(hunks_touching(&review, 3, 4), vec![ids[1]]);
-        assert_eq!(hunks_touching(&review, 0, 6), ids);
-        // The deletion stands at line 3: the end of [2, 3] reaches it.
-        assert_eq!(hunks_touching(&review, 2, 3), vec![ids[1]]);
-        // A hunk right after the range is not in it.
-        assert!(hunks_touching(&review, 4, 5).is_empty());
-        assert!(hunks_touching(&review, 5, 5).is_empty());
-        assert_eq!(hunks_touching(&review, 5, 6), vec![ids[2]]);
     }
 }

@@ -85,6 +85,22 @@ impl TrackedFile {
             if self.hunks.iter().any(|h| overlaps(h, start, end)) {
                 continue;
             }
+            let inserted = &user_lines[change.new.clone()];
+            if let Some((h, at)) = self.restored_deletion(start, end, inserted) {
+                // The user's lines hold the very lines the agent deleted
+                // here: the deletion is undone, and the lines around it are
+                // the user's. Seen when the agent rewrites a file from disk
+                // (Claude, the fake agent's writeDisk) while the buffer keeps
+                // an unsaved line the baseline already has: without this the
+                // baseline got that line twice.
+                let deleted = h.old_lines.len();
+                new_base.extend_from_slice(&base_lines[cursor..h.old_start]);
+                new_base.extend_from_slice(&inserted[..at]);
+                new_base.extend_from_slice(&base_lines[h.old_start..h.old_start + deleted]);
+                new_base.extend_from_slice(&inserted[at + deleted..]);
+                cursor = h.old_start + deleted;
+                continue;
+            }
             // Where the agent deleted lines right at the edge of the user's
             // change, the user's change stays outside the deleted lines.
             let base_start = self.to_baseline(start, true);
@@ -108,6 +124,35 @@ impl TrackedFile {
         };
         self.current = Some(content);
         self.rediff(ids);
+    }
+
+    /// The agent's pure deletion at `current` line `start`, when a user
+    /// insertion there (`start == end`) holds its deleted lines in a row;
+    /// with where they start among the inserted lines.
+    fn restored_deletion(
+        &self,
+        start: usize,
+        end: usize,
+        inserted: &[&str],
+    ) -> Option<(&Hunk, usize)> {
+        if start != end {
+            return None;
+        }
+        let h = self
+            .hunks
+            .iter()
+            .find(|h| h.new_lines.is_empty() && h.new_start == start)?;
+        let n = h.old_lines.len();
+        if n == 0 || n > inserted.len() {
+            return None;
+        }
+        let at = (0..=inserted.len() - n).find(|&i| {
+            inserted[i..i + n]
+                .iter()
+                .zip(&h.old_lines)
+                .all(|(a, b)| *a == b.as_str())
+        })?;
+        Some((h, at))
     }
 
     /// Maps a line position of `current` that lies outside every hunk to the
@@ -145,6 +190,60 @@ impl TrackedFile {
             h.old_start = h.old_start - hunk.old_lines.len() + hunk.new_lines.len();
         }
         Some(())
+    }
+
+    /// Accepts lines `start..end` of `current` (the side the user kept when
+    /// resolving a conflict): they join the baseline, and what else their
+    /// hunk holds stays under review (a partly covered hunk keeps its old
+    /// lines in the baseline, before the accepted lines unless the hunk's
+    /// first line is one of them). A pure deletion standing at a line in
+    /// `start..=end` is accepted whole: the marker lines a resolution
+    /// removes leave one there.
+    pub(super) fn accept_lines(&mut self, start: usize, end: usize, ids: &mut IdGen) {
+        let current = self.current.as_deref().unwrap_or("");
+        let baseline = self.baseline.as_deref().unwrap_or("");
+        let (cur, base) = (split_lines(current), split_lines(baseline));
+        let mut new_base: Vec<&str> = Vec::with_capacity(base.len() + end.saturating_sub(start));
+        let mut cursor = 0;
+        let mut changed = false;
+        for h in &self.hunks {
+            let (old_start, old_end) = (h.old_start, h.old_start + h.old_lines.len());
+            if h.new_lines.is_empty() {
+                if start <= h.new_start && h.new_start <= end {
+                    new_base.extend_from_slice(&base[cursor..old_start]);
+                    cursor = old_end;
+                    changed = true;
+                }
+                continue;
+            }
+            let (a, b) = (start.max(h.new_start), end.min(h.new_end()));
+            if a >= b {
+                continue;
+            }
+            new_base.extend_from_slice(&base[cursor..old_start]);
+            let (old, accepted) = (&base[old_start..old_end], &cur[a..b]);
+            if a == h.new_start && b == h.new_end() {
+                new_base.extend_from_slice(accepted);
+            } else if a > h.new_start {
+                new_base.extend_from_slice(old);
+                new_base.extend_from_slice(accepted);
+            } else {
+                new_base.extend_from_slice(accepted);
+                new_base.extend_from_slice(old);
+            }
+            cursor = old_end;
+            changed = true;
+        }
+        if !changed {
+            return;
+        }
+        new_base.extend_from_slice(&base[cursor..]);
+        let text = join_lines(&new_base);
+        self.baseline = match (&self.baseline, text.is_empty()) {
+            (None, true) => None,
+            _ => Some(text),
+        };
+        self.rediff(ids);
     }
 
     /// Rejects a hunk: the current content takes back the baseline's lines
