@@ -76,6 +76,9 @@ const HOST_TIMEOUT: Duration = Duration::from_secs(5);
 /// (Linux: the timer tick; 1 s on ext3 and HFS+, 2 s on FAT), so a write
 /// right after the prompt can carry a time a little before it.
 const MTIME_SLACK: Duration = Duration::from_secs(2);
+/// How far a file's modification time can lag the precise clock (the
+/// kernel stamps files with a clock that advances once per tick).
+const COARSE_CLOCK: Duration = Duration::from_millis(20);
 
 /// One `diff` item of a completed tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,6 +277,8 @@ impl Reviews {
             turn_started: None,
             watch: None,
             changed: BTreeSet::new(),
+            late: BTreeSet::new(),
+            retried: BTreeSet::new(),
             deadline: None,
             fs_tx,
         };
@@ -420,6 +425,29 @@ impl Reviews {
             emit(&self.events, session_id, Some(change));
         }
         Ok(paths)
+    }
+
+    /// Accepts lines of a file's current content (see
+    /// [`EditTracker::accept_lines`]).
+    pub(crate) fn accept_lines(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let Some(review) = self.get(session_id) else {
+            return Err(not_under_review(path));
+        };
+        let change = {
+            let mut st = lock(&review.state);
+            let (result, change) =
+                observe(&mut st.tracker, path, |t| t.accept_lines(path, start, end));
+            result?;
+            change
+        };
+        emit(&self.events, session_id, change);
+        Ok(())
     }
 
     /// Rejects changes and writes the restored content (through the editor
@@ -730,6 +758,12 @@ struct Worker {
     watch: Option<Watch>,
     /// Watched files changed since the debounce timer started.
     changed: BTreeSet<PathBuf>,
+    /// Changed files found empty once, read again after another debounce.
+    retried: BTreeSet<PathBuf>,
+    /// Files found empty at their first mention, emptied during the turn,
+    /// with no editor copy: their "before" is lost, and the empty text may
+    /// be half a write. Snapshotted when the debounce fires instead.
+    late: BTreeSet<PathBuf>,
     deadline: Option<Instant>,
     fs_tx: mpsc::UnboundedSender<FsSignal>,
 }
@@ -759,7 +793,20 @@ impl Worker {
                     self.deadline = None;
                     let paths = std::mem::take(&mut self.changed);
                     let _io = self.io.clone().lock_owned().await;
+                    for path in std::mem::take(&mut self.late) {
+                        self.late_snapshot(path).await;
+                    }
+                    let retried = std::mem::take(&mut self.retried);
                     for path in paths {
+                        if !retried.contains(&path) && self.emptied(&path).await {
+                            // Most likely an in-place rewrite between its
+                            // truncation and its write (a busy machine can
+                            // stall a writer past the debounce): look again.
+                            self.retried.insert(path.clone());
+                            self.changed.insert(path);
+                            self.deadline = Some(Instant::now() + DEBOUNCE);
+                            continue;
+                        }
                         self.check_disk(&path).await;
                     }
                 }
@@ -775,6 +822,7 @@ impl Worker {
                 if self.turns == 1 {
                     self.turn_started = Some(at);
                     self.snapshots.clear();
+                    self.late.clear();
                     lock(&self.state).known.clear();
                 }
             }
@@ -799,6 +847,9 @@ impl Worker {
                     }
                     self.watch = None;
                     self.changed.clear();
+                    // Their "before" is unknown and they were not seen again.
+                    self.late.clear();
+                    self.retried.clear();
                     self.deadline = None;
                 }
             }
@@ -829,12 +880,27 @@ impl Worker {
         let Some(path) = self.resolve(raw).await else {
             return;
         };
-        if !self.snapshots.contains_key(&path) {
+        if !self.snapshots.contains_key(&path) && !self.late.contains(&path) {
             let limit = self.max_read_bytes.min(SNAPSHOT_MAX_BYTES);
             let Disk::Known(disk) = read_disk(&path, limit).await else {
                 return;
             };
             let before = self.text_before_turn(&path, &disk).await;
+            if before.is_none()
+                && disk.as_deref() == Some("")
+                && self.written_this_turn(&path).await
+            {
+                // Emptied during the turn: likely an in-place rewrite caught
+                // between its truncation and its write (seen with a fake
+                // agent that truncates, announces, then writes). An empty
+                // "before" would make a reject empty the file.
+                self.late.insert(path.clone());
+                self.deadline = Some(Instant::now() + DEBOUNCE);
+                if self.turns > 0 {
+                    self.watch(&path);
+                }
+                return;
+            }
             let changed = before.is_some();
             let content = before.map_or(disk, Some);
             lock(&self.state)
@@ -843,12 +909,61 @@ impl Worker {
             self.snapshots.insert(path.clone(), content);
             if changed {
                 // Written before we looked: no watcher event will report it.
-                self.check_disk(&path).await;
+                // Read it after the debounce, not now: an agent rewriting
+                // the file in place (truncate, then write) may be half way,
+                // and an empty file would be recorded as its edit.
+                self.changed.insert(path.clone());
+                self.deadline = Some(Instant::now() + DEBOUNCE);
             }
         }
         if self.turns > 0 {
             self.watch(&path);
         }
+    }
+
+    /// Whether a file whose last known text is not empty is empty now.
+    async fn emptied(&self, path: &Path) -> bool {
+        let known_empty = match lock(&self.state).known.get(path) {
+            Some(Some(text)) => text.is_empty(),
+            _ => true,
+        };
+        !known_empty
+            && tokio::fs::metadata(path)
+                .await
+                .is_ok_and(|m| m.is_file() && m.len() == 0)
+    }
+
+    /// Whether the file was modified after the prompt was sent (before
+    /// its first mention, when this is asked).
+    async fn written_this_turn(&self, path: &Path) -> bool {
+        let Some(started) = self.turn_started else {
+            return false;
+        };
+        let modified = tokio::fs::metadata(path)
+            .await
+            .ok()
+            .and_then(|m| m.modified().ok());
+        // File times come from the kernel's coarse clock, a tick behind the
+        // precise one the turn's start was read from.
+        modified.is_some_and(|m| m + COARSE_CLOCK >= started)
+    }
+
+    /// The snapshot of a file the agent was writing when first mentioned
+    /// (see `late`): its text once the writes settled, against which its
+    /// later edits are reviewed. The edit before it is not reviewed.
+    async fn late_snapshot(&mut self, path: PathBuf) {
+        if self.snapshots.contains_key(&path) {
+            return;
+        }
+        let limit = self.max_read_bytes.min(SNAPSHOT_MAX_BYTES);
+        let Disk::Known(content) = read_disk(&path, limit).await else {
+            return;
+        };
+        tracing::debug!(path = %path.display(), "written before its first mention: reviewing its later edits only");
+        lock(&self.state)
+            .known
+            .insert(path.clone(), content.clone());
+        self.snapshots.insert(path, content);
     }
 
     /// The editor's copy of `path` from when the prompt was sent, when it

@@ -154,6 +154,65 @@ async fn a_disk_edit_without_diff_is_caught_by_the_watcher_during_the_turn() {
     assert_eq!(stop.unwrap(), StopReason::Cancelled);
 }
 
+#[tokio::test]
+async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_before() {
+    // No editor copy: the agent truncates t.txt, announces the edit and
+    // writes it 50 ms later (the client's read in between sees it empty),
+    // then edits it again. A "before" of "" would make a reject empty the
+    // file; the first edit cannot be reviewed, the second is, against the
+    // first's text.
+    let mut s = start(
+        &[(
+            "t.txt", "orig
+",
+        )],
+        json!([{ "steps": [
+            { "type": "writeDisk", "path": "t.txt", "content": "one\n", "diff": false,
+              "toolCallId": "t1", "tornMs": 50 },
+            { "type": "sleep", "ms": 400 },
+            { "type": "writeDisk", "path": "t.txt", "content": "one\ntwo\n", "diff": false,
+              "toolCallId": "t2" }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("t.txt");
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("one\n"));
+    assert_eq!(review.current.as_deref(), Some("one\ntwo\n"));
+}
+
+#[tokio::test]
+async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_file() {
+    // The watcher's debounce (100 ms) fires while the file is truncated and
+    // not yet written (150 ms): the empty file is looked at again, so no
+    // review ever shows every line deleted.
+    let mut s = start(
+        &[("w.txt", "a\nb\n")],
+        json!([{ "steps": [
+            { "type": "toolCall", "toolCallId": "w1", "title": "Edit w.txt", "kind": "edit",
+              "status": "in_progress", "locations": [{ "path": "{{cwd}}/w.txt" }] },
+            { "type": "sleep", "ms": 300 },
+            { "type": "writeDisk", "path": "w.txt", "content": "a\nB\n", "diff": false,
+              "toolCallId": "w1", "tornMs": 150 },
+            { "type": "sleep", "ms": 400 }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("w.txt");
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    let last = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!(
+        (last.added, last.removed),
+        (1, 1),
+        "the first review shown is the edit"
+    );
+    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("a\nb\n"));
+    assert_eq!(review.current.as_deref(), Some("a\nB\n"));
+}
+
 /// A turn that waits for the test to write `x.txt` (as an agent writing
 /// before the client could read it), then names the file with no diff, then
 /// edits `y.txt` with a diff (an event to wait for).
@@ -186,14 +245,30 @@ async fn an_edit_written_before_its_tool_call_is_reviewed_against_the_editors_co
     // The "agent" writes x.txt during the turn, before naming it.
     std::fs::write(&x, "keep\nnew\n").unwrap();
     std::fs::write(s.root.join("go"), "").unwrap();
-    let summary = review_changed(&mut s.rx, &x, |f| f.hunks > 0).await;
+    // x.txt is read after the watcher's debounce, so y.txt's review may
+    // come first.
+    let (mut x_summary, mut y_seen) = (None, false);
+    while x_summary.is_none() || !y_seen {
+        let e = wait_event(
+            &mut s.rx,
+            |e| matches!(e, ClientEvent::ReviewChanged { file, .. } if file.hunks > 0),
+        )
+        .await;
+        if let ClientEvent::ReviewChanged { file, .. } = e {
+            if file.path == x {
+                x_summary = Some(file);
+            } else if file.path == y {
+                y_seen = true;
+            }
+        }
+    }
+    let summary = x_summary.unwrap();
     assert_eq!((summary.added, summary.removed), (1, 1));
     let review = s.conn.review_file(&s.sid, &x).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("keep\nold\n"));
     assert_eq!(review.current.as_deref(), Some("keep\nnew\n"));
     let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
     assert_eq!(stop.unwrap(), StopReason::EndTurn);
-    review_changed(&mut s.rx, &y, |f| f.hunks > 0).await;
 }
 
 #[tokio::test]

@@ -169,6 +169,12 @@ pub enum Step {
         /// `false`: report the edit with `locations` only, no diff content.
         #[serde(default = "yes")]
         diff: bool,
+        /// Rewrite the file in place the slow way: truncate it, announce the
+        /// tool call, and write the content this many ms later, so the
+        /// client reads it half written (an agent using a plain
+        /// truncate-then-write, caught in between).
+        #[serde(default)]
+        torn_ms: Option<u64>,
     },
     /// Blocks until `session/cancel`; the turn then ends `cancelled`.
     WaitForCancel {

@@ -305,8 +305,9 @@ impl<'a> Player<'a> {
                 tool_call_id,
                 title,
                 diff,
+                torn_ms,
             } => {
-                self.write_disk(&path, &content, tool_call_id, title, diff);
+                self.write_disk(&path, &content, tool_call_id, title, diff, torn_ms);
                 Flow::Next
             }
             Step::WaitForCancel { ignore_cancel } => {
@@ -606,12 +607,15 @@ impl<'a> Player<'a> {
         tool_call_id: Option<String>,
         title: Option<String>,
         diff: bool,
+        torn_ms: Option<u64>,
     ) {
         let n = self.next_number();
         let path = self.resolve(path);
         let shown = path.display().to_string();
         let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
         let old_text = std::fs::read_to_string(&path).ok();
+        // Truncated before the announcement; written after the pause below.
+        let torn = torn_ms.map(|ms| (std::fs::File::create(&path), ms));
         let mut tool_call = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": tool_call_id,
@@ -625,10 +629,16 @@ impl<'a> Player<'a> {
                 json!([{ "type": "diff", "path": shown, "oldText": old_text, "newText": content }]);
         }
         self.update(tool_call);
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, content));
+        let written = match torn {
+            Some((file, ms)) => {
+                std::thread::sleep(Duration::from_millis(ms));
+                file.and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes()))
+            }
+            None => path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, content)),
+        };
         let update = match written {
             Ok(()) => json!({
                 "sessionUpdate": "tool_call_update",
