@@ -15,10 +15,13 @@
 --- names the file, and only believes it when the file changed on disk
 --- during the turn.
 ---
---- Bounded: only unmodified buffers of files inside the chat's directory,
+--- For a buffer with unsaved edits the copy is its file's text, read from
+--- disk at the same moment.
+---
+--- Bounded: only buffers of files inside the chat's directory,
 --- each up to `MAX_FILE_BYTES`, all together up to `MAX_TOTAL_BYTES`, and
---- only buffers whose text round-trips to the file byte for byte (unix line
---- ends, UTF-8, no BOM). One set per chat, replaced by its next prompt. A
+--- only unmodified buffers whose text round-trips to the file byte for byte
+--- (unix line ends, UTF-8, no BOM). One set per chat, replaced by its next prompt. A
 --- file the user saves during the turn loses its copy: the difference is
 --- then the user's, not the agent's.
 
@@ -63,7 +66,7 @@ local function setup_autocmds()
   })
 end
 
---- Copy the unmodified buffers of files under `cwd`, for the prompt the
+--- Copy the open files under `cwd` (see above), for the prompt the
 --- chat is about to send.
 ---@param chat_id string
 ---@param cwd string
@@ -75,19 +78,24 @@ function M.snapshot(chat_id, cwd)
   end
   local copies, total = {}, 0
   for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and not vim.bo[buf].modified and round_trips(buf) then
+    local modified = vim.bo[buf].modified
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and (modified or round_trips(buf)) then
       local name = api.nvim_buf_get_name(buf)
       if name ~= "" then
         local path = normalize(name)
-        local size = api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
-        if
-          vim.startswith(path, root)
-          and size <= M.MAX_FILE_BYTES
-          and total + size <= M.MAX_TOTAL_BYTES
-          and util.uv.fs_stat(path) ~= nil
-        then
-          copies[path] = require("acp.fs").buffer_text(buf)
-          total = total + size
+        local stat = util.uv.fs_stat(path)
+        local size = modified and (stat and stat.size or 0) or api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
+        if vim.startswith(path, root) and size <= M.MAX_FILE_BYTES and total + size <= M.MAX_TOTAL_BYTES and stat ~= nil then
+          -- A buffer with unsaved edits is not the file: its file's text,
+          -- read now, is. The backend would read it too, but only when the
+          -- agent names the file, and an agent that rewrites it in place
+          -- (truncate, then write) can be caught in between: an empty
+          -- "before" made every line look like the agent's.
+          local text = modified and require("acp.fs").read_disk(path) or require("acp.fs").buffer_text(buf)
+          if text then
+            copies[path] = text
+            total = total + #text
+          end
         end
       end
     end

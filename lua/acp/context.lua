@@ -256,7 +256,7 @@ local function item_text(item)
   local max = config.options.context.max_embed_bytes
   local fs = require("acp.fs")
   local limit = item.l1 and (item.l2 - item.l1 + 1) or nil
-  local text = fs.read({ path = item.path, line = item.l1, limit = limit })
+  local text = fs.read({ path = item.path, line = item.l1, limit = limit, as_shown = true })
   if text then
     if #text > max then
       return nil, ("larger than context.max_embed_bytes (%d bytes)"):format(max)

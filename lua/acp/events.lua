@@ -77,14 +77,15 @@ end
 function handlers.file_edited(chat, ev)
   local path = util.field(ev, "path") or "?"
   local review = require("acp.review")
-  if util.field(ev, "kept_unsaved", "keptUnsaved") and review.pending[review.normalize(path)] then
-    util.notify(
-      ("the agent wrote %s on disk; your buffer still has unresolved conflicts, so this edit is merged once you accept or reject them (:Acp review)."):format(
-        path
-      ),
-      vim.log.levels.WARN
+  local fs = require("acp.fs")
+  local near_conflicts = fs.near_conflicts[review.normalize(path)]
+  fs.near_conflicts[review.normalize(path)] = nil
+  if util.field(ev, "kept_unsaved", "keptUnsaved") and near_conflicts then
+    -- The review's sync tells whether the edit had to wait.
+    chat.transcript:note(
+      ("! %s: written on disk; merged into your buffer unless it touches the open conflicts (then once they are resolved)"):format(path),
+      "AcpError"
     )
-    chat.transcript:note(("! %s: written on disk; merged into your buffer once its conflicts are resolved"):format(path), "AcpError")
   elseif util.field(ev, "kept_unsaved", "keptUnsaved") then
     util.notify(
       ("the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "

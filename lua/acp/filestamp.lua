@@ -1,11 +1,11 @@
 ---@mod acp.filestamp Neovim's record of when it last read a file, kept
---- quiet for agent changes that were merged into a buffer with unsaved edits.
+--- quiet for agent changes a buffer already holds.
 ---
 --- Neovim remembers a file's modification time when it reads or writes a
 --- buffer, and `:write` asks "The file has been changed since reading it!!!"
 --- when the disk's time differs. After the agent's on-disk change was merged
---- into a modified buffer (acp.review, acp.fs), that question is noise: the
---- buffer already holds the change. Lua cannot update Neovim's record, so
+--- into a modified buffer, or applied to an unmodified one (acp.review,
+--- acp.fs), that question is noise: the buffer already holds the change. Lua cannot update Neovim's record, so
 --- right before such a write (BufWritePre runs before Neovim's check) the
 --- file's time is set back to the one Neovim recorded, and only when the disk
 --- still holds exactly the agent text that was merged: a change by anyone
@@ -82,7 +82,7 @@ function M.remember(buf)
 end
 
 --- The agent's text `disk` (on disk now, or written by the backend right
---- after this call) was merged into the modified buffer `buf`.
+--- after this call) was merged into the buffer `buf` (or applied to it).
 ---@param buf integer
 ---@param disk string
 function M.merged(buf, disk)

@@ -38,15 +38,16 @@ end
 --- Text of a buffer's lines as a file would hold them: every line ends with
 --- "\n", except the buffer's last line when it has 'noeol'.
 ---@param buf integer
----@param first integer 0-based first line
+---@param first integer 0-based row of lines[1]
 ---@param lines string[]
+---@param count? integer lines in the text read (default: the buffer's)
 ---@return string
-local function join(buf, first, lines)
+local function join(buf, first, lines, count)
   if #lines == 0 then
     return ""
   end
   local text = table.concat(lines, "\n")
-  local is_last = first + #lines >= api.nvim_buf_line_count(buf)
+  local is_last = first + #lines >= (count or api.nvim_buf_line_count(buf))
   if is_last and not vim.bo[buf].eol then
     return text
   end
@@ -57,6 +58,7 @@ end
 ---@field path string
 ---@field line? integer 1-based first line
 ---@field limit? integer number of lines
+---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
 
 --- Read from a loaded buffer. nil when no loaded buffer has the path (the
 --- backend then reads the disk). Only the requested lines are fetched.
@@ -74,18 +76,20 @@ function M.read(args)
   if limit == 0 then
     return ""
   end
+  local review = require("acp.review")
+  for _, it in ipairs(not args.as_shown and review.items[buf] or {}) do
+    if it.kind == "conflict" then
+      -- Open conflicts are read as the agent's side (acp.review.agent_view):
+      -- the whole text, then the range.
+      local lines = review.agent_view(api.nvim_buf_get_lines(buf, 0, -1, false), args.path)
+      local n = #lines
+      lines = vim.list_slice(lines, first + 1, last == -1 and n or math.min(last, n))
+      return join(buf, first, lines, n)
+    end
+  end
   local lines = api.nvim_buf_get_lines(buf, first, last, false)
   return join(buf, first, lines)
 end
-
----@class acp.FsWriteArgs
----@field path string
----@field content string
-
----@class acp.FsWriteResult
----@field handled boolean the buffer was updated and saved (disk == content)
----@field old_content? string the buffer's text before the write
----@field kept_unsaved? boolean the buffer had unsaved changes and was not touched
 
 --- Apply the hunks turning `old` lines into `new` lines, bottom-up, as one
 --- undo step of its own (not joined to what the user typed before). Lines
@@ -188,14 +192,25 @@ end
 ---@return integer conflicts
 function M.merge_into(buf, base, theirs)
   local ours = M.buffer_text(buf)
+  local text, conflicts = M.merge_text(base, ours, theirs)
+  if text ~= ours then
+    M.apply_text(buf, text)
+  end
+  return conflicts
+end
+
+--- The three-way merge of `ours` and `theirs` (both changed from `base`),
+--- as the backend makes it (`acp.merge`), without applying it.
+---@param base string
+---@param ours string
+---@param theirs string
+---@return string text, integer conflicts
+function M.merge_text(base, ours, theirs)
   local res, err = require("acp.backend").request("acp.merge", { base = base, ours = ours, theirs = theirs })
   if type(res) ~= "table" or type(res.text) ~= "string" then
     error(("acp.nvim: could not merge the agent's edit into your unsaved buffer: %s"):format(tostring(err)), 0)
   end
-  if res.text ~= ours then
-    M.apply_text(buf, res.text)
-  end
-  return tonumber(res.conflicts) or 0
+  return res.text, tonumber(res.conflicts) or 0
 end
 
 --- Merge into a modified buffer right after this call returns. The merge
@@ -219,6 +234,11 @@ merge_later = function(buf, base, theirs)
     end
   end)
 end
+
+--- Paths whose last agent write found open conflicts in the buffer (its
+--- `file_edited` note says so), path -> true.
+---@type table<string, true>
+M.near_conflicts = {}
 
 ---@class acp.FsWriteArgs
 ---@field path string
@@ -255,8 +275,11 @@ function M.write(args)
       merge_later(buf, base, content)
       return { handled = true, old_content = base }
     end
-    if review.defer_merge(buf, review.normalize(args.path)) then
-      -- The disk gets the agent's text; the merge waits for the conflicts.
+    if review.has_conflicts(buf) then
+      -- The disk gets the agent's text; the review's sync that follows
+      -- merges it unless that would open conflicts next to the open ones
+      -- (it then waits for them: acp.review's pending).
+      M.near_conflicts[review.normalize(args.path)] = true
       return { handled = false, kept_unsaved = true }
     end
     local base = M.read_disk(args.path) or ""

@@ -67,6 +67,11 @@ M.items = {}
 --- (merging it now would nest conflict blocks), path -> true.
 ---@type table<string, true>
 M.pending = {}
+--- Rows the user resolved a conflict to while the agent's newer change
+--- waited (`M.pending`): range extmarks in this namespace, so typing and the
+--- other resolutions move them. Their lines are accepted once that change is
+--- merged (see merge_pending).
+M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
 ---@type table<integer, boolean> buffers with review keys and autocmds
 local attached = {}
 ---@type table<string, boolean> paths whose BufWritePost is ours (fs.write)
@@ -152,6 +157,37 @@ local function find_conflicts(lines)
   return out
 end
 
+--- What `fs/read_text_file` answers for a buffer with open conflicts: each
+--- conflict block replaced by its agent side, while the blocks exist in the
+--- buffer only. An agent shown our marker lines takes them for file content
+--- and writes them back (seen with the fake agent's read-modify-write, which
+--- any agent rewriting whole files does), and its next edit waits for the
+--- conflicts anyway (M.pending), to be merged with the user's choice. Once
+--- the user saved the blocks they are the file's text, and the agent reads
+--- them as they are: hiding the user's side then would let an agent write
+--- the file without the user's lines.
+---@param lines string[]
+---@param path? string the buffer's file, to see whether it holds the blocks
+---@return string[]
+function M.agent_view(lines, path)
+  local conflicts = find_conflicts(lines)
+  if #conflicts == 0 then
+    return lines
+  end
+  local disk = path and fs.read_disk(path)
+  if disk and ("\n" .. disk):find("\n" .. CONFLICT_START .. "\n", 1, true) then
+    return lines
+  end
+  local out, row = {}, 0
+  for _, c in ipairs(conflicts) do
+    vim.list_extend(out, lines, row + 1, c.first)
+    vim.list_extend(out, c.theirs)
+    row = c.last + 1
+  end
+  vim.list_extend(out, lines, row + 1, #lines)
+  return out
+end
+
 --- Whether the buffer holds conflict blocks of an earlier merge.
 ---@param buf integer
 ---@return boolean
@@ -159,19 +195,6 @@ function M.has_conflicts(buf)
   return #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
 end
 
---- Whether an agent change to `path` must wait instead of being merged into
---- `buf`: merging into a buffer that still holds conflict blocks would nest
---- them. The agent's text waits on disk (M.synced keeps the older text), and
---- resolving the conflicts refreshes the review, whose sync merges it then.
---- Marks or clears `M.pending[path]`.
----@param buf integer
----@param path string normalized
----@return boolean deferred
-function M.defer_merge(buf, path)
-  local deferred = M.has_conflicts(buf)
-  M.pending[path] = deferred or nil
-  return deferred
-end
 
 local function virt(lines, hl, width)
   local out = {}
@@ -230,7 +253,12 @@ local function draw(buf, review)
     end
     return false
   end
-  for _, h in ipairs(review and review.hunks or {}) do
+  -- While an agent change waits for the conflicts (M.pending), the review
+  -- describes the agent's newer text, not this buffer: its hunks' rows are
+  -- not these rows, so only the conflicts are shown and decided.
+  local path = normalize(api.nvim_buf_get_name(buf))
+  local hunks = not M.pending[path] and review and review.hunks or {}
+  for _, h in ipairs(hunks) do
     local new_n, old_n = #(h.new_lines or {}), #(h.old_lines or {})
     local first = h.new_start
     local last = new_n > 0 and (first + new_n - 1) or math.min(first, math.max(count - 1, 0))
@@ -413,19 +441,14 @@ local function sync(buf, entry)
   end
   if not vim.bo[buf].modified then
     fs.apply_text(buf, disk)
-    -- Neovim remembers when it last read or wrote the file and would ask
-    -- "changed since reading it" at the next :write; saving the identical
-    -- text (no autocmds: nothing else must run) brings that record up to
-    -- date. Skipped when the disk moved on meanwhile: the next
-    -- review_changed syncs again.
-    if fs.read_disk(entry.path) == disk then
-      pcall(api.nvim_buf_call, buf, function()
-        vim.cmd("silent noautocmd keepalt write!")
-      end)
-      -- No BufWritePost ran: record Neovim's new file time here.
-      require("acp.filestamp").remember(buf)
-    end
     vim.bo[buf].modified = false
+    -- Neovim remembers when it last read or wrote the file and would ask
+    -- "changed since reading it" at the next :write; acp.filestamp quiets
+    -- that while the disk holds this text. Saving the identical text instead
+    -- would race the agent: one that rewrites the file in place (truncate,
+    -- then write) can be read half way, and saving that clobbered its
+    -- finished write (found by the data-safety property test).
+    require("acp.filestamp").merged(buf, disk)
     M.synced[entry.path] = disk
     return
   end
@@ -435,12 +458,20 @@ local function sync(buf, entry)
     -- is the user's unsaved work.
     return
   end
-  local was_pending = M.pending[entry.path]
-  if M.defer_merge(buf, entry.path) then
-    -- Told once (an fs write is told by its file_edited event).
-    if not was_pending then
+  local ours = fs.buffer_text(buf)
+  local ok, merged, conflicts = pcall(fs.merge_text, base, ours, disk)
+  if not ok then
+    util.notify(tostring(merged), vim.log.levels.ERROR)
+    return
+  end
+  if conflicts > 0 and M.has_conflicts(buf) then
+    -- New conflict blocks next to (or inside) the open ones would nest
+    -- them: the agent's text waits on disk (M.synced keeps the older
+    -- text), and resolving the open conflicts merges it (merge_pending).
+    if not M.pending[entry.path] then
+      M.pending[entry.path] = true
       util.notify(
-        ("the agent changed %s again; resolve the conflicts in its buffer first (accept or reject them), then its newer edit is merged"):format(
+        ("the agent changed %s again where conflicts are open; accept or reject them first, then its newer edit is merged"):format(
           vim.fn.fnamemodify(entry.path, ":~:.")
         ),
         vim.log.levels.WARN
@@ -448,12 +479,14 @@ local function sync(buf, entry)
     end
     return
   end
-  local ok, conflicts = pcall(fs.merge_into, buf, base, disk)
-  if not ok then
-    util.notify(tostring(conflicts), vim.log.levels.ERROR)
-    return
+  M.pending[entry.path] = nil
+  if merged ~= ours then
+    fs.apply_text(buf, merged)
   end
   M.synced[entry.path] = disk
+  -- Resolutions waiting for this merge are done with (merge_pending read
+  -- them; a hand-made resolution leaves nothing to accept).
+  api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
   require("acp.filestamp").merged(buf, disk)
   if conflicts > 0 then
     util.notify(
@@ -658,6 +691,97 @@ function M.jump(dir)
   api.nvim_win_set_cursor(0, { target.first + 1, 0 })
 end
 
+--- Rows of `before` that are still the same lines in `after`, as 0-based
+--- ranges of `after` [s, e), for each range [first, last) of `before` (an
+--- empty range: the spot, where the row after it is unchanged).
+---@param before string[]
+---@param after string[]
+---@param ranges integer[][]
+---@return integer[][]
+local function surviving_rows(before, after, ranges)
+  local a, b = table.concat(before, "\n") .. "\n", table.concat(after, "\n") .. "\n"
+  ---@type integer[][] {start_a, count_a, start_b, count_b}, 1-based starts
+  local changes = vim.diff(a, b, { result_type = "indices", algorithm = "histogram" }) --[[@as integer[][] ]]
+  --- The row of `after` holding row `r` of `before`, nil when it was changed.
+  local function map(r)
+    local shift = 0
+    for _, c in ipairs(changes) do
+      -- A pure insertion (count_a 0) sits after row start_a - 1 (1-based).
+      local s0 = c[2] == 0 and c[1] or c[1] - 1
+      if r < s0 then
+        break
+      end
+      if c[2] > 0 and r < s0 + c[2] then
+        return nil
+      end
+      shift = shift + c[4] - c[2]
+    end
+    return r + shift
+  end
+  local out = {}
+  local total = 0
+  for _, c in ipairs(changes) do
+    total = total + c[4] - c[2]
+  end
+  for _, range in ipairs(ranges) do
+    if range[1] == range[2] then
+      -- A spot between rows: kept where the row after it is kept.
+      local m = range[1] >= #before and range[1] + total or map(range[1])
+      if m then
+        out[#out + 1] = { m, m }
+      end
+    end
+    local run
+    for r = range[1], range[2] - 1 do
+      local m = map(r)
+      if m and run and m == run[2] then
+        run[2] = m + 1
+      else
+        run = m and { m, m + 1 } or nil
+        if run then
+          out[#out + 1] = run
+        end
+      end
+    end
+  end
+  return out
+end
+
+--- The conflicts are resolved and an agent change waited (M.pending): merge
+--- it now, then accept the hunks on the rows the user resolved to (their
+--- choice is the file's text now), as far as the agent's newer change left
+--- those rows alone; what it changed there stays under review.
+---@param buf integer
+---@param path string normalized
+local function merge_pending(buf, path)
+  local entry = M.files[path]
+  local before = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local ranges = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, M.resolved_ns, 0, -1, { details = true })) do
+    ranges[#ranges + 1] = { m[2], math.max(m[2], m[4] and m[4].end_row or m[2]) }
+  end
+  api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
+  -- No conflict is left: nothing waits any more (sync marks it again if
+  -- the merge cannot be done).
+  M.pending[path] = nil
+  if not entry then
+    return
+  end
+  sync(buf, entry)
+  local rows = surviving_rows(before, api.nvim_buf_get_lines(buf, 0, -1, false), ranges)
+  -- The merged text is reported with each run of rows, so its hunks there
+  -- are accepted as a resolution's are (also the pure deletions the marker
+  -- lines leave at the run's edges).
+  if #rows == 0 then
+    send_user_edit(buf)
+  end
+  for _, run in ipairs(rows) do
+    send_user_edit(buf, run)
+  end
+  -- The review shown is fetched again after the accepts.
+  schedule_refresh(path)
+end
+
 --- Resolve a conflict block in the buffer: `side` "theirs" keeps the
 --- agent's lines, "ours" the buffer's. One undo step; the review is told and
 --- the hunks there are accepted (the chosen text is now the file's).
@@ -666,21 +790,76 @@ end
 ---@param side "ours"|"theirs"
 local function resolve(buf, c, side)
   local keep = side == "theirs" and c.theirs or c.ours
+  local path = normalize(api.nvim_buf_get_name(buf))
+  local synced = M.synced[path]
+  if not M.pending[path] and (synced == nil or fs.read_disk(path) == synced) then
+    -- Typing not reported yet goes first, on its own: reported with the
+    -- resolution, a line typed right next to the block reads as part of
+    -- the agent's hunk there, and a later reject would take it.
+    send_user_edit(buf)
+  end
   api.nvim_buf_call(buf, function()
     vim.go.undolevels = vim.go.undolevels
   end)
   api.nvim_buf_set_lines(buf, c.first, c.last + 1, false, keep)
+  if M.pending[path] then
+    -- The review describes the agent's newer text, which is not in the
+    -- buffer yet: the kept rows are remembered (marks move with typing and
+    -- the other resolutions) and accepted once it is merged. Insertions at
+    -- either edge stay outside.
+    -- An empty side still leaves the marker lines' deletions to accept:
+    -- a mark without rows.
+    pcall(api.nvim_buf_set_extmark, buf, M.resolved_ns, c.first, 0, {
+      end_row = #keep > 0 and c.first + #keep or nil,
+      end_col = #keep > 0 and 0 or nil,
+      right_gravity = true,
+      end_right_gravity = false,
+    })
+    if not M.has_conflicts(buf) then
+      merge_pending(buf, path)
+    end
+    M.redraw(buf)
+    return
+  end
   -- The marker lines and the other side went into the review as the user's
   -- (they were typed by the merge); removing them leaves a pure deletion
   -- right after the kept lines, which the range's end reaches (an agent
   -- hunk starting there is not accepted with it).
   send_user_edit(buf, { c.first, c.first + #keep })
   M.redraw(buf)
-  -- An agent change that waited for the conflicts is merged now.
-  local path = normalize(api.nvim_buf_get_name(buf))
-  if M.pending[path] and not M.has_conflicts(buf) then
-    schedule_refresh(path)
+end
+
+--- Resolve every conflict of a buffer to one side, bottom-up. Resolving the
+--- last one merges an agent change that waited (M.pending), which can open
+--- new conflicts; those the user has not seen, so they are left for them.
+---@param buf integer
+---@param side "ours"|"theirs"
+---@return boolean settled false when new conflicts were opened
+local function resolve_all(buf, side)
+  local items = M.items[buf] or {}
+  local any = false
+  for i = #items, 1, -1 do
+    local it = items[i]
+    if it.kind == "conflict" then
+      it.first, it.last = rows_of(buf, it)
+      resolve(buf, it, side)
+      any = true
+    end
   end
+  return not (any and M.has_conflicts(buf))
+end
+
+--- Tell the user that a file's decision was held back (resolve_all).
+---@param path string
+---@param action string
+local function held_back(path, action)
+  util.notify(
+    ("resolving the conflicts in %s merged the agent's newer edit, which conflicts with your lines: accept or reject those conflicts, then run :Acp %s again for that file"):format(
+      vim.fn.fnamemodify(path, ":~:."),
+      action
+    ),
+    vim.log.levels.WARN
+  )
 end
 
 ---@class acp.DecideOpts
@@ -698,22 +877,28 @@ function M.decide(action, opts)
   if opts.scope == "all" then
     -- Conflicts first, in every buffer: they live in the buffers only, and
     -- a restore merged around one would nest its blocks.
-    for buf, items in pairs(M.items) do
-      if api.nvim_buf_is_valid(buf) then
-        for i = #items, 1, -1 do
-          local it = items[i]
-          if it.kind == "conflict" then
-            it.first, it.last = rows_of(buf, it)
-            resolve(buf, it, action == "accept" and "theirs" or "ours")
-          end
-        end
+    local held = {}
+    for _, buf in ipairs(vim.tbl_keys(M.items)) do
+      if api.nvim_buf_is_valid(buf) and not resolve_all(buf, action == "accept" and "theirs" or "ours") then
+        local path = normalize(api.nvim_buf_get_name(buf))
+        held[path] = true
+        held_back(path, action .. " all")
       end
     end
     local any = false
     for _, chat in ipairs(require("acp.chat").list) do
       if chat.session_id then
         any = true
-        backend().notify(method, { chat_id = chat.chat_id })
+        if next(held) == nil then
+          backend().notify(method, { chat_id = chat.chat_id })
+        else
+          -- File by file, leaving out the ones with new conflicts.
+          for path, entry in pairs(M.files) do
+            if entry.chats[chat.chat_id] and not held[path] then
+              backend().notify(method, { chat_id = chat.chat_id, path = path })
+            end
+          end
+        end
       end
     end
     if not any then
@@ -729,12 +914,9 @@ function M.decide(action, opts)
   end
   if opts.scope == "file" then
     -- Conflicts first: they live in the buffer only.
-    for i = #(M.items[buf] or {}), 1, -1 do
-      local it = M.items[buf][i]
-      it.first, it.last = rows_of(buf, it)
-      if it.kind == "conflict" then
-        resolve(buf, it, action == "accept" and "theirs" or "ours")
-      end
+    if not resolve_all(buf, action == "accept" and "theirs" or "ours") then
+      held_back(entry.path, action .. " file")
+      return
     end
     for chat_id in pairs(entry.chats) do
       backend().notify(method, { chat_id = chat_id, path = entry.path })
@@ -746,7 +928,14 @@ function M.decide(action, opts)
   local last = (opts.line2 or opts.line1 or cursor) - 1
   local items = items_in(buf, first, last)
   if #items == 0 then
-    util.notify("no agent hunk here; ]h / [h jump to one", vim.log.levels.WARN)
+    if M.pending[entry.path] then
+      util.notify(
+        "the agent changed this file again while conflicts were open: accept or reject the conflicts first (]h jumps to them); its newer edit is merged and shown then",
+        vim.log.levels.WARN
+      )
+    else
+      util.notify("no agent hunk here; ]h / [h jump to one", vim.log.levels.WARN)
+    end
     return
   end
   local ids = {}

@@ -217,7 +217,7 @@ function T.setup_fake(scenarios, dir)
   local cfg = {
     backend = { cmd = { T.backend_bin() } },
     agents = agents,
-    log_level = "debug",
+    log_level = os.getenv("ACP_TEST_LOG_LEVEL") or "debug",
   }
   assert(require("acp").setup(cfg), "setup failed")
 end

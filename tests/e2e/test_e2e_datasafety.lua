@@ -29,7 +29,8 @@
 --      (initial, each save, each agent write, each reject's restore); while
 --      the backend writes a file, a timer reads it every 2 ms and holds it
 --      to the same rule;
---   3. the agent's fs/read_text_file saw exactly the buffer's text;
+--   3. the agent's fs/read_text_file saw exactly the buffer's text (an open
+--      conflict that is not saved as the agent's side);
 --   4. right after a reject, the rejected hunks' agent lines are gone from
 --      the buffer, and from the disk when the buffer has no unsaved edits
 --      (a buffer with unsaved edits is restored in the buffer only: the
@@ -382,7 +383,26 @@ function Case:decide(chat, action)
   end
   for g, t in pairs(targets) do
     local agent, ours, theirs, ids, shown = t[1], t[2], t[3], t[4], t[5]
+    if (scope == "file" or scope == "all") and review.has_conflicts(g.buf) then
+      -- Resolving the conflicts merged an agent edit that waited and opened
+      -- new ones: the plugin holds the file's decision back until the user
+      -- resolved those. Only the resolved conflicts count as decided.
+      self.log[#self.log] = self.log[#self.log] .. (" (held back for %s: new conflicts)"):format(g.path)
+      agent, ids = {}, {}
+    end
     self:wait_decided(chat, g, ids)
+    if action == "reject" and #ours > 0 then
+      -- A reject resolves a conflict to the user's side, which stays even
+      -- where the agent's hunk held the same lines (the user saved the
+      -- conflict block, and the agent wrote it back).
+      local kept = {}
+      for _, l in ipairs(ours) do
+        kept[l] = true
+      end
+      agent = vim.tbl_filter(function(l)
+        return not kept[l]
+      end, agent)
+    end
     if action == "reject" then
       -- The user saw these lines as the agent's and undid them: the hunks'
       -- lines, and the agent's side of a conflict (which keeps the user's
@@ -501,8 +521,9 @@ function Case:agent_fs_write(chat, f, s, view_from_disk)
   if view_from_disk then
     view = lines_of(assert(read_or_nil(f.path)))
   else
-    view = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
-    -- Invariant 3: the agent reads the buffer, unsaved lines included.
+    -- Invariant 3: the agent reads the buffer, unsaved lines included, and
+    -- an unsaved conflict as its own side (acp.review.agent_view).
+    view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
     steps[#steps + 1] = {
       type = "call",
       method = "fs/read_text_file",
@@ -652,6 +673,27 @@ local REGRESSIONS = {
   { 355194984, 14 },
   -- Rejecting a conflict also accepted the agent hunk right after it.
   { 2825868, 6 },
+  -- The agent read the buffer's conflict markers and wrote them back; a
+  -- reject then left its lines (it now reads its own side of a conflict).
+  { 979291653, 30 },
+  -- A reject while an agent edit waited acted on hunks of the newer text
+  -- drawn over the older one (they are hidden until it is merged).
+  { 207696931, 30 },
+  -- The baseline got a user's line twice, and an in-place rewrite read half
+  -- way gave an empty "before" (the prompt's copy now covers modified
+  -- buffers; the tracker sees the user restoring an agent deletion).
+  { 921994187, 27 },
+  -- A line typed next to a conflict while an edit waited was taken into the
+  -- agent's hunk (typing is reported before a resolution; edits that stay
+  -- clear of open conflicts are merged at once).
+  { 177819310, 24 },
+  -- `:Acp accept all` resolved conflicts the waiting edit had just opened,
+  -- unseen (the file's decision is now held back).
+  { 868342416, 9 },
+  { 804258721, 40 },
+  -- Resolving a conflict accepted the agent's whole hunk around the kept
+  -- lines (only the kept lines are accepted now).
+  { 844070381, 14 },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -24,6 +24,7 @@ T.setup_fake({
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       {
         match = "edit save fs",
@@ -72,6 +73,41 @@ T.setup_fake({
             content = "l1\nl2\nL3 instant\nl4\nl5\nl6\nl7\nl8\nl9\n",
             diff = false,
             toolCallId = "in-1",
+          },
+        },
+      },
+      {
+        -- Rewritten in place the slow way (truncated, announced, written
+        -- 50 ms later): the client's own read of the file sees it empty.
+        match = "edit torn",
+        steps = {
+          {
+            type = "writeDisk",
+            path = "torn.txt",
+            content = "l1\nl2\nL3 torn\nl4\nl5\nl6\nl7\nl8\nl9\n",
+            diff = false,
+            toolCallId = "torn-1",
+            tornMs = 50,
+          },
+        },
+      },
+      edit("edit pending one", "pending.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      {
+        -- A read-modify-write while the conflict of the first edit is open:
+        -- it reads its own side there, and the user's other unsaved line.
+        match = "edit pending two",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/pending.txt" },
+            expect = { result = { content = "l1\nL2 mine\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n" } },
+          },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/pending.txt", content = "l1\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n" },
+            expect = { ok = true },
           },
         },
       },
@@ -240,6 +276,42 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
   T.eq("l8", T.lines(buf)[8], "undo removed the agent's edit")
 end)
 
+T.test(":write after an agent change updated an unmodified buffer saves without asking, and the update saved nothing", function()
+  local path = dir .. "/reloaddisk.txt"
+  T.write_file(path, NINE)
+  local old = os.time() - 60
+  assert(vim.uv.fs_utime(path, old, old))
+  vim.cmd("edit " .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  -- No write command may run: saving the text read could clobber a later
+  -- agent write.
+  local writes = {}
+  local orig_cmd = vim.cmd
+  vim.cmd = function(c, ...)
+    if type(c) == "string" and c:match("write") then
+      writes[#writes + 1] = c
+    end
+    return orig_cmd(c, ...)
+  end
+  local chat = T.open_chat("review", dir)
+  local ok, err = pcall(function()
+    T.eq("end_turn", T.turn(chat, "edit reload disk"), "stop reason")
+    T.wait(function()
+      return T.lines(buf)[8] == "L8 agent"
+    end, "buffer updated")
+  end)
+  vim.cmd = orig_cmd
+  assert(ok, err)
+  T.eq(false, vim.bo[buf].modified, "unmodified")
+  T.eq({}, writes, "the update saved nothing")
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent write")
+  end)
+  T.eq(false, vim.bo[buf].modified, "saved")
+  T.eq("L1 mine\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "both edits on disk")
+end)
+
 T.test(":write after an agent change was merged into unsaved edits saves without asking", function()
   -- Neovim asks "The file has been changed since reading it" when the disk
   -- moved on since its last read; here the buffer already holds that change.
@@ -310,6 +382,55 @@ T.test("accepting a conflict keeps the agent's side as one undo step", function(
   T.truthy(T.find_line(buf, "<<<<<<< buffer"), "undo brings the conflict back")
 end)
 
+T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()
+  local buf, path = open_file("pending.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "L2 mine" })
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit pending one"), "stop reason")
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewConflictTheirs") == 1
+  end, "conflict drawn")
+  local with_conflict = T.lines(buf)
+  -- The agent reads its own side of the unsaved conflict (the turn fails
+  -- if the read differs), then changes the user's other line: merging that
+  -- now would open a conflict next to the open one, so it waits.
+  T.eq("end_turn", T.turn(chat, "edit pending two"), "the agent read its side, not our markers")
+  T.wait(function()
+    return review.pending[review.normalize(path)] ~= nil
+  end, "the newer edit waits; notes: " .. vim.inspect(NOTES))
+  T.eq(with_conflict, T.lines(buf), "the buffer is left as it was")
+  T.eq({}, rows_with(buf, "AcpReviewAdd"), "no hunk of the newer text is drawn on the older one")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.cmd("Acp reject")
+  T.truthy(NOTES[#NOTES]:find("accept or reject the conflicts first", 1, true), "told what to do: " .. tostring(NOTES[#NOTES]))
+  -- Rejecting the open conflict keeps the user's line and merges the newer
+  -- edit: its line 8 cleanly, its line 2 as a new conflict.
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L5 mine"), 0 })
+  vim.cmd("Acp reject")
+  T.eq(
+    { "l1", "<<<<<<< buffer", "L2 mine", "=======", "L2 agent", ">>>>>>> agent", "l3", "l4", "L5 mine", "l6", "l7", "L8 agent", "l9" },
+    T.lines(buf),
+    "the user's side, then the newer edit merged"
+  )
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L2 mine"), 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return vim.deep_equal({ 7 }, rows_with(buf, "AcpReviewAdd"))
+  end, "only the newer edit's line 8 is under review (the lines the user kept are theirs)")
+  vim.cmd("Acp reject file")
+  T.wait(function()
+    return T.lines(buf)[8] == "l8"
+  end, "the newer edit undone; notes: " .. vim.inspect(NOTES))
+  T.eq(vim.split("l1\nL2 mine\nl3\nl4\nL5 mine\nl6\nl7\nl8\nl9", "\n"), T.lines(buf), "the user's lines stay")
+  -- Saved conflict blocks are the file's text: the agent reads them as is.
+  local blocks = { "<<<<<<< buffer", "mine", "=======", "agent", ">>>>>>> agent" }
+  T.eq({ "agent" }, review.agent_view(blocks), "unsaved blocks read as the agent's side")
+  T.write_file(path, table.concat(blocks, "\n") .. "\n")
+  T.eq(blocks, review.agent_view(blocks, path), "saved blocks read as they are")
+end)
+
 T.test("rejecting a hunk of a buffer with unsaved edits keeps them and leaves the disk alone", function()
   local buf, path = open_file("keepmine.txt", NINE)
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
@@ -346,7 +467,31 @@ T.test("an edit with no diff written right after its tool call is announced stil
   T.eq({ "l3" }, virt_text(buf), "removed line shown")
 end)
 
-T.test("the copies taken when a prompt is sent leave out modified, outside, CRLF and saved buffers", function()
+T.test("a file with unsaved edits rewritten in place, read half written, shows only the agent's line", function()
+  local buf, path = open_file("torn.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 8, 9, false, { "L9 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit torn"), "stop reason")
+  T.wait(function()
+    return T.lines(buf)[3] == "L3 torn"
+  end, "the agent's line merged; notes: " .. vim.inspect(NOTES))
+  T.wait(function()
+    return #rows_with(buf, "AcpReviewAdd") > 0
+  end, "the hunk drawn")
+  -- The "before" is the file as it was when the prompt was sent (read then:
+  -- the buffer held the user's text), not the empty file the client saw.
+  T.eq({ 2 }, rows_with(buf, "AcpReviewAdd"), "only the agent's line is the agent's")
+  focus(buf)
+  vim.cmd("Acp reject file")
+  T.wait(function()
+    return T.lines(buf)[3] == "l3"
+  end, "the agent's line undone")
+  T.eq(vim.split(NINE:gsub("l9\n$", "L9 mine\n"), "\n", { trimempty = true }), T.lines(buf), "every other line kept")
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
+  T.eq("l1\nl2\nL3 torn\nl4\nl5\nl6\nl7\nl8\nl9\n", T.read_file(path), "the disk is left to the user's next save")
+end)
+
+T.test("the copies taken when a prompt is sent: the file's text of modified buffers, none of outside, CRLF and saved ones", function()
   local baseline = require("acp.baseline")
   local _, inside = open_file("copy-in.txt", NINE)
   local in_buf = vim.api.nvim_get_current_buf()
@@ -361,7 +506,7 @@ T.test("the copies taken when a prompt is sent leave out modified, outside, CRLF
     return baseline.get({ chat_id = "copies", path = path })
   end
   T.eq(NINE, get(inside), "an unmodified buffer inside the chat's directory")
-  T.eq(nil, get(modified), "a modified buffer holds the user's text, not the file's")
+  T.eq(NINE, get(modified), "a modified buffer holds the user's text: the copy is its file's")
   T.eq(nil, get(crlf), "a CRLF buffer's lines are not the file's bytes")
   T.eq(nil, get(elsewhere), "outside the chat's directory")
   vim.api.nvim_buf_call(in_buf, function()
