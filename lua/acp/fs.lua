@@ -76,16 +76,13 @@ function M.read(args)
   if limit == 0 then
     return ""
   end
-  local review = require("acp.review")
-  for _, it in ipairs(not args.as_shown and review.items[buf] or {}) do
-    if it.kind == "conflict" then
-      -- Open conflicts are read as the agent's side (acp.review.agent_view):
-      -- the whole text, then the range.
-      local lines = review.agent_view(api.nvim_buf_get_lines(buf, 0, -1, false), args.path)
-      local n = #lines
-      lines = vim.list_slice(lines, first + 1, last == -1 and n or math.min(last, n))
-      return join(buf, first, lines, n)
-    end
+  if not args.as_shown and require("acp.review").has_marker(buf) then
+    -- Open conflicts are read as the agent's side (acp.review.agent_view):
+    -- the whole text, then the range.
+    local lines = require("acp.review").agent_view(api.nvim_buf_get_lines(buf, 0, -1, false), args.path)
+    local n = #lines
+    lines = vim.list_slice(lines, first + 1, last == -1 and n or math.min(last, n))
+    return join(buf, first, lines, n)
   end
   local lines = api.nvim_buf_get_lines(buf, first, last, false)
   return join(buf, first, lines)

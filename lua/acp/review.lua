@@ -188,6 +188,16 @@ function M.agent_view(lines, path)
   return out
 end
 
+--- Whether a line of the buffer starts a conflict block: a search in C,
+--- cheap on large buffers (the drawn items can lag a merge just made).
+---@param buf integer
+---@return boolean
+function M.has_marker(buf)
+  return api.nvim_buf_call(buf, function()
+    return vim.fn.search("\\V\\^" .. CONFLICT_START .. "\\$", "nw") > 0
+  end)
+end
+
 --- Whether the buffer holds conflict blocks of an earlier merge.
 ---@param buf integer
 ---@return boolean
@@ -892,9 +902,12 @@ function M.decide(action, opts)
         if next(held) == nil then
           backend().notify(method, { chat_id = chat.chat_id })
         else
-          -- File by file, leaving out the ones with new conflicts.
-          for path, entry in pairs(M.files) do
-            if entry.chats[chat.chat_id] and not held[path] then
+          -- File by file, leaving out the ones with new conflicts. The
+          -- backend's list, not M.files: review_changed events can lag it.
+          local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
+          for _, f in ipairs(type(files) == "table" and files or {}) do
+            local path = util.field(f, "path")
+            if path and not held[normalize(path)] then
               backend().notify(method, { chat_id = chat.chat_id, path = path })
             end
           end
