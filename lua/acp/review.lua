@@ -408,7 +408,7 @@ end
 --- disk changed since the buffer was synced (the agent's change is then
 --- merged first, by the refresh that follows).
 ---@param buf integer
----@param accept_lines? integer[] {start, end}: then accept the hunks there
+---@param accept_lines? integer[] {start, end}: then accept those lines (a resolution)
 function send_user_edit(buf, accept_lines)
   local entry = entry_of_buf(buf)
   if not entry then
