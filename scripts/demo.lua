@@ -40,6 +40,10 @@ require("acp").setup({
 
 vim.api.nvim_create_autocmd("VimEnter", {
   once = true,
+  -- The files opened here get their BufReadPost (filetype, and acp.filestamp
+  -- remembering when Neovim read them: without it the first :write after the
+  -- tour's edit asked "changed since reading it").
+  nested = true,
   callback = function()
     vim.cmd.edit(project .. "/README.md")
     vim.cmd.split(project .. "/hello.lua")
