@@ -8,7 +8,7 @@ use std::time::Duration;
 use acp_client::codec::LineReader;
 use acp_client::process::{AgentCommand, AgentProcess, ExitInfo, DEFAULT_STDERR_TAIL_BYTES};
 use acp_client::Error;
-use tokio::process::ChildStdout;
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::time::timeout;
 
 /// Hang guard only: every awaited event here normally happens in
@@ -75,6 +75,24 @@ async fn non_executable_program_is_a_spawn_error_saying_so() {
     assert!(message.contains("chmod +x"), "{message}");
 }
 
+/// Spawns a script the test has just written. Another test thread forking
+/// at that moment holds the script's write descriptor until it execs, and
+/// the kernel refuses to run a file open for writing ("Text file busy"; CI
+/// saw it once): that passes in a moment.
+fn spawn_fresh(cmd: &AgentCommand) -> Result<(AgentProcess, ChildStdin, ChildStdout), Error> {
+    let mut attempts = 0;
+    loop {
+        let result = AgentProcess::spawn(cmd);
+        attempts += 1;
+        match &result {
+            Err(e) if e.to_string().contains("Text file busy") && attempts < 50 => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => return result,
+        }
+    }
+}
+
 #[tokio::test]
 async fn script_with_a_missing_interpreter_is_explained() {
     use std::os::unix::fs::PermissionsExt;
@@ -82,7 +100,7 @@ async fn script_with_a_missing_interpreter_is_explained() {
     let script = dir.path().join("agent");
     std::fs::write(&script, "#!/nonexistent/acp-interpreter\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let err = AgentProcess::spawn(&AgentCommand::new(script.to_str().unwrap())).unwrap_err();
+    let err = spawn_fresh(&AgentCommand::new(script.to_str().unwrap())).unwrap_err();
     let message = err.to_string();
     assert!(matches!(err, Error::Spawn { .. }), "{err:?}");
     assert!(message.contains("interpreter"), "{message}");
@@ -120,7 +138,7 @@ async fn program_is_found_on_the_overlaid_path() {
         std::env::var("PATH").unwrap()
     );
     let cmd = AgentCommand::new("fake-acp-agent").env("PATH", path);
-    let (process, _stdin, stdout) = AgentProcess::spawn(&cmd).unwrap();
+    let (process, _stdin, stdout) = spawn_fresh(&cmd).unwrap();
     let mut lines = LineReader::new(stdout, 4096);
     assert!(read_line(&mut lines).await.starts_with("found as"));
     assert_eq!(guard("exit", process.exited()).await.code, Some(0));
