@@ -758,9 +758,9 @@ local function surviving_rows(before, after, ranges)
 end
 
 --- The conflicts are resolved and an agent change waited (M.pending): merge
---- it now, then accept the hunks on the rows the user resolved to (their
---- choice is the file's text now), as far as the agent's newer change left
---- those rows alone; what it changed there stays under review.
+--- it now, then accept the rows the user resolved to (their choice is the
+--- file's text now), as far as the agent's newer change left those rows
+--- alone; what it changed there stays under review.
 ---@param buf integer
 ---@param path string normalized
 local function merge_pending(buf, path)
@@ -794,7 +794,7 @@ end
 
 --- Resolve a conflict block in the buffer: `side` "theirs" keeps the
 --- agent's lines, "ours" the buffer's. One undo step; the review is told and
---- the hunks there are accepted (the chosen text is now the file's).
+--- the kept lines are accepted (the chosen text is now the file's).
 ---@param buf integer
 ---@param c acp.ReviewItem
 ---@param side "ours"|"theirs"
