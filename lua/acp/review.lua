@@ -198,13 +198,14 @@ function M.has_marker(buf)
   end)
 end
 
---- Whether the buffer holds conflict blocks of an earlier merge.
+--- Whether the buffer holds conflict blocks of an earlier merge (the
+--- search first: most buffers have none, and this runs on every agent write
+--- to a modified buffer).
 ---@param buf integer
 ---@return boolean
 function M.has_conflicts(buf)
-  return #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
+  return M.has_marker(buf) and #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
 end
-
 
 local function virt(lines, hl, width)
   local out = {}

@@ -61,36 +61,18 @@ T.setup_fake({
           },
         },
       },
-      {
-        -- Written right after the tool call is announced, with no diff: the
-        -- client cannot read the file before the agent writes it, so only
-        -- the buffer's copy from when the prompt was sent shows the "before".
-        match = "edit instant",
-        steps = {
-          {
-            type = "writeDisk",
-            path = "instant.txt",
-            content = "l1\nl2\nL3 instant\nl4\nl5\nl6\nl7\nl8\nl9\n",
-            diff = false,
-            toolCallId = "in-1",
-          },
-        },
-      },
-      {
-        -- Rewritten in place the slow way (truncated, announced, written
-        -- 50 ms later): the client's own read of the file sees it empty.
-        match = "edit torn",
-        steps = {
-          {
-            type = "writeDisk",
-            path = "torn.txt",
-            content = "l1\nl2\nL3 torn\nl4\nl5\nl6\nl7\nl8\nl9\n",
-            diff = false,
-            toolCallId = "torn-1",
-            tornMs = 50,
-          },
-        },
-      },
+      -- Written right after the tool call is announced, with no diff: the
+      -- client cannot read the file before the agent writes it, so only the
+      -- buffer's copy from when the prompt was sent shows the "before".
+      edit("edit instant", "instant.txt", "l1\nl2\nL3 instant\nl4\nl5\nl6\nl7\nl8\nl9\n", { diff = false, toolCallId = "in-1" }),
+      -- Rewritten in place the slow way (truncated, announced, written 50 ms
+      -- later): the client's own read of the file sees it empty.
+      edit(
+        "edit torn",
+        "torn.txt",
+        "l1\nl2\nL3 torn\nl4\nl5\nl6\nl7\nl8\nl9\n",
+        { diff = false, toolCallId = "torn-1", tornMs = 50 }
+      ),
       edit("edit pending one", "pending.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       {
         -- A read-modify-write while the conflict of the first edit is open:

@@ -323,7 +323,7 @@ impl EditTracker {
                     tracing::debug!(path = %path.display(), "agent edit starts from content the tracker did not see; keeping the first baseline");
                 }
                 file.set_current(new.map(str::to_owned), &mut self.ids);
-                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "agent edit recorded");
+                trace_state(path, file, "agent edit recorded");
             }
             None => {
                 if old == new {
@@ -334,7 +334,7 @@ impl EditTracker {
                     new.map(str::to_owned),
                     &mut self.ids,
                 );
-                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "agent edit starts a review");
+                trace_state(path, &file, "agent edit starts a review");
                 self.files.insert(path.to_owned(), file);
             }
         }
@@ -409,7 +409,7 @@ impl EditTracker {
         match content {
             Some(content) => {
                 file.rebase_user_edit(content.to_owned(), &mut self.ids);
-                tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "user edit rebased");
+                trace_state(path, file, "user edit rebased");
             }
             None => {
                 self.files.remove(path);
@@ -543,7 +543,13 @@ impl EditTracker {
     }
 }
 
-fn missing_file(path: &Path) -> Error {
+/// Both texts of a tracked file, at trace level (what a data-safety
+/// failure is read from).
+fn trace_state(path: &Path, file: &TrackedFile, what: &str) {
+    tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "{what}");
+}
+
+pub(crate) fn missing_file(path: &Path) -> Error {
     Error::NotFound(format!(
         "`{}` has no agent edits under review; refresh the review list",
         path.display()

@@ -51,8 +51,8 @@ use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
 use crate::host::{ClientEvent, EditorHost, EventSink, WriteOutcome, WriteTextFile};
 use crate::review::{
-    EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId, RejectOutcome,
-    ToolDiffPlacement,
+    missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
+    RejectOutcome, ToolDiffPlacement,
 };
 use crate::schema::ToolCallLocation;
 use crate::session::ToolCallState;
@@ -390,41 +390,28 @@ impl Reviews {
         session_id: &SessionId,
         target: Target<'_>,
     ) -> Result<Vec<PathBuf>> {
-        let Some(review) = self.get(session_id) else {
-            return match target {
-                Target::All => Ok(Vec::new()),
-                Target::Hunk(path, _) | Target::File(path) => Err(not_under_review(path)),
-            };
-        };
-        let changes = {
-            let mut st = lock(&review.state);
-            match target {
-                Target::Hunk(path, id) => {
-                    let (result, change) =
-                        observe(&mut st.tracker, path, |t| t.accept_hunk(path, id));
-                    result?;
-                    change.into_iter().collect()
-                }
-                Target::File(path) => {
-                    let (result, change) = observe(&mut st.tracker, path, |t| t.accept_file(path));
-                    result?;
-                    change.into_iter().collect()
-                }
-                Target::All => {
+        match target {
+            Target::Hunk(path, id) => {
+                self.decide_file(session_id, path, |t| t.accept_hunk(path, id))
+            }
+            Target::File(path) => self.decide_file(session_id, path, |t| t.accept_file(path)),
+            Target::All => {
+                let Some(review) = self.get(session_id) else {
+                    return Ok(Vec::new());
+                };
+                let before = {
+                    let mut st = lock(&review.state);
                     let before = st.tracker.files();
                     st.tracker.accept_all();
                     before
-                        .into_iter()
-                        .map(|f| settled(&f.path, f.status))
-                        .collect::<Vec<_>>()
+                };
+                let paths = before.iter().map(|f| f.path.clone()).collect();
+                for f in before {
+                    emit(&self.events, session_id, Some(settled(&f.path, f.status)));
                 }
+                Ok(paths)
             }
-        };
-        let paths = changes.iter().map(|c| c.path.clone()).collect();
-        for change in changes {
-            emit(&self.events, session_id, Some(change));
         }
-        Ok(paths)
     }
 
     /// Accepts lines of a file's current content (see
@@ -436,18 +423,24 @@ impl Reviews {
         start: usize,
         end: usize,
     ) -> Result<()> {
-        let Some(review) = self.get(session_id) else {
-            return Err(not_under_review(path));
-        };
-        let change = {
-            let mut st = lock(&review.state);
-            let (result, change) =
-                observe(&mut st.tracker, path, |t| t.accept_lines(path, start, end));
-            result?;
-            change
-        };
+        self.decide_file(session_id, path, |t| t.accept_lines(path, start, end))
+            .map(drop)
+    }
+
+    /// Applies one file's decision to the tracker and reports the change;
+    /// returns the file when its state changed.
+    fn decide_file(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        decide: impl FnOnce(&mut EditTracker) -> Result<()>,
+    ) -> Result<Vec<PathBuf>> {
+        let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
+        let (result, change) = observe(&mut lock(&review.state).tracker, path, decide);
+        result?;
+        let paths = change.iter().map(|c| c.path.clone()).collect();
         emit(&self.events, session_id, change);
-        Ok(())
+        Ok(paths)
     }
 
     /// Rejects changes and writes the restored content (through the editor
@@ -463,7 +456,7 @@ impl Reviews {
         let Some(review) = self.get(session_id) else {
             return match target {
                 Target::All => Ok(Vec::new()),
-                Target::Hunk(path, _) | Target::File(path) => Err(not_under_review(path)),
+                Target::Hunk(path, _) | Target::File(path) => Err(missing_file(path)),
             };
         };
         let _io = review.io.lock().await;
@@ -675,13 +668,6 @@ fn emit(events: &EventSink, session_id: &SessionId, change: Option<FileSummary>)
     }
 }
 
-fn not_under_review(path: &Path) -> Error {
-    Error::NotFound(format!(
-        "`{}` has no agent edits under review; refresh the review list",
-        path.display()
-    ))
-}
-
 fn not_rejected(path: &Path) -> Error {
     Error::NotFound(format!(
         "`{}` is not a file whose creation was rejected; only such files can be deleted through review",
@@ -881,8 +867,7 @@ impl Worker {
             return;
         };
         if !self.snapshots.contains_key(&path) && !self.late.contains(&path) {
-            let limit = self.max_read_bytes.min(SNAPSHOT_MAX_BYTES);
-            let Disk::Known(disk) = read_disk(&path, limit).await else {
+            let Disk::Known(disk) = read_disk(&path, self.snapshot_limit()).await else {
                 return;
             };
             let before = self.text_before_turn(&path, &disk).await;
@@ -902,11 +887,7 @@ impl Worker {
                 return;
             }
             let changed = before.is_some();
-            let content = before.map_or(disk, Some);
-            lock(&self.state)
-                .known
-                .insert(path.clone(), content.clone());
-            self.snapshots.insert(path.clone(), content);
+            self.snapshot(&path, before.map_or(disk, Some));
             if changed {
                 // Written before we looked: no watcher event will report it.
                 // Read it after the debounce, not now: an agent rewriting
@@ -955,15 +936,25 @@ impl Worker {
         if self.snapshots.contains_key(&path) {
             return;
         }
-        let limit = self.max_read_bytes.min(SNAPSHOT_MAX_BYTES);
-        let Disk::Known(content) = read_disk(&path, limit).await else {
+        let Disk::Known(content) = read_disk(&path, self.snapshot_limit()).await else {
             return;
         };
         tracing::debug!(path = %path.display(), "written before its first mention: reviewing its later edits only");
+        self.snapshot(&path, content);
+    }
+
+    /// The largest file snapshotted.
+    fn snapshot_limit(&self) -> usize {
+        self.max_read_bytes.min(SNAPSHOT_MAX_BYTES)
+    }
+
+    /// `content` is the file's "before" for this turn and its last known
+    /// text.
+    fn snapshot(&mut self, path: &Path, content: Option<String>) {
         lock(&self.state)
             .known
-            .insert(path.clone(), content.clone());
-        self.snapshots.insert(path, content);
+            .insert(path.to_owned(), content.clone());
+        self.snapshots.insert(path.to_owned(), content);
     }
 
     /// The editor's copy of `path` from when the prompt was sent, when it

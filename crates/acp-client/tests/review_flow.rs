@@ -162,10 +162,7 @@ async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_
     // file; the first edit cannot be reviewed, the second is, against the
     // first's text.
     let mut s = start(
-        &[(
-            "t.txt", "orig
-",
-        )],
+        &[("t.txt", "orig\n")],
         json!([{ "steps": [
             { "type": "writeDisk", "path": "t.txt", "content": "one\n", "diff": false,
               "toolCallId": "t1", "tornMs": 50 },
