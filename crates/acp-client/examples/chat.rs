@@ -19,7 +19,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use acp_client::permission::{PermissionDecision, PermissionRequest};
@@ -133,13 +135,7 @@ impl ChatHost {
     }
 
     fn end_stream(&self) {
-        if self
-            .streaming
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .is_some()
-        {
+        if self.streaming.lock().take().is_some() {
             self.out("\n");
         }
     }
@@ -153,7 +149,7 @@ impl ChatHost {
                         self.out("(thinking) ");
                     }
                     self.out(&message_text(&m.content));
-                    *self.streaming.lock().unwrap_or_else(|p| p.into_inner()) = Some(*index);
+                    *self.streaming.lock() = Some(*index);
                 }
                 Entry::UserMessage(m) => {
                     self.end_stream();
@@ -174,7 +170,7 @@ impl ChatHost {
                 }
             },
             SessionChange::TextAppended { index, content, .. } => {
-                let mut streaming = self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+                let mut streaming = self.streaming.lock();
                 if *streaming != Some(*index) {
                     *streaming = Some(*index);
                     drop(streaming);

@@ -27,7 +27,7 @@ use crate::schema;
 use crate::session::SessionState;
 use crate::terminal::DEFAULT_OUTPUT_CAP;
 use crate::tracking::Target;
-use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
+use crate::transport::{CloseReason, SessionSlot, Shared, Tasks};
 use crate::update::{Content, SessionId};
 
 /// The ACP protocol version this client speaks.
@@ -372,7 +372,7 @@ impl Connection {
             auth_methods: response.auth_methods,
             implementation: response.agent_info,
         };
-        *lock(&self.shared.agent) = Some(info.clone());
+        *self.shared.agent.lock() = Some(info.clone());
         Ok(info)
     }
 
@@ -455,7 +455,7 @@ impl Connection {
         response: &WireSessionResponse,
     ) {
         let changes = {
-            let mut sessions = lock(&self.shared.sessions);
+            let mut sessions = self.shared.sessions.lock();
             let slot = sessions
                 .entry(session_id.clone())
                 .or_insert_with(|| SessionSlot {
@@ -518,7 +518,7 @@ impl Connection {
         Self::check_cwd(&params)?;
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
         // Registered before the request so the replay lands in a fresh model.
-        lock(&self.shared.sessions).insert(
+        self.shared.sessions.lock().insert(
             session_id.clone(),
             SessionSlot {
                 state: SessionState::new(session_id.clone()),
@@ -540,7 +540,7 @@ impl Connection {
                 Ok(Self::started(session_id.clone(), response))
             }
             Err(e) => {
-                lock(&self.shared.sessions).remove(session_id);
+                self.shared.sessions.lock().remove(session_id);
                 Err(e)
             }
         }
@@ -635,7 +635,7 @@ impl Connection {
         } else {
             Ok(())
         };
-        lock(&self.shared.sessions).remove(session_id);
+        self.shared.sessions.lock().remove(session_id);
         self.shared.review.remove(session_id);
         result
     }
@@ -653,13 +653,13 @@ impl Connection {
                 self.timeout(),
             )
             .await?;
-        lock(&self.shared.sessions).remove(session_id);
+        self.shared.sessions.lock().remove(session_id);
         self.shared.review.remove(session_id);
         Ok(())
     }
 
     fn require_session(&self, session_id: &SessionId) -> Result<()> {
-        if lock(&self.shared.sessions).contains_key(session_id) {
+        if self.shared.sessions.lock().contains_key(session_id) {
             Ok(())
         } else {
             Err(Error::NotFound(format!(
@@ -680,7 +680,10 @@ impl Connection {
                 self.timeout(),
             )
             .await?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .shared
+            .sessions
+            .lock()
             .get_mut(session_id)
             .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
             .unwrap_or_default();
@@ -709,7 +712,10 @@ impl Connection {
             .shared
             .request(methods::SESSION_SET_CONFIG_OPTION, params, self.timeout())
             .await?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .shared
+            .sessions
+            .lock()
             .get_mut(session_id)
             .map(|slot| {
                 slot.state
@@ -763,7 +769,10 @@ impl Connection {
     ) -> Result<StopReason> {
         self.require_session(session_id)?;
         self.check_prompt_content(&content)?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .shared
+            .sessions
+            .lock()
             .get_mut(session_id)
             .map(|slot| {
                 slot.state
@@ -798,7 +807,10 @@ impl Connection {
             .shared
             .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));
         cancel_session_prompts(&self.shared, session_id);
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .shared
+            .sessions
+            .lock()
             .get_mut(session_id)
             .map(|slot| slot.state.cancel_unfinished_tool_calls())
             .unwrap_or_default();
@@ -812,13 +824,17 @@ impl Connection {
         session_id: &SessionId,
         f: impl FnOnce(&SessionState) -> R,
     ) -> Option<R> {
-        lock(&self.shared.sessions)
+        self.shared
+            .sessions
+            .lock()
             .get(session_id)
             .map(|slot| f(&slot.state))
     }
 
     fn session_workspace(&self, session_id: &SessionId) -> Result<Workspace> {
-        lock(&self.shared.sessions)
+        self.shared
+            .sessions
+            .lock()
             .get(session_id)
             .map(|slot| slot.workspace.clone())
             .ok_or_else(|| {
@@ -973,12 +989,12 @@ impl Connection {
 
     /// The ids of every open session.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        lock(&self.shared.sessions).keys().cloned().collect()
+        self.shared.sessions.lock().keys().cloned().collect()
     }
 
     /// Reads or changes the permission memory and rules.
     pub fn with_permissions<R>(&self, f: impl FnOnce(&mut PermissionPolicy) -> R) -> R {
-        f(&mut lock(&self.shared.permission_policy))
+        f(&mut self.shared.permission_policy.lock())
     }
 
     /// The newest stderr output of the agent (when this connection spawned it).

@@ -23,7 +23,7 @@ use crate::permission::{
 use crate::rpc::RpcError;
 use crate::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
-use crate::transport::{lock, PendingPermission, Shared};
+use crate::transport::{PendingPermission, Shared};
 use crate::update::{self, SessionId};
 
 /// Runs one agent request to completion and returns its reply.
@@ -68,7 +68,7 @@ fn unknown_session(session_id: &str) -> Error {
 
 /// The workspace and cwd of a session, or `-32002`.
 fn session_workspace(shared: &Shared, session_id: &SessionId) -> Result<(Workspace, PathBuf)> {
-    let sessions = lock(&shared.sessions);
+    let sessions = shared.sessions.lock();
     let slot = sessions
         .get(session_id)
         .ok_or_else(|| unknown_session(&session_id.0))?;
@@ -108,7 +108,7 @@ struct PromptGuard<'a> {
 
 impl Drop for PromptGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.shared.permissions_pending).remove(&self.id);
+        self.shared.permissions_pending.lock().remove(&self.id);
         if !self.answered_by_editor {
             self.shared.emit(ClientEvent::PermissionCancelled {
                 id: self.id,
@@ -122,7 +122,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
     let tool_call = {
-        let sessions = lock(&shared.sessions);
+        let sessions = shared.sessions.lock();
         let slot = sessions
             .get(&wire.session_id)
             .ok_or_else(|| unknown_session(&wire.session_id.0))?;
@@ -153,7 +153,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         options,
     };
 
-    let remembered = lock(&shared.permission_policy).decide(&request);
+    let remembered = shared.permission_policy.lock().decide(&request);
     if let Some(decision) = remembered {
         shared.emit(ClientEvent::PermissionAutoAnswered {
             request,
@@ -163,7 +163,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
     }
 
     let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-    lock(&shared.permissions_pending).insert(
+    shared.permissions_pending.lock().insert(
         request.id,
         PendingPermission {
             session_id: request.session_id.clone(),
@@ -188,7 +188,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
             if request.options.iter().any(|o| o.option_id == option_id) {
-                lock(&shared.permission_policy).record(&request, &option_id);
+                shared.permission_policy.lock().record(&request, &option_id);
                 PermissionDecision::Selected { option_id }
             } else {
                 shared.warn(format!(
@@ -347,7 +347,7 @@ async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
 
 fn terminal_id(shared: &Shared, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
     let wire: WireTerminal = parse(method, params)?;
-    if !lock(&shared.sessions).contains_key(&wire.session_id) {
+    if !shared.sessions.lock().contains_key(&wire.session_id) {
         return Err(unknown_session(&wire.session_id.0));
     }
     Ok(TerminalId::from(wire.terminal_id))

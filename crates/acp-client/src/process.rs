@@ -16,7 +16,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -292,10 +294,7 @@ impl AgentProcess {
     /// The newest bytes the agent wrote to stderr, as text (invalid UTF-8
     /// replaced), starting at a character boundary.
     pub fn stderr_tail(&self) -> String {
-        self.tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .text()
+        self.tail.lock().text()
     }
 
     /// Resolves when the agent has exited; any number of tasks may wait.

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -18,6 +18,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
+
+use parking_lot::Mutex;
 
 use crate::codec::LineReader;
 use crate::connection::{AgentInfo, ConnectionOptions};
@@ -116,17 +118,11 @@ pub(crate) struct Shared {
 /// cannot flood the editor; everything is still logged.
 const MAX_WARNING_EVENTS: usize = 100;
 
-/// Locks a mutex, recovering the data if a panicking thread poisoned it: the
-/// maps behind these locks stay consistent at every await-free step.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")
-            .field("closed", &*lock(&self.closed))
-            .field("pending", &lock(&self.pending).len())
+            .field("closed", &*self.closed.lock())
+            .field("pending", &self.pending.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -141,7 +137,7 @@ pub(crate) struct Tasks {
 
 impl Tasks {
     pub(crate) fn push(&self, h: AbortHandle) {
-        lock(&self.handles).push(h);
+        self.handles.lock().push(h);
     }
 }
 
@@ -149,13 +145,13 @@ impl Drop for Tasks {
     fn drop(&mut self) {
         // Stop everything that holds the shared state, so it drops and with
         // it the agent process (its group is killed) and the terminals.
-        if let Some(shared) = lock(&self.shared).upgrade() {
+        if let Some(shared) = self.shared.lock().upgrade() {
             shared.close(CloseReason::Shutdown);
-            for (_, h) in lock(&shared.incoming).drain() {
+            for (_, h) in shared.incoming.lock().drain() {
                 h.abort();
             }
         }
-        for h in lock(&self.handles).drain(..) {
+        for h in self.handles.lock().drain(..) {
             h.abort();
         }
     }
@@ -205,7 +201,7 @@ impl Shared {
             warnings_sent: AtomicUsize::new(0),
             options,
         });
-        *lock(&tasks.shared) = Arc::downgrade(&shared);
+        *tasks.shared.lock() = Arc::downgrade(&shared);
         let w = tokio::spawn(write_loop(writer, out_rx, shared.closed_tx.subscribe()));
         tasks.push(w.abort_handle());
         let line_reader = LineReader::new(reader, shared.options.max_line_bytes);
@@ -230,7 +226,7 @@ impl Shared {
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
-        lock(&self.closed).clone()
+        self.closed.lock().clone()
     }
 
     fn close_error(&self) -> Error {
@@ -302,7 +298,9 @@ impl Shared {
     ) -> Result<Box<RawValue>> {
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), Pending { method, tx });
+        self.pending
+            .lock()
+            .insert(id.clone(), Pending { method, tx });
         // From here on, dropping this future (caller gave up, timeout)
         // withdraws the request and tells the agent.
         let mut guard = PendingGuard {
@@ -340,13 +338,13 @@ impl Shared {
     /// Fails every pending request, closes every prompt, and records why.
     pub(crate) fn close(&self, reason: CloseReason) {
         {
-            let mut closed = lock(&self.closed);
+            let mut closed = self.closed.lock();
             if closed.is_some() {
                 return;
             }
             *closed = Some(reason.clone());
         }
-        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        let pending: Vec<Pending> = self.pending.lock().drain().map(|(_, p)| p).collect();
         for p in pending {
             let _ = p.tx.send(Err(reason.to_error()));
         }
@@ -357,7 +355,7 @@ impl Shared {
     /// Answers matching pending permission prompts `cancelled`.
     pub(crate) fn cancel_permissions(&self, mut filter: impl FnMut(&SessionId) -> bool) {
         let cancelled: Vec<PendingPermission> = {
-            let mut map = lock(&self.permissions_pending);
+            let mut map = self.permissions_pending.lock();
             let ids: Vec<PermissionRequestId> = map
                 .iter()
                 .filter(|(_, p)| filter(&p.session_id))
@@ -388,7 +386,7 @@ impl Shared {
         };
         let mut facts = None;
         let changes = {
-            let mut sessions = lock(&self.sessions);
+            let mut sessions = self.sessions.lock();
             match sessions.get_mut(&session_id) {
                 Some(slot) => {
                     let changes = slot.state.apply(notification.update);
@@ -414,7 +412,7 @@ impl Shared {
                 }
                 None => {
                     drop(sessions);
-                    if lock(&self.warned_sessions).insert(session_id.to_string()) {
+                    if self.warned_sessions.lock().insert(session_id.to_string()) {
                         self.warn(format!(
                             "the agent sent updates for unknown session `{session_id}`; they are ignored"
                         ));
@@ -437,7 +435,7 @@ impl Shared {
     fn handle(self: &Arc<Self>, message: Incoming) {
         match message {
             Incoming::Response { id, result } => {
-                let Some(p) = lock(&self.pending).remove(&id) else {
+                let Some(p) = self.pending.lock().remove(&id) else {
                     tracing::warn!("ignoring a response for unknown request id {id}");
                     return;
                 };
@@ -486,7 +484,7 @@ impl Shared {
     /// The agent withdrew one of its requests: stop serving it and answer
     /// `-32800` (unless the handler already replied).
     fn cancel_incoming(&self, id: &RequestId) {
-        let handle = lock(&self.incoming).remove(id);
+        let handle = self.incoming.lock().remove(id);
         if let Some(h) = handle {
             h.abort();
             self.reply(id, Err(RpcError::cancelled()));
@@ -499,7 +497,7 @@ impl Shared {
         method: String,
         params: Option<Box<RawValue>>,
     ) {
-        let mut incoming = lock(&self.incoming);
+        let mut incoming = self.incoming.lock();
         if incoming.contains_key(&id) {
             drop(incoming);
             self.warn(format!(
@@ -520,7 +518,7 @@ impl Shared {
         // run before its handle is registered.
         let task = tokio::spawn(async move {
             let result = crate::dispatch::handle_request(&shared, &method, params).await;
-            let still_ours = lock(&shared.incoming).remove(&task_id).is_some();
+            let still_ours = shared.incoming.lock().remove(&task_id).is_some();
             if still_ours {
                 shared.reply(&task_id, result);
             }
@@ -529,7 +527,7 @@ impl Shared {
     }
 
     pub(crate) fn agent_info(&self) -> Option<AgentInfo> {
-        lock(&self.agent).clone()
+        self.agent.lock().clone()
     }
 }
 
@@ -545,7 +543,7 @@ impl Drop for PendingGuard<'_> {
         if !self.armed {
             return;
         }
-        let was_pending = lock(&self.shared.pending).remove(self.id).is_some();
+        let was_pending = self.shared.pending.lock().remove(self.id).is_some();
         if was_pending && self.shared.close_reason().is_none() {
             let params = serde_json::json!({ "requestId": self.id });
             let _ = self.shared.notify(methods::CANCEL_REQUEST, &params);

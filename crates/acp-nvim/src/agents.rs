@@ -8,7 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use acp_client::{AgentCommand, AgentInfo, Connection, ConnectionOptions};
@@ -130,7 +132,7 @@ pub struct Agents {
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agents")
-            .field("running", &self.lock().len())
+            .field("running", &self.entries.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -148,11 +150,6 @@ impl Agents {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<AgentKey, Entry>> {
-        // Every operation is one insert/remove: poison leaves it consistent.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The agent for `spec`, spawned when none runs for its key, with
     /// `chat` counted as one of its users. The permission policy belongs to
     /// the agent's connection, shared by all its chats: `auto_allow` and
@@ -167,7 +164,7 @@ impl Agents {
         remember: Option<bool>,
     ) -> acp_client::Result<Arc<Agent>> {
         let key = AgentKey::new(spec, session_cwd);
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         let reusable = entries.get(&key).is_some_and(|e| !e.agent.conn.is_closed());
         if !reusable {
             let agent = self.spawn(spec, key.clone())?;
@@ -230,7 +227,7 @@ impl Agents {
     /// Removes `chat` from the agent's users. True when it was the last
     /// one: the agent is then forgotten and the caller shuts it down.
     pub fn release(&self, agent: &Arc<Agent>, chat: &ChatId) -> bool {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         let Some(entry) = entries.get_mut(&agent.key) else {
             return true;
         };
@@ -249,7 +246,7 @@ impl Agents {
 
     /// Forgets an agent that exited, so the next chat spawns a new one.
     fn forget(&self, agent: &Arc<Agent>) {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         if entries
             .get(&agent.key)
             .is_some_and(|e| Arc::ptr_eq(&e.agent, agent))
@@ -261,6 +258,7 @@ impl Agents {
     /// The agent and session of an open chat, for edit review.
     pub fn find_chat(&self, chat: &ChatId) -> Option<(Arc<Agent>, acp_client::update::SessionId)> {
         let agent = self
+            .entries
             .lock()
             .values()
             .find(|e| e.chats.contains(chat))
@@ -271,7 +269,7 @@ impl Agents {
 
     /// How many agent processes are running.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.entries.lock().len()
     }
 
     /// True when no agent runs.
@@ -281,7 +279,7 @@ impl Agents {
 
     /// Shuts every agent down (process groups killed) and forgets them.
     pub async fn shutdown_all(&self) {
-        let agents: Vec<Arc<Agent>> = self.lock().drain().map(|(_, e)| e.agent).collect();
+        let agents: Vec<Arc<Agent>> = self.entries.lock().drain().map(|(_, e)| e.agent).collect();
         let stops = agents.into_iter().map(|a| async move {
             let status = a.conn.shutdown().await;
             tracing::info!(agent = %a.name, ?status, "agent shut down");

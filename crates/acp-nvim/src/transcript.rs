@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
@@ -221,11 +223,6 @@ impl Transcripts {
         Arc::new(Self::default())
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<ChatId, Writer>> {
-        // Each operation leaves the map consistent: poison is ignored.
-        self.writers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Announces the transcript of `session_id` in `chat`, at `path`; it
     /// starts with the chat's `session_started` for that session. Replaces
     /// what the chat had (its previous session's file is flushed).
@@ -257,7 +254,7 @@ impl Transcripts {
             pending: None,
             dirty: false,
         };
-        if let Some(mut old) = self.lock().insert(chat.clone(), writer) {
+        if let Some(mut old) = self.writers.lock().insert(chat.clone(), writer) {
             if let Err(e) = old.flush() {
                 tracing::warn!(path = %old.path.display(), "could not write a transcript: {e}");
             }
@@ -267,7 +264,7 @@ impl Transcripts {
     /// Flushes and forgets the transcript of `chat` if it is the one of
     /// `session_id` (a newer session of the same chat stays).
     pub fn close(&self, chat: &ChatId, session_id: &str) {
-        let mut writers = self.lock();
+        let mut writers = self.writers.lock();
         if writers
             .get(chat)
             .is_some_and(|w| w.session_id == session_id)
@@ -288,7 +285,7 @@ impl Transcripts {
         let Some(chat) = event.chat_id() else {
             return;
         };
-        let mut writers = self.lock();
+        let mut writers = self.writers.lock();
         let Some(writer) = writers.get_mut(chat) else {
             return;
         };
@@ -320,7 +317,7 @@ impl Transcripts {
 
     /// Writes what is buffered.
     pub fn flush_all(&self) {
-        for w in self.lock().values_mut() {
+        for w in self.writers.lock().values_mut() {
             if w.dirty || w.pending.is_some() {
                 if let Err(e) = w.flush() {
                     tracing::warn!(path = %w.path.display(), "could not write a transcript: {e}");

@@ -3,8 +3,10 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use tokio::io::unix::AsyncFd;
 use tokio::process::Child;
@@ -13,7 +15,7 @@ use tokio::time::Instant;
 
 use super::buffer::{incomplete_tail_len, leading_continuation_len, TailBuffer};
 use super::spawn::exit_of;
-use super::{lock, TerminalEvent, TerminalExit, TerminalId};
+use super::{TerminalEvent, TerminalExit, TerminalId};
 use crate::host::{ClientEvent, EventSink};
 use crate::update::SessionId;
 
@@ -169,7 +171,7 @@ fn drain_written(pipe: &File, buf: &mut [u8], sink: &mut OutputSink) -> bool {
 
 impl OutputSink {
     fn record(&mut self, bytes: &[u8]) {
-        lock(&self.output).push(bytes);
+        self.output.lock().push(bytes);
         self.backlog.push(bytes);
     }
 
