@@ -75,20 +75,22 @@
 pub mod codec;
 pub mod connection;
 mod dispatch;
+mod engine;
 pub mod error;
 pub mod fs;
 pub mod host;
 pub mod index;
 pub mod merge;
 pub mod methods;
+mod options;
 pub mod permission;
 pub mod process;
 pub mod review;
 pub mod rpc;
 pub mod session;
+mod sessions;
 pub mod terminal;
 mod tracking;
-mod transport;
 pub mod update;
 
 /// The official ACP v1 schema types this crate builds on.
@@ -101,3 +103,4 @@ pub use connection::{
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;
+pub use tracking::Review;

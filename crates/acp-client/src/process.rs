@@ -21,39 +21,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 use crate::error::Error;
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExitInfo {
-    /// The exit code, when the process exited normally.
-    pub code: Option<i32>,
-    /// The signal that killed the process, when it did not exit normally.
-    pub signal: Option<i32>,
-}
-
-impl fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.code, self.signal) {
-            (Some(c), _) => write!(f, "exit code {c}"),
-            (None, Some(s)) => write!(f, "killed by signal {s}"),
-            (None, None) => f.write_str("exit status unknown"),
-        }
-    }
-}
-
-impl ExitInfo {
-    /// Used when the status could not be collected.
-    const UNKNOWN: ExitInfo = ExitInfo {
-        code: None,
-        signal: None,
-    };
-}
+pub use crate::error::ExitInfo;
 
 impl From<ExitStatus> for ExitInfo {
     fn from(status: ExitStatus) -> Self {

@@ -32,7 +32,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
-use crate::host::{ClientEvent, EventSink};
 use crate::schema::{TerminalExitStatus, TerminalOutputResponse};
 use crate::update::SessionId;
 use buffer::TailBuffer;
@@ -41,6 +40,10 @@ use reader::{Control, OutputSink, TerminalTask};
 /// The id of a terminal on the wire (`terminalId`): the official schema's
 /// newtype, so the connection passes it through without converting.
 pub use crate::schema::TerminalId;
+
+/// Where a [`TerminalManager`] sends its events (the session layer wraps
+/// them into [`ClientEvent::Terminal`](crate::host::ClientEvent::Terminal)).
+pub type TerminalSink = Arc<dyn Fn(TerminalEvent) + Send + Sync>;
 
 /// Output bound for a terminal whose agent gave no `outputByteLimit`.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024 * 1024;
@@ -178,7 +181,7 @@ pub struct TerminalManager {
 }
 
 struct Inner {
-    events: EventSink,
+    events: TerminalSink,
     default_cap: usize,
     next_id: AtomicU64,
     terminals: Mutex<HashMap<TerminalId, Arc<Terminal>>>,
@@ -205,10 +208,10 @@ impl Terminal {
 }
 
 impl TerminalManager {
-    /// A manager without terminals. `events` receives [`TerminalEvent`]s
-    /// (as [`ClientEvent::Terminal`]); `default_cap` bounds each terminal's
+    /// A manager without terminals. `events` receives every
+    /// [`TerminalEvent`]; `default_cap` bounds each terminal's
     /// output memory (see [`TerminalManager::create`]).
-    pub fn new(events: EventSink, default_cap: usize) -> Self {
+    pub fn new(events: TerminalSink, default_cap: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
                 events,
@@ -389,10 +392,10 @@ impl TerminalManager {
             }
             terminal.task.abort();
             tracing::debug!(terminal = %id, "terminal released");
-            (self.inner.events)(ClientEvent::Terminal(TerminalEvent::Released {
+            (self.inner.events)(TerminalEvent::Released {
                 session_id: terminal.session_id.clone(),
                 terminal_id: id,
-            }));
+            });
         }
     }
 }

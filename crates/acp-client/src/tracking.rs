@@ -49,6 +49,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+mod handle;
+
+pub use handle::Review;
+
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
 use crate::host::{ClientEvent, EditorHost, EventSink, WriteOutcome, WriteTextFile};

@@ -16,7 +16,6 @@ use tokio::time::Instant;
 use super::buffer::{incomplete_tail_len, leading_continuation_len, TailBuffer};
 use super::spawn::exit_of;
 use super::{TerminalEvent, TerminalExit, TerminalId};
-use crate::host::{ClientEvent, EventSink};
 use crate::update::SessionId;
 
 /// At most one output event per terminal per this interval: a command
@@ -56,7 +55,7 @@ pub(super) struct OutputSink {
     pub output: Arc<Mutex<TailBuffer>>,
     /// Output not yet sent in an event, bounded by the terminal's limit.
     pub backlog: TailBuffer,
-    pub events: EventSink,
+    pub events: super::TerminalSink,
     pub last_event: Option<Instant>,
     pub flush_at: Option<Instant>,
 }
@@ -216,6 +215,6 @@ impl OutputSink {
     }
 
     fn emit(&self, event: TerminalEvent) {
-        (self.events)(ClientEvent::Terminal(event));
+        (self.events)(event);
     }
 }
