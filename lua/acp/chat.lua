@@ -172,8 +172,11 @@ function Chat:start(resume)
     -- The backend answers auto_allow kinds itself (reported as
     -- `permission_auto`); the plugin also applies the list to requests that
     -- still reach it. `remember` switches the backend's memory of "always"
-    -- answers; both belong to the agent process, the last open wins.
+    -- answers; both belong to the agent process, the last open wins. The
+    -- memory is saved per project under `permission_dir`, so it survives
+    -- `:Acp restart` and new Neovim sessions.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
+    permission_dir = vim.fn.stdpath("state") .. "/acp/permissions",
     load_session_id = resume and resume.load_session_id or nil,
     resume_session_id = resume and resume.resume_session_id or nil,
   }
@@ -680,7 +683,8 @@ function Chat:on_permission_auto(ev)
     tool_call = util.field(ev, "tool_call", "toolCall") or {},
     options = {},
   }
-  self.transcript:permission_settled(req, "allowed by memory: " .. permission.describe(util.field(ev, "option")))
+  local option = util.field(ev, "option")
+  self.transcript:permission_settled(req, permission.auto_note(option))
 end
 
 --- Most bytes of terminal output kept per terminal.

@@ -20,9 +20,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use std::time::Duration;
 
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::session::{Entry, SessionChange};

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use std::time::Duration;
 
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;

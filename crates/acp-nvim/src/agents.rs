@@ -9,9 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use std::time::Duration;
 
 use acp_client::{AgentCommand, AgentInfo, Connection, ConnectionOptions};
 use tokio::sync::OnceCell;
@@ -155,6 +155,10 @@ impl Agents {
     /// the agent's connection, shared by all its chats: `auto_allow` and
     /// `remember`, when given, replace the agent's auto-allowed tool kinds
     /// and whether it remembers "always" answers, so the last open wins.
+    /// A freshly spawned agent loads and saves its "always" answers in
+    /// `permission_dir` (one file per project root), so a restarted agent
+    /// answers as the one before; a file that cannot be used is reported to
+    /// `chat` and the answers then last as long as the agent.
     pub fn acquire(
         self: &Arc<Self>,
         spec: &AgentSpec,
@@ -162,12 +166,27 @@ impl Agents {
         chat: &ChatId,
         auto_allow: Option<&[String]>,
         remember: Option<bool>,
+        permission_dir: Option<&Path>,
     ) -> acp_client::Result<Arc<Agent>> {
         let key = AgentKey::new(spec, session_cwd);
         let mut entries = self.entries.lock();
         let reusable = entries.get(&key).is_some_and(|e| !e.agent.conn.is_closed());
         if !reusable {
             let agent = self.spawn(spec, key.clone())?;
+            if let Some(dir) = permission_dir {
+                let persisted = agent
+                    .conn
+                    .with_permissions(|p| p.persist_in(dir, &agent.key.cwd));
+                if let Err(e) = persisted {
+                    tracing::warn!(dir = %dir.display(), "permission memory not persisted: {e}");
+                    self.shared.events.push(Event::Warning {
+                        chat_id: Some(chat.clone()),
+                        message: format!(
+                            "\"always\" answers will not be kept after a restart: {e}"
+                        ),
+                    });
+                }
+            }
             entries.insert(
                 key.clone(),
                 Entry {

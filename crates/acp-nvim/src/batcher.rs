@@ -18,9 +18,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use serde_json::Value as Json;
 use tokio::sync::{mpsc, Notify};

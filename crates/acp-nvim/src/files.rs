@@ -7,9 +7,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use std::time::Duration;
 
 use acp_client::index::{FileIndex, IndexOptions};
 use rmpv::Value;

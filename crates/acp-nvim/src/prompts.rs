@@ -3,10 +3,10 @@
 //! acp-client numbers permission requests per agent, so two agents can both
 //! have a request 1. The plugin answers by id without knowing the agent, so
 //! the backend hands out its own ids, unique for the backend's lifetime.
-
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 use tokio::sync::oneshot;
 

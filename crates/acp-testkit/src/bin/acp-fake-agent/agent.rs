@@ -10,9 +10,9 @@ use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
