@@ -22,8 +22,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
-use crate::event::Event;
 use crate::msgpack;
+use crate::protocol::Event;
 
 /// Marker labels of merge conflicts written into buffers. The plugin finds
 /// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
