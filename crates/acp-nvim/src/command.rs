@@ -536,7 +536,9 @@ fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            serde_json::from_value::<schema::ContentBlock>(msgpack::to_json(b)).map_err(|e| {
+            // Lua writes snake_case like everything it sends (`mime_type`).
+            let block = crate::protocol::wire::to_acp_keys(msgpack::to_json(b));
+            serde_json::from_value::<schema::ContentBlock>(block).map_err(|e| {
                 p.bad(format!(
                     "block {} is not an ACP content block ({e}); use {{ type = \"text\", text = \"...\" }}",
                     i + 1

@@ -190,9 +190,9 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
-            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => Reply::Now(
-                msgpack::from_json(&crate::review::merge_json(&base, &ours, &theirs)),
-            ),
+            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => {
+                Reply::Now(crate::review::merge_reply(&base, &ours, &theirs))
+            }
             Ok(Command::Review(query)) if query.is_query() => {
                 let (tx, rx) = oneshot::channel();
                 self.forward(Routed::Query(query, tx));

@@ -59,6 +59,48 @@ pub fn snake_key(key: &str) -> String {
     out
 }
 
+/// The ACP spelling of a key Lua wrote in snake_case (`mime_type` becomes
+/// `mimeType`); a leading `_` (`_meta`) is kept.
+pub fn camel_key(key: &str) -> String {
+    let (lead, rest) = key.split_at(key.len() - key.trim_start_matches('_').len());
+    let mut out = String::with_capacity(key.len());
+    out.push_str(lead);
+    let mut upper = false;
+    for c in rest.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An ACP object Lua wrote (a prompt's content block) with its keys in
+/// ACP's camelCase, so that serde decodes it into the schema's type. The
+/// values under [`OPAQUE_KEYS`] are kept as they are.
+pub fn to_acp_keys(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value {
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    if OPAQUE_KEYS.contains(&k.as_str()) {
+                        (k, v)
+                    } else {
+                        (camel_key(&k), to_acp_keys(v))
+                    }
+                })
+                .collect(),
+        ),
+        Json::Array(items) => Json::Array(items.into_iter().map(to_acp_keys).collect()),
+        other => other,
+    }
+}
+
 /// A value that could not be encoded.
 #[derive(Debug)]
 pub struct EncodeError(String);
@@ -409,6 +451,19 @@ mod tests {
         assert_eq!(snake_key("API_KEY"), "API_KEY");
         assert_eq!(snake_key("_meta"), "_meta");
         assert_eq!(snake_key("v2Name"), "v2_name");
+    }
+
+    #[test]
+    fn lua_keys_become_acp_keys() {
+        assert_eq!(camel_key("mime_type"), "mimeType");
+        assert_eq!(camel_key("_meta"), "_meta");
+        assert_eq!(camel_key("mimeType"), "mimeType");
+        assert_eq!(
+            to_acp_keys(json!({"type": "image", "mime_type": "image/png",
+                               "_meta": {"a_b": 1}, "resource": {"mime_type": "x"}})),
+            json!({"type": "image", "mimeType": "image/png",
+                   "_meta": {"a_b": 1}, "resource": {"mimeType": "x"}})
+        );
     }
 
     #[test]
