@@ -23,7 +23,7 @@ local M = {}
 ---@field status acp.ChatStatus
 ---@field transcript acp.Transcript
 ---@field queue (table[]|fun(): table[])[] prompts (content block lists, or functions building them) waiting to be sent
----@field modes? table {currentModeId, availableModes}
+---@field modes? acp.Modes
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
 ---@field title? string

@@ -108,8 +108,14 @@ end
 ---@param chat acp.Chat
 ---@param records table[]
 local function replay(chat, records)
+  local protocol = require("acp.protocol")
   local headers = 0
-  for _, r in ipairs(records) do
+  local version = protocol.TRANSCRIPT_VERSION
+  for _, record in ipairs(records) do
+    if record.type == "transcript" then
+      version = record.version
+    end
+    local r = protocol.decode_record(record, version)
     local t = r.type
     if t == "transcript" then
       headers = headers + 1

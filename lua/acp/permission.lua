@@ -11,11 +11,6 @@ local util = require("acp.util")
 
 local M = {}
 
----@class acp.PermissionOption
----@field optionId string
----@field name string
----@field kind string allow_once|allow_always|reject_once|reject_always (unknown kinds kept)
-
 ---@class acp.PermissionRequest
 ---@field request_id integer
 ---@field chat_id string

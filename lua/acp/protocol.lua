@@ -316,4 +316,53 @@ function M.decode(ev)
   return ev
 end
 
+-- Transcripts -------------------------------------------------------------------
+
+--- The record format the backend writes (the header's `version`): each
+--- record is an event as `decode` gets it, without `chat_id`.
+M.TRANSCRIPT_VERSION = 2
+
+--- Keys whose values are the agent's own data (as the backend's encoder).
+local OPAQUE = { raw = true, raw_input = true, raw_output = true, _meta = true, meta = true, env = true }
+
+---@param key string
+---@return string
+local function snake_key(key)
+  return (key:gsub("([%l%d])(%u)", function(a, b)
+    return a .. "_" .. b:lower()
+  end))
+end
+
+---@param v any
+---@return any
+local function snake_keys(v)
+  if type(v) ~= "table" then
+    return v
+  end
+  local out = {}
+  for k, x in pairs(v) do
+    if type(k) == "string" then
+      local key = snake_key(k)
+      out[key] = OPAQUE[key] and x or snake_keys(x)
+    else
+      out[k] = snake_keys(x)
+    end
+  end
+  return out
+end
+
+--- One record of a transcript file written with format `version`. Records
+--- of version 1 (before the protocol was snake_case throughout) carried
+--- acp-client's camelCase keys: they are renamed here, once, so replaying
+--- an old transcript reads the same fields as a live chat.
+---@param record table
+---@param version integer
+---@return table
+function M.decode_record(record, version)
+  if (tonumber(version) or 1) < 2 then
+    return snake_keys(record)
+  end
+  return record
+end
+
 return M

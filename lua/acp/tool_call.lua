@@ -85,7 +85,7 @@ local function terminal_status(term)
 end
 
 --- Lines, highlights and line actions of a tool call block.
----@param tc table the tool call state (toolCallId, title, kind, status, content, locations, rawInput, rawOutput)
+---@param tc acp.ToolCall|acp.ToolCallFields the tool call state
 ---@param ctx acp.ToolCallContext
 ---@return string[] lines, acp.Highlight[] hls, table<integer, table> actions
 function M.render(tc, ctx)

@@ -861,4 +861,54 @@ T.test("the golden fixtures render as the user sees them", function()
   T.not_contains(joined, "could not be shown", "no event failed")
 end)
 
+T.test("a transcript written before the snake_case protocol (version 1) replays", function()
+  local dir = T.tmpdir()
+  local path = dir .. "/old.jsonl"
+  local records = {
+    { type = "transcript", version = 1, agent_name = "demo", session_id = "old-1", cwd = dir, opening = "new" },
+    {
+      type = "session_started",
+      session_id = "old-1",
+      agent_name = "demo",
+      capabilities = { loadSession = true },
+      modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" } } },
+    },
+    {
+      type = "session",
+      change = {
+        change = "entry_added",
+        index = 0,
+        entry = { type = "tool_call", id = "t1", title = "Edit", kind = "edit", status = "pending", content = {}, locations = {} },
+      },
+    },
+    {
+      type = "session",
+      change = {
+        change = "tool_call_changed",
+        index = 0,
+        toolCall = {
+          id = "t1",
+          title = "Edit",
+          kind = "edit",
+          status = "completed",
+          content = { { type = "diff", path = "/p/a.txt", oldText = "a\n", newText = "b\nc\n" } },
+          locations = {},
+          rawInput = { filePath = "/p/a.txt" },
+        },
+      },
+    },
+    { type = "turn_ended", stop_reason = "end_turn" },
+  }
+  local lines = {}
+  for _, r in ipairs(records) do
+    lines[#lines + 1] = vim.json.encode(r)
+  end
+  vim.fn.writefile(lines, path)
+  local chat = assert(require("acp.history").open_readonly(path))
+  T.eq("ask", chat.modes.current_mode_id, "modes renamed")
+  T.eq(true, chat.capabilities.load_session, "capabilities renamed")
+  T.truthy(T.find_line(chat.bufnr, "✓ edit · Edit"), "the tool call's new state")
+  T.truthy(T.find_line(chat.bufnr, "± /p/a.txt +2 -1"), "its diff, from oldText/newText")
+end)
+
 T.run()

@@ -411,7 +411,7 @@ fn render() -> String {
         .map(|(name, event)| json!({"name": name, "event": event.json_view()}))
         .collect();
     let mut text = serde_json::to_string_pretty(&json!({
-        "about": "Every event kind as acp-nvim encodes it for Lua (keys sorted). Written by crates/acp-nvim/tests/fixtures.rs; rendered by tests/e2e/test_render.lua. Regenerate: ACP_UPDATE_FIXTURES=1 cargo test -p acp-nvim --test fixtures",
+        "about": "Every event kind as acp-nvim encodes it for Lua, keys in the order encoded. Written by crates/acp-nvim/tests/fixtures.rs; rendered by tests/e2e/test_render.lua. Regenerate: ACP_UPDATE_FIXTURES=1 cargo test -p acp-nvim --test fixtures",
         "events": events,
     }))
     .expect("JSON");
