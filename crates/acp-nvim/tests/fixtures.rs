@@ -165,8 +165,10 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             Event::PermissionRequest {
                 chat_id: chat(),
                 request_id: PromptId(7),
-                tool_call: decode_tool_call_fields(&json!({"toolCallId": "tool-1", "title": "Edit main.rs", "kind": "edit"}))
-                    .expect("a valid tool call"),
+                tool_call: decode_tool_call_fields(
+                    &json!({"toolCallId": "tool-1", "title": "Edit main.rs", "kind": "edit"}),
+                )
+                .expect("a valid tool call"),
                 options: vec![
                     option("allow", "Allow", OptionKind::AllowOnce),
                     option("always", "Always allow", OptionKind::AllowAlways),
@@ -185,8 +187,10 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             "permission_auto",
             Event::PermissionAuto {
                 chat_id: chat(),
-                tool_call: decode_tool_call_fields(&json!({"toolCallId": "tool-1", "title": "Edit main.rs", "kind": "edit"}))
-                    .expect("a valid tool call"),
+                tool_call: decode_tool_call_fields(
+                    &json!({"toolCallId": "tool-1", "title": "Edit main.rs", "kind": "edit"}),
+                )
+                .expect("a valid tool call"),
                 option: Some(option("always", "Always allow", OptionKind::AllowAlways)),
             },
         ),
@@ -270,7 +274,9 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             "modes_changed",
             session(SessionChange::ModesChanged {
                 current_mode_id: "code".into(),
-                available_modes: acp(json!([{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}])),
+                available_modes: acp(
+                    json!([{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]),
+                ),
             }),
         ),
         (
@@ -371,10 +377,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 message: None,
             },
         ),
-        (
-            "logged_out",
-            Event::LoggedOut { chat_id: chat() },
-        ),
+        ("logged_out", Event::LoggedOut { chat_id: chat() }),
         (
             "agent_exited",
             Event::AgentExited {
@@ -464,7 +467,18 @@ fn every_event_kind_has_a_fixture() {
     }
     // No key the plugin reads is camelCase (opaque agent data aside).
     let text = render();
-    for camel in ["toolCallId", "currentModeId", "optionId", "mimeType", "terminalId", "exitStatus", "loadSession"] {
-        assert!(!text.contains(&format!("\"{camel}\"")), "`{camel}` in the fixtures");
+    for camel in [
+        "toolCallId",
+        "currentModeId",
+        "optionId",
+        "mimeType",
+        "terminalId",
+        "exitStatus",
+        "loadSession",
+    ] {
+        assert!(
+            !text.contains(&format!("\"{camel}\"")),
+            "`{camel}` in the fixtures"
+        );
     }
 }
