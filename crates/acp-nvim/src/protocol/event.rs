@@ -16,7 +16,7 @@ use acp_client::review::FileSummary;
 use acp_client::schema;
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
-use acp_client::update::{Content, ToolCallFields};
+use acp_client::update::ToolCallFields;
 use rmpv::Value;
 use serde::Serialize;
 
@@ -271,7 +271,7 @@ impl Event {
             Event::Session {
                 change: SessionChange::TextAppended { content, .. },
                 ..
-            } => plain_text(content),
+            } => content.as_plain_text(),
             _ => None,
         }
     }
@@ -348,7 +348,7 @@ impl Event {
                 },
             ) if index == next_index && message_id == next_id => {
                 let (Some(last_text), Some(next_text)) =
-                    (plain_text_mut(content), plain_text(next_content))
+                    (content.as_plain_text_mut(), next_content.as_plain_text())
                 else {
                     return Some(next);
                 };
@@ -360,28 +360,6 @@ impl Event {
             }
             _ => Some(next),
         }
-    }
-}
-
-fn plain_text(content: &Content) -> Option<&str> {
-    match content {
-        Content::Known(schema::ContentBlock::Text(t))
-            if t.annotations.is_none() && t.meta.is_none() =>
-        {
-            Some(&t.text)
-        }
-        _ => None,
-    }
-}
-
-fn plain_text_mut(content: &mut Content) -> Option<&mut String> {
-    match content {
-        Content::Known(schema::ContentBlock::Text(t))
-            if t.annotations.is_none() && t.meta.is_none() =>
-        {
-            Some(&mut t.text)
-        }
-        _ => None,
     }
 }
 
