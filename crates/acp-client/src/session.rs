@@ -119,7 +119,6 @@ impl Message {
     }
 }
 
-
 /// The merged state of one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
