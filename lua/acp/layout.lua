@@ -82,6 +82,9 @@ function M.show(chat)
   api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
   chat:update_winbar()
   api.nvim_set_current_win(pwin)
+  -- The prompt is for typing: a first letter typed under the "Ask…" hint
+  -- must be text, not a Normal-mode command.
+  vim.cmd("startinsert!")
 end
 
 --- Close the chat windows (all tabs); the chat keeps running.

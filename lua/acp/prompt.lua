@@ -181,12 +181,40 @@ local function auto_complete(buf)
       -- The character is not in the buffer yet: complete once it is.
       vim.schedule(function()
         if api.nvim_get_current_buf() == buf and api.nvim_get_mode().mode == "i" and vim.fn.pumvisible() == 0 then
-          api.nvim_feedkeys(api.nvim_replace_termcodes("<C-x><C-o>", true, false, true), "n", false)
+          -- Where 'completeopt' is global (Neovim 0.10) the menu inserts its
+          -- first entry (`/` became `/plan`, then typing `explain` gave
+          -- `/planexplain`): <C-p> goes back to what was typed.
+          local keys = M.completeopt_local and "<C-x><C-o>" or "<C-x><C-o><C-p>"
+          api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "n", false)
         end
       end)
     end,
   })
 end
+
+--- The prompt's 'completeopt': the user's, but never inserting an entry
+--- the user did not pick (with the default "menu,popup" the first entry was
+--- inserted while typing), and a menu even for one match.
+---@param global string the global 'completeopt'
+---@return string
+function M.completeopt(global)
+  local flags, seen = {}, {}
+  for _, f in ipairs(vim.split(global or "", ",", { trimempty = true })) do
+    if f ~= "longest" and f ~= "menu" and not seen[f] then
+      seen[f] = true
+      flags[#flags + 1] = f
+    end
+  end
+  for _, f in ipairs({ "menuone", "noinsert" }) do
+    if not seen[f] then
+      flags[#flags + 1] = f
+    end
+  end
+  return table.concat(flags, ",")
+end
+
+--- Whether 'completeopt' can be set for one buffer (Neovim 0.11+).
+M.completeopt_local = api.nvim_get_option_info2("completeopt", {}).scope == "buf"
 
 --- Set up a chat's prompt buffer (hint, completion).
 ---@param chat acp.Chat
@@ -194,6 +222,9 @@ function M.attach(chat)
   M.hint(chat)
   require("acp.context").track_selection()
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.prompt'.omnifunc"
+  if M.completeopt_local then
+    vim.bo[chat.prompt_buf].completeopt = M.completeopt(vim.go.completeopt)
+  end
   auto_complete(chat.prompt_buf)
 end
 
