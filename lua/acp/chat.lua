@@ -389,6 +389,46 @@ function Chat:update_permission_keys()
       end
     end
   end
+  -- After <C-s> the user is still in Insert mode in the prompt when the
+  -- agent asks: digits typed into an empty prompt answer (the prompt says
+  -- so); once the user writes the next prompt, digits are text again.
+  if self.prompt_buf and api.nvim_buf_is_valid(self.prompt_buf) then
+    for i = 1, 9 do
+      local lhs = tostring(i)
+      if pending then
+        vim.keymap.set("i", lhs, function()
+          if not self:prompt_is_empty() then
+            return lhs
+          end
+          local req = self:target_permission()
+          if req then
+            -- Not while the mapping runs: answering redraws the transcript.
+            vim.schedule(function()
+              permission.respond_nth(req, i)
+            end)
+            return ""
+          end
+          return lhs
+        end, {
+          buffer = self.prompt_buf,
+          expr = true,
+          nowait = true,
+          desc = "acp.nvim: answer the permission request with option " .. i .. " (empty prompt)",
+        })
+      else
+        pcall(vim.keymap.del, "i", lhs, { buffer = self.prompt_buf })
+      end
+    end
+  end
+end
+
+---@return boolean the prompt input holds no text
+function Chat:prompt_is_empty()
+  if not api.nvim_buf_is_valid(self.prompt_buf) then
+    return true
+  end
+  local lines = api.nvim_buf_get_lines(self.prompt_buf, 0, -1, false)
+  return vim.trim(table.concat(lines, "")) == ""
 end
 
 -- Prompts ------------------------------------------------------------------
@@ -719,8 +759,7 @@ function Chat:on_turn_ended(ev)
   if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
-  local hl = (reason == "end_turn") and "AcpNote" or "AcpError"
-  self.transcript:note(("— %s —"):format(reason), hl)
+  self.transcript:turn_ended(reason)
   self:_flush()
   self:update_winbar()
 end

@@ -158,7 +158,7 @@ end
 local function without_turn_ends(lines)
   local out = {}
   for _, l in ipairs(lines) do
-    if l:match("^— end_turn —$") then
+    if l:match("^— end turn —$") then
       if out[#out] == "" then
         out[#out] = nil
       end

@@ -86,7 +86,7 @@ T.test("streamed chunks render in order and completely", function()
   local text = T.text(chat.bufnr)
   T.contains(text, "## turns\n▸ Thinking\nThinking about streams.", "thought")
   T.contains(text, "\n" .. LONG .. "\n", "the whole text, in order, as its own lines")
-  T.contains(text, "— end_turn —", "stop reason shown")
+  T.contains(text, "— end turn —", "stop reason shown")
 end)
 
 T.test("a thought streamed while the user is in Insert mode is folded", function()

@@ -57,8 +57,10 @@ function H.nvim(opts)
   for k, v in pairs(opts.env or {}) do
     env[k] = v
   end
-  local cmd = { vim.v.progpath, "--listen", sock, "-i", "NONE", "-u", opts.init or (H.root .. "/tests/tui/init.lua") }
+  local cmd = { vim.v.progpath, "--listen", sock, "-i", "NONE" }
+  -- Before -u: a later --clean would drop the -u file.
   vim.list_extend(cmd, opts.args or {})
+  vim.list_extend(cmd, { "-u", opts.init or (H.root .. "/tests/tui/init.lua") })
   local t = Tmux.start({ cmd = cmd, width = opts.width, height = opts.height, env = env, cwd = opts.cwd or home })
   t.home = home
   local ok = vim.wait(10000, function()

@@ -1,0 +1,61 @@
+-- End to end: the chat as users live it over several turns (issue 17).
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+T.require_binaries()
+
+local dir = T.tmpdir()
+
+local function step_plan(status)
+  return {
+    type = "plan",
+    entries = { { content = "Do it", priority = "high", status = status } },
+  }
+end
+
+T.setup_fake({
+  ux = {
+    turns = {
+      {
+        match = "slow",
+        steps = {
+          { type = "text", text = "working", chunkSize = 100 },
+          { type = "waitForCancel" },
+        },
+      },
+      {
+        match = "again",
+        steps = {
+          step_plan("in_progress"),
+          { type = "toolCall", toolCallId = "same", title = "Second edit", kind = "edit", status = "pending" },
+          { type = "toolCallUpdate", toolCallId = "same", status = "failed" },
+          { type = "text", text = "second turn done" },
+        },
+      },
+      {
+        match = "first",
+        steps = {
+          step_plan("completed"),
+          { type = "toolCall", toolCallId = "same", title = "First edit", kind = "edit", status = "pending" },
+          { type = "toolCallUpdate", toolCallId = "same", status = "completed" },
+          { type = "text", text = "first turn done" },
+        },
+      },
+    },
+  },
+}, dir)
+
+T.test("a second turn reusing tool call ids gets blocks of its own, and its own plan", function()
+  local chat = T.open_chat("ux", dir)
+  T.eq("end_turn", T.turn(chat, "first"), "turn 1")
+  T.eq("end_turn", T.turn(chat, "again"), "turn 2")
+  local buf = chat.bufnr
+  local first = T.truthy(T.find_line(buf, "✓ edit · First edit"), "turn 1 call stays completed:\n" .. T.text(buf))
+  local second = T.truthy(T.find_line(buf, "✗ edit · Second edit"), "turn 2 call is a new block:\n" .. T.text(buf))
+  T.eq(2, T.count_lines(buf, "Plan ("), "one plan per turn")
+  local plan1 = T.find_line(buf, "Plan (1/1 done)")
+  local plan2 = T.find_line(buf, "Plan (0/1 done)")
+  local you2 = T.find_line(buf, "again")
+  T.truthy(plan1 and plan1 < first and first < you2, "turn 1's plan and call are in turn 1")
+  T.truthy(plan2 and you2 < plan2 and plan2 < second, "turn 2's plan and call are in turn 2")
+end)
+
+T.run()
