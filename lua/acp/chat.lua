@@ -22,7 +22,7 @@ local M = {}
 ---@field cwd string
 ---@field status acp.ChatStatus
 ---@field transcript acp.Transcript
----@field queue (table[]|fun(): table[])[] prompts (content block lists, or functions building them) waiting to be sent
+---@field queue acp.QueuedPrompt[] prompts waiting to be sent
 ---@field modes? table {currentModeId, availableModes}
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
@@ -37,6 +37,10 @@ local M = {}
 ---@field opening? table the load/resume/auth options of the running `acp.open`
 local Chat = {}
 Chat.__index = Chat
+
+---@class acp.QueuedPrompt
+---@field blocks table[]|fun(): table[] content blocks, or a function building them when sent
+---@field text? string what the user typed (put back in the prompt when the queue is cancelled)
 
 ---@type table<string, acp.Chat>
 M.chats = {}
@@ -254,6 +258,11 @@ function Chat:_keymaps()
   map(pb, "i", k.submit_insert, function()
     self:submit()
   end, "send the prompt")
+  -- In Insert mode too, as :help says: the user is typing the next prompt
+  -- while the agent works.
+  map(pb, "i", k.cancel, function()
+    self:cancel()
+  end, "cancel the turn")
   for _, b in ipairs({ tb, pb }) do
     map(b, "n", k.cancel, function()
       self:cancel()
@@ -444,7 +453,7 @@ function Chat:submit()
   -- Mentions become content blocks when the prompt is sent: by then the
   -- agent's capabilities are known and buffers are read as they are.
   local blocks = context.has_mentions(text) and context.deferred(self, text) or { { type = "text", text = text } }
-  if self:send(blocks) then
+  if self:send(blocks, text) then
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
   end
 end
@@ -453,8 +462,9 @@ end
 --- runs, the prompt is queued and sent when the chat is ready. `blocks` may
 --- be a function returning the blocks, called when the prompt is sent.
 ---@param blocks table[]|fun(): table[]
+---@param text? string the text the user typed (default: the text blocks)
 ---@return boolean ok, string? err
-function Chat:send(blocks)
+function Chat:send(blocks, text)
   if self.status == "readonly" then
     local err = "this chat is a read-only transcript; start a new one with :Acp new, or pick a session with :Acp sessions"
     util.notify(err, vim.log.levels.ERROR)
@@ -465,7 +475,18 @@ function Chat:send(blocks)
     util.notify(err, vim.log.levels.ERROR)
     return false, err
   end
-  self.queue[#self.queue + 1] = blocks
+  if text == nil and type(blocks) == "table" then
+    local parts = {}
+    for _, b in ipairs(blocks) do
+      if b.type == "text" and type(b.text) == "string" then
+        parts[#parts + 1] = b.text
+      end
+    end
+    text = table.concat(parts, "\n")
+  end
+  self.queue[#self.queue + 1] = { blocks = blocks, text = text }
+  -- The user sent something: show it, wherever the transcript was scrolled.
+  self.transcript.view:follow_all()
   self:_flush()
   self:update_winbar()
   return true
@@ -475,7 +496,8 @@ function Chat:_flush()
   if self.status ~= "ready" or #self.queue == 0 then
     return
   end
-  local blocks = table.remove(self.queue, 1)
+  local entry = table.remove(self.queue, 1)
+  local blocks = entry.blocks
   if type(blocks) == "function" then
     blocks = blocks()
   end
@@ -485,7 +507,7 @@ function Chat:_flush()
   require("acp.baseline").snapshot(self.chat_id, self.cwd)
   if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
     -- No backend (it just died): keep the prompt for after :Acp restart.
-    table.insert(self.queue, 1, blocks)
+    table.insert(self.queue, 1, { blocks = blocks, text = entry.text })
     self.status = "ready"
   end
 end
@@ -527,13 +549,42 @@ function Chat:set_config_option(config_id, value)
   return true
 end
 
---- Cancel the running turn (queued prompts are dropped). The turn shows as
---- cancelling until the agent ends it; cancelling again stops waiting for
---- an agent that does not (the backend withdraws the prompt and ends the
---- turn as cancelled).
-function Chat:cancel()
-  local dropped = #self.queue
+--- Put the text of queued prompts back into the prompt input (before what
+--- is there), so nothing the user wrote is lost; empties the queue.
+---@return integer n how many prompts were put back
+function Chat:_unqueue()
+  local texts = {}
+  for _, entry in ipairs(self.queue) do
+    if entry.text and entry.text ~= "" then
+      texts[#texts + 1] = entry.text
+    end
+  end
+  local n = #self.queue
   self.queue = {}
+  if #texts > 0 and api.nvim_buf_is_valid(self.prompt_buf) then
+    local lines = {}
+    for _, t in ipairs(texts) do
+      vim.list_extend(lines, vim.split(t, "\n", { plain = true }))
+    end
+    if not self:prompt_is_empty() then
+      vim.list_extend(lines, api.nvim_buf_get_lines(self.prompt_buf, 0, -1, false))
+    end
+    api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, lines)
+  end
+  return n
+end
+
+--- Cancel the running turn. Queued prompts go back into the prompt input,
+--- to edit or send again. The turn shows as cancelling until the agent ends
+--- it; cancelling again stops waiting for an agent that does not (the
+--- backend withdraws the prompt and ends the turn as cancelled).
+function Chat:cancel()
+  local dropped = self:_unqueue()
+  if dropped > 0 then
+    util.notify(
+      ("%d queued prompt%s put back in the prompt input"):format(dropped, dropped == 1 and " was" or "s were")
+    )
+  end
   if self.status == "busy" then
     if require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id }) then
       self.status = "cancelling"
@@ -617,7 +668,7 @@ function Chat:on_open_failed(ev)
     self:start()
     return
   end
-  self.queue = {}
+  self:_unqueue()
   self:update_winbar()
 end
 
@@ -777,7 +828,7 @@ end
 ---@param ev table agent_exited
 function Chat:on_agent_exited(ev)
   self.status = "dead"
-  self.queue = {}
+  self:_unqueue()
   self:_close_permissions("the agent exited")
   self:update_permission_keys()
   self.transcript:end_unfinished_tools("failed")
@@ -810,7 +861,7 @@ function Chat:on_backend_died(log_file)
     return
   end
   self.status = "dead"
-  self.queue = {}
+  self:_unqueue()
   self:_close_permissions("the backend stopped")
   self:update_permission_keys()
   self.transcript.view:batch(function()

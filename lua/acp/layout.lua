@@ -82,6 +82,10 @@ function M.show(chat)
   api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
   chat:update_winbar()
   api.nvim_set_current_win(pwin)
+  -- A new window starts on line 1: go to the end, after any mention that
+  -- `:Acp add` put there.
+  local last = api.nvim_buf_line_count(chat.prompt_buf)
+  api.nvim_win_set_cursor(pwin, { last, #(api.nvim_buf_get_lines(chat.prompt_buf, last - 1, last, false)[1] or "") })
   -- The prompt is for typing: a first letter typed under the "Ask…" hint
   -- must be text, not a Normal-mode command.
   vim.cmd("startinsert!")

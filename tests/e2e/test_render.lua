@@ -470,7 +470,7 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
   T.contains(bar, "$0.50", "winbar cost")
   T.eq({ session_id = chat.session_id, chat_id = chat.chat_id, stop_reason = "max_tokens" }, ended, "AcpTurnEnd data")
   local all = T.text(chat.bufnr)
-  T.contains(all, "— max_tokens —", "stop reason")
+  T.contains(all, "— max tokens —", "stop reason")
   T.contains(all, "exited (exit code 3)", "exit")
   T.contains(all, "  │ panic here", "stderr tail")
   T.eq(false, chat:send({ text("x") }), "a dead chat refuses prompts")
