@@ -34,7 +34,7 @@ end
 ---@field home string
 
 --- Start Neovim in tmux (180x50 unless given) with the ordinary config.
----@param opts? {agents?: table<string, table>, default?: string, width?: integer, height?: integer, cwd?: string, args?: string[], init?: string, env?: table}
+---@param opts? {files?: table<string, string>, agents?: table<string, table>, default?: string, width?: integer, height?: integer, cwd?: string, args?: string[], init?: string, env?: table}
 ---@return table nvim driver + `lua(code, ...)` evaluation + `kill()`
 function H.nvim(opts)
   opts = opts or {}
@@ -42,6 +42,9 @@ function H.nvim(opts)
   local agents = {}
   for name, sc in pairs(opts.agents or {}) do
     agents[name] = H.scenario(home, name, sc)
+  end
+  for name, text in pairs(opts.files or {}) do
+    vim.fn.writefile(vim.split(text, "\n", { plain = true }), home .. "/" .. name)
   end
   local sock = home .. "/nvim.sock"
   local env = {

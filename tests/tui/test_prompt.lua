@@ -39,3 +39,66 @@ H.test("typing / and @ completes without inserting the first entry", function()
   t:kill()
   assert(ok, err)
 end)
+
+local UX = {
+  turns = {
+    { match = "slow", steps = { { type = "text", text = "working hard" }, { type = "waitForCancel" } } },
+    { steps = { { type = "text", text = "echo: {{prompt}}" } } },
+  },
+}
+
+--- Neovim with the `ux` agent as default and a chat open, in its prompt.
+local function chat(files)
+  local t = H.nvim({ agents = { ux = UX }, default = "ux", files = files, args = files and { "hello.lua" } or nil })
+  t:type(":Acp")
+  t:keys("Enter")
+  t:wait_for("Ask ux", "the prompt hint")
+  t:wait_for(function()
+    return t:lua([[return require("acp.chat").current().status]]) == "ready"
+  end, "the session to start")
+  return t
+end
+
+H.test("<C-c> in Insert mode cancels the turn and puts queued prompts back", function()
+  local t = chat()
+  local ok, err = pcall(function()
+    t:type("slow please")
+    t:keys("C-s")
+    t:wait_for("working hard", "the slow answer")
+    t:type("the next question")
+    t:keys("C-s")
+    t:wait_for("queued: 1", "the queued prompt in the winbar")
+    t:keys("C-c")
+    local screen = t:wait_for("— cancelled —", "the turn cancelled")
+    H.contains(screen, "-- INSERT --", "still typing in the prompt")
+    H.eq("the next question", prompt_text(t), "the queued prompt is back in the prompt")
+  end)
+  t:kill()
+  assert(ok, err)
+end)
+
+H.test(":'<,'>Acp add then typing in the prompt keeps the mention and sends it", function()
+  local t = chat({ ["hello.lua"] = 'print("hello")\nprint("world")\nreturn 1' })
+  local ok, err = pcall(function()
+    t:keys("Escape")
+    -- Back to the file (the window left of the chat), select two lines.
+    t:keys("C-w", "t")
+    t:keys("g", "g", "V", "j")
+    t:type(":Acp add")
+    t:keys("Enter")
+    t:wait_for("@hello.lua#L1-2", "the mention in the prompt")
+    -- The prompt is the bottom-right window.
+    t:keys("C-w", "b")
+    t:keys("i")
+    t:type("XYZ explain")
+    t:keys("C-s")
+    local screen = t:wait_for("echo: ", "the answer")
+    H.eq("@hello.lua#L1-2\nXYZ explain", t:lua([[
+      local chat = require("acp.chat").current()
+      return table.concat(chat.transcript.view:lines(chat.transcript.entries[0]), "\n")
+    ]]):match("^(.-)\n↳") or "", "the user message: the text as typed")
+    H.contains(screen, "↳ embedded hello.lua#L1-2", "the context was sent")
+  end)
+  t:kill()
+  assert(ok, err)
+end)
