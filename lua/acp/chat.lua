@@ -69,6 +69,18 @@ function M.of_buf(buf)
   end
 end
 
+--- The live chat (not a read-only transcript) on a session of an agent.
+---@param agent_name string
+---@param session_id string
+---@return acp.Chat?
+function M.of_session(agent_name, session_id)
+  for _, chat in ipairs(M.list) do
+    if chat.session_id == session_id and chat.agent.name == agent_name and not chat.readonly then
+      return chat
+    end
+  end
+end
+
 --- The current chat: the one of the current buffer, else the last used one.
 ---@return acp.Chat?
 function M.current()
@@ -212,9 +224,26 @@ function Chat:is_visible()
   return false
 end
 
---- Show the chat windows in the current tab (or focus them when shown).
-function Chat:show()
-  require("acp.layout").show(self)
+--- Show the chat windows in the current tab (or focus them when shown),
+--- in place of another chat shown there unless `opts.split`.
+---@param opts? {split?: boolean}
+function Chat:show(opts)
+  require("acp.layout").show(self, opts)
+end
+
+--- One line describing the chat (for pickers).
+---@return string
+function Chat:describe()
+  local status = self.readonly and "read-only" or self.status
+  local pending = #permission.for_chat(self.chat_id)
+  return ("%d  %s  %s  [%s%s]%s"):format(
+    self.n,
+    self.agent.name,
+    self.title or self.session_id or "(new session)",
+    status,
+    pending > 0 and (", " .. pending .. " waiting for you") or "",
+    self:is_visible() and "  (shown)" or ""
+  )
 end
 
 --- Close the chat windows (all tabs); the chat keeps running.

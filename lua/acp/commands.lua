@@ -34,14 +34,32 @@ local function on_chat(fn)
 end
 
 M.subcommands.new = {
-  desc = "open a new chat: :Acp new [agent]",
+  desc = "open a new chat in place of the one shown: :Acp new [agent] [--split] (--split: beside it)",
   run = function(args)
-    require("acp").open({ agent = args[1] })
+    local opts = {}
+    for _, a in ipairs(args) do
+      if a == "--split" then
+        opts.split = true
+      elseif vim.startswith(a, "-") then
+        util.notify(("`:Acp new %s`: unknown flag; use :Acp new [agent] [--split]"):format(a), vim.log.levels.ERROR)
+        return
+      else
+        opts.agent = a
+      end
+    end
+    require("acp").open(opts)
   end,
   complete = function(lead)
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
-    end, require("acp.config").agent_names())
+    end, vim.list_extend({ "--split" }, require("acp.config").agent_names()))
+  end,
+}
+
+M.subcommands.chats = {
+  desc = "pick one of the open chats and show it",
+  run = function()
+    require("acp").pick_chat()
   end,
 }
 

@@ -58,4 +58,36 @@ T.test("a second turn reusing tool call ids gets blocks of its own, and its own 
   T.truthy(plan2 and you2 < plan2 and plan2 < second, "turn 2's plan and call are in turn 2")
 end)
 
+T.test("opening a session that is open in a chat shows that chat, which goes on working", function()
+  local chat = T.open_chat("ux", dir)
+  T.eq("end_turn", T.turn(chat, "first"), "turn 1")
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "half-written" })
+  vim.cmd("silent! only")
+  vim.cmd("enew")
+  local n = #require("acp.chat").list
+  local item = { action = "load", session_id = chat.session_id, agent_name = "ux", cwd = dir }
+  T.eq(chat, require("acp.sessions").open(item, dir), "the open chat")
+  T.eq(n, #require("acp.chat").list, "no second chat")
+  T.truthy(chat:is_visible(), "shown")
+  T.eq(chat, require("acp").open({ agent = "ux", load_session_id = chat.session_id }), "open() too")
+  T.eq({ "half-written" }, T.lines(chat.prompt_buf), "the prompt text is kept")
+  T.eq("end_turn", T.turn(chat, "again"), "the chat goes on")
+end)
+
+T.test("in float layout a new chat takes the floats of the one shown", function()
+  require("acp.config").options.layout.position = "float"
+  local ok, err = pcall(function()
+    local one = T.open_chat("ux", dir)
+    local two = T.open_chat("ux", dir)
+    local floats = vim.tbl_filter(function(w)
+      return vim.api.nvim_win_get_config(w).relative ~= ""
+    end, vim.api.nvim_tabpage_list_wins(0))
+    T.eq(2, #floats, "one transcript float and one prompt float")
+    T.truthy(two:is_visible() and not one:is_visible(), "the new chat is shown, the old one hidden")
+    T.eq(" acp: ux ", vim.api.nvim_win_get_config(vim.fn.win_findbuf(two.bufnr)[1]).title[1][1], "float title")
+  end)
+  require("acp.config").options.layout.position = "right"
+  assert(ok, err)
+end)
+
 T.run()
