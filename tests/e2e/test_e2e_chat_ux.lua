@@ -90,4 +90,24 @@ T.test("in float layout a new chat takes the floats of the one shown", function(
   assert(ok, err)
 end)
 
+T.test("a narrow winbar keeps the agent name and the title, dropping cost and context first", function()
+  local chat = T.open_chat("ux", dir)
+  chat.title = "Fix the parser"
+  chat.usage = { used = 18200, size = 200000, cost = { amount = 1.5, currency = "USD" } }
+  local winbar = require("acp.winbar")
+  local wide = winbar.text(chat, 200)
+  T.contains(wide, "$1.50", "cost when there is room")
+  local narrow = winbar.text(chat, 40)
+  T.truthy(narrow:find("^%%#AcpWinbar# ux │ Fix the parser"), "name and title first: " .. narrow)
+  T.not_contains(narrow, "$1.50", "cost dropped")
+  T.not_contains(narrow, "ctx", "context dropped")
+  local tiny = winbar.text(chat, 12)
+  T.truthy(tiny:find("^%%#AcpWinbar# ux │ Fix"), "the title shortened, never the name: " .. tiny)
+  T.contains(tiny, "…", "marked as shortened")
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_win_set_width(win, 30)
+  chat:update_winbar()
+  T.truthy(vim.wo[win].winbar:find("ux │ Fix the parser", 1, true), "the window's winbar fits its width")
+end)
+
 T.run()

@@ -1,6 +1,8 @@
 -- End to end: the bundled demo agent plays its whole tour (fs read through
 -- the editor, an edit with permission, a live terminal, plan, usage, title).
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local dir = T.tmpdir()
 

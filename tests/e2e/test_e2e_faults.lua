@@ -2,6 +2,8 @@
 -- test injects one fault with the fake agent (or kills the backend), checks
 -- the chat's state and transcript, then checks that the way out works.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local dir = T.tmpdir()
 

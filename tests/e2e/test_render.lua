@@ -3,6 +3,8 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local events = require("acp.events")
 
 local sent = T.fake_backend()
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local function session(chat, change)
   return { type = "session", chat_id = chat.chat_id, change = change }
