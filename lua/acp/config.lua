@@ -419,16 +419,77 @@ function M.validate(opts)
   end
 end
 
---- Validate and apply options. Returns false and an error sentence when the
---- options are invalid; the previous configuration is then kept.
----@param opts? table
----@return boolean ok, string? err
-function M.setup(opts)
-  local err = M.validate(opts)
-  if err then
-    return false, err
+-- Tables whose keys are checked one by one (one bad key drops only itself).
+local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true }
+
+--- The valid part of user options, and one sentence per option left out.
+--- One typo must not cost the user every other option (agents included).
+---@param opts any
+---@return table valid, string[] errors
+function M.sanitize(opts)
+  if opts == nil then
+    return {}, {}
   end
-  opts = opts or {}
+  local err = M.validate(opts)
+  if not err then
+    return opts, {}
+  end
+  if type(opts) ~= "table" then
+    return {}, { err }
+  end
+  local valid, errors = {}, {}
+  local function try(key, value)
+    local e = M.validate({ [key] = value })
+    if e then
+      errors[#errors + 1] = e
+      return false
+    end
+    return true
+  end
+  local keys = vim.tbl_keys(opts)
+  table.sort(keys, function(a, b)
+    return tostring(a) < tostring(b)
+  end)
+  for _, k in ipairs(keys) do
+    local v = opts[k]
+    if k == "default_agent" then
+      -- Checked below, against the agents that survived.
+    elseif k == "agents" and type(v) == "table" then
+      valid.agents = {}
+      for name, a in pairs(v) do
+        if try("agents", { [name] = a }) then
+          valid.agents[name] = a
+        end
+      end
+    elseif NESTED[k] and type(v) == "table" then
+      valid[k] = {}
+      for sk, sv in pairs(v) do
+        if try(k, { [sk] = sv }) then
+          valid[k][sk] = sv
+        end
+      end
+    elseif try(k, v) then
+      valid[k] = v
+    end
+  end
+  if opts.default_agent ~= nil then
+    local e = M.validate({ default_agent = opts.default_agent, agents = valid.agents })
+    if e then
+      errors[#errors + 1] = e
+    else
+      valid.default_agent = opts.default_agent
+    end
+  end
+  return valid, errors
+end
+
+--- Validate and apply options. Invalid options are left out (their defaults
+--- apply) and named in the returned errors; everything valid applies.
+---@param opts? table
+---@return boolean ok false when some options were left out, string[] errors
+function M.setup(opts)
+  local errors
+  opts, errors = M.sanitize(opts)
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
   -- Lists replace, they do not merge index by index.
   if opts.permission and opts.permission.auto_allow then
@@ -439,7 +500,7 @@ function M.setup(opts)
     merged.mcp_servers = vim.deepcopy(opts.mcp_servers)
   end
   M.options = merged
-  return true
+  return #errors == 0, errors
 end
 
 --- Names of the configured agents (presets not disabled + user agents), sorted.

@@ -23,15 +23,22 @@ local function init()
   require("acp.review").setup()
 end
 
---- Configure the plugin. Invalid options are reported with a message naming
---- the bad key, and the previous configuration is kept.
+--- Configure the plugin. An invalid option is left out (its default
+--- applies) and named in an error message; every valid option applies.
 ---@param opts? table see :help acp-config
----@return boolean ok
+---@return boolean ok false when some options were left out
 function M.setup(opts)
   init()
-  local ok, err = config.setup(opts)
+  local ok, errors = config.setup(opts)
   if not ok then
-    util.notify("setup: " .. tostring(err), vim.log.levels.ERROR)
+    util.notify(
+      ("setup: %d option%s ignored, the rest applies:\n%s"):format(
+        #errors,
+        #errors == 1 and "" or "s",
+        table.concat(errors, "\n")
+      ),
+      vim.log.levels.ERROR
+    )
     return false
   end
   return true
