@@ -90,9 +90,11 @@ M.subcommands.restart = {
 }
 
 M.subcommands.log = {
-  desc = "open the backend log file",
+  desc = "open the backend log file at its newest entries",
   run = function()
     vim.cmd("split " .. vim.fn.fnameescape(require("acp.backend").log_file()))
+    -- The newest entries are what the user came for.
+    vim.cmd("normal! G")
   end,
 }
 

@@ -196,6 +196,7 @@ function Transcript:_render_tool(block)
     permission = d.permission,
     notes = d.notes,
     terminals = self.chat.terminals,
+    cwd = self.chat.cwd,
   })
   self.view:replace(block, lines, hls, actions)
 end
@@ -213,7 +214,7 @@ function Transcript:_tool_block(state, fresh)
   end
   self:_header("agent")
   local data = { state = state, notes = {}, turn = self.turn }
-  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals })
+  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
   block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
   self.tools[id] = block
   return block
@@ -259,6 +260,9 @@ end
 ---@param raw any
 ---@param index? integer
 function Transcript:_unknown(kind, raw, index)
+  -- The agent sent it: under the agent's header, never inside the user's
+  -- message.
+  self:_header("agent")
   local lines = { ("▸ Unknown update: %s"):format(kind or "?") }
   vim.list_extend(lines, util.json_lines(raw, "  "))
   local block = self:_add("unknown", lines, { { 0, 0, -1, "AcpUnknown" } }, { foldable = true })

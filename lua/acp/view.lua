@@ -416,6 +416,8 @@ function View.setup_window(win)
   wo.foldenable = true
   wo.wrap = true
   wo.linebreak = true
+  -- Wrapped tool output and plan entries keep their indent.
+  wo.breakindent = true
   wo.number = false
   wo.relativenumber = false
   wo.signcolumn = "no"

@@ -110,4 +110,22 @@ T.test("a narrow winbar keeps the agent name and the title, dropping cost and co
   T.truthy(vim.wo[win].winbar:find("ux │ Fix the parser", 1, true), "the window's winbar fits its width")
 end)
 
+T.test(":Acp log opens at the newest entry", function()
+  T.open_chat("ux", dir)
+  vim.cmd("Acp log")
+  local count = vim.api.nvim_buf_line_count(0)
+  T.truthy(count > 1, "the log has entries")
+  T.eq(count, vim.api.nvim_win_get_cursor(0)[1], "cursor on the last line")
+  vim.cmd("close")
+end)
+
+T.test("sending a prompt scrolls the transcript to it even with the cursor up in the chat", function()
+  local chat = T.open_chat("ux", dir)
+  T.eq("end_turn", T.turn(chat, "first"), "turn 1")
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_win_set_cursor(win, { 1, 0 })
+  T.eq("end_turn", T.turn(chat, "again"), "turn 2")
+  T.eq(vim.api.nvim_buf_line_count(chat.bufnr), vim.api.nvim_win_get_cursor(win)[1], "the transcript follows the new turn")
+end)
+
 T.run()

@@ -117,7 +117,7 @@ T.test("a tool call is updated in place", function()
   local l = T.truthy(T.find_line(buf, "✓ read · Read notes"), "completed header")
   local lines = T.lines(buf)
   T.eq("  notes body", lines[l + 1], "content")
-  T.eq("  → " .. dir .. "/notes.txt:2", lines[l + 2], "location")
+  T.eq("  → notes.txt:2", lines[l + 2], "location, relative to the workspace")
   T.truthy(T.find_line(buf, "between") > l, "text sent after the call stays after its block")
 end)
 

@@ -515,6 +515,39 @@ T.test("prompts are queued until the session starts and while a turn runs", func
   T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("second") } } }, sent[2], "queued prompt sent after the turn")
 end)
 
+T.test("shell calls show their command; a replayed terminal is not waiting; unknown updates are the agent's", function()
+  local chat = T.fake_chat()
+  local function tool(index, entry)
+    return session(chat, { change = "entry_added", index = index, entry = entry })
+  end
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "user_message", content = { text("run it") } },
+    }),
+    session(chat, { change = "unknown", kind = "future_update", raw = { x = 1 } }),
+    tool(1, { type = "tool_call", id = "sh", title = "Run tests", kind = "execute", status = "pending", rawInput = { command = "make test" } }),
+    tool(2, {
+      type = "tool_call",
+      id = "old",
+      title = "ls",
+      kind = "execute",
+      status = "completed",
+      rawInput = { command = { "ls", "-la" } },
+      content = { { type = "terminal", terminalId = "term-9" } },
+    }),
+  })
+  local buf = chat.bufnr
+  local lines = T.lines(buf)
+  T.truthy(T.find_line(buf, "  $ make test"), "the command, not input: {...}")
+  T.eq(nil, T.find_line(buf, "input: "), "no raw JSON")
+  T.truthy(T.find_line(buf, "  $ ls -la (output not kept)"), "a replayed terminal is not waiting for output")
+  local unknown = T.find_line(buf, "Unknown update")
+  local agent_header = T.find_line(buf, "## demo")
+  T.truthy(agent_header and agent_header < unknown, "the unknown update is under the agent's header: " .. table.concat(lines, "\n"))
+end)
+
 T.test("terminal output is shown live inside its tool call", function()
   local chat = T.fake_chat()
   events.dispatch({
@@ -537,7 +570,7 @@ T.test("terminal output is shown live inside its tool call", function()
     { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "exited", exitStatus = { exitCode = 0 } },
   })
   local buf = chat.bufnr
-  T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status")
+  T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status (no command known: the terminal's id)")
   local l = T.find_line(buf, "│ a")
   local lines = T.lines(buf)
   T.eq({ "  │ a", "  │ bc" }, { lines[l], lines[l + 1] }, "output in order")
