@@ -66,14 +66,23 @@ function H.nvim(opts)
   vim.list_extend(cmd, { "-u", opts.init or (H.root .. "/tests/tui/init.lua") })
   local t = Tmux.start({ cmd = cmd, width = opts.width, height = opts.height, env = env, cwd = opts.cwd or home })
   t.home = home
+  -- The socket file may exist a moment before Neovim accepts on it.
   local ok = vim.wait(10000, function()
-    return vim.uv.fs_stat(sock) ~= nil
+    if not vim.uv.fs_stat(sock) then
+      return false
+    end
+    local good, chan = pcall(vim.fn.sockconnect, "pipe", sock, { rpc = true })
+    if good and chan > 0 then
+      t.chan = chan
+      return true
+    end
+    return false
   end, 20)
   if not ok then
+    local screen = t:screen()
     t:kill()
-    error("Neovim did not start in tmux; screen:\n" .. t:screen())
+    error("Neovim did not start in tmux; screen:\n" .. screen)
   end
-  t.chan = vim.fn.sockconnect("pipe", sock, { rpc = true })
   --- Evaluate Lua in the Neovim under test.
   function t:lua(code, ...)
     return vim.rpcrequest(self.chan, "nvim_exec_lua", code, { ... })

@@ -33,7 +33,10 @@ local function turn(t, text, ends)
   H.contains(screen, "-- INSERT --", "still in Insert mode in the prompt")
   if screen:find("The demo agent reads this", 1, true) then
     -- At 180 columns the README's first line wraps: the rest keeps its indent.
-    H.contains(screen, "│  file,", "wrapped tool output keeps its indent")
+    assert(
+      screen:find("│  file,", 1, true) or screen:find("┤  file,", 1, true),
+      "wrapped tool output keeps its indent:\n" .. screen
+    )
   end
   t:keys("1")
   return t:wait_for(function(s)
