@@ -162,10 +162,11 @@ M.subcommands.mode = {
       set(args[1])
       return
     end
+    local current = util.field(chat.modes, "currentModeId", "current_mode_id")
     vim.ui.select(modes, {
       prompt = "acp.nvim: mode",
       format_item = function(m)
-        return util.field(m, "name") or util.field(m, "id")
+        return (util.field(m, "name") or util.field(m, "id")) .. (util.field(m, "id") == current and " (current)" or "")
       end,
     }, function(m)
       if m then
@@ -205,10 +206,11 @@ M.subcommands.model = {
       set(args[1])
       return
     end
+    local current = util.field(opt, "currentValue", "current_value")
     vim.ui.select(model_values(opt), {
       prompt = "acp.nvim: model",
       format_item = function(v)
-        return v.name
+        return v.name .. (v.value == current and " (current)" or "")
       end,
     }, function(v)
       if v then
@@ -274,6 +276,19 @@ local function option_values(opt)
   return model_values(opt)
 end
 
+--- The display name of an option's current value (not its id).
+---@param opt table
+---@return string
+local function value_name(opt)
+  local current = util.field(opt, "currentValue", "current_value")
+  for _, v in ipairs(option_values(opt)) do
+    if v.value == current then
+      return v.name
+    end
+  end
+  return tostring(current)
+end
+
 M.subcommands.option = {
   desc = "set one of the agent's config options: :Acp option [id [value]] (menus without arguments)",
   run = function(args)
@@ -324,8 +339,7 @@ M.subcommands.option = {
     vim.ui.select(options, {
       prompt = "acp.nvim: option",
       format_item = function(o)
-        local current = util.field(o, "currentValue", "current_value")
-        return ("%s (%s)"):format(util.field(o, "name") or util.field(o, "id"), tostring(current))
+        return ("%s: %s"):format(util.field(o, "name") or util.field(o, "id"), value_name(o))
       end,
     }, function(o)
       if o then

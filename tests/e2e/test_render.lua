@@ -548,6 +548,43 @@ T.test("shell calls show their command; a replayed terminal is not waiting; unkn
   T.truthy(agent_header and agent_header < unknown, "the unknown update is under the agent's header: " .. table.concat(lines, "\n"))
 end)
 
+T.test("the mode, model and option menus mark the current value and show names, not ids", function()
+  local chat = T.fake_chat({
+    modes = { currentModeId = "code", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    config_options = {
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        currentValue = "m-small",
+        options = { { value = "m-small", name = "Small" }, { value = "m-large", name = "Large" } },
+      },
+      { id = "fast", name = "Fast mode", type = "boolean", currentValue = false },
+    },
+  })
+  local menus = {}
+  local orig = vim.ui.select
+  vim.ui.select = function(items, opts)
+    local lines = {}
+    for _, it in ipairs(items) do
+      lines[#lines + 1] = opts.format_item(it)
+    end
+    menus[#menus + 1] = lines
+  end
+  local ok, err = pcall(function()
+    vim.cmd("Acp mode")
+    vim.cmd("Acp model")
+    vim.cmd("Acp option")
+  end)
+  vim.ui.select = orig
+  assert(ok, err)
+  _ = chat
+  T.eq({ "Ask", "Code (current)" }, menus[1], "modes")
+  T.eq({ "Small (current)", "Large" }, menus[2], "models")
+  T.eq({ "Model: Small", "Fast mode: off" }, menus[3], "options by value name")
+end)
+
 T.test("terminal output is shown live inside its tool call", function()
   local chat = T.fake_chat()
   events.dispatch({
