@@ -253,7 +253,13 @@ function M.open_diff(action)
     if ft ~= "" then
       vim.bo[buf].filetype = ft
     end
-    pcall(vim.api.nvim_buf_set_name, buf, ("acp://diff/%d/%s%s"):format(buf, action.path, suffix))
+    -- The tab line shortens every path component: `acp://diff/7//tmp/...`
+    -- showed as `a//d/7//t/...`. The file's own name reads as itself.
+    pcall(
+      vim.api.nvim_buf_set_name,
+      buf,
+      ("%s%s [acp diff %d]"):format(vim.fn.fnamemodify(action.path, ":~:."), suffix, buf)
+    )
     vim.keymap.set("n", "q", function()
       if vim.api.nvim_tabpage_is_valid(tab) and #vim.api.nvim_list_tabpages() > 1 then
         vim.cmd("tabclose " .. vim.api.nvim_tabpage_get_number(tab))

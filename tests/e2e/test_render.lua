@@ -585,6 +585,14 @@ T.test("the mode, model and option menus mark the current value and show names, 
   T.eq({ "Model: Small", "Fast mode: off" }, menus[3], "options by value name")
 end)
 
+T.test("the diff tab is named after the file", function()
+  require("acp.tool_call").open_diff({ path = vim.fn.getcwd() .. "/lua/x.lua", old = "a\n", new = "b\n" })
+  local name = vim.fn.bufname(vim.api.nvim_get_current_buf())
+  T.truthy(name:find("^lua/x%.lua %(after%) %[acp diff %d+%]$"), "the file's name: " .. name)
+  T.truthy(vim.fn.pathshorten(name):find("^l/x%.lua %(after%)"), "readable in the tab line: " .. vim.fn.pathshorten(name))
+  vim.cmd("tabclose")
+end)
+
 T.test("terminal output is shown live inside its tool call", function()
   local chat = T.fake_chat()
   events.dispatch({
