@@ -35,6 +35,8 @@ local M = {}
 ---@field transcript_path? string where the backend writes this session's transcript
 ---@field auth_methods? table[] the agent's auth methods, after `auth_required`
 ---@field opening? table the load/resume/auth options of the running `acp.open`
+---@field history_pos? integer position in the prompt history while recalling
+---@field history_draft? string[] what was in the prompt when recalling began
 local Chat = {}
 Chat.__index = Chat
 
@@ -483,6 +485,8 @@ function Chat:submit()
   -- agent's capabilities are known and buffers are read as they are.
   local blocks = context.has_mentions(text) and context.deferred(self, text) or { { type = "text", text = text } }
   if self:send(blocks, text) then
+    require("acp.prompt").remember(text)
+    self.history_pos, self.history_draft = nil, nil
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
   end
 end

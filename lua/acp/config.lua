@@ -36,6 +36,8 @@ local M = {}
 ---@field focus_prompt string|false transcript: jump to the prompt input
 ---@field restart string|false transcript: restart a stopped agent and continue the session
 ---@field open_review string|false transcript: open the file of the tool call under the cursor with its inline diff (a pending edit: preview it)
+---@field history_prev string|false prompt, both modes, on its first line: the previous prompt sent
+---@field history_next string|false prompt, both modes, on its last line: the next prompt sent (then the draft)
 ---@field review_next string|false reviewed buffers: next agent hunk
 ---@field review_prev string|false reviewed buffers: previous agent hunk
 ---@field review_accept string|false reviewed buffers: accept the hunk under the cursor
@@ -91,6 +93,8 @@ M.defaults = {
     focus_prompt = "i",
     restart = "R",
     open_review = "gd",
+    history_prev = "<Up>",
+    history_next = "<Down>",
     review_next = "]h",
     review_prev = "[h",
     review_accept = "<localleader>aa",

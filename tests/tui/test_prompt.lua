@@ -102,3 +102,33 @@ H.test(":'<,'>Acp add then typing in the prompt keeps the mention and sends it",
   t:kill()
   assert(ok, err)
 end)
+
+H.test("<Up> and <Down> on the prompt's edge lines recall earlier prompts, then the draft", function()
+  local t = chat()
+  local ok, err = pcall(function()
+    for _, p in ipairs({ "first question", "second question" }) do
+      t:type(p)
+      t:keys("C-s")
+      t:wait_for("echo: " .. p, "the answer to " .. p)
+    end
+    t:type("a draft")
+    t:keys("Up")
+    t:wait_for(function()
+      return prompt_text(t) == "second question"
+    end, "the last prompt")
+    t:keys("Up")
+    t:wait_for(function()
+      return prompt_text(t) == "first question"
+    end, "the one before")
+    t:keys("Down", "Down")
+    t:wait_for(function()
+      return prompt_text(t) == "a draft"
+    end, "the draft back")
+    t:type("!")
+    t:wait_for(function()
+      return prompt_text(t) == "a draft!"
+    end, "typing goes on at the end, in Insert mode")
+  end)
+  t:kill()
+  assert(ok, err)
+end)
