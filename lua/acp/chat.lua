@@ -765,6 +765,35 @@ function Chat:on_session_change(change)
   end
 end
 
+-- Whether Neovim has the focus (the terminal reports FocusLost and
+-- FocusGained; without those events it counts as focused).
+M.focused = true
+api.nvim_create_autocmd({ "FocusGained", "FocusLost" }, {
+  group = api.nvim_create_augroup("acp.focus", { clear = true }),
+  callback = function(a)
+    M.focused = a.event == "FocusGained"
+  end,
+})
+
+--- Tell the user through vim.notify (so nvim-notify, snacks or fidget show
+--- it) that the chat needs them, when they may not see it: the chat is not
+--- shown in this tab, or Neovim is not focused. `what` is the `notify`
+--- option that allows it (turn_end, permission, question).
+---@param what "turn_end"|"permission"|"question"
+---@param message string
+---@param level? integer
+---@return boolean notified
+function Chat:attention(what, message, level)
+  if not config.options.notify[what] then
+    return false
+  end
+  if self:is_visible() and M.focused then
+    return false
+  end
+  util.notify(("chat %d (%s): %s"):format(self.n, self.agent.name, message), level)
+  return true
+end
+
 ---@param ev table permission_request
 ---@return acp.PermissionRequest req, boolean waiting
 function Chat:on_permission_request(ev)
@@ -772,15 +801,13 @@ function Chat:on_permission_request(ev)
   if waiting then
     self.transcript:permission_shown(req)
     self:update_permission_keys()
-    if not self:is_visible() then
-      util.notify(
-        ("%s asks permission: %s (:Acp permission to answer)"):format(
-          self.agent.name,
-          tostring(util.field(req.tool_call, "title") or "a tool call")
-        ),
-        vim.log.levels.WARN
-      )
-    end
+    self:attention(
+      "permission",
+      ("asks permission: %s (:Acp permission to answer)"):format(
+        tostring(util.field(req.tool_call, "title") or "a tool call")
+      ),
+      vim.log.levels.WARN
+    )
   end
   return req, waiting
 end
@@ -844,6 +871,13 @@ function Chat:on_turn_ended(ev)
     self.status = "ready"
   end
   self.transcript:turn_ended(reason)
+  if #self.queue == 0 then
+    self:attention(
+      "turn_end",
+      ("turn ended (%s)"):format((reason:gsub("_", " "))),
+      reason == "end_turn" and vim.log.levels.INFO or vim.log.levels.WARN
+    )
+  end
   self:_flush()
   self:update_winbar()
 end

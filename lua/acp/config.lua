@@ -55,7 +55,13 @@ local M = {}
 ---@field max_image_bytes integer larger images are not sent
 ---@field auto_complete boolean typing `@` or `/` at the start of a word in the prompt opens the completion menu
 
+---@class acp.NotifyConfig
+---@field turn_end boolean a turn ended while its chat is hidden or Neovim is not focused
+---@field permission boolean a permission request waits (same condition)
+---@field question boolean the agent asks the user a question (same condition)
+
 ---@class acp.Config
+---@field notify acp.NotifyConfig vim.notify when a chat needs you and you may not see it
 ---@field agents table<string, acp.AgentConfig|false>
 ---@field default_agent? string
 ---@field layout acp.LayoutConfig
@@ -113,6 +119,7 @@ M.defaults = {
     auto_complete = true,
   },
   transcripts = true,
+  notify = { turn_end = true, permission = true, question = true },
 }
 
 ---@type acp.Config
@@ -279,6 +286,7 @@ local TOP_KEYS = {
   mcp_servers = true,
   context = true,
   transcripts = true,
+  notify = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -389,6 +397,22 @@ function M.validate(opts)
       return err
     end
   end
+  if opts.notify ~= nil then
+    if type(opts.notify) ~= "table" then
+      return ("`notify` must be a table like { turn_end = true, permission = true, question = true } (got %s)"):format(
+        describe(opts.notify)
+      )
+    end
+    err = check_keys(opts.notify, M.defaults.notify, "notify.")
+    if err then
+      return err
+    end
+    for k, v in pairs(opts.notify) do
+      if type(v) ~= "boolean" then
+        return ("`notify.%s` must be true or false (got %s)"):format(k, describe(v))
+      end
+    end
+  end
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
     return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
@@ -424,7 +448,7 @@ function M.validate(opts)
 end
 
 -- Tables whose keys are checked one by one (one bad key drops only itself).
-local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true }
+local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true, notify = true }
 
 --- The valid part of user options, and one sentence per option left out.
 --- One typo must not cost the user every other option (agents included).

@@ -22,6 +22,13 @@ T.setup_fake({
         },
       },
       {
+        match = "ask me",
+        steps = {
+          { type = "toolCall", toolCallId = "p1", title = "Run make", kind = "execute", status = "pending" },
+          { type = "requestPermission", toolCall = { toolCallId = "p1", title = "Run make", kind = "execute" } },
+        },
+      },
+      {
         match = "again",
         steps = {
           step_plan("in_progress"),
@@ -126,6 +133,54 @@ T.test("sending a prompt scrolls the transcript to it even with the cursor up in
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
   T.eq("end_turn", T.turn(chat, "again"), "turn 2")
   T.eq(vim.api.nvim_buf_line_count(chat.bufnr), vim.api.nvim_win_get_cursor(win)[1], "the transcript follows the new turn")
+end)
+
+--- Run `fn` with vim.notify recorded; returns the messages.
+local function notified(fn)
+  local msgs, orig = {}, vim.notify
+  vim.notify = function(m)
+    msgs[#msgs + 1] = m
+  end
+  local ok, err = pcall(fn)
+  vim.notify = orig
+  assert(ok, err)
+  return msgs
+end
+
+T.test("a hidden chat or an unfocused Neovim gets a notification when a turn ends or a permission waits", function()
+  local chat = T.open_chat("ux", dir)
+  local shown = notified(function()
+    T.turn(chat, "first")
+  end)
+  T.eq({}, shown, "nothing while the chat is in view")
+  chat:hide()
+  local hidden = notified(function()
+    T.turn(chat, "again")
+    assert(chat:send({ { type = "text", text = "ask me" } }))
+    T.wait(function()
+      return #require("acp.permission").for_chat(chat.chat_id) > 0
+    end, "the permission request")
+  end)
+  T.contains(table.concat(hidden, "\n"), "chat " .. chat.n .. " (ux): turn ended (end turn)", "turn end")
+  T.contains(table.concat(hidden, "\n"), "asks permission: Run make", "permission")
+  chat:cancel()
+  T.wait(function()
+    return chat.status == "ready"
+  end, "cancelled")
+  chat:show()
+  vim.api.nvim_exec_autocmds("FocusLost", {})
+  local unfocused = notified(function()
+    T.turn(chat, "first")
+  end)
+  vim.api.nvim_exec_autocmds("FocusGained", {})
+  T.eq(1, #unfocused, "Neovim not focused: notified although the chat is shown")
+  require("acp.config").options.notify.turn_end = false
+  chat:hide()
+  local off = notified(function()
+    T.turn(chat, "first")
+  end)
+  require("acp.config").options.notify.turn_end = true
+  T.eq({}, off, "notify.turn_end = false turns it off")
 end)
 
 T.run()
