@@ -35,6 +35,8 @@ local M = {}
 ---@field transcript_path? string where the backend writes this session's transcript
 ---@field auth_methods? table[] the agent's auth methods, after `auth_required`
 ---@field opening? table the load/resume/auth options of the running `acp.open`
+---@field following? boolean the editor window follows the agent's tool calls
+---@field followed? string the last location shown while following
 ---@field history_pos? integer position in the prompt history while recalling
 ---@field history_draft? string[] what was in the prompt when recalling began
 local Chat = {}
@@ -810,6 +812,45 @@ function Chat:on_permission_request(ev)
     )
   end
   return req, waiting
+end
+
+--- Follow the agent: show the file and line of the tool call it works on
+--- in the editor window (as Zed and avante do). Off by default.
+---@param on? boolean default: toggle
+function Chat:set_follow(on)
+  if on == nil then
+    on = not self.following
+  end
+  self.following = on
+  self.followed = nil
+  self:update_winbar()
+  util.notify(("chat %d %s"):format(self.n, on and "follows the agent: its files open in the editor window" or "stopped following the agent"))
+end
+
+--- A tool call's state changed (called by the transcript).
+---@param state table
+function Chat:on_tool_state(state)
+  if not self.following or type(state) ~= "table" then
+    return
+  end
+  if state.status == "failed" or state.status == "cancelled" then
+    return
+  end
+  local loc = require("acp.tool_call").location(state)
+  if not loc then
+    return
+  end
+  local key = loc.path .. ":" .. tostring(loc.line)
+  if key == self.followed then
+    return
+  end
+  self.followed = key
+  -- Not inside the event batch: opening a file runs the user's autocmds.
+  vim.schedule(function()
+    if self.following and self.followed == key and vim.fn.filereadable(loc.path) == 1 then
+      require("acp.tool_call").show(loc, self:transcript_wins()[1])
+    end
+  end)
 end
 
 --- A request was answered or withdrawn: replace its prompt by a note.

@@ -56,6 +56,27 @@ M.subcommands.new = {
   end,
 }
 
+M.subcommands.follow = {
+  desc = "follow the agent in the current chat: its tool calls' files open in the editor window: :Acp follow [on|off]",
+  run = on_chat(function(chat, args)
+    local arg = args[1]
+    if arg ~= nil and arg ~= "on" and arg ~= "off" then
+      util.notify(("`:Acp follow %s`: use :Acp follow, :Acp follow on or :Acp follow off"):format(arg), vim.log.levels.ERROR)
+      return
+    end
+    if arg == nil then
+      chat:set_follow()
+    else
+      chat:set_follow(arg == "on")
+    end
+  end),
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, lead)
+    end, { "on", "off" })
+  end,
+}
+
 M.subcommands.chats = {
   desc = "pick one of the open chats and show it",
   run = function()

@@ -278,6 +278,63 @@ function M.open_diff(action)
   vim.cmd("diffthis")
 end
 
+--- Where a tool call works: its first location, else the file of its
+--- first diff.
+---@param tc table
+---@return {path: string, line?: integer}?
+function M.location(tc)
+  local loc = (tc.locations or {})[1]
+  if type(loc) == "table" and type(loc.path) == "string" then
+    return { path = loc.path, line = tonumber(loc.line) }
+  end
+  for _, item in ipairs(tc.content or {}) do
+    if type(item) == "table" and item.type == "diff" and type(item.path) == "string" then
+      return { path = item.path }
+    end
+  end
+end
+
+--- Show a location in the editor window of the current tab (the first
+--- normal window that is no chat), without moving the cursor out of where
+--- the user is. Opens a window left of `beside` when there is none.
+---@param action {path: string, line?: integer}
+---@param beside? integer window to split when no editor window exists
+---@return integer? win the window showing it
+function M.show(action, beside)
+  local chat_mod = require("acp.chat")
+  local target
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if
+      vim.bo[buf].buftype == ""
+      and vim.api.nvim_win_get_config(win).relative == ""
+      and chat_mod.of_buf(buf) == nil
+    then
+      target = win
+      break
+    end
+  end
+  local buf = vim.fn.bufadd(action.path)
+  vim.bo[buf].buflisted = true
+  if not target then
+    if not (beside and vim.api.nvim_win_is_valid(beside)) then
+      return nil
+    end
+    target = vim.api.nvim_open_win(buf, false, { split = "left", win = beside })
+  end
+  local ok = pcall(vim.api.nvim_win_call, target, function()
+    if vim.api.nvim_win_get_buf(target) ~= buf then
+      vim.cmd("keepalt buffer " .. buf)
+    end
+    if action.line then
+      local count = vim.api.nvim_buf_line_count(buf)
+      vim.api.nvim_win_set_cursor(target, { math.max(1, math.min(action.line, count)), 0 })
+      vim.cmd("normal! zz")
+    end
+  end)
+  return ok and target or nil
+end
+
 --- Jump to a location in a normal window (not a chat window; a split is made
 --- when there is none).
 ---@param action {path: string, line?: integer}

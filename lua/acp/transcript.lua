@@ -239,6 +239,7 @@ function Transcript:_upsert_tool(state, index, added)
     self.entries[index] = block
   end
   self.tools[id] = block
+  self.chat:on_tool_state(block.data.state)
 end
 
 ---@param entries table[]

@@ -121,6 +121,9 @@ local function parts_of(chat)
   if #chat.queue > 0 then
     parts[#parts + 1] = { text = ("queued: %d"):format(#chat.queue) }
   end
+  if chat.following then
+    parts[#parts + 1] = { text = "following", drop = 5 }
+  end
   return parts, status_text
 end
 

@@ -29,6 +29,15 @@ T.setup_fake({
         },
       },
       {
+        match = "follow",
+        steps = {
+          { type = "toolCall", toolCallId = "r1", title = "Read notes", kind = "read", status = "in_progress",
+            locations = { { path = "{{cwd}}/notes.txt", line = 3 } } },
+          { type = "toolCallUpdate", toolCallId = "r1", status = "completed" },
+          { type = "text", text = "followed" },
+        },
+      },
+      {
         match = "again",
         steps = {
           step_plan("in_progress"),
@@ -181,6 +190,42 @@ T.test("a hidden chat or an unfocused Neovim gets a notification when a turn end
   end)
   require("acp.config").options.notify.turn_end = true
   T.eq({}, off, "notify.turn_end = false turns it off")
+end)
+
+T.test("a chat that follows the agent shows the file and line of its tool call in the editor window", function()
+  T.write_file(dir .. "/notes.txt", "one\ntwo\nthree\nfour\n")
+  vim.cmd("enew")
+  local editor = vim.api.nvim_get_current_win()
+  local chat = T.open_chat("ux", dir)
+  T.eq("end_turn", T.turn(chat, "follow please"), "not following: nothing opens")
+  T.eq("", vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(editor)), "the editor window is untouched")
+  vim.cmd("Acp follow")
+  T.truthy(chat.following, "following")
+  T.contains(vim.wo[vim.fn.win_findbuf(chat.bufnr)[1]].winbar, "following", "the winbar says so")
+  local from = vim.api.nvim_get_current_win()
+  T.eq("end_turn", T.turn(chat, "follow again"), "turn")
+  T.wait(function()
+    return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(editor)) == dir .. "/notes.txt"
+  end, "notes.txt in the editor window")
+  T.eq(3, vim.api.nvim_win_get_cursor(editor)[1], "at the tool call's line")
+  T.eq(from, vim.api.nvim_get_current_win(), "the cursor stays where the user is")
+  vim.cmd("Acp follow off")
+  T.eq(false, chat.following, "off")
+end)
+
+T.test("the end of a turn is not drawn as a markdown error", function()
+  vim.cmd("syntax on")
+  local chat = T.open_chat("ux", dir)
+  T.eq("end_turn", T.turn(chat, "first"), "turn")
+  local l = T.truthy(T.find_line(chat.bufnr, "— end turn —"), "the stop reason in words")
+  local win = vim.fn.win_findbuf(chat.bufnr)[1]
+  vim.api.nvim_win_call(win, function()
+    local line = vim.fn.getline(l)
+    for col = 1, #line do
+      local name = vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.synID(l, col, 1)), "name")
+      T.truthy(name ~= "Error", ("column %d of %q is highlighted as an error"):format(col, line))
+    end
+  end)
 end)
 
 T.run()
