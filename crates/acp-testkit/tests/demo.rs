@@ -173,5 +173,8 @@ fn each_demo_turn_uses_fresh_tool_call_ids_and_each_run_fresh_session_ids() {
     let second = agent.prompt(&session, "hello again", &mut generous(&mut writes));
     let (first, second) = (ids(&first), ids(&second));
     assert!(!first.is_empty());
-    assert!(first.iter().all(|id| !second.contains(id)), "{first:?} {second:?}");
+    assert!(
+        first.iter().all(|id| !second.contains(id)),
+        "{first:?} {second:?}"
+    );
 }
