@@ -220,6 +220,8 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
   T.wait(function()
     return #require("acp.permission").for_chat(asking.chat_id) == 1
   end, "a new prompt in the restarted chat")
+  -- The second chat took the windows (a new chat replaces the one shown).
+  asking:show()
   T.cursor_on(asking, "Permission needed")
   vim.api.nvim_feedkeys("1", "x", false)
   T.wait(function()
@@ -281,6 +283,7 @@ T.test("a backend killed mid-turn is reported once, in every chat, and recovers"
   T.wait(function()
     return T.count_lines(busy.bufnr, "halfway there") == 2
   end, "the busy chat works again")
+  busy:show()
   acp_in(busy, "cancel")
   T.wait(function()
     return T.turns[busy.chat_id] ~= nil
