@@ -320,6 +320,8 @@ function M.show(action, beside)
     if not (beside and vim.api.nvim_win_is_valid(beside)) then
       return nil
     end
+    -- A window that is not entered does not load its buffer by itself.
+    vim.fn.bufload(buf)
     target = vim.api.nvim_open_win(buf, false, { split = "left", win = beside })
   end
   local ok = pcall(vim.api.nvim_win_call, target, function()
