@@ -9,11 +9,22 @@ local function prompt_text(t)
   ]])
 end
 
-H.test("typing / and @ completes without inserting the first entry", function()
+--- The completion test, with 'completeopt' as the user's global value
+--- (Neovim 0.10, where it cannot be set per buffer) when `global` is set.
+local function completion_test(global)
   local t = H.nvim()
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")
+    if global then
+      t:lua([[
+        local prompt = require("acp.prompt")
+        prompt.completeopt_local = false
+        local chat = require("acp.chat").current()
+        vim.bo[chat.prompt_buf].completeopt = ""
+        vim.go.completeopt = "menu,popup"
+      ]])
+    end
     t:wait_for("Ask demo", "the prompt hint")
     t:wait_for("mode: Code", "the session to start")
     -- The chat opens in Insert mode in the prompt: letters are text.
@@ -38,6 +49,14 @@ H.test("typing / and @ completes without inserting the first entry", function()
   end)
   t:kill()
   assert(ok, err)
+end
+
+H.test("typing / and @ completes without inserting the first entry", function()
+  completion_test(false)
+end)
+
+H.test("the same where 'completeopt' is global (Neovim 0.10)", function()
+  completion_test(true)
 end)
 
 local UX = {
