@@ -126,6 +126,9 @@ function M.create(agent, cwd)
     digit_keys = false,
   }, Chat)
   self.bufnr = scratch("acp://chat/" .. n, "markdown")
+  -- With 'breakindentopt' list:-1 (acp.view), a wrapped line of tool output
+  -- (`  │ ...`) or of a list item continues under its text.
+  vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
   vim.bo[self.bufnr].undolevels = -1
   vim.bo[self.bufnr].modifiable = false
   self.prompt_buf = scratch("acp://prompt/" .. n, "markdown")

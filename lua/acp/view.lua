@@ -418,6 +418,7 @@ function View.setup_window(win)
   wo.linebreak = true
   -- Wrapped tool output and plan entries keep their indent.
   wo.breakindent = true
+  wo.breakindentopt = "list:-1"
   wo.number = false
   wo.relativenumber = false
   wo.signcolumn = "no"
