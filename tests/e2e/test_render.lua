@@ -918,7 +918,7 @@ T.test("the golden fixtures render as the user sees them", function()
   chat.status = "busy"
   dispatch("turn_ended")
   T.eq("ready", chat.status, "turn over")
-  T.truthy(T.find_line(buf, "— end_turn —"), "turn end note")
+  T.truthy(T.find_line(buf, "— end turn —"), "turn end note")
   dispatch("prompt_failed")
   T.truthy(T.find_line(buf, "overloaded"), "prompt failure")
   dispatch("warning", "sessions_listed", "logged_out")
