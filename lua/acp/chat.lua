@@ -680,7 +680,7 @@ end
 
 -- Event handlers (called by acp.events) --------------------------------------
 
----@param ev table session_started
+---@param ev acp.ev.SessionStarted
 function Chat:on_session_started(ev)
   self.session_id = ev.session_id
   self.status = "ready"
@@ -693,7 +693,7 @@ function Chat:on_session_started(ev)
   self:update_winbar()
 end
 
----@param ev table open_failed
+---@param ev acp.ev.OpenFailed
 function Chat:on_open_failed(ev)
   local opening = self.opening
   self.opening = nil
@@ -710,7 +710,7 @@ function Chat:on_open_failed(ev)
   self:update_winbar()
 end
 
----@param ev table auth_required
+---@param ev acp.ev.AuthRequired
 function Chat:on_auth_required(ev)
   self.status = "failed"
   self.opening = nil
@@ -734,13 +734,13 @@ function Chat:on_auth_required(ev)
   end
 end
 
----@param _ev table logged_out
+---@param _ev acp.ev.LoggedOut
 function Chat:on_logged_out(_ev)
   self.transcript:note(("— logged out of %s —"):format(self.agent.name))
   util.notify(("logged out of %s"):format(self.agent.name))
 end
 
----@param change table SessionChange
+---@param change acp.SessionChange
 function Chat:on_session_change(change)
   local c = change.change
   if c == "mode_changed" then
@@ -799,7 +799,7 @@ function Chat:attention(what, message, level)
   return true
 end
 
----@param ev table permission_request
+---@param ev acp.ev.PermissionRequest
 ---@return acp.PermissionRequest req, boolean waiting
 function Chat:on_permission_request(ev)
   local req, waiting = permission.add(self.chat_id, ev)
@@ -867,7 +867,7 @@ function Chat:permission_settled(req, note)
   self:update_permission_keys()
 end
 
----@param ev table permission_auto
+---@param ev acp.ev.PermissionAuto
 function Chat:on_permission_auto(ev)
   local req = {
     request_id = -1,
@@ -881,7 +881,7 @@ end
 --- Most bytes of terminal output kept per terminal.
 M.MAX_TERMINAL_BYTES = 64 * 1024
 
----@param ev table terminal
+---@param ev acp.ev.Terminal
 function Chat:on_terminal(ev)
   local id = ev.terminal_id
   if not id then
@@ -908,7 +908,7 @@ function Chat:on_terminal(ev)
   self.transcript:terminal_changed(id)
 end
 
----@param ev table turn_ended
+---@param ev acp.ev.TurnEnded
 function Chat:on_turn_ended(ev)
   local reason = ev.stop_reason or "end_turn"
   if self.status == "busy" or self.status == "cancelling" then
@@ -926,7 +926,7 @@ function Chat:on_turn_ended(ev)
   self:update_winbar()
 end
 
----@param ev table prompt_failed
+---@param ev acp.ev.PromptFailed
 function Chat:on_prompt_failed(ev)
   if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
@@ -936,7 +936,7 @@ function Chat:on_prompt_failed(ev)
   self:update_winbar()
 end
 
----@param ev table agent_exited
+---@param ev acp.ev.AgentExited
 function Chat:on_agent_exited(ev)
   self.status = "dead"
   self:_unqueue()

@@ -124,7 +124,7 @@ end
 --- when the auto-allow policy applies. Returns the request and whether it is
 --- still waiting for the user.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.PermissionRequest
 ---@return acp.PermissionRequest req, boolean waiting
 function M.add(chat_id, ev)
   ---@type acp.PermissionRequest

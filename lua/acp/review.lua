@@ -584,7 +584,7 @@ end
 
 --- `review_changed` from the backend.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.ReviewChanged
 function M.on_changed(chat_id, ev)
   local raw = ev.path
   if not raw then
@@ -639,7 +639,7 @@ end
 
 --- `review_delete_pending`: the user rejected the creation of a file.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.ReviewDeletePending
 function M.on_delete_pending(chat_id, ev)
   local path = ev.path
   if not path then

@@ -62,7 +62,7 @@ function M.list(agent_name, opts, cb)
 end
 
 --- The `sessions_listed` event.
----@param ev table
+---@param ev acp.ev.SessionsListed
 function M.on_listed(ev)
   local id = ev.request_id
   local cb = id and pending[tostring(id)]
@@ -77,7 +77,7 @@ end
 
 --- The picker's items: the agent's sessions it can open again, then the
 --- transcripts of the others, newest first.
----@param ev table sessions_listed
+---@param ev acp.ev.SessionsListed
 ---@param transcripts acp.TranscriptInfo[]
 ---@return acp.SessionItem[]
 function M.items(ev, transcripts)

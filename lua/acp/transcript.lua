@@ -306,7 +306,7 @@ end
 
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
----@param change table
+---@param change acp.SessionChange
 function Transcript:apply(change)
   local c = change.change
   if c == "entry_added" then
