@@ -34,14 +34,53 @@ local function on_chat(fn)
 end
 
 M.subcommands.new = {
-  desc = "open a new chat: :Acp new [agent]",
+  desc = "open a new chat in place of the one shown: :Acp new [agent] [--split] (--split: beside it)",
   run = function(args)
-    require("acp").open({ agent = args[1] })
+    local opts = {}
+    for _, a in ipairs(args) do
+      if a == "--split" then
+        opts.split = true
+      elseif vim.startswith(a, "-") then
+        util.notify(("`:Acp new %s`: unknown flag; use :Acp new [agent] [--split]"):format(a), vim.log.levels.ERROR)
+        return
+      else
+        opts.agent = a
+      end
+    end
+    require("acp").open(opts)
   end,
   complete = function(lead)
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
-    end, require("acp.config").agent_names())
+    end, vim.list_extend({ "--split" }, require("acp.config").agent_names()))
+  end,
+}
+
+M.subcommands.follow = {
+  desc = "follow the agent in the current chat: its tool calls' files open in the editor window: :Acp follow [on|off]",
+  run = on_chat(function(chat, args)
+    local arg = args[1]
+    if arg ~= nil and arg ~= "on" and arg ~= "off" then
+      util.notify(("`:Acp follow %s`: use :Acp follow, :Acp follow on or :Acp follow off"):format(arg), vim.log.levels.ERROR)
+      return
+    end
+    if arg == nil then
+      chat:set_follow()
+    else
+      chat:set_follow(arg == "on")
+    end
+  end),
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, lead)
+    end, { "on", "off" })
+  end,
+}
+
+M.subcommands.chats = {
+  desc = "pick one of the open chats and show it",
+  run = function()
+    require("acp").pick_chat()
   end,
 }
 
@@ -72,9 +111,11 @@ M.subcommands.restart = {
 }
 
 M.subcommands.log = {
-  desc = "open the backend log file",
+  desc = "open the backend log file at its newest entries",
   run = function()
     vim.cmd("split " .. vim.fn.fnameescape(require("acp.backend").log_file()))
+    -- The newest entries are what the user came for.
+    vim.cmd("normal! G")
   end,
 }
 
@@ -113,13 +154,13 @@ local function model_values(opt)
   local out = {}
   local function walk(options)
     for _, o in ipairs(options or {}) do
-      if util.field(o, "value") ~= nil then
-        out[#out + 1] = { value = util.field(o, "value"), name = util.field(o, "name") or util.field(o, "value") }
+      if o.value ~= nil then
+        out[#out + 1] = { value = o.value, name = o.name or o.value }
       end
-      walk(util.field(o, "options"))
+      walk(o.options)
     end
   end
-  walk(util.field(opt, "options"))
+  walk(opt.options)
   return out
 end
 
@@ -130,7 +171,7 @@ M.subcommands.mode = {
     if not chat then
       return
     end
-    local modes = util.field(chat.modes, "availableModes", "available_modes") or {}
+    local modes = (chat.modes or {}).available_modes or {}
     if #modes == 0 then
       util.notify(chat.agent.name .. " has no modes", vim.log.levels.WARN)
       return
@@ -142,22 +183,23 @@ M.subcommands.mode = {
       set(args[1])
       return
     end
+    local current = (chat.modes or {}).current_mode_id
     vim.ui.select(modes, {
       prompt = "acp.nvim: mode",
       format_item = function(m)
-        return util.field(m, "name") or util.field(m, "id")
+        return (m.name or m.id) .. (m.id == current and " (current)" or "")
       end,
     }, function(m)
       if m then
-        set(util.field(m, "id"))
+        set(m.id)
       end
     end)
   end,
   complete = function(lead)
     local chat = require("acp.chat").current()
     local ids = {}
-    for _, m in ipairs(chat and util.field(chat.modes, "availableModes", "available_modes") or {}) do
-      local id = util.field(m, "id")
+    for _, m in ipairs(chat and (chat.modes or {}).available_modes or {}) do
+      local id = m.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -179,16 +221,17 @@ M.subcommands.model = {
       return
     end
     local function set(value)
-      chat:set_config_option(util.field(opt, "id"), value)
+      chat:set_config_option(opt.id, value)
     end
     if args[1] then
       set(args[1])
       return
     end
+    local current = opt.current_value
     vim.ui.select(model_values(opt), {
       prompt = "acp.nvim: model",
       format_item = function(v)
-        return v.name
+        return v.name .. (v.value == current and " (current)" or "")
       end,
     }, function(v)
       if v then
@@ -248,10 +291,23 @@ M.subcommands.sessions = {
 ---@param opt table
 ---@return {value: any, name: string}[]
 local function option_values(opt)
-  if util.field(opt, "type") == "boolean" then
+  if opt.type == "boolean" then
     return { { value = true, name = "on" }, { value = false, name = "off" } }
   end
   return model_values(opt)
+end
+
+--- The display name of an option's current value (not its id).
+---@param opt table
+---@return string
+local function value_name(opt)
+  local current = opt.current_value
+  for _, v in ipairs(option_values(opt)) do
+    if v.value == current then
+      return v.name
+    end
+  end
+  return tostring(current)
 end
 
 M.subcommands.option = {
@@ -262,7 +318,7 @@ M.subcommands.option = {
       return
     end
     local options = vim.tbl_filter(function(o)
-      local t = util.field(o, "type")
+      local t = o.type
       return t == "select" or t == "boolean"
     end, chat.config_options or {})
     if #options == 0 then
@@ -270,19 +326,19 @@ M.subcommands.option = {
       return
     end
     local function pick_value(opt)
-      local id = util.field(opt, "id")
+      local id = opt.id
       if args[2] then
         local v = args[2]
-        if util.field(opt, "type") == "boolean" then
+        if opt.type == "boolean" then
           v = (v == "true" or v == "on" or v == "1")
         end
         chat:set_config_option(id, v)
         return
       end
       vim.ui.select(option_values(opt), {
-        prompt = ("acp.nvim: %s"):format(util.field(opt, "name") or id),
+        prompt = ("acp.nvim: %s"):format(opt.name or id),
         format_item = function(v)
-          local current = util.field(opt, "currentValue", "current_value")
+          local current = opt.current_value
           return v.name .. (v.value == current and " (current)" or "")
         end,
       }, function(v)
@@ -293,7 +349,7 @@ M.subcommands.option = {
     end
     if args[1] then
       for _, o in ipairs(options) do
-        if util.field(o, "id") == args[1] then
+        if o.id == args[1] then
           pick_value(o)
           return
         end
@@ -304,8 +360,7 @@ M.subcommands.option = {
     vim.ui.select(options, {
       prompt = "acp.nvim: option",
       format_item = function(o)
-        local current = util.field(o, "currentValue", "current_value")
-        return ("%s (%s)"):format(util.field(o, "name") or util.field(o, "id"), tostring(current))
+        return ("%s: %s"):format(o.name or o.id, value_name(o))
       end,
     }, function(o)
       if o then
@@ -317,7 +372,7 @@ M.subcommands.option = {
     local chat = require("acp.chat").current()
     local ids = {}
     for _, o in ipairs(chat and chat.config_options or {}) do
-      local id = util.field(o, "id")
+      local id = o.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -340,8 +395,8 @@ M.subcommands.logout = {
     if not chat then
       return
     end
-    local auth = util.field(chat.capabilities or {}, "auth") or {}
-    if util.is_null(util.field(auth, "logout")) then
+    local auth = (chat.capabilities or {}).auth or {}
+    if auth.logout == nil then
       util.notify(chat.agent.name .. " does not support logging out (no auth.logout capability)", vim.log.levels.WARN)
       return
     end

@@ -8,8 +8,8 @@
 ---   <streamed text>        message block, grows at its end
 ---   ▸ Thinking             thought block: dimmed, folded
 ---   ✓ edit · Edit foo.rs   tool call block, replaced in place
----   Plan (1/3 done)        the plan block, one per chat, replaced in place
----   — end_turn —           note blocks (stop reasons, errors)
+---   Plan (1/3 done)        the plan block, one per turn, replaced in place
+---   — end turn —           note blocks (stop reasons, errors)
 
 local util = require("acp.util")
 local View = require("acp.view")
@@ -21,7 +21,8 @@ local plan = require("acp.plan")
 ---@field view acp.View
 ---@field entries table<integer, acp.Block> entry index (from the backend) -> block
 ---@field tools table<string, acp.Block> tool call id -> block
----@field plan_block? acp.Block
+---@field plan_block? acp.Block the plan of the current turn
+---@field turn integer number of user messages so far (blocks record theirs)
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
 ---@field after_header boolean the last block is a header
 local Transcript = {}
@@ -38,6 +39,7 @@ function Transcript.new(chat, buf)
     tools = {},
     plan_block = nil,
     side = nil,
+    turn = 0,
   }, Transcript)
 end
 
@@ -155,6 +157,14 @@ function Transcript:note(lines, hl)
   return self:_add("note", lines, hls)
 end
 
+--- The note that ends a turn: its stop reason in words (`— end turn —`).
+--- Not the raw `end_turn`: markdown syntax draws a `_` inside a word as an
+--- error, and the note's highlight cannot clear that red background.
+---@param reason string
+function Transcript:turn_ended(reason)
+  self:note(("— %s —"):format((reason:gsub("_", " "))), reason == "end_turn" and "AcpNote" or "AcpError")
+end
+
 --- Show an error, with the agent's stderr tail when there is one.
 ---@param message string
 ---@param stderr_tail? string
@@ -186,6 +196,7 @@ function Transcript:_render_tool(block)
     permission = d.permission,
     notes = d.notes,
     terminals = self.chat.terminals,
+    cwd = self.chat.cwd,
   })
   self.view:replace(block, lines, hls, actions)
 end
@@ -193,16 +204,17 @@ end
 --- The block of a tool call, created at the end of the transcript when the
 --- call is not known yet (agents may ask permission before sending it).
 ---@param state table
+---@param fresh? boolean a new block even when the id has one
 ---@return acp.Block
-function Transcript:_tool_block(state)
+function Transcript:_tool_block(state, fresh)
   local id = tool_call.id(state) or ""
   local block = self.tools[id]
-  if block then
+  if block and not fresh then
     return block
   end
   self:_header("agent")
-  local data = { state = state, notes = {} }
-  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals })
+  local data = { state = state, notes = {}, turn = self.turn }
+  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
   block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
   self.tools[id] = block
   return block
@@ -210,19 +222,24 @@ end
 
 ---@param state table
 ---@param index? integer
-function Transcript:_upsert_tool(state, index)
+---@param added? boolean the backend added a new entry for it (a new call)
+function Transcript:_upsert_tool(state, index, added)
   local id = tool_call.id(state) or ""
   local block = (index and self.entries[index]) or self.tools[id]
-  if block and block.kind == "tool_call" then
+  -- The id of a call of an ended turn, reused (the demo agent did): a new
+  -- block in this turn, the old one stays as it ended.
+  local fresh = added and block ~= nil and block.data.turn ~= self.turn
+  if block and block.kind == "tool_call" and not fresh then
     block.data.state = state
     self:_render_tool(block)
   else
-    block = self:_tool_block(state)
+    block = self:_tool_block(state, fresh)
   end
   if index then
     self.entries[index] = block
   end
   self.tools[id] = block
+  self.chat:on_tool_state(block.data.state)
 end
 
 ---@param entries table[]
@@ -244,6 +261,9 @@ end
 ---@param raw any
 ---@param index? integer
 function Transcript:_unknown(kind, raw, index)
+  -- The agent sent it: under the agent's header, never inside the user's
+  -- message.
+  self:_header("agent")
   local lines = { ("▸ Unknown update: %s"):format(kind or "?") }
   vim.list_extend(lines, util.json_lines(raw, "  "))
   local block = self:_add("unknown", lines, { { 0, 0, -1, "AcpUnknown" } }, { foldable = true })
@@ -255,53 +275,56 @@ end
 ---@param index integer
 ---@param entry table
 function Transcript:_entry_added(index, entry)
-  local t = util.field(entry, "type")
+  local t = entry.type
   if t == "user_message" then
+    -- A new turn: its tool calls and its plan get blocks of their own.
+    self.turn = self.turn + 1
+    self.plan_block = nil
     self:_header("user")
-    local content = vim.deepcopy(util.field(entry, "content") or {})
+    local content = vim.deepcopy(entry.content or {})
     local block = self:_text_block("message", {}, self:_user_text(content))
     block.data.user_content = content
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
-    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
+    self.entries[index] = self:_text_block("message", {}, content_text(entry.content))
   elseif t == "thought" then
     self:_header("agent")
-    local text = content_text(util.field(entry, "content"))
+    local text = content_text(entry.content)
     self.entries[index] =
       self:_text_block("thought", { "▸ Thinking" }, text, { hl_group = "AcpThought", foldable = true })
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
-    local state = util.field(entry, "toolCall", "tool_call") or entry
-    self:_upsert_tool(state, index)
+    local state = entry.tool_call or entry
+    self:_upsert_tool(state, index, true)
   elseif t == "plan" then
-    self:_plan(util.field(entry, "entries") or {}, index)
+    self:_plan(entry.entries or {}, index)
   else
-    self:_unknown(util.field(entry, "kind") or t or "entry", util.field(entry, "raw") or entry, index)
+    self:_unknown(entry.kind or t or "entry", entry.raw or entry, index)
   end
 end
 
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
----@param change table
+---@param change acp.SessionChange
 function Transcript:apply(change)
-  local c = util.field(change, "change")
+  local c = change.change
   if c == "entry_added" then
-    self:_entry_added(util.field(change, "index"), util.field(change, "entry") or {})
+    self:_entry_added(change.index, change.entry or {})
   elseif c == "text_appended" then
-    local block = self.entries[util.field(change, "index")]
+    local block = self.entries[change.index]
     if block and block.kind == "message" and block.data.user_content then
-      self:_append_user(block, util.field(change, "content") or {})
+      self:_append_user(block, change.content or {})
     elseif block and (block.kind == "message" or block.kind == "thought") then
-      self:_append_text(block, tool_call.content_text(util.field(change, "content") or {}))
+      self:_append_text(block, tool_call.content_text(change.content or {}))
     end
   elseif c == "tool_call_changed" then
-    local state = util.field(change, "toolCall", "tool_call") or {}
-    self:_upsert_tool(state, util.field(change, "index"))
+    local state = change.tool_call or {}
+    self:_upsert_tool(state, change.index)
   elseif c == "plan_replaced" then
-    self:_plan(util.field(change, "entries") or {})
+    self:_plan(change.entries or {})
   elseif c == "unknown" then
-    self:_unknown(util.field(change, "kind"), util.field(change, "raw"))
+    self:_unknown(change.kind, change.raw)
   end
   -- mode/config/commands/usage/info changes are chat state (winbar), handled
   -- by the chat.
@@ -312,7 +335,7 @@ end
 ---@param status "failed"|"cancelled"
 function Transcript:end_unfinished_tools(status)
   for _, block in pairs(self.tools) do
-    local s = util.field(block.data.state, "status")
+    local s = block.data.state.status
     if s == nil or s == "pending" or s == "in_progress" then
       block.data.state = vim.tbl_extend("force", block.data.state or {}, { status = status })
       self:_render_tool(block)
@@ -352,8 +375,8 @@ end
 ---@param terminal_id string
 function Transcript:terminal_changed(terminal_id)
   for _, block in pairs(self.tools) do
-    for _, item in ipairs(util.field(block.data.state, "content") or {}) do
-      if util.field(item, "type") == "terminal" and util.field(item, "terminalId", "terminal_id") == terminal_id then
+    for _, item in ipairs(block.data.state.content or {}) do
+      if item.type == "terminal" and item.terminal_id == terminal_id then
         self:_render_tool(block)
         break
       end
