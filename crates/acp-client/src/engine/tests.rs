@@ -116,17 +116,20 @@ fn start() -> (Arc<Engine<Recorder>>, Tasks, Arc<Recorder>, Peer) {
     (engine, tasks, handler, peer)
 }
 
+/// Our request, in its own task so the test can play the peer meanwhile.
+fn spawn_call(
+    engine: &Arc<Engine<Recorder>>,
+    method: &'static str,
+    params: Value,
+) -> tokio::task::JoinHandle<Result<Value>> {
+    let engine = engine.clone();
+    tokio::spawn(async move { engine.request::<Value>(method, params, None).await })
+}
+
 #[tokio::test]
 async fn a_request_is_sent_once_and_resolved_by_its_response() {
     let (engine, _tasks, _h, mut peer) = start();
-    let call = {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .request::<Value>("ping", json!({ "n": 1 }), None)
-                .await
-        })
-    };
+    let call = spawn_call(&engine, "ping", json!({ "n": 1 }));
     assert_eq!(
         peer.next().await,
         json!({ "jsonrpc": "2.0", "id": 0, "method": "ping", "params": { "n": 1 } })
@@ -140,10 +143,7 @@ async fn a_request_is_sent_once_and_resolved_by_its_response() {
 #[tokio::test]
 async fn an_error_response_fails_the_call_with_its_method() {
     let (engine, _tasks, _h, mut peer) = start();
-    let call = {
-        let engine = engine.clone();
-        tokio::spawn(async move { engine.request::<Value>("nope", json!({}), None).await })
-    };
+    let call = spawn_call(&engine, "nope", json!({}));
     let sent = peer.next().await;
     peer.send(
         json!({ "jsonrpc": "2.0", "id": sent["id"], "error": { "code": -32601, "message": "no" } }),
@@ -162,10 +162,7 @@ async fn an_error_response_fails_the_call_with_its_method() {
 #[tokio::test]
 async fn a_dropped_call_is_withdrawn_with_cancel_request() {
     let (engine, _tasks, _h, mut peer) = start();
-    let call = {
-        let engine = engine.clone();
-        tokio::spawn(async move { engine.request::<Value>("slow", json!({}), None).await })
-    };
+    let call = spawn_call(&engine, "slow", json!({}));
     let sent = peer.next().await;
     call.abort();
     assert_eq!(
@@ -263,10 +260,7 @@ async fn notifications_and_bad_lines_go_to_the_handler_and_get_no_reply() {
 #[tokio::test]
 async fn end_of_input_closes_with_the_handlers_reason_and_fails_pending_calls() {
     let (engine, _tasks, handler, mut peer) = start();
-    let call = {
-        let engine = engine.clone();
-        tokio::spawn(async move { engine.request::<Value>("work", json!({}), None).await })
-    };
+    let call = spawn_call(&engine, "work", json!({}));
     peer.next().await;
     drop(peer);
     match call.await.unwrap() {
