@@ -1,8 +1,8 @@
 //! The typed, async connection to one agent.
 //!
 //! A [`Connection`] owns the agent process (when it spawned it), the JSON-RPC
-//! engine ([`crate::engine`]) and the session layer above it
-//! ([`crate::sessions`]), and turns each ACP method into a typed call. Methods
+//! engine (`engine`) and the session layer above it
+//! (`sessions`), and turns each ACP method into a typed call. Methods
 //! the agent did not advertise fail with [`Error::NotSupported`] without
 //! sending anything. Edit review has its own handle, [`Connection::review`].
 

@@ -22,7 +22,7 @@ pub struct ConnectionOptions {
     /// long as the agent works.
     pub request_timeout: Option<Duration>,
     /// Messages queued for an agent that stopped reading before calls fail
-    /// with [`Error::Backpressure`].
+    /// with [`Error::Backpressure`](crate::Error::Backpressure).
     pub outgoing_queue: usize,
     /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
     pub shutdown_grace: Duration,

@@ -21,7 +21,7 @@ use crate::update::{ToolCallFields, ToolContent, ToolKind};
 ///   and `b.rs`.
 /// - any other kind (or none): the title.
 ///
-/// Empty when nothing identifies the action; [`PermissionPolicy`] never
+/// Empty when nothing identifies the action; [`PermissionPolicy`](super::PermissionPolicy) never
 /// remembers or matches an empty subject.
 pub fn subject_of(tool_call: &ToolCallFields) -> String {
     let title = || tool_call.title.as_deref().unwrap_or("").trim().to_owned();
