@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::dispatch::cancel_session_prompts;
+use crate::elicitation::elicitation_capabilities;
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost};
@@ -345,6 +346,7 @@ impl Connection {
                 },
                 "terminal": caps.terminal,
                 "auth": { "terminal": self.shared.options.terminal_auth },
+                "elicitation": elicitation_capabilities(&caps),
             },
             "clientInfo": {
                 "name": self.shared.options.client_name,

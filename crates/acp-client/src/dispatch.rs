@@ -36,6 +36,9 @@ pub(crate) async fn handle_request(
     let params = params.as_deref();
     let result = match method {
         methods::REQUEST_PERMISSION => request_permission(shared, params).await,
+        methods::ELICITATION_CREATE if caps.elicitation_form || caps.elicitation_url => {
+            crate::elicitation::serve(shared, params).await
+        }
         methods::FS_READ_TEXT_FILE if caps.read_text_file => read_text_file(shared, params).await,
         methods::FS_WRITE_TEXT_FILE if caps.write_text_file => {
             write_text_file(shared, params).await
@@ -57,12 +60,12 @@ pub(crate) async fn handle_request(
     })
 }
 
-fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
+pub(crate) fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
     let text = params.map(RawValue::get).unwrap_or("null");
     serde_json::from_str(text).map_err(|e| Error::InvalidParams(format!("`{method}` params: {e}")))
 }
 
-fn unknown_session(session_id: &str) -> Error {
+pub(crate) fn unknown_session(session_id: &str) -> Error {
     Error::NotFound(format!("unknown session `{session_id}`"))
 }
 
@@ -381,7 +384,9 @@ async fn terminal_release(shared: &Arc<Shared>, params: Option<&RawValue>) -> Re
     Ok(json!({}))
 }
 
-/// Cancels the session's pending prompts (used by `session/cancel` and close).
+/// Cancels the session's pending prompts and elicitations (used by
+/// `session/cancel` and close).
 pub(crate) fn cancel_session_prompts(shared: &Shared, session_id: &SessionId) {
     shared.cancel_permissions(|s| s == session_id);
+    shared.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
 }

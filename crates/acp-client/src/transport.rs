@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 
 use crate::codec::LineReader;
 use crate::connection::{AgentInfo, ConnectionOptions};
+use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost, EventSink};
@@ -76,6 +77,12 @@ pub(crate) struct PendingPermission {
     pub cancel: oneshot::Sender<()>,
 }
 
+/// An elicitation waiting for the editor.
+pub(crate) struct PendingElicitation {
+    pub scope: ElicitationScope,
+    pub cancel: oneshot::Sender<()>,
+}
+
 /// Per-session state kept by the connection.
 #[derive(Debug)]
 pub(crate) struct SessionSlot {
@@ -99,6 +106,10 @@ pub(crate) struct Shared {
     pub permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
     pub permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
+    pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    /// URL elicitations the user accepted, until `elicitation/complete`.
+    pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
+    next_elicitation_id: AtomicU64,
     pub terminals: TerminalManager,
     /// Agent edits under review, per session.
     pub review: Reviews,
@@ -196,6 +207,9 @@ impl Shared {
             permissions_pending: Mutex::new(HashMap::new()),
             permission_policy: Mutex::new(policy),
             next_permission_id: AtomicU64::new(1),
+            elicitations_pending: Mutex::new(HashMap::new()),
+            url_elicitations: Mutex::new(HashMap::new()),
+            next_elicitation_id: AtomicU64::new(1),
             terminals,
             review,
             agent: Mutex::new(None),
@@ -227,6 +241,10 @@ impl Shared {
 
     pub(crate) fn next_permission_id(&self) -> PermissionRequestId {
         PermissionRequestId(self.next_permission_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn next_elicitation_id(&self) -> ElicitationRequestId {
+        ElicitationRequestId(self.next_elicitation_id.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
@@ -351,6 +369,7 @@ impl Shared {
             let _ = p.tx.send(Err(reason.to_error()));
         }
         self.cancel_permissions(|_| true);
+        self.cancel_elicitations(|_| true);
         let _ = self.closed_tx.send(true);
     }
 
@@ -367,6 +386,23 @@ impl Shared {
         };
         for p in cancelled {
             // The handler task sees this, replies `cancelled`, and emits the event.
+            let _ = p.cancel.send(());
+        }
+    }
+
+    /// Answers matching pending elicitations `cancel`.
+    pub(crate) fn cancel_elicitations(&self, mut filter: impl FnMut(&ElicitationScope) -> bool) {
+        let cancelled: Vec<PendingElicitation> = {
+            let mut map = lock(&self.elicitations_pending);
+            let ids: Vec<ElicitationRequestId> = map
+                .iter()
+                .filter(|(_, p)| filter(&p.scope))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for p in cancelled {
+            // The handler task replies `cancel` and emits the event.
             let _ = p.cancel.send(());
         }
     }
@@ -441,6 +477,10 @@ impl Shared {
                     tracing::warn!("ignoring a response for unknown request id {id}");
                     return;
                 };
+                // Questions asked while serving this request are moot now.
+                self.cancel_elicitations(|scope| {
+                    matches!(scope, ElicitationScope::Request { request_id } if *request_id == id)
+                });
                 let result = result.map_err(|error| Error::Rpc {
                     method: p.method.to_owned(),
                     error: Box::new(error),
@@ -478,6 +518,7 @@ impl Shared {
                     _ => self.warn("ignoring a malformed `$/cancel_request`".into()),
                 }
             }
+            methods::ELICITATION_COMPLETE => crate::elicitation::completed(self, params),
             // Unknown notifications are ignored, as the spec requires.
             other => tracing::debug!("ignoring notification `{other}`"),
         }
