@@ -23,6 +23,7 @@ async fn initialize_sends_version_one_and_host_capabilities() {
             read_text_file: true,
             write_text_file: false,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -102,6 +103,7 @@ async fn unknown_and_unadvertised_methods_get_method_not_found() {
             read_text_file: true,
             write_text_file: true,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );

@@ -37,6 +37,7 @@ fn all_caps() -> HostCapabilities {
         read_text_file: true,
         write_text_file: true,
         terminal: true,
+        ..HostCapabilities::default()
     }
 }
 
@@ -127,6 +128,7 @@ async fn initialize_authenticate_and_new_session_decode_on_both_sides() {
             read_text_file: true,
             write_text_file: false,
             terminal: true,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -757,6 +759,7 @@ async fn fs_and_terminal_requests_are_refused_when_not_advertised() {
             read_text_file: false,
             write_text_file: false,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );

@@ -144,6 +144,14 @@ pub struct Peer {
 pub const WAIT: Duration = Duration::from_secs(10);
 
 impl Peer {
+    /// The agent side over the given pipe halves.
+    pub fn from_halves(reader: ReadHalf<DuplexStream>, writer: WriteHalf<DuplexStream>) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            writer,
+        }
+    }
+
     /// Reads the next message the client sent.
     pub async fn recv(&mut self) -> Value {
         let mut line = String::new();

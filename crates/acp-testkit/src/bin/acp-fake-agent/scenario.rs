@@ -58,6 +58,11 @@ pub struct Scenario {
     /// `authenticate`.
     #[serde(default)]
     pub auth_file: Option<PathBuf>,
+    /// `elicitation/create` params (without `requestId`) sent while serving
+    /// `authenticate`, scoped to that request: an accept logs in, anything
+    /// else fails the login.
+    #[serde(default)]
+    pub auth_elicitation: Option<serde_json::Value>,
 }
 
 fn default_page_size() -> usize {
