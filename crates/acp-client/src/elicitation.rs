@@ -790,6 +790,8 @@ pub(crate) struct WireCreate {
 }
 
 /// What the dispatcher does with a decoded `elicitation/create`.
+// Built once per request and matched at once; boxing would only allocate.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Decoded {
     /// Ask the user.
     Ask(ElicitationScope, String, ElicitationMode),

@@ -6,48 +6,17 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use acp_client::elicitation::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, ElicitationScope, FieldKind,
-};
+use acp_client::elicitation::{ElicitationMode, ElicitationResponse, ElicitationScope, FieldKind};
 use acp_client::host::HostCapabilities;
-use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::rpc::RequestId;
-use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
-use async_trait::async_trait;
+use acp_client::{ClientEvent, Connection, ConnectionOptions, SessionParams};
 use serde_json::{json, Map, Value};
-use support::{agent_text, connect, fake_agent, text, wait_event, Peer, TestHost, WAIT};
-use tokio::sync::{mpsc, oneshot};
+use support::{
+    agent_text, connect, fake_agent, text, wait_event, Peer, PermissionMode, TestHost, WAIT,
+};
+use tokio::sync::mpsc;
 
-type Asked = (ElicitationRequest, oneshot::Sender<ElicitationResponse>);
-
-/// An editor that hands every elicitation to the test.
-struct Host {
-    caps: HostCapabilities,
-    asked: mpsc::UnboundedSender<Asked>,
-    events: mpsc::UnboundedSender<ClientEvent>,
-}
-
-#[async_trait]
-impl EditorHost for Host {
-    fn capabilities(&self) -> HostCapabilities {
-        self.caps
-    }
-    async fn request_permission(&self, _: PermissionRequest) -> PermissionDecision {
-        PermissionDecision::Cancelled
-    }
-    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
-        let (tx, rx) = oneshot::channel();
-        if self.asked.send((request, tx)).is_err() {
-            return ElicitationResponse::Cancel;
-        }
-        rx.await.unwrap_or(ElicitationResponse::Cancel)
-    }
-    fn on_event(&self, event: ClientEvent) {
-        let _ = self.events.send(event);
-    }
-}
+type Asked = support::Elicited;
 
 fn both_modes() -> HostCapabilities {
     HostCapabilities {
@@ -67,13 +36,8 @@ struct Setup {
 async fn spawn(scenario: Value, caps: HostCapabilities) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
-    let (asked_tx, asked) = mpsc::unbounded_channel();
-    let (events_tx, events) = mpsc::unbounded_channel();
-    let host = Arc::new(Host {
-        caps,
-        asked: asked_tx,
-        events: events_tx,
-    });
+    let (host, events) = TestHost::with_caps(caps, PermissionMode::Pick("allow_once"));
+    let asked = host.take_elicitations();
     let conn = Connection::spawn(
         &fake_agent(&path, dir.path()),
         host,
@@ -469,13 +433,8 @@ async fn initialize_advertises_both_modes() {
 
 #[tokio::test]
 async fn a_request_scoped_elicitation_closes_when_its_request_is_answered() {
-    let (asked_tx, mut asked) = mpsc::unbounded_channel();
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let host = Arc::new(Host {
-        caps: both_modes(),
-        asked: asked_tx,
-        events: events_tx,
-    });
+    let (host, mut events) = TestHost::with_caps(both_modes(), PermissionMode::Pick("allow_once"));
+    let mut asked = host.take_elicitations();
     let (client_side, agent_side) = tokio::io::duplex(1 << 20);
     let (cr, cw) = tokio::io::split(client_side);
     let (ar, aw) = tokio::io::split(agent_side);
