@@ -142,6 +142,19 @@ impl Backend {
                     tracing::debug!(%request_id, "answer to a permission prompt that is gone");
                 }
             }
+            Command::ElicitationRespond {
+                request_id,
+                response,
+            } => {
+                // The handler answers these itself; this path serves
+                // embedders that drive the backend directly.
+                if let Err(message) = self.prompts.elicitations.answer(request_id, response) {
+                    self.events.push(Event::Warning {
+                        chat_id: None,
+                        message,
+                    });
+                }
+            }
             Command::Close { chat_id } => match self.chats.remove(&chat_id) {
                 Some(handle) => {
                     handle.send(ChatCommand::Close);

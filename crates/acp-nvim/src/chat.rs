@@ -197,6 +197,7 @@ async fn open_session(
     transcripts: Option<&Transcripts>,
 ) -> Option<SessionId> {
     let chat = &open.chat_id;
+    let _opening = agent.host.opening(chat);
     let info = match agent.ready().await {
         Ok(info) => info,
         Err(message) => {

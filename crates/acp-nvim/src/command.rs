@@ -7,10 +7,12 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use acp_client::elicitation::ElicitationResponse;
 use acp_client::review::HunkId;
 use acp_client::schema;
 use rmpv::Value;
 
+use crate::elicitation::ElicitationPromptId;
 use crate::msgpack;
 
 /// The plugin's id for one chat window (and its session).
@@ -116,6 +118,14 @@ pub enum Command {
         request_id: PromptId,
         /// The chosen option.
         option_id: Option<String>,
+    },
+    /// `acp.elicitation_respond` (a request: the answer is checked against
+    /// the form and the problems returned).
+    ElicitationRespond {
+        /// The id from the `elicitation_request` event.
+        request_id: ElicitationPromptId,
+        /// The user's answer.
+        response: ElicitationResponse,
     },
     /// `acp.close`: close the chat's session.
     Close {
@@ -313,6 +323,7 @@ impl Command {
                 chat_id: p.chat_id()?,
             }),
             "acp.permission_respond" => decode_permission_respond(&p),
+            "acp.elicitation_respond" => decode_elicitation_respond(&p),
             "acp.close" => Ok(Command::Close {
                 chat_id: p.chat_id()?,
             }),
@@ -348,6 +359,7 @@ impl Command {
             Command::Prompt { .. } => "acp.prompt",
             Command::Cancel { .. } => "acp.cancel",
             Command::PermissionRespond { .. } => "acp.permission_respond",
+            Command::ElicitationRespond { .. } => "acp.elicitation_respond",
             Command::Close { .. } => "acp.close",
             Command::SetMode { .. } => "acp.set_mode",
             Command::SetConfigOption { .. } => "acp.set_config_option",
@@ -577,23 +589,35 @@ fn decode_complete_files(p: &Params<'_>) -> Result<Command, BadCommand> {
     }))
 }
 
+fn decode_elicitation_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
+    let request_id = request_id(p)?;
+    let response = ElicitationResponse::from_json(&msgpack::to_json(p.map))
+        .map_err(|e| p.bad(e.to_string()))?;
+    Ok(Command::ElicitationRespond {
+        request_id: ElicitationPromptId(request_id),
+        response,
+    })
+}
+
 fn decode_permission_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
-    let request_id = match p.get("request_id") {
-        Some(Value::Integer(i)) => i
-            .as_u64()
-            .ok_or_else(|| p.bad(format!("`request_id` {i} is not a valid request id")))?,
-        Some(other) => {
-            return Err(p.bad(format!(
-                "`request_id` must be an integer, got {}",
-                kind(other)
-            )))
-        }
-        None => return Err(p.bad("`request_id` is missing")),
-    };
     Ok(Command::PermissionRespond {
-        request_id: PromptId(request_id),
+        request_id: PromptId(request_id(p)?),
         option_id: p.opt_string("option_id")?,
     })
+}
+
+/// The `request_id` of a respond command.
+fn request_id(p: &Params<'_>) -> Result<u64, BadCommand> {
+    match p.get("request_id") {
+        Some(Value::Integer(i)) => i
+            .as_u64()
+            .ok_or_else(|| p.bad(format!("`request_id` {i} is not a valid request id"))),
+        Some(other) => Err(p.bad(format!(
+            "`request_id` must be an integer, got {}",
+            kind(other)
+        ))),
+        None => Err(p.bad("`request_id` is missing")),
+    }
 }
 
 /// Which agent changes a review decision covers.

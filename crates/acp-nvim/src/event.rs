@@ -9,6 +9,7 @@ use rmpv::Value;
 use serde_json::{json, Map, Value as Json};
 
 use crate::command::{ChatId, PromptId};
+use crate::elicitation::ElicitationPromptId;
 use crate::msgpack;
 
 /// One event for `require('acp.events').dispatch`.
@@ -83,6 +84,48 @@ pub enum Event {
         tool_call: Json,
         /// The option chosen (`{optionId, name, kind}`), or null.
         option: Json,
+    },
+    /// The agent asks the user (a form or a URL); answer with
+    /// `acp.elicitation_respond`. Without `chat_id` when no chat is known
+    /// for it (a request-scoped elicitation with no chat opening).
+    ElicitationRequest {
+        /// The chat concerned, if any.
+        chat_id: Option<ChatId>,
+        /// Answer with this id.
+        request_id: ElicitationPromptId,
+        /// The session, for session-scoped elicitations.
+        session_id: Option<String>,
+        /// `form` or `url`.
+        mode: &'static str,
+        /// What the agent wants.
+        message: String,
+        /// Form: the JSON Schema as the agent sent it.
+        requested_schema: Option<Json>,
+        /// Form: the fields in order (see `elicitation::lua_fields`).
+        fields: Option<Json>,
+        /// URL mode: the page to open.
+        url: Option<String>,
+        /// URL mode: the agent's id, echoed by `elicitation_completed`.
+        elicitation_id: Option<String>,
+        /// The tool call the question belongs to, and its title.
+        tool_call_id: Option<String>,
+        /// The title of that tool call, when known.
+        tool_title: Option<String>,
+    },
+    /// A pending elicitation was withdrawn (turn cancelled, the request it
+    /// served ended, agent exited).
+    ElicitationCancelled {
+        /// The chat concerned, if any.
+        chat_id: Option<ChatId>,
+        /// The id of the withdrawn `elicitation_request`.
+        request_id: ElicitationPromptId,
+    },
+    /// The agent finished a URL elicitation (`elicitation/complete`).
+    ElicitationCompleted {
+        /// The chat concerned, if any.
+        chat_id: Option<ChatId>,
+        /// The agent's id of the URL elicitation.
+        elicitation_id: String,
     },
     /// Terminal output or lifecycle: the fields of acp-client's
     /// `TerminalEvent` (`kind`, `terminalId`, `data`, `exitStatus`...).
@@ -184,6 +227,9 @@ impl Event {
             Event::PermissionRequest { .. } => "permission_request",
             Event::PermissionCancelled { .. } => "permission_cancelled",
             Event::PermissionAuto { .. } => "permission_auto",
+            Event::ElicitationRequest { .. } => "elicitation_request",
+            Event::ElicitationCancelled { .. } => "elicitation_cancelled",
+            Event::ElicitationCompleted { .. } => "elicitation_completed",
             Event::Terminal { .. } => "terminal",
             Event::FileEdited { .. } => "file_edited",
             Event::TurnEnded { .. } => "turn_ended",
@@ -215,7 +261,10 @@ impl Event {
             | Event::LoggedOut { chat_id }
             | Event::ReviewChanged { chat_id, .. }
             | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
-            Event::Warning { chat_id, .. } => chat_id.as_ref(),
+            Event::Warning { chat_id, .. }
+            | Event::ElicitationRequest { chat_id, .. }
+            | Event::ElicitationCancelled { chat_id, .. }
+            | Event::ElicitationCompleted { chat_id, .. } => chat_id.as_ref(),
             Event::SessionsListed { .. } => None,
         }
     }
@@ -283,6 +332,43 @@ impl Event {
             } => {
                 put("tool_call", tool_call.clone());
                 put("option", option.clone());
+            }
+            Event::ElicitationRequest {
+                request_id,
+                session_id,
+                mode,
+                message,
+                requested_schema,
+                fields,
+                url,
+                elicitation_id,
+                tool_call_id,
+                tool_title,
+                ..
+            } => {
+                put("request_id", json!(request_id.0));
+                put("mode", json!(mode));
+                put("message", json!(message));
+                let optional = [
+                    ("session_id", session_id.as_ref().map(|v| json!(v))),
+                    ("requested_schema", requested_schema.clone()),
+                    ("fields", fields.clone()),
+                    ("url", url.as_ref().map(|v| json!(v))),
+                    ("elicitation_id", elicitation_id.as_ref().map(|v| json!(v))),
+                    ("tool_call_id", tool_call_id.as_ref().map(|v| json!(v))),
+                    ("tool_title", tool_title.as_ref().map(|v| json!(v))),
+                ];
+                for (k, v) in optional {
+                    if let Some(v) = v {
+                        put(k, v);
+                    }
+                }
+            }
+            Event::ElicitationCancelled { request_id, .. } => {
+                put("request_id", json!(request_id.0));
+            }
+            Event::ElicitationCompleted { elicitation_id, .. } => {
+                put("elicitation_id", json!(elicitation_id));
             }
             Event::Terminal { fields, .. } => {
                 for (k, v) in fields {

@@ -24,6 +24,7 @@ use crate::command::{BadCommand, Command, ReviewCommand};
 use crate::event::Event;
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
+use crate::prompts::Prompts;
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
@@ -107,6 +108,7 @@ pub struct NvimHandler<W> {
     events: EventQueue,
     hello: Arc<HelloInfo>,
     files: Arc<WorkspaceFiles>,
+    prompts: Arc<Prompts>,
     _writer: PhantomData<fn() -> W>,
 }
 
@@ -117,6 +119,7 @@ impl<W> Clone for NvimHandler<W> {
             events: self.events.clone(),
             hello: self.hello.clone(),
             files: self.files.clone(),
+            prompts: self.prompts.clone(),
             _writer: PhantomData,
         }
     }
@@ -153,8 +156,16 @@ impl<W> NvimHandler<W> {
             events,
             hello: Arc::new(hello),
             files: Arc::new(WorkspaceFiles::new()),
+            prompts: Arc::new(Prompts::new()),
             _writer: PhantomData,
         }
+    }
+
+    /// Answers elicitations from `prompts` (the set the agents register
+    /// them in).
+    pub fn with_prompts(mut self, prompts: Arc<Prompts>) -> Self {
+        self.prompts = prompts;
+        self
     }
 
     fn forward(&self, routed: Routed) {
@@ -193,6 +204,15 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
+            // Answered here, not in the command loop: the check against the
+            // form is quick and its problems go back to the caller.
+            Ok(Command::ElicitationRespond {
+                request_id,
+                response,
+            }) => match self.prompts.elicitations.answer(request_id, response) {
+                Ok(()) => Reply::Now(Value::Boolean(true)),
+                Err(message) => Reply::Error(Value::from(message)),
+            },
             Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => Reply::Now(
                 msgpack::from_json(&crate::review::merge_json(&base, &ours, &theirs)),
             ),
@@ -217,6 +237,10 @@ impl<W> NvimHandler<W> {
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
+            Ok(Command::ElicitationRespond { .. }) => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
             Ok(Command::CompleteFiles(_)) => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
