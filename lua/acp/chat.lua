@@ -333,6 +333,8 @@ function Chat:activate(row)
     if req then
       permission.select(self.chat_id, req)
     end
+  elseif a.type == "elicitation" then
+    require("acp.elicitation").activate(a.request_id)
   end
 end
 
@@ -518,6 +520,7 @@ function Chat:close()
   end
   self.status = "closed"
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, "the chat was closed")
   require("acp.review").drop_chat(self.chat_id)
   require("acp.baseline").drop(self.chat_id)
   self:hide()
@@ -762,6 +765,7 @@ function Chat:_close_permissions(why)
     self:permission_settled(req, "permission request closed: " .. why)
   end
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, why)
 end
 
 --- The backend died: nothing of this chat runs any more.

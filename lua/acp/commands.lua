@@ -106,6 +106,14 @@ M.subcommands.permission = {
   end),
 }
 
+M.subcommands.elicitation = {
+  desc = "answer the oldest question an agent is waiting on (a form or a page to open)",
+  run = function()
+    local chat = require("acp.chat").current()
+    require("acp.elicitation").pick(chat and chat.chat_id or nil)
+  end,
+}
+
 --- Values of the model option: { value, name } pairs, groups flattened.
 ---@param opt table
 ---@return {value: string, name: string}[]

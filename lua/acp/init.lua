@@ -130,6 +130,19 @@ function M.permission_respond(request_id, option_id)
   return require("acp.permission").respond(request_id, option_id)
 end
 
+--- Answer an agent's question (from an `AcpElicitationRequest` autocmd).
+--- `response` is `{ action = "accept", content = { field = value, ... } }`
+--- (a URL is accepted without content), `{ action = "decline" }` or
+--- `{ action = "cancel" }`. A form answer that does not fit the form is
+--- refused: `false` and a sentence naming every problem; the question stays
+--- open.
+---@param request_id integer
+---@param response {action: "accept"|"decline"|"cancel", content?: table}
+---@return boolean ok, string? err
+function M.elicitation_respond(request_id, response)
+  return require("acp.elicitation").respond(request_id, response)
+end
+
 --- All open chats, oldest first.
 ---@return acp.Handle[]
 function M.chats()
