@@ -156,7 +156,10 @@ fn lua_field(field: &FormField) -> Json {
             format,
             choices: options,
         } => {
-            put("type", json!(if options.is_some() { "enum" } else { "string" }));
+            put(
+                "type",
+                json!(if options.is_some() { "enum" } else { "string" }),
+            );
             if let Some(o) = options {
                 put("choices", choices(o));
             }

@@ -275,13 +275,15 @@ impl Routes {
                 }),
                 None => tracing::debug!(?id, "cancelled permission prompt was never shown"),
             },
-            ClientEvent::ElicitationCancelled { id, .. } => match self.elicitation_ids.remove(&id) {
-                Some((prompt, _)) => out.push(Event::ElicitationCancelled {
-                    chat_id: Some(chat),
-                    request_id: prompt,
-                }),
-                None => tracing::debug!(?id, "cancelled elicitation was never shown"),
-            },
+            ClientEvent::ElicitationCancelled { id, .. } => {
+                match self.elicitation_ids.remove(&id) {
+                    Some((prompt, _)) => out.push(Event::ElicitationCancelled {
+                        chat_id: Some(chat),
+                        request_id: prompt,
+                    }),
+                    None => tracing::debug!(?id, "cancelled elicitation was never shown"),
+                }
+            }
             ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
                 out.push(Event::ElicitationCompleted {
                     chat_id: Some(chat),
