@@ -70,8 +70,25 @@ local FORMAT_HINT = {
 }
 
 ---@param v any
+---@param f? acp.ElicitationField labels of choices are shown for their values
 ---@return string
-local function show_value(v)
+local function show_value(v, f)
+  if f and f.choices then
+    local title = {}
+    for _, c in ipairs(f.choices) do
+      title[c.value] = c.title
+    end
+    if type(v) == "table" then
+      return table.concat(
+        vim.tbl_map(function(x)
+          return title[x] or tostring(x)
+        end, v),
+        ", "
+      )
+    elseif title[v] then
+      return title[v]
+    end
+  end
   if v == nil then
     return ""
   elseif type(v) == "table" then
@@ -139,7 +156,7 @@ function M.render(e)
       end
       local line = ("  %s%s (%s)"):format(f.label, f.required and "*" or "", M.describe_field(f))
       if value ~= nil then
-        line = line .. " = " .. show_value(value)
+        line = line .. " = " .. show_value(value, f)
       end
       add(line)
       if f.description and f.description ~= "" then
@@ -350,7 +367,7 @@ function M.respond(request_id, response)
     for _, f in ipairs(e.fields or {}) do
       local v = (response.content or {})[f.name]
       if v ~= nil then
-        shown[#shown + 1] = f.label .. " = " .. show_value(v)
+        shown[#shown + 1] = f.label .. " = " .. show_value(v, f)
       end
     end
     note = "✓ answered: " .. (#shown > 0 and table.concat(shown, ", ") or "(nothing)")
