@@ -164,6 +164,7 @@ function Chat:start(resume)
       env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
+      missing_file_read = (self.agent.quirks or {}).missing_file_read,
     },
     cwd = self.cwd,
     mcp_servers = self.agent.mcp_servers or {},

@@ -11,7 +11,8 @@
 --- Keys in the transcript while an elicitation is pending (on the one under
 --- the cursor, else the oldest of the chat): `a` answers (fills the form
 --- field by field with vim.ui.input / vim.ui.select, or opens the URL with
---- vim.ui.open), `d` declines, `x` cancels. `<CR>` on the block answers too.
+--- vim.ui.open), `D` declines, `X` cancels (capitals: `d` is the diff key,
+--- and both would edit text in an ordinary buffer). `<CR>` answers too.
 
 local util = require("acp.util")
 
@@ -144,9 +145,9 @@ function M.render(e)
   if e.mode == "url" then
     add("  " .. (e.url or "?"), "Underlined")
     if e.waiting then
-      add("  … opened; waiting for the agent to finish (x cancels)", "AcpNote")
+      add("  … opened; waiting for the agent to finish (X stops waiting)", "AcpNote")
     else
-      add("  a open it in the browser   d decline   x cancel", "AcpPermissionKey")
+      add("  a open it in the browser   D decline   X cancel", "AcpPermissionKey")
     end
   else
     for _, f in ipairs(e.fields or {}) do
@@ -166,7 +167,7 @@ function M.render(e)
     if e.error then
       add("  ✗ " .. e.error, "AcpError")
     end
-    add("  a fill in and send   d decline   x cancel   (* = required)", "AcpPermissionKey")
+    add("  a fill in and send   D decline   X cancel   (* = required)", "AcpPermissionKey")
   end
   return lines, hls, actions
 end
@@ -236,7 +237,7 @@ local function target(chat)
   return M.for_chat(chat.chat_id)[1]
 end
 
---- Map `a`/`d`/`x` in the chat's transcript while it has a pending
+--- Map `a`/`D`/`X` in the chat's transcript while it has a pending
 --- elicitation, and only then.
 ---@param chat acp.Chat
 function M.update_keys(chat)
@@ -251,13 +252,13 @@ function M.update_keys(chat)
   mapped[buf] = want or nil
   local keys = {
     a = { M.activate, "answer the agent's question" },
-    d = {
+    D = {
       function(id)
         M.respond(id, { action = "decline" })
       end,
       "decline the agent's question",
     },
-    x = {
+    X = {
       function(id)
         M.respond(id, { action = "cancel" })
       end,

@@ -149,7 +149,7 @@ T.test("the documented API: autocmd data, a refused answer, then an accepted one
   T.eq(nil, T.find_line(chat.bufnr, "? The agent asks"), "prompt gone")
 end)
 
-T.test("the inline prompt: `a` fills the form with vim.ui, `d` declines", function()
+T.test("the inline prompt: `a` fills the form with vim.ui, `D` declines", function()
   local chat = T.open_chat("ask", dir)
   assert(chat:send({ { type = "text", text = "form please" } }))
   T.wait_text(chat, "? The agent asks: Where to deploy?")
@@ -184,7 +184,7 @@ T.test("the inline prompt: `a` fills the form with vim.ui, `d` declines", functi
   assert(chat:send({ { type = "text", text = "form again" } }))
   T.wait_text(chat, "? The agent asks: Where to deploy?")
   T.cursor_on(chat, "? The agent asks")
-  vim.api.nvim_feedkeys("d", "x", false)
+  vim.api.nvim_feedkeys("D", "x", false)
   T.wait_text(chat, "elicitation: decline")
   T.truthy(T.find_line(chat.bufnr, "✗ declined: Where to deploy?"), "declined note")
 end)

@@ -24,7 +24,7 @@ use crate::rpc::RpcError;
 use crate::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
 use crate::transport::{lock, PendingPermission, Shared};
-use crate::update::{self, SessionId};
+use crate::update::{self, SessionId, SessionUpdate};
 
 /// Runs one agent request to completion and returns its reply.
 pub(crate) async fn handle_request(
@@ -124,13 +124,27 @@ impl Drop for PromptGuard<'_> {
 async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
-    let tool_call = {
-        let sessions = lock(&shared.sessions);
+    let (tool_call, changes) = {
+        let mut sessions = lock(&shared.sessions);
         let slot = sessions
-            .get(&wire.session_id)
+            .get_mut(&wire.session_id)
             .ok_or_else(|| unknown_session(&wire.session_id.0))?;
-        slot.state.merged_tool_call(&fields)
+        // Some agents (gemini-cli) ask about a tool call before announcing
+        // it: record it, so its later `tool_call_update`s have a title,
+        // kind, locations and diff to update.
+        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
+            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
+        } else {
+            Vec::new()
+        };
+        (slot.state.merged_tool_call(&fields), changes)
     };
+    for change in changes {
+        shared.emit(ClientEvent::Session {
+            session_id: wire.session_id.clone(),
+            change,
+        });
+    }
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
         .review
@@ -249,13 +263,22 @@ async fn read_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Resu
     let content = match shared.host.read_text_file(&request).await? {
         Some(text) => text,
         None => {
-            fs::read_text_file(
+            let read = fs::read_text_file(
                 &request.path,
                 request.line,
                 request.limit,
                 shared.options.max_read_bytes,
             )
-            .await?
+            .await;
+            match read {
+                // The path passed the workspace check above; see
+                // `ConnectionOptions::missing_file_read_empty` (gemini-cli).
+                Err(Error::NotFound(_)) if shared.options.missing_file_read_empty => {
+                    tracing::debug!(path = %request.path.display(), "missing file read as empty (quirk)");
+                    String::new()
+                }
+                other => other?,
+            }
         }
     };
     Ok(json!({ "content": content }))

@@ -696,3 +696,44 @@ fn chat_example_permission_allow_prefers_allow_once_and_allow_always_is_its_own_
     assert!(run("allow-always").contains("permission: always"));
     assert!(run("reject").contains("permission: no"));
 }
+
+/// gemini-cli reads a file before it creates it (its issue 9280): the
+/// `missing_file_read_empty` quirk answers such a read with empty content,
+/// only inside the workspace; off, the spec's `-32002` is answered.
+#[tokio::test]
+async fn the_missing_file_read_quirk_answers_empty_content_inside_the_workspace_only() {
+    let steps = json!([
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/new.txt"},
+         "saveAs": "inside",
+         "onOk": [{"type": "text", "text": "inside: ok [{{inside.content}}]\n"}],
+         "onError": [{"type": "text", "text": "inside: error {{inside.error.code}}\n"}]},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "/nonexistent-acp-test/new.txt"},
+         "saveAs": "outside",
+         "onOk": [{"type": "text", "text": "outside: ok\n"}],
+         "onError": [{"type": "text", "text": "outside: error {{outside.error.code}}\n"}]}
+    ]);
+    for (quirk, inside) in [(false, "inside: error -32002"), (true, "inside: ok []")] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = acp_testkit::write_scenario(dir.path(), &json!({"turns": [{"steps": steps}]}));
+        let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+        let options = ConnectionOptions {
+            missing_file_read_empty: quirk,
+            ..ConnectionOptions::default()
+        };
+        let conn = Connection::spawn(&fake_agent(&path, dir.path()), host, options).unwrap();
+        conn.initialize().await.unwrap();
+        let sid = conn
+            .new_session(SessionParams::new(dir.path()))
+            .await
+            .unwrap()
+            .session_id;
+        conn.prompt(&sid, vec![text("read")]).await.unwrap();
+        let t = agent_text(&conn, &sid);
+        assert!(t.contains(inside), "quirk {quirk}: {t}");
+        assert!(t.contains("outside: error -32002"), "quirk {quirk}: {t}");
+        assert!(
+            !dir.path().join("new.txt").exists(),
+            "a read creates nothing"
+        );
+    }
+}

@@ -51,6 +51,10 @@ pub struct AgentSpec {
     /// client's default (60 s) when absent. The first chat of a process
     /// sets it.
     pub init_timeout: Option<std::time::Duration>,
+    /// `quirks.missing_file_read = "empty"` of the agent's config: a read
+    /// of a missing file in the workspace answers empty content (for
+    /// gemini-cli). The first chat of a process sets it.
+    pub missing_file_read_empty: bool,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -455,12 +459,22 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
             )))
         }
     };
+    let missing_file_read_empty = match a.opt_string("missing_file_read")?.as_deref() {
+        None | Some("error") => false,
+        Some("empty") => true,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.missing_file_read` must be \"empty\" or \"error\", got `{other}`"
+            )))
+        }
+    };
     Ok(AgentSpec {
         name,
         cmd,
         env,
         cwd: agent_cwd,
         init_timeout,
+        missing_file_read_empty,
     })
 }
 
@@ -894,9 +908,11 @@ mod tests {
         // An empty Lua table travels as an empty array.
         p["agent"]["env"] = json!([]);
         p["agent"]["init_timeout_ms"] = json!(250);
+        p["agent"]["missing_file_read"] = json!("empty");
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
+        assert!(open.agent.missing_file_read_empty);
         assert_eq!(open.mcp_servers.len(), 1);
         assert_eq!(open.load_session_id.as_deref(), Some("sess-9"));
         assert_eq!(
@@ -915,6 +931,7 @@ mod tests {
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
+        assert!(!open.agent.missing_file_read_empty, "off by default");
         assert_eq!(open.remember, Some(false));
         assert_eq!(open.auto_allow, None);
     }

@@ -97,6 +97,7 @@ impl Rig {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         }
     }
 
