@@ -67,6 +67,26 @@ T.setup_fake({
         },
       },
       {
+        match = "compact",
+        steps = {
+          {
+            type = "update",
+            update = { sessionUpdate = "notice", severity = "warning", title = "Rate limited", description = "Retrying in 30 s" },
+          },
+          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "in_progress" } },
+          {
+            type = "update",
+            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "Kept: " } },
+          },
+          {
+            type = "update",
+            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "the plan." } },
+          },
+          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "completed" } },
+          { type = "text", text = "after" },
+        },
+      },
+      {
         match = "cancel me",
         steps = {
           { type = "toolCall", toolCallId = "c1", title = "Delete all", kind = "delete", status = "pending" },
@@ -143,6 +163,16 @@ T.test("a permission answered with a key sends that option to the agent", functi
   end, "turn end")
   T.eq(nil, T.find_line(chat.bufnr, "Permission needed"), "prompt gone")
   T.truthy(T.find_line(chat.bufnr, "answered: Reject [reject_once]"), "answer noted")
+end)
+
+T.test("notices and context compactions render as such, not as unknown updates", function()
+  local chat = T.open_chat("turns", dir)
+  T.eq("end_turn", T.turn(chat, "compact please"), "stop reason")
+  local text = T.text(chat.bufnr)
+  T.contains(text, "! Rate limited\n  Retrying in 30 s", "notice")
+  T.contains(text, "▸ ✓ Context compacted\nKept: the plan.", "one compaction block, final state, with its summary")
+  T.eq(1, T.count_lines(chat.bufnr, "Context compact"), "replaced in place")
+  T.not_contains(text, "Unknown update", "nothing unknown")
 end)
 
 T.test("cancel answers a pending permission cancelled and ends the turn", function()

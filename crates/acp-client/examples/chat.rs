@@ -225,6 +225,26 @@ impl ChatHost {
                     .collect();
                 self.out(&format!("[commands: {}]\n", names.join(" ")));
             }
+            SessionChange::Notice {
+                severity,
+                title,
+                description,
+            } => {
+                self.end_stream();
+                let detail = description
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default();
+                self.out(&format!("[{severity}] {title}{detail}\n"));
+            }
+            SessionChange::CompactionChanged { status, error, .. } => {
+                self.end_stream();
+                let why = error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default();
+                self.out(&format!("[context compaction {status}{why}]\n"));
+            }
             SessionChange::UsageChanged { usage } => {
                 self.end_stream();
                 self.out(&format!(

@@ -356,8 +356,13 @@ impl Connection {
                 "elicitation": elicitation_capabilities(&caps),
                 // Boolean config options are decoded, shown and set
                 // (`set_config_option` with `ConfigValue::Bool`); agents
-                // hide them from clients that do not say so.
-                "session": { "configOptions": { "boolean": {} } },
+                // hide them from clients that do not say so. Notices and
+                // compactions are decoded into `SessionChange`s.
+                "session": {
+                    "configOptions": { "boolean": {} },
+                    "notices": {},
+                    "compaction": {},
+                },
             },
             "clientInfo": {
                 "name": self.shared.options.client_name,
