@@ -91,6 +91,35 @@ local agents = {}
 for name, sc in pairs(scenarios) do
   agents[name] = { cmd = { T.fake_agent(), "--scenario", T.scenario(dir, sc) } }
 end
+-- An older agent's terminal login (claude-code-acp before ACP had terminal
+-- methods): an agent method marked `_meta["terminal-auth"]` with its own
+-- program. Here that program is the fake agent's login command.
+local legacy_path = dir .. "/legacy-login.json"
+T.write_file(
+  legacy_path,
+  vim.json.encode({
+    authRequired = true,
+    authFile = dir .. "/legacy-auth",
+    initialize = {
+      authMethods = {
+        {
+          id = "legacy",
+          name = "Legacy login",
+          _meta = {
+            ["terminal-auth"] = {
+              -- A program other than the agent's: a shell running its login.
+              command = "/bin/sh",
+              args = { "-c", ("exec %q --scenario %q --login"):format(T.fake_agent(), legacy_path) },
+              env = { ACP_FAKE_LOGIN_USER = "grace" },
+              label = "fake /login",
+            },
+          },
+        },
+      },
+    },
+  })
+)
+agents.legacylogin = { cmd = { T.fake_agent(), "--scenario", legacy_path } }
 agents.mcp.mcp_servers = {
   { name = "files", command = "/bin/true", env = { FOO = "1" } },
   { type = "http", name = "web", url = "https://mcp.example/" },
@@ -361,6 +390,18 @@ T.test("a terminal auth method runs the agent's login command, then reconnects",
   end, "session after the terminal login; transcript:\n" .. T.text(chat.bufnr))
   T.eq("ada", T.read_file(dir .. "/term-auth"), "the method's env reached the login command")
   T.contains(T.text(chat.bufnr), "logged in; reconnecting", "note")
+end)
+
+T.test("an older agent's _meta terminal-auth method runs its own program in a terminal", function()
+  local picked = choose(function(m)
+    return m.id == "legacy"
+  end)
+  local chat = assert(require("acp").open({ agent = "legacylogin", cwd = dir }))
+  T.wait(function()
+    return chat.status == "ready"
+  end, "session after the legacy terminal login; transcript:\n" .. T.text(chat.bufnr))
+  T.contains(table.concat(picked.lines, "\n"), "Legacy login (in a terminal)", "offered as a terminal login")
+  T.eq("grace", T.read_file(dir .. "/legacy-auth"), "its program ran with its env")
 end)
 
 T.test("per-agent MCP servers reach the agent; http ones only when advertised", function()

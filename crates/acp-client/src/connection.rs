@@ -387,7 +387,11 @@ impl Connection {
         let info = AgentInfo {
             protocol_version: version,
             capabilities: response.agent_capabilities,
-            auth_methods: response.auth_methods,
+            auth_methods: response
+                .auth_methods
+                .into_iter()
+                .map(legacy_terminal_auth)
+                .collect(),
             implementation: response.agent_info,
         };
         *lock(&self.shared.agent) = Some(info.clone());
@@ -1034,6 +1038,63 @@ impl Connection {
 }
 
 /// The outcome of a one-file reject.
+/// An older agent's terminal login: an `agent` method marked
+/// `_meta["terminal-auth"] = {command, args, env, label}` (claude-code-acp
+/// before ACP had terminal auth methods) becomes a `terminal` method, so no
+/// client passes it to `authenticate`. Its `args` and `env` move into the
+/// method; the `_meta` stays, for [`terminal_auth_command`].
+fn legacy_terminal_auth(method: schema::AuthMethod) -> schema::AuthMethod {
+    let schema::AuthMethod::Agent(agent) = &method else {
+        return method;
+    };
+    let Some(marker) = agent
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("terminal-auth"))
+        .and_then(Value::as_object)
+    else {
+        return method;
+    };
+    let args: Vec<String> = marker
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env: std::collections::HashMap<String, String> = marker
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = schema::AuthMethodTerminal::new(agent.id.clone(), agent.name.clone())
+        .description(agent.description.clone())
+        .args(args)
+        .env(env)
+        .meta(agent.meta.clone());
+    schema::AuthMethod::Terminal(terminal)
+}
+
+/// The program a terminal auth method runs instead of the agent's own
+/// command: the `command` of an older agent's `_meta["terminal-auth"]`.
+/// `None` for ACP terminal methods, which run the agent's command.
+pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
+    let meta = match method {
+        schema::AuthMethod::Terminal(t) => t.meta.as_ref(),
+        _ => None,
+    }?;
+    meta.get("terminal-auth")?
+        .get("command")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 fn single_outcome(rejections: Vec<FileRejection>, path: &Path) -> Result<RejectOutcome> {
     rejections
         .into_iter()

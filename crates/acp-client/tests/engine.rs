@@ -668,3 +668,37 @@ async fn a_tool_call_first_seen_in_a_permission_request_is_recorded_for_its_late
     assert_eq!(tc.locations.len(), 1);
     assert_eq!(tc.content.len(), 1, "the diff is kept");
 }
+
+#[tokio::test]
+async fn an_older_agents_terminal_auth_marker_makes_a_terminal_method() {
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let (conn, mut peer) = connect(host);
+    let c = conn.clone();
+    let init = tokio::spawn(async move { c.initialize().await });
+    let req = peer.recv().await;
+    peer.respond(
+        &req["id"],
+        json!({"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [
+            {"id": "claude-login", "name": "Log in with Claude Code",
+             "_meta": {"terminal-auth": {"command": "node", "args": ["cli.js", "/login"],
+                                         "env": {"X": "1"}, "label": "claude /login"}}},
+            {"id": "key", "name": "API key"}
+        ]}),
+    )
+    .await;
+    let info = init.await.unwrap().unwrap();
+    let schema::AuthMethod::Terminal(t) = &info.auth_methods[0] else {
+        panic!("not a terminal method: {:?}", info.auth_methods[0]);
+    };
+    assert_eq!(t.args, ["cli.js", "/login"]);
+    assert_eq!(t.env.get("X").map(String::as_str), Some("1"));
+    assert_eq!(
+        acp_client::connection::terminal_auth_command(&info.auth_methods[0]).as_deref(),
+        Some("node")
+    );
+    assert!(matches!(info.auth_methods[1], schema::AuthMethod::Agent(_)));
+    assert_eq!(
+        acp_client::connection::terminal_auth_command(&info.auth_methods[1]),
+        None
+    );
+}

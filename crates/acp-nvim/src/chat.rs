@@ -181,6 +181,25 @@ async fn leave(agents: &Agents, agent: &Arc<Agent>, chat: &ChatId) {
     }
 }
 
+/// The agent's auth methods for Lua; a terminal method that runs its own
+/// program (an older agent's `_meta["terminal-auth"]`) gets it as `command`.
+fn auth_methods_json(methods: &[acp_client::schema::AuthMethod]) -> Json {
+    Json::Array(
+        methods
+            .iter()
+            .map(|m| {
+                let mut v = to_json(m);
+                if let (Some(command), Json::Object(map)) =
+                    (acp_client::connection::terminal_auth_command(m), &mut v)
+                {
+                    map.insert("command".into(), Json::String(command));
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
 fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
     serde_json::to_value(value).unwrap_or_else(|e| {
         tracing::error!("could not serialize a value for Lua: {e}");
@@ -289,7 +308,7 @@ async fn open_session(
         Err(e) if e.is_auth_required() => {
             events.push(Event::AuthRequired {
                 chat_id: chat.clone(),
-                auth_methods: to_json(&info.auth_methods),
+                auth_methods: auth_methods_json(&info.auth_methods),
             });
             None
         }
@@ -332,7 +351,8 @@ fn session_started(
         config_options: (!started.config_options.is_empty())
             .then(|| to_json(&started.config_options)),
         capabilities: to_json(&info.capabilities),
-        auth_methods: (!info.auth_methods.is_empty()).then(|| to_json(&info.auth_methods)),
+        auth_methods: (!info.auth_methods.is_empty())
+            .then(|| auth_methods_json(&info.auth_methods)),
         transcript_path: None,
     }
 }
