@@ -383,6 +383,19 @@ function Transcript:apply(change)
     self:_notice(change)
   elseif c == "compaction_changed" then
     self:_compaction(change)
+  elseif c == "turn_usage" then
+    local u = change.usage or {}
+    local parts = { ("%d tokens: %d in, %d out"):format(u.total or 0, u.input or 0, u.output or 0) }
+    if u.thought then
+      parts[#parts + 1] = ("%d thinking"):format(u.thought)
+    end
+    if u.cached_read then
+      parts[#parts + 1] = ("%d read from cache"):format(u.cached_read)
+    end
+    if u.cached_write then
+      parts[#parts + 1] = ("%d written to cache"):format(u.cached_write)
+    end
+    self:note(table.concat(parts, ", "))
   end
   -- mode/config/commands/usage/info changes are chat state (winbar), handled
   -- by the chat.

@@ -85,6 +85,7 @@ T.setup_fake({
           { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "completed" } },
           { type = "text", text = "after" },
         },
+        usage = { totalTokens = 1234, inputTokens = 1000, outputTokens = 234, thoughtTokens = 50 },
       },
       {
         match = "cancel me",
@@ -165,7 +166,7 @@ T.test("a permission answered with a key sends that option to the agent", functi
   T.truthy(T.find_line(chat.bufnr, "answered: Reject [reject_once]"), "answer noted")
 end)
 
-T.test("notices and context compactions render as such, not as unknown updates", function()
+T.test("notices, context compactions and the turn's usage render as such", function()
   local chat = T.open_chat("turns", dir)
   T.eq("end_turn", T.turn(chat, "compact please"), "stop reason")
   local text = T.text(chat.bufnr)
@@ -173,6 +174,7 @@ T.test("notices and context compactions render as such, not as unknown updates",
   T.contains(text, "▸ ✓ Context compacted\nKept: the plan.", "one compaction block, final state, with its summary")
   T.eq(1, T.count_lines(chat.bufnr, "Context compact"), "replaced in place")
   T.not_contains(text, "Unknown update", "nothing unknown")
+  T.contains(text, "1234 tokens: 1000 in, 234 out, 50 thinking", "the turn's usage from the prompt response")
 end)
 
 T.test("cancel answers a pending permission cancelled and ends the turn", function()

@@ -25,7 +25,7 @@ use crate::permission::PermissionPolicy;
 use crate::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::schema;
-use crate::session::SessionState;
+use crate::session::{SessionChange, SessionState, TurnUsage};
 use crate::terminal::DEFAULT_OUTPUT_CAP;
 use crate::tracking::Target;
 use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
@@ -229,6 +229,9 @@ struct WireSessionResponse {
 #[serde(rename_all = "camelCase")]
 struct WirePromptResponse {
     stop_reason: String,
+    /// Unstable in the schema (`PromptResponse.usage`); decoded leniently.
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -742,7 +745,7 @@ impl Connection {
         Ok(response.config_options)
     }
 
-    fn emit_changes(&self, session_id: &SessionId, changes: Vec<crate::session::SessionChange>) {
+    fn emit_changes(&self, session_id: &SessionId, changes: Vec<SessionChange>) {
         for change in changes {
             self.shared.emit(ClientEvent::Session {
                 session_id: session_id.clone(),
@@ -807,6 +810,9 @@ impl Connection {
                 None,
             )
             .await?;
+        if let Some(usage) = response.usage.as_ref().and_then(TurnUsage::decode) {
+            self.emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
+        }
         Ok(StopReason::from_wire(&response.stop_reason))
     }
 

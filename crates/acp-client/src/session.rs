@@ -321,6 +321,12 @@ pub enum SessionChange {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The agent reported the tokens a turn used (the prompt response's
+    /// `usage`, unstable in ACP); emitted just before the turn ends.
+    TurnUsage {
+        /// The counts.
+        usage: TurnUsage,
+    },
     /// Session info changed.
     InfoChanged {
         /// The title now (none when cleared or never set).
@@ -383,6 +389,44 @@ pub struct SessionState {
     updated_at: Option<String>,
     /// Context compactions by id, in the order they started.
     compactions: Vec<Compaction>,
+}
+
+/// Token counts of a turn, from the prompt response's `usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct TurnUsage {
+    /// All tokens.
+    pub total: u64,
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Reasoning tokens, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thought: Option<u64>,
+    /// Tokens read from the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_read: Option<u64>,
+    /// Tokens written to the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_write: Option<u64>,
+}
+
+impl TurnUsage {
+    /// Decodes `{totalTokens, inputTokens, outputTokens, thoughtTokens?,
+    /// cachedReadTokens?, cachedWriteTokens?}`; `None` without the three
+    /// required counts.
+    pub fn decode(v: &serde_json::Value) -> Option<Self> {
+        let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+        Some(TurnUsage {
+            total: n("totalTokens")?,
+            input: n("inputTokens")?,
+            output: n("outputTokens")?,
+            thought: n("thoughtTokens"),
+            cached_read: n("cachedReadTokens"),
+            cached_write: n("cachedWriteTokens"),
+        })
+    }
 }
 
 /// One context compaction as the session knows it.

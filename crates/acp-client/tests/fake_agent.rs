@@ -737,3 +737,56 @@ async fn the_missing_file_read_quirk_answers_empty_content_inside_the_workspace_
         );
     }
 }
+
+#[tokio::test]
+async fn the_prompt_responses_usage_is_reported_before_the_turn_ends() {
+    let s = start_with(
+        json!({"turns": [
+            {"match": "with", "steps": [], "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10, "cachedReadTokens": 5}},
+            {"match": "bad", "steps": [], "usage": {"totalTokens": "many"}}
+        ]}),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    turn(&s, "with usage").await;
+    let usages: Vec<acp_client::session::TurnUsage> = s
+        .host
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            ClientEvent::Session {
+                change: acp_client::session::SessionChange::TurnUsage { usage },
+                ..
+            } => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        usages,
+        [acp_client::session::TurnUsage {
+            total: 30,
+            input: 20,
+            output: 10,
+            thought: None,
+            cached_read: Some(5),
+            cached_write: None,
+        }]
+    );
+    // A usage that does not fit is ignored; the turn still ends.
+    assert_eq!(turn(&s, "bad usage").await, StopReason::EndTurn);
+    let count = s
+        .host
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                ClientEvent::Session {
+                    change: acp_client::session::SessionChange::TurnUsage { .. },
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(count, 1);
+}

@@ -638,7 +638,11 @@ impl Agent {
                     .with_turn(turn_number);
             let (stop_reason, late) = player.play(&turn.steps);
             agent.persist();
-            responder.send(Ok(json!({ "stopReason": stop_reason })));
+            let mut answer = json!({ "stopReason": stop_reason });
+            if let Some(usage) = &turn.usage {
+                answer["usage"] = usage.clone();
+            }
+            responder.send(Ok(answer));
             agent.end_turn(&id, &cancel);
             for (delay_ms, steps) in late {
                 let agent = agent.clone();

@@ -190,6 +190,9 @@ pub struct Turn {
     /// Any string, so tests can send stop reasons a client does not know.
     #[serde(default = "end_turn")]
     pub stop_reason: String,
+    /// Sent as the prompt response's `usage` (unstable in ACP), as is.
+    #[serde(default)]
+    pub usage: Option<Value>,
 }
 
 fn end_turn() -> String {
@@ -217,6 +220,7 @@ impl Turn {
             starts_with: None,
             steps: vec![json!({ "type": "text", "text": "{{prompt}}" })],
             stop_reason: end_turn(),
+            usage: None,
         }
     }
 }
