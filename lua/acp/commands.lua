@@ -275,20 +275,26 @@ M.subcommands["paste-image"] = {
 }
 
 M.subcommands.sessions = {
-  desc = "pick a stored session of an agent (or a transcript) to continue: :Acp sessions [agent] [--all]",
+  desc = "pick a stored session of an agent (or a transcript) to continue, or to delete with --delete: :Acp sessions [agent] [--all] [--delete]",
   run = function(args)
-    local opts = {}
+    local opts, delete = {}, false
     for _, a in ipairs(args) do
       if a == "--all" then
         opts.all = true
+      elseif a == "--delete" then
+        delete = true
       else
         opts.agent = a
       end
     end
-    require("acp.sessions").pick(opts)
+    if delete then
+      require("acp.sessions").pick_delete(opts)
+    else
+      require("acp.sessions").pick(opts)
+    end
   end,
   complete = function(lead)
-    local names = vim.list_extend({ "--all" }, require("acp.config").agent_names())
+    local names = vim.list_extend({ "--all", "--delete" }, require("acp.config").agent_names())
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
     end, names)

@@ -246,6 +246,45 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
   T.wait_text(loaded, "Done with delta.")
 end)
 
+T.test(":Acp sessions --delete deletes a picked session after confirmation", function()
+  local chat = T.open_chat("crashy", dir)
+  T.eq("end_turn", T.turn(chat, "remember me"), "a turn")
+  local id = chat.session_id
+  chat:close()
+  local function delete(answer)
+    local result = {}
+    choose(function(item)
+      return item.session_id == id
+    end, function(choice)
+      return choice == answer
+    end)
+    require("acp.sessions").pick_delete({
+      agent = "crashy",
+      all = true,
+      cwd = dir,
+      on_done = function(deleted)
+        result.done, result.deleted = true, deleted
+      end,
+    })
+    T.wait(function()
+      return result.done
+    end, "delete flow ended")
+    return result.deleted
+  end
+  T.eq(nil, delete("Keep"), "kept when not confirmed")
+  T.eq(id, delete("Delete"), "deleted after confirmation")
+  local listed
+  require("acp.sessions").list("crashy", { cwd = dir, all = true }, function(ev)
+    listed = ev
+  end)
+  T.wait(function()
+    return listed
+  end, "listed again")
+  for _, s in ipairs(listed.sessions or {}) do
+    T.truthy(s.sessionId ~= id, "the deleted session is gone")
+  end
+end)
+
 T.test("a session the agent can resume but not load is resumed", function()
   local first = T.open_chat("resumer", dir)
   T.eq("end_turn", T.turn(first, "one"), "turn")

@@ -188,6 +188,7 @@ impl Backend {
                 agent,
                 cwd,
                 all,
+                delete,
             } => listing::start(
                 self.agents.clone(),
                 self.events.clone(),
@@ -196,6 +197,7 @@ impl Backend {
                     agent,
                     cwd,
                     all,
+                    delete,
                 },
                 self.list_linger,
             ),

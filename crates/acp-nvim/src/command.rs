@@ -169,6 +169,8 @@ pub enum Command {
         cwd: PathBuf,
         /// List the sessions of every directory.
         all: bool,
+        /// Delete this session first (`session/delete`), then list.
+        delete: Option<String>,
     },
     /// `acp.logout`: log out of the chat's agent.
     Logout {
@@ -398,6 +400,7 @@ fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
         agent: decode_agent(p)?,
         cwd,
         all,
+        delete: p.opt_string("delete")?,
     })
 }
 
@@ -1349,7 +1352,7 @@ mod tests {
         let cmd = decode(
             "acp.list_sessions",
             json!({"request_id": 3, "agent": {"name": "demo", "cmd": ["demo-agent"]},
-                   "cwd": "/p", "all": true}),
+                   "cwd": "/p", "all": true, "delete": "s-9"}),
         )
         .unwrap();
         let Command::ListSessions {
@@ -1357,6 +1360,7 @@ mod tests {
             agent,
             cwd,
             all,
+            delete,
         } = cmd
         else {
             panic!("not a list");
@@ -1365,6 +1369,7 @@ mod tests {
         assert_eq!(agent.cmd, vec!["demo-agent"]);
         assert_eq!(cwd, PathBuf::from("/p"));
         assert!(all);
+        assert_eq!(delete.as_deref(), Some("s-9"));
         for (bad, want) in [
             (json!({"agent": {"cmd": ["x"]}, "cwd": "/p"}), "request_id"),
             (

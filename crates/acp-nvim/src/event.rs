@@ -189,6 +189,9 @@ pub enum Event {
         sessions: Option<Json>,
         /// Why there is no list, as a sentence.
         message: Option<String>,
+        /// The session deleted before listing, when the request asked for
+        /// it and the agent deleted it.
+        deleted: Option<String>,
     },
     /// The agent of the chat logged out.
     LoggedOut {
@@ -403,9 +406,13 @@ impl Event {
                 capabilities,
                 sessions,
                 message,
+                deleted,
             } => {
                 put("request_id", json!(request_id));
                 put("agent_name", json!(agent_name));
+                if let Some(id) = deleted {
+                    put("deleted", json!(id));
+                }
                 for (k, v) in [("capabilities", capabilities), ("sessions", sessions)] {
                     if let Some(v) = v {
                         put(k, v.clone());
