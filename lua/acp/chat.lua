@@ -190,6 +190,7 @@ function Chat:start(resume)
       missing_file_read = (self.agent.quirks or {}).missing_file_read,
     },
     cwd = self.cwd,
+    additional_directories = self.additional_directories or {},
     mcp_servers = self.agent.mcp_servers or {},
     auth_method_id = resume and resume.auth_method_id or nil,
     transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
@@ -1016,6 +1017,29 @@ function Chat:reopen()
     self.transcript:forget_entries()
   end)
   return self:start(opts)
+end
+
+--- Add a workspace directory to the chat (`:Acp add-dir`): the session
+--- continues (resumed or loaded) with it among its roots. Only between turns.
+---@param dir string
+---@return boolean ok, string? err
+function Chat:add_directory(dir)
+  local full = vim.fn.fnamemodify(dir, ":p"):gsub("(.)/+$", "%1")
+  if vim.fn.isdirectory(full) ~= 1 then
+    return false, ("%q is not a directory"):format(dir)
+  end
+  if self.status ~= "ready" then
+    return false, ("the chat is %s; add directories between turns"):format(self.status)
+  end
+  self.additional_directories = self.additional_directories or {}
+  if full == self.cwd or vim.tbl_contains(self.additional_directories, full) then
+    return false, ("%s is a workspace directory of this chat already"):format(full)
+  end
+  table.insert(self.additional_directories, full)
+  self.transcript.view:batch(function()
+    self.transcript:note(("— directory added: %s —"):format(full))
+  end)
+  return self:reopen()
 end
 
 --- Restart a stopped agent (or backend) and continue the session.

@@ -147,6 +147,24 @@ M.subcommands.permission = {
   end),
 }
 
+M.subcommands["add-dir"] = {
+  desc = "add a workspace directory to the current chat (its session continues with it): :Acp add-dir {dir}",
+  run = on_chat(function(chat, args)
+    local dir = args[1]
+    if not dir then
+      util.notify("give a directory: :Acp add-dir {dir}", vim.log.levels.ERROR)
+      return
+    end
+    local ok, err = chat:add_directory(dir)
+    if not ok then
+      util.notify(tostring(err), vim.log.levels.ERROR)
+    end
+  end),
+  complete = function(lead)
+    return vim.fn.getcompletion(lead, "dir")
+  end,
+}
+
 M.subcommands.elicitation = {
   desc = "answer the oldest question an agent is waiting on (a form or a page to open)",
   run = function()

@@ -104,16 +104,17 @@ impl Backend {
                 tracing::warn!("acp.hello reached the command loop; it is answered by the handler")
             }
             Command::Open(open) => {
-                if let Some(old) = self.chats.remove(&open.chat_id) {
-                    tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session");
-                    old.send(ChatCommand::Close);
+                let previous = self.chats.remove(&open.chat_id);
+                if previous.is_some() {
+                    tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session first");
                 }
                 let chat_id = open.chat_id.clone();
-                let handle = chat::start(
+                let handle = chat::start_after(
                     self.agents.clone(),
                     self.events.clone(),
                     *open,
                     self.transcripts.clone(),
+                    previous,
                 );
                 self.chats.insert(chat_id, handle);
             }

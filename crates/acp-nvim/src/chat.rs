@@ -56,6 +56,7 @@ pub enum ChatCommand {
 #[derive(Debug)]
 pub struct ChatHandle {
     tx: mpsc::UnboundedSender<ChatCommand>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl ChatHandle {
@@ -75,9 +76,29 @@ pub fn start(
     open: OpenChat,
     transcripts: Option<Arc<Transcripts>>,
 ) -> ChatHandle {
+    start_after(agents, events, open, transcripts, None)
+}
+
+/// Like [`start`], for a chat opened again: its previous task is closed and
+/// awaited first, so the old session's `session/close` reaches the agent
+/// before the new open (which may resume that very session, e.g. with
+/// other directories).
+pub fn start_after(
+    agents: Arc<Agents>,
+    events: EventQueue,
+    open: OpenChat,
+    transcripts: Option<Arc<Transcripts>>,
+    previous: Option<ChatHandle>,
+) -> ChatHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(agents, events, open, rx, transcripts));
-    ChatHandle { tx }
+    let task = tokio::spawn(async move {
+        if let Some(old) = previous {
+            old.send(ChatCommand::Close);
+            let _ = old.task.await;
+        }
+        run(agents, events, open, rx, transcripts).await
+    });
+    ChatHandle { tx, task }
 }
 
 type Turn = Pin<Box<dyn Future<Output = acp_client::Result<StopReason>> + Send>>;
@@ -255,6 +276,7 @@ async fn open_session(
         });
     }
     params.mcp_servers = servers;
+    params.additional_directories = open.additional_directories.clone();
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());

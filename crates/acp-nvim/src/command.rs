@@ -83,6 +83,9 @@ pub struct OpenChat {
     pub auth_method_id: Option<String>,
     /// Write the session's transcript under this directory.
     pub transcript_dir: Option<PathBuf>,
+    /// More workspace roots of the session (`additionalDirectories`, sent
+    /// when the agent advertises them; always part of the fs sandbox).
+    pub additional_directories: Vec<PathBuf>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -536,6 +539,11 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .get("transcript_dir")
         .map(|v| p.path("transcript_dir", v))
         .transpose()?;
+    let additional_directories = p
+        .list("additional_directories")?
+        .iter()
+        .map(|v| p.path("additional_directories", v))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(OpenChat {
         chat_id,
         agent,
@@ -547,6 +555,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         remember,
         auth_method_id,
         transcript_dir,
+        additional_directories,
     })
 }
 
@@ -912,9 +921,14 @@ mod tests {
         p["agent"]["env"] = json!([]);
         p["agent"]["init_timeout_ms"] = json!(250);
         p["agent"]["missing_file_read"] = json!("empty");
+        p["additional_directories"] = json!(["/extra/a", "/extra/b"]);
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
+        assert_eq!(
+            open.additional_directories,
+            vec![PathBuf::from("/extra/a"), PathBuf::from("/extra/b")]
+        );
         assert!(open.agent.missing_file_read_empty);
         assert_eq!(open.mcp_servers.len(), 1);
         assert_eq!(open.load_session_id.as_deref(), Some("sess-9"));

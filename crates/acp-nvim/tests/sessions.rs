@@ -113,6 +113,7 @@ impl Rig {
             remember: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         };
         f(&mut open);
         self.send(Command::Open(Box::new(open)));
