@@ -150,7 +150,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         .review
         .before_permission(&wire.session_id, ToolFacts::of_fields(&tool_call))
         .await;
-    let options: Vec<PermissionOption> = wire
+    let mut options: Vec<PermissionOption> = wire
         .options
         .into_iter()
         .map(|o| PermissionOption {
@@ -163,6 +163,12 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
+    // See `Shared::check_always_refused` (gemini-cli in untrusted folders).
+    if lock(&shared.always_refused).contains(&wire.session_id)
+        && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
+    {
+        options.retain(|o| o.kind != OptionKind::AllowAlways);
+    }
     let request = PermissionRequest {
         id: shared.next_permission_id(),
         session_id: wire.session_id.clone(),
@@ -204,7 +210,13 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
 
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
-            if request.options.iter().any(|o| o.option_id == option_id) {
+            if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
+                if chosen.kind == OptionKind::AllowAlways {
+                    lock(&shared.always_answered).insert((
+                        request.session_id.clone(),
+                        request.tool_call.tool_call_id.0.to_string(),
+                    ));
+                }
                 lock(&shared.permission_policy).record(&request, &option_id);
                 PermissionDecision::Selected { option_id }
             } else {

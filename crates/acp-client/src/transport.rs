@@ -107,6 +107,11 @@ pub(crate) struct Shared {
     pub permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
     pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    /// Tool calls the user answered with an `allow_always` option, until
+    /// they complete or fail; and the sessions whose agent refused such an
+    /// answer (see [`Shared::check_always_refused`]).
+    pub always_answered: Mutex<HashSet<(SessionId, String)>>,
+    pub always_refused: Mutex<HashSet<SessionId>>,
     /// URL elicitations the user accepted, until `elicitation/complete`.
     pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
     next_elicitation_id: AtomicU64,
@@ -208,6 +213,8 @@ impl Shared {
             permission_policy: Mutex::new(policy),
             next_permission_id: AtomicU64::new(1),
             elicitations_pending: Mutex::new(HashMap::new()),
+            always_answered: Mutex::new(HashSet::new()),
+            always_refused: Mutex::new(HashSet::new()),
             url_elicitations: Mutex::new(HashMap::new()),
             next_elicitation_id: AtomicU64::new(1),
             terminals,
@@ -407,9 +414,56 @@ impl Shared {
         }
     }
 
+    /// gemini-cli offers "allow always" and then, in a folder it does not
+    /// trust, fails the tool call with "Cannot enable privileged approval
+    /// modes in an untrusted folder." When a tool call answered "always"
+    /// fails that way, the session's later prompts offer the once options
+    /// only (dispatch filters them), and the user is told why.
+    fn check_always_refused(&self, session_id: &SessionId, update: &SessionUpdate) {
+        let (SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)) = update else {
+            return;
+        };
+        let finished = matches!(f.status, Some(ToolStatus::Failed | ToolStatus::Completed));
+        if !finished {
+            return;
+        }
+        let key = (session_id.clone(), f.tool_call_id.0.to_string());
+        if !lock(&self.always_answered).remove(&key) || f.status != Some(ToolStatus::Failed) {
+            return;
+        }
+        let mut text = String::new();
+        for c in f.content.iter().flatten() {
+            if let update::ToolContent::Content {
+                content: update::Content::Known(crate::schema::ContentBlock::Text(t)),
+            } = c
+            {
+                text.push_str(&t.text);
+            }
+        }
+        if let Some(raw) = &f.raw_output {
+            text.push_str(&raw.to_string());
+        }
+        if !text.contains("untrusted folder")
+            || !lock(&self.always_refused).insert(session_id.clone())
+        {
+            return;
+        }
+        self.emit(ClientEvent::Session {
+            session_id: session_id.clone(),
+            change: crate::session::SessionChange::Notice {
+                severity: "warning".into(),
+                title: "The agent refused an \"always\" answer: it does not trust this folder".into(),
+                description: Some(
+                    "From now on this session offers the once options only. Trust the folder in the agent (gemini: /permissions) to use \"always\" again.".into(),
+                ),
+            },
+        });
+    }
+
     /// Applies a decoded update to its session and emits the changes.
     fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
+        self.check_always_refused(&session_id, &notification.update);
         // Tool calls feed edit review (tracking.rs) once the session is live.
         let tool_call = match &notification.update {
             SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)

@@ -790,3 +790,93 @@ async fn the_prompt_responses_usage_is_reported_before_the_turn_ends() {
         .count();
     assert_eq!(count, 1);
 }
+
+/// gemini-cli offers "allow always" and, in a folder it does not trust,
+/// fails the tool call instead: later prompts of the session offer the
+/// once options only, and the user is told why.
+#[tokio::test]
+async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = "Cannot enable privileged approval modes in an untrusted folder.";
+    let scenario = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [
+            {"type": "toolCall", "toolCallId": "t1", "title": "Run ls", "kind": "execute", "status": "pending"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "t1"},
+             "on": {"allow_always": [{"type": "toolCallUpdate", "toolCallId": "t1", "status": "failed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": refused}}]}]}},
+            {"type": "toolCall", "toolCallId": "t2", "title": "Run pwd", "kind": "execute", "status": "pending"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "t2"}}
+        ]}]}),
+    );
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let (host, mut rx) = TestHost::new(PermissionMode::Manual(ptx));
+    let conn = Connection::spawn(
+        &fake_agent(&scenario, dir.path()),
+        host,
+        ConnectionOptions::default(),
+    )
+    .unwrap();
+    conn.initialize().await.unwrap();
+    let sid = conn
+        .new_session(SessionParams::new(dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    let c = conn.clone();
+    let s2 = sid.clone();
+    let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
+    let kinds = |r: &acp_client::permission::PermissionRequest| -> Vec<String> {
+        r.options
+            .iter()
+            .map(|o| o.kind.as_str().to_owned())
+            .collect()
+    };
+    let (first, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(kinds(&first).contains(&"allow_always".to_owned()));
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "allow_always".into(),
+        })
+        .unwrap();
+    let notice = wait_event(&mut rx, |e| {
+        matches!(
+            e,
+            ClientEvent::Session {
+                change: acp_client::session::SessionChange::Notice { .. },
+                ..
+            }
+        )
+    })
+    .await;
+    let ClientEvent::Session {
+        change: acp_client::session::SessionChange::Notice { title, .. },
+        ..
+    } = notice
+    else {
+        unreachable!()
+    };
+    assert!(title.contains("does not trust this folder"), "{title}");
+    let (second, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        kinds(&second),
+        ["allow_once", "reject_once", "reject_always"]
+    );
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "allow_once".into(),
+        })
+        .unwrap();
+    tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(agent_text(&conn, &sid).contains("permission: allow_once"));
+}
