@@ -210,16 +210,7 @@ end
 ---@param chat_id? string
 ---@return acp.Elicitation[]
 function M.for_chat(chat_id)
-  local list = {}
-  for _, e in pairs(M.pending) do
-    if e.chat_id == chat_id then
-      list[#list + 1] = e
-    end
-  end
-  table.sort(list, function(a, b)
-    return a.request_id < b.request_id
-  end)
-  return list
+  return util.requests_of(M.pending, chat_id)
 end
 
 --- The elicitation the keys of `chat` act on: the one under the cursor, else

@@ -53,6 +53,25 @@ async fn spawn(scenario: Value, caps: HostCapabilities) -> Setup {
     }
 }
 
+/// Opens a session rooted in the setup's directory.
+async fn open(s: &Setup) -> acp_client::update::SessionId {
+    s.conn
+        .new_session(SessionParams::new(s.dir.path()))
+        .await
+        .unwrap()
+        .session_id
+}
+
+/// Sends a prompt; the turn runs while the test answers.
+fn start_turn(
+    s: &Setup,
+    sid: &acp_client::update::SessionId,
+) -> tokio::task::JoinHandle<acp_client::Result<acp_client::StopReason>> {
+    let conn = s.conn.clone();
+    let sid = sid.clone();
+    tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await })
+}
+
 async fn next_ask(s: &mut Setup) -> Asked {
     tokio::time::timeout(WAIT, s.asked.recv())
         .await
@@ -91,15 +110,8 @@ async fn a_form_tied_to_a_tool_call_is_answered_with_validated_content() {
         form_step(json!({"toolCallId": "deploy-1", "onAccept": [{"type": "text", "text": " go {{elicitation}}"}]}))
     ]);
     let mut s = spawn(json!({"turns": [{"steps": steps}]}), both_modes()).await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let conn = s.conn.clone();
-    let sid2 = sid.clone();
-    let turn = tokio::spawn(async move { conn.prompt(&sid2, vec![text("deploy")]).await });
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
 
     let (req, answer) = next_ask(&mut s).await;
     assert_eq!(req.message, "Where to deploy?");
@@ -160,15 +172,8 @@ async fn decline_and_cancel_reach_the_agent_and_pick_their_branches() {
         form_step(json!({"onCancel": [{"type": "text", "text": " [cancelled]"}]}))
     ]);
     let mut s = spawn(json!({"turns": [{"steps": steps}]}), both_modes()).await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let conn = s.conn.clone();
-    let sid2 = sid.clone();
-    let turn = tokio::spawn(async move { conn.prompt(&sid2, vec![text("x")]).await });
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
     let (_, answer) = next_ask(&mut s).await;
     answer.send(ElicitationResponse::Decline).unwrap();
     let (_, answer) = next_ask(&mut s).await;
@@ -190,15 +195,8 @@ async fn content_that_does_not_fit_the_form_is_never_sent() {
         both_modes(),
     )
     .await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let conn = s.conn.clone();
-    let sid2 = sid.clone();
-    let turn = tokio::spawn(async move { conn.prompt(&sid2, vec![text("x")]).await });
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
     let (_, answer) = next_ask(&mut s).await;
     answer
         .send(ElicitationResponse::Accept {
@@ -234,15 +232,8 @@ async fn a_url_elicitation_is_accepted_and_then_completed_by_the_agent() {
         "completeAfterMs": 10
     });
     let mut s = spawn(json!({"turns": [{"steps": [step]}]}), both_modes()).await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let conn = s.conn.clone();
-    let sid2 = sid.clone();
-    let turn = tokio::spawn(async move { conn.prompt(&sid2, vec![text("x")]).await });
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
     let (req, answer) = next_ask(&mut s).await;
     let ElicitationMode::Url {
         elicitation_id,
@@ -283,15 +274,8 @@ async fn a_url_elicitation_is_accepted_and_then_completed_by_the_agent() {
 async fn cancelling_the_turn_cancels_its_open_elicitation() {
     let step = form_step(json!({}));
     let mut s = spawn(json!({"turns": [{"steps": [step]}]}), both_modes()).await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let conn = s.conn.clone();
-    let sid2 = sid.clone();
-    let turn = tokio::spawn(async move { conn.prompt(&sid2, vec![text("x")]).await });
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
     let (req, _unanswered) = next_ask(&mut s).await;
     s.conn.cancel(&sid).unwrap();
     let closed = wait_event(&mut s.events, |e| {
@@ -363,10 +347,7 @@ async fn a_request_scoped_form_during_authenticate_decides_the_login() {
         .unwrap()
         .unwrap()
         .unwrap();
-    s.conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .expect("logged in: sessions open");
+    open(&s).await;
 }
 
 #[tokio::test]
@@ -380,12 +361,7 @@ async fn unknown_modes_and_modes_not_served_are_errors_never_prompts() {
         ..HostCapabilities::default()
     };
     let mut s = spawn(json!({"turns": [{"steps": steps}]}), caps).await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
+    let sid = open(&s).await;
     s.conn.prompt(&sid, vec![text("x")]).await.unwrap();
     let t = agent_text(&s.conn, &sid);
     assert!(
@@ -404,12 +380,7 @@ async fn an_editor_without_elicitation_neither_advertises_nor_serves_it() {
         HostCapabilities::default(),
     )
     .await;
-    let sid = s
-        .conn
-        .new_session(SessionParams::new(s.dir.path()))
-        .await
-        .unwrap()
-        .session_id;
+    let sid = open(&s).await;
     s.conn.prompt(&sid, vec![text("x")]).await.unwrap();
     assert!(agent_text(&s.conn, &sid).contains("elicitation error -32601"));
     assert!(s.asked.try_recv().is_err());

@@ -22,15 +22,18 @@ struct Setup {
 }
 
 async fn start_with(scenario: Value, permission: PermissionMode) -> Setup {
+    start_with_options(scenario, permission, ConnectionOptions::default()).await
+}
+
+async fn start_with_options(
+    scenario: Value,
+    permission: PermissionMode,
+    options: ConnectionOptions,
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
     let (host, rx) = TestHost::new(permission);
-    let conn = Connection::spawn(
-        &fake_agent(&path, dir.path()),
-        host.clone(),
-        ConnectionOptions::default(),
-    )
-    .unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host.clone(), options).unwrap();
     conn.initialize().await.unwrap();
     let sid = conn
         .new_session(SessionParams::new(dir.path()))
@@ -713,26 +716,22 @@ async fn the_missing_file_read_quirk_answers_empty_content_inside_the_workspace_
          "onError": [{"type": "text", "text": "outside: error {{outside.error.code}}\n"}]}
     ]);
     for (quirk, inside) in [(false, "inside: error -32002"), (true, "inside: ok []")] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = acp_testkit::write_scenario(dir.path(), &json!({"turns": [{"steps": steps}]}));
-        let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
         let options = ConnectionOptions {
             missing_file_read_empty: quirk,
             ..ConnectionOptions::default()
         };
-        let conn = Connection::spawn(&fake_agent(&path, dir.path()), host, options).unwrap();
-        conn.initialize().await.unwrap();
-        let sid = conn
-            .new_session(SessionParams::new(dir.path()))
-            .await
-            .unwrap()
-            .session_id;
-        conn.prompt(&sid, vec![text("read")]).await.unwrap();
-        let t = agent_text(&conn, &sid);
+        let s = start_with_options(
+            json!({"turns": [{"steps": steps}]}),
+            PermissionMode::Pick("allow_once"),
+            options,
+        )
+        .await;
+        turn(&s, "read").await;
+        let t = agent_text(&s.conn, &s.sid);
         assert!(t.contains(inside), "quirk {quirk}: {t}");
         assert!(t.contains("outside: error -32002"), "quirk {quirk}: {t}");
         assert!(
-            !dir.path().join("new.txt").exists(),
+            !s.dir.path().join("new.txt").exists(),
             "a read creates nothing"
         );
     }
@@ -796,11 +795,10 @@ async fn the_prompt_responses_usage_is_reported_before_the_turn_ends() {
 /// once options only, and the user is told why.
 #[tokio::test]
 async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
-    let dir = tempfile::tempdir().unwrap();
     let refused = "Cannot enable privileged approval modes in an untrusted folder.";
-    let scenario = acp_testkit::write_scenario(
-        dir.path(),
-        &json!({"turns": [{"steps": [
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let mut s = start_with(
+        json!({"turns": [{"steps": [
             {"type": "toolCall", "toolCallId": "t1", "title": "Run ls", "kind": "execute", "status": "pending"},
             {"type": "requestPermission", "toolCall": {"toolCallId": "t1"},
              "on": {"allow_always": [{"type": "toolCallUpdate", "toolCallId": "t1", "status": "failed",
@@ -808,23 +806,11 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
             {"type": "toolCall", "toolCallId": "t2", "title": "Run pwd", "kind": "execute", "status": "pending"},
             {"type": "requestPermission", "toolCall": {"toolCallId": "t2"}}
         ]}]}),
-    );
-    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
-    let (host, mut rx) = TestHost::new(PermissionMode::Manual(ptx));
-    let conn = Connection::spawn(
-        &fake_agent(&scenario, dir.path()),
-        host,
-        ConnectionOptions::default(),
+        PermissionMode::Manual(ptx),
     )
-    .unwrap();
-    conn.initialize().await.unwrap();
-    let sid = conn
-        .new_session(SessionParams::new(dir.path()))
-        .await
-        .unwrap()
-        .session_id;
-    let c = conn.clone();
-    let s2 = sid.clone();
+    .await;
+    let c = s.conn.clone();
+    let s2 = s.sid.clone();
     let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
     let kinds = |r: &acp_client::permission::PermissionRequest| -> Vec<String> {
         r.options
@@ -842,7 +828,7 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
             option_id: "allow_always".into(),
         })
         .unwrap();
-    let notice = wait_event(&mut rx, |e| {
+    let notice = wait_event(&mut s.rx, |e| {
         matches!(
             e,
             ClientEvent::Session {
@@ -878,5 +864,5 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
         .unwrap()
         .unwrap()
         .unwrap();
-    assert!(agent_text(&conn, &sid).contains("permission: allow_once"));
+    assert!(agent_text(&s.conn, &s.sid).contains("permission: allow_once"));
 }
