@@ -17,7 +17,8 @@ use serde_json::{json, Map, Value as Json};
 use tokio::sync::oneshot;
 
 /// The backend's id for one pending elicitation (what Lua answers with).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct ElicitationPromptId(pub u64);
 
 impl fmt::Display for ElicitationPromptId {

@@ -11,13 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::Value as Json;
-
 use crate::agents::Agents;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
-use crate::event::Event;
+use crate::protocol::Event;
 use acp_client::update::SessionId;
 
 /// How long the agent stays up after listing when no chat uses it.
@@ -36,13 +33,6 @@ pub struct ListRequest {
     pub all: bool,
     /// A session to delete (`session/delete`) before listing.
     pub delete: Option<String>,
-}
-
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
 }
 
 /// Starts listing; the answer arrives as a `sessions_listed` event.
@@ -78,7 +68,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
         let event = match agent.ready().await {
             Err(message) => answer(None, None, Some(message), None),
             Ok(info) => {
-                let caps = Some(to_json(&info.capabilities));
+                let caps = Some(info.capabilities.clone());
                 let mut failed_delete = None;
                 if let Some(id) = &request.delete {
                     match agent
@@ -113,9 +103,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                 } else {
                     let cwd = (!request.all).then_some(request.cwd.as_path());
                     match agent.conn.list_all_sessions(cwd).await {
-                        Ok(sessions) => {
-                            answer(caps, Some(to_json(&sessions)), None, deleted.clone())
-                        }
+                        Ok(sessions) => answer(caps, Some(sessions), None, deleted.clone()),
                         Err(e) => answer(
                             caps,
                             None,
