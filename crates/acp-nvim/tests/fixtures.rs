@@ -194,10 +194,12 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 session_id: Some("sess-1".into()),
                 mode: "form",
                 message: "Where to deploy?".into(),
-                requested_schema: Some(json!({"type": "object", "required": ["target"], "properties": {
-                    "target": {"type": "string", "title": "Target", "oneOf": [{"const": "prod", "title": "Production"}]},
-                    "replicas": {"type": "integer", "minimum": 1, "maximum": 3}
-                }})),
+                requested_schema: Some(
+                    json!({"type": "object", "required": ["target"], "properties": {
+                        "target": {"type": "string", "title": "Target", "oneOf": [{"const": "prod", "title": "Production"}]},
+                        "replicas": {"type": "integer", "minimum": 1, "maximum": 3}
+                    }}),
+                ),
                 fields: Some(json!([
                     {"name": "target", "label": "Target", "required": true, "type": "enum",
                      "choices": [{"value": "prod", "title": "Production"}]},
