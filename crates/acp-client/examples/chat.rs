@@ -11,6 +11,10 @@
 //!                             when offered), allow always, reject once, or ask on the terminal
 //!                             (default: ask)
 //!   --cancel-after MS         send session/cancel MS milliseconds into each turn
+//!   --missing-file-read empty|error
+//!                             answer a read of a missing file inside --cwd with empty content
+//!                             (gemini-cli reads files before creating them, its issue 9280),
+//!                             or with the spec's error (default)
 //!   --jsonl                   print one JSON object per line for every event
 //! ```
 //!
@@ -57,11 +61,12 @@ struct Options {
     prompts: Vec<String>,
     permission: PermissionMode,
     cancel_after: Option<Duration>,
+    missing_file_read_empty: bool,
     jsonl: bool,
     command: Vec<String>,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--jsonl] -- AGENT_CMD [ARGS...]";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] -- AGENT_CMD [ARGS...]";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -71,6 +76,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         prompts: Vec::new(),
         permission: PermissionMode::Ask,
         cancel_after: None,
+        missing_file_read_empty: false,
         jsonl: false,
         command: Vec::new(),
     };
@@ -101,6 +107,17 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--cancel-after takes milliseconds, not `{v}`"))?;
                 opts.cancel_after = Some(Duration::from_millis(ms));
+            }
+            "--missing-file-read" => {
+                opts.missing_file_read_empty = match value("--missing-file-read")?.as_str() {
+                    "empty" => true,
+                    "error" => false,
+                    other => {
+                        return Err(format!(
+                            "--missing-file-read takes empty or error, not `{other}`"
+                        ))
+                    }
+                }
             }
             "--jsonl" => opts.jsonl = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
@@ -551,6 +568,7 @@ async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Er
         .cwd(&opts.cwd);
     let options = ConnectionOptions {
         client_name: "acp-client chat example".into(),
+        missing_file_read_empty: opts.missing_file_read_empty,
         ..ConnectionOptions::default()
     };
     let conn = Connection::spawn(&command, host.clone(), options)?;
