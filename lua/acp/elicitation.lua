@@ -298,12 +298,12 @@ function M.add(ev)
     e.block = chat.transcript:_add("elicitation", lines, hls, { actions = actions })
     M.update_keys(chat)
   end
-  if not (chat and chat:is_visible()) then
-    local who = chat and chat.agent and chat.agent.name or "the agent"
-    util.notify(
-      ("%s is waiting for your answer: %s (:Acp elicitation to answer)"):format(who, e.message),
-      vim.log.levels.WARN
-    )
+  local msg = ("is waiting for your answer: %s (:Acp elicitation to answer)"):format(e.message)
+  if chat then
+    -- The `notify.question` option decides, like permissions and turn ends.
+    chat:attention("question", msg, vim.log.levels.WARN)
+  else
+    util.notify("the agent " .. msg, vim.log.levels.WARN)
   end
   return e
 end
