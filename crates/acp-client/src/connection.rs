@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use parking_lot::Mutex;
 
+use crate::dispatch::elicitation_capabilities;
 use crate::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
@@ -25,7 +26,7 @@ use crate::methods;
 use crate::permission::PermissionPolicy;
 use crate::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::schema;
-use crate::session::SessionState;
+use crate::session::{SessionChange, SessionState, TurnUsage};
 use crate::sessions::{SessionSlot, Sessions};
 use crate::tracking::Review;
 use crate::update::{Content, SessionId};
@@ -164,6 +165,9 @@ struct WireSessionResponse {
 #[serde(rename_all = "camelCase")]
 struct WirePromptResponse {
     stop_reason: String,
+    /// Unstable in the schema (`PromptResponse.usage`); decoded leniently.
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -315,6 +319,16 @@ impl Connection {
                 },
                 "terminal": caps.terminal,
                 "auth": { "terminal": self.sessions().options.terminal_auth },
+                "elicitation": elicitation_capabilities(&caps),
+                // Boolean config options are decoded, shown and set
+                // (`set_config_option` with `ConfigValue::Bool`); agents
+                // hide them from clients that do not say so. Notices and
+                // compactions are decoded into `SessionChange`s.
+                "session": {
+                    "configOptions": { "boolean": {} },
+                    "notices": {},
+                    "compaction": {},
+                },
             },
             "clientInfo": {
                 "name": self.sessions().options.client_name,
@@ -339,7 +353,11 @@ impl Connection {
         let info = AgentInfo {
             protocol_version: version,
             capabilities: response.agent_capabilities,
-            auth_methods: response.auth_methods,
+            auth_methods: response
+                .auth_methods
+                .into_iter()
+                .map(legacy_terminal_auth)
+                .collect(),
             implementation: response.agent_info,
         };
         *self.inner.agent.lock() = Some(info.clone());
@@ -594,7 +612,7 @@ impl Connection {
         let supported = self
             .agent_info()
             .is_some_and(|i| i.capabilities.session_capabilities.close.is_some());
-        self.sessions().cancel_permissions(|s| s == session_id);
+        self.sessions().cancel_session_prompts(session_id);
         self.sessions().terminals.release_session(session_id).await;
         let result = if supported {
             self.engine()
@@ -758,6 +776,10 @@ impl Connection {
                 None,
             )
             .await?;
+        if let Some(usage) = response.usage.as_ref().and_then(TurnUsage::decode) {
+            self.sessions()
+                .emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
+        }
         Ok(StopReason::from_wire(&response.stop_reason))
     }
 
@@ -770,7 +792,7 @@ impl Connection {
         let sent = self
             .engine()
             .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));
-        self.sessions().cancel_permissions(|s| s == session_id);
+        self.sessions().cancel_session_prompts(session_id);
         let changes = self
             .sessions()
             .slots
@@ -862,4 +884,61 @@ impl Connection {
             None => None,
         }
     }
+}
+
+/// An older agent's terminal login: an `agent` method marked
+/// `_meta["terminal-auth"] = {command, args, env, label}` (claude-code-acp
+/// before ACP had terminal auth methods) becomes a `terminal` method, so no
+/// client passes it to `authenticate`. Its `args` and `env` move into the
+/// method; the `_meta` stays, for [`terminal_auth_command`].
+fn legacy_terminal_auth(method: schema::AuthMethod) -> schema::AuthMethod {
+    let schema::AuthMethod::Agent(agent) = &method else {
+        return method;
+    };
+    let Some(marker) = agent
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("terminal-auth"))
+        .and_then(Value::as_object)
+    else {
+        return method;
+    };
+    let args: Vec<String> = marker
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env: std::collections::HashMap<String, String> = marker
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = schema::AuthMethodTerminal::new(agent.id.clone(), agent.name.clone())
+        .description(agent.description.clone())
+        .args(args)
+        .env(env)
+        .meta(agent.meta.clone());
+    schema::AuthMethod::Terminal(terminal)
+}
+
+/// The program a terminal auth method runs instead of the agent's own
+/// command: the `command` of an older agent's `_meta["terminal-auth"]`.
+/// `None` for ACP terminal methods, which run the agent's command.
+pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
+    let meta = match method {
+        schema::AuthMethod::Terminal(t) => t.meta.as_ref(),
+        _ => None,
+    }?;
+    meta.get("terminal-auth")?
+        .get("command")?
+        .as_str()
+        .map(str::to_owned)
 }

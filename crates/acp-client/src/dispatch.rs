@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
@@ -23,11 +24,15 @@ use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
 };
-use crate::rpc::RpcError;
+use crate::rpc::{RequestId, RpcError};
 use crate::sessions::{unknown_session, PendingPermission, Sessions};
 use crate::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
-use crate::update::{self, SessionId};
+use crate::update::{self, SessionId, SessionUpdate};
+
+mod elicitation;
+
+pub(crate) use elicitation::elicitation_capabilities;
 
 impl Handler for Sessions {
     async fn request(
@@ -50,6 +55,7 @@ impl Handler for Sessions {
                     Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
                 }
             }
+            methods::ELICITATION_COMPLETE => elicitation::completed(self, params),
             // Unknown notifications are ignored, as the spec requires.
             other => tracing::debug!("ignoring notification `{other}`"),
         }
@@ -61,6 +67,14 @@ impl Handler for Sessions {
 
     fn closing(&self, _reason: &CloseReason) {
         self.cancel_permissions(|_| true);
+        self.cancel_elicitations(|_| true);
+    }
+
+    fn answered(&self, id: &RequestId) {
+        // Questions asked while serving this request are moot now.
+        self.cancel_elicitations(
+            |scope| matches!(scope, ElicitationScope::Request { request_id } if request_id == id),
+        );
     }
 
     async fn input_ended(self: Arc<Self>, failure: Option<CloseReason>) -> CloseReason {
@@ -82,6 +96,9 @@ async fn handle_request(
     let params = params.as_deref();
     let result = match method {
         methods::REQUEST_PERMISSION => request_permission(shared, params).await,
+        methods::ELICITATION_CREATE if caps.elicitation_form || caps.elicitation_url => {
+            elicitation::serve(shared, params).await
+        }
         methods::FS_READ_TEXT_FILE if caps.read_text_file => read_text_file(shared, params).await,
         methods::FS_WRITE_TEXT_FILE if caps.write_text_file => {
             write_text_file(shared, params).await
@@ -154,19 +171,28 @@ impl Drop for PromptGuard<'_> {
 async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
-    let tool_call = {
-        let sessions = shared.slots.lock();
+    let (tool_call, changes) = {
+        let mut sessions = shared.slots.lock();
         let slot = sessions
-            .get(&wire.session_id)
+            .get_mut(&wire.session_id)
             .ok_or_else(|| unknown_session(&wire.session_id))?;
-        slot.state.merged_tool_call(&fields)
+        // Some agents (gemini-cli) ask about a tool call before announcing
+        // it: record it, so its later `tool_call_update`s have a title,
+        // kind, locations and diff to update.
+        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
+            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
+        } else {
+            Vec::new()
+        };
+        (slot.state.merged_tool_call(&fields), changes)
     };
+    shared.emit_changes(&wire.session_id, changes);
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
         .review
         .before_permission(&wire.session_id, ToolFacts::of_fields(&tool_call))
         .await;
-    let options: Vec<PermissionOption> = wire
+    let mut options: Vec<PermissionOption> = wire
         .options
         .into_iter()
         .map(|o| PermissionOption {
@@ -179,6 +205,12 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
+    // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
+    if shared.always_refused.lock().contains(&wire.session_id)
+        && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
+    {
+        options.retain(|o| o.kind != OptionKind::AllowAlways);
+    }
     let request = PermissionRequest {
         id: shared.next_permission_id(),
         session_id: wire.session_id.clone(),
@@ -220,7 +252,13 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
 
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
-            if request.options.iter().any(|o| o.option_id == option_id) {
+            if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
+                if chosen.kind == OptionKind::AllowAlways {
+                    shared.always_answered.lock().insert((
+                        request.session_id.clone(),
+                        request.tool_call.tool_call_id.0.to_string(),
+                    ));
+                }
                 shared.permission_policy.lock().record(&request, &option_id);
                 PermissionDecision::Selected { option_id }
             } else {
@@ -279,13 +317,22 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
     let content = match shared.host.read_text_file(&request).await? {
         Some(text) => text,
         None => {
-            fs::read_text_file(
+            let read = fs::read_text_file(
                 &request.path,
                 request.line,
                 request.limit,
                 shared.options.max_read_bytes,
             )
-            .await?
+            .await;
+            match read {
+                // The path passed the workspace check above; see
+                // `ConnectionOptions::missing_file_read_empty` (gemini-cli).
+                Err(Error::NotFound(_)) if shared.options.missing_file_read_empty => {
+                    tracing::debug!(path = %request.path.display(), "missing file read as empty (quirk)");
+                    String::new()
+                }
+                other => other?,
+            }
         }
     };
     Ok(json!({ "content": content }))

@@ -76,6 +76,10 @@ pub(crate) trait Handler: Send + Sync + 'static {
         params: Option<Box<RawValue>>,
     ) -> impl Future<Output = Result<Value, RpcError>> + Send + 'static;
 
+    /// The peer answered our request `id` (before the waiting caller sees
+    /// the answer).
+    fn answered(&self, _id: &RequestId) {}
+
     /// A notification from the peer (never `$/cancel_request`, which the
     /// engine serves). Runs on the reader task: it must not wait.
     fn notification(&self, method: &str, params: Option<&RawValue>);
@@ -356,6 +360,7 @@ impl<H: Handler> Engine<H> {
                     tracing::warn!("ignoring a response for unknown request id {id}");
                     return;
                 };
+                self.handler.answered(&id);
                 let result = result.map_err(|error| Error::Rpc {
                     method: p.method.to_owned(),
                     error: Box::new(error),

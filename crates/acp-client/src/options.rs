@@ -44,6 +44,12 @@ pub struct ConnectionOptions {
     /// agent's own command with a `terminal` auth method's args and env in
     /// an interactive terminal. Agents offer such methods only then.
     pub terminal_auth: bool,
+    /// Answer `fs/read_text_file` of a missing file inside the session's
+    /// workspace with empty content instead of the spec's `-32002`. Off by
+    /// default. gemini-cli (0.61) reads a file before creating it and gives
+    /// up when the read fails (its issue 9280), so without this it cannot
+    /// create files through a spec-correct client.
+    pub missing_file_read_empty: bool,
 }
 
 impl Default for ConnectionOptions {
@@ -62,6 +68,7 @@ impl Default for ConnectionOptions {
             allowed_paths: Vec::new(),
             pinned_env: Vec::new(),
             terminal_auth: false,
+            missing_file_read_empty: false,
         }
     }
 }

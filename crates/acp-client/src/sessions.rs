@@ -13,6 +13,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::engine::CloseReason;
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
@@ -24,10 +25,17 @@ use crate::session::{SessionChange, SessionState};
 use crate::terminal::TerminalManager;
 use crate::tracking::{Reviews, ToolFacts};
 use crate::update::{self, SessionId, SessionUpdate, ToolStatus};
+use crate::update::{Content, ToolContent};
 
 /// A permission prompt waiting for the editor.
 pub(crate) struct PendingPermission {
     pub session_id: SessionId,
+    pub cancel: oneshot::Sender<()>,
+}
+
+/// An elicitation waiting for the editor.
+pub(crate) struct PendingElicitation {
+    pub scope: ElicitationScope,
     pub cancel: oneshot::Sender<()>,
 }
 
@@ -52,6 +60,15 @@ pub(crate) struct Sessions {
     pub permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
     pub permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
+    pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    /// Tool calls the user answered with an `allow_always` option, until
+    /// they complete or fail; and the sessions whose agent refused such an
+    /// answer (see [`Sessions::check_always_refused`]).
+    pub always_answered: Mutex<HashSet<(SessionId, String)>>,
+    pub always_refused: Mutex<HashSet<SessionId>>,
+    /// URL elicitations the user accepted, until `elicitation/complete`.
+    pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
+    next_elicitation_id: AtomicU64,
     pub terminals: TerminalManager,
     /// Agent edits under review, per session.
     pub review: Reviews,
@@ -96,6 +113,11 @@ impl Sessions {
             permissions_pending: Mutex::new(HashMap::new()),
             permission_policy: Mutex::new(policy),
             next_permission_id: AtomicU64::new(1),
+            elicitations_pending: Mutex::new(HashMap::new()),
+            always_answered: Mutex::new(HashSet::new()),
+            always_refused: Mutex::new(HashSet::new()),
+            url_elicitations: Mutex::new(HashMap::new()),
+            next_elicitation_id: AtomicU64::new(1),
             terminals,
             review,
             process,
@@ -131,6 +153,17 @@ impl Sessions {
         PermissionRequestId(self.next_permission_id.fetch_add(1, Ordering::Relaxed))
     }
 
+    pub(crate) fn next_elicitation_id(&self) -> ElicitationRequestId {
+        ElicitationRequestId(self.next_elicitation_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Cancels the session's pending prompts and elicitations (used by
+    /// `session/cancel` and close).
+    pub(crate) fn cancel_session_prompts(&self, session_id: &SessionId) {
+        self.cancel_permissions(|s| s == session_id);
+        self.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
+    }
+
     /// The workspace and cwd of a session, or `-32002` for the agent.
     pub(crate) fn workspace(&self, session_id: &SessionId) -> Result<(Workspace, PathBuf)> {
         let slots = self.slots.lock();
@@ -157,9 +190,73 @@ impl Sessions {
         }
     }
 
+    /// Answers matching pending elicitations `cancel`.
+    pub(crate) fn cancel_elicitations(&self, mut filter: impl FnMut(&ElicitationScope) -> bool) {
+        let cancelled: Vec<PendingElicitation> = {
+            let mut map = self.elicitations_pending.lock();
+            let ids: Vec<ElicitationRequestId> = map
+                .iter()
+                .filter(|(_, p)| filter(&p.scope))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for p in cancelled {
+            // The handler task replies `cancel` and emits the event.
+            let _ = p.cancel.send(());
+        }
+    }
+
+    /// gemini-cli offers "allow always" and then, in a folder it does not
+    /// trust, fails the tool call with "Cannot enable privileged approval
+    /// modes in an untrusted folder." When a tool call answered "always"
+    /// fails that way, the session's later prompts offer the once options
+    /// only (dispatch filters them), and the user is told why.
+    fn check_always_refused(&self, session_id: &SessionId, update: &SessionUpdate) {
+        let (SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)) = update else {
+            return;
+        };
+        let finished = matches!(f.status, Some(ToolStatus::Failed | ToolStatus::Completed));
+        if !finished {
+            return;
+        }
+        let key = (session_id.clone(), f.tool_call_id.0.to_string());
+        if !self.always_answered.lock().remove(&key) || f.status != Some(ToolStatus::Failed) {
+            return;
+        }
+        let mut text = String::new();
+        for c in f.content.iter().flatten() {
+            if let ToolContent::Content {
+                content: Content::Known(crate::schema::ContentBlock::Text(t)),
+            } = c
+            {
+                text.push_str(&t.text);
+            }
+        }
+        if let Some(raw) = &f.raw_output {
+            text.push_str(&raw.to_string());
+        }
+        if !text.contains("untrusted folder")
+            || !self.always_refused.lock().insert(session_id.clone())
+        {
+            return;
+        }
+        self.emit(ClientEvent::Session {
+            session_id: session_id.clone(),
+            change: SessionChange::Notice {
+                severity: "warning".into(),
+                title: "The agent refused an \"always\" answer: it does not trust this folder".into(),
+                description: Some(
+                    "From now on this session offers the once options only. Trust the folder in the agent (gemini: /permissions) to use \"always\" again.".into(),
+                ),
+            },
+        });
+    }
+
     /// Applies a decoded update to its session and emits the changes.
     pub(crate) fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
+        self.check_always_refused(&session_id, &notification.update);
         // Tool calls feed edit review (tracking.rs) once the session is live.
         let tool_call = match &notification.update {
             SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)

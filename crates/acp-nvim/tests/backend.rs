@@ -124,6 +124,7 @@ impl Rig {
                 env: Vec::new(),
                 cwd: None,
                 init_timeout: None,
+                missing_file_read_empty: false,
             },
             cwd: cwd.to_path_buf(),
             mcp_servers: Vec::new(),
@@ -134,6 +135,7 @@ impl Rig {
             permission_dir: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         }
     }
 
@@ -389,6 +391,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -399,6 +402,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         permission_dir: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -530,6 +534,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -540,6 +545,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         permission_dir: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
