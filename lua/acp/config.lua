@@ -64,6 +64,7 @@ local M = {}
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field context acp.ContextConfig
 ---@field transcripts boolean keep a JSONL transcript of every session under stdpath("state")/acp/transcripts
+---@field registry { url?: string, dir?: string } the ACP agent registry (`:Acp agents`): its index URL (default: the published one) and where agents are installed (default: stdpath("data")/acp/agents)
 
 --- Built-in agents. `demo` is resolved at use time (see `M.agent`).
 ---@type table<string, acp.AgentConfig>
@@ -109,6 +110,7 @@ M.defaults = {
     auto_complete = true,
   },
   transcripts = true,
+  registry = {},
 }
 
 ---@type acp.Config
@@ -275,6 +277,7 @@ local TOP_KEYS = {
   mcp_servers = true,
   context = true,
   transcripts = true,
+  registry = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -388,6 +391,21 @@ function M.validate(opts)
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
     return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
+  if opts.registry ~= nil then
+    if type(opts.registry) ~= "table" then
+      return ("`registry` must be a table like { url = \"https://...\" } (got %s)"):format(describe(opts.registry))
+    end
+    err = check_keys(opts.registry, { url = true, dir = true }, "registry.")
+    if err then
+      return err
+    end
+    for _, k in ipairs({ "url", "dir" }) do
+      local v = opts.registry[k]
+      if v ~= nil and (type(v) ~= "string" or v == "") then
+        return ("`registry.%s` must be a non-empty string (got %s)"):format(k, describe(v))
+      end
+    end
+  end
   if opts.context ~= nil then
     if type(opts.context) ~= "table" then
       return ("`context` must be a table (got %s)"):format(describe(opts.context))
@@ -457,6 +475,9 @@ function M.agent_names()
     add(n)
   end
   add("demo")
+  for _, a in ipairs(require("acp.registry").installed_all()) do
+    add(a.id)
+  end
   for n, a in pairs(M.options.agents) do
     if a ~= false then
       add(n)
@@ -504,7 +525,10 @@ function M.agent(name)
   if name == "demo" then
     base = { cmd = { M.demo_agent_path() } }
   else
-    base = M.presets[name]
+    -- An agent installed from the registry (`:Acp agents`) under this id,
+    -- or for a preset; the preset's PATH command otherwise.
+    local installed = require("acp.registry").resolve(name)
+    base = installed and { cmd = installed.cmd, env = installed.env } or M.presets[name]
   end
   if not base and not user then
     return nil, ("unknown agent %q; configured agents: %s"):format(name, table.concat(M.agent_names(), ", "))

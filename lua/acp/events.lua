@@ -137,6 +137,11 @@ local global_handlers = {
     require("acp.sessions").on_listed(ev)
   end,
 }
+for _, t in ipairs({ "agents_listed", "agent_install_progress", "agent_installed", "agent_install_failed", "agent_removed" }) do
+  global_handlers[t] = function(ev)
+    require("acp.registry").on_event(ev)
+  end
+end
 
 ---@param ev table
 ---@param ctx table

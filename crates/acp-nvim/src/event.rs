@@ -171,6 +171,62 @@ pub enum Event {
         /// Absolute path of the file.
         path: String,
     },
+    /// The answer to `acp.agents_list`.
+    AgentsListed {
+        /// The `request_id` of the request.
+        request_id: String,
+        /// The registry's agents (`[{id, name, version, description,
+        /// homepage, kinds, installed_version, update, installing}]`);
+        /// `None` when the registry could not be loaded.
+        agents: Option<Json>,
+        /// The installed agents (`[{id, name, version, kind}]`).
+        installed: Json,
+        /// Which copy of the registry: `network`, `cache` or `bundled`.
+        origin: Option<String>,
+        /// When that copy was fetched (seconds since the Unix epoch).
+        fetched_at: Option<u64>,
+        /// Why there is no list, or why a copy was used, as a sentence.
+        message: Option<String>,
+    },
+    /// A step of an agent install.
+    AgentInstallProgress {
+        /// The registry id.
+        id: String,
+        /// What is happening.
+        message: String,
+        /// Bytes downloaded so far, during a download.
+        done: Option<u64>,
+        /// Bytes to download, when known.
+        total: Option<u64>,
+    },
+    /// An agent is installed (its `installed.json` is written).
+    AgentInstalled {
+        /// The registry id.
+        id: String,
+        /// Its display name.
+        name: String,
+        /// The installed version.
+        version: String,
+    },
+    /// An agent install failed or was cancelled; nothing of it was kept.
+    AgentInstallFailed {
+        /// The registry id.
+        id: String,
+        /// A sentence for the user (the failing command and its output
+        /// tail when a command failed).
+        message: String,
+        /// True when the user cancelled it.
+        cancelled: bool,
+    },
+    /// The answer to `acp.agents_remove`.
+    AgentRemoved {
+        /// The registry id.
+        id: String,
+        /// True when it was removed.
+        removed: bool,
+        /// Why not, as a sentence.
+        message: Option<String>,
+    },
 }
 
 impl Event {
@@ -194,6 +250,11 @@ impl Event {
             Event::LoggedOut { .. } => "logged_out",
             Event::ReviewChanged { .. } => "review_changed",
             Event::ReviewDeletePending { .. } => "review_delete_pending",
+            Event::AgentsListed { .. } => "agents_listed",
+            Event::AgentInstallProgress { .. } => "agent_install_progress",
+            Event::AgentInstalled { .. } => "agent_installed",
+            Event::AgentInstallFailed { .. } => "agent_install_failed",
+            Event::AgentRemoved { .. } => "agent_removed",
         }
     }
 
@@ -216,7 +277,12 @@ impl Event {
             | Event::ReviewChanged { chat_id, .. }
             | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
             Event::Warning { chat_id, .. } => chat_id.as_ref(),
-            Event::SessionsListed { .. } => None,
+            Event::SessionsListed { .. }
+            | Event::AgentsListed { .. }
+            | Event::AgentInstallProgress { .. }
+            | Event::AgentInstalled { .. }
+            | Event::AgentInstallFailed { .. }
+            | Event::AgentRemoved { .. } => None,
         }
     }
 
@@ -335,6 +401,69 @@ impl Event {
                 put("summary", summary.clone());
             }
             Event::ReviewDeletePending { path, .. } => put("path", json!(path)),
+            Event::AgentsListed {
+                request_id,
+                agents,
+                installed,
+                origin,
+                fetched_at,
+                message,
+            } => {
+                put("request_id", json!(request_id));
+                put("installed", installed.clone());
+                if let Some(agents) = agents {
+                    put("agents", agents.clone());
+                }
+                if let Some(origin) = origin {
+                    put("origin", json!(origin));
+                }
+                if let Some(at) = fetched_at {
+                    put("fetched_at", json!(at));
+                }
+                if let Some(message) = message {
+                    put("message", json!(message));
+                }
+            }
+            Event::AgentInstallProgress {
+                id,
+                message,
+                done,
+                total,
+            } => {
+                put("id", json!(id));
+                put("message", json!(message));
+                if let Some(done) = done {
+                    put("done", json!(done));
+                }
+                if let Some(total) = total {
+                    put("total", json!(total));
+                }
+            }
+            Event::AgentInstalled { id, name, version } => {
+                put("id", json!(id));
+                put("name", json!(name));
+                put("version", json!(version));
+            }
+            Event::AgentInstallFailed {
+                id,
+                message,
+                cancelled,
+            } => {
+                put("id", json!(id));
+                put("message", json!(message));
+                put("cancelled", json!(cancelled));
+            }
+            Event::AgentRemoved {
+                id,
+                removed,
+                message,
+            } => {
+                put("id", json!(id));
+                put("removed", json!(removed));
+                if let Some(message) = message {
+                    put("message", json!(message));
+                }
+            }
         }
         // Set last so that no payload field can overwrite them.
         m.insert("type".to_owned(), json!(self.kind()));

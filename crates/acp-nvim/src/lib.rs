@@ -36,6 +36,7 @@ pub mod logging;
 pub mod mcp;
 pub mod msgpack;
 pub mod prompts;
+pub mod registry;
 pub mod review;
 pub mod transcript;
 

@@ -302,6 +302,21 @@ impl Installer {
         cancel: &CancelToken,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<InstalledAgent> {
+        let result = self.install_version(agent, cancel, progress);
+        if result.is_err() && valid_id(&agent.id) {
+            // A first install that failed leaves no empty agent directory
+            // (remove_dir only removes an empty one).
+            let _ = std::fs::remove_dir(self.root.join(&agent.id));
+        }
+        result
+    }
+
+    fn install_version(
+        &self,
+        agent: &RegistryAgent,
+        cancel: &CancelToken,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<InstalledAgent> {
         if !valid_id(&agent.id) {
             return Err(Error::Registry(format!(
                 "the registry entry `{}` has an id that is not a safe directory name; it cannot be installed",
