@@ -752,3 +752,59 @@ fn the_index_loads_from_a_file_url() {
         "the cache records its fetch time"
     );
 }
+
+#[test]
+fn the_chat_example_installs_and_runs_a_registry_agent_by_id() {
+    let f = Fixture::new();
+    let index = f.dir.path().join("registry.json");
+    std::fs::write(&index, f.registry_json("1.0.0")).unwrap();
+    let agents = f.dir.path().join("agents");
+    let run = || {
+        Command::new(chat_example())
+            .args(["--permission", "allow", "--prompt", "hi", "--cwd"])
+            .arg(f.dir.path())
+            .args(["--agent", "fake-bin", "--agents-dir"])
+            .arg(&agents)
+            .arg("--registry")
+            .arg(format!("file://{}", index.display()))
+            .env("XDG_CACHE_HOME", f.dir.path().join("cache"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr),
+    );
+    assert!(first.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("installing Fake agent (binary) 1.0.0"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("hello from the fake agent"), "{stdout}");
+    assert!(agents.join("fake-bin/installed.json").is_file());
+
+    // Installed: the second run starts it without installing.
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    assert!(!stderr.contains("installing"), "{stderr}");
+    assert!(String::from_utf8_lossy(&second.stdout).contains("hello from the fake agent"));
+
+    let unknown = Command::new(chat_example())
+        .args(["--prompt", "hi", "--agent", "nope", "--agents-dir"])
+        .arg(&agents)
+        .arg("--registry")
+        .arg(format!("file://{}", index.display()))
+        .env("XDG_CACHE_HOME", f.dir.path().join("cache"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("the registry has no agent `nope`; it has: fake-bin"),
+        "{stderr}"
+    );
+}
