@@ -1431,4 +1431,62 @@ mod tests {
         p["transcript_dir"] = json!("relative");
         assert!(decode("acp.open", p).is_err());
     }
+
+    #[test]
+    fn registry_commands_carry_where_things_are() {
+        use crate::registry::{Places, RegistryCommand};
+        let registry = json!({"url": "file:///r.json", "dir": "/d/agents", "cache_dir": "/c"});
+        let places = Places {
+            url: "file:///r.json".into(),
+            dir: "/d/agents".into(),
+            cache_dir: "/c".into(),
+            bundled: None,
+        };
+        assert_eq!(
+            decode(
+                "acp.agents_list",
+                json!({"request_id": 3, "registry": registry, "mode": "refresh"})
+            )
+            .unwrap(),
+            Command::Registry(RegistryCommand::List {
+                request_id: "3".into(),
+                places: places.clone(),
+                mode: acp_client::registry::LoadMode::Refresh,
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.agents_install",
+                json!({"id": "gemini", "registry": registry})
+            )
+            .unwrap(),
+            Command::Registry(RegistryCommand::Install {
+                id: "gemini".into(),
+                places,
+            })
+        );
+        assert_eq!(
+            decode("acp.agents_cancel", json!({"id": "gemini"})).unwrap(),
+            Command::Registry(RegistryCommand::Cancel {
+                id: "gemini".into()
+            })
+        );
+        let e = decode("acp.agents_remove", json!({"id": "x"})).unwrap_err();
+        assert!(e.reason.contains("`registry` is missing"), "{e}");
+        let e = decode(
+            "acp.agents_install",
+            json!({"id": "x", "registry": {"url": "u", "dir": "rel", "cache_dir": "/c"}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.reason.contains("`registry.dir` must be an absolute path"),
+            "{e}"
+        );
+        let e = decode(
+            "acp.agents_list",
+            json!({"request_id": "r", "registry": registry, "mode": "sometimes"}),
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("`mode` must be"), "{e}");
+    }
 }
