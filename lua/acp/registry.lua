@@ -153,6 +153,18 @@ local function fire(pattern, data)
   vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
 end
 
+--- A one-line status in the command line, not kept in :messages; replaces
+--- the previous one.
+---@param text string
+local function status(text)
+  -- Cut to the screen so that it never scrolls into a hit-enter prompt.
+  local width = math.max(vim.o.columns - 12, 10)
+  if vim.fn.strdisplaywidth(text) > width then
+    text = vim.fn.strcharpart(text, 0, width - 1) .. "…"
+  end
+  vim.api.nvim_echo({ { text } }, false, {})
+end
+
 local function progress_text(id, p)
   local text = ("%s: %s"):format(id, p.message)
   if p.done and p.total and p.total > 0 then
@@ -186,7 +198,10 @@ function M.install(id, cb)
     util.notify(("could not install %s: %s"):format(id, tostring(err)), vim.log.levels.ERROR)
     return
   end
-  vim.api.nvim_echo({ { ("acp.nvim: installing %s…"):format(id) } }, false, {})
+  -- After a vim.ui.select the screen still shows the menu: redraw first,
+  -- or each progress line would ask "Press ENTER".
+  vim.cmd.redraw()
+  status(("acp.nvim: installing %s…"):format(id))
 end
 
 --- Cancel the running install of `id`.
@@ -239,7 +254,7 @@ function M.on_event(ev)
   elseif t == "agent_install_progress" then
     local p = { message = ev.message, done = ev.done, total = ev.total }
     state.installing[ev.id] = p
-    vim.api.nvim_echo({ { "acp.nvim: " .. progress_text(ev.id, p) } }, false, {})
+    status("acp.nvim: " .. progress_text(ev.id, p))
     fire("AcpAgentProgress", { id = ev.id, message = ev.message, done = ev.done, total = ev.total })
   elseif t == "agent_installed" then
     util.notify(("%s %s is installed; start it with :Acp new %s"):format(ev.name, ev.version, ev.id))
