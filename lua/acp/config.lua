@@ -177,8 +177,13 @@ local function validate_agent(name, a)
   if err then
     return err
   end
-  if a.cmd == nil and not M.presets[name] and name ~= "demo" then
-    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" }"):format(path, name)
+  -- An agent installed from the registry brings its own command.
+  if a.cmd == nil and not M.presets[name] and name ~= "demo" and not require("acp.registry").installed(name) then
+    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" } (or install %s with :Acp agents first)"):format(
+      path,
+      name,
+      name
+    )
   end
   if a.cmd ~= nil and not is_list_of_strings(a.cmd, false) then
     return ("`%s.cmd` must be a non-empty list of strings (got %s)"):format(path, describe(a.cmd))

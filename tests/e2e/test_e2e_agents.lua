@@ -70,11 +70,15 @@ local function write_registry(version)
 end
 write_registry("1.0.0")
 
-assert(require("acp").setup({
-  backend = { cmd = { T.backend_bin() } },
-  log_level = os.getenv("ACP_TEST_LOG_LEVEL") or "debug",
-  registry = { url = "file://" .. registry_file, dir = dir .. "/agents" },
-}))
+local function setup(agents)
+  return require("acp").setup({
+    backend = { cmd = { T.backend_bin() } },
+    log_level = os.getenv("ACP_TEST_LOG_LEVEL") or "debug",
+    registry = { url = "file://" .. registry_file, dir = dir .. "/agents" },
+    agents = agents,
+  })
+end
+assert(setup())
 
 -- vim.ui.select answered by the test: `pick(items)` returns the choice.
 local menus = {}
@@ -172,6 +176,19 @@ T.test("the installed agent starts by its id with the registry's env and runs tu
   T.wait_text(chat, "registry agent says hello")
   T.eq("end_turn", T.turn(chat, "again"), "second turn")
   T.wait_text(chat, "registry agent says again")
+end)
+
+T.test("your agents.<id> options apply on top of an installed agent", function()
+  local ok, err = setup({ ["fake-bin"] = { env = { EXTRA = "1" }, init_timeout = 5000 } })
+  T.truthy(ok, "setup accepts options without cmd for an installed agent: " .. tostring(err))
+  local a = require("acp.config").agent("fake-bin")
+  T.eq(dir .. "/agents/fake-bin/1.0.0/bin/acp-fake-agent", a.cmd[1], "the installed program")
+  T.eq("1", a.env.EXTRA, "your env")
+  T.eq(scenario, a.env.ACP_FAKE_SCENARIO, "and the registry's")
+  T.eq(5000, a.init_timeout, "your init_timeout")
+  assert(setup())
+  local bad = require("acp.config").validate({ agents = { ["not-installed"] = { env = { X = "1" } } } })
+  T.contains(bad, "or install not-installed with :Acp agents first", "an agent neither installed nor with a cmd is refused, naming both fixes")
 end)
 
 T.test(":Acp agents update installs the newer registry version", function()
