@@ -304,6 +304,13 @@ fn npm_env(dir: &Path) -> Vec<(String, String)> {
         ),
         ("npm_config_update_notifier".into(), "false".into()),
         ("PIP_NO_INDEX".into(), "1".into()),
+        ("UV_OFFLINE".into(), "1".into()),
+        ("UV_NO_INDEX".into(), "1".into()),
+        ("UV_PYTHON_DOWNLOADS".into(), "never".into()),
+        (
+            "UV_CACHE_DIR".into(),
+            dir.join("uv-cache").display().to_string(),
+        ),
         ("PIP_DISABLE_PIP_VERSION_CHECK".into(), "1".into()),
     ]
 }
@@ -389,22 +396,37 @@ impl Fixture {
     }
 
     fn installer(&self) -> Installer {
+        self.installer_on(None)
+    }
+
+    /// An installer that finds its tools on `path` (the process's PATH
+    /// when `None`).
+    fn installer_on(&self, path: Option<std::ffi::OsString>) -> Installer {
         Installer::new(
             self.dir.path().join("agents"),
             InstallOptions {
                 env: npm_env(self.dir.path()),
+                path,
                 ..InstallOptions::default()
             },
         )
     }
 
     fn install(&self, registry: &Registry, id: &str) -> acp_client::Result<InstalledAgent> {
+        self.install_with(&self.installer(), registry, id)
+    }
+
+    fn install_with(
+        &self,
+        installer: &Installer,
+        registry: &Registry,
+        id: &str,
+    ) -> acp_client::Result<InstalledAgent> {
         let mut steps = Vec::new();
         let result =
-            self.installer()
-                .install(registry.agent(id).unwrap(), &CancelToken::new(), &mut |p| {
-                    steps.push(p.message)
-                });
+            installer.install(registry.agent(id).unwrap(), &CancelToken::new(), &mut |p| {
+                steps.push(p.message)
+            });
         if result.is_ok() {
             assert!(!steps.is_empty(), "an install reports progress");
         }
@@ -552,23 +574,84 @@ fn npm_failure_names_the_command_and_its_output_and_keeps_nothing() {
     f.assert_clean("npm-missing-package", None);
 }
 
-#[test]
-fn python_agent_installs_a_wheel_into_a_venv_and_runs() {
-    let venv_ok = works("python3", &["-c", "import venv, ensurepip"]);
-    if !tool_available("python3 -m venv (with ensurepip)", venv_ok) {
-        return;
-    }
-    let f = Fixture::new();
-    wheel(f.dir.path());
-    let reg = f.registry("1.0.0");
-    let installed = f.install(&reg, "fake-uvx").unwrap();
+/// The real interpreter behind `python3` (not a pyenv shim, which needs
+/// more of PATH), when there is one with venv and ensurepip.
+fn real_python3() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import venv, ensurepip, sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// A PATH of one directory holding only `name` -> `target`.
+fn path_with(dir: &Path, name: &str, target: &Path) -> std::ffi::OsString {
+    std::fs::create_dir_all(dir).unwrap();
+    std::os::unix::fs::symlink(target, dir.join(name)).unwrap();
+    dir.as_os_str().to_owned()
+}
+
+fn check_python_install(f: &Fixture, installed: &InstalledAgent) {
     assert_eq!(installed.kind.as_str(), "uvx");
     assert!(installed.cmd[1].ends_with("fake-uvx/1.0.0/venv/bin/tiny-acp-agent"));
     f.assert_clean("fake-uvx", Some("1.0.0"));
     // The virtualenv was made in a temporary directory and renamed: the
     // agent still starts from its final place.
-    let said = run_turn(&installed, &f.scenario, f.dir.path());
+    let said = run_turn(installed, &f.scenario, f.dir.path());
     assert!(said.contains("hello from the fake agent"), "{said}");
+}
+
+#[test]
+fn python_agent_installs_a_wheel_into_a_venv_and_runs() {
+    let python = real_python3();
+    if !tool_available("python3 -m venv (with ensurepip)", python.is_some()) {
+        return;
+    }
+    let f = Fixture::new();
+    wheel(f.dir.path());
+    // Only python3 on PATH: the `python3 -m venv` + pip path even where uv
+    // is installed.
+    let path = path_with(&f.dir.path().join("py-only"), "python3", &python.unwrap());
+    let installer = f.installer_on(Some(path));
+    let installed = f
+        .install_with(&installer, &f.registry("1.0.0"), "fake-uvx")
+        .unwrap();
+    check_python_install(&f, &installed);
+}
+
+#[test]
+fn python_agent_installs_with_uv_when_uv_is_there() {
+    let uv = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("uv"))
+        .find(|p| p.is_file());
+    let (Some(uv), Some(python)) = (uv, real_python3()) else {
+        // uv is optional (the installer falls back to python3 -m venv):
+        // never required, but say so.
+        println!("SKIPPED: uv (or python3) is not on PATH; the uv install path is not tested");
+        eprintln!("SKIPPED: uv (or python3) is not on PATH; the uv install path is not tested");
+        return;
+    };
+    let f = Fixture::new();
+    wheel(f.dir.path());
+    let bin = f.dir.path().join("uv-bin");
+    let path = path_with(&bin, "uv", &uv);
+    std::os::unix::fs::symlink(&python, bin.join("python3")).unwrap();
+    let mut steps = Vec::new();
+    let installed = f
+        .installer_on(Some(path))
+        .install(
+            f.registry("1.0.0").agent("fake-uvx").unwrap(),
+            &CancelToken::new(),
+            &mut |p| steps.push(p.message),
+        )
+        .unwrap();
+    assert!(
+        steps.iter().any(|s| s.starts_with("uv pip install")),
+        "{steps:?}"
+    );
+    check_python_install(&f, &installed);
 }
 
 #[test]
