@@ -323,10 +323,12 @@ local function actions(a)
   end)
 end
 
---- `:Acp agents`: pick an agent of the registry; an agent not installed is
---- installed, an installed one offers chat, update/reinstall and removal.
-function M.pick()
-  local ok, err = M.list("cached", function(ev)
+--- List the registry for a command: its failure, or why a copy was used,
+--- is told to the user; `fn` gets a listing that has agents.
+---@param mode "cached"|"refresh"|"offline"
+---@param fn fun(ev: table)
+local function with_listing(mode, fn)
+  local ok, err = M.list(mode, function(ev)
     if not ev.agents then
       util.notify(tostring(ev.message), vim.log.levels.ERROR)
       return
@@ -334,6 +336,17 @@ function M.pick()
     if ev.message then
       util.notify(ev.message, vim.log.levels.WARN)
     end
+    fn(ev)
+  end)
+  if not ok then
+    util.notify(tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+--- `:Acp agents`: pick an agent of the registry; an agent not installed is
+--- installed, an installed one offers chat, update/reinstall and removal.
+function M.pick()
+  with_listing("cached", function(ev)
     local items = vim.deepcopy(ev.agents)
     local listed = {}
     for _, a in ipairs(items) do
@@ -368,22 +381,12 @@ function M.pick()
       end
     end)
   end)
-  if not ok then
-    util.notify(tostring(err), vim.log.levels.ERROR)
-  end
 end
 
 --- `:Acp agents update`: fetch the registry and update every installed
 --- agent with a newer version there.
 function M.update()
-  local ok, err = M.list("refresh", function(ev)
-    if not ev.agents then
-      util.notify(tostring(ev.message), vim.log.levels.ERROR)
-      return
-    end
-    if ev.message then
-      util.notify(ev.message, vim.log.levels.WARN)
-    end
+  with_listing("refresh", function(ev)
     local n = 0
     for _, a in ipairs(ev.agents) do
       if a.update then
@@ -396,9 +399,6 @@ function M.update()
         or "every installed registry agent is up to date")
     end
   end)
-  if not ok then
-    util.notify(tostring(err), vim.log.levels.ERROR)
-  end
 end
 
 return M

@@ -842,11 +842,11 @@ fn the_chat_example_installs_and_runs_a_registry_agent_by_id() {
     let index = f.dir.path().join("registry.json");
     std::fs::write(&index, f.registry_json("1.0.0")).unwrap();
     let agents = f.dir.path().join("agents");
-    let run = || {
+    let run = |id: &str| {
         Command::new(chat_example())
             .args(["--permission", "allow", "--prompt", "hi", "--cwd"])
             .arg(f.dir.path())
-            .args(["--agent", "fake-bin", "--agents-dir"])
+            .args(["--agent", id, "--agents-dir"])
             .arg(&agents)
             .arg("--registry")
             .arg(format!("file://{}", index.display()))
@@ -855,7 +855,7 @@ fn the_chat_example_installs_and_runs_a_registry_agent_by_id() {
             .output()
             .unwrap()
     };
-    let first = run();
+    let first = run("fake-bin");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&first.stdout),
         String::from_utf8_lossy(&first.stderr),
@@ -869,21 +869,13 @@ fn the_chat_example_installs_and_runs_a_registry_agent_by_id() {
     assert!(agents.join("fake-bin/installed.json").is_file());
 
     // Installed: the second run starts it without installing.
-    let second = run();
+    let second = run("fake-bin");
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{stderr}");
     assert!(!stderr.contains("installing"), "{stderr}");
     assert!(String::from_utf8_lossy(&second.stdout).contains("hello from the fake agent"));
 
-    let unknown = Command::new(chat_example())
-        .args(["--prompt", "hi", "--agent", "nope", "--agents-dir"])
-        .arg(&agents)
-        .arg("--registry")
-        .arg(format!("file://{}", index.display()))
-        .env("XDG_CACHE_HOME", f.dir.path().join("cache"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let unknown = run("nope");
     assert!(!unknown.status.success());
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert!(

@@ -148,6 +148,20 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| io_err("write", path, e))
 }
 
+/// One version being built: what the per-kind installers share.
+struct Build<'a> {
+    agent: &'a RegistryAgent,
+    /// The temporary directory it is built in.
+    tmp: &'a Path,
+    /// Where it will be once complete (paths in its command point there).
+    final_dir: &'a Path,
+    cancel: &'a CancelToken,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+/// The program, arguments and environment of a built agent.
+type Launch = (Vec<String>, BTreeMap<String, String>);
+
 /// Removes a temporary directory unless the install completed.
 struct TempDir {
     path: PathBuf,
@@ -347,24 +361,31 @@ impl Installer {
         };
         std::fs::create_dir(&tmp.path).map_err(|e| io_err("create", &tmp.path, e))?;
         let final_dir = agent_dir.join(&agent.version);
+        let mut build = Build {
+            agent,
+            tmp: &tmp.path,
+            final_dir: &final_dir,
+            cancel,
+            progress: &mut *progress,
+        };
         let result = match kind {
             DistributionKind::Binary => {
                 let platform = self.options.platform.as_deref().unwrap_or_default();
                 let target = &agent.distribution.binary[platform];
-                self.install_binary(agent, target, &tmp.path, &final_dir, cancel, progress)
+                self.install_binary(&mut build, target)
             }
             DistributionKind::Npx => {
                 let dist =
                     agent.distribution.npx.as_ref().ok_or_else(|| {
                         Error::Registry(format!("{} has no npm package", agent.name))
                     })?;
-                self.install_npm(agent, dist, &tmp.path, &final_dir, cancel, progress)
+                self.install_npm(&mut build, dist)
             }
             DistributionKind::Uvx => {
                 let dist = agent.distribution.uvx.as_ref().ok_or_else(|| {
                     Error::Registry(format!("{} has no PyPI package", agent.name))
                 })?;
-                self.install_python(agent, dist, &tmp.path, &final_dir, cancel, progress)
+                self.install_python(&mut build, dist)
             }
         };
         let (cmd, env) = result.map_err(|e| match e {
@@ -447,24 +468,16 @@ impl Installer {
         }
     }
 
-    fn install_binary(
-        &self,
-        agent: &RegistryAgent,
-        target: &BinaryTarget,
-        tmp: &Path,
-        final_dir: &Path,
-        cancel: &CancelToken,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    fn install_binary(&self, b: &mut Build<'_>, target: &BinaryTarget) -> Result<Launch> {
         let cmd_rel = archive::safe_relative(Path::new(&target.cmd))
             .filter(|p| !p.as_os_str().is_empty())
             .ok_or_else(|| {
                 Error::Registry(format!(
                     "{}'s registry entry names the command `{}`, which is outside its archive; it cannot be installed",
-                    agent.name, target.cmd
+                    b.agent.name, target.cmd
                 ))
             })?;
-        let download_dir = tmp.join(".download");
+        let download_dir = b.tmp.join(".download");
         std::fs::create_dir(&download_dir).map_err(|e| io_err("create", &download_dir, e))?;
         let file_name = target
             .archive
@@ -474,14 +487,14 @@ impl Installer {
             .filter(|n| !n.is_empty() && *n != "." && *n != "..")
             .unwrap_or("archive");
         let archive_path = download_dir.join(file_name);
-        let label = format!("downloading {} {}", agent.name, agent.version);
-        progress(Progress::step(label.clone()));
+        let label = format!("downloading {} {}", b.agent.name, b.agent.version);
+        (b.progress)(Progress::step(label.clone()));
         let downloaded = download::download(
             &target.archive,
             &archive_path,
-            cancel,
+            b.cancel,
             &mut |done, total| {
-                progress(Progress {
+                (b.progress)(Progress {
                     message: label.clone(),
                     done: Some(done),
                     total,
@@ -504,7 +517,7 @@ impl Installer {
                 )));
             }
         }
-        let program = tmp.join(&cmd_rel);
+        let program = b.tmp.join(&cmd_rel);
         match Format::of_url(&target.archive) {
             Format::Raw => {
                 if let Some(dir) = program.parent() {
@@ -514,47 +527,39 @@ impl Installer {
                     .map_err(|e| io_err("install", &program, e))?;
             }
             format => {
-                progress(Progress::step(format!(
+                (b.progress)(Progress::step(format!(
                     "unpacking {} {}",
-                    agent.name, agent.version
+                    b.agent.name, b.agent.version
                 )));
-                archive::extract(&archive_path, format, tmp, cancel)?;
+                archive::extract(&archive_path, format, b.tmp, b.cancel)?;
             }
         }
         std::fs::remove_dir_all(&download_dir).map_err(|e| io_err("remove", &download_dir, e))?;
         if !program.is_file() {
             return Err(Error::Registry(format!(
                 "the archive of {} has no `{}` (the command its registry entry names); it was not installed",
-                agent.name, target.cmd
+                b.agent.name, target.cmd
             )));
         }
         make_executable(&program)?;
-        let mut cmd = vec![final_dir.join(&cmd_rel).to_string_lossy().into_owned()];
+        let mut cmd = vec![b.final_dir.join(&cmd_rel).to_string_lossy().into_owned()];
         cmd.extend(target.args.iter().cloned());
         Ok((cmd, target.env.clone()))
     }
 
-    fn install_npm(
-        &self,
-        agent: &RegistryAgent,
-        dist: &PackageDistribution,
-        tmp: &Path,
-        final_dir: &Path,
-        cancel: &CancelToken,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    fn install_npm(&self, b: &mut Build<'_>, dist: &PackageDistribution) -> Result<Launch> {
         let npm = self.which("npm").ok_or_else(|| {
             Error::Registry(format!(
                 "{} needs npm (Node.js); install Node.js and try again",
-                agent.name
+                b.agent.name
             ))
         })?;
-        progress(Progress::step(format!("npm install {}", dist.package)));
+        (b.progress)(Progress::step(format!("npm install {}", dist.package)));
         let mut command = Command::new(npm);
         command
             .arg("install")
             .arg("--prefix")
-            .arg(tmp)
+            .arg(b.tmp)
             .args([
                 "--no-audit",
                 "--no-fund",
@@ -562,11 +567,11 @@ impl Installer {
                 "--loglevel=error",
             ])
             .arg(&dist.package);
-        self.run(&agent.name, &mut command, cancel)?;
+        self.run(&b.agent.name, &mut command, b.cancel)?;
         // `npm install` records the package in <prefix>/package.json: that
         // is the one whose executable to run (node_modules/.bin also holds
         // its dependencies' executables).
-        let manifest = read_json(&tmp.join("package.json"))?;
+        let manifest = read_json(&b.tmp.join("package.json"))?;
         let names: Vec<String> = manifest
             .get("dependencies")
             .and_then(|d| d.as_object())
@@ -580,66 +585,58 @@ impl Installer {
         };
         let bin = match &dist.cmd {
             Some(cmd) => cmd.clone(),
-            None => npm_bin(name, &read_json(&tmp.join("node_modules").join(name).join("package.json"))?)
+            None => npm_bin(name, &read_json(&b.tmp.join("node_modules").join(name).join("package.json"))?)
                 .ok_or_else(|| {
                     Error::Registry(format!(
                         "the npm package {name} has no single executable to run, and {}'s registry entry names none; it was not installed",
-                        agent.name
+                        b.agent.name
                     ))
                 })?,
         };
         let rel = Path::new("node_modules").join(".bin").join(&bin);
-        if !tmp.join(&rel).exists() {
+        if !b.tmp.join(&rel).exists() {
             return Err(Error::Registry(format!(
                 "the npm package {name} has no executable `{bin}`; it was not installed"
             )));
         }
-        let mut cmd = vec![final_dir.join(rel).to_string_lossy().into_owned()];
+        let mut cmd = vec![b.final_dir.join(rel).to_string_lossy().into_owned()];
         cmd.extend(dist.args.iter().cloned());
         Ok((cmd, dist.env.clone()))
     }
 
-    fn install_python(
-        &self,
-        agent: &RegistryAgent,
-        dist: &PackageDistribution,
-        tmp: &Path,
-        final_dir: &Path,
-        cancel: &CancelToken,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<(Vec<String>, BTreeMap<String, String>)> {
-        let venv = tmp.join("venv");
+    fn install_python(&self, b: &mut Build<'_>, dist: &PackageDistribution) -> Result<Launch> {
+        let venv = b.tmp.join("venv");
         let spec = pip_spec(&dist.package);
         if let Some(uv) = self.which("uv") {
-            progress(Progress::step(format!(
+            (b.progress)(Progress::step(format!(
                 "creating a virtualenv for {}",
-                agent.name
+                b.agent.name
             )));
             let mut command = Command::new(&uv);
             command.args(["venv", "--quiet"]).arg(&venv);
-            self.run(&agent.name, &mut command, cancel)?;
-            progress(Progress::step(format!("uv pip install {spec}")));
+            self.run(&b.agent.name, &mut command, b.cancel)?;
+            (b.progress)(Progress::step(format!("uv pip install {spec}")));
             let mut command = Command::new(&uv);
             command
                 .args(["pip", "install", "--quiet", "--python"])
                 .arg(venv.join("bin").join("python"))
                 .arg(&spec);
-            self.run(&agent.name, &mut command, cancel)?;
+            self.run(&b.agent.name, &mut command, b.cancel)?;
         } else {
             let python = self.which("python3").ok_or_else(|| {
                 Error::Registry(format!(
                     "{} needs uv or Python 3; install one of them and try again",
-                    agent.name
+                    b.agent.name
                 ))
             })?;
-            progress(Progress::step(format!(
+            (b.progress)(Progress::step(format!(
                 "creating a virtualenv for {}",
-                agent.name
+                b.agent.name
             )));
             let mut command = Command::new(python);
             command.args(["-m", "venv"]).arg(&venv);
-            self.run(&agent.name, &mut command, cancel)?;
-            progress(Progress::step(format!("pip install {spec}")));
+            self.run(&b.agent.name, &mut command, b.cancel)?;
+            (b.progress)(Progress::step(format!("pip install {spec}")));
             let mut command = Command::new(venv.join("bin").join("python"));
             command
                 .args([
@@ -651,7 +648,7 @@ impl Installer {
                     "--quiet",
                 ])
                 .arg(&spec);
-            self.run(&agent.name, &mut command, cancel)?;
+            self.run(&b.agent.name, &mut command, b.cancel)?;
         }
         let script = dist
             .cmd
@@ -660,7 +657,7 @@ impl Installer {
         if archive::safe_relative(Path::new(&script)).is_none_or(|p| p.components().count() != 1) {
             return Err(Error::Registry(format!(
                 "{}'s registry entry names the command `{script}`, which is not a script name",
-                agent.name
+                b.agent.name
             )));
         }
         if !venv.join("bin").join(&script).is_file() {
@@ -672,7 +669,7 @@ impl Installer {
         // Scripts' `#!` lines name the temporary directory; run them with
         // the virtualenv's interpreter instead (which finds its environment
         // from its own path, so the rename keeps it working).
-        let bin = final_dir.join("venv").join("bin");
+        let bin = b.final_dir.join("venv").join("bin");
         let mut cmd = vec![
             bin.join("python").to_string_lossy().into_owned(),
             bin.join(&script).to_string_lossy().into_owned(),
