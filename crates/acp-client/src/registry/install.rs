@@ -162,6 +162,22 @@ struct Build<'a> {
 /// The program, arguments and environment of a built agent.
 type Launch = (Vec<String>, BTreeMap<String, String>);
 
+/// An agent's install lock, released when dropped (the file closes).
+struct AgentLock {
+    _file: std::fs::File,
+}
+
+/// True when `version` is a safe directory name: letters, digits and
+/// `.-+_`, not starting with a dot.
+fn valid_version(version: &str) -> bool {
+    !version.is_empty()
+        && version.len() <= 128
+        && !version.starts_with('.')
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'))
+}
+
 /// Removes a temporary directory unless the install completed.
 struct TempDir {
     path: PathBuf,
@@ -243,6 +259,7 @@ impl Installer {
         if !dir.exists() {
             return Ok(false);
         }
+        let _lock = self.lock(id)?;
         // The manifest first: from here on the agent is not installed, even
         // if deleting its files fails halfway.
         let manifest = dir.join(MANIFEST);
@@ -337,13 +354,14 @@ impl Installer {
                 agent.id
             )));
         }
-        if !valid_id(&agent.version.to_ascii_lowercase()) {
+        if !valid_version(&agent.version) {
             return Err(Error::Registry(format!(
                 "{} has the version `{}`, which is not a safe directory name; it cannot be installed",
                 agent.name, agent.version
             )));
         }
         let kind = self.choose(agent)?;
+        let _lock = self.lock(&agent.id)?;
         let agent_dir = self.root.join(&agent.id);
         std::fs::create_dir_all(&agent_dir).map_err(|e| io_err("create", &agent_dir, e))?;
         self.remove_leftovers(&agent_dir);
@@ -434,6 +452,34 @@ impl Installer {
         // Older versions go once the manifest names the new one.
         self.remove_other_versions(&agent_dir, &agent.version);
         Ok(installed)
+    }
+
+    /// Holds `<root>/.locks/<id>.lock` while the agent's directory changes,
+    /// so that two editors never build into (or clean up) the same agent
+    /// at once. The lock goes with the file handle, also when the holder
+    /// is killed.
+    fn lock(&self, id: &str) -> Result<AgentLock> {
+        let dir = self.root.join(".locks");
+        std::fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
+        let path = dir.join(format!("{id}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_err("open", &path, e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: flock(2) on a descriptor this function owns.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc != 0 {
+                return Err(Error::Registry(format!(
+                    "{id} is being installed or removed by another editor; wait until it is done and try again"
+                )));
+            }
+        }
+        Ok(AgentLock { _file: file })
     }
 
     /// Removes temporaries of installs that were killed or cancelled.
@@ -946,6 +992,27 @@ mod tests {
             python_name("/tmp/tiny_agent-1.0-py3-none-any.whl"),
             "tiny-agent"
         );
+    }
+
+    #[test]
+    fn versions_must_be_plain_directory_names() {
+        assert!(valid_version("1.0.0-beta.2+build.5"));
+        assert!(!valid_version("../1.0.0"));
+        assert!(!valid_version("1.0/2"));
+        assert!(!valid_version(".."));
+    }
+
+    #[test]
+    fn a_second_installer_of_the_same_agent_is_refused_while_the_first_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Installer::new(dir.path(), InstallOptions::default());
+        let b = Installer::new(dir.path(), InstallOptions::default());
+        let held = a.lock("x").unwrap();
+        let e = b.lock("x").err().unwrap();
+        assert!(e.to_string().contains("another editor"), "{e}");
+        assert!(b.lock("y").is_ok(), "other agents are not held");
+        drop(held);
+        assert!(b.lock("x").is_ok());
     }
 
     #[test]
