@@ -18,6 +18,50 @@ local tar = vim.system({ "tar", "-C", dir .. "/pkg", "-czf", dir .. "/fake.tar.g
 assert(tar.code == 0, "tar: " .. tostring(tar.stderr))
 T.write_file(dir .. "/corrupt.tar.gz", T.read_file(dir .. "/fake.tar.gz"):sub(1, 5000))
 
+-- A loopback HTTP server that announces the whole archive and then sends
+-- it 1 KiB every 20 ms: an install slow enough to cancel.
+local archive_bytes = T.read_file(dir .. "/fake.tar.gz")
+local served = { connections = 0, closed = 0 }
+local server = assert(vim.uv.new_tcp())
+assert(server:bind("127.0.0.1", 0))
+assert(server:listen(8, function()
+  local client = assert(vim.uv.new_tcp())
+  server:accept(client)
+  served.connections = served.connections + 1
+  local timer = assert(vim.uv.new_timer())
+  local sent, started, done = 0, false, false
+  local function close()
+    if not done then
+      done = true
+      served.closed = served.closed + 1
+      timer:stop()
+      timer:close()
+      client:close()
+    end
+  end
+  client:read_start(function(err, data)
+    if err or not data then
+      return close()
+    end
+    if not started and data:find("\r\n\r\n", 1, true) then
+      started = true
+      client:write(("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"):format(#archive_bytes))
+      timer:start(0, 20, function()
+        if sent >= #archive_bytes then
+          return
+        end
+        client:write(archive_bytes:sub(sent + 1, sent + 1024), function(werr)
+          if werr then
+            close()
+          end
+        end)
+        sent = sent + 1024
+      end)
+    end
+  end)
+end))
+local slow_url = ("http://127.0.0.1:%d/slow.tar.gz"):format(server:getsockname().port)
+
 local function platform()
   local u = vim.uv.os_uname()
   local os_name = ({ Linux = "linux", Darwin = "darwin" })[u.sysname] or u.sysname:lower()
@@ -62,6 +106,13 @@ local function write_registry(version)
         version = "1.0.0",
         description = "an archive cut short",
         distribution = binary("corrupt.tar.gz"),
+      },
+      {
+        id = "slow",
+        name = "Slow",
+        version = "1.0.0",
+        description = "served slowly",
+        distribution = { binary = { [platform()] = { archive = slow_url, cmd = "./bin/acp-fake-agent" } } },
       },
       { id = "elsewhere", name = "Elsewhere", version = "1.0.0", description = "no build here",
         distribution = { binary = { ["plan9-mips"] = { archive = "file:///x", cmd = "x" } } } },
@@ -230,6 +281,33 @@ T.test("a failed install says why and installs nothing", function()
   T.contains(vim.inspect(notes), "corrupt", "the user saw it")
   T.eq(nil, require("acp.registry").installed("broken"), "nothing installed")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/broken"), "no half-installed version, no empty directory")
+end)
+
+T.test(":Acp agents cancel stops a running install and leaves nothing", function()
+  notes = {}
+  local done = wait_install("slow")
+  require("acp.registry").install("slow")
+  T.wait(function()
+    for _, p in ipairs(progress) do
+      if p.id == "slow" and (p.done or 0) > 0 then
+        return true
+      end
+    end
+  end, "download progress of slow")
+  T.truthy(require("acp.registry").installing().slow, "shown as installing")
+  T.truthy(
+    vim.tbl_contains(require("acp.commands").complete("", "Acp agents cancel "), "slow"),
+    ":Acp agents cancel completes the running install"
+  )
+  vim.cmd("Acp agents cancel slow")
+  local result = done()
+  T.eq(false, result.ok, "not installed")
+  T.contains(result.message, "cancelled", "the reason")
+  T.eq(nil, require("acp.registry").installing().slow, "no longer installing")
+  T.eq(0, vim.fn.isdirectory(dir .. "/agents/slow"), "nothing left behind")
+  T.wait(function()
+    return served.closed >= 1
+  end, "the download connection closed")
 end)
 
 T.test(":checkhealth acp shows installed registry agents and newer versions", function()
