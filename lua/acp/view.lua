@@ -49,6 +49,7 @@ local api = vim.api
 ---@field grown table<integer, boolean> foldable blocks appended to in this batch
 ---@field batching boolean
 ---@field follow table<integer, boolean> windows following the tail in this batch
+---@field follow_next? boolean the next batch moves every window to the tail
 local View = {}
 View.__index = View
 
@@ -101,11 +102,18 @@ function View:begin()
   self.follow = {}
   local count = api.nvim_buf_line_count(self.buf)
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-    if api.nvim_win_get_cursor(win)[1] >= count then
+    if self.follow_next or api.nvim_win_get_cursor(win)[1] >= count then
       self.follow[win] = true
     end
   end
+  self.follow_next = nil
   vim.bo[self.buf].modifiable = true
+end
+
+--- Every window showing the buffer follows the tail from now on (the user
+--- sent a prompt: show it, even when the cursor was up in the transcript).
+function View:follow_all()
+  self.follow_next = true
 end
 
 --- End a batch: read-only again, following windows scrolled to the tail.
@@ -408,6 +416,9 @@ function View.setup_window(win)
   wo.foldenable = true
   wo.wrap = true
   wo.linebreak = true
+  -- Wrapped tool output and plan entries keep their indent.
+  wo.breakindent = true
+  wo.breakindentopt = "list:-1"
   wo.number = false
   wo.relativenumber = false
   wo.signcolumn = "no"
