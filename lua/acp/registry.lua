@@ -39,11 +39,12 @@ M.preset_ids = {
 local state = { pending = {}, installing = {}, on_installed = {} }
 local counter = 0
 
---- Where registry agents are installed.
+--- Where registry agents are installed (absolute, `~` expanded).
 ---@return string
 function M.dir()
   local opts = require("acp.config").options.registry or {}
-  return opts.dir or (vim.fn.stdpath("data") .. "/acp/agents")
+  local dir = vim.fn.fnamemodify(opts.dir or (vim.fn.stdpath("data") .. "/acp/agents"), ":p")
+  return (dir:gsub("/$", ""))
 end
 
 --- What every `acp.agents_*` command carries: where things are.
@@ -53,7 +54,7 @@ function M.places()
   local bundled = util.plugin_root() .. "/registry/registry.json"
   return {
     url = opts.url or M.DEFAULT_URL,
-    dir = vim.fn.fnamemodify(M.dir(), ":p"):gsub("/$", ""),
+    dir = M.dir(),
     cache_dir = vim.fn.stdpath("cache") .. "/acp",
     bundled = vim.fn.filereadable(bundled) == 1 and bundled or nil,
   }
@@ -237,6 +238,16 @@ local function finish(id, ok, ev)
   for _, cb in ipairs(cbs) do
     cb(ok, ev)
   end
+end
+
+--- The backend stopped: its installs and listings will not answer. An
+--- install it was running left nothing behind but a temporary directory,
+--- which the next install of the agent removes.
+function M.on_backend_exit()
+  for id in pairs(state.installing) do
+    finish(id, false, { message = ("the install of %s stopped with the backend; run it again"):format(id) })
+  end
+  state.pending = {}
 end
 
 --- The backend's registry events.

@@ -310,6 +310,33 @@ T.test(":Acp agents cancel stops a running install and leaves nothing", function
   end, "the download connection closed")
 end)
 
+T.test("an install ends when the backend stops, and can run again", function()
+  local done = wait_install("slow")
+  require("acp.registry").install("slow")
+  local seen = #progress
+  T.wait(function()
+    for i = seen + 1, #progress do
+      if progress[i].id == "slow" and (progress[i].done or 0) > 0 then
+        return true
+      end
+    end
+  end, "download progress of slow")
+  require("acp.backend").stop()
+  local result = done()
+  T.eq(false, result.ok, "not installed")
+  T.contains(result.message, "stopped with the backend", "the reason")
+  T.eq(nil, require("acp.registry").installing().slow, "not shown as installing any more")
+  -- The next install starts (a new backend) and is not refused as running.
+  local again = wait_install("slow")
+  require("acp.registry").install("slow")
+  T.wait(function()
+    return require("acp.registry").installing().slow ~= nil
+  end, "second install started")
+  require("acp.registry").cancel("slow")
+  T.eq(false, again().ok, "cancelled")
+  T.eq(0, vim.fn.isdirectory(dir .. "/agents/slow"), "nothing left behind")
+end)
+
 T.test(":checkhealth acp shows installed registry agents and newer versions", function()
   write_registry("1.2.0")
   local refreshed
