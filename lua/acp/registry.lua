@@ -339,6 +339,7 @@ end
 ---@param mode "cached"|"refresh"|"offline"
 ---@param fn fun(ev: table)
 local function with_listing(mode, fn)
+  status(mode == "refresh" and "acp.nvim: fetching the agent registry…" or "acp.nvim: reading the agent registry…")
   local ok, err = M.list(mode, function(ev)
     if not ev.agents then
       util.notify(tostring(ev.message), vim.log.levels.ERROR)
