@@ -194,13 +194,13 @@ local function model_values(opt)
   local out = {}
   local function walk(options)
     for _, o in ipairs(options or {}) do
-      if util.field(o, "value") ~= nil then
-        out[#out + 1] = { value = util.field(o, "value"), name = util.field(o, "name") or util.field(o, "value") }
+      if o.value ~= nil then
+        out[#out + 1] = { value = o.value, name = o.name or o.value }
       end
-      walk(util.field(o, "options"))
+      walk(o.options)
     end
   end
-  walk(util.field(opt, "options"))
+  walk(opt.options)
   return out
 end
 
@@ -211,7 +211,7 @@ M.subcommands.mode = {
     if not chat then
       return
     end
-    local modes = util.field(chat.modes, "availableModes", "available_modes") or {}
+    local modes = (chat.modes or {}).available_modes or {}
     if #modes == 0 then
       util.notify(chat.agent.name .. " has no modes", vim.log.levels.WARN)
       return
@@ -223,23 +223,23 @@ M.subcommands.mode = {
       set(args[1])
       return
     end
-    local current = util.field(chat.modes, "currentModeId", "current_mode_id")
+    local current = (chat.modes or {}).current_mode_id
     vim.ui.select(modes, {
       prompt = "acp.nvim: mode",
       format_item = function(m)
-        return (util.field(m, "name") or util.field(m, "id")) .. (util.field(m, "id") == current and " (current)" or "")
+        return (m.name or m.id) .. (m.id == current and " (current)" or "")
       end,
     }, function(m)
       if m then
-        set(util.field(m, "id"))
+        set(m.id)
       end
     end)
   end,
   complete = function(lead)
     local chat = require("acp.chat").current()
     local ids = {}
-    for _, m in ipairs(chat and util.field(chat.modes, "availableModes", "available_modes") or {}) do
-      local id = util.field(m, "id")
+    for _, m in ipairs(chat and (chat.modes or {}).available_modes or {}) do
+      local id = m.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -261,13 +261,13 @@ M.subcommands.model = {
       return
     end
     local function set(value)
-      chat:set_config_option(util.field(opt, "id"), value)
+      chat:set_config_option(opt.id, value)
     end
     if args[1] then
       set(args[1])
       return
     end
-    local current = util.field(opt, "currentValue", "current_value")
+    local current = opt.current_value
     vim.ui.select(model_values(opt), {
       prompt = "acp.nvim: model",
       format_item = function(v)
@@ -331,7 +331,7 @@ M.subcommands.sessions = {
 ---@param opt table
 ---@return {value: any, name: string}[]
 local function option_values(opt)
-  if util.field(opt, "type") == "boolean" then
+  if opt.type == "boolean" then
     return { { value = true, name = "on" }, { value = false, name = "off" } }
   end
   return model_values(opt)
@@ -341,7 +341,7 @@ end
 ---@param opt table
 ---@return string
 local function value_name(opt)
-  local current = util.field(opt, "currentValue", "current_value")
+  local current = opt.current_value
   for _, v in ipairs(option_values(opt)) do
     if v.value == current then
       return v.name
@@ -358,7 +358,7 @@ M.subcommands.option = {
       return
     end
     local options = vim.tbl_filter(function(o)
-      local t = util.field(o, "type")
+      local t = o.type
       return t == "select" or t == "boolean"
     end, chat.config_options or {})
     if #options == 0 then
@@ -366,19 +366,19 @@ M.subcommands.option = {
       return
     end
     local function pick_value(opt)
-      local id = util.field(opt, "id")
+      local id = opt.id
       if args[2] then
         local v = args[2]
-        if util.field(opt, "type") == "boolean" then
+        if opt.type == "boolean" then
           v = (v == "true" or v == "on" or v == "1")
         end
         chat:set_config_option(id, v)
         return
       end
       vim.ui.select(option_values(opt), {
-        prompt = ("acp.nvim: %s"):format(util.field(opt, "name") or id),
+        prompt = ("acp.nvim: %s"):format(opt.name or id),
         format_item = function(v)
-          local current = util.field(opt, "currentValue", "current_value")
+          local current = opt.current_value
           return v.name .. (v.value == current and " (current)" or "")
         end,
       }, function(v)
@@ -389,7 +389,7 @@ M.subcommands.option = {
     end
     if args[1] then
       for _, o in ipairs(options) do
-        if util.field(o, "id") == args[1] then
+        if o.id == args[1] then
           pick_value(o)
           return
         end
@@ -400,7 +400,7 @@ M.subcommands.option = {
     vim.ui.select(options, {
       prompt = "acp.nvim: option",
       format_item = function(o)
-        return ("%s: %s"):format(util.field(o, "name") or util.field(o, "id"), value_name(o))
+        return ("%s: %s"):format(o.name or o.id, value_name(o))
       end,
     }, function(o)
       if o then
@@ -412,7 +412,7 @@ M.subcommands.option = {
     local chat = require("acp.chat").current()
     local ids = {}
     for _, o in ipairs(chat and chat.config_options or {}) do
-      local id = util.field(o, "id")
+      local id = o.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -435,8 +435,8 @@ M.subcommands.logout = {
     if not chat then
       return
     end
-    local auth = util.field(chat.capabilities or {}, "auth") or {}
-    if util.is_null(util.field(auth, "logout")) then
+    local auth = (chat.capabilities or {}).auth or {}
+    if auth.logout == nil then
       util.notify(chat.agent.name .. " does not support logging out (no auth.logout capability)", vim.log.levels.WARN)
       return
     end

@@ -251,7 +251,7 @@ function M.on_backend_exit()
 end
 
 --- The backend's registry events.
----@param ev table
+---@param ev acp.ev.AgentsListed|acp.ev.AgentInstallProgress|acp.ev.AgentInstalled|acp.ev.AgentInstallFailed|acp.ev.AgentRemoved
 function M.on_event(ev)
   local t = ev.type
   if t == "agents_listed" then

@@ -62,9 +62,9 @@ function M.list(agent_name, opts, cb)
 end
 
 --- The `sessions_listed` event.
----@param ev table
+---@param ev acp.ev.SessionsListed
 function M.on_listed(ev)
-  local id = util.field(ev, "request_id")
+  local id = ev.request_id
   local cb = id and pending[tostring(id)]
   if cb then
     pending[tostring(id)] = nil
@@ -77,33 +77,33 @@ end
 
 --- The picker's items: the agent's sessions it can open again, then the
 --- transcripts of the others, newest first.
----@param ev table sessions_listed
+---@param ev acp.ev.SessionsListed
 ---@param transcripts acp.TranscriptInfo[]
 ---@return acp.SessionItem[]
 function M.items(ev, transcripts)
-  local caps = util.field(ev, "capabilities") or {}
-  local session_caps = util.field(caps, "sessionCapabilities", "session_capabilities") or {}
+  local caps = ev.capabilities or {}
+  local session_caps = caps.session_capabilities or {}
   local action
-  if util.field(caps, "loadSession", "load_session") == true then
+  if caps.load_session == true then
     action = "load"
-  elseif not util.is_null(util.field(session_caps, "resume")) then
+  elseif session_caps.resume ~= nil then
     action = "resume"
   end
-  local name = tostring(util.field(ev, "agent_name") or "?")
+  local name = tostring(ev.agent_name or "?")
   local items, listed = {}, {}
   if action then
-    for _, s in ipairs(util.field(ev, "sessions") or {}) do
-      local id = util.field(s, "sessionId", "session_id")
+    for _, s in ipairs(ev.sessions or {}) do
+      local id = s.session_id
       if type(id) == "string" then
         listed[id] = true
-        local title = util.field(s, "title")
-        local updated = util.field(s, "updatedAt", "updated_at")
+        local title = s.title
+        local updated = s.updated_at
         items[#items + 1] = {
           action = action,
           session_id = id,
           agent_name = name,
           title = type(title) == "string" and title or nil,
-          cwd = util.field(s, "cwd"),
+          cwd = s.cwd,
           updated_at = type(updated) == "string" and updated or nil,
         }
       end
@@ -182,7 +182,7 @@ function M.pick(opts)
   local name = opts.agent or config.default_agent()
   local cwd = opts.cwd or vim.fn.getcwd()
   local ok, err = M.list(name, { cwd = cwd, all = opts.all }, function(ev)
-    local message = util.field(ev, "message")
+    local message = ev.message
     if message then
       util.notify(tostring(message) .. "; showing acp.nvim's own transcripts", vim.log.levels.WARN)
     end

@@ -275,56 +275,56 @@ end
 ---@param index integer
 ---@param entry table
 function Transcript:_entry_added(index, entry)
-  local t = util.field(entry, "type")
+  local t = entry.type
   if t == "user_message" then
     -- A new turn: its tool calls and its plan get blocks of their own.
     self.turn = self.turn + 1
     self.plan_block = nil
     self:_header("user")
-    local content = vim.deepcopy(util.field(entry, "content") or {})
+    local content = vim.deepcopy(entry.content or {})
     local block = self:_text_block("message", {}, self:_user_text(content))
     block.data.user_content = content
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
-    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
+    self.entries[index] = self:_text_block("message", {}, content_text(entry.content))
   elseif t == "thought" then
     self:_header("agent")
-    local text = content_text(util.field(entry, "content"))
+    local text = content_text(entry.content)
     self.entries[index] =
       self:_text_block("thought", { "▸ Thinking" }, text, { hl_group = "AcpThought", foldable = true })
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
-    local state = util.field(entry, "toolCall", "tool_call") or entry
+    local state = entry.tool_call or entry
     self:_upsert_tool(state, index, true)
   elseif t == "plan" then
-    self:_plan(util.field(entry, "entries") or {}, index)
+    self:_plan(entry.entries or {}, index)
   else
-    self:_unknown(util.field(entry, "kind") or t or "entry", util.field(entry, "raw") or entry, index)
+    self:_unknown(entry.kind or t or "entry", entry.raw or entry, index)
   end
 end
 
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
----@param change table
+---@param change acp.SessionChange
 function Transcript:apply(change)
-  local c = util.field(change, "change")
+  local c = change.change
   if c == "entry_added" then
-    self:_entry_added(util.field(change, "index"), util.field(change, "entry") or {})
+    self:_entry_added(change.index, change.entry or {})
   elseif c == "text_appended" then
-    local block = self.entries[util.field(change, "index")]
+    local block = self.entries[change.index]
     if block and block.kind == "message" and block.data.user_content then
-      self:_append_user(block, util.field(change, "content") or {})
+      self:_append_user(block, change.content or {})
     elseif block and (block.kind == "message" or block.kind == "thought") then
-      self:_append_text(block, tool_call.content_text(util.field(change, "content") or {}))
+      self:_append_text(block, tool_call.content_text(change.content or {}))
     end
   elseif c == "tool_call_changed" then
-    local state = util.field(change, "toolCall", "tool_call") or {}
-    self:_upsert_tool(state, util.field(change, "index"))
+    local state = change.tool_call or {}
+    self:_upsert_tool(state, change.index)
   elseif c == "plan_replaced" then
-    self:_plan(util.field(change, "entries") or {})
+    self:_plan(change.entries or {})
   elseif c == "unknown" then
-    self:_unknown(util.field(change, "kind"), util.field(change, "raw"))
+    self:_unknown(change.kind, change.raw)
   end
   -- mode/config/commands/usage/info changes are chat state (winbar), handled
   -- by the chat.
@@ -335,7 +335,7 @@ end
 ---@param status "failed"|"cancelled"
 function Transcript:end_unfinished_tools(status)
   for _, block in pairs(self.tools) do
-    local s = util.field(block.data.state, "status")
+    local s = block.data.state.status
     if s == nil or s == "pending" or s == "in_progress" then
       block.data.state = vim.tbl_extend("force", block.data.state or {}, { status = status })
       self:_render_tool(block)
@@ -375,8 +375,8 @@ end
 ---@param terminal_id string
 function Transcript:terminal_changed(terminal_id)
   for _, block in pairs(self.tools) do
-    for _, item in ipairs(util.field(block.data.state, "content") or {}) do
-      if util.field(item, "type") == "terminal" and util.field(item, "terminalId", "terminal_id") == terminal_id then
+    for _, item in ipairs(block.data.state.content or {}) do
+      if item.type == "terminal" and item.terminal_id == terminal_id then
         self:_render_tool(block)
         break
       end

@@ -194,6 +194,28 @@ local function wait_install(id)
   end
 end
 
+T.test("the backend's registry events (golden fixtures) decode and are handled", function()
+  local data = vim.json.decode(T.read_file(T.root .. "/tests/fixtures/events.json"))
+  local by_name = {}
+  for _, item in ipairs(data.events) do
+    by_name[item.name] = item.event
+  end
+  local protocol = require("acp.protocol")
+  for _, name in ipairs({ "agents_listed", "agent_install_progress", "agent_installed", "agent_install_failed", "agent_removed" }) do
+    local ev, err = protocol.decode(by_name[name])
+    T.truthy(ev, name .. ": " .. tostring(err))
+  end
+  local listed = by_name.agents_listed
+  T.contains(require("acp.registry").format(listed.agents[1]), "installed 0.9.1, update to 0.9.2", "update shown")
+  T.contains(require("acp.registry").format(listed.agents[2]), "installing…", "running install shown")
+  local missing = vim.deepcopy(by_name.agent_installed)
+  missing.version = nil
+  T.eq(nil, protocol.decode(missing), "an agent_installed without version is refused")
+  notes = {}
+  require("acp.events").dispatch({ by_name.agent_install_failed })
+  T.contains(vim.inspect(notes), "npm error code ENOTFOUND", "the failure with its output tail is shown")
+end)
+
 T.test(":Acp agents lists the registry and installs the chosen agent", function()
   local n = #menus
   pick = by("id", "fake-bin")

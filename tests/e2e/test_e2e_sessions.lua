@@ -210,7 +210,7 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
   T.eq("load", picked.items[1].action, "offered for load")
   T.contains(picked.lines[1], "alpha", "the title is the first prompt")
   T.eq(without_turn_ends(live_lines), T.lines(loaded.bufnr), "replay renders as live")
-  T.eq("code", loaded.modes.currentModeId, "mode restored")
+  T.eq("code", loaded.modes.current_mode_id, "mode restored")
   T.contains(winbar(loaded), "mode: Code", "winbar mode after load")
   T.contains(winbar(loaded), "model: Large", "winbar model after load")
   T.eq("end_turn", T.turn(loaded, "delta"), "the loaded session goes on")
@@ -317,7 +317,7 @@ T.test(":Acp option sets select and boolean options", function()
   local function current(id)
     for _, o in ipairs(chat.config_options or {}) do
       if o.id == id then
-        return o.currentValue
+        return o.current_value
       end
     end
   end

@@ -105,7 +105,7 @@ impl Message {
     /// text block, anything else becomes a new block.
     fn append(&mut self, content: Content) {
         if let (Some(Content::Known(schema::ContentBlock::Text(last))), Some(text)) =
-            (self.content.last_mut(), plain_text(&content))
+            (self.content.last_mut(), content.as_plain_text())
         {
             last.text.push_str(text);
             return;
@@ -116,19 +116,6 @@ impl Message {
     /// The text of all text blocks, concatenated.
     pub fn text(&self) -> String {
         self.content.iter().filter_map(Content::as_text).collect()
-    }
-}
-
-/// The text of a text block without annotations or `_meta` (only those can
-/// be merged without losing anything).
-fn plain_text(content: &Content) -> Option<&str> {
-    match content {
-        Content::Known(schema::ContentBlock::Text(t))
-            if t.annotations.is_none() && t.meta.is_none() =>
-        {
-            Some(&t.text)
-        }
-        _ => None,
     }
 }
 

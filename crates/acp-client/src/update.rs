@@ -136,6 +136,32 @@ impl Content {
             _ => None,
         }
     }
+
+    /// The text of a text block without annotations or `_meta`: the only
+    /// blocks that can be joined with the next chunk without losing
+    /// anything.
+    pub fn as_plain_text(&self) -> Option<&str> {
+        match self {
+            Content::Known(schema::ContentBlock::Text(t))
+                if t.annotations.is_none() && t.meta.is_none() =>
+            {
+                Some(&t.text)
+            }
+            _ => None,
+        }
+    }
+
+    /// [`as_plain_text`](Self::as_plain_text), to append to it.
+    pub fn as_plain_text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Content::Known(schema::ContentBlock::Text(t))
+                if t.annotations.is_none() && t.meta.is_none() =>
+            {
+                Some(&mut t.text)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Tool call fields as sent by the agent. In a `tool_call` every field the

@@ -17,9 +17,9 @@ use tokio::sync::OnceCell;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
 use crate::editor::Editor;
-use crate::event::Event;
 use crate::host::NvimHost;
 use crate::prompts::Prompts;
+use crate::protocol::Event;
 
 /// What makes two chats share one agent process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -11,9 +11,9 @@ use crate::agents::{Agents, Shared};
 use crate::batcher::EventQueue;
 use crate::chat::{self, ChatCommand, ChatHandle};
 use crate::command::{ChatId, Command, ReviewCommand};
-use crate::event::Event;
 use crate::listing::{self, ListRequest};
 use crate::prompts::Prompts;
+use crate::protocol::Event;
 use crate::review::Decisions;
 use crate::transcript::Transcripts;
 use rmpv::Value;
@@ -61,8 +61,8 @@ impl Backend {
     }
 
     /// Records the transcripts of chats whose open names a directory (the
-    /// events must pass [`crate::transcript::tee`] with the same
-    /// `transcripts`). Without it, `transcript_dir` is ignored.
+    /// batcher must hand its batches to the same `transcripts`, see
+    /// [`crate::batcher::run`]). Without it, `transcript_dir` is ignored.
     pub fn with_transcripts(mut self, transcripts: Arc<Transcripts>) -> Self {
         self.transcripts = Some(transcripts);
         self

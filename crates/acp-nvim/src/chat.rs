@@ -16,15 +16,13 @@ use std::time::Duration;
 use acp_client::schema::ContentBlock;
 use acp_client::update::SessionId;
 use acp_client::{ConfigValue, Connection, SessionParams, SessionStarted, StopReason};
-use serde::Serialize;
-use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
-use crate::event::Event;
 use crate::mcp;
+use crate::protocol::Event;
 use crate::transcript::{self, Opening, Transcripts};
 
 /// How long closing a session may take before the chat stops waiting.
@@ -181,13 +179,6 @@ async fn leave(agents: &Agents, agent: &Arc<Agent>, chat: &ChatId) {
     }
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
-}
-
 /// Initializes the agent (once per process) and opens the chat's session.
 /// Failures are reported as events; `None` then.
 async fn open_session(
@@ -288,7 +279,7 @@ async fn open_session(
         Err(e) if e.is_auth_required() => {
             events.push(Event::AuthRequired {
                 chat_id: chat.clone(),
-                auth_methods: to_json(&info.auth_methods),
+                auth_methods: info.auth_methods.clone(),
             });
             None
         }
@@ -327,11 +318,10 @@ fn session_started(
         chat_id: chat.clone(),
         session_id: started.session_id.to_string(),
         agent_name: agent_name.to_owned(),
-        modes: started.modes.as_ref().map(to_json),
-        config_options: (!started.config_options.is_empty())
-            .then(|| to_json(&started.config_options)),
-        capabilities: to_json(&info.capabilities),
-        auth_methods: (!info.auth_methods.is_empty()).then(|| to_json(&info.auth_methods)),
+        modes: started.modes,
+        config_options: started.config_options,
+        capabilities: info.capabilities.clone(),
+        auth_methods: info.auth_methods.clone(),
         transcript_path: None,
     }
 }

@@ -14,7 +14,8 @@ use rmpv::Value;
 use crate::msgpack;
 
 /// The plugin's id for one chat window (and its session).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct ChatId(pub String);
 
 impl fmt::Display for ChatId {
@@ -25,7 +26,8 @@ impl fmt::Display for ChatId {
 
 /// The backend's id for one pending permission prompt, unique across every
 /// agent (the client's own ids are only unique per agent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct PromptId(pub u64);
 
 impl fmt::Display for PromptId {
@@ -602,7 +604,9 @@ fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            serde_json::from_value::<schema::ContentBlock>(msgpack::to_json(b)).map_err(|e| {
+            // Lua writes snake_case like everything it sends (`mime_type`).
+            let block = crate::protocol::wire::to_acp_keys(msgpack::to_json(b));
+            serde_json::from_value::<schema::ContentBlock>(block).map_err(|e| {
                 p.bad(format!(
                     "block {} is not an ACP content block ({e}); use {{ type = \"text\", text = \"...\" }}",
                     i + 1

@@ -21,9 +21,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::backend::Routed;
 use crate::batcher::EventQueue;
 use crate::command::{BadCommand, Command, ReviewCommand};
-use crate::event::Event;
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
+use crate::protocol::{wire, Event};
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
@@ -60,35 +60,32 @@ impl HelloInfo {
     /// The answer to `acp.hello {plugin_version}`.
     pub fn reply(&self, plugin_version: &str) -> Value {
         let ok = plugin_version == self.backend_version;
-        let mut entries = vec![
-            (
-                "backend_version",
-                Value::from(self.backend_version.as_str()),
-            ),
-            ("ok", Value::from(ok)),
-            (
-                "log_file",
-                self.log_file
-                    .as_ref()
-                    .map_or(Value::Nil, |p| Value::from(p.to_string_lossy().as_ref())),
-            ),
-        ];
-        if !ok {
-            entries.push((
-                "message",
-                Value::from(format!(
+        wire::encode(&HelloReply {
+            backend_version: &self.backend_version,
+            ok,
+            log_file: self
+                .log_file
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            message: (!ok).then(|| {
+                format!(
                     "acp.nvim backend {} does not match plugin {plugin_version}: rebuild it with `cargo build --release` in {}",
                     self.backend_version, self.plugin_dir
-                )),
-            ));
-        }
-        Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (Value::from(k), v))
-                .collect(),
-        )
+                )
+            }),
+        })
     }
+}
+
+/// The answer to `acp.hello`.
+#[derive(Debug, serde::Serialize)]
+struct HelloReply<'a> {
+    backend_version: &'a str,
+    ok: bool,
+    /// Absent when logging goes nowhere.
+    log_file: Option<String>,
+    /// Why the versions differ, with the fix.
+    message: Option<String>,
 }
 
 /// `<dir>` for an executable at `<dir>/target/<profile>/acp-nvim`.
@@ -193,9 +190,9 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
-            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => Reply::Now(
-                msgpack::from_json(&crate::review::merge_json(&base, &ours, &theirs)),
-            ),
+            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => {
+                Reply::Now(crate::review::merge_reply(&base, &ours, &theirs))
+            }
             Ok(Command::Review(query)) if query.is_query() => {
                 let (tx, rx) = oneshot::channel();
                 self.forward(Routed::Query(query, tx));

@@ -6,21 +6,17 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::batcher::EventQueue;
+use crate::editor::Editor;
+use crate::prompts::{Prompts, Withdraw};
+use crate::protocol::lua::{self, BadReply};
+use crate::protocol::{ChatId, Event, PromptId};
 use acp_client::host::{ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
 use async_trait::async_trait;
-use rmpv::Value;
-use serde::Serialize;
-use serde_json::Value as Json;
-
-use crate::batcher::EventQueue;
-use crate::command::{ChatId, PromptId};
-use crate::editor::Editor;
-use crate::event::Event;
-use crate::msgpack;
-use crate::prompts::{Prompts, Withdraw};
 
 /// Most events kept for sessions that are not registered yet.
 const HELD_MAX: usize = 2_000;
@@ -150,8 +146,8 @@ impl Routes {
             Item::Permission { request, prompt } => out.push(Event::PermissionRequest {
                 chat_id: chat,
                 request_id: prompt,
-                tool_call: to_json(&request.tool_call),
-                options: to_json(&request.options),
+                tool_call: request.tool_call,
+                options: request.options,
             }),
         }
     }
@@ -214,7 +210,7 @@ impl Routes {
         match event {
             ClientEvent::Session { change, .. } => out.push(Event::Session {
                 chat_id: chat,
-                change: to_json(&change),
+                change,
             }),
             ClientEvent::PermissionCancelled { id, .. } => match self.prompt_ids.remove(&id) {
                 Some(prompt) => out.push(Event::PermissionCancelled {
@@ -229,27 +225,19 @@ impl Routes {
                         .options
                         .iter()
                         .find(|o| &o.option_id == option_id)
-                        .map(to_json)
-                        .unwrap_or(Json::Null),
-                    _ => Json::Null,
+                        .cloned(),
+                    _ => None,
                 };
                 out.push(Event::PermissionAuto {
                     chat_id: chat,
-                    tool_call: to_json(&request.tool_call),
+                    tool_call: request.tool_call,
                     option,
                 });
             }
-            ClientEvent::Terminal(terminal) => {
-                let Json::Object(mut fields) = to_json(&terminal) else {
-                    tracing::warn!("terminal event did not serialize to a map: {terminal:?}");
-                    return;
-                };
-                fields.remove("sessionId");
-                out.push(Event::Terminal {
-                    chat_id: chat,
-                    fields,
-                });
-            }
+            ClientEvent::Terminal(terminal) => out.push(Event::Terminal {
+                chat_id: chat,
+                terminal,
+            }),
             ClientEvent::FileEdited(edit) => {
                 let note = self
                     .writes
@@ -265,7 +253,7 @@ impl Routes {
             ClientEvent::ReviewChanged { file, .. } => out.push(Event::ReviewChanged {
                 chat_id: chat,
                 path: file.path.to_string_lossy().into_owned(),
-                summary: crate::review::summary_json(&file),
+                summary: file,
             }),
             other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
         }
@@ -288,19 +276,18 @@ fn session_of(event: &ClientEvent) -> Option<SessionId> {
         ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
         ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
         ClientEvent::ReviewChanged { session_id, .. } => Some(session_id.clone()),
-        ClientEvent::Terminal(terminal) => to_json(terminal)
-            .get("sessionId")
-            .and_then(Json::as_str)
-            .map(SessionId::new),
+        ClientEvent::Terminal(terminal) => terminal_session(terminal),
         _ => None,
     }
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
+fn terminal_session(event: &TerminalEvent) -> Option<SessionId> {
+    match event {
+        TerminalEvent::Output { session_id, .. }
+        | TerminalEvent::Exited { session_id, .. }
+        | TerminalEvent::Released { session_id, .. } => Some(session_id.clone()),
+        _ => None,
+    }
 }
 
 /// The [`EditorHost`] of one agent process.
@@ -427,29 +414,22 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(None);
         };
-        let mut args = vec![(Value::from("path"), Value::from(path))];
-        if let Some(line) = request.line {
-            args.push((Value::from("line"), Value::from(line)));
-        }
-        if let Some(limit) = request.limit {
-            args.push((Value::from("limit"), Value::from(limit)));
-        }
-        let reply = self.editor.fs_read(Value::Map(args)).await.map_err(|e| {
+        let args = lua::FsRead {
+            path,
+            line: request.line,
+            limit: request.limit,
+        };
+        let reply = self.editor.fs_read(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not read `{path}` from its buffer: {e}"
             ))
         })?;
-        match reply {
-            Value::Nil => Ok(None),
-            Value::String(s) => match s.into_str() {
-                Some(text) => Ok(Some(text)),
-                None => Err(acp_client::Error::NotUtf8 {
-                    path: request.path.clone(),
-                }),
-            },
-            other => Err(acp_client::Error::Host(format!(
-                "Neovim answered a read of `{path}` with {other}, not text; update the acp.nvim plugin and backend together"
-            ))),
+        match lua::decode_text(reply) {
+            Ok(text) => Ok(text),
+            Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
+                path: request.path.clone(),
+            }),
+            Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
     }
 
@@ -462,43 +442,30 @@ impl EditorHost for NvimHost {
             .restores
             .get(&(request.session_id.clone(), request.path.clone()))
             .cloned();
-        let mut args = vec![
-            ("path", Value::from(path)),
-            ("content", Value::from(request.content.as_str())),
-        ];
-        if let Some(base) = restore {
-            args.push(("restore", Value::from(true)));
-            if let Some(base) = base {
-                args.push(("base", Value::from(base)));
-            }
-        }
-        let args = Value::Map(args.into_iter().map(|(k, v)| (Value::from(k), v)).collect());
-        let reply = self.editor.fs_write(args).await.map_err(|e| {
+        let args = lua::FsWrite {
+            path,
+            content: &request.content,
+            restore: restore.is_some(),
+            base: restore.as_ref().and_then(|base| base.as_deref()),
+        };
+        let reply = self.editor.fs_write(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not write `{path}` through its buffer: {e}"
             ))
         })?;
-        let flag = |key| msgpack::field(&reply, key).and_then(Value::as_bool) == Some(true);
-        let handled = match msgpack::field(&reply, "handled").and_then(Value::as_bool) {
-            Some(h) => h,
-            None => {
-                return Err(acp_client::Error::Host(format!(
-                    "Neovim answered a write of `{path}` without `handled`; update the acp.nvim plugin and backend together"
-                )))
-            }
-        };
+        let reply = lua::decode_write(&reply)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
         let note = WriteNote {
-            buffer_updated: handled,
-            kept_unsaved: !handled && flag("kept_unsaved"),
+            buffer_updated: reply.handled,
+            kept_unsaved: !reply.handled && reply.kept_unsaved,
         };
         self.routes()
             .writes
             .insert((request.session_id.clone(), request.path.clone()), note);
-        if handled {
-            let old_content = msgpack::field(&reply, "old_content")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            Ok(WriteOutcome::Handled { old_content })
+        if reply.handled {
+            Ok(WriteOutcome::Handled {
+                old_content: reply.old_content,
+            })
         } else {
             Ok(WriteOutcome::NotHandled)
         }
@@ -516,20 +483,21 @@ impl EditorHost for NvimHost {
         let Some(chat) = self.routes().sessions.get(session_id).cloned() else {
             return Ok(None);
         };
-        let args = Value::Map(vec![
-            (Value::from("chat_id"), Value::from(chat.0.as_str())),
-            (Value::from("path"), Value::from(lua_path)),
-        ]);
-        let reply = self.editor.before_turn(args).await.map_err(|e| {
+        let args = lua::BeforeTurn {
+            chat_id: &chat.0,
+            path: lua_path,
+        };
+        let reply = self.editor.before_turn(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not give the text `{lua_path}` had when the prompt was sent: {e}"
             ))
         })?;
-        match reply {
-            Value::Nil => Ok(None),
-            Value::String(s) => Ok(s.into_str()),
-            other => Err(acp_client::Error::Host(format!(
-                "Neovim answered the text of `{lua_path}` before the turn with {other}, not text; update the acp.nvim plugin and backend together"
+        match lua::decode_text(reply) {
+            Ok(text) => Ok(text),
+            // As before: text that is not UTF-8 is no baseline.
+            Err(BadReply::NotUtf8) => Ok(None),
+            Err(bad) => Err(acp_client::Error::Host(format!(
+                "the text `{lua_path}` had before the turn: {bad}"
             ))),
         }
     }
@@ -548,9 +516,11 @@ mod tests {
     use acp_client::session::SessionChange;
     use acp_client::terminal::TerminalEvent;
     use acp_client::update::ToolCallFields;
-    use serde_json::json;
+    use rmpv::Value;
+    use serde_json::{json, Value as Json};
 
     use super::*;
+    use crate::msgpack;
 
     fn sid(s: &str) -> SessionId {
         SessionId::new(s)
@@ -609,11 +579,15 @@ mod tests {
             vec![
                 Event::Session {
                     chat_id: chat("b"),
-                    change: json!({"change": "mode_changed", "currentModeId": "plan"}),
+                    change: SessionChange::ModeChanged {
+                        current_mode_id: "plan".into(),
+                    },
                 },
                 Event::Session {
                     chat_id: chat("a"),
-                    change: json!({"change": "mode_changed", "currentModeId": "code"}),
+                    change: SessionChange::ModeChanged {
+                        current_mode_id: "code".into(),
+                    },
                 },
             ]
         );
@@ -628,10 +602,10 @@ mod tests {
         r.translate(mode("s1", "two"), &mut out);
         assert!(out.is_empty());
         r.register(sid("s1"), chat("a"), Some(started("a")), &mut out);
-        let kinds: Vec<Json> = out.iter().map(Event::to_json).collect();
+        let kinds: Vec<Json> = out.iter().map(Event::json_view).collect();
         assert_eq!(kinds[0]["message"], "started");
-        assert_eq!(kinds[1]["change"]["currentModeId"], "one");
-        assert_eq!(kinds[2]["change"]["currentModeId"], "two");
+        assert_eq!(kinds[1]["change"]["current_mode_id"], "one");
+        assert_eq!(kinds[2]["change"]["current_mode_id"], "two");
         assert_eq!(out.len(), 3);
         // The other session's event is still held for it.
         out.clear();
@@ -662,7 +636,7 @@ mod tests {
         r.register(sid("never"), chat("a"), None, &mut out);
         assert_eq!(out.len(), HELD_MAX);
         // The oldest ones were dropped, the newest kept.
-        assert_eq!(out[0].to_json()["change"]["currentModeId"], "10");
+        assert_eq!(out[0].json_view()["change"]["current_mode_id"], "10");
     }
 
     #[test]
@@ -718,14 +692,14 @@ mod tests {
             },
             &mut out,
         );
-        let j: Vec<Json> = out.iter().map(Event::to_json).collect();
+        let j: Vec<Json> = out.iter().map(Event::json_view).collect();
         assert_eq!(j[0]["type"], "permission_request");
         assert_eq!(j[0]["request_id"], 41);
         assert_eq!(j[0]["chat_id"], "a");
-        assert_eq!(j[0]["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(j[0]["tool_call"]["tool_call_id"], "tool-1");
         assert_eq!(
             j[0]["options"][0],
-            json!({"optionId": "yes", "name": "Allow", "kind": "allow_once"})
+            json!({"option_id": "yes", "name": "Allow", "kind": "allow_once"})
         );
         assert_eq!(
             j[1],
@@ -748,14 +722,14 @@ mod tests {
             },
             &mut out,
         );
-        let j = out[0].to_json();
+        let j = out[0].json_view();
         assert_eq!(j["type"], "permission_auto");
-        assert_eq!(j["option"]["optionId"], "yes");
-        assert_eq!(j["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(j["option"]["option_id"], "yes");
+        assert_eq!(j["tool_call"]["tool_call_id"], "tool-1");
     }
 
     #[test]
-    fn terminal_events_lose_the_session_and_gain_the_chat() {
+    fn terminal_events_gain_the_chat() {
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
@@ -769,8 +743,8 @@ mod tests {
             &mut out,
         );
         assert_eq!(
-            out[0].to_json(),
-            json!({"type": "terminal", "chat_id": "a", "kind": "output", "terminalId": "term-1", "data": "hi\n", "truncated": false})
+            out[0].json_view(),
+            json!({"type": "terminal", "chat_id": "a", "kind": "output", "session_id": "s1", "terminal_id": "term-1", "data": "hi\n", "truncated": false})
         );
     }
 
@@ -828,7 +802,7 @@ mod tests {
             );
         }
         assert_eq!(out.len(), WARNINGS_SHOWN);
-        let last = out.last().unwrap().to_json();
+        let last = out.last().unwrap().json_view();
         assert!(last["message"].as_str().unwrap().contains(":Acp log"));
         assert!(last["message"]
             .as_str()
@@ -1026,7 +1000,7 @@ mod tests {
             &mut out,
         );
         assert_eq!(
-            out[0].to_json(),
+            out[0].json_view(),
             json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
                    "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
         );

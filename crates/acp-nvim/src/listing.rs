@@ -11,13 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::Value as Json;
-
 use crate::agents::Agents;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
-use crate::event::Event;
+use crate::protocol::Event;
 
 /// How long the agent stays up after listing when no chat uses it.
 pub const LINGER: Duration = Duration::from_secs(30);
@@ -33,13 +30,6 @@ pub struct ListRequest {
     pub cwd: PathBuf,
     /// Every directory's sessions, not only `cwd`'s.
     pub all: bool,
-}
-
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
 }
 
 /// Starts listing; the answer arrives as a `sessions_listed` event.
@@ -71,7 +61,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
         let event = match agent.ready().await {
             Err(message) => answer(None, None, Some(message)),
             Ok(info) => {
-                let caps = Some(to_json(&info.capabilities));
+                let caps = Some(info.capabilities.clone());
                 if info.capabilities.session_capabilities.list.is_none() {
                     answer(
                         caps,
@@ -84,7 +74,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                 } else {
                     let cwd = (!request.all).then_some(request.cwd.as_path());
                     match agent.conn.list_all_sessions(cwd).await {
-                        Ok(sessions) => answer(caps, Some(to_json(&sessions)), None),
+                        Ok(sessions) => answer(caps, Some(sessions), None),
                         Err(e) => answer(
                             caps,
                             None,

@@ -18,10 +18,9 @@ use std::time::{Duration, Instant};
 
 use acp_client::registry::install::{CancelToken, InstallOptions, InstalledAgent, Installer};
 use acp_client::registry::{self, LoadMode, Loaded, RegistrySource};
-use serde_json::{json, Value as Json};
 
 use crate::batcher::EventQueue;
-use crate::event::Event;
+use crate::protocol::{Event, InstalledListing, RegistryListing};
 
 /// Where the registry and the installed agents live, as the plugin says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,30 +267,28 @@ fn list(request_id: String, places: &Places, mode: LoadMode, installing: &[Strin
             Vec::new()
         }
     };
-    let installed_json: Vec<Json> = installed
+    let installed_listing = installed
         .iter()
-        .map(|a| json!({"id": a.id, "name": a.name, "version": a.version, "kind": a.kind.as_str()}))
+        .map(|a| InstalledListing {
+            id: a.id.clone(),
+            name: a.name.clone(),
+            version: a.version.clone(),
+            kind: a.kind,
+        })
         .collect();
     match registry::load(&places.source(), mode) {
         Ok(loaded) => Event::AgentsListed {
             request_id,
-            agents: Some(agents_json(&loaded, &installed, installing)),
-            installed: Json::Array(installed_json),
-            origin: Some(
-                match loaded.origin {
-                    registry::Origin::Network => "network",
-                    registry::Origin::Cache => "cache",
-                    registry::Origin::Bundled => "bundled",
-                }
-                .to_owned(),
-            ),
+            agents: Some(listings(&loaded, &installed, installing)),
+            installed: installed_listing,
+            origin: Some(loaded.origin),
             fetched_at: loaded.fetched_at,
             message: loaded.warning,
         },
         Err(e) => Event::AgentsListed {
             request_id,
             agents: None,
-            installed: Json::Array(installed_json),
+            installed: installed_listing,
             origin: None,
             fetched_at: None,
             message: Some(e.to_string()),
@@ -299,49 +296,41 @@ fn list(request_id: String, places: &Places, mode: LoadMode, installing: &[Strin
     }
 }
 
-fn agents_json(loaded: &Loaded, installed: &[InstalledAgent], installing: &[String]) -> Json {
+/// The registry's agents for the picker, sorted by name.
+fn listings(
+    loaded: &Loaded,
+    installed: &[InstalledAgent],
+    installing: &[String],
+) -> Vec<RegistryListing> {
     let platform = registry::current_platform();
-    let mut agents: Vec<Json> = loaded
+    let mut agents: Vec<RegistryListing> = loaded
         .registry
         .agents
         .iter()
         .map(|a| {
-            let kinds: Vec<&str> = a
-                .distribution
-                .kinds(platform)
-                .into_iter()
-                .map(|k| k.as_str())
-                .collect();
             let mine = installed.iter().find(|i| i.id == a.id);
-            let mut entry = json!({
-                "id": a.id,
-                "name": a.name,
-                "version": a.version,
-                "description": a.description,
-                "homepage": a.homepage,
-                "kinds": kinds,
-                "installed_version": mine.map(|i| i.version.clone()),
-                "update": mine.is_some_and(|i| registry::version_cmp(&a.version, &i.version).is_gt()),
-                "installing": installing.contains(&a.id),
-            });
-            // Absent, not nil: msgpack nil reaches Lua as vim.NIL, which is truthy.
-            if let Some(map) = entry.as_object_mut() {
-                map.retain(|_, v| !v.is_null());
+            RegistryListing {
+                id: a.id.clone(),
+                name: a.name.clone(),
+                version: a.version.clone(),
+                description: a.description.clone(),
+                homepage: a.homepage.clone(),
+                kinds: a.distribution.kinds(platform),
+                installed_version: mine.map(|i| i.version.clone()),
+                update: mine.is_some_and(|i| registry::version_cmp(&a.version, &i.version).is_gt()),
+                installing: installing.contains(&a.id),
             }
-            entry
         })
         .collect();
-    agents.sort_by(|x, y| {
-        let key = |v: &Json| v["name"].as_str().unwrap_or_default().to_lowercase();
-        key(x).cmp(&key(y))
-    });
-    Json::Array(agents)
+    agents.sort_by_key(|a| a.name.to_lowercase());
+    agents
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_list_marks_installed_agents_and_updates() {
@@ -365,11 +354,24 @@ mod tests {
             dir: "/x".into(),
             installed_at: 0,
         }];
-        let j = agents_json(&loaded, &installed, &["a".to_owned()]);
+        let list = listings(&loaded, &installed, &["a".to_owned()]);
+        let event = Event::AgentsListed {
+            request_id: "r".into(),
+            agents: Some(list),
+            installed: Vec::new(),
+            origin: Some(registry::Origin::Cache),
+            fetched_at: Some(1),
+            message: None,
+        };
+        let j = event.json_view();
+        assert_eq!(j["type"], "agents_listed");
+        assert_eq!(j["origin"], "cache");
+        let j = &j["agents"];
         assert_eq!(j[0]["id"], "a", "sorted by name, case-insensitively");
         assert_eq!(j[0]["installing"], true);
         assert_eq!(j[0]["kinds"], json!([]));
-        assert!(j[0].get("installed_version").is_none(), "no nulls for Lua");
+        assert!(j[0].get("installed_version").is_none(), "no nils for Lua");
+        assert!(j[0].get("homepage").is_none());
         assert_eq!(j[1]["installed_version"], "1.9.0");
         assert_eq!(j[1]["update"], true);
         assert_eq!(j[1]["kinds"], json!(["npx"]));

@@ -1,18 +1,36 @@
-//! Events for the Lua plugin, and their one encoding into msgpack.
+//! Events for the Lua plugin: typed, and encoded once by [`Event::encode`]
+//! (serde straight into msgpack through [`super::wire`], keys in
+//! snake_case).
 //!
 //! The shapes are the contract in `doc/protocol.md`: every event is a map
-//! with a `type` and, when it concerns a chat, its `chat_id`. Parts that come
-//! from acp-client types (session changes, tool calls, capabilities) are
-//! carried as their serde JSON and converted once, in [`Event::to_value`].
+//! with a `type` and, when it concerns a chat, its `chat_id`. Parts that
+//! come from acp-client (session changes, tool calls, capabilities, terminal
+//! events) are carried as acp-client's typed values until they are encoded.
+//!
+//! Streamed text is the `text_appended` session change. Queued events are
+//! merged by one rule, [`Event::merge`], wherever they pile up (the batcher's
+//! queue, a batch on its way to Lua, a transcript's pending record).
 
+use acp_client::permission::PermissionOption;
+use acp_client::registry;
+use acp_client::review::FileSummary;
+use acp_client::schema;
+use acp_client::session::{Entry, SessionChange};
+use acp_client::terminal::TerminalEvent;
+use acp_client::update::ToolCallFields;
 use rmpv::Value;
-use serde_json::{json, Map, Value as Json};
+use serde::Serialize;
 
+use super::wire;
 use crate::command::{ChatId, PromptId};
-use crate::msgpack;
+
+/// Queued text chunks are merged up to this size per event, so that one
+/// merged event never makes one Lua call long enough to stall a frame.
+pub const MAX_MERGED_TEXT: usize = 16 * 1024;
 
 /// One event for `require('acp.events').dispatch`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// The session of a chat is open.
     SessionStarted {
@@ -22,15 +40,19 @@ pub enum Event {
         session_id: String,
         /// The agent, as the plugin named it.
         agent_name: String,
-        /// `{currentModeId, availableModes}` when the agent has modes.
-        modes: Option<Json>,
-        /// The session's config options, when the agent has any.
-        config_options: Option<Json>,
+        /// The agent's modes, when it has any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        modes: Option<schema::SessionModeState>,
+        /// The session's config options (absent when there are none).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        config_options: Vec<schema::SessionConfigOption>,
         /// The agent's capabilities from `initialize`.
-        capabilities: Json,
-        /// The agent's auth methods, when it listed any.
-        auth_methods: Option<Json>,
+        capabilities: schema::AgentCapabilities,
+        /// The agent's auth methods (absent when it listed none).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        auth_methods: Vec<schema::AuthMethod>,
         /// The file the session's transcript is written to, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
         transcript_path: Option<String>,
     },
     /// The session could not be opened; `message` names the fix.
@@ -40,6 +62,7 @@ pub enum Event {
         /// A sentence for the user.
         message: String,
         /// The agent's last stderr output, when there is any.
+        #[serde(skip_serializing_if = "is_blank")]
         stderr_tail: Option<String>,
     },
     /// The agent wants the user to log in first.
@@ -47,14 +70,15 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
         /// The agent's auth methods.
-        auth_methods: Json,
+        auth_methods: Vec<schema::AuthMethod>,
     },
-    /// The session model changed (acp-client's `SessionChange`).
+    /// The session model changed (acp-client's `SessionChange`; streamed
+    /// text is its `text_appended`).
     Session {
         /// The chat concerned.
         chat_id: ChatId,
-        /// acp-client's `SessionChange`, serialized.
-        change: Json,
+        /// What changed.
+        change: SessionChange,
     },
     /// The agent asks for permission; answer with `acp.permission_respond`.
     PermissionRequest {
@@ -63,9 +87,9 @@ pub enum Event {
         /// Answer with this id in `acp.permission_respond`.
         request_id: PromptId,
         /// The tool call the request is about.
-        tool_call: Json,
-        /// The choices: `[{optionId, name, kind}]`.
-        options: Json,
+        tool_call: ToolCallFields,
+        /// The choices, in the agent's order.
+        options: Vec<PermissionOption>,
     },
     /// A pending permission prompt was withdrawn (turn cancelled, agent
     /// cancelled it, agent exited).
@@ -80,17 +104,19 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
         /// The tool call the request is about.
-        tool_call: Json,
-        /// The option chosen (`{optionId, name, kind}`), or null.
-        option: Json,
+        tool_call: ToolCallFields,
+        /// The option chosen; absent when the request was cancelled.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        option: Option<PermissionOption>,
     },
     /// Terminal output or lifecycle: the fields of acp-client's
-    /// `TerminalEvent` (`kind`, `terminalId`, `data`, `exitStatus`...).
+    /// `TerminalEvent` (`kind`, `terminal_id`, `data`, `exit_status`...).
     Terminal {
         /// The chat concerned.
         chat_id: ChatId,
-        /// The fields of acp-client's `TerminalEvent`, without `sessionId`.
-        fields: Map<String, Json>,
+        /// The terminal event (its `session_id` is the chat's session).
+        #[serde(flatten)]
+        terminal: TerminalEvent,
     },
     /// The agent wrote a file through `fs/write_text_file`.
     FileEdited {
@@ -129,6 +155,7 @@ pub enum Event {
     /// Something the user should know that belongs to no other event.
     Warning {
         /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
         chat_id: Option<ChatId>,
         /// A sentence for the user.
         message: String,
@@ -140,11 +167,14 @@ pub enum Event {
         /// The agent, as the plugin named it.
         agent_name: String,
         /// The agent's capabilities, when it started.
-        capabilities: Option<Json>,
-        /// Every `SessionInfo` of `session/list`, newest first; `None`
-        /// when the agent cannot list sessions or failed to.
-        sessions: Option<Json>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        capabilities: Option<schema::AgentCapabilities>,
+        /// Every session of `session/list`, newest first; `None` when the
+        /// agent cannot list sessions or failed to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sessions: Option<Vec<schema::SessionInfo>>,
         /// Why there is no list, as a sentence.
+        #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
     /// The agent of the chat logged out.
@@ -161,7 +191,7 @@ pub enum Event {
         path: String,
         /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
         /// 0 when nothing is left to review in the file.
-        summary: Json,
+        summary: FileSummary,
     },
     /// The user rejected the creation of a file: ask them, then send
     /// `acp.review_delete` to delete it.
@@ -175,14 +205,13 @@ pub enum Event {
     AgentsListed {
         /// The `request_id` of the request.
         request_id: String,
-        /// The registry's agents (`[{id, name, version, description,
-        /// homepage, kinds, installed_version, update, installing}]`);
-        /// `None` when the registry could not be loaded.
-        agents: Option<Json>,
-        /// The installed agents (`[{id, name, version, kind}]`).
-        installed: Json,
-        /// Which copy of the registry: `network`, `cache` or `bundled`.
-        origin: Option<String>,
+        /// The registry's agents, sorted by name; `None` when the registry
+        /// could not be loaded.
+        agents: Option<Vec<RegistryListing>>,
+        /// The installed agents, also those the registry no longer lists.
+        installed: Vec<InstalledListing>,
+        /// Which copy of the registry was read.
+        origin: Option<registry::Origin>,
         /// When that copy was fetched (seconds since the Unix epoch).
         fetched_at: Option<u64>,
         /// Why there is no list, or why a copy was used, as a sentence.
@@ -227,6 +256,47 @@ pub enum Event {
         /// Why not, as a sentence.
         message: Option<String>,
     },
+}
+
+/// One agent of the registry in `agents_listed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegistryListing {
+    /// The registry id (the name to start it by).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The registry's version.
+    pub version: String,
+    /// One line about it.
+    pub description: String,
+    /// Where to read about it.
+    pub homepage: Option<String>,
+    /// The distributions installable on this machine, best first; empty
+    /// when none is.
+    pub kinds: Vec<registry::DistributionKind>,
+    /// The installed version, if any.
+    pub installed_version: Option<String>,
+    /// The registry's version is newer than the installed one.
+    pub update: bool,
+    /// An install of it is running.
+    pub installing: bool,
+}
+
+/// One installed agent in `agents_listed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstalledListing {
+    /// The registry id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The installed version.
+    pub version: String,
+    /// How it was installed.
+    pub kind: registry::DistributionKind,
+}
+
+fn is_blank(tail: &Option<String>) -> bool {
+    tail.as_deref().is_none_or(|t| t.trim().is_empty())
 }
 
 impl Event {
@@ -286,202 +356,123 @@ impl Event {
         }
     }
 
-    /// The event as the JSON object the protocol describes.
-    pub fn to_json(&self) -> Json {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Json| {
-            m.insert(k.to_owned(), v);
-        };
-        match self {
-            Event::SessionStarted {
-                session_id,
-                agent_name,
-                modes,
-                config_options,
-                capabilities,
-                auth_methods,
-                transcript_path,
-                ..
-            } => {
-                if let Some(path) = transcript_path {
-                    put("transcript_path", json!(path));
-                }
-                put("session_id", json!(session_id));
-                put("agent_name", json!(agent_name));
-                if let Some(modes) = modes {
-                    put("modes", modes.clone());
-                }
-                if let Some(options) = config_options {
-                    put("config_options", options.clone());
-                }
-                put("capabilities", capabilities.clone());
-                if let Some(methods) = auth_methods {
-                    put("auth_methods", methods.clone());
-                }
-            }
-            Event::OpenFailed {
-                message,
-                stderr_tail,
-                ..
-            } => {
-                put("message", json!(message));
-                if let Some(tail) = stderr_tail.as_deref().filter(|t| !t.trim().is_empty()) {
-                    put("stderr_tail", json!(tail));
-                }
-            }
-            Event::AuthRequired { auth_methods, .. } => put("auth_methods", auth_methods.clone()),
-            Event::Session { change, .. } => put("change", change.clone()),
-            Event::PermissionRequest {
-                request_id,
-                tool_call,
-                options,
-                ..
-            } => {
-                put("request_id", json!(request_id.0));
-                put("tool_call", tool_call.clone());
-                put("options", options.clone());
-            }
-            Event::PermissionCancelled { request_id, .. } => {
-                put("request_id", json!(request_id.0));
-            }
-            Event::PermissionAuto {
-                tool_call, option, ..
-            } => {
-                put("tool_call", tool_call.clone());
-                put("option", option.clone());
-            }
-            Event::Terminal { fields, .. } => {
-                for (k, v) in fields {
-                    put(k, v.clone());
-                }
-            }
-            Event::FileEdited {
-                path,
-                buffer_updated,
-                kept_unsaved,
-                ..
-            } => {
-                put("path", json!(path));
-                put("buffer_updated", json!(buffer_updated));
-                put("kept_unsaved", json!(kept_unsaved));
-            }
-            Event::TurnEnded { stop_reason, .. } => put("stop_reason", json!(stop_reason)),
-            Event::PromptFailed { message, .. } | Event::Warning { message, .. } => {
-                put("message", json!(message))
-            }
-            Event::AgentExited {
-                status,
-                stderr_tail,
-                ..
-            } => {
-                put("status", json!(status));
-                put("stderr_tail", json!(stderr_tail));
-            }
-            Event::SessionsListed {
-                request_id,
-                agent_name,
-                capabilities,
-                sessions,
-                message,
-            } => {
-                put("request_id", json!(request_id));
-                put("agent_name", json!(agent_name));
-                for (k, v) in [("capabilities", capabilities), ("sessions", sessions)] {
-                    if let Some(v) = v {
-                        put(k, v.clone());
-                    }
-                }
-                if let Some(message) = message {
-                    put("message", json!(message));
-                }
-            }
-            Event::LoggedOut { .. } => {}
-            Event::ReviewChanged { path, summary, .. } => {
-                put("path", json!(path));
-                put("summary", summary.clone());
-            }
-            Event::ReviewDeletePending { path, .. } => put("path", json!(path)),
-            Event::AgentsListed {
-                request_id,
-                agents,
-                installed,
-                origin,
-                fetched_at,
-                message,
-            } => {
-                put("request_id", json!(request_id));
-                put("installed", installed.clone());
-                if let Some(agents) = agents {
-                    put("agents", agents.clone());
-                }
-                if let Some(origin) = origin {
-                    put("origin", json!(origin));
-                }
-                if let Some(at) = fetched_at {
-                    put("fetched_at", json!(at));
-                }
-                if let Some(message) = message {
-                    put("message", json!(message));
-                }
-            }
-            Event::AgentInstallProgress {
-                id,
-                message,
-                done,
-                total,
-            } => {
-                put("id", json!(id));
-                put("message", json!(message));
-                if let Some(done) = done {
-                    put("done", json!(done));
-                }
-                if let Some(total) = total {
-                    put("total", json!(total));
-                }
-            }
-            Event::AgentInstalled { id, name, version } => {
-                put("id", json!(id));
-                put("name", json!(name));
-                put("version", json!(version));
-            }
-            Event::AgentInstallFailed {
-                id,
-                message,
-                cancelled,
-            } => {
-                put("id", json!(id));
-                put("message", json!(message));
-                put("cancelled", json!(cancelled));
-            }
-            Event::AgentRemoved {
-                id,
-                removed,
-                message,
-            } => {
-                put("id", json!(id));
-                put("removed", json!(removed));
-                if let Some(message) = message {
-                    put("message", json!(message));
-                }
-            }
-        }
-        // Set last so that no payload field can overwrite them.
-        m.insert("type".to_owned(), json!(self.kind()));
-        if let Some(chat_id) = self.chat_id() {
-            m.insert("chat_id".to_owned(), json!(chat_id.0));
-        }
-        Json::Object(m)
+    /// The event as the msgpack map sent to Neovim: the one encoding.
+    pub fn encode(&self) -> Value {
+        wire::encode(self)
     }
 
-    /// The event as the msgpack map sent to Neovim.
-    pub fn to_value(&self) -> Value {
-        msgpack::from_json(&self.to_json())
+    /// What [`encode`](Self::encode) sends, as JSON: the records of
+    /// transcripts, the golden fixtures and test assertions.
+    pub fn json_view(&self) -> serde_json::Value {
+        crate::msgpack::to_json(&self.encode())
+    }
+
+    /// The streamed text this event carries: a `text_appended` of a plain
+    /// text block (no annotations, no `_meta`).
+    pub fn appended_text(&self) -> Option<&str> {
+        match self {
+            Event::Session {
+                change: SessionChange::TextAppended { content, .. },
+                ..
+            } => content.as_plain_text(),
+            _ => None,
+        }
+    }
+
+    /// Merges `next` into `self` when Lua would render the pair exactly as
+    /// `next` over `self` (doc/protocol.md): both of the same chat and
+    ///
+    /// - both `text_appended` of plain text blocks (only `type` and `text`)
+    ///   to the same entry and message id, together at most
+    ///   [`MAX_MERGED_TEXT`] bytes: the texts are joined;
+    /// - `next` a `tool_call_changed` (the complete new state) of the tool
+    ///   call that `self` added or changed: `self` takes the new state.
+    ///
+    /// Gives `next` back when it cannot be merged. The one merge rule: the
+    /// queue, the batches and the transcripts all use it.
+    pub fn merge(&mut self, next: Event) -> Option<Event> {
+        let (
+            Event::Session {
+                chat_id: last_chat,
+                change: last,
+            },
+            Event::Session {
+                chat_id: next_chat,
+                change: next_change,
+            },
+        ) = (&mut *self, &next)
+        else {
+            return Some(next);
+        };
+        if last_chat != next_chat {
+            return Some(next);
+        }
+        match (last, next_change) {
+            (
+                SessionChange::ToolCallChanged {
+                    index, tool_call, ..
+                },
+                SessionChange::ToolCallChanged {
+                    index: next_index,
+                    tool_call: state,
+                    ..
+                },
+            ) if index == next_index => {
+                *tool_call = state.clone();
+                None
+            }
+            (
+                SessionChange::EntryAdded {
+                    index,
+                    entry: entry @ Entry::ToolCall(_),
+                    ..
+                },
+                SessionChange::ToolCallChanged {
+                    index: next_index,
+                    tool_call: state,
+                    ..
+                },
+            ) if index == next_index => {
+                *entry = Entry::ToolCall(state.clone());
+                None
+            }
+            (
+                SessionChange::TextAppended {
+                    index,
+                    content,
+                    message_id,
+                    ..
+                },
+                SessionChange::TextAppended {
+                    index: next_index,
+                    content: next_content,
+                    message_id: next_id,
+                    ..
+                },
+            ) if index == next_index && message_id == next_id => {
+                let (Some(last_text), Some(next_text)) =
+                    (content.as_plain_text_mut(), next_content.as_plain_text())
+                else {
+                    return Some(next);
+                };
+                if last_text.len() + next_text.len() > MAX_MERGED_TEXT {
+                    return Some(next);
+                }
+                last_text.push_str(next_text);
+                None
+            }
+            _ => Some(next),
+        }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
+    use crate::msgpack;
+    use acp_client::terminal::TerminalExit;
+    use serde_json::json;
 
     fn chat() -> ChatId {
         ChatId("c1".into())
@@ -494,7 +485,7 @@ mod tests {
             stop_reason: "end_turn".into(),
         };
         assert_eq!(
-            ev.to_json(),
+            ev.json_view(),
             json!({"type": "turn_ended", "chat_id": "c1", "stop_reason": "end_turn"})
         );
         let warning = Event::Warning {
@@ -502,26 +493,29 @@ mod tests {
             message: "careful".into(),
         };
         assert_eq!(
-            warning.to_json(),
+            warning.json_view(),
             json!({"type": "warning", "message": "careful"})
         );
     }
 
     #[test]
-    fn terminal_fields_cannot_override_type_or_chat() {
-        let mut fields = Map::new();
-        fields.insert("kind".into(), json!("output"));
-        fields.insert("terminalId".into(), json!("t1"));
-        fields.insert("type".into(), json!("bogus"));
+    fn terminal_fields_are_flat_and_snake_case() {
         let ev = Event::Terminal {
             chat_id: chat(),
-            fields,
+            terminal: TerminalEvent::Exited {
+                session_id: "s1".into(),
+                terminal_id: "t1".into(),
+                exit_status: TerminalExit {
+                    exit_code: Some(2),
+                    signal: None,
+                },
+            },
         };
-        let j = ev.to_json();
-        assert_eq!(j["type"], "terminal");
-        assert_eq!(j["chat_id"], "c1");
-        assert_eq!(j["terminalId"], "t1");
-        assert_eq!(j["kind"], "output");
+        assert_eq!(
+            ev.json_view(),
+            json!({"type": "terminal", "chat_id": "c1", "kind": "exited", "session_id": "s1",
+                   "terminal_id": "t1", "exit_status": {"exit_code": 2}})
+        );
     }
 
     #[test]
@@ -531,16 +525,16 @@ mod tests {
             message: "m".into(),
             stderr_tail: Some("  \n".into()),
         };
-        assert!(ev.to_json().get("stderr_tail").is_none());
+        assert!(ev.json_view().get("stderr_tail").is_none());
     }
 
     #[test]
-    fn to_value_is_a_string_keyed_map() {
+    fn encode_is_a_string_keyed_map() {
         let ev = Event::PermissionCancelled {
             chat_id: chat(),
             request_id: PromptId(12),
         };
-        let v = ev.to_value();
+        let v = ev.encode();
         assert_eq!(
             msgpack::field(&v, "request_id").and_then(Value::as_u64),
             Some(12)
