@@ -291,6 +291,12 @@ T.test("a preset resolves to its installed registry agent, else to PATH", functi
   T.truthy(done().ok, "codex-acp installed")
   T.eq(dir .. "/agents/codex-acp/0.9.2/bin/acp-fake-agent", config.agent("codex").cmd[1], "after: the installed one")
   T.eq(scenario, config.agent("codex").env.ACP_FAKE_SCENARIO, "with the registry's env")
+  -- A preset's other options stay with its registry agent.
+  config.presets.codex.quirks = { missing_file_read = "empty" }
+  local ok, agent = pcall(config.agent, "codex")
+  config.presets.codex.quirks = nil
+  T.truthy(ok, tostring(agent))
+  T.eq("empty", agent.quirks.missing_file_read, "the preset's quirks kept")
 end)
 
 T.test("a failed install says why and installs nothing", function()
