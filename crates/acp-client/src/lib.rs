@@ -86,6 +86,7 @@ pub mod methods;
 mod options;
 pub mod permission;
 pub mod process;
+pub mod registry;
 pub mod review;
 pub mod rpc;
 pub mod session;
