@@ -105,7 +105,10 @@ function M.create(agent, cwd)
     terminals = {},
     digit_keys = false,
   }, Chat)
-  self.bufnr = scratch("acp://chat/" .. n, "markdown")
+  -- Not "markdown": its regex syntax (and a user's treesitter FileType
+  -- autocommand) would parse the whole transcript on every redraw; the
+  -- transcript draws its own markdown, incrementally (acp.markdown).
+  self.bufnr = scratch("acp://chat/" .. n, "acpchat")
   vim.bo[self.bufnr].undolevels = -1
   vim.bo[self.bufnr].modifiable = false
   self.prompt_buf = scratch("acp://prompt/" .. n, "markdown")

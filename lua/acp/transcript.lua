@@ -259,12 +259,12 @@ function Transcript:_entry_added(index, entry)
   if t == "user_message" then
     self:_header("user")
     local content = vim.deepcopy(util.field(entry, "content") or {})
-    local block = self:_text_block("message", {}, self:_user_text(content))
+    local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
     block.data.user_content = content
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
-    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")))
+    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")), { markdown = true })
   elseif t == "thought" then
     self:_header("agent")
     local text = content_text(util.field(entry, "content"))
