@@ -26,17 +26,25 @@ fi
 
 sock=acp-bench-$$
 out=$(mktemp)
+# A fresh home for Neovim's cache, state and data (no shada, logs or
+# plugins of the machine's user).
+xdg=$(mktemp -d)
+mkdir -p "$xdg/cache/nvim" "$xdg/state/nvim" "$xdg/data/nvim"
 term=screen-256color
 infocmp tmux-256color >/dev/null 2>&1 && term=tmux-256color
-cleanup() { tmux -L "$sock" kill-server 2>/dev/null || true; rm -f "$out"; }
+cleanup() {
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  rm -f "$out" "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"
+  rm -rf "$xdg"
+}
 trap cleanup EXIT
 
 tmux -L "$sock" -f /dev/null \
   set-option -g default-terminal "$term" \; \
   set-option -g remain-on-exit on \; \
   new-session -d -x 200 -y 50 -s bench \
-  env COLORTERM=truecolor ACP_BENCH_CLIENT="$client" ACP_BENCH_COUNT="$count" ACP_BENCH_BYTES="$bytes" \
-  ACP_BENCH_OUT="$out" COMPARE_DIR="${COMPARE_DIR:-}" PLENARY_DIR="${PLENARY_DIR:-}" AGENTIC_DIR="${AGENTIC_DIR:-}" \
+  env COLORTERM=truecolor XDG_CACHE_HOME="$xdg/cache" XDG_STATE_HOME="$xdg/state" XDG_DATA_HOME="$xdg/data" ACP_BENCH_CLIENT="$client" ACP_BENCH_COUNT="$count" ACP_BENCH_BYTES="$bytes" \
+  ACP_BENCH_OUT="$out" ACP_BENCH_PLUGIN="${ACP_BENCH_PLUGIN:-}" COMPARE_DIR="${COMPARE_DIR:-}" PLENARY_DIR="${PLENARY_DIR:-}" AGENTIC_DIR="${AGENTIC_DIR:-}" \
   "$nvim_bin" -u bench/tui_init.lua -i NONE -n -c "luafile bench/tui_stream.lua"
 
 # The run quits Neovim itself; this only guards against a hang.

@@ -28,6 +28,8 @@ local api = vim.api
 
 local root = vim.fn.getcwd()
 local release = root .. "/target/release/"
+-- The plugin measured: this checkout, or another one (a "before" run).
+local plugin_root = (os.getenv("ACP_BENCH_PLUGIN") or "") ~= "" and os.getenv("ACP_BENCH_PLUGIN") or root
 local CLIENT = os.getenv("ACP_BENCH_CLIENT") or "acp"
 local COUNT = tonumber(os.getenv("ACP_BENCH_COUNT")) or 20000
 local BYTES = tonumber(os.getenv("ACP_BENCH_BYTES")) or 100
@@ -60,19 +62,21 @@ do
 end
 local AGENT = release .. "acp-fake-agent"
 
---- CPU seconds (user + system) of a process from /proc.
-local TICK = 100
+--- CPU seconds of a process, every thread (/proc/PID/task/*/schedstat:
+--- nanoseconds on a CPU, finer than the 10 ms ticks of /proc/PID/stat).
 local function proc_cpu(pid)
-  local f = pid and io.open(("/proc/%d/stat"):format(pid), "r")
-  if not f then
+  if not pid then
     return 0
   end
-  local s = f:read("*a")
-  f:close()
-  local rest = s:match("%) (.*)$") or ""
-  local fields = vim.split(rest, " ", { plain = true })
-  -- utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
-  return ((tonumber(fields[12]) or 0) + (tonumber(fields[13]) or 0)) / TICK
+  local ns = 0
+  for name in vim.fs.dir(("/proc/%d/task"):format(pid)) do
+    local f = io.open(("/proc/%d/task/%s/schedstat"):format(pid, name), "r")
+    if f then
+      ns = ns + (tonumber(f:read("*a"):match("^(%d+)")) or 0)
+      f:close()
+    end
+  end
+  return ns / 1e9
 end
 
 local function self_cpu()
@@ -116,6 +120,15 @@ function meter.start(buf)
   meter.sched_max, meter.sched_n = 0, 0
   meter.last_tick = api.nvim_buf_get_changedtick(buf)
   meter.last_update = nil
+  meter.first_text = nil
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if meter.t0 and not meter.first_text then
+        meter.first_text = (uv.hrtime() - meter.t0) / 1e6
+        return true
+      end
+    end,
+  })
   meter.timer = assert(uv.new_timer())
   meter.timer:start(5, 5, function()
     local t = uv.hrtime()
@@ -185,7 +198,8 @@ local clients = {}
 
 clients.acp = {}
 function clients.acp.open(k)
-  dofile(root .. "/plugin/acp.lua")
+  vim.opt.rtp:prepend(plugin_root)
+  dofile(plugin_root .. "/plugin/acp.lua")
   require("acp").setup({
     agents = { bench = { cmd = { AGENT, "--scenario", scenario } } },
     backend = { cmd = { release .. "acp-nvim" } },
@@ -206,7 +220,10 @@ function clients.acp.send(done)
   local events = require("acp.events")
   local dispatch = events.dispatch
   events.dispatch = function(evs)
+    -- A span per batch: how long the plugin held the event loop.
+    local t = uv.hrtime()
     dispatch(evs)
+    meter.dispatch_max = math.max(meter.dispatch_max or 0, (uv.hrtime() - t) / 1e6)
     for _, ev in ipairs(evs or {}) do
       if ev.type == "turn_ended" and ev.chat_id == chat.chat_id then
         events.dispatch = dispatch
@@ -380,6 +397,9 @@ function clients.agentic.open(k)
     provider = "claude-acp",
     acp_providers = { ["claude-acp"] = { command = AGENT, args = { "--scenario", scenario }, env = {} } },
   })
+  -- Its setup turns debug logging on (messages on screen, each line of the
+  -- agent's stderr echoed): off, as for a user.
+  require("agentic.config").debug = false
   require("agentic").open()
   when(function()
     return c.session and c.session.session_id ~= nil
@@ -418,6 +438,7 @@ local function run()
     meter.start(buf)
     local c0, b0, u0 = self_cpu(), proc_cpu(backend_pid), proc_cpu(tui_pid)
     local t0 = uv.hrtime()
+    meter.t0 = t0
     local finished = false
     client.send(function()
       if finished then
@@ -451,6 +472,8 @@ local function run()
           screen_updates = meter.updates,
           update_gap_max_ms = meter.gap_max,
           lines = api.nvim_buf_line_count(buf),
+          dispatch_max_ms = meter.dispatch_max,
+          first_text_ms = meter.first_text,
         }))
         if CLIENT == "acp" then
           pcall(require("acp.backend").stop)
