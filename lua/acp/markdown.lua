@@ -323,7 +323,8 @@ local function align(ctx, start, t, last, lines)
       local cell = line:sub(ps[n] + 1, ps[n + 1] - 1)
       local w
       if delimiter then
-        w = 0
+        -- Every character of the rule is shown (as `─`).
+        w = #cell
       else
         -- Concealed inline delimiters do not count.
         local shown = cell:gsub("`", ""):gsub("%*%*", ""):gsub("__", ""):gsub("~~", "")

@@ -121,7 +121,13 @@ function Transcript:_header(side)
   end
   self.side = side
   local text = side == "user" and "## You" or ("## " .. (self.chat.agent and self.chat.agent.name or "Agent"))
-  self.view:add("header", { text }, { { 0, 0, -1, side == "user" and "AcpUserHeader" or "AcpAgentHeader" } })
+  -- Drawn as markdown too: the `##` is concealed like the headings of messages.
+  self.view:add(
+    "header",
+    { text },
+    { { 0, 0, -1, side == "user" and "AcpUserHeader" or "AcpAgentHeader" } },
+    { markdown = true }
+  )
   self.after_header = true
 end
 
