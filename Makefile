@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e test demo chat-demo clean bench bench-smoke
+.PHONY: all build release lint unit e2e tui test demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -27,7 +27,11 @@ e2e: build
 	@if [ -x tests/e2e/run.sh ]; then ACP_NVIM="$$(scripts/find-nvim.sh)" tests/e2e/run.sh; \
 	else echo "e2e: no Neovim end-to-end suite in this checkout yet"; fi
 
-test: lint unit e2e
+# Neovim in tmux, typed into like a user (tests/tui; needs tmux).
+tui: build
+	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/tui/run.sh
+
+test: lint unit e2e tui
 
 # The terminal chat example against the bundled demo agent.
 chat-demo:

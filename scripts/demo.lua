@@ -10,7 +10,15 @@ vim.opt.laststatus = 3
 -- stops this one with an "ATTENTION" prompt.
 vim.opt.swapfile = false
 
-local project = root .. "/.cache/demo-project"
+-- `:help acp` (the welcome message points there): a clean Neovim has no
+-- tags for this checkout's doc/ (lazy.nvim and packadd generate them), so
+-- generate them here (doc/tags is ignored by git).
+pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
+-- The build the demo runs: release (`make demo`); the terminal tests run the
+-- debug build they just built.
+local profile = vim.env.ACP_DEMO_PROFILE or "release"
+
+local project = vim.env.ACP_DEMO_PROJECT or (root .. "/.cache/demo-project")
 vim.fn.mkdir(project, "p")
 if vim.fn.filereadable(project .. "/README.md") == 0 then
   vim.fn.writefile({
@@ -34,7 +42,8 @@ vim.cmd.cd(project)
 
 require("acp").setup({
   default_agent = "demo",
-  backend = { cmd = { root .. "/target/release/acp-nvim" } },
+  agents = { demo = { cmd = { root .. "/target/" .. profile .. "/acp-fake-agent" } } },
+  backend = { cmd = { root .. "/target/" .. profile .. "/acp-nvim" } },
   log_level = "info",
 })
 
@@ -48,10 +57,8 @@ vim.api.nvim_create_autocmd("VimEnter", {
     vim.cmd.edit(project .. "/README.md")
     vim.cmd.split(project .. "/hello.lua")
     require("acp").open({ agent = "demo", cwd = project })
-    vim.notify(
-      "acp.nvim demo: type a prompt and press <CR> (normal mode) or <C-s> (insert mode). "
-        .. "The agent's edits are reviewed in the real buffers: :Acp review lists them. :help acp",
-      vim.log.levels.INFO
-    )
+    -- One short line: a message wider than the screen (120 columns) stopped
+    -- the demo at a hit-Enter prompt.
+    vim.notify("acp.nvim demo: type a prompt, <C-s> sends it. :help acp", vim.log.levels.INFO)
   end,
 })

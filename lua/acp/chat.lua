@@ -22,7 +22,7 @@ local M = {}
 ---@field cwd string
 ---@field status acp.ChatStatus
 ---@field transcript acp.Transcript
----@field queue (table[]|fun(): table[])[] prompts (content block lists, or functions building them) waiting to be sent
+---@field queue acp.QueuedPrompt[] prompts waiting to be sent
 ---@field modes? table {currentModeId, availableModes}
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
@@ -35,8 +35,16 @@ local M = {}
 ---@field transcript_path? string where the backend writes this session's transcript
 ---@field auth_methods? table[] the agent's auth methods, after `auth_required`
 ---@field opening? table the load/resume/auth options of the running `acp.open`
+---@field following? boolean the editor window follows the agent's tool calls
+---@field followed? string the last location shown while following
+---@field history_pos? integer position in the prompt history while recalling
+---@field history_draft? string[] what was in the prompt when recalling began
 local Chat = {}
 Chat.__index = Chat
+
+---@class acp.QueuedPrompt
+---@field blocks table[]|fun(): table[] content blocks, or a function building them when sent
+---@field text? string what the user typed (put back in the prompt when the queue is cancelled)
 
 ---@type table<string, acp.Chat>
 M.chats = {}
@@ -60,6 +68,18 @@ end
 function M.of_buf(buf)
   for _, chat in ipairs(M.list) do
     if chat.bufnr == buf or chat.prompt_buf == buf then
+      return chat
+    end
+  end
+end
+
+--- The live chat (not a read-only transcript) on a session of an agent.
+---@param agent_name string
+---@param session_id string
+---@return acp.Chat?
+function M.of_session(agent_name, session_id)
+  for _, chat in ipairs(M.list) do
+    if chat.session_id == session_id and chat.agent.name == agent_name and not chat.readonly then
       return chat
     end
   end
@@ -109,6 +129,9 @@ function M.create(agent, cwd)
   -- autocommand) would parse the whole transcript on every redraw; the
   -- transcript draws its own markdown, incrementally (acp.markdown).
   self.bufnr = scratch("acp://chat/" .. n, "acpchat")
+  -- With 'breakindentopt' list:-1 (acp.view), a wrapped line of tool output
+  -- (`  │ ...`) or of a list item continues under its text.
+  vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
   vim.bo[self.bufnr].undolevels = -1
   vim.bo[self.bufnr].modifiable = false
   self.prompt_buf = scratch("acp://prompt/" .. n, "markdown")
@@ -211,9 +234,26 @@ function Chat:is_visible()
   return false
 end
 
---- Show the chat windows in the current tab (or focus them when shown).
-function Chat:show()
-  require("acp.layout").show(self)
+--- Show the chat windows in the current tab (or focus them when shown),
+--- in place of another chat shown there unless `opts.split`.
+---@param opts? {split?: boolean}
+function Chat:show(opts)
+  require("acp.layout").show(self, opts)
+end
+
+--- One line describing the chat (for pickers).
+---@return string
+function Chat:describe()
+  local status = self.readonly and "read-only" or self.status
+  local pending = #permission.for_chat(self.chat_id)
+  return ("%d  %s  %s  [%s%s]%s"):format(
+    self.n,
+    self.agent.name,
+    self.title or self.session_id or "(new session)",
+    status,
+    pending > 0 and (", " .. pending .. " waiting for you") or "",
+    self:is_visible() and "  (shown)" or ""
+  )
 end
 
 --- Close the chat windows (all tabs); the chat keeps running.
@@ -257,6 +297,11 @@ function Chat:_keymaps()
   map(pb, "i", k.submit_insert, function()
     self:submit()
   end, "send the prompt")
+  -- In Insert mode too, as :help says: the user is typing the next prompt
+  -- while the agent works.
+  map(pb, "i", k.cancel, function()
+    self:cancel()
+  end, "cancel the turn")
   for _, b in ipairs({ tb, pb }) do
     map(b, "n", k.cancel, function()
       self:cancel()
@@ -392,6 +437,46 @@ function Chat:update_permission_keys()
       end
     end
   end
+  -- After <C-s> the user is still in Insert mode in the prompt when the
+  -- agent asks: digits typed into an empty prompt answer (the prompt says
+  -- so); once the user writes the next prompt, digits are text again.
+  if self.prompt_buf and api.nvim_buf_is_valid(self.prompt_buf) then
+    for i = 1, 9 do
+      local lhs = tostring(i)
+      if pending then
+        vim.keymap.set("i", lhs, function()
+          if not self:prompt_is_empty() then
+            return lhs
+          end
+          local req = self:target_permission()
+          if req then
+            -- Not while the mapping runs: answering redraws the transcript.
+            vim.schedule(function()
+              permission.respond_nth(req, i)
+            end)
+            return ""
+          end
+          return lhs
+        end, {
+          buffer = self.prompt_buf,
+          expr = true,
+          nowait = true,
+          desc = "acp.nvim: answer the permission request with option " .. i .. " (empty prompt)",
+        })
+      else
+        pcall(vim.keymap.del, "i", lhs, { buffer = self.prompt_buf })
+      end
+    end
+  end
+end
+
+---@return boolean the prompt input holds no text
+function Chat:prompt_is_empty()
+  if not api.nvim_buf_is_valid(self.prompt_buf) then
+    return true
+  end
+  local lines = api.nvim_buf_get_lines(self.prompt_buf, 0, -1, false)
+  return vim.trim(table.concat(lines, "")) == ""
 end
 
 -- Prompts ------------------------------------------------------------------
@@ -407,7 +492,9 @@ function Chat:submit()
   -- Mentions become content blocks when the prompt is sent: by then the
   -- agent's capabilities are known and buffers are read as they are.
   local blocks = context.has_mentions(text) and context.deferred(self, text) or { { type = "text", text = text } }
-  if self:send(blocks) then
+  if self:send(blocks, text) then
+    require("acp.prompt").remember(text)
+    self.history_pos, self.history_draft = nil, nil
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
   end
 end
@@ -416,8 +503,9 @@ end
 --- runs, the prompt is queued and sent when the chat is ready. `blocks` may
 --- be a function returning the blocks, called when the prompt is sent.
 ---@param blocks table[]|fun(): table[]
+---@param text? string the text the user typed (default: the text blocks)
 ---@return boolean ok, string? err
-function Chat:send(blocks)
+function Chat:send(blocks, text)
   if self.status == "readonly" then
     local err = "this chat is a read-only transcript; start a new one with :Acp new, or pick a session with :Acp sessions"
     util.notify(err, vim.log.levels.ERROR)
@@ -428,7 +516,18 @@ function Chat:send(blocks)
     util.notify(err, vim.log.levels.ERROR)
     return false, err
   end
-  self.queue[#self.queue + 1] = blocks
+  if text == nil and type(blocks) == "table" then
+    local parts = {}
+    for _, b in ipairs(blocks) do
+      if b.type == "text" and type(b.text) == "string" then
+        parts[#parts + 1] = b.text
+      end
+    end
+    text = table.concat(parts, "\n")
+  end
+  self.queue[#self.queue + 1] = { blocks = blocks, text = text }
+  -- The user sent something: show it, wherever the transcript was scrolled.
+  self.transcript.view:follow_all()
   self:_flush()
   self:update_winbar()
   return true
@@ -438,7 +537,8 @@ function Chat:_flush()
   if self.status ~= "ready" or #self.queue == 0 then
     return
   end
-  local blocks = table.remove(self.queue, 1)
+  local entry = table.remove(self.queue, 1)
+  local blocks = entry.blocks
   if type(blocks) == "function" then
     blocks = blocks()
   end
@@ -448,7 +548,7 @@ function Chat:_flush()
   require("acp.baseline").snapshot(self.chat_id, self.cwd)
   if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
     -- No backend (it just died): keep the prompt for after :Acp restart.
-    table.insert(self.queue, 1, blocks)
+    table.insert(self.queue, 1, { blocks = blocks, text = entry.text })
     self.status = "ready"
   end
 end
@@ -490,13 +590,42 @@ function Chat:set_config_option(config_id, value)
   return true
 end
 
---- Cancel the running turn (queued prompts are dropped). The turn shows as
---- cancelling until the agent ends it; cancelling again stops waiting for
---- an agent that does not (the backend withdraws the prompt and ends the
---- turn as cancelled).
-function Chat:cancel()
-  local dropped = #self.queue
+--- Put the text of queued prompts back into the prompt input (before what
+--- is there), so nothing the user wrote is lost; empties the queue.
+---@return integer n how many prompts were put back
+function Chat:_unqueue()
+  local texts = {}
+  for _, entry in ipairs(self.queue) do
+    if entry.text and entry.text ~= "" then
+      texts[#texts + 1] = entry.text
+    end
+  end
+  local n = #self.queue
   self.queue = {}
+  if #texts > 0 and api.nvim_buf_is_valid(self.prompt_buf) then
+    local lines = {}
+    for _, t in ipairs(texts) do
+      vim.list_extend(lines, vim.split(t, "\n", { plain = true }))
+    end
+    if not self:prompt_is_empty() then
+      vim.list_extend(lines, api.nvim_buf_get_lines(self.prompt_buf, 0, -1, false))
+    end
+    api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, lines)
+  end
+  return n
+end
+
+--- Cancel the running turn. Queued prompts go back into the prompt input,
+--- to edit or send again. The turn shows as cancelling until the agent ends
+--- it; cancelling again stops waiting for an agent that does not (the
+--- backend withdraws the prompt and ends the turn as cancelled).
+function Chat:cancel()
+  local dropped = self:_unqueue()
+  if dropped > 0 then
+    util.notify(
+      ("%d queued prompt%s put back in the prompt input"):format(dropped, dropped == 1 and " was" or "s were")
+    )
+  end
   if self.status == "busy" then
     if require("acp.backend").notify("acp.cancel", { chat_id = self.chat_id }) then
       self.status = "cancelling"
@@ -580,7 +709,7 @@ function Chat:on_open_failed(ev)
     self:start()
     return
   end
-  self.queue = {}
+  self:_unqueue()
   self:update_winbar()
 end
 
@@ -644,6 +773,35 @@ function Chat:on_session_change(change)
   end
 end
 
+-- Whether Neovim has the focus (the terminal reports FocusLost and
+-- FocusGained; without those events it counts as focused).
+M.focused = true
+api.nvim_create_autocmd({ "FocusGained", "FocusLost" }, {
+  group = api.nvim_create_augroup("acp.focus", { clear = true }),
+  callback = function(a)
+    M.focused = a.event == "FocusGained"
+  end,
+})
+
+--- Tell the user through vim.notify (so nvim-notify, snacks or fidget show
+--- it) that the chat needs them, when they may not see it: the chat is not
+--- shown in this tab, or Neovim is not focused. `what` is the `notify`
+--- option that allows it (turn_end, permission, question).
+---@param what "turn_end"|"permission"|"question"
+---@param message string
+---@param level? integer
+---@return boolean notified
+function Chat:attention(what, message, level)
+  if not config.options.notify[what] then
+    return false
+  end
+  if self:is_visible() and M.focused then
+    return false
+  end
+  util.notify(("chat %d (%s): %s"):format(self.n, self.agent.name, message), level)
+  return true
+end
+
 ---@param ev table permission_request
 ---@return acp.PermissionRequest req, boolean waiting
 function Chat:on_permission_request(ev)
@@ -651,17 +809,54 @@ function Chat:on_permission_request(ev)
   if waiting then
     self.transcript:permission_shown(req)
     self:update_permission_keys()
-    if not self:is_visible() then
-      util.notify(
-        ("%s asks permission: %s (:Acp permission to answer)"):format(
-          self.agent.name,
-          tostring(util.field(req.tool_call, "title") or "a tool call")
-        ),
-        vim.log.levels.WARN
-      )
-    end
+    self:attention(
+      "permission",
+      ("asks permission: %s (:Acp permission to answer)"):format(
+        tostring(util.field(req.tool_call, "title") or "a tool call")
+      ),
+      vim.log.levels.WARN
+    )
   end
   return req, waiting
+end
+
+--- Follow the agent: show the file and line of the tool call it works on
+--- in the editor window (as Zed and avante do). Off by default.
+---@param on? boolean default: toggle
+function Chat:set_follow(on)
+  if on == nil then
+    on = not self.following
+  end
+  self.following = on
+  self.followed = nil
+  self:update_winbar()
+  util.notify(("chat %d %s"):format(self.n, on and "follows the agent: its files open in the editor window" or "stopped following the agent"))
+end
+
+--- A tool call's state changed (called by the transcript).
+---@param state table
+function Chat:on_tool_state(state)
+  if not self.following or type(state) ~= "table" then
+    return
+  end
+  if state.status == "failed" or state.status == "cancelled" then
+    return
+  end
+  local loc = require("acp.tool_call").location(state)
+  if not loc then
+    return
+  end
+  local key = loc.path .. ":" .. tostring(loc.line)
+  if key == self.followed then
+    return
+  end
+  self.followed = key
+  -- Not inside the event batch: opening a file runs the user's autocmds.
+  vim.schedule(function()
+    if self.following and self.followed == key and vim.fn.filereadable(loc.path) == 1 then
+      require("acp.tool_call").show(loc, self:transcript_wins()[1])
+    end
+  end)
 end
 
 --- A request was answered or withdrawn: replace its prompt by a note.
@@ -722,8 +917,14 @@ function Chat:on_turn_ended(ev)
   if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
-  local hl = (reason == "end_turn") and "AcpNote" or "AcpError"
-  self.transcript:note(("— %s —"):format(reason), hl)
+  self.transcript:turn_ended(reason)
+  if #self.queue == 0 then
+    self:attention(
+      "turn_end",
+      ("turn ended (%s)"):format((reason:gsub("_", " "))),
+      reason == "end_turn" and vim.log.levels.INFO or vim.log.levels.WARN
+    )
+  end
   self:_flush()
   self:update_winbar()
 end
@@ -741,7 +942,7 @@ end
 ---@param ev table agent_exited
 function Chat:on_agent_exited(ev)
   self.status = "dead"
-  self.queue = {}
+  self:_unqueue()
   self:_close_permissions("the agent exited")
   self:update_permission_keys()
   self.transcript:end_unfinished_tools("failed")
@@ -774,7 +975,7 @@ function Chat:on_backend_died(log_file)
     return
   end
   self.status = "dead"
-  self.queue = {}
+  self:_unqueue()
   self:_close_permissions("the backend stopped")
   self:update_permission_keys()
   self.transcript.view:batch(function()

@@ -34,14 +34,53 @@ local function on_chat(fn)
 end
 
 M.subcommands.new = {
-  desc = "open a new chat: :Acp new [agent]",
+  desc = "open a new chat in place of the one shown: :Acp new [agent] [--split] (--split: beside it)",
   run = function(args)
-    require("acp").open({ agent = args[1] })
+    local opts = {}
+    for _, a in ipairs(args) do
+      if a == "--split" then
+        opts.split = true
+      elseif vim.startswith(a, "-") then
+        util.notify(("`:Acp new %s`: unknown flag; use :Acp new [agent] [--split]"):format(a), vim.log.levels.ERROR)
+        return
+      else
+        opts.agent = a
+      end
+    end
+    require("acp").open(opts)
   end,
   complete = function(lead)
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
-    end, require("acp.config").agent_names())
+    end, vim.list_extend({ "--split" }, require("acp.config").agent_names()))
+  end,
+}
+
+M.subcommands.follow = {
+  desc = "follow the agent in the current chat: its tool calls' files open in the editor window: :Acp follow [on|off]",
+  run = on_chat(function(chat, args)
+    local arg = args[1]
+    if arg ~= nil and arg ~= "on" and arg ~= "off" then
+      util.notify(("`:Acp follow %s`: use :Acp follow, :Acp follow on or :Acp follow off"):format(arg), vim.log.levels.ERROR)
+      return
+    end
+    if arg == nil then
+      chat:set_follow()
+    else
+      chat:set_follow(arg == "on")
+    end
+  end),
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, lead)
+    end, { "on", "off" })
+  end,
+}
+
+M.subcommands.chats = {
+  desc = "pick one of the open chats and show it",
+  run = function()
+    require("acp").pick_chat()
   end,
 }
 
@@ -72,9 +111,11 @@ M.subcommands.restart = {
 }
 
 M.subcommands.log = {
-  desc = "open the backend log file",
+  desc = "open the backend log file at its newest entries",
   run = function()
     vim.cmd("split " .. vim.fn.fnameescape(require("acp.backend").log_file()))
+    -- The newest entries are what the user came for.
+    vim.cmd("normal! G")
   end,
 }
 
@@ -142,10 +183,11 @@ M.subcommands.mode = {
       set(args[1])
       return
     end
+    local current = util.field(chat.modes, "currentModeId", "current_mode_id")
     vim.ui.select(modes, {
       prompt = "acp.nvim: mode",
       format_item = function(m)
-        return util.field(m, "name") or util.field(m, "id")
+        return (util.field(m, "name") or util.field(m, "id")) .. (util.field(m, "id") == current and " (current)" or "")
       end,
     }, function(m)
       if m then
@@ -185,10 +227,11 @@ M.subcommands.model = {
       set(args[1])
       return
     end
+    local current = util.field(opt, "currentValue", "current_value")
     vim.ui.select(model_values(opt), {
       prompt = "acp.nvim: model",
       format_item = function(v)
-        return v.name
+        return v.name .. (v.value == current and " (current)" or "")
       end,
     }, function(v)
       if v then
@@ -254,6 +297,19 @@ local function option_values(opt)
   return model_values(opt)
 end
 
+--- The display name of an option's current value (not its id).
+---@param opt table
+---@return string
+local function value_name(opt)
+  local current = util.field(opt, "currentValue", "current_value")
+  for _, v in ipairs(option_values(opt)) do
+    if v.value == current then
+      return v.name
+    end
+  end
+  return tostring(current)
+end
+
 M.subcommands.option = {
   desc = "set one of the agent's config options: :Acp option [id [value]] (menus without arguments)",
   run = function(args)
@@ -304,8 +360,7 @@ M.subcommands.option = {
     vim.ui.select(options, {
       prompt = "acp.nvim: option",
       format_item = function(o)
-        local current = util.field(o, "currentValue", "current_value")
-        return ("%s (%s)"):format(util.field(o, "name") or util.field(o, "id"), tostring(current))
+        return ("%s: %s"):format(util.field(o, "name") or util.field(o, "id"), value_name(o))
       end,
     }, function(o)
       if o then

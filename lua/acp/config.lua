@@ -36,6 +36,8 @@ local M = {}
 ---@field focus_prompt string|false transcript: jump to the prompt input
 ---@field restart string|false transcript: restart a stopped agent and continue the session
 ---@field open_review string|false transcript: open the file of the tool call under the cursor with its inline diff (a pending edit: preview it)
+---@field history_prev string|false prompt, both modes, on its first line: the previous prompt sent
+---@field history_next string|false prompt, both modes, on its last line: the next prompt sent (then the draft)
 ---@field review_next string|false reviewed buffers: next agent hunk
 ---@field review_prev string|false reviewed buffers: previous agent hunk
 ---@field review_accept string|false reviewed buffers: accept the hunk under the cursor
@@ -53,7 +55,13 @@ local M = {}
 ---@field max_image_bytes integer larger images are not sent
 ---@field auto_complete boolean typing `@` or `/` at the start of a word in the prompt opens the completion menu
 
+---@class acp.NotifyConfig
+---@field turn_end boolean a turn ended while its chat is hidden or Neovim is not focused
+---@field permission boolean a permission request waits (same condition)
+---@field question boolean the agent asks the user a question (same condition)
+
 ---@class acp.Config
+---@field notify acp.NotifyConfig vim.notify when a chat needs you and you may not see it
 ---@field agents table<string, acp.AgentConfig|false>
 ---@field default_agent? string
 ---@field layout acp.LayoutConfig
@@ -91,6 +99,8 @@ M.defaults = {
     focus_prompt = "i",
     restart = "R",
     open_review = "gd",
+    history_prev = "<Up>",
+    history_next = "<Down>",
     review_next = "]h",
     review_prev = "[h",
     review_accept = "<localleader>aa",
@@ -109,6 +119,7 @@ M.defaults = {
     auto_complete = true,
   },
   transcripts = true,
+  notify = { turn_end = true, permission = true, question = true },
 }
 
 ---@type acp.Config
@@ -275,6 +286,7 @@ local TOP_KEYS = {
   mcp_servers = true,
   context = true,
   transcripts = true,
+  notify = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -385,6 +397,22 @@ function M.validate(opts)
       return err
     end
   end
+  if opts.notify ~= nil then
+    if type(opts.notify) ~= "table" then
+      return ("`notify` must be a table like { turn_end = true, permission = true, question = true } (got %s)"):format(
+        describe(opts.notify)
+      )
+    end
+    err = check_keys(opts.notify, M.defaults.notify, "notify.")
+    if err then
+      return err
+    end
+    for k, v in pairs(opts.notify) do
+      if type(v) ~= "boolean" then
+        return ("`notify.%s` must be true or false (got %s)"):format(k, describe(v))
+      end
+    end
+  end
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
     return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
@@ -419,16 +447,77 @@ function M.validate(opts)
   end
 end
 
---- Validate and apply options. Returns false and an error sentence when the
---- options are invalid; the previous configuration is then kept.
----@param opts? table
----@return boolean ok, string? err
-function M.setup(opts)
-  local err = M.validate(opts)
-  if err then
-    return false, err
+-- Tables whose keys are checked one by one (one bad key drops only itself).
+local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true, notify = true }
+
+--- The valid part of user options, and one sentence per option left out.
+--- One typo must not cost the user every other option (agents included).
+---@param opts any
+---@return table valid, string[] errors
+function M.sanitize(opts)
+  if opts == nil then
+    return {}, {}
   end
-  opts = opts or {}
+  local err = M.validate(opts)
+  if not err then
+    return opts, {}
+  end
+  if type(opts) ~= "table" then
+    return {}, { err }
+  end
+  local valid, errors = {}, {}
+  local function try(key, value)
+    local e = M.validate({ [key] = value })
+    if e then
+      errors[#errors + 1] = e
+      return false
+    end
+    return true
+  end
+  local keys = vim.tbl_keys(opts)
+  table.sort(keys, function(a, b)
+    return tostring(a) < tostring(b)
+  end)
+  for _, k in ipairs(keys) do
+    local v = opts[k]
+    if k == "default_agent" then
+      -- Checked below, against the agents that survived.
+    elseif k == "agents" and type(v) == "table" then
+      valid.agents = {}
+      for name, a in pairs(v) do
+        if try("agents", { [name] = a }) then
+          valid.agents[name] = a
+        end
+      end
+    elseif NESTED[k] and type(v) == "table" then
+      valid[k] = {}
+      for sk, sv in pairs(v) do
+        if try(k, { [sk] = sv }) then
+          valid[k][sk] = sv
+        end
+      end
+    elseif try(k, v) then
+      valid[k] = v
+    end
+  end
+  if opts.default_agent ~= nil then
+    local e = M.validate({ default_agent = opts.default_agent, agents = valid.agents })
+    if e then
+      errors[#errors + 1] = e
+    else
+      valid.default_agent = opts.default_agent
+    end
+  end
+  return valid, errors
+end
+
+--- Validate and apply options. Invalid options are left out (their defaults
+--- apply) and named in the returned errors; everything valid applies.
+---@param opts? table
+---@return boolean ok false when some options were left out, string[] errors
+function M.setup(opts)
+  local errors
+  opts, errors = M.sanitize(opts)
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
   -- Lists replace, they do not merge index by index.
   if opts.permission and opts.permission.auto_allow then
@@ -439,7 +528,7 @@ function M.setup(opts)
     merged.mcp_servers = vim.deepcopy(opts.mcp_servers)
   end
   M.options = merged
-  return true
+  return #errors == 0, errors
 end
 
 --- Names of the configured agents (presets not disabled + user agents), sorted.

@@ -221,6 +221,13 @@ local function item_of(m, cwd)
   path = vim.fs.normalize(path)
   local known = require("acp.fs").find_buffer(path) or util.uv.fs_stat(path)
   if not known then
+    -- `@file#L1-2XYZ` (text typed onto a mention): the file exists, the
+    -- range does not parse. Say so rather than send the prompt without it.
+    local base, frag = path:match("^(.-)(#.*)$")
+    if base and base ~= "" and (require("acp.fs").find_buffer(base) or util.uv.fs_stat(base)) then
+      return nil,
+        ("%s: not sent, %q is not a line range (write #L10 or #L10-20, then a space)"):format(m.raw, frag)
+    end
     return nil
   end
   return { path = path, l1 = m.l1, l2 = m.l2, label = m.raw }
@@ -411,6 +418,12 @@ function M.insert(chat, mention)
     api.nvim_buf_set_lines(buf, #lines - 1, #lines, false, { mention, "" })
   else
     api.nvim_buf_set_lines(buf, #lines, #lines, false, { mention, "" })
+  end
+  -- The next thing typed goes on the fresh line under the mention, never
+  -- onto it (`@hello.lua#L1-2XYZ` lost the context).
+  local last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_set_cursor(win, { last, 0 })
   end
 end
 

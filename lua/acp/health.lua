@@ -60,7 +60,11 @@ function M.check()
     local agent = config.agent(name)
     local prog = agent and agent.cmd and agent.cmd[1]
     local label = ("%s%s: %s"):format(name, name == default and " (default)" or "", table.concat(agent and agent.cmd or {}, " "))
-    if prog and vim.fn.executable(prog) == 1 then
+    local found = prog and vim.fn.executable(prog) == 1
+    if name ~= default and config.options.agents[name] == nil then
+      -- A preset the user never configured is an offer, not a problem.
+      health.info(("%s (preset, not configured)%s"):format(label, found and "" or "; not installed"))
+    elseif found then
       health.ok(label)
     elseif name == default then
       health.error(label .. " is not found on PATH", { "Install it, or set `default_agent` in setup()" })

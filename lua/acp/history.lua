@@ -129,7 +129,7 @@ local function replay(chat, records)
       chat:on_session_change(r.change or {})
     elseif t == "turn_ended" then
       local reason = util.field(r, "stop_reason", "stopReason") or "end_turn"
-      chat.transcript:note(("— %s —"):format(reason), reason == "end_turn" and "AcpNote" or "AcpError")
+      chat.transcript:turn_ended(reason)
     elseif t == "prompt_failed" then
       chat.transcript:error(util.field(r, "message") or "the prompt failed")
     elseif t == "permission_auto" then

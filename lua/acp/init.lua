@@ -23,15 +23,22 @@ local function init()
   require("acp.review").setup()
 end
 
---- Configure the plugin. Invalid options are reported with a message naming
---- the bad key, and the previous configuration is kept.
+--- Configure the plugin. An invalid option is left out (its default
+--- applies) and named in an error message; every valid option applies.
 ---@param opts? table see :help acp-config
----@return boolean ok
+---@return boolean ok false when some options were left out
 function M.setup(opts)
   init()
-  local ok, err = config.setup(opts)
+  local ok, errors = config.setup(opts)
   if not ok then
-    util.notify("setup: " .. tostring(err), vim.log.levels.ERROR)
+    util.notify(
+      ("setup: %d option%s ignored, the rest applies:\n%s"):format(
+        #errors,
+        #errors == 1 and "" or "s",
+        table.concat(errors, "\n")
+      ),
+      vim.log.levels.ERROR
+    )
     return false
   end
   return true
@@ -41,6 +48,7 @@ end
 ---@field agent? string agent name (default: `default_agent`)
 ---@field cwd? string absolute directory of the session (default: the agent's cwd, else the current directory)
 ---@field show? boolean show the chat windows (default true)
+---@field split? boolean windows of its own, beside a chat already shown (default: it takes that chat's windows)
 ---@field load_session_id? string continue a stored session with session/load (history replayed)
 ---@field resume_session_id? string continue a stored session with session/resume (no replay)
 
@@ -61,6 +69,19 @@ function M.open(opts)
     return nil, err
   end
   local name = opts.agent or config.default_agent()
+  local wanted = opts.load_session_id or opts.resume_session_id
+  if wanted then
+    -- The session is open in a chat already: go there. A second chat on the
+    -- same session broke the first when it was closed.
+    local open_chat = require("acp.chat").of_session(name, wanted)
+    if open_chat then
+      if opts.show ~= false then
+        open_chat:show()
+      end
+      util.notify(("this session is open in chat %d already: showing it"):format(open_chat.n))
+      return open_chat
+    end
+  end
   local agent, err = config.agent(name)
   if not agent then
     util.notify(tostring(err), vim.log.levels.ERROR)
@@ -78,7 +99,7 @@ function M.open(opts)
   end
   local chat = require("acp.chat").create(agent, cwd)
   if opts.show ~= false then
-    chat:show()
+    chat:show({ split = opts.split })
   end
   local ok, serr = chat:start({ load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id })
   if not ok then
@@ -128,6 +149,26 @@ end
 ---@return boolean ok false when the request is not pending
 function M.permission_respond(request_id, option_id)
   return require("acp.permission").respond(request_id, option_id)
+end
+
+--- Pick a chat with vim.ui.select and show it (in place of the chat shown).
+function M.pick_chat()
+  local list = require("acp.chat").list
+  if #list == 0 then
+    util.notify("no chat yet; open one with :Acp")
+    return
+  end
+  vim.ui.select(vim.list_slice(list), {
+    prompt = "acp.nvim: chats",
+    format_item = function(chat)
+      return chat:describe()
+    end,
+    kind = "acp.chat",
+  }, function(chat)
+    if chat and require("acp.chat").get(chat.chat_id) then
+      chat:show()
+    end
+  end)
 end
 
 --- All open chats, oldest first.

@@ -14,21 +14,96 @@ local function size(value, total)
   return math.floor(value)
 end
 
---- Show the chat windows in the current tab (or focus them when shown).
+--- The transcript and prompt windows of a chat in the current tab.
 ---@param chat acp.Chat
-function M.show(chat)
-  require("acp.chat").last_id = chat.chat_id
-  if chat:is_visible() then
-    for _, win in ipairs(vim.fn.win_findbuf(chat.prompt_buf)) do
-      if api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage() then
-        api.nvim_set_current_win(win)
-        return
+---@return integer? twin, integer? pwin
+local function wins_in_tab(chat)
+  local tab = api.nvim_get_current_tabpage()
+  local function find(buf)
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if api.nvim_win_get_tabpage(win) == tab then
+        return win
       end
     end
   end
+  return find(chat.bufnr), find(chat.prompt_buf)
+end
+
+--- Windows set up: transcript at its tail, the cursor at the end of the
+--- prompt, in Insert mode.
+---@param chat acp.Chat
+---@param twin integer
+---@param pwin integer
+local function finish(chat, twin, pwin)
+  View.setup_window(twin)
+  vim.wo[pwin][0].number = false
+  vim.wo[pwin][0].relativenumber = false
+  vim.wo[pwin][0].signcolumn = "no"
+  vim.wo[pwin][0].wrap = true
+  -- Start at the tail so the transcript follows new output.
+  api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
+  chat:update_winbar()
+  api.nvim_set_current_win(pwin)
+  -- A new window starts on line 1: go to the end, after any mention that
+  -- `:Acp add` put there.
+  local last = api.nvim_buf_line_count(chat.prompt_buf)
+  api.nvim_win_set_cursor(pwin, { last, #(api.nvim_buf_get_lines(chat.prompt_buf, last - 1, last, false)[1] or "") })
+  -- The prompt is for typing: a first letter typed under the "Ask…" hint
+  -- must be text, not a Normal-mode command.
+  vim.cmd("startinsert!")
+end
+
+--- Put `chat` in the windows of another chat shown in this tab (that chat
+--- keeps running, hidden). Returns false when no other chat is shown.
+---@param chat acp.Chat
+---@return boolean
+local function replace_visible(chat)
+  for _, other in ipairs(require("acp.chat").list) do
+    if other ~= chat then
+      local twin, pwin = wins_in_tab(other)
+      if twin and pwin then
+        api.nvim_win_set_buf(twin, chat.bufnr)
+        api.nvim_win_set_buf(pwin, chat.prompt_buf)
+        if api.nvim_win_get_config(twin).relative ~= "" then
+          api.nvim_win_set_config(twin, { title = " acp: " .. chat.agent.name .. " " })
+        end
+        finish(chat, twin, pwin)
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- Show the chat windows in the current tab (or focus them when shown). A
+--- chat shown in this tab gives its windows to this one (it keeps running;
+--- `:Acp chats` brings it back) unless `opts.split` asks for windows of its
+--- own: four chats made four narrow columns, or floats stacked on floats.
+---@param chat acp.Chat
+---@param opts? {split?: boolean}
+function M.show(chat, opts)
+  opts = opts or {}
+  require("acp.chat").last_id = chat.chat_id
+  local twin, pwin = wins_in_tab(chat)
+  if twin and pwin then
+    api.nvim_set_current_win(pwin)
+    return
+  end
+  if twin then
+    -- The user closed the prompt window: a new one under the transcript.
+    api.nvim_set_current_win(twin)
+    vim.cmd("belowright split")
+    pwin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(pwin, chat.prompt_buf)
+    api.nvim_win_set_height(pwin, math.max(1, math.floor(config.options.layout.input_height)))
+    finish(chat, twin, pwin)
+    return
+  end
+  if not opts.split and replace_visible(chat) then
+    return
+  end
   local layout = config.options.layout
   local input_h = math.max(1, math.floor(layout.input_height))
-  local twin, pwin
   if layout.position == "float" then
     local w = size(layout.width, vim.o.columns)
     local h = size(layout.height, vim.o.lines - 2)
@@ -73,15 +148,7 @@ function M.show(chat)
     api.nvim_win_set_height(pwin, input_h)
     vim.wo[pwin][0].winfixheight = true
   end
-  View.setup_window(twin)
-  vim.wo[pwin][0].number = false
-  vim.wo[pwin][0].relativenumber = false
-  vim.wo[pwin][0].signcolumn = "no"
-  vim.wo[pwin][0].wrap = true
-  -- Start at the tail so the transcript follows new output.
-  api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
-  chat:update_winbar()
-  api.nvim_set_current_win(pwin)
+  finish(chat, twin, pwin)
 end
 
 --- Close the chat windows (all tabs); the chat keeps running.

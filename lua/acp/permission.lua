@@ -69,7 +69,7 @@ end
 ---@return string[] lines, acp.Highlight[] hls
 function M.render(req)
   local n = math.min(#req.options, 9)
-  local title = ("  ? Permission needed: press 1-%d, or p to pick"):format(n)
+  local title = ("  ? Permission needed: press 1-%d (here, or in the empty prompt), or p to pick"):format(n)
   local lines = { title }
   local hls = { { 0, 2, -1, "AcpPermissionTitle" } }
   for i, opt in ipairs(req.options) do

@@ -181,11 +181,107 @@ local function auto_complete(buf)
       -- The character is not in the buffer yet: complete once it is.
       vim.schedule(function()
         if api.nvim_get_current_buf() == buf and api.nvim_get_mode().mode == "i" and vim.fn.pumvisible() == 0 then
-          api.nvim_feedkeys(api.nvim_replace_termcodes("<C-x><C-o>", true, false, true), "n", false)
+          -- Where 'completeopt' is global (Neovim 0.10) the menu inserts its
+          -- first entry (`/` became `/plan`, then typing `explain` gave
+          -- `/planexplain`): <C-p> goes back to what was typed.
+          local keys = M.completeopt_local and "<C-x><C-o>" or "<C-x><C-o><C-p>"
+          api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "n", false)
         end
       end)
     end,
   })
+end
+
+--- The prompt's 'completeopt': the user's, but never inserting an entry
+--- the user did not pick (with the default "menu,popup" the first entry was
+--- inserted while typing), and a menu even for one match.
+---@param global string the global 'completeopt'
+---@return string
+function M.completeopt(global)
+  local flags, seen = {}, {}
+  for _, f in ipairs(vim.split(global or "", ",", { trimempty = true })) do
+    if f ~= "longest" and f ~= "menu" and not seen[f] then
+      seen[f] = true
+      flags[#flags + 1] = f
+    end
+  end
+  for _, f in ipairs({ "menuone", "noinsert" }) do
+    if not seen[f] then
+      flags[#flags + 1] = f
+    end
+  end
+  return table.concat(flags, ",")
+end
+
+--- Whether 'completeopt' can be set for one buffer (Neovim 0.11+).
+M.completeopt_local = api.nvim_get_option_info2("completeopt", {}).scope == "buf"
+
+--- Prompts sent, oldest first, shared by every chat (like a shell's).
+---@type string[]
+M.history = {}
+--- Most prompts kept in the history.
+M.MAX_HISTORY = 200
+
+--- Remember a sent prompt (not twice in a row).
+---@param text string
+function M.remember(text)
+  if text ~= "" and M.history[#M.history] ~= text then
+    M.history[#M.history + 1] = text
+    if #M.history > M.MAX_HISTORY then
+      table.remove(M.history, 1)
+    end
+  end
+end
+
+--- Put an older (dir -1) or newer (dir 1) prompt of the history in the
+--- chat's prompt input; past the newest comes back what was being written.
+---@param chat acp.Chat
+---@param dir integer
+---@return boolean moved
+function M.recall(chat, dir)
+  local buf = chat.prompt_buf
+  local h = M.history
+  if chat.history_pos == nil then
+    chat.history_pos = #h + 1
+    chat.history_draft = api.nvim_buf_get_lines(buf, 0, -1, false)
+  end
+  local pos = chat.history_pos + dir
+  if pos < 1 or pos > #h + 1 then
+    return false
+  end
+  chat.history_pos = pos
+  local lines = pos == #h + 1 and chat.history_draft or vim.split(h[pos], "\n", { plain = true })
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  local win = api.nvim_get_current_win()
+  if api.nvim_win_get_buf(win) == buf then
+    local last = #lines
+    api.nvim_win_set_cursor(win, { last, #lines[last] })
+  end
+  return true
+end
+
+--- Map the history keys: they recall prompts on the first (older) or last
+--- (newer) line of the input, and move the cursor everywhere else.
+---@param chat acp.Chat
+local function history_keys(chat)
+  local k = config.options.keymaps
+  for _, spec in ipairs({ { k.history_prev, -1 }, { k.history_next, 1 } }) do
+    local lhs, dir = spec[1], spec[2]
+    if lhs then
+      vim.keymap.set({ "n", "i" }, lhs, function()
+        local row = api.nvim_win_get_cursor(0)[1]
+        local edge = dir < 0 and 1 or api.nvim_buf_line_count(chat.prompt_buf)
+        if vim.fn.pumvisible() == 1 or row ~= edge then
+          return lhs
+        end
+        return "<Cmd>lua require('acp.prompt').recall(require('acp.chat').get('" .. chat.chat_id .. "'), " .. dir .. ")<CR>"
+      end, {
+        buffer = chat.prompt_buf,
+        expr = true,
+        desc = dir < 0 and "acp.nvim: previous prompt (history)" or "acp.nvim: next prompt (history)",
+      })
+    end
+  end
 end
 
 --- Set up a chat's prompt buffer (hint, completion).
@@ -194,6 +290,10 @@ function M.attach(chat)
   M.hint(chat)
   require("acp.context").track_selection()
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.prompt'.omnifunc"
+  history_keys(chat)
+  if M.completeopt_local then
+    vim.bo[chat.prompt_buf].completeopt = M.completeopt(vim.go.completeopt)
+  end
   auto_complete(chat.prompt_buf)
 end
 

@@ -482,6 +482,13 @@ local function detach(buf)
     return
   end
   attached[buf] = nil
+  -- Its keys go away with the review: say so, or the accept of the last
+  -- hunk (and `]h` after it) looked like nothing happened.
+  util.notify(
+    ("%s: no agent changes left to review (:Acp review lists the other files)"):format(
+      vim.fn.fnamemodify(api.nvim_buf_get_name(buf), ":~:.")
+    )
+  )
   local k = keymaps()
   for _, key in ipairs({ "review_next", "review_prev", "review_accept", "review_reject", "review_accept_file", "review_reject_file" }) do
     if k[key] then

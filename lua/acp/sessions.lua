@@ -149,6 +149,13 @@ end
 ---@param cwd string fallback directory
 ---@return acp.Chat? chat, string? err
 function M.open(item, cwd)
+  local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
+  if open_chat then
+    -- Also for a transcript: the live chat is the better copy.
+    open_chat:show()
+    util.notify(("this session is open in chat %d already: showing it"):format(open_chat.n))
+    return open_chat
+  end
   if item.action == "readonly" then
     local chat, err = require("acp.history").open_readonly(item.path)
     if not chat then

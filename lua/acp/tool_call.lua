@@ -29,6 +29,7 @@ M.MAX_TERMINAL_LINES = 15
 ---@field permission? acp.PermissionRequest pending request for this tool call
 ---@field notes? string[] one-line notes (answers, auto-allow)
 ---@field terminals table<string, acp.TerminalState>
+---@field cwd? string the chat's workspace: paths under it are shown relative
 
 --- Id of a tool call state.
 ---@param tc table
@@ -65,9 +66,13 @@ function M.content_text(block)
   return content_summary(block)
 end
 
-local function terminal_status(term)
+--- Final tool call statuses: no more output will come.
+local FINAL = { completed = true, failed = true, cancelled = true }
+
+local function terminal_status(term, status)
   if not term then
-    return "waiting for output"
+    -- A loaded session replays the tool call, not its terminal.
+    return FINAL[status] and "output not kept" or "waiting for output"
   end
   local es = term.exit_status
   if es then
@@ -82,6 +87,28 @@ local function terminal_status(term)
     return "released"
   end
   return "running"
+end
+
+--- The shell command of a tool call, from its raw input (`command` as a
+--- string, as Claude sends it, or an argv list, as Codex does).
+---@param tc table
+---@return string?
+function M.command(tc)
+  local input = util.field(tc, "rawInput", "raw_input")
+  if type(input) ~= "table" then
+    return nil
+  end
+  local cmd = input.command or input.cmd
+  if type(cmd) == "string" and cmd ~= "" then
+    return (cmd:gsub("\n", " "))
+  end
+  if type(cmd) == "table" and #cmd > 0 then
+    local words = {}
+    for _, w in ipairs(cmd) do
+      words[#words + 1] = tostring(w)
+    end
+    return table.concat(words, " ")
+  end
 end
 
 --- Lines, highlights and line actions of a tool call block.
@@ -100,6 +127,10 @@ function M.render(tc, ctx)
 
   local status = util.field(tc, "status") or "pending"
   local s = M.STATUS[status] or { "?", "AcpToolPending" }
+  local function shown(path)
+    return require("acp.context").display_path(path, ctx.cwd)
+  end
+  local command = M.command(tc)
   local kind = util.field(tc, "kind") or "other"
   local title = (util.field(tc, "title") or M.id(tc) or "Tool call"):gsub("\n", " ")
   local header = ("%s %s · %s"):format(s[1], kind, title)
@@ -128,20 +159,21 @@ function M.render(tc, ctx)
       end
     elseif t == "diff" then
       local path = util.field(item, "path") or "?"
+      local label_path = shown(path)
       local old = util.field(item, "oldText", "old_text")
       local new = util.field(item, "newText", "new_text") or ""
       local added, removed = util.diff_stat(old, new)
-      local label = ("  ± %s +%d -%d"):format(path, added, removed)
+      local label = ("  ± %s +%d -%d"):format(label_path, added, removed)
       local row = add(label .. (old == nil and " (new file)" or ""))
-      hls[#hls + 1] = { row, 4, 4 + #path, "AcpDiffPath" }
+      hls[#hls + 1] = { row, 4, 4 + #label_path, "AcpDiffPath" }
       local plus = ("+%d"):format(added)
-      hls[#hls + 1] = { row, 5 + #path, 5 + #path + #plus, "AcpDiffAdd" }
-      hls[#hls + 1] = { row, 6 + #path + #plus, #label, "AcpDiffDelete" }
+      hls[#hls + 1] = { row, 5 + #label_path, 5 + #label_path + #plus, "AcpDiffAdd" }
+      hls[#hls + 1] = { row, 6 + #label_path + #plus, #label, "AcpDiffDelete" }
       actions[row] = { type = "diff", path = path, old = old or "", new = new }
     elseif t == "terminal" then
       local id = util.field(item, "terminalId", "terminal_id") or "?"
       local term = ctx.terminals[id]
-      add(("  $ terminal %s (%s)"):format(id, terminal_status(term)), "AcpToolKind")
+      add(("  $ %s (%s)"):format(command or ("terminal " .. id), terminal_status(term, status)), "AcpToolKind")
       if term and term.output ~= "" then
         local out = util.split_lines(term.output)
         if out[#out] == "" then
@@ -163,14 +195,17 @@ function M.render(tc, ctx)
   for _, loc in ipairs(util.field(tc, "locations") or {}) do
     local path = util.field(loc, "path") or "?"
     local line = util.field(loc, "line")
-    local text = line and ("%s:%d"):format(path, line) or path
+    local text = line and ("%s:%d"):format(shown(path), line) or shown(path)
     local row = add("  → " .. text)
     hls[#hls + 1] = { row, #"  → ", -1, "AcpLocation" }
     actions[row] = { type = "location", path = path, line = line }
   end
 
   local raw_input = util.field(tc, "rawInput", "raw_input")
-  if #content == 0 and raw_input ~= nil and (ctx.permission or kind == "edit" or kind == "execute") then
+  if #content == 0 and command then
+    -- A shell call says what it runs, not `input: {"command": ...}`.
+    add("  $ " .. command, "AcpToolKind")
+  elseif #content == 0 and raw_input ~= nil and (ctx.permission or kind == "edit" or kind == "execute") then
     -- Some agents ask for edit permissions without any diff content: the raw
     -- input is then the only thing that says what will happen.
     add("  input: " .. util.json_oneline(raw_input, 300), "AcpToolOutput")
@@ -218,7 +253,13 @@ function M.open_diff(action)
     if ft ~= "" then
       vim.bo[buf].filetype = ft
     end
-    pcall(vim.api.nvim_buf_set_name, buf, ("acp://diff/%d/%s%s"):format(buf, action.path, suffix))
+    -- The tab line shortens every path component: `acp://diff/7//tmp/...`
+    -- showed as `a//d/7//t/...`. The file's own name reads as itself.
+    pcall(
+      vim.api.nvim_buf_set_name,
+      buf,
+      ("%s%s [acp diff %d]"):format(vim.fn.fnamemodify(action.path, ":~:."), suffix, buf)
+    )
     vim.keymap.set("n", "q", function()
       if vim.api.nvim_tabpage_is_valid(tab) and #vim.api.nvim_list_tabpages() > 1 then
         vim.cmd("tabclose " .. vim.api.nvim_tabpage_get_number(tab))
@@ -235,6 +276,65 @@ function M.open_diff(action)
   vim.cmd("rightbelow vsplit")
   vim.api.nvim_win_set_buf(0, scratch(action.new, " (after)"))
   vim.cmd("diffthis")
+end
+
+--- Where a tool call works: its first location, else the file of its
+--- first diff.
+---@param tc table
+---@return {path: string, line?: integer}?
+function M.location(tc)
+  local loc = (tc.locations or {})[1]
+  if type(loc) == "table" and type(loc.path) == "string" then
+    return { path = loc.path, line = tonumber(loc.line) }
+  end
+  for _, item in ipairs(tc.content or {}) do
+    if type(item) == "table" and item.type == "diff" and type(item.path) == "string" then
+      return { path = item.path }
+    end
+  end
+end
+
+--- Show a location in the editor window of the current tab (the first
+--- normal window that is no chat), without moving the cursor out of where
+--- the user is. Opens a window left of `beside` when there is none.
+---@param action {path: string, line?: integer}
+---@param beside? integer window to split when no editor window exists
+---@return integer? win the window showing it
+function M.show(action, beside)
+  local chat_mod = require("acp.chat")
+  local target
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if
+      vim.bo[buf].buftype == ""
+      and vim.api.nvim_win_get_config(win).relative == ""
+      and chat_mod.of_buf(buf) == nil
+    then
+      target = win
+      break
+    end
+  end
+  local buf = vim.fn.bufadd(action.path)
+  vim.bo[buf].buflisted = true
+  if not target then
+    if not (beside and vim.api.nvim_win_is_valid(beside)) then
+      return nil
+    end
+    -- A window that is not entered does not load its buffer by itself.
+    vim.fn.bufload(buf)
+    target = vim.api.nvim_open_win(buf, false, { split = "left", win = beside })
+  end
+  local ok = pcall(vim.api.nvim_win_call, target, function()
+    if vim.api.nvim_win_get_buf(target) ~= buf then
+      vim.cmd("keepalt buffer " .. buf)
+    end
+    if action.line then
+      local count = vim.api.nvim_buf_line_count(buf)
+      vim.api.nvim_win_set_cursor(target, { math.max(1, math.min(action.line, count)), 0 })
+      vim.cmd("normal! zz")
+    end
+  end)
+  return ok and target or nil
 end
 
 --- Jump to a location in a normal window (not a chat window; a split is made

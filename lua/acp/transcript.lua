@@ -8,8 +8,8 @@
 ---   <streamed text>        message block, grows at its end
 ---   ▸ Thinking             thought block: dimmed, folded
 ---   ✓ edit · Edit foo.rs   tool call block, replaced in place
----   Plan (1/3 done)        the plan block, one per chat, replaced in place
----   — end_turn —           note blocks (stop reasons, errors)
+---   Plan (1/3 done)        the plan block, one per turn, replaced in place
+---   — end turn —           note blocks (stop reasons, errors)
 
 local util = require("acp.util")
 local View = require("acp.view")
@@ -21,7 +21,8 @@ local plan = require("acp.plan")
 ---@field view acp.View
 ---@field entries table<integer, acp.Block> entry index (from the backend) -> block
 ---@field tools table<string, acp.Block> tool call id -> block
----@field plan_block? acp.Block
+---@field plan_block? acp.Block the plan of the current turn
+---@field turn integer number of user messages so far (blocks record theirs)
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
 ---@field after_header boolean the last block is a header
 local Transcript = {}
@@ -38,6 +39,7 @@ function Transcript.new(chat, buf)
     tools = {},
     plan_block = nil,
     side = nil,
+    turn = 0,
   }, Transcript)
 end
 
@@ -161,6 +163,14 @@ function Transcript:note(lines, hl)
   return self:_add("note", lines, hls)
 end
 
+--- The note that ends a turn: its stop reason in words (`— end turn —`).
+--- Not the raw `end_turn`: markdown syntax draws a `_` inside a word as an
+--- error, and the note's highlight cannot clear that red background.
+---@param reason string
+function Transcript:turn_ended(reason)
+  self:note(("— %s —"):format((reason:gsub("_", " "))), reason == "end_turn" and "AcpNote" or "AcpError")
+end
+
 --- Show an error, with the agent's stderr tail when there is one.
 ---@param message string
 ---@param stderr_tail? string
@@ -192,6 +202,7 @@ function Transcript:_render_tool(block)
     permission = d.permission,
     notes = d.notes,
     terminals = self.chat.terminals,
+    cwd = self.chat.cwd,
   })
   self.view:replace(block, lines, hls, actions)
 end
@@ -199,16 +210,17 @@ end
 --- The block of a tool call, created at the end of the transcript when the
 --- call is not known yet (agents may ask permission before sending it).
 ---@param state table
+---@param fresh? boolean a new block even when the id has one
 ---@return acp.Block
-function Transcript:_tool_block(state)
+function Transcript:_tool_block(state, fresh)
   local id = tool_call.id(state) or ""
   local block = self.tools[id]
-  if block then
+  if block and not fresh then
     return block
   end
   self:_header("agent")
-  local data = { state = state, notes = {} }
-  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals })
+  local data = { state = state, notes = {}, turn = self.turn }
+  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
   block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
   self.tools[id] = block
   return block
@@ -216,19 +228,24 @@ end
 
 ---@param state table
 ---@param index? integer
-function Transcript:_upsert_tool(state, index)
+---@param added? boolean the backend added a new entry for it (a new call)
+function Transcript:_upsert_tool(state, index, added)
   local id = tool_call.id(state) or ""
   local block = (index and self.entries[index]) or self.tools[id]
-  if block and block.kind == "tool_call" then
+  -- The id of a call of an ended turn, reused (the demo agent did): a new
+  -- block in this turn, the old one stays as it ended.
+  local fresh = added and block ~= nil and block.data.turn ~= self.turn
+  if block and block.kind == "tool_call" and not fresh then
     block.data.state = state
     self:_render_tool(block)
   else
-    block = self:_tool_block(state)
+    block = self:_tool_block(state, fresh)
   end
   if index then
     self.entries[index] = block
   end
   self.tools[id] = block
+  self.chat:on_tool_state(block.data.state)
 end
 
 ---@param entries table[]
@@ -250,6 +267,9 @@ end
 ---@param raw any
 ---@param index? integer
 function Transcript:_unknown(kind, raw, index)
+  -- The agent sent it: under the agent's header, never inside the user's
+  -- message.
+  self:_header("agent")
   local lines = { ("▸ Unknown update: %s"):format(kind or "?") }
   vim.list_extend(lines, util.json_lines(raw, "  "))
   local block = self:_add("unknown", lines, { { 0, 0, -1, "AcpUnknown" } }, { foldable = true })
@@ -263,6 +283,9 @@ end
 function Transcript:_entry_added(index, entry)
   local t = util.field(entry, "type")
   if t == "user_message" then
+    -- A new turn: its tool calls and its plan get blocks of their own.
+    self.turn = self.turn + 1
+    self.plan_block = nil
     self:_header("user")
     local content = vim.deepcopy(util.field(entry, "content") or {})
     local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
@@ -279,7 +302,7 @@ function Transcript:_entry_added(index, entry)
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
     local state = util.field(entry, "toolCall", "tool_call") or entry
-    self:_upsert_tool(state, index)
+    self:_upsert_tool(state, index, true)
   elseif t == "plan" then
     self:_plan(util.field(entry, "entries") or {}, index)
   else

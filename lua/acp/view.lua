@@ -53,6 +53,7 @@ local markdown = require("acp.markdown")
 ---@field follow table<integer, boolean> windows following the tail in this batch
 ---@field md acp.MdCtx where markdown is drawn (its own namespaces)
 ---@field md_dirty table<integer, boolean> markdown blocks edited in this batch
+---@field follow_next? boolean the next batch moves every window to the tail
 local View = {}
 View.__index = View
 
@@ -111,11 +112,18 @@ function View:begin()
   self.follow = {}
   local count = api.nvim_buf_line_count(self.buf)
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-    if api.nvim_win_get_cursor(win)[1] >= count then
+    if self.follow_next or api.nvim_win_get_cursor(win)[1] >= count then
       self.follow[win] = true
     end
   end
+  self.follow_next = nil
   vim.bo[self.buf].modifiable = true
+end
+
+--- Every window showing the buffer follows the tail from now on (the user
+--- sent a prompt: show it, even when the cursor was up in the transcript).
+function View:follow_all()
+  self.follow_next = true
 end
 
 --- End a batch: read-only again, following windows scrolled to the tail.
@@ -440,6 +448,9 @@ function View.setup_window(win)
   wo.foldenable = true
   wo.wrap = true
   wo.linebreak = true
+  -- Wrapped tool output and plan entries keep their indent.
+  wo.breakindent = true
+  wo.breakindentopt = "list:-1"
   wo.number = false
   wo.relativenumber = false
   wo.signcolumn = "no"

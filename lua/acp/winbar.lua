@@ -70,15 +70,13 @@ function M.model_name(chat)
   return search(util.field(opt, "options")) or (value ~= nil and tostring(value) or nil)
 end
 
---- The winbar of a chat's transcript windows.
+--- The parts of the winbar, each with how soon it goes when the window is
+--- too narrow (higher goes first; the agent's name, the title, the queue and
+--- the state never go).
 ---@param chat acp.Chat
----@param chat acp.Chat
----@return string
-function M.text(chat)
-  local function esc(s)
-    return (tostring(s):gsub("%%", "%%%%"))
-  end
-  local parts = { esc(chat.agent.name) }
+---@return {text: string, drop?: integer, title?: boolean}[] parts, string? status
+local function parts_of(chat)
+  local parts = { { text = chat.agent.name } }
   local status_text = ({
     opening = "starting…",
     busy = "working…",
@@ -88,38 +86,93 @@ function M.text(chat)
     readonly = "read-only",
   })[chat.status]
   if chat.title then
-    parts[#parts + 1] = esc(chat.title)
+    parts[#parts + 1] = { text = chat.title, title = true }
   end
   local mode = M.mode_name(chat)
   if mode then
-    parts[#parts + 1] = "mode: " .. esc(mode)
+    parts[#parts + 1] = { text = "mode: " .. mode, drop = 2 }
   end
   local model = M.model_name(chat)
   if model then
-    parts[#parts + 1] = "model: " .. esc(model)
+    parts[#parts + 1] = { text = "model: " .. model, drop = 1 }
   end
   if chat.usage then
     local used = util.field(chat.usage, "used")
     local total = util.field(chat.usage, "size")
     if used and total then
       local pct = (tonumber(total) or 0) > 0 and math.floor(100 * used / total) or 0
-      parts[#parts + 1] = ("ctx %s/%s (%d%%%%)"):format(human(used), human(total), pct)
+      parts[#parts + 1] = { text = ("ctx %s/%s (%d%%)"):format(human(used), human(total), pct), drop = 3 }
     end
     local cost = util.field(chat.usage, "cost")
+    local cost_text
     if type(cost) == "table" then
       local amount = util.field(cost, "amount")
       local currency = util.field(cost, "currency") or ""
       if amount then
-        parts[#parts + 1] = esc(currency == "USD" and ("$%.2f"):format(amount) or ("%.2f %s"):format(amount, currency))
+        cost_text = currency == "USD" and ("$%.2f"):format(amount) or ("%.2f %s"):format(amount, currency)
       end
     elseif type(cost) == "number" then
-      parts[#parts + 1] = esc(("$%.2f"):format(cost))
+      cost_text = ("$%.2f"):format(cost)
+    end
+    if cost_text then
+      parts[#parts + 1] = { text = cost_text, drop = 4 }
     end
   end
   if #chat.queue > 0 then
-    parts[#parts + 1] = ("queued: %d"):format(#chat.queue)
+    parts[#parts + 1] = { text = ("queued: %d"):format(#chat.queue) }
   end
-  local text = "%#AcpWinbar# " .. table.concat(parts, " │ ")
+  if chat.following then
+    parts[#parts + 1] = { text = "following", drop = 5 }
+  end
+  return parts, status_text
+end
+
+local SEP = " │ "
+
+--- The winbar of a chat's transcript windows, fitted to `width` columns:
+--- the least useful parts go first (cost, context, mode, model), then the
+--- title is shortened. Neovim itself would cut from the left, losing the
+--- agent's name and the title first.
+---@param chat acp.Chat
+---@param width? integer columns (default: unlimited)
+---@return string
+function M.text(chat, width)
+  local parts, status_text = parts_of(chat)
+  local fn = vim.fn
+  local function total()
+    local w = 1 + (status_text and (1 + fn.strdisplaywidth(status_text)) or 0)
+    for i, p in ipairs(parts) do
+      w = w + fn.strdisplaywidth(p.text) + (i > 1 and fn.strdisplaywidth(SEP) or 0)
+    end
+    return w
+  end
+  width = width or math.huge
+  while total() > width do
+    local worst
+    for i, p in ipairs(parts) do
+      if p.drop and (not worst or p.drop > parts[worst].drop) then
+        worst = i
+      end
+    end
+    if not worst then
+      break
+    end
+    table.remove(parts, worst)
+  end
+  local over = total() - width
+  if over > 0 then
+    for _, p in ipairs(parts) do
+      if p.title then
+        local keep = math.max(1, fn.strdisplaywidth(p.text) - over - 1)
+        p.text = fn.strcharpart(p.text, 0, keep) .. "…"
+      end
+    end
+  end
+  local texts = {}
+  for _, p in ipairs(parts) do
+    texts[#texts + 1] = (p.text:gsub("%%", "%%%%"))
+  end
+  local text = "%#AcpWinbar# " .. table.concat(texts, SEP)
   if status_text then
     text = text .. " %#AcpWinbarBusy#" .. status_text
   end
@@ -132,10 +185,19 @@ function M.update(chat)
   if not api.nvim_buf_is_valid(chat.bufnr) then
     return
   end
-  local text = M.text(chat)
   for _, win in ipairs(chat:transcript_wins()) do
-    vim.wo[win][0].winbar = text
+    vim.wo[win][0].winbar = M.text(chat, api.nvim_win_get_width(win))
   end
 end
+
+-- A resized window gets a winbar fitted to its new width.
+api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+  group = api.nvim_create_augroup("acp.winbar", { clear = true }),
+  callback = function()
+    for _, chat in ipairs(require("acp.chat").list) do
+      M.update(chat)
+    end
+  end,
+})
 
 return M

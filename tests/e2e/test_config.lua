@@ -20,17 +20,33 @@ T.test("bad options are rejected with the key named", function()
   T.eq(nil, err_of({ agents = { claude = { env = { A = "1" } } }, keymaps = { close = false } }), "valid options")
 end)
 
-T.test("setup with bad options keeps the previous config and notifies", function()
+T.test("setup with bad options applies the valid ones and names the ignored ones", function()
   local msgs = {}
   local orig = vim.notify
   vim.notify = function(m)
     msgs[#msgs + 1] = m
   end
   T.eq(true, require("acp").setup({ log_level = "debug" }), "valid setup")
-  T.eq(false, require("acp").setup({ log_level = "loud" }), "invalid setup")
+  T.eq(false, require("acp").setup({
+    log_level = "loud",
+    agents = { mine = { cmd = { "mine", "acp" } }, broken = { cmd = "broken acp" } },
+    default_agent = "mine",
+    layout = { position = "top", width = 0.5 },
+    keymaps = { submit = "<C-CR>" },
+  }), "invalid setup")
   vim.notify = orig
-  T.eq("debug", config.options.log_level, "previous config kept")
-  T.contains(msgs[1], "acp.nvim: setup: `log_level`", "message")
+  T.eq("info", config.options.log_level, "the bad option takes its default")
+  T.eq({ "mine", "acp" }, config.options.agents.mine.cmd, "the valid agent applies")
+  T.eq(nil, config.options.agents.broken, "the broken agent is left out")
+  T.eq("mine", config.default_agent(), "default agent applies")
+  T.eq(0.5, config.options.layout.width, "the valid layout key applies")
+  T.eq("right", config.options.layout.position, "the bad layout key takes its default")
+  T.eq("<C-CR>", config.options.keymaps.submit, "keymaps apply")
+  T.eq(1, #msgs, "one message")
+  T.contains(msgs[1], "3 options ignored, the rest applies", "count")
+  T.contains(msgs[1], "`log_level`", "names log_level")
+  T.contains(msgs[1], "`agents.broken.cmd`", "names the agent")
+  T.contains(msgs[1], "`layout.position`", "names the layout key")
 end)
 
 T.test("default agent is demo unless an agent is configured", function()
@@ -84,12 +100,15 @@ T.test("a missing backend gives the one-line build hint", function()
 end)
 
 T.test(":checkhealth acp runs", function()
-  require("acp").setup({})
+  require("acp").setup({ agents = { mine = { cmd = { "no-such-agent-acp" } } } })
   vim.cmd("checkhealth acp")
   local text = T.text(0)
   T.contains(text, "acp.nvim", "section")
   T.contains(text, "Neovim", "version check")
   T.contains(text, "log file", "log path")
+  T.not_contains(text, "WARNING claude", "no warning about presets the user never configured")
+  T.contains(text, "claude: claude-agent-acp (preset, not configured)", "presets listed as info")
+  T.contains(text, "mine (default): no-such-agent-acp is not found on PATH", "the configured agent is checked")
   if vim.fn.executable(T.root .. "/target/debug/acp-nvim") == 1 then
     T.contains(text, "matches the plugin", "backend handshake checked")
   end

@@ -1,6 +1,8 @@
 -- End to end: the bundled demo agent plays its whole tour (fs read through
 -- the editor, an edit with permission, a live terminal, plan, usage, title).
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local dir = T.tmpdir()
 
@@ -47,8 +49,9 @@ T.test("the demo tour runs to end_turn and renders every part", function()
   T.contains(text, "Plan (4/4 done)", "plan completed")
   T.eq(1, T.count_lines(buf, "Plan ("), "one plan block")
   T.truthy(T.find_line(buf, "✓ edit · Create acp-demo.txt"), "edit done")
-  T.truthy(T.find_line(buf, "± " .. dir .. "/acp-demo.txt +4 -0 (new file)"), "diff summary")
-  T.truthy(T.find_line(buf, "(exited 0)"), "terminal exited")
+  T.truthy(T.find_line(buf, "  ± acp-demo.txt +4 -0 (new file)"), "diff summary, the path relative to the workspace")
+  T.eq(nil, T.find_line(buf, dir), "no absolute path of the workspace")
+  T.truthy(T.find_line(buf, "  $ ls -la (exited 0)"), "the terminal names its command")
   T.truthy(T.find_line(buf, "│ ") , "terminal output shown")
   T.contains(T.read_file(dir .. "/acp-demo.txt"), "Hello from acp.nvim!", "file written after allow")
   -- The on-disk edit: reloaded into the buffer and drawn as review hunks.

@@ -2,6 +2,8 @@
 -- test injects one fault with the fake agent (or kills the backend), checks
 -- the chat's state and transcript, then checks that the way out works.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local dir = T.tmpdir()
 
@@ -218,6 +220,8 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
   T.wait(function()
     return #require("acp.permission").for_chat(asking.chat_id) == 1
   end, "a new prompt in the restarted chat")
+  -- The second chat took the windows (a new chat replaces the one shown).
+  asking:show()
   T.cursor_on(asking, "Permission needed")
   vim.api.nvim_feedkeys("1", "x", false)
   T.wait(function()
@@ -279,6 +283,7 @@ T.test("a backend killed mid-turn is reported once, in every chat, and recovers"
   T.wait(function()
     return T.count_lines(busy.bufnr, "halfway there") == 2
   end, "the busy chat works again")
+  busy:show()
   acp_in(busy, "cancel")
   T.wait(function()
     return T.turns[busy.chat_id] ~= nil

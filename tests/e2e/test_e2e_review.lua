@@ -602,10 +602,17 @@ T.test(":[range]Acp accept accepts the hunks in the range only", function()
   end, "hunks 1 and 2 accepted")
   T.eq({ "l8" }, virt_text(buf), "the last hunk still shows its removed line")
   vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  local msgs, orig = {}, vim.notify
+  vim.notify = function(m)
+    msgs[#msgs + 1] = m
+  end
   vim.cmd("Acp accept")
-  T.wait(function()
-    return #marks(buf) == 0
-  end, "all accepted")
+  local ok, err = pcall(T.wait, function()
+    return #marks(buf) == 0 and #msgs > 0
+  end, "all accepted, and said so")
+  vim.notify = orig
+  assert(ok, err)
+  T.contains(msgs[#msgs], "range.txt: no agent changes left to review", "the last accept says the review is done")
   T.eq(vim.split(THREE, "\n", { trimempty = true }), T.lines(buf), "accepting changes no text")
 end)
 

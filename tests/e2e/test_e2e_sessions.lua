@@ -1,6 +1,8 @@
 -- End to end: sessions (list, load, resume, close), the client's own
 -- transcripts, agent death and restart, modes and options, login, MCP.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local dir = T.tmpdir()
 local empty = vim.empty_dict()
@@ -158,7 +160,7 @@ end
 local function without_turn_ends(lines)
   local out = {}
   for _, l in ipairs(lines) do
-    if l:match("^— end_turn —$") then
+    if l:match("^— end turn —$") then
       if out[#out] == "" then
         out[#out] = nil
       end

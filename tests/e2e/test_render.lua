@@ -3,6 +3,8 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local events = require("acp.events")
 
 local sent = T.fake_backend()
+-- Wide enough for the whole winbar (it drops parts to fit narrow windows).
+vim.o.columns = 300
 
 local function session(chat, change)
   return { type = "session", chat_id = chat.chat_id, change = change }
@@ -470,7 +472,7 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
   T.contains(bar, "$0.50", "winbar cost")
   T.eq({ session_id = chat.session_id, chat_id = chat.chat_id, stop_reason = "max_tokens" }, ended, "AcpTurnEnd data")
   local all = T.text(chat.bufnr)
-  T.contains(all, "— max_tokens —", "stop reason")
+  T.contains(all, "— max tokens —", "stop reason")
   T.contains(all, "exited (exit code 3)", "exit")
   T.contains(all, "  │ panic here", "stderr tail")
   T.eq(false, chat:send({ text("x") }), "a dead chat refuses prompts")
@@ -513,6 +515,84 @@ T.test("prompts are queued until the session starts and while a turn runs", func
   T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("second") } } }, sent[2], "queued prompt sent after the turn")
 end)
 
+T.test("shell calls show their command; a replayed terminal is not waiting; unknown updates are the agent's", function()
+  local chat = T.fake_chat()
+  local function tool(index, entry)
+    return session(chat, { change = "entry_added", index = index, entry = entry })
+  end
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = { type = "user_message", content = { text("run it") } },
+    }),
+    session(chat, { change = "unknown", kind = "future_update", raw = { x = 1 } }),
+    tool(1, { type = "tool_call", id = "sh", title = "Run tests", kind = "execute", status = "pending", rawInput = { command = "make test" } }),
+    tool(2, {
+      type = "tool_call",
+      id = "old",
+      title = "ls",
+      kind = "execute",
+      status = "completed",
+      rawInput = { command = { "ls", "-la" } },
+      content = { { type = "terminal", terminalId = "term-9" } },
+    }),
+  })
+  local buf = chat.bufnr
+  local lines = T.lines(buf)
+  T.truthy(T.find_line(buf, "  $ make test"), "the command, not input: {...}")
+  T.eq(nil, T.find_line(buf, "input: "), "no raw JSON")
+  T.truthy(T.find_line(buf, "  $ ls -la (output not kept)"), "a replayed terminal is not waiting for output")
+  local unknown = T.find_line(buf, "Unknown update")
+  local agent_header = T.find_line(buf, "## demo")
+  T.truthy(agent_header and agent_header < unknown, "the unknown update is under the agent's header: " .. table.concat(lines, "\n"))
+end)
+
+T.test("the mode, model and option menus mark the current value and show names, not ids", function()
+  local chat = T.fake_chat({
+    modes = { currentModeId = "code", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    config_options = {
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        currentValue = "m-small",
+        options = { { value = "m-small", name = "Small" }, { value = "m-large", name = "Large" } },
+      },
+      { id = "fast", name = "Fast mode", type = "boolean", currentValue = false },
+    },
+  })
+  local menus = {}
+  local orig = vim.ui.select
+  vim.ui.select = function(items, opts)
+    local lines = {}
+    for _, it in ipairs(items) do
+      lines[#lines + 1] = opts.format_item(it)
+    end
+    menus[#menus + 1] = lines
+  end
+  local ok, err = pcall(function()
+    vim.cmd("Acp mode")
+    vim.cmd("Acp model")
+    vim.cmd("Acp option")
+  end)
+  vim.ui.select = orig
+  assert(ok, err)
+  _ = chat
+  T.eq({ "Ask", "Code (current)" }, menus[1], "modes")
+  T.eq({ "Small (current)", "Large" }, menus[2], "models")
+  T.eq({ "Model: Small", "Fast mode: off" }, menus[3], "options by value name")
+end)
+
+T.test("the diff tab is named after the file", function()
+  require("acp.tool_call").open_diff({ path = vim.fn.getcwd() .. "/lua/x.lua", old = "a\n", new = "b\n" })
+  local name = vim.fn.bufname(vim.api.nvim_get_current_buf())
+  T.truthy(name:find("^lua/x%.lua %(after%) %[acp diff %d+%]$"), "the file's name: " .. name)
+  T.truthy(vim.fn.pathshorten(name):find("^l/x%.lua %(after%)"), "readable in the tab line: " .. vim.fn.pathshorten(name))
+  vim.cmd("tabclose")
+end)
+
 T.test("terminal output is shown live inside its tool call", function()
   local chat = T.fake_chat()
   events.dispatch({
@@ -535,7 +615,7 @@ T.test("terminal output is shown live inside its tool call", function()
     { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "exited", exitStatus = { exitCode = 0 } },
   })
   local buf = chat.bufnr
-  T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status")
+  T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status (no command known: the terminal's id)")
   local l = T.find_line(buf, "│ a")
   local lines = T.lines(buf)
   T.eq({ "  │ a", "  │ bc" }, { lines[l], lines[l + 1] }, "output in order")

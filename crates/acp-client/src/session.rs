@@ -347,6 +347,10 @@ pub struct SessionState {
     /// Entry indexes of tool calls not finished, for cancellation; ordered so
     /// the cancel changes come out in entry order.
     unfinished: BTreeSet<usize>,
+    /// Index of the entry that started the current turn (the last user
+    /// message): a `tool_call` whose id belongs to an earlier turn is a new
+    /// call, not an update of the old one.
+    turn_start: usize,
     plan: Vec<PlanEntry>,
     current_mode_id: Option<String>,
     available_modes: Vec<schema::SessionMode>,
@@ -365,6 +369,7 @@ impl SessionState {
             entries: Vec::new(),
             tool_calls: HashMap::new(),
             unfinished: BTreeSet::new(),
+            turn_start: 0,
             plan: Vec::new(),
             current_mode_id: None,
             available_modes: Vec::new(),
@@ -383,10 +388,21 @@ impl SessionState {
             SessionUpdate::UserMessageChunk(chunk) => self.append_chunk(Speaker::User, chunk),
             SessionUpdate::AgentMessageChunk(chunk) => self.append_chunk(Speaker::Agent, chunk),
             SessionUpdate::AgentThoughtChunk(chunk) => self.append_chunk(Speaker::Thought, chunk),
-            // A `tool_call` for a known id updates it (agents resend them).
-            SessionUpdate::ToolCall(fields) | SessionUpdate::ToolCallUpdate(fields) => {
+            // A `tool_call` for a known id of this turn updates it (agents
+            // resend them); one for an id of an ended turn starts a new call
+            // (the demo agent and scripted agents reuse ids across turns, and
+            // the second turn then drew into the first turn's blocks).
+            SessionUpdate::ToolCall(fields) => {
+                if self
+                    .tool_calls
+                    .get(&fields.tool_call_id)
+                    .is_some_and(|&index| index < self.turn_start)
+                {
+                    self.tool_calls.remove(&fields.tool_call_id);
+                }
                 vec![self.upsert_tool_call(fields)]
             }
+            SessionUpdate::ToolCallUpdate(fields) => vec![self.upsert_tool_call(fields)],
             SessionUpdate::Plan { entries } => {
                 self.plan = entries.clone();
                 vec![SessionChange::PlanReplaced { entries }]
@@ -546,6 +562,9 @@ impl SessionState {
 
     fn push(&mut self, entry: Entry) -> SessionChange {
         let index = self.entries.len();
+        if matches!(entry, Entry::UserMessage(_)) {
+            self.turn_start = index;
+        }
         self.entries.push(entry.clone());
         SessionChange::EntryAdded { index, entry }
     }

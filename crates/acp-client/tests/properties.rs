@@ -317,8 +317,8 @@ proptest! {
     }
 
     /// Any sequence of updates and cancels keeps the model consistent: the
-    /// tool call index points at the right entries and every tool call id
-    /// has exactly one entry.
+    /// tool call index points at the latest entry of each id, and no id has
+    /// two entries in one turn.
     #[test]
     fn session_model_stays_consistent(steps in proptest::collection::vec(step(), 0..32)) {
         let mut state = SessionState::new("s".into());

@@ -77,7 +77,7 @@ fn demo_runs_to_end_turn_when_the_client_allows_everything() {
     let hello = turn
         .of_kind("tool_call_update")
         .into_iter()
-        .find(|u| u["toolCallId"] == "edit-hello")
+        .find(|u| u["toolCallId"] == "edit-hello-1")
         .unwrap();
     assert_eq!(hello["status"], "failed");
     assert!(!std::path::Path::new(&cwd).join("hello.lua").exists());
@@ -148,4 +148,33 @@ fn demo_answers_slash_commands_briefly() {
     assert!(turn.text().contains("/explain the parser"));
     let turn = agent.prompt(&session, "/test", &mut refuse);
     assert!(turn.text().contains("42"));
+}
+
+#[test]
+fn each_demo_turn_uses_fresh_tool_call_ids_and_each_run_fresh_session_ids() {
+    let mut agent = Driver::demo();
+    agent.initialize();
+    let cwd = agent.cwd();
+    let session = agent.ok("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let session = session["sessionId"].as_str().unwrap().to_owned();
+    assert!(
+        session.starts_with("demo-") && session != "demo-1",
+        "{session}"
+    );
+    agent.next_message();
+    let ids = |turn: &common::Turn| -> Vec<String> {
+        turn.of_kind("tool_call")
+            .iter()
+            .map(|c| c["toolCallId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut writes = Vec::new();
+    let first = agent.prompt(&session, "hello", &mut generous(&mut writes));
+    let second = agent.prompt(&session, "hello again", &mut generous(&mut writes));
+    let (first, second) = (ids(&first), ids(&second));
+    assert!(!first.is_empty());
+    assert!(
+        first.iter().all(|id| !second.contains(id)),
+        "{first:?} {second:?}"
+    );
 }

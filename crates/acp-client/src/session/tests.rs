@@ -280,6 +280,47 @@ fn tool_call_is_upserted_by_id() {
 }
 
 #[test]
+fn a_tool_call_reusing_an_id_of_an_ended_turn_is_a_new_entry() {
+    let mut s = state();
+    s.push_user_prompt(vec![Content::text("one")]);
+    s.apply(SessionUpdate::ToolCall(call("edit", |f| {
+        f.title = Some("Edit (turn 1)".into());
+        f.status = Some(ToolStatus::Completed);
+    })));
+    s.push_user_prompt(vec![Content::text("two")]);
+    let added = s.apply(SessionUpdate::ToolCall(call("edit", |f| {
+        f.title = Some("Edit (turn 2)".into());
+        f.status = Some(ToolStatus::Pending);
+    })));
+    assert!(
+        matches!(&added[..], [SessionChange::EntryAdded { index: 3, .. }]),
+        "{added:?}"
+    );
+    // Updates now go to the new call; the first turn's call keeps its state.
+    let changed = s.apply(SessionUpdate::ToolCallUpdate(call("edit", |f| {
+        f.status = Some(ToolStatus::Failed);
+    })));
+    assert!(matches!(
+        &changed[..],
+        [SessionChange::ToolCallChanged { index: 3, .. }]
+    ));
+    match &s.entries()[1] {
+        Entry::ToolCall(tc) => {
+            assert_eq!(tc.title, "Edit (turn 1)");
+            assert_eq!(tc.status, ToolStatus::Completed);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A replayed user message starts a turn too.
+    s.apply(user("three"));
+    let replayed = s.apply(SessionUpdate::ToolCall(call("edit", |_| {})));
+    assert!(matches!(
+        &replayed[..],
+        [SessionChange::EntryAdded { index: 5, .. }]
+    ));
+}
+
+#[test]
 fn content_and_locations_replace_other_fields_merge() {
     let mut s = state();
     let text = |t: &str| ToolContent::Content {

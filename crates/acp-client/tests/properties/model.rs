@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io;
 use std::pin::{pin, Pin};
@@ -169,26 +169,36 @@ pub fn check_codec(data: &[u8], limit: usize, sizes: Vec<usize>, interrupt: bool
     panic!("the codec did not finish {} bytes", data.len());
 }
 
-/// Checks what a session model built from any updates must hold: every tool
-/// call entry is where the index says, no id has two entries, and every id
-/// the updates named has exactly one entry.
+/// Checks what a session model built from any updates must hold: no id has
+/// two entries in one turn (a `tool_call` reusing the id of an ended turn is
+/// a new entry), the index of an id is its latest entry, and every id the
+/// updates named has an entry.
 pub fn check_session(state: &SessionState, ids_seen: &HashSet<ToolCallId>) {
     let mut ids_in_entries = HashSet::new();
+    let mut in_turn = HashSet::new();
+    let mut latest = HashMap::new();
     for (index, entry) in state.entries().iter().enumerate() {
-        if let Entry::ToolCall(tc) = entry {
-            assert!(
-                ids_in_entries.insert(tc.id.clone()),
-                "tool call {} has two entries",
-                tc.id
-            );
-            assert_eq!(
-                state.tool_call_index(&tc.id),
-                Some(index),
-                "index of tool call {} is stale",
-                tc.id
-            );
-            assert_eq!(state.tool_call(&tc.id).map(|t| &t.id), Some(&tc.id));
+        match entry {
+            Entry::UserMessage(_) => in_turn.clear(),
+            Entry::ToolCall(tc) => {
+                assert!(
+                    in_turn.insert(tc.id.clone()),
+                    "tool call {} has two entries in one turn",
+                    tc.id
+                );
+                ids_in_entries.insert(tc.id.clone());
+                latest.insert(tc.id.clone(), index);
+            }
+            _ => {}
         }
+    }
+    for (id, index) in &latest {
+        assert_eq!(
+            state.tool_call_index(id),
+            Some(*index),
+            "index of tool call {id} is stale"
+        );
+        assert_eq!(state.tool_call(id).map(|t| &t.id), Some(id));
     }
     assert_eq!(&ids_in_entries, ids_seen, "tool call entries != ids sent");
 }

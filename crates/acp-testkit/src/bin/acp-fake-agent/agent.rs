@@ -351,7 +351,7 @@ impl Agent {
         let store = &mut state.store;
         let session_id = match how {
             Open::New => {
-                let id = store.fresh_id(&self.scenario.session_id_prefix);
+                let id = store.fresh_id(&self.session_id_prefix());
                 store.insert(Record {
                     id: id.clone(),
                     cwd: cwd.to_owned(),
@@ -534,6 +534,22 @@ impl Agent {
     /// Picks the turn for a prompt and registers its cancel token now, on the
     /// reading thread, so a `session/cancel` read right after the prompt
     /// always reaches it.
+    /// The prefix of new session ids (with the start time when asked).
+    fn session_id_prefix(&self) -> String {
+        let prefix = &self.scenario.session_id_prefix;
+        if !self.scenario.unique_session_ids {
+            return prefix.clone();
+        }
+        static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let start = START.get_or_init(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        });
+        format!("{prefix}{start}-")
+    }
+
     fn start_turn(&self, params: &Value) -> Result<(String, TurnJob), RpcError> {
         let session_id = str_param(params, "sessionId")?.to_owned();
         let blocks = params
@@ -563,6 +579,8 @@ impl Agent {
             .unwrap_or_else(Turn::echo);
         let cancel = Arc::new(CancelToken::default());
         live.turns.push(cancel.clone());
+        live.prompts += 1;
+        let turn_number = live.prompts;
         if self.scenario.replay_user_messages && self.scenario.record_history {
             history.extend(
                 blocks.iter().map(
@@ -579,7 +597,8 @@ impl Agent {
         let job: TurnJob = Box::new(move |agent: Arc<Agent>, responder: Responder| {
             let mut player =
                 Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason)
-                    .with_prompt_blocks(prompt_blocks);
+                    .with_prompt_blocks(prompt_blocks)
+                    .with_turn(turn_number);
             let (stop_reason, late) = player.play(&turn.steps);
             agent.persist();
             responder.send(Ok(json!({ "stopReason": stop_reason })));

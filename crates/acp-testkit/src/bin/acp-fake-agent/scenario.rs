@@ -42,6 +42,11 @@ pub struct Scenario {
     /// Prefix of the ids of sessions created by `session/new`.
     #[serde(default = "default_prefix")]
     pub session_id_prefix: String,
+    /// Put the process's start time (Unix seconds) in new session ids,
+    /// `<prefix><time>-<n>`, so each run's sessions differ (the demo: its
+    /// transcripts piled into one `fake-session-1` entry).
+    #[serde(default)]
+    pub unique_session_ids: bool,
     /// Steps played after `session/new`, `session/load` and `session/resume`
     /// answered (e.g. `available_commands_update`).
     #[serde(default)]

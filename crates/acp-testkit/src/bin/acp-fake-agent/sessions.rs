@@ -71,6 +71,8 @@ pub struct Live {
     pub turns: Vec<Arc<CancelToken>>,
     /// Position in the cycle of unconditional turns.
     pub turn_cursor: usize,
+    /// Prompts received by this session since it was opened.
+    pub prompts: u64,
 }
 
 impl Live {
@@ -93,6 +95,7 @@ impl Live {
             jobs,
             turns: Vec::new(),
             turn_cursor: 0,
+            prompts: 0,
         }
     }
 

@@ -85,6 +85,12 @@ impl<'a> Player<'a> {
         self
     }
 
+    /// Sets the `{{turn}}` placeholder: the prompt's number in its session.
+    pub fn with_turn(mut self, turn: u64) -> Self {
+        self.vars.insert("turn".into(), json!(turn));
+        self
+    }
+
     /// Plays a turn; returns its stop reason and the late steps it left.
     pub fn play(&mut self, steps: &[Value]) -> (String, Late) {
         let stop_reason = match self.run(steps) {
