@@ -51,8 +51,9 @@ if [ "$smoke" = 1 ]; then
   run_nvim bench/fsread.lua 2000 100 10
   run_nvim bench/rss.lua 10 1000
   run_nvim bench/startup.lua
-  bench/tui.sh cheap 200
-  bench/tui.sh acp 200
+  scripts/ensure-tmux.sh
+  run_nvim bench/tui.lua cheap 200
+  run_nvim bench/tui.lua acp 200
   echo "bench-smoke: ok"
   exit 0
 fi
@@ -84,12 +85,13 @@ save_result stream_100k run_nvim bench/stream.lua 100000 100 lines || failed=1
 # One ever-growing line (the fake agent's `burst`): kept small, see the report.
 save_result stream_burst_2k run_nvim bench/stream.lua 2000 100 burst || failed=1
 
-# 2b. Streaming in a real TUI (tmux, the ordinary config of
+# 2b. Streaming in a real TUI (tmux, installed when missing; the ordinary config of
 # bench/tui_init.lua), the cheapest pure-Lua client in the same run; runs
 # interleaved so load from elsewhere hits both.
+scripts/ensure-tmux.sh || failed=1
 save_tui() { # name client count
   local name=$1 log=$out/$1.log
-  if bench/tui.sh "$2" "$3" >"$log" 2>&1 && grep -q '^RESULT ' "$log"; then
+  if run_nvim bench/tui.lua "$2" "$3" >"$log" 2>&1 && grep -q '^RESULT ' "$log"; then
     grep '^RESULT ' "$log" | tail -1 | sed 's/^RESULT //' >"$out/$name.json"
     echo "bench: $name: $(cat "$out/$name.json")"
   else

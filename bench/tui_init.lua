@@ -1,4 +1,4 @@
--- The ordinary config of the TUI benchmark (bench/tui.sh): what a user's
+-- The ordinary config of the TUI benchmark (bench/tui.lua): what a user's
 -- init.lua has, and nothing the plugin needs.
 vim.cmd("syntax on")
 vim.cmd("filetype plugin indent on")

@@ -1,4 +1,4 @@
--- Streaming benchmark inside a real TUI Neovim (started by bench/tui.sh in
+-- Streaming benchmark inside a real TUI Neovim (started by bench/tui.lua in
 -- tmux, with the ordinary config of bench/tui_init.lua). One client per run:
 --
 --   ACP_BENCH_CLIENT  acp | cheap | codecompanion | agentic
