@@ -89,17 +89,7 @@ save_result stream_burst_2k run_nvim bench/stream.lua 2000 100 burst || failed=1
 # bench/tui_init.lua), the cheapest pure-Lua client in the same run; runs
 # interleaved so load from elsewhere hits both.
 scripts/ensure-tmux.sh || failed=1
-save_tui() { # name client count
-  local name=$1 log=$out/$1.log
-  if run_nvim bench/tui.lua "$2" "$3" >"$log" 2>&1 && grep -q '^RESULT ' "$log"; then
-    grep '^RESULT ' "$log" | tail -1 | sed 's/^RESULT //' >"$out/$name.json"
-    echo "bench: $name: $(cat "$out/$name.json")"
-  else
-    echo "bench: $name FAILED (log: $log)" >&2
-    tail -5 "$log" >&2 || true
-    return 1
-  fi
-}
+save_tui() { save_result "$1" run_nvim bench/tui.lua "$2" "$3"; } # name client count
 for n in 20000 100000; do
   for i in $(seq 1 "${TUI_RUNS:-3}"); do
     save_tui "tui_cheap_${n}_$i" cheap "$n" || failed=1

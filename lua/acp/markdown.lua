@@ -428,29 +428,27 @@ local function text_line(ctx, st, row, off, line, prev_line)
     inline_line(ctx, row, line, rest)
     return
   end
-  if line:match("^%s*([-*_])%s*%1%s*%1[%s%-%*_]*$") and not line:match("[^%s%-%*_]") then
-    local c = line:match("^%s*(.)")
-    if not line:match("[^%s" .. vim.pesc(c) .. "]") then
-      mark(ctx, row, 0, {
-        virt_text = { { string.rep("─", 60), "AcpMdRule" } },
-        virt_text_pos = "overlay",
-      })
-      return
-    end
-  end
-  local q = line:match("^%s*()>")
-  if q then
-    conceal(ctx, row, q - 1, q, "▎")
-    hl(ctx, row, q - 1, q, "AcpMdQuoteMarker")
-    hl(ctx, row, q, #line, "AcpMdQuote")
-    inline_line(ctx, row, line, q + 1)
+  -- A thematic break: three or more of the same `-`, `*` or `_`, spaces allowed.
+  local rule_char = line:match("^%s*([-*_])")
+  if rule_char and not line:find("[^%s" .. rule_char .. "]") and select(2, line:gsub(vim.pesc(rule_char), "")) >= 3 then
+    mark(ctx, row, 0, {
+      virt_text = { { string.rep("─", 60), "AcpMdRule" } },
+      virt_text_pos = "overlay",
+    })
     return
   end
-  local b = line:match("^%s*()[-*+]%s")
-  if b then
-    conceal(ctx, row, b - 1, b, "•")
-    hl(ctx, row, b - 1, b, "AcpMdBullet")
-    inline_line(ctx, row, line, b + 1)
+  -- A quote's `>` as a bar, a bullet as `•`: the marker at byte `m`.
+  local m, char, marker_hl, rest_hl = line:match("^%s*()>"), "▎", "AcpMdQuoteMarker", "AcpMdQuote"
+  if not m then
+    m, char, marker_hl, rest_hl = line:match("^%s*()[-*+]%s"), "•", "AcpMdBullet", nil
+  end
+  if m then
+    conceal(ctx, row, m - 1, m, char)
+    hl(ctx, row, m - 1, m, marker_hl)
+    if rest_hl then
+      hl(ctx, row, m, #line, rest_hl)
+    end
+    inline_line(ctx, row, line, m + 1)
     return
   end
   local n = line:match("^%s*%d+[.)]()%s")
