@@ -440,11 +440,7 @@ local function run()
     local t0 = uv.hrtime()
     meter.t0 = t0
     local finished = false
-    client.send(function()
-      if finished then
-        return
-      end
-      finished = true
+    local function measured()
       local wall = (uv.hrtime() - t0) / 1e6
       local cpu, tui_cpu = self_cpu() - c0, proc_cpu(tui_pid) - u0
       local backend_cpu = backend_pid and (proc_cpu(backend_pid) - b0) or 0
@@ -480,6 +476,21 @@ local function run()
         end
         vim.cmd("qall!")
       end, 100)
+    end
+    client.send(function()
+      if finished then
+        return
+      end
+      finished = true
+      -- A client may end the turn before its queued updates are drawn
+      -- (agentic.nvim schedules one callback per update): the stream ends
+      -- when every letter is in the buffer.
+      if not check_letters(buf) then
+        return measured()
+      end
+      when(function()
+        return check_letters(buf) == nil
+      end, "every letter in the chat", measured)
     end)
   end)
 end
