@@ -272,7 +272,10 @@ add("each pipe read with one nvim_buf_set_text. Wall: prompt to the turn's end h
 add("Neovim server and TUI processes, plus the acp.nvim backend (every thread, from schedstat).")
 add("Schedule: the longest wait of a vim.schedule callback queued every 5 ms (the stall a user")
 add("feels). Redraw: the longest decoration provider on_start..on_end. Updates: redraws that drew")
-add("new chat text; gap: the longest time between two of them. Each number is the median over")
+add("new chat text; gap: the longest time between two of them. A compared client's stream ends")
+add("when every letter is in its chat; its schedule max can exceed its wall when work it queued")
+add("keeps the editor frozen after the text is in (agentic.nvim defers a `redraw!` per update).")
+add("Each number is the median over")
 add(("the runs (%s per client and size, interleaved)."):format(
   tuis.acp_20000 and tostring(tuis.acp_20000.runs) or "?"))
 add()

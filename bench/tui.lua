@@ -40,6 +40,7 @@ local t = Tmux.start({
     ACP_BENCH_BYTES = bytes,
     ACP_BENCH_OUT = out,
     ACP_BENCH_PLUGIN = os.getenv("ACP_BENCH_PLUGIN") or "",
+    ACP_BENCH_TRACE = os.getenv("ACP_BENCH_TRACE"),
     COMPARE_DIR = os.getenv("COMPARE_DIR") or "",
     PLENARY_DIR = os.getenv("PLENARY_DIR") or "",
     AGENTIC_DIR = os.getenv("AGENTIC_DIR") or "",

@@ -17,7 +17,8 @@
 --   redraw_max_ms       longest redraw: a decoration provider's on_start..on_end
 --   redraws             redraws during the stream
 --   screen_updates      redraws that drew new text of the chat
---   update_gap_max_ms   longest time between two of those while streaming
+--   update_gap_max_ms   longest time between two of those from the first
+--                       line of streamed text on (not the echo of the prompt)
 --
 -- `cheap` is the cheapest possible pure-Lua client: it spawns the agent,
 -- decodes each line and appends the text of each pipe read to a buffer with
@@ -121,11 +122,22 @@ function meter.start(buf)
   meter.last_tick = api.nvim_buf_get_changedtick(buf)
   meter.last_update = nil
   meter.first_text = nil
+  meter.stream_start = nil
+  -- The stream starts with the first line of the agent's letters (not the
+  -- echo of the prompt): gaps are counted from there.
   api.nvim_buf_attach(buf, false, {
-    on_lines = function()
-      if meter.t0 and not meter.first_text then
-        meter.first_text = (uv.hrtime() - meter.t0) / 1e6
+    on_lines = function(_, b, _, first, _, last_new)
+      if meter.first_text then
         return true
+      end
+      if meter.t0 then
+        for _, l in ipairs(api.nvim_buf_get_lines(b, first, last_new, false)) do
+          if l:find("abcdefghij", 1, true) then
+            meter.stream_start = uv.hrtime()
+            meter.first_text = (meter.stream_start - meter.t0) / 1e6
+            return true
+          end
+        end
       end
     end,
   })
@@ -161,8 +173,10 @@ api.nvim_set_decoration_provider(provider_ns, {
     if tick ~= meter.last_tick then
       meter.last_tick = tick
       meter.updates = meter.updates + 1
-      if meter.last_update then
-        meter.gap_max = math.max(meter.gap_max, (now - meter.last_update) / 1e6)
+      local streaming = meter.stream_start and meter.last_update and meter.last_update >= meter.stream_start
+      if streaming and (now - meter.last_update) / 1e6 > meter.gap_max then
+        meter.gap_max = (now - meter.last_update) / 1e6
+        meter.gap_end = meter.t0 and (now - meter.t0) / 1e6
       end
       meter.last_update = now
     end
@@ -222,6 +236,10 @@ function clients.acp.send(done)
   events.dispatch = function(evs)
     -- A span per batch: how long the plugin held the event loop.
     local t = uv.hrtime()
+    if meter.t0 then
+      meter.dispatches = meter.dispatches or {}
+      table.insert(meter.dispatches, { (t - meter.t0) / 1e6, #evs })
+    end
     dispatch(evs)
     meter.dispatch_max = math.max(meter.dispatch_max or 0, (uv.hrtime() - t) / 1e6)
     for _, ev in ipairs(evs or {}) do
@@ -440,10 +458,18 @@ local function run()
     local t0 = uv.hrtime()
     meter.t0 = t0
     local finished = false
-    local function measured()
-      local wall = (uv.hrtime() - t0) / 1e6
-      local cpu, tui_cpu = self_cpu() - c0, proc_cpu(tui_pid) - u0
-      local backend_cpu = backend_pid and (proc_cpu(backend_pid) - b0) or 0
+    local function snapshot()
+      return {
+        wall = (uv.hrtime() - t0) / 1e6,
+        cpu = self_cpu() - c0,
+        tui_cpu = proc_cpu(tui_pid) - u0,
+        backend_cpu = backend_pid and (proc_cpu(backend_pid) - b0) or 0,
+      }
+    end
+    local function measured(m)
+      -- Gaps end with the stream (the check below scans the whole chat).
+      meter.stream_start = nil
+      local wall, cpu, tui_cpu, backend_cpu = m.wall, m.cpu, m.tui_cpu, m.backend_cpu
       -- The redraw after the last text: keep measuring until it happened.
       vim.defer_fn(function()
         meter.stop()
@@ -470,6 +496,8 @@ local function run()
           lines = api.nvim_buf_line_count(buf),
           dispatch_max_ms = meter.dispatch_max,
           first_text_ms = meter.first_text,
+          gap_end_ms = meter.gap_end,
+          dispatches = os.getenv("ACP_BENCH_TRACE") and meter.dispatches or nil,
         }))
         if CLIENT == "acp" then
           pcall(require("acp.backend").stop)
@@ -485,12 +513,15 @@ local function run()
       -- A client may end the turn before its queued updates are drawn
       -- (agentic.nvim schedules one callback per update): the stream ends
       -- when every letter is in the buffer.
+      local m = snapshot()
       if not check_letters(buf) then
-        return measured()
+        return measured(m)
       end
       when(function()
         return check_letters(buf) == nil
-      end, "every letter in the chat", measured)
+      end, "every letter in the chat", function()
+        measured(snapshot())
+      end)
     end)
   end)
 end
