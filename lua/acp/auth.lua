@@ -16,15 +16,15 @@ local M = {}
 ---@param method table
 ---@return string
 function M.kind(method)
-  local t = util.field(method, "type")
+  local t = method.type
   return type(t) == "string" and t or "agent"
 end
 
 ---@param method table
 ---@return string
 local function describe(method)
-  local name = util.field(method, "name") or util.field(method, "id") or "?"
-  local desc = util.field(method, "description")
+  local name = method.name or method.id or "?"
+  local desc = method.description
   local text = tostring(name)
   if type(desc) == "string" and desc ~= "" then
     text = text .. ": " .. desc
@@ -67,7 +67,7 @@ function M.login(chat, method)
   if M.kind(method) == "terminal" then
     return M.terminal(chat, method)
   end
-  local id = util.field(method, "id")
+  local id = method.id
   chat.transcript.view:batch(function()
     chat.transcript:note(("— logging in with %s —"):format(describe(method)))
   end)
@@ -75,20 +75,22 @@ function M.login(chat, method)
 end
 
 --- Run the agent's login command (its `cmd` plus the method's `args`, with
---- its `env`) in a terminal split; reopen the chat when it exits 0.
+--- its `env`) in a terminal split; reopen the chat when it exits 0. A method
+--- of an older agent (marked `_meta["terminal-auth"]`) names its own
+--- program: the backend passes it as `command`, run with the `args`.
 ---@param chat acp.Chat
 ---@param method table
 ---@return boolean ok, string? err
 function M.terminal(chat, method)
-  local cmd = vim.deepcopy(chat.agent.cmd or {})
+  local cmd = method.command and { method.command } or vim.deepcopy(chat.agent.cmd or {})
   if #cmd == 0 then
     return false, "the agent has no command to log in with"
   end
-  for _, a in ipairs(util.field(method, "args") or {}) do
+  for _, a in ipairs(method.args or {}) do
     cmd[#cmd + 1] = tostring(a)
   end
   local env = vim.deepcopy(chat.agent.env or {})
-  for k, v in pairs(util.field(method, "env") or {}) do
+  for k, v in pairs(method.env or {}) do
     env[k] = tostring(v)
   end
   vim.cmd("botright split")

@@ -23,7 +23,7 @@ local M = {}
 ---@field status acp.ChatStatus
 ---@field transcript acp.Transcript
 ---@field queue acp.QueuedPrompt[] prompts waiting to be sent
----@field modes? table {currentModeId, availableModes}
+---@field modes? acp.Modes
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
 ---@field title? string
@@ -190,8 +190,10 @@ function Chat:start(resume)
       env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
+      missing_file_read = (self.agent.quirks or {}).missing_file_read,
     },
     cwd = self.cwd,
+    additional_directories = self.additional_directories or {},
     mcp_servers = self.agent.mcp_servers or {},
     auth_method_id = resume and resume.auth_method_id or nil,
     transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
@@ -353,10 +355,10 @@ function Chat:open_review(row)
   end
   local state = block.data.state or {}
   local d = review.diff_of(state)
-  local path = d and util.field(d, "path")
+  local path = d and d.path
   if not path then
-    local loc = (util.field(state, "locations") or {})[1]
-    path = loc and util.field(loc, "path")
+    local loc = (state.locations or {})[1]
+    path = loc and loc.path
   end
   if not path then
     util.notify("this tool call names no file")
@@ -381,6 +383,8 @@ function Chat:activate(row)
     if req then
       permission.select(self.chat_id, req)
     end
+  elseif a.type == "elicitation" then
+    require("acp.elicitation").activate(a.request_id)
   end
 end
 
@@ -650,6 +654,7 @@ function Chat:close()
   end
   self.status = "closed"
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, "the chat was closed")
   require("acp.review").drop_chat(self.chat_id)
   require("acp.baseline").drop(self.chat_id)
   self:hide()
@@ -683,25 +688,25 @@ end
 
 -- Event handlers (called by acp.events) --------------------------------------
 
----@param ev table session_started
+---@param ev acp.ev.SessionStarted
 function Chat:on_session_started(ev)
-  self.session_id = util.field(ev, "session_id", "sessionId")
+  self.session_id = ev.session_id
   self.status = "ready"
-  self.modes = util.field(ev, "modes")
-  self.config_options = util.field(ev, "config_options", "configOptions")
-  self.capabilities = util.field(ev, "capabilities")
-  self.transcript_path = util.field(ev, "transcript_path")
+  self.modes = ev.modes
+  self.config_options = ev.config_options
+  self.capabilities = ev.capabilities
+  self.transcript_path = ev.transcript_path
   self.opening = nil
   self:_flush()
   self:update_winbar()
 end
 
----@param ev table open_failed
+---@param ev acp.ev.OpenFailed
 function Chat:on_open_failed(ev)
   local opening = self.opening
   self.opening = nil
   self.status = "failed"
-  self.transcript:error(util.field(ev, "message") or "the session could not start", util.field(ev, "stderr_tail"))
+  self.transcript:error(ev.message or "the session could not start", ev.stderr_tail)
   if opening and opening.fallback_new then
     -- A restart could not continue the session (the agent forgot it):
     -- carry on in a new one rather than leave the chat dead.
@@ -713,17 +718,17 @@ function Chat:on_open_failed(ev)
   self:update_winbar()
 end
 
----@param ev table auth_required
+---@param ev acp.ev.AuthRequired
 function Chat:on_auth_required(ev)
   self.status = "failed"
   self.opening = nil
-  self.auth_methods = util.field(ev, "auth_methods", "authMethods") or {}
+  self.auth_methods = ev.auth_methods or {}
   local lines = { ("✗ %s needs you to log in first: pick a method (:Acp login), then the chat continues."):format(
     self.agent.name
   ) }
-  for _, m in ipairs(util.field(ev, "auth_methods", "authMethods") or {}) do
-    local desc = util.field(m, "description")
-    lines[#lines + 1] = ("  - %s%s"):format(util.field(m, "name") or util.field(m, "id") or "?", desc and (": " .. desc) or "")
+  for _, m in ipairs(ev.auth_methods or {}) do
+    local desc = m.description
+    lines[#lines + 1] = ("  - %s%s"):format(m.name or m.id or "?", desc and (": " .. desc) or "")
   end
   self.transcript:note(lines, "AcpError")
   self:update_winbar()
@@ -737,36 +742,36 @@ function Chat:on_auth_required(ev)
   end
 end
 
----@param _ev table logged_out
+---@param _ev acp.ev.LoggedOut
 function Chat:on_logged_out(_ev)
   self.transcript:note(("— logged out of %s —"):format(self.agent.name))
   util.notify(("logged out of %s"):format(self.agent.name))
 end
 
----@param change table SessionChange
+---@param change acp.SessionChange
 function Chat:on_session_change(change)
-  local c = util.field(change, "change")
+  local c = change.change
   if c == "mode_changed" then
     self.modes = self.modes or {}
-    self.modes.currentModeId = util.field(change, "currentModeId", "current_mode_id")
+    self.modes.current_mode_id = change.current_mode_id
     self:update_winbar()
   elseif c == "modes_changed" then
     self.modes = {
-      currentModeId = util.field(change, "currentModeId", "current_mode_id"),
-      availableModes = util.field(change, "availableModes", "available_modes") or {},
+      current_mode_id = change.current_mode_id,
+      available_modes = change.available_modes or {},
     }
     self:update_winbar()
   elseif c == "config_options_changed" then
-    self.config_options = util.field(change, "configOptions", "config_options") or {}
+    self.config_options = change.config_options or {}
     self:update_winbar()
   elseif c == "commands_changed" then
-    self.commands = util.field(change, "availableCommands", "available_commands") or util.field(change, "commands") or {}
+    self.commands = change.available_commands or {}
   elseif c == "usage_changed" then
-    self.usage = util.field(change, "usage") or change
+    self.usage = change.usage
     self:update_winbar()
   elseif c == "info_changed" then
     -- The change carries the info after the change: no title = none.
-    self.title = util.field(change, "title")
+    self.title = change.title
     self:update_winbar()
   else
     self.transcript:apply(change)
@@ -802,7 +807,7 @@ function Chat:attention(what, message, level)
   return true
 end
 
----@param ev table permission_request
+---@param ev acp.ev.PermissionRequest
 ---@return acp.PermissionRequest req, boolean waiting
 function Chat:on_permission_request(ev)
   local req, waiting = permission.add(self.chat_id, ev)
@@ -812,7 +817,7 @@ function Chat:on_permission_request(ev)
     self:attention(
       "permission",
       ("asks permission: %s (:Acp permission to answer)"):format(
-        tostring(util.field(req.tool_call, "title") or "a tool call")
+        tostring(req.tool_call.title or "a tool call")
       ),
       vim.log.levels.WARN
     )
@@ -870,32 +875,32 @@ function Chat:permission_settled(req, note)
   self:update_permission_keys()
 end
 
----@param ev table permission_auto
+---@param ev acp.ev.PermissionAuto
 function Chat:on_permission_auto(ev)
   local req = {
     request_id = -1,
     chat_id = self.chat_id,
-    tool_call = util.field(ev, "tool_call", "toolCall") or {},
+    tool_call = ev.tool_call or {},
     options = {},
   }
-  self.transcript:permission_settled(req, "allowed by memory: " .. permission.describe(util.field(ev, "option")))
+  self.transcript:permission_settled(req, "allowed by memory: " .. permission.describe(ev.option))
 end
 
 --- Most bytes of terminal output kept per terminal.
 M.MAX_TERMINAL_BYTES = 64 * 1024
 
----@param ev table terminal
+---@param ev acp.ev.Terminal
 function Chat:on_terminal(ev)
-  local id = util.field(ev, "terminalId", "terminal_id")
+  local id = ev.terminal_id
   if not id then
     return
   end
   local term = self.terminals[id] or { output = "", released = false, truncated = false }
   self.terminals[id] = term
-  local kind = util.field(ev, "kind")
+  local kind = ev.kind
   if kind == "output" then
-    local data = util.field(ev, "data") or ""
-    if util.field(ev, "truncated") then
+    local data = ev.data or ""
+    if ev.truncated then
       term.truncated = true
     end
     term.output = term.output .. data
@@ -904,16 +909,16 @@ function Chat:on_terminal(ev)
       term.truncated = true
     end
   elseif kind == "exited" then
-    term.exit_status = util.field(ev, "exitStatus", "exit_status") or {}
+    term.exit_status = ev.exit_status or {}
   elseif kind == "released" then
     term.released = true
   end
   self.transcript:terminal_changed(id)
 end
 
----@param ev table turn_ended
+---@param ev acp.ev.TurnEnded
 function Chat:on_turn_ended(ev)
-  local reason = util.field(ev, "stop_reason", "stopReason") or "end_turn"
+  local reason = ev.stop_reason or "end_turn"
   if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
@@ -929,31 +934,31 @@ function Chat:on_turn_ended(ev)
   self:update_winbar()
 end
 
----@param ev table prompt_failed
+---@param ev acp.ev.PromptFailed
 function Chat:on_prompt_failed(ev)
   if self.status == "busy" or self.status == "cancelling" then
     self.status = "ready"
   end
-  self.transcript:error(util.field(ev, "message") or "the prompt failed")
+  self.transcript:error(ev.message or "the prompt failed")
   self:_flush()
   self:update_winbar()
 end
 
----@param ev table agent_exited
+---@param ev acp.ev.AgentExited
 function Chat:on_agent_exited(ev)
   self.status = "dead"
   self:_unqueue()
   self:_close_permissions("the agent exited")
   self:update_permission_keys()
   self.transcript:end_unfinished_tools("failed")
-  local status = util.field(ev, "status")
+  local status = ev.status
   local key = config.options.keymaps.restart
   local msg = ("The agent %s exited%s. %s to restart it and continue this session (:Acp continue)."):format(
     self.agent.name,
     status ~= nil and (" (" .. tostring(status) .. ")") or "",
     key and ("Press " .. key) or "Run :Acp continue"
   )
-  self.transcript:error(msg, util.field(ev, "stderr_tail"))
+  self.transcript:error(msg, ev.stderr_tail)
   self:update_winbar()
 end
 
@@ -966,6 +971,7 @@ function Chat:_close_permissions(why)
     self:permission_settled(req, "permission request closed: " .. why)
   end
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, why)
 end
 
 --- The backend died: nothing of this chat runs any more.
@@ -996,13 +1002,13 @@ function Chat:reopen()
   end
   self.terminals = {}
   local caps = self.capabilities or {}
-  local session_caps = util.field(caps, "sessionCapabilities", "session_capabilities") or {}
+  local session_caps = caps.session_capabilities or {}
   local id = self.session_id
   local opts, note
-  if id and not util.is_null(util.field(session_caps, "resume")) then
+  if id and session_caps.resume ~= nil then
     opts = { resume_session_id = id, fallback_new = true }
     note = "— restarted: session resumed —"
-  elseif id and util.field(caps, "loadSession", "load_session") == true then
+  elseif id and caps.load_session == true then
     opts = { load_session_id = id, fallback_new = true }
     note = "— restarted: the session is loaded again; its history is replayed below —"
   else
@@ -1014,6 +1020,29 @@ function Chat:reopen()
     self.transcript:forget_entries()
   end)
   return self:start(opts)
+end
+
+--- Add a workspace directory to the chat (`:Acp add-dir`): the session
+--- continues (resumed or loaded) with it among its roots. Only between turns.
+---@param dir string
+---@return boolean ok, string? err
+function Chat:add_directory(dir)
+  local full = vim.fn.fnamemodify(dir, ":p"):gsub("(.)/+$", "%1")
+  if vim.fn.isdirectory(full) ~= 1 then
+    return false, ("%q is not a directory"):format(dir)
+  end
+  if self.status ~= "ready" then
+    return false, ("the chat is %s; add directories between turns"):format(self.status)
+  end
+  self.additional_directories = self.additional_directories or {}
+  if full == self.cwd or vim.tbl_contains(self.additional_directories, full) then
+    return false, ("%s is a workspace directory of this chat already"):format(full)
+  end
+  table.insert(self.additional_directories, full)
+  self.transcript.view:batch(function()
+    self.transcript:note(("— directory added: %s —"):format(full))
+  end)
+  return self:reopen()
 end
 
 --- Restart a stopped agent (or backend) and continue the session.

@@ -147,6 +147,32 @@ M.subcommands.permission = {
   end),
 }
 
+M.subcommands["add-dir"] = {
+  desc = "add a workspace directory to the current chat (its session continues with it): :Acp add-dir {dir}",
+  run = on_chat(function(chat, args)
+    local dir = args[1]
+    if not dir then
+      util.notify("give a directory: :Acp add-dir {dir}", vim.log.levels.ERROR)
+      return
+    end
+    local ok, err = chat:add_directory(dir)
+    if not ok then
+      util.notify(tostring(err), vim.log.levels.ERROR)
+    end
+  end),
+  complete = function(lead)
+    return vim.fn.getcompletion(lead, "dir")
+  end,
+}
+
+M.subcommands.elicitation = {
+  desc = "answer the oldest question an agent is waiting on (a form or a page to open)",
+  run = function()
+    local chat = require("acp.chat").current()
+    require("acp.elicitation").pick(chat and chat.chat_id or nil)
+  end,
+}
+
 --- Values of the model option: { value, name } pairs, groups flattened.
 ---@param opt table
 ---@return {value: string, name: string}[]
@@ -154,13 +180,13 @@ local function model_values(opt)
   local out = {}
   local function walk(options)
     for _, o in ipairs(options or {}) do
-      if util.field(o, "value") ~= nil then
-        out[#out + 1] = { value = util.field(o, "value"), name = util.field(o, "name") or util.field(o, "value") }
+      if o.value ~= nil then
+        out[#out + 1] = { value = o.value, name = o.name or o.value }
       end
-      walk(util.field(o, "options"))
+      walk(o.options)
     end
   end
-  walk(util.field(opt, "options"))
+  walk(opt.options)
   return out
 end
 
@@ -171,7 +197,7 @@ M.subcommands.mode = {
     if not chat then
       return
     end
-    local modes = util.field(chat.modes, "availableModes", "available_modes") or {}
+    local modes = (chat.modes or {}).available_modes or {}
     if #modes == 0 then
       util.notify(chat.agent.name .. " has no modes", vim.log.levels.WARN)
       return
@@ -183,23 +209,23 @@ M.subcommands.mode = {
       set(args[1])
       return
     end
-    local current = util.field(chat.modes, "currentModeId", "current_mode_id")
+    local current = (chat.modes or {}).current_mode_id
     vim.ui.select(modes, {
       prompt = "acp.nvim: mode",
       format_item = function(m)
-        return (util.field(m, "name") or util.field(m, "id")) .. (util.field(m, "id") == current and " (current)" or "")
+        return (m.name or m.id) .. (m.id == current and " (current)" or "")
       end,
     }, function(m)
       if m then
-        set(util.field(m, "id"))
+        set(m.id)
       end
     end)
   end,
   complete = function(lead)
     local chat = require("acp.chat").current()
     local ids = {}
-    for _, m in ipairs(chat and util.field(chat.modes, "availableModes", "available_modes") or {}) do
-      local id = util.field(m, "id")
+    for _, m in ipairs(chat and (chat.modes or {}).available_modes or {}) do
+      local id = m.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -221,13 +247,13 @@ M.subcommands.model = {
       return
     end
     local function set(value)
-      chat:set_config_option(util.field(opt, "id"), value)
+      chat:set_config_option(opt.id, value)
     end
     if args[1] then
       set(args[1])
       return
     end
-    local current = util.field(opt, "currentValue", "current_value")
+    local current = opt.current_value
     vim.ui.select(model_values(opt), {
       prompt = "acp.nvim: model",
       format_item = function(v)
@@ -267,20 +293,26 @@ M.subcommands["paste-image"] = {
 }
 
 M.subcommands.sessions = {
-  desc = "pick a stored session of an agent (or a transcript) to continue: :Acp sessions [agent] [--all]",
+  desc = "pick a stored session of an agent (or a transcript) to continue, or to delete with --delete: :Acp sessions [agent] [--all] [--delete]",
   run = function(args)
-    local opts = {}
+    local opts, delete = {}, false
     for _, a in ipairs(args) do
       if a == "--all" then
         opts.all = true
+      elseif a == "--delete" then
+        delete = true
       else
         opts.agent = a
       end
     end
-    require("acp.sessions").pick(opts)
+    if delete then
+      require("acp.sessions").pick_delete(opts)
+    else
+      require("acp.sessions").pick(opts)
+    end
   end,
   complete = function(lead)
-    local names = vim.list_extend({ "--all" }, require("acp.config").agent_names())
+    local names = vim.list_extend({ "--all", "--delete" }, require("acp.config").agent_names())
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
     end, names)
@@ -291,7 +323,7 @@ M.subcommands.sessions = {
 ---@param opt table
 ---@return {value: any, name: string}[]
 local function option_values(opt)
-  if util.field(opt, "type") == "boolean" then
+  if opt.type == "boolean" then
     return { { value = true, name = "on" }, { value = false, name = "off" } }
   end
   return model_values(opt)
@@ -301,7 +333,7 @@ end
 ---@param opt table
 ---@return string
 local function value_name(opt)
-  local current = util.field(opt, "currentValue", "current_value")
+  local current = opt.current_value
   for _, v in ipairs(option_values(opt)) do
     if v.value == current then
       return v.name
@@ -318,7 +350,7 @@ M.subcommands.option = {
       return
     end
     local options = vim.tbl_filter(function(o)
-      local t = util.field(o, "type")
+      local t = o.type
       return t == "select" or t == "boolean"
     end, chat.config_options or {})
     if #options == 0 then
@@ -326,19 +358,19 @@ M.subcommands.option = {
       return
     end
     local function pick_value(opt)
-      local id = util.field(opt, "id")
+      local id = opt.id
       if args[2] then
         local v = args[2]
-        if util.field(opt, "type") == "boolean" then
+        if opt.type == "boolean" then
           v = (v == "true" or v == "on" or v == "1")
         end
         chat:set_config_option(id, v)
         return
       end
       vim.ui.select(option_values(opt), {
-        prompt = ("acp.nvim: %s"):format(util.field(opt, "name") or id),
+        prompt = ("acp.nvim: %s"):format(opt.name or id),
         format_item = function(v)
-          local current = util.field(opt, "currentValue", "current_value")
+          local current = opt.current_value
           return v.name .. (v.value == current and " (current)" or "")
         end,
       }, function(v)
@@ -349,7 +381,7 @@ M.subcommands.option = {
     end
     if args[1] then
       for _, o in ipairs(options) do
-        if util.field(o, "id") == args[1] then
+        if o.id == args[1] then
           pick_value(o)
           return
         end
@@ -360,7 +392,7 @@ M.subcommands.option = {
     vim.ui.select(options, {
       prompt = "acp.nvim: option",
       format_item = function(o)
-        return ("%s: %s"):format(util.field(o, "name") or util.field(o, "id"), value_name(o))
+        return ("%s: %s"):format(o.name or o.id, value_name(o))
       end,
     }, function(o)
       if o then
@@ -372,7 +404,7 @@ M.subcommands.option = {
     local chat = require("acp.chat").current()
     local ids = {}
     for _, o in ipairs(chat and chat.config_options or {}) do
-      local id = util.field(o, "id")
+      local id = o.id
       if id and vim.startswith(id, lead) then
         ids[#ids + 1] = id
       end
@@ -395,8 +427,8 @@ M.subcommands.logout = {
     if not chat then
       return
     end
-    local auth = util.field(chat.capabilities or {}, "auth") or {}
-    if util.is_null(util.field(auth, "logout")) then
+    local auth = (chat.capabilities or {}).auth or {}
+    if auth.logout == nil then
       util.notify(chat.agent.name .. " does not support logging out (no auth.logout capability)", vim.log.levels.WARN)
       return
     end

@@ -300,9 +300,9 @@ end
 ---@param text string
 ---@return table[] blocks, string[] notes
 function M.blocks(chat, text)
-  local caps = util.field(chat.capabilities, "promptCapabilities", "prompt_capabilities") or {}
-  local embed = util.field(caps, "embeddedContext", "embedded_context") == true
-  local images = util.field(caps, "image") == true
+  local caps = (chat.capabilities or {}).prompt_capabilities or {}
+  local embed = caps.embedded_context == true
+  local images = caps.image == true
   local agent = chat.agent and chat.agent.name or "the agent"
   local blocks = { { type = "text", text = text } }
   local notes = {}
@@ -334,7 +334,7 @@ function M.blocks(chat, text)
             notes[#notes + 1] = ("%s: not sent, larger than context.max_image_bytes (%d bytes)"):format(item.label, max)
           else
             blocks[#blocks + 1] =
-              { type = "image", mimeType = mime, data = vim.base64.encode(data), uri = vim.uri_from_fname(item.path) }
+              { type = "image", mime_type = mime, data = vim.base64.encode(data), uri = vim.uri_from_fname(item.path) }
           end
         end
       elseif embed then
@@ -361,12 +361,12 @@ end
 function M.user_text(blocks, cwd)
   local text, extra = {}, {}
   for _, b in ipairs(blocks or {}) do
-    local t = util.field(b, "type")
+    local t = b.type
     if t == "text" then
-      text[#text + 1] = util.field(b, "text") or ""
+      text[#text + 1] = b.text or ""
     else
-      local uri = util.field(b, "uri") or util.field(util.field(b, "resource"), "uri")
-      local shown = uri or util.field(b, "mimeType") or ""
+      local uri = b.uri or (b.resource or {}).uri
+      local shown = uri or b.mime_type or ""
       if type(uri) == "string" and vim.startswith(uri, "file://") then
         local path, frag = uri:match("^([^#]*)(#?.*)$")
         shown = M.display_path(vim.uri_to_fname(path), cwd) .. frag
@@ -489,8 +489,8 @@ function M.paste_image()
   if not chat then
     return fail("no chat yet; open one with :Acp")
   end
-  local caps = util.field(chat.capabilities, "promptCapabilities", "prompt_capabilities")
-  if chat.capabilities and util.field(caps, "image") ~= true then
+  local caps = (chat.capabilities or {}).prompt_capabilities or {}
+  if chat.capabilities and caps.image ~= true then
     return fail(("%s does not accept images (no promptCapabilities.image); nothing pasted"):format(chat.agent.name))
   end
   local cmd, err = M.clipboard_image_cmd()

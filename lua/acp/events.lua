@@ -5,7 +5,14 @@
 --- (one bad event never stops the rest of the batch); the transcript views
 --- touched by the batch are finished once at the end (read-only again,
 --- autoscroll), so a batch of 500 chunks costs one scroll.
+---
+--- Each event passes `acp.protocol.decode` (the one decode point) and is
+--- then read by its snake_case field names. Streamed text arrives merged:
+--- the backend joins the chunks of one message that queue up while a
+--- frame fills (one rule, `Event::merge` in the backend), so one event is
+--- one buffer edit here.
 
+local protocol = require("acp.protocol")
 local util = require("acp.util")
 
 local M = {}
@@ -26,7 +33,7 @@ local function fire(pattern, data)
   end
 end
 
----@type table<string, fun(chat: acp.Chat, ev: table, ctx: table)>
+---@type table<string, fun(chat: acp.Chat, ev: acp.Event, ctx: table)>
 local handlers = {}
 
 function handlers.session_started(chat, ev)
@@ -42,7 +49,7 @@ function handlers.auth_required(chat, ev)
 end
 
 function handlers.session(chat, ev, ctx)
-  local change = util.field(ev, "change") or {}
+  local change = ev.change
   chat:on_session_change(change)
   if ctx.want_update then
     fire("AcpSessionUpdate", { chat_id = chat.chat_id, session_id = chat.session_id, change = change })
@@ -63,7 +70,7 @@ function handlers.permission_request(chat, ev)
 end
 
 function handlers.permission_cancelled(_, ev)
-  require("acp.permission").cancelled(util.field(ev, "request_id", "requestId"))
+  require("acp.permission").cancelled(ev.request_id)
 end
 
 function handlers.permission_auto(chat, ev)
@@ -75,18 +82,18 @@ function handlers.terminal(chat, ev)
 end
 
 function handlers.file_edited(chat, ev)
-  local path = util.field(ev, "path") or "?"
+  local path = ev.path
   local review = require("acp.review")
   local fs = require("acp.fs")
   local near_conflicts = fs.near_conflicts[review.normalize(path)]
   fs.near_conflicts[review.normalize(path)] = nil
-  if util.field(ev, "kept_unsaved", "keptUnsaved") and near_conflicts then
+  if ev.kept_unsaved and near_conflicts then
     -- The review's sync tells whether the edit had to wait.
     chat.transcript:note(
       ("! %s: written on disk; merged into your buffer unless it touches the open conflicts (then once they are resolved)"):format(path),
       "AcpError"
     )
-  elseif util.field(ev, "kept_unsaved", "keptUnsaved") then
+  elseif ev.kept_unsaved then
     util.notify(
       ("the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "
         .. "(still unsaved; `u` undoes the merge). Review it with :Acp review."):format(path),
@@ -114,7 +121,7 @@ function handlers.turn_ended(chat, ev)
   fire("AcpTurnEnd", {
     session_id = chat.session_id,
     chat_id = chat.chat_id,
-    stop_reason = util.field(ev, "stop_reason", "stopReason"),
+    stop_reason = ev.stop_reason,
   })
 end
 
@@ -131,19 +138,46 @@ function handlers.logged_out(chat, ev)
 end
 
 --- Events that concern no chat, by type.
----@type table<string, fun(ev: table)>
+---@type table<string, fun(ev: acp.Event)>
 local global_handlers = {
   sessions_listed = function(ev)
     require("acp.sessions").on_listed(ev)
   end,
+  -- Elicitations may come before any session (during a login): they find
+  -- their chat themselves.
+  elicitation_request = function(ev)
+    local e = require("acp.elicitation").add(ev)
+    local data = {
+      request_id = e.request_id,
+      chat_id = e.chat_id,
+      session_id = e.session_id,
+      mode = e.mode,
+      message = e.message,
+      tool_call_id = e.tool_call_id,
+    }
+    if e.mode == "form" then
+      data.requested_schema = e.requested_schema
+      data.fields = e.fields
+    else
+      data.url = e.url
+      data.elicitation_id = e.elicitation_id
+    end
+    fire("AcpElicitationRequest", data)
+  end,
+  elicitation_cancelled = function(ev)
+    require("acp.elicitation").cancelled(ev.request_id)
+  end,
+  elicitation_completed = function(ev)
+    require("acp.elicitation").completed(ev.elicitation_id)
+  end,
 }
 
----@param ev table
+---@param ev acp.Event
 ---@param ctx table
 local function handle(ev, ctx)
-  local t = util.field(ev, "type")
+  local t = ev.type
   if t == "warning" then
-    util.notify(tostring(util.field(ev, "message") or "warning from the backend"), vim.log.levels.WARN)
+    util.notify(ev.message, vim.log.levels.WARN)
     return
   end
   if global_handlers[t] then
@@ -155,56 +189,13 @@ local function handle(ev, ctx)
     -- A newer backend may send events this plugin does not know yet.
     return
   end
-  local chat_id = util.field(ev, "chat_id", "chatId")
-  local chat = chat_id and require("acp.chat").get(tostring(chat_id))
+  local chat_id = ev.chat_id
+  local chat = chat_id and require("acp.chat").get(chat_id)
   if not chat then
     -- Late events of a chat closed meanwhile.
     return
   end
   handler(chat, ev, ctx)
-end
-
---- The text of a `text_appended` session event with a text block, if it is one.
----@param ev table
----@return string? text, any chat_id, any index
-local function appended_text(ev)
-  if ev.type ~= "session" or type(ev.change) ~= "table" or ev.change.change ~= "text_appended" then
-    return nil
-  end
-  local content = ev.change.content
-  if type(content) ~= "table" or content.type ~= "text" or type(content.text) ~= "string" then
-    return nil
-  end
-  return content.text, ev.chat_id, ev.change.index
-end
-
---- Merge a run of text chunks for the same message that starts at `i` into
---- one event (one buffer edit instead of hundreds in a flood). Returns the
---- event to render and the index of the last event it covers.
----@param events table[]
----@param i integer
----@return table ev, integer last
-local function coalesce(events, i)
-  local text, chat_id, index = appended_text(events[i])
-  if not text then
-    return events[i], i
-  end
-  local parts = { text }
-  local j = i + 1
-  while events[j] do
-    local t, c, x = appended_text(events[j])
-    if not t or c ~= chat_id or x ~= index then
-      break
-    end
-    parts[#parts + 1] = t
-    j = j + 1
-  end
-  if j == i + 1 then
-    return events[i], i
-  end
-  local merged = vim.deepcopy(events[i])
-  merged.change.content.text = table.concat(parts)
-  return merged, j - 1
 end
 
 --- Handle a batch of events from the backend, in order.
@@ -213,18 +204,15 @@ function M.dispatch(events)
   events = events or {}
   local ctx = { want_update = has_user_autocmd("AcpSessionUpdate") }
   local first_err
-  local i = 1
-  while i <= #events do
-    local ev, last = events[i], i
-    if not ctx.want_update then
-      -- With AcpSessionUpdate listeners every chunk is delivered as sent.
-      ev, last = coalesce(events, i)
+  for _, raw in ipairs(events) do
+    local ev, bad = protocol.decode(raw)
+    local ok, err = true, bad
+    if ev then
+      ok, err = xpcall(handle, debug.traceback, ev, ctx)
     end
-    local ok, err = xpcall(handle, debug.traceback, ev, ctx)
-    if not ok and not first_err then
+    if (not ok or bad) and not first_err then
       first_err = err
     end
-    i = last + 1
   end
   for _, chat in ipairs(require("acp.chat").list) do
     chat.transcript.view:finish()

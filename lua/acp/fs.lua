@@ -69,8 +69,8 @@ function M.read(args)
   if not buf then
     return nil
   end
-  local line = util.is_null(args.line) and 1 or math.max(1, tonumber(args.line) or 1)
-  local limit = not util.is_null(args.limit) and tonumber(args.limit) or nil
+  local line = math.max(1, tonumber(args.line) or 1)
+  local limit = tonumber(args.limit)
   local first = line - 1
   local last = limit and (first + limit) or -1
   if limit == 0 then
@@ -268,7 +268,7 @@ function M.write(args)
   if vim.bo[buf].modified then
     local review = require("acp.review")
     if args.restore then
-      local base = not util.is_null(args.base) and args.base or M.buffer_text(buf)
+      local base = args.base or M.buffer_text(buf)
       merge_later(buf, base, content)
       return { handled = true, old_content = base }
     end

@@ -8,7 +8,6 @@
 --- opened_at}`.
 
 local api = vim.api
-local util = require("acp.util")
 
 local M = {}
 
@@ -109,8 +108,14 @@ end
 ---@param chat acp.Chat
 ---@param records table[]
 local function replay(chat, records)
+  local protocol = require("acp.protocol")
   local headers = 0
-  for _, r in ipairs(records) do
+  local version = protocol.TRANSCRIPT_VERSION
+  for _, record in ipairs(records) do
+    if record.type == "transcript" then
+      version = record.version
+    end
+    local r = protocol.decode_record(record, version)
     local t = r.type
     if t == "transcript" then
       headers = headers + 1
@@ -122,24 +127,24 @@ local function replay(chat, records)
         chat.transcript:forget_entries()
       end
     elseif t == "session_started" then
-      chat.modes = util.field(r, "modes")
-      chat.config_options = util.field(r, "config_options", "configOptions")
-      chat.capabilities = util.field(r, "capabilities")
+      chat.modes = r.modes
+      chat.config_options = r.config_options
+      chat.capabilities = r.capabilities
     elseif t == "session" then
       chat:on_session_change(r.change or {})
     elseif t == "turn_ended" then
-      local reason = util.field(r, "stop_reason", "stopReason") or "end_turn"
+      local reason = r.stop_reason or "end_turn"
       chat.transcript:turn_ended(reason)
     elseif t == "prompt_failed" then
-      chat.transcript:error(util.field(r, "message") or "the prompt failed")
+      chat.transcript:error(r.message or "the prompt failed")
     elseif t == "permission_auto" then
       chat:on_permission_auto(r)
     elseif t == "terminal" then
       chat:on_terminal(r)
     elseif t == "agent_exited" then
       chat.transcript:error(
-        ("The agent %s exited (%s)."):format(chat.agent.name, tostring(util.field(r, "status") or "?")),
-        util.field(r, "stderr_tail")
+        ("The agent %s exited (%s)."):format(chat.agent.name, tostring(r.status or "?")),
+        r.stderr_tail
       )
     end
   end

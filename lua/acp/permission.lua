@@ -11,11 +11,6 @@ local util = require("acp.util")
 
 local M = {}
 
----@class acp.PermissionOption
----@field optionId string
----@field name string
----@field kind string allow_once|allow_always|reject_once|reject_always (unknown kinds kept)
-
 ---@class acp.PermissionRequest
 ---@field request_id integer
 ---@field chat_id string
@@ -33,11 +28,11 @@ local KIND_HL = {
   reject_always = "AcpPermissionReject",
 }
 
---- Option id of an option (backends may spell it optionId or option_id).
+--- Option id of an option.
 ---@param opt table
 ---@return string?
 function M.option_id(opt)
-  return util.field(opt, "optionId", "option_id")
+  return opt.option_id
 end
 
 --- Tool call id of a request's tool call.
@@ -45,23 +40,14 @@ end
 ---@return string?
 function M.tool_call_id(req)
   local tc = req.tool_call or {}
-  return util.field(tc, "toolCallId", "tool_call_id") or util.field(tc, "id")
+  return tc.tool_call_id or tc.id
 end
 
 --- Pending requests of a chat, oldest first.
 ---@param chat_id string
 ---@return acp.PermissionRequest[]
 function M.for_chat(chat_id)
-  local list = {}
-  for _, req in pairs(M.pending) do
-    if req.chat_id == chat_id then
-      list[#list + 1] = req
-    end
-  end
-  table.sort(list, function(a, b)
-    return a.request_id < b.request_id
-  end)
-  return list
+  return util.requests_of(M.pending, chat_id)
 end
 
 --- Lines (indented for a tool call block) asking for an answer.
@@ -74,8 +60,8 @@ function M.render(req)
   local hls = { { 0, 2, -1, "AcpPermissionTitle" } }
   for i, opt in ipairs(req.options) do
     local key = i <= 9 and tostring(i) or " "
-    local kind = tostring(util.field(opt, "kind") or "?")
-    local name = tostring(util.field(opt, "name") or M.option_id(opt) or "?")
+    local kind = tostring(opt.kind or "?")
+    local name = tostring(opt.name or M.option_id(opt) or "?")
     local prefix = "    " .. key .. "  "
     local line = prefix .. name .. "  [" .. kind .. "]"
     local row = #lines
@@ -93,7 +79,7 @@ function M.describe(opt)
   if not opt then
     return "dismissed"
   end
-  return ("%s [%s]"):format(tostring(util.field(opt, "name") or "?"), tostring(util.field(opt, "kind") or "?"))
+  return ("%s [%s]"):format(tostring(opt.name or "?"), tostring(opt.kind or "?"))
 end
 
 local function chat_of(req)
@@ -106,7 +92,7 @@ end
 ---@param req acp.PermissionRequest
 ---@return acp.PermissionOption?
 function M.auto_option(req)
-  local kind = util.field(req.tool_call, "kind")
+  local kind = req.tool_call.kind
   if not kind then
     return nil
   end
@@ -129,16 +115,16 @@ end
 --- when the auto-allow policy applies. Returns the request and whether it is
 --- still waiting for the user.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.PermissionRequest
 ---@return acp.PermissionRequest req, boolean waiting
 function M.add(chat_id, ev)
   ---@type acp.PermissionRequest
   local req = {
-    request_id = util.field(ev, "request_id", "requestId"),
+    request_id = ev.request_id,
     chat_id = chat_id,
-    session_id = util.field(ev, "session_id", "sessionId"),
-    tool_call = util.field(ev, "tool_call", "toolCall") or {},
-    options = util.field(ev, "options") or {},
+    session_id = ev.session_id,
+    tool_call = ev.tool_call or {},
+    options = ev.options or {},
   }
   M.pending[req.request_id] = req
   local auto = M.auto_option(req)
@@ -216,7 +202,7 @@ function M.select(chat_id, req)
     util.notify("no permission request is waiting in this chat")
     return
   end
-  local title = util.field(req.tool_call, "title") or "tool call"
+  local title = req.tool_call.title or "tool call"
   vim.ui.select(req.options, {
     prompt = "acp.nvim: allow " .. title .. "?",
     format_item = function(opt)

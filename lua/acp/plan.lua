@@ -1,7 +1,5 @@
 ---@mod acp.plan Rendering of the agent's plan as a checklist.
 
-local util = require("acp.util")
-
 local M = {}
 
 ---@class acp.PlanEntry
@@ -34,11 +32,11 @@ function M.render(entries)
   local lines = { ("Plan (%d/%d done)"):format(done, #entries) }
   local hls = { { 0, 0, -1, "AcpPlanHeader" } }
   for _, e in ipairs(entries) do
-    local status = util.is_null(e.status) and "pending" or tostring(e.status)
+    local status = tostring(e.status or "pending")
     local s = STATUS[status] or { "[?]", "AcpPlanPending" }
     local box = s[1]
-    local text = util.is_null(e.content) and "" or tostring(e.content):gsub("\n", " ")
-    local prio = util.is_null(e.priority) and "" or tostring(e.priority)
+    local text = tostring(e.content or ""):gsub("\n", " ")
+    local prio = tostring(e.priority or "")
     local line = "  " .. box .. " " .. text
     local row = #lines
     hls[#hls + 1] = { row, 2, 2 + #box, s[2] }

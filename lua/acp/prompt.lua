@@ -2,7 +2,6 @@
 --- completion of the agent's slash commands and of `@` mentions.
 
 local api = vim.api
-local util = require("acp.util")
 local config = require("acp.config")
 
 local M = {}
@@ -46,10 +45,10 @@ end
 function M.command_items(chat, base)
   local items = {}
   for _, c in ipairs(chat and chat.commands or {}) do
-    local name = "/" .. tostring(util.field(c, "name") or "")
+    local name = "/" .. tostring(c.name or "")
     if vim.startswith(name:lower(), base:lower()) then
-      local desc = util.field(c, "description") or ""
-      local hint = util.field(util.field(c, "input"), "hint")
+      local desc = c.description or ""
+      local hint = (c.input or {}).hint
       local info = desc
       if hint and hint ~= "" then
         info = (desc ~= "" and (desc .. "\n\n") or "") .. "Input: " .. hint

@@ -556,7 +556,7 @@ local function sync(buf, entry)
     M.synced[entry.path] = disk
     return
   end
-  local base = M.synced[entry.path] or (entry.review and util.field(entry.review, "baseline"))
+  local base = M.synced[entry.path] or (entry.review and entry.review.baseline)
   if base == nil or base == vim.NIL or base == disk then
     -- The disk did not change since the buffer was in sync: the difference
     -- is the user's unsaved work.
@@ -617,7 +617,7 @@ function M.refresh(path)
     entry.review = nil
   end
   if entry.review then
-    entry.known = util.field(entry.review, "current") or entry.known
+    entry.known = entry.review.current or entry.known
   end
   local buf = fs.find_buffer(path)
   if not buf then
@@ -670,17 +670,17 @@ end
 
 --- `review_changed` from the backend.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.ReviewChanged
 function M.on_changed(chat_id, ev)
-  local raw = util.field(ev, "path")
+  local raw = ev.path
   if not raw then
     return
   end
   local path = normalize(raw)
-  local summary = util.field(ev, "summary") or {}
+  local summary = ev.summary or {}
   local entry = M.files[path] or { path = path, chats = {} }
   M.files[path] = entry
-  if (tonumber(util.field(summary, "hunks")) or 0) > 0 then
+  if (tonumber(summary.hunks) or 0) > 0 then
     entry.chats[chat_id] = summary
     entry.chat_id = chat_id
   else
@@ -725,9 +725,9 @@ end
 
 --- `review_delete_pending`: the user rejected the creation of a file.
 ---@param chat_id string
----@param ev table
+---@param ev acp.ev.ReviewDeletePending
 function M.on_delete_pending(chat_id, ev)
-  local path = util.field(ev, "path")
+  local path = ev.path
   if not path then
     return
   end
@@ -1000,7 +1000,7 @@ function M.decide(action, opts)
           -- backend's list, not M.files: review_changed events can lag it.
           local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
           for _, f in ipairs(type(files) == "table" and files or {}) do
-            local path = util.field(f, "path")
+            local path = f.path
             if path and not held[normalize(path)] then
               backend().notify(method, { chat_id = chat.chat_id, path = path })
             end
@@ -1068,17 +1068,17 @@ function M.quickfix()
     if chat.session_id then
       local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
       for _, f in ipairs(type(files) == "table" and files or {}) do
-        local n = tonumber(util.field(f, "hunks")) or 0
-        local first = tonumber(util.field(f, "first_line"))
+        local n = tonumber(f.hunks) or 0
+        local first = tonumber(f.first_line)
         items[#items + 1] = {
-          filename = util.field(f, "path"),
+          filename = f.path,
           lnum = (first or 0) + 1,
           text = ("%s, %d hunk%s, +%d -%d (chat %s, %s)"):format(
-            util.field(f, "status") or "modified",
+            f.status or "modified",
             n,
             n == 1 and "" or "s",
-            tonumber(util.field(f, "added")) or 0,
-            tonumber(util.field(f, "removed")) or 0,
+            tonumber(f.added) or 0,
+            tonumber(f.removed) or 0,
             chat.chat_id,
             chat.agent and chat.agent.name or "agent"
           ),
@@ -1100,7 +1100,7 @@ end
 function M.open(path)
   path = normalize(path)
   local entry = M.files[path]
-  local line = entry and entry.chat_id and tonumber(util.field(entry.chats[entry.chat_id], "first_line"))
+  local line = entry and entry.chat_id and tonumber((entry.chats[entry.chat_id] or {}).first_line)
   require("acp.tool_call").jump({ path = path, line = line and (line + 1) or nil })
   if entry then
     M.refresh(path)
@@ -1115,8 +1115,8 @@ end
 ---@param tc table
 ---@return table?
 function M.diff_of(tc)
-  for _, item in ipairs(util.field(tc, "content") or {}) do
-    if util.field(item, "type") == "diff" then
+  for _, item in ipairs(tc.content or {}) do
+    if item.type == "diff" then
       return item
     end
   end
@@ -1133,9 +1133,9 @@ function M.preview(req)
     util.notify("this permission request carries no diff to preview", vim.log.levels.WARN)
     return
   end
-  local path = util.field(d, "path")
-  local old = util.field(d, "oldText", "old_text")
-  local new = util.field(d, "newText", "new_text") or ""
+  local path = d.path
+  local old = d.old_text
+  local new = d.new_text or ""
   require("acp.tool_call").jump({ path = path })
   local buf = api.nvim_get_current_buf()
   local text = fs.buffer_text(buf)

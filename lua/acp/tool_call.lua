@@ -35,26 +35,26 @@ M.MAX_TERMINAL_LINES = 15
 ---@param tc table
 ---@return string?
 function M.id(tc)
-  return util.field(tc, "toolCallId", "tool_call_id") or util.field(tc, "id")
+  return tc.tool_call_id or tc.id
 end
 
 local function content_summary(block)
-  local t = util.field(block, "type")
+  local t = block.type
   if t == "text" then
-    return util.field(block, "text") or ""
+    return block.text or ""
   elseif t == "image" then
-    return ("[image %s]"):format(util.field(block, "mimeType", "mime_type") or "")
+    return ("[image %s]"):format(block.mime_type or "")
   elseif t == "audio" then
-    return ("[audio %s]"):format(util.field(block, "mimeType", "mime_type") or "")
+    return ("[audio %s]"):format(block.mime_type or "")
   elseif t == "resource_link" then
-    return ("[%s](%s)"):format(util.field(block, "name") or "link", util.field(block, "uri") or "")
+    return ("[%s](%s)"):format(block.name or "link", block.uri or "")
   elseif t == "resource" then
-    local r = util.field(block, "resource") or {}
-    local text = util.field(r, "text")
+    local r = block.resource or {}
+    local text = r.text
     if text then
       return text
     end
-    return ("[resource %s]"):format(util.field(r, "uri") or "")
+    return ("[resource %s]"):format(r.uri or "")
   end
   return ("[%s content] %s"):format(t or "unknown", util.json_oneline(block, 120))
 end
@@ -76,8 +76,8 @@ local function terminal_status(term, status)
   end
   local es = term.exit_status
   if es then
-    local code = util.field(es, "exitCode", "exit_code")
-    local sig = util.field(es, "signal")
+    local code = es.exit_code
+    local sig = es.signal
     if sig then
       return "killed by " .. tostring(sig)
     end
@@ -94,7 +94,7 @@ end
 ---@param tc table
 ---@return string?
 function M.command(tc)
-  local input = util.field(tc, "rawInput", "raw_input")
+  local input = tc.raw_input
   if type(input) ~= "table" then
     return nil
   end
@@ -112,7 +112,7 @@ function M.command(tc)
 end
 
 --- Lines, highlights and line actions of a tool call block.
----@param tc table the tool call state (toolCallId, title, kind, status, content, locations, rawInput, rawOutput)
+---@param tc acp.ToolCall|acp.ToolCallFields the tool call state
 ---@param ctx acp.ToolCallContext
 ---@return string[] lines, acp.Highlight[] hls, table<integer, table> actions
 function M.render(tc, ctx)
@@ -125,14 +125,14 @@ function M.render(tc, ctx)
     return #lines - 1
   end
 
-  local status = util.field(tc, "status") or "pending"
+  local status = tc.status or "pending"
   local s = M.STATUS[status] or { "?", "AcpToolPending" }
   local function shown(path)
     return require("acp.context").display_path(path, ctx.cwd)
   end
   local command = M.command(tc)
-  local kind = util.field(tc, "kind") or "other"
-  local title = (util.field(tc, "title") or M.id(tc) or "Tool call"):gsub("\n", " ")
+  local kind = tc.kind or "other"
+  local title = (tc.title or M.id(tc) or "Tool call"):gsub("\n", " ")
   local header = ("%s %s · %s"):format(s[1], kind, title)
   if not M.STATUS[status] then
     header = header .. " [" .. tostring(status) .. "]"
@@ -141,11 +141,11 @@ function M.render(tc, ctx)
   hls[#hls + 1] = { 0, 0, #s[1], s[2] }
   hls[#hls + 1] = { 0, #s[1] + 1, #s[1] + 1 + #kind, "AcpToolKind" }
 
-  local content = util.field(tc, "content") or {}
+  local content = tc.content or {}
   for _, item in ipairs(content) do
-    local t = util.field(item, "type")
+    local t = item.type
     if t == "content" then
-      local text = content_summary(util.field(item, "content") or {})
+      local text = content_summary(item.content or {})
       local parts = util.split_lines(text)
       if parts[#parts] == "" then
         parts[#parts] = nil
@@ -158,10 +158,10 @@ function M.render(tc, ctx)
         add("  " .. p, "AcpToolContent")
       end
     elseif t == "diff" then
-      local path = util.field(item, "path") or "?"
+      local path = item.path or "?"
       local label_path = shown(path)
-      local old = util.field(item, "oldText", "old_text")
-      local new = util.field(item, "newText", "new_text") or ""
+      local old = item.old_text
+      local new = item.new_text or ""
       local added, removed = util.diff_stat(old, new)
       local label = ("  ± %s +%d -%d"):format(label_path, added, removed)
       local row = add(label .. (old == nil and " (new file)" or ""))
@@ -171,7 +171,7 @@ function M.render(tc, ctx)
       hls[#hls + 1] = { row, 6 + #label_path + #plus, #label, "AcpDiffDelete" }
       actions[row] = { type = "diff", path = path, old = old or "", new = new }
     elseif t == "terminal" then
-      local id = util.field(item, "terminalId", "terminal_id") or "?"
+      local id = item.terminal_id or "?"
       local term = ctx.terminals[id]
       add(("  $ %s (%s)"):format(command or ("terminal " .. id), terminal_status(term, status)), "AcpToolKind")
       if term and term.output ~= "" then
@@ -192,16 +192,16 @@ function M.render(tc, ctx)
     end
   end
 
-  for _, loc in ipairs(util.field(tc, "locations") or {}) do
-    local path = util.field(loc, "path") or "?"
-    local line = util.field(loc, "line")
+  for _, loc in ipairs(tc.locations or {}) do
+    local path = loc.path or "?"
+    local line = loc.line
     local text = line and ("%s:%d"):format(shown(path), line) or shown(path)
     local row = add("  → " .. text)
     hls[#hls + 1] = { row, #"  → ", -1, "AcpLocation" }
     actions[row] = { type = "location", path = path, line = line }
   end
 
-  local raw_input = util.field(tc, "rawInput", "raw_input")
+  local raw_input = tc.raw_input
   if #content == 0 and command then
     -- A shell call says what it runs, not `input: {"command": ...}`.
     add("  $ " .. command, "AcpToolKind")

@@ -23,6 +23,7 @@ local plan = require("acp.plan")
 ---@field tools table<string, acp.Block> tool call id -> block
 ---@field plan_block? acp.Block the plan of the current turn
 ---@field turn integer number of user messages so far (blocks record theirs)
+---@field compactions? table<string, acp.Block> compaction id -> block
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
 ---@field after_header boolean the last block is a header
 local Transcript = {}
@@ -281,56 +282,126 @@ end
 ---@param index integer
 ---@param entry table
 function Transcript:_entry_added(index, entry)
-  local t = util.field(entry, "type")
+  local t = entry.type
   if t == "user_message" then
     -- A new turn: its tool calls and its plan get blocks of their own.
     self.turn = self.turn + 1
     self.plan_block = nil
     self:_header("user")
-    local content = vim.deepcopy(util.field(entry, "content") or {})
+    local content = vim.deepcopy(entry.content or {})
     local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
     block.data.user_content = content
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
-    self.entries[index] = self:_text_block("message", {}, content_text(util.field(entry, "content")), { markdown = true })
+    self.entries[index] = self:_text_block("message", {}, content_text(entry.content), { markdown = true })
   elseif t == "thought" then
     self:_header("agent")
-    local text = content_text(util.field(entry, "content"))
+    local text = content_text(entry.content)
     self.entries[index] =
       self:_text_block("thought", { "▸ Thinking" }, text, { hl_group = "AcpThought", foldable = true })
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
-    local state = util.field(entry, "toolCall", "tool_call") or entry
+    local state = entry.tool_call or entry
     self:_upsert_tool(state, index, true)
   elseif t == "plan" then
-    self:_plan(util.field(entry, "entries") or {}, index)
+    self:_plan(entry.entries or {}, index)
   else
-    self:_unknown(util.field(entry, "kind") or t or "entry", util.field(entry, "raw") or entry, index)
+    self:_unknown(entry.kind or t or "entry", entry.raw or entry, index)
+  end
+end
+
+local NOTICE_HL = { info = "AcpNote", warning = "WarningMsg", error = "AcpError" }
+
+--- A notice from the agent: a note, not part of the conversation.
+---@param change table {severity, title, description?}
+function Transcript:_notice(change)
+  local sev = change.severity or "info"
+  local icon = sev == "error" and "✗" or sev == "warning" and "!" or "i"
+  local lines = { ("%s %s"):format(icon, change.title or "") }
+  if change.description and change.description ~= "" then
+    for _, l in ipairs(util.split_lines(change.description)) do
+      lines[#lines + 1] = "  " .. l
+    end
+  end
+  local hls = {}
+  for i = 0, #lines - 1 do
+    hls[#hls + 1] = { i, 0, -1, NOTICE_HL[sev] or "AcpNote" }
+  end
+  self:_add("notice", lines, hls)
+end
+
+local COMPACTION_TITLE = {
+  in_progress = "◐ Compacting the context…",
+  completed = "✓ Context compacted",
+  failed = "✗ Context compaction failed",
+  cancelled = "✗ Context compaction cancelled",
+}
+
+--- A context compaction: one block per compaction id, replaced in place; the
+--- retained summary folded under its title.
+---@param change table {id, status, summary, error?}
+function Transcript:_compaction(change)
+  self.compactions = self.compactions or {}
+  local title = COMPACTION_TITLE[change.status] or ("◐ Context compaction: " .. tostring(change.status))
+  local lines = { "▸ " .. title }
+  local hl = change.status == "failed" and "AcpError" or "AcpNote"
+  if change.error and change.error ~= "" then
+    lines[#lines + 1] = "  " .. change.error
+  end
+  local summary = content_text(change.summary)
+  if summary ~= "" then
+    for _, l in ipairs(util.split_lines(summary)) do
+      lines[#lines + 1] = l
+    end
+  end
+  local hls = { { 0, 0, -1, hl } }
+  local block = self.compactions[change.id]
+  if block then
+    self.view:replace(block, lines, hls)
+  else
+    self.compactions[change.id] = self:_add("compaction", lines, hls, { foldable = true })
   end
 end
 
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
----@param change table
+---@param change acp.SessionChange
 function Transcript:apply(change)
-  local c = util.field(change, "change")
+  local c = change.change
   if c == "entry_added" then
-    self:_entry_added(util.field(change, "index"), util.field(change, "entry") or {})
+    self:_entry_added(change.index, change.entry or {})
   elseif c == "text_appended" then
-    local block = self.entries[util.field(change, "index")]
+    local block = self.entries[change.index]
     if block and block.kind == "message" and block.data.user_content then
-      self:_append_user(block, util.field(change, "content") or {})
+      self:_append_user(block, change.content or {})
     elseif block and (block.kind == "message" or block.kind == "thought") then
-      self:_append_text(block, tool_call.content_text(util.field(change, "content") or {}))
+      self:_append_text(block, tool_call.content_text(change.content or {}))
     end
   elseif c == "tool_call_changed" then
-    local state = util.field(change, "toolCall", "tool_call") or {}
-    self:_upsert_tool(state, util.field(change, "index"))
+    local state = change.tool_call or {}
+    self:_upsert_tool(state, change.index)
   elseif c == "plan_replaced" then
-    self:_plan(util.field(change, "entries") or {})
+    self:_plan(change.entries or {})
   elseif c == "unknown" then
-    self:_unknown(util.field(change, "kind"), util.field(change, "raw"))
+    self:_unknown(change.kind, change.raw)
+  elseif c == "notice" then
+    self:_notice(change)
+  elseif c == "compaction_changed" then
+    self:_compaction(change)
+  elseif c == "turn_usage" then
+    local u = change.usage or {}
+    local parts = { ("%d tokens: %d in, %d out"):format(u.total or 0, u.input or 0, u.output or 0) }
+    if u.thought then
+      parts[#parts + 1] = ("%d thinking"):format(u.thought)
+    end
+    if u.cached_read then
+      parts[#parts + 1] = ("%d read from cache"):format(u.cached_read)
+    end
+    if u.cached_write then
+      parts[#parts + 1] = ("%d written to cache"):format(u.cached_write)
+    end
+    self:note(table.concat(parts, ", "))
   end
   -- mode/config/commands/usage/info changes are chat state (winbar), handled
   -- by the chat.
@@ -341,7 +412,7 @@ end
 ---@param status "failed"|"cancelled"
 function Transcript:end_unfinished_tools(status)
   for _, block in pairs(self.tools) do
-    local s = util.field(block.data.state, "status")
+    local s = block.data.state.status
     if s == nil or s == "pending" or s == "in_progress" then
       block.data.state = vim.tbl_extend("force", block.data.state or {}, { status = status })
       self:_render_tool(block)
@@ -381,8 +452,8 @@ end
 ---@param terminal_id string
 function Transcript:terminal_changed(terminal_id)
   for _, block in pairs(self.tools) do
-    for _, item in ipairs(util.field(block.data.state, "content") or {}) do
-      if util.field(item, "type") == "terminal" and util.field(item, "terminalId", "terminal_id") == terminal_id then
+    for _, item in ipairs(block.data.state.content or {}) do
+      if item.type == "terminal" and item.terminal_id == terminal_id then
         self:_render_tool(block)
         break
       end
@@ -438,6 +509,7 @@ end
 function Transcript:forget_entries()
   self.entries = {}
   self.tools = {}
+  self.compactions = {}
   self.plan_block = nil
   self.side = nil
 end

@@ -23,32 +23,6 @@ function M.notify(msg, level)
   vim.notify("acp.nvim: " .. msg, level or vim.log.levels.INFO)
 end
 
---- Read a field that the backend may spell in camelCase or snake_case.
----@param t table?
----@param camel string
----@param snake? string
----@return any
-function M.field(t, camel, snake)
-  if type(t) ~= "table" then
-    return nil
-  end
-  local v = t[camel]
-  if v == nil and snake then
-    v = t[snake]
-  end
-  if v == vim.NIL then
-    return nil
-  end
-  return v
-end
-
---- True when `v` is nil or msgpack/JSON null.
----@param v any
----@return boolean
-function M.is_null(v)
-  return v == nil or v == vim.NIL
-end
-
 --- Split text into lines for buffer APIs (drops carriage returns of CRLF text).
 ---@param text string
 ---@return string[]
@@ -160,6 +134,25 @@ function M.json_oneline(v, max)
     s = s:sub(1, max) .. "…"
   end
   return s
+end
+
+--- The requests of `pending` (request id -> request with `request_id` and
+--- `chat_id`) that belong to `chat_id`, oldest (lowest id) first.
+---@generic T
+---@param pending table<integer, T>
+---@param chat_id? string
+---@return T[]
+function M.requests_of(pending, chat_id)
+  local list = {}
+  for _, req in pairs(pending) do
+    if req.chat_id == chat_id then
+      list[#list + 1] = req
+    end
+  end
+  table.sort(list, function(a, b)
+    return a.request_id < b.request_id
+  end)
+  return list
 end
 
 return M

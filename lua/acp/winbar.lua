@@ -2,7 +2,6 @@
 --- model, context usage and cost, state.
 
 local api = vim.api
-local util = require("acp.util")
 
 local M = {}
 
@@ -24,10 +23,10 @@ function M.mode_name(chat)
   if not modes then
     return nil
   end
-  local id = util.field(modes, "currentModeId", "current_mode_id")
-  for _, m in ipairs(util.field(modes, "availableModes", "available_modes") or {}) do
-    if util.field(m, "id") == id then
-      return util.field(m, "name") or id
+  local id = modes.current_mode_id
+  for _, m in ipairs(modes.available_modes or {}) do
+    if m.id == id then
+      return m.name or id
     end
   end
   return id
@@ -38,7 +37,7 @@ end
 ---@return table?
 function M.model_option(chat)
   for _, opt in ipairs(chat.config_options or {}) do
-    if util.field(opt, "category") == "model" then
+    if opt.category == "model" then
       return opt
     end
   end
@@ -52,13 +51,13 @@ function M.model_name(chat)
   if not opt then
     return nil
   end
-  local value = util.field(opt, "currentValue", "current_value")
+  local value = opt.current_value
   local function search(options)
     for _, o in ipairs(options or {}) do
-      if util.field(o, "value") == value then
-        return util.field(o, "name") or value
+      if o.value == value then
+        return o.name or value
       end
-      local nested = util.field(o, "options")
+      local nested = o.options
       if nested then
         local found = search(nested)
         if found then
@@ -67,7 +66,7 @@ function M.model_name(chat)
       end
     end
   end
-  return search(util.field(opt, "options")) or (value ~= nil and tostring(value) or nil)
+  return search(opt.options) or (value ~= nil and tostring(value) or nil)
 end
 
 --- The parts of the winbar, each with how soon it goes when the window is
@@ -97,17 +96,17 @@ local function parts_of(chat)
     parts[#parts + 1] = { text = "model: " .. model, drop = 1 }
   end
   if chat.usage then
-    local used = util.field(chat.usage, "used")
-    local total = util.field(chat.usage, "size")
+    local used = chat.usage.used
+    local total = chat.usage.size
     if used and total then
       local pct = (tonumber(total) or 0) > 0 and math.floor(100 * used / total) or 0
       parts[#parts + 1] = { text = ("ctx %s/%s (%d%%)"):format(human(used), human(total), pct), drop = 3 }
     end
-    local cost = util.field(chat.usage, "cost")
+    local cost = chat.usage.cost
     local cost_text
     if type(cost) == "table" then
-      local amount = util.field(cost, "amount")
-      local currency = util.field(cost, "currency") or ""
+      local amount = cost.amount
+      local currency = cost.currency or ""
       if amount then
         cost_text = currency == "USD" and ("$%.2f"):format(amount) or ("%.2f %s"):format(amount, currency)
       end

@@ -35,7 +35,7 @@ T.test("the demo tour runs to end_turn and renders every part", function()
     callback = function(a)
       for _, o in ipairs(a.data.options) do
         if o.kind == "allow_once" then
-          require("acp").permission_respond(a.data.request_id, o.optionId)
+          require("acp").permission_respond(a.data.request_id, o.option_id)
           return
         end
       end

@@ -1,6 +1,21 @@
--- Rendering from hand-made events (no backend): fast and deterministic.
+-- Rendering from the backend's golden fixtures (tests/fixtures/events.json,
+-- written by crates/acp-nvim/tests/fixtures.rs) and from small events in the
+-- same snake_case shapes (no backend): fast and deterministic.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local events = require("acp.events")
+local protocol = require("acp.protocol")
+
+--- The backend's golden fixtures: name -> event, and the names in order.
+---@return table<string, acp.Event>, string[]
+local function fixtures()
+  local data = vim.json.decode(T.read_file(T.root .. "/tests/fixtures/events.json"))
+  local by_name, names = {}, {}
+  for _, item in ipairs(data.events) do
+    by_name[item.name] = item.event
+    names[#names + 1] = item.name
+  end
+  return by_name, names
+end
 
 local sent = T.fake_backend()
 -- Wide enough for the whole winbar (it drops parts to fit narrow windows).
@@ -58,7 +73,7 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
     session(chat, {
       change = "tool_call_changed",
       index = 0,
-      toolCall = {
+      tool_call = {
         id = "t1",
         title = "Read config",
         kind = "read",
@@ -85,7 +100,7 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
     session(chat, {
       change = "tool_call_changed",
       index = 0,
-      toolCall = { id = "t1", title = "Read config", kind = "read", status = "failed" },
+      tool_call = { id = "t1", title = "Read config", kind = "read", status = "failed" },
     }),
   })
   lines = T.lines(buf)
@@ -107,7 +122,7 @@ T.test("a diff content shows +N -M and the diff key opens both sides", function(
         title = "Edit",
         kind = "edit",
         status = "in_progress",
-        content = { { type = "diff", path = "/p/a.txt", oldText = "one\ntwo\n", newText = "one\n2\nthree\n" } },
+        content = { { type = "diff", path = "/p/a.txt", old_text = "one\ntwo\n", new_text = "one\n2\nthree\n" } },
       },
     }),
   })
@@ -351,11 +366,11 @@ T.test("a permission prompt shows keys with kinds; a digit answers it", function
       type = "permission_request",
       chat_id = chat.chat_id,
       request_id = 7,
-      tool_call = { toolCallId = "x1", title = "Run rm", kind = "execute", status = "pending" },
+      tool_call = { tool_call_id = "x1", title = "Run rm", kind = "execute", status = "pending" },
       options = {
-        { optionId = "ok", name = "Allow", kind = "allow_once" },
-        { optionId = "liar", name = "Reject", kind = "allow_always" },
-        { optionId = "no", name = "Reject", kind = "reject_once" },
+        { option_id = "ok", name = "Allow", kind = "allow_once" },
+        { option_id = "liar", name = "Reject", kind = "allow_always" },
+        { option_id = "no", name = "Reject", kind = "reject_once" },
       },
     },
   })
@@ -398,8 +413,8 @@ T.test("permission_cancelled removes the prompt; a request before its tool call 
       type = "permission_request",
       chat_id = chat.chat_id,
       request_id = 9,
-      tool_call = { toolCallId = "early", title = "Write file", kind = "edit", rawInput = { path = "/x" } },
-      options = { { optionId = "a", name = "Allow", kind = "allow_once" } },
+      tool_call = { tool_call_id = "early", title = "Write file", kind = "edit", raw_input = { path = "/x" } },
+      options = { { option_id = "a", name = "Allow", kind = "allow_once" } },
     },
   })
   local buf = chat.bufnr
@@ -429,10 +444,10 @@ T.test("auto_allow answers matching tool kinds at once", function()
       type = "permission_request",
       chat_id = chat.chat_id,
       request_id = 11,
-      tool_call = { toolCallId = "r", title = "Read", kind = "read" },
+      tool_call = { tool_call_id = "r", title = "Read", kind = "read" },
       options = {
-        { optionId = "always", name = "Always", kind = "allow_always" },
-        { optionId = "once", name = "Once", kind = "allow_once" },
+        { option_id = "always", name = "Always", kind = "allow_always" },
+        { option_id = "once", name = "Once", kind = "allow_once" },
       },
     },
   })
@@ -443,9 +458,9 @@ end)
 
 T.test("winbar shows mode, model and usage; turn end and errors are in the transcript", function()
   local chat = T.fake_chat({
-    modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
     config_options = {
-      { id = "model", name = "Model", category = "model", type = "select", currentValue = "m1", options = { { value = "m1", name = "Fast 1" } } },
+      { id = "model", name = "Model", category = "model", type = "select", current_value = "m1", options = { { value = "m1", name = "Fast 1" } } },
     },
   })
   local ended
@@ -457,7 +472,7 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
     end,
   })
   events.dispatch({
-    session(chat, { change = "mode_changed", currentModeId = "code" }),
+    session(chat, { change = "mode_changed", current_mode_id = "code" }),
     session(chat, { change = "info_changed", title = "Fix the bug" }),
     session(chat, { change = "usage_changed", usage = { used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } } }),
     { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "max_tokens" },
@@ -484,8 +499,8 @@ T.test("modes set from a session response and a cleared title update the winbar"
     session(chat, { change = "info_changed", title = "Old title" }),
     session(chat, {
       change = "modes_changed",
-      currentModeId = "plan",
-      availableModes = { { id = "plan", name = "Planning" } },
+      current_mode_id = "plan",
+      available_modes = { { id = "plan", name = "Planning" } },
     }),
   })
   local win = vim.fn.win_findbuf(chat.bufnr)[1]
@@ -507,7 +522,7 @@ T.test("prompts are queued until the session starts and while a turn runs", func
   T.eq({ "" }, T.lines(chat.prompt_buf), "input cleared")
   T.eq(0, #sent, "nothing sent before the session started")
   require("acp").prompt("second")
-  events.dispatch({ { type = "session_started", chat_id = chat.chat_id, session_id = "S", capabilities = {} } })
+  events.dispatch({ { type = "session_started", chat_id = chat.chat_id, session_id = "S", agent_name = "demo", capabilities = {} } })
   T.eq("S", chat.session_id, "handle gets the session id")
   T.eq(1, #sent, "one prompt in flight")
   T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("first\nquestion") } } }, sent[1], "first prompt")
@@ -527,15 +542,15 @@ T.test("shell calls show their command; a replayed terminal is not waiting; unkn
       entry = { type = "user_message", content = { text("run it") } },
     }),
     session(chat, { change = "unknown", kind = "future_update", raw = { x = 1 } }),
-    tool(1, { type = "tool_call", id = "sh", title = "Run tests", kind = "execute", status = "pending", rawInput = { command = "make test" } }),
+    tool(1, { type = "tool_call", id = "sh", title = "Run tests", kind = "execute", status = "pending", raw_input = { command = "make test" } }),
     tool(2, {
       type = "tool_call",
       id = "old",
       title = "ls",
       kind = "execute",
       status = "completed",
-      rawInput = { command = { "ls", "-la" } },
-      content = { { type = "terminal", terminalId = "term-9" } },
+      raw_input = { command = { "ls", "-la" } },
+      content = { { type = "terminal", terminal_id = "term-9" } },
     }),
   })
   local buf = chat.bufnr
@@ -550,17 +565,17 @@ end)
 
 T.test("the mode, model and option menus mark the current value and show names, not ids", function()
   local chat = T.fake_chat({
-    modes = { currentModeId = "code", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = { current_mode_id = "code", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
     config_options = {
       {
         id = "model",
         name = "Model",
         category = "model",
         type = "select",
-        currentValue = "m-small",
+        current_value = "m-small",
         options = { { value = "m-small", name = "Small" }, { value = "m-large", name = "Large" } },
       },
-      { id = "fast", name = "Fast mode", type = "boolean", currentValue = false },
+      { id = "fast", name = "Fast mode", type = "boolean", current_value = false },
     },
   })
   local menus = {}
@@ -605,14 +620,14 @@ T.test("terminal output is shown live inside its tool call", function()
         title = "ls",
         kind = "execute",
         status = "in_progress",
-        content = { { type = "terminal", terminalId = "term-1" } },
+        content = { { type = "terminal", terminal_id = "term-1" } },
       },
     }),
-    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "output", data = "a\nb" },
+    { type = "terminal", chat_id = chat.chat_id, terminal_id = "term-1", kind = "output", data = "a\nb" },
   })
   events.dispatch({
-    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "output", data = "c\n" },
-    { type = "terminal", chat_id = chat.chat_id, terminalId = "term-1", kind = "exited", exitStatus = { exitCode = 0 } },
+    { type = "terminal", chat_id = chat.chat_id, terminal_id = "term-1", kind = "output", data = "c\n" },
+    { type = "terminal", chat_id = chat.chat_id, terminal_id = "term-1", kind = "exited", exit_status = { exit_code = 0 } },
   })
   local buf = chat.bufnr
   T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status (no command known: the terminal's id)")
@@ -636,7 +651,7 @@ T.test("AcpSessionUpdate fires with the change", function()
   vim.api.nvim_clear_autocmds({ event = "User", pattern = "AcpSessionUpdate" })
 end)
 
-T.test("chunks of a batch are merged per message without mixing chats; listeners see every chunk", function()
+T.test("chunks of a batch land per message without mixing chats; listeners see every chunk", function()
   local a = T.fake_chat()
   local b = T.fake_chat()
   events.dispatch({
@@ -648,7 +663,7 @@ T.test("chunks of a batch are merged per message without mixing chats; listeners
       session(a, { change = "text_appended", index = 0, content = text("a" .. n) }),
       session(a, { change = "text_appended", index = 0, content = text("b" .. n) }),
       session(b, { change = "text_appended", index = 0, content = text("x" .. n) }),
-      session(a, { change = "text_appended", index = 0, content = { type = "image", mimeType = "image/png", data = "" } }),
+      session(a, { change = "text_appended", index = 0, content = { type = "image", mime_type = "image/png", data = "" } }),
       session(a, { change = "text_appended", index = 0, content = text("c" .. n) }),
     }
   end
@@ -693,7 +708,7 @@ T.test("the prompt completes the agent's slash commands", function()
   events.dispatch({
     session(chat, {
       change = "commands_changed",
-      availableCommands = { { name = "plan", description = "Make a plan" }, { name = "test", description = "Run tests" } },
+      available_commands = { { name = "plan", description = "Make a plan" }, { name = "test", description = "Run tests" } },
     }),
   })
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
@@ -710,14 +725,14 @@ end)
 
 T.test(":Acp mode and :Acp model ask the backend", function()
   local chat = T.fake_chat({
-    modes = { currentModeId = "ask", availableModes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
     config_options = {
       {
         id = "model",
         name = "Model",
         category = "model",
         type = "select",
-        currentValue = "m1",
+        current_value = "m1",
         options = { { value = "m1", name = "One" }, { value = "m2", name = "Two" } },
       },
     },
@@ -896,6 +911,186 @@ T.test("each batch draws only the rows it added (the cost of an append does not 
   end
   T.eq(5000, block.md.next, "every row but the last is final")
   T.truthy(view, "view")
+end)
+
+T.test("every golden fixture passes the decode point", function()
+  local by_name, names = fixtures()
+  T.truthy(#names >= 30, "fixtures loaded")
+  for _, name in ipairs(names) do
+    local ev, err = protocol.decode(by_name[name])
+    T.truthy(ev, name .. ": " .. tostring(err))
+    T.truthy(protocol.REQUIRED[ev.type], name .. ": a type the plugin knows")
+  end
+end)
+
+T.test("the golden fixtures render as the user sees them", function()
+  local by_name = fixtures()
+  local chat = T.fake_chat()
+  local buf = chat.bufnr
+  local notified = {}
+  local orig_notify = vim.notify
+  vim.notify = function(m)
+    notified[#notified + 1] = m
+  end
+  local review = require("acp.review")
+  local orig_confirm = review.confirm_delete
+  local asked_delete
+  review.confirm_delete = function(path)
+    asked_delete = path
+    return false
+  end
+  local function ev(name)
+    local e = vim.deepcopy(by_name[name])
+    if e.chat_id then
+      e.chat_id = chat.chat_id
+    end
+    return e
+  end
+  local function dispatch(...)
+    local batch = {}
+    for _, name in ipairs({ ... }) do
+      batch[#batch + 1] = ev(name)
+    end
+    events.dispatch(batch)
+  end
+
+  dispatch("session_started")
+  T.eq("sess-1", chat.session_id, "session id")
+  T.eq("ask", chat.modes.current_mode_id, "modes")
+  T.eq(true, chat.capabilities.load_session, "capabilities")
+  T.eq("/state/transcripts/demo/sess-1.jsonl", chat.transcript_path, "transcript path")
+  local winbar = vim.wo[vim.fn.win_findbuf(buf)[1]].winbar
+  T.contains(winbar, "mode: Ask", "winbar mode")
+  T.contains(winbar, "model: Fast model", "winbar model")
+
+  dispatch("user_message_added", "thought_added", "thought_appended", "agent_message_added", "text_appended")
+  dispatch("image_appended", "tool_call_added")
+  T.truthy(T.find_line(buf, "Fix main"), "user message")
+  T.truthy(T.find_line(buf, "Reading the code first"), "thought with its appended text")
+  T.truthy(T.find_line(buf, "Here is the fix.[image image/png]"), "agent message, text and image appended")
+  T.truthy(T.find_line(buf, "○ edit · Edit main.rs"), "pending tool call")
+  T.truthy(T.find_line(buf, "± /work/src/main.rs +3 -1"), "its diff")
+  T.truthy(T.find_line(buf, "→ /work/src/main.rs:1"), "its location")
+
+  dispatch("permission_request")
+  T.truthy(require("acp.permission").pending[7], "the request waits for an answer")
+  T.truthy(T.find_line(buf, "Always allow"), "the options are shown")
+  dispatch("permission_cancelled")
+  T.eq(nil, require("acp.permission").pending[7], "withdrawn")
+  dispatch("permission_auto")
+  T.truthy(T.find_line(buf, "allowed by memory: Always allow [allow_always]"), "auto answer noted")
+
+  dispatch("terminal_output", "terminal_exited", "terminal_released", "tool_call_changed")
+  T.eq("compiling\n", chat.terminals["term-1"].output, "terminal output kept")
+  T.eq(0, chat.terminals["term-1"].exit_status.exit_code, "exit status")
+  T.truthy(chat.terminals["term-1"].released, "released")
+  T.truthy(T.find_line(buf, "✓ edit · Edit main.rs"), "tool call completed in place")
+  T.eq(nil, T.find_line(buf, "○ edit"), "the pending header is gone")
+  T.truthy(T.find_line(buf, "compiling"), "terminal output inside the tool call")
+
+  dispatch("plan_replaced", "unknown_added")
+  T.truthy(T.find_line(buf, "Plan (1/2 done)"), "plan")
+  T.truthy(T.find_line(buf, "[~] Run the tests (medium)"), "plan entry")
+  T.truthy(T.find_line(buf, "▸ Unknown update: future_update"), "unknown entry")
+  T.truthy(T.find_line(buf, '"someField": 1'), "its raw JSON as the agent sent it")
+
+  dispatch("mode_changed")
+  T.eq("code", chat.modes.current_mode_id, "mode changed")
+  dispatch("modes_changed", "config_options_changed", "commands_changed", "usage_changed", "info_changed")
+  T.eq(2, #chat.modes.available_modes, "modes replaced")
+  T.eq("deep", chat.config_options[1].current_value, "config options replaced")
+  T.eq("review", chat.commands[1].name, "commands")
+  T.eq("what to focus on", chat.commands[1].input.hint, "command input hint")
+  T.eq(12000, chat.usage.used, "usage")
+  T.eq("Fix main", chat.title, "title")
+  winbar = vim.wo[vim.fn.win_findbuf(buf)[1]].winbar
+  T.contains(winbar, "mode: Code", "winbar mode after the change")
+  T.contains(winbar, "model: Deep model", "winbar model after the change")
+  T.contains(winbar, "ctx 12.0k/200.0k (6%%)", "winbar usage")
+  T.contains(winbar, "$0.25", "winbar cost")
+
+  dispatch("file_edited", "review_changed", "review_delete_pending")
+  T.truthy(T.find_line(buf, "/work/src/main.rs: written on disk and merged into your unsaved buffer"), "kept_unsaved")
+  T.eq(1, review.files["/work/src/main.rs"].chats[chat.chat_id].hunks, "review summary")
+  T.wait(function()
+    return asked_delete ~= nil
+  end, "the delete question")
+  T.eq("/work/src/new.rs", asked_delete, "asked about the created file")
+
+  chat.status = "busy"
+  dispatch("turn_ended")
+  T.eq("ready", chat.status, "turn over")
+  T.truthy(T.find_line(buf, "— end turn —"), "turn end note")
+  dispatch("prompt_failed")
+  T.truthy(T.find_line(buf, "overloaded"), "prompt failure")
+  dispatch("warning", "sessions_listed", "logged_out")
+  T.truthy(T.find_line(buf, "— logged out of demo —"), "logged out")
+  dispatch("agent_exited")
+  T.eq("dead", chat.status, "agent exited")
+  T.truthy(T.find_line(buf, "exit code 3"), "exit status shown")
+  T.truthy(T.find_line(buf, "panic: out of tokens"), "stderr tail shown")
+  dispatch("open_failed")
+  T.eq("failed", chat.status, "open failed")
+  T.truthy(T.find_line(buf, "no such directory"), "open failure shown")
+  dispatch("auth_required")
+  T.eq("login", chat.auth_methods[1].id, "auth methods kept")
+  T.truthy(T.find_line(buf, "- Log in: Opens a browser"), "auth methods listed")
+
+  vim.notify = orig_notify
+  review.confirm_delete = orig_confirm
+  local joined = table.concat(notified, "\n")
+  T.contains(joined, "a line that is not JSON-RPC", "the warning was shown")
+  T.not_contains(joined, "could not be shown", "no event failed")
+end)
+
+T.test("a transcript written before the snake_case protocol (version 1) replays", function()
+  local dir = T.tmpdir()
+  local path = dir .. "/old.jsonl"
+  local records = {
+    { type = "transcript", version = 1, agent_name = "demo", session_id = "old-1", cwd = dir, opening = "new" },
+    {
+      type = "session_started",
+      session_id = "old-1",
+      agent_name = "demo",
+      capabilities = { load_session = true },
+      modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" } } },
+    },
+    {
+      type = "session",
+      change = {
+        change = "entry_added",
+        index = 0,
+        entry = { type = "tool_call", id = "t1", title = "Edit", kind = "edit", status = "pending", content = {}, locations = {} },
+      },
+    },
+    {
+      type = "session",
+      change = {
+        change = "tool_call_changed",
+        index = 0,
+        tool_call = {
+          id = "t1",
+          title = "Edit",
+          kind = "edit",
+          status = "completed",
+          content = { { type = "diff", path = "/p/a.txt", old_text = "a\n", new_text = "b\nc\n" } },
+          locations = {},
+          rawInput = { filePath = "/p/a.txt" },
+        },
+      },
+    },
+    { type = "turn_ended", stop_reason = "end_turn" },
+  }
+  local lines = {}
+  for _, r in ipairs(records) do
+    lines[#lines + 1] = vim.json.encode(r)
+  end
+  vim.fn.writefile(lines, path)
+  local chat = assert(require("acp.history").open_readonly(path))
+  T.eq("ask", chat.modes.current_mode_id, "modes renamed")
+  T.eq(true, chat.capabilities.load_session, "capabilities renamed")
+  T.truthy(T.find_line(chat.bufnr, "✓ edit · Edit"), "the tool call's new state")
+  T.truthy(T.find_line(chat.bufnr, "± /p/a.txt +2 -1"), "its diff, from oldText/newText")
 end)
 
 T.run()

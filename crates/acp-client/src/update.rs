@@ -87,6 +87,28 @@ pub enum SessionUpdate {
     SessionInfoUpdate(SessionInfo),
     /// Context window usage (and cost) changed.
     UsageUpdate(Usage),
+    /// Information for the user that is not part of the history
+    /// (`notice`; sent only to clients advertising `session.notices`).
+    Notice(Notice),
+    /// A context compaction was created or changed (`compaction_update`;
+    /// sent only to clients advertising `session.compaction`).
+    CompactionUpdate {
+        /// The compaction's id.
+        id: String,
+        /// `in_progress`, `completed`, `failed`, `cancelled` (others kept).
+        status: String,
+        /// The retained summary, when the update replaces it.
+        summary: Option<Vec<Content>>,
+        /// Why it failed.
+        error: Option<String>,
+    },
+    /// A block appended to a compaction's summary (`compaction_summary_chunk`).
+    CompactionSummaryChunk {
+        /// The compaction's id.
+        id: String,
+        /// The appended block.
+        content: Content,
+    },
     /// An update kind this client does not know, or a known kind whose
     /// required fields are missing, kept whole so an editor can still show it.
     Unknown {
@@ -133,6 +155,32 @@ impl Content {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Content::Known(schema::ContentBlock::Text(t)) => Some(&t.text),
+            _ => None,
+        }
+    }
+
+    /// The text of a text block without annotations or `_meta`: the only
+    /// blocks that can be joined with the next chunk without losing
+    /// anything.
+    pub fn as_plain_text(&self) -> Option<&str> {
+        match self {
+            Content::Known(schema::ContentBlock::Text(t))
+                if t.annotations.is_none() && t.meta.is_none() =>
+            {
+                Some(&t.text)
+            }
+            _ => None,
+        }
+    }
+
+    /// [`as_plain_text`](Self::as_plain_text), to append to it.
+    pub fn as_plain_text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Content::Known(schema::ContentBlock::Text(t))
+                if t.annotations.is_none() && t.meta.is_none() =>
+            {
+                Some(&mut t.text)
+            }
             _ => None,
         }
     }
@@ -377,6 +425,18 @@ pub struct SessionInfo {
     /// ISO 8601 time of the last activity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<Option<String>>,
+}
+
+/// A `notice`: fire-and-forget information for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    /// `info`, `warning` or `error` (others kept as sent).
+    pub severity: String,
+    /// A title that stands alone.
+    pub title: String,
+    /// Detail or guidance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 /// `usage_update`: tokens used and context size, with the cost when known.

@@ -17,9 +17,9 @@ use tokio::sync::OnceCell;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
 use crate::editor::Editor;
-use crate::event::Event;
 use crate::host::NvimHost;
 use crate::prompts::Prompts;
+use crate::protocol::Event;
 
 /// What makes two chats share one agent process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -211,6 +211,7 @@ impl Agents {
             terminal_auth: true,
             ..ConnectionOptions::default()
         };
+        options.missing_file_read_empty = spec.missing_file_read_empty;
         if let Some(timeout) = spec.init_timeout {
             options.initialize_timeout = Some(timeout);
         }

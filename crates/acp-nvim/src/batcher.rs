@@ -20,12 +20,14 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value as Json;
+use rmpv::Value;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use crate::editor::Editor;
-use crate::event::Event;
+use crate::protocol::Event;
+pub use crate::protocol::MAX_MERGED_TEXT;
+use crate::transcript::{self, Transcripts};
 
 /// How long events are collected before they are sent.
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -35,8 +37,6 @@ pub const MAX_BATCH: usize = 500;
 /// merged chunks never make one Lua call long enough to stall a frame
 /// (500 unmerged 100-byte chunks are 50 KB).
 pub const MAX_BATCH_TEXT: usize = 64 * 1024;
-/// Queued text chunks are merged up to this size per event.
-pub const MAX_MERGED_TEXT: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -95,7 +95,7 @@ impl EventQueue {
                 return;
             }
             let event = match state.events.back_mut() {
-                Some(last) => match merge_queued(last, event) {
+                Some(last) => match last.merge(event) {
                     None => return,
                     Some(event) => event,
                 },
@@ -163,83 +163,9 @@ impl Drop for EventReceiver {
     }
 }
 
-/// Merges `next` into `last` when Lua would render the pair exactly as
-/// `next` over `last` (doc/protocol.md): both of the same chat and
-///
-/// - both `text_appended` of the same entry and message id with plain text
-///   blocks (only `type` and `text`): the texts are joined;
-/// - `next` a `tool_call_changed` (the complete new state) of the tool call
-///   that `last` added or changed: `last` takes the new state.
-///
-/// Gives `next` back when it cannot be merged.
-fn merge_queued(last: &mut Event, next: Event) -> Option<Event> {
-    let (
-        Event::Session {
-            chat_id: last_chat,
-            change: last_change,
-        },
-        Event::Session {
-            chat_id: next_chat,
-            change: next_change,
-        },
-    ) = (&mut *last, &next)
-    else {
-        return Some(next);
-    };
-    if last_chat != next_chat {
-        return Some(next);
-    }
-    if let Some(state) = changed_tool_call(next_change) {
-        if last_change.get("index") != next_change.get("index") {
-            return Some(next);
-        }
-        match last_change.get("change").and_then(Json::as_str) {
-            Some("tool_call_changed") => {
-                *last_change = next_change.clone();
-                return None;
-            }
-            Some("entry_added")
-                if last_change.pointer("/entry/type").and_then(Json::as_str)
-                    == Some("tool_call") =>
-            {
-                let mut entry = state.clone();
-                entry.insert("type".into(), Json::from("tool_call"));
-                last_change["entry"] = Json::Object(entry);
-                return None;
-            }
-            _ => return Some(next),
-        }
-    }
-    let (Some(next_text), Some(last_text)) = (
-        plain_appended_text(next_change),
-        plain_appended_text(last_change),
-    ) else {
-        return Some(next);
-    };
-    if last_text.len() + next_text.len() > MAX_MERGED_TEXT {
-        return Some(next);
-    }
-    let same_place = ["index", "messageId"]
-        .iter()
-        .all(|k| last_change.get(k) == next_change.get(k));
-    if !same_place {
-        return Some(next);
-    }
-    match last_change.pointer_mut("/content/text") {
-        Some(Json::String(text)) => {
-            text.push_str(next_text);
-            None
-        }
-        _ => Some(next),
-    }
-}
-
 /// Bytes of streamed text an event carries (for the batch size).
 fn streamed_text(event: &Event) -> usize {
-    match event {
-        Event::Session { change, .. } => plain_appended_text(change).map_or(0, str::len),
-        _ => 0,
-    }
+    event.appended_text().map_or(0, str::len)
 }
 
 /// Whether an event ends a turn: nothing follows soon, so its batch goes at
@@ -249,41 +175,37 @@ fn ends_turn(event: &Event) -> bool {
     matches!(event, Event::TurnEnded { .. })
 }
 
-/// The new state carried by a `tool_call_changed` change.
-fn changed_tool_call(change: &Json) -> Option<&serde_json::Map<String, Json>> {
-    if change.get("change")?.as_str()? != "tool_call_changed" {
-        return None;
-    }
-    change.get("toolCall")?.as_object()
-}
-
-/// The text of a `text_appended` change whose content is a plain text block.
-fn plain_appended_text(change: &Json) -> Option<&str> {
-    let change = change.as_object()?;
-    if change.get("change")?.as_str()? != "text_appended" {
-        return None;
-    }
-    let content = change.get("content")?.as_object()?;
-    if content.len() != 2 || content.get("type")?.as_str()? != "text" {
-        return None;
-    }
-    content.get("text")?.as_str()
-}
-
 /// Sends queued events to the editor in batches until every [`EventQueue`]
-/// is dropped and the queue is empty.
+/// is dropped and the queue is empty. Each finished batch is handed to
+/// `transcripts` (in the order Lua gets it) before it is encoded; their
+/// buffered records are also flushed when events stop for
+/// [`FLUSH_EVERY`](crate::transcript::FLUSH_EVERY).
 pub async fn run(
     mut rx: EventReceiver,
     editor: Arc<dyn Editor>,
     frame: Duration,
     max_batch: usize,
+    transcripts: Option<Arc<Transcripts>>,
 ) {
     let max_batch = max_batch.max(1);
-    while let Some(first) = rx.recv().await {
+    loop {
+        let first = match &transcripts {
+            None => rx.recv().await,
+            Some(t) => match tokio::time::timeout(transcript::FLUSH_EVERY, rx.recv()).await {
+                Ok(ev) => ev,
+                Err(_idle) => {
+                    t.flush_all();
+                    continue;
+                }
+            },
+        };
+        let Some(first) = first else {
+            break;
+        };
         let deadline = Instant::now() + frame;
         let mut text = streamed_text(&first);
         let mut done = ends_turn(&first);
-        let mut batch = vec![first.to_value()];
+        let mut batch = vec![first];
         while !done && batch.len() < max_batch && text < MAX_BATCH_TEXT {
             // Take what is already queued without waiting, then wait for
             // the rest of the frame.
@@ -297,15 +219,23 @@ pub async fn run(
                 }
                 Err(mpsc::error::TryRecvError::Disconnected) => None,
             };
-            match next {
-                Some(ev) => {
-                    text += streamed_text(&ev);
-                    done = ends_turn(&ev);
-                    batch.push(ev.to_value());
-                }
-                None => break,
-            }
+            let Some(ev) = next else {
+                break;
+            };
+            text += streamed_text(&ev);
+            done = ends_turn(&ev);
+            // The queue's merge rule again: chunks that arrived one by one
+            // while the batch filled become one event.
+            let merged = match batch.last_mut() {
+                Some(last) => last.merge(ev),
+                None => Some(ev),
+            };
+            batch.extend(merged);
         }
+        if let Some(t) = &transcripts {
+            t.record_batch(&batch);
+        }
+        let batch: Vec<Value> = batch.iter().map(Event::encode).collect();
         let n = batch.len();
         if tracing::enabled!(tracing::Level::TRACE) {
             tracing::trace!(n, "events to Lua: {batch:?}");
@@ -313,6 +243,9 @@ pub async fn run(
         if let Err(e) = editor.dispatch(batch).await {
             tracing::warn!("could not deliver {n} events to Neovim: {e}");
         }
+    }
+    if let Some(t) = &transcripts {
+        t.flush_all();
     }
     tracing::debug!("event batcher stopped");
 }
@@ -322,8 +255,10 @@ pub async fn run(
 pub(crate) mod tests {
     use std::sync::Mutex;
 
+    use acp_client::schema;
+    use acp_client::session::{Entry, SessionChange, ToolCallState};
+    use acp_client::update::{Content, ToolKind, ToolStatus};
     use async_trait::async_trait;
-    use rmpv::Value;
 
     use super::*;
     use crate::command::ChatId;
@@ -379,7 +314,7 @@ pub(crate) mod tests {
         }
         drop(queue);
         let recorder = Arc::new(Recorder::default());
-        run(rx, recorder.clone(), FRAME, MAX_BATCH).await;
+        run(rx, recorder.clone(), FRAME, MAX_BATCH, None).await;
         let calls = recorder.calls.lock().unwrap();
         let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
         assert_eq!(sizes, vec![500, 500, 200]);
@@ -391,7 +326,7 @@ pub(crate) mod tests {
     async fn events_of_one_frame_go_in_one_call() {
         let (queue, rx) = EventQueue::new();
         let recorder = Arc::new(Recorder::default());
-        let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH));
+        let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH, None));
         queue.push(numbered(1));
         // Within the frame (virtual time: no real waiting).
         tokio::time::sleep(FRAME / 4).await;
@@ -413,7 +348,7 @@ pub(crate) mod tests {
         queue.push(numbered(9));
         drop(queue);
         let recorder = Arc::new(Recorder::default());
-        run(rx, recorder.clone(), FRAME, MAX_BATCH).await;
+        run(rx, recorder.clone(), FRAME, MAX_BATCH, None).await;
         let calls = recorder.calls.lock().unwrap();
         assert_eq!(calls.len(), 1);
         assert_eq!(
@@ -426,7 +361,7 @@ pub(crate) mod tests {
     async fn a_turn_end_goes_at_once_with_what_came_before() {
         let (queue, rx) = EventQueue::new();
         let recorder = Arc::new(Recorder::default());
-        let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH));
+        let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH, None));
         let start = Instant::now();
         queue.push(numbered(1));
         queue.push(Event::TurnEnded {
@@ -436,10 +371,7 @@ pub(crate) mod tests {
         // Give the batcher a turn without reaching the end of the frame.
         tokio::time::sleep(FRAME / 8).await;
         let sent = recorder.calls.lock().unwrap().len();
-        assert_eq!(
-            sent, 1,
-            "the batch ending the turn did not wait out the frame"
-        );
+        assert_eq!(sent, 1, "the batch ending the turn did not wait out the frame");
         assert!(Instant::now() - start < FRAME);
         queue.push(numbered(2));
         drop(queue);
@@ -448,15 +380,19 @@ pub(crate) mod tests {
         let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
         assert_eq!(sizes, vec![2, 1]);
     }
-    fn appended(chat: &str, index: usize, content: serde_json::Value) -> Event {
+    fn appended(chat: &str, index: usize, content: Content) -> Event {
         Event::Session {
             chat_id: ChatId(chat.into()),
-            change: serde_json::json!({"change": "text_appended", "index": index, "content": content}),
+            change: SessionChange::TextAppended {
+                index,
+                content,
+                message_id: None,
+            },
         }
     }
 
-    fn text(t: &str) -> serde_json::Value {
-        serde_json::json!({"type": "text", "text": t})
+    fn text(t: &str) -> Content {
+        Content::text(t)
     }
 
     fn drain(rx: &mut EventReceiver) -> Vec<Event> {
@@ -484,11 +420,15 @@ pub(crate) mod tests {
         let (queue, mut rx) = EventQueue::new();
         let with_id = |t: &str, id: &str| Event::Session {
             chat_id: ChatId("c1".into()),
-            change: serde_json::json!({"change": "text_appended", "index": 1,
-                "content": text(t), "messageId": id}),
+            change: SessionChange::TextAppended {
+                index: 1,
+                content: text(t),
+                message_id: Some(id.into()),
+            },
         };
-        let annotated =
-            serde_json::json!({"type": "text", "text": "b", "annotations": {"priority": 1.0}});
+        let annotated = Content::Known(schema::ContentBlock::Text(
+            schema::TextContent::new("b").annotations(schema::Annotations::new().priority(1.0)),
+        ));
         let sequence = vec![
             appended("c1", 1, text("a")),
             appended("c2", 1, text("other chat")),
@@ -530,17 +470,19 @@ pub(crate) mod tests {
         assert_eq!(task.await.unwrap(), vec![numbered(1), numbered(2)]);
     }
     fn tool(chat: &str, change: &str, index: usize, status: &str) -> Event {
-        let state = serde_json::json!({"id": format!("t{index}"), "title": "Run", "kind": "execute",
-            "status": status, "content": [], "locations": []});
+        let mut state = ToolCallState::placeholder(format!("t{index}").into());
+        state.title = "Run".into();
+        state.kind = ToolKind::Execute;
+        state.status = ToolStatus::from_wire(status);
         let change = match change {
-            "entry_added" => {
-                let mut entry = state;
-                entry["type"] = "tool_call".into();
-                serde_json::json!({"change": "entry_added", "index": index, "entry": entry})
-            }
-            _ => {
-                serde_json::json!({"change": "tool_call_changed", "index": index, "toolCall": state})
-            }
+            "entry_added" => SessionChange::EntryAdded {
+                index,
+                entry: Entry::ToolCall(state),
+            },
+            _ => SessionChange::ToolCallChanged {
+                index,
+                tool_call: state,
+            },
         };
         Event::Session {
             chat_id: ChatId(chat.into()),
@@ -596,7 +538,7 @@ pub(crate) mod tests {
         }
         drop(queue);
         let recorder = Arc::new(Recorder::default());
-        run(rx, recorder.clone(), FRAME, MAX_BATCH).await;
+        run(rx, recorder.clone(), FRAME, MAX_BATCH, None).await;
         let sizes: Vec<usize> = recorder
             .calls
             .lock()

@@ -16,15 +16,13 @@ use std::time::Duration;
 use acp_client::schema::ContentBlock;
 use acp_client::update::SessionId;
 use acp_client::{ConfigValue, Connection, SessionParams, SessionStarted, StopReason};
-use serde::Serialize;
-use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
-use crate::event::Event;
 use crate::mcp;
+use crate::protocol::{Event, LoginMethod};
 use crate::transcript::{self, Opening, Transcripts};
 
 /// How long closing a session may take before the chat stops waiting.
@@ -56,6 +54,7 @@ pub enum ChatCommand {
 #[derive(Debug)]
 pub struct ChatHandle {
     tx: mpsc::UnboundedSender<ChatCommand>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl ChatHandle {
@@ -75,9 +74,29 @@ pub fn start(
     open: OpenChat,
     transcripts: Option<Arc<Transcripts>>,
 ) -> ChatHandle {
+    start_after(agents, events, open, transcripts, None)
+}
+
+/// Like [`start`], for a chat opened again: its previous task is closed and
+/// awaited first, so the old session's `session/close` reaches the agent
+/// before the new open (which may resume that very session, e.g. with
+/// other directories).
+pub fn start_after(
+    agents: Arc<Agents>,
+    events: EventQueue,
+    open: OpenChat,
+    transcripts: Option<Arc<Transcripts>>,
+    previous: Option<ChatHandle>,
+) -> ChatHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(agents, events, open, rx, transcripts));
-    ChatHandle { tx }
+    let task = tokio::spawn(async move {
+        if let Some(old) = previous {
+            old.send(ChatCommand::Close);
+            let _ = old.task.await;
+        }
+        run(agents, events, open, rx, transcripts).await
+    });
+    ChatHandle { tx, task }
 }
 
 type Turn = Pin<Box<dyn Future<Output = acp_client::Result<StopReason>> + Send>>;
@@ -181,13 +200,6 @@ async fn leave(agents: &Agents, agent: &Arc<Agent>, chat: &ChatId) {
     }
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
-}
-
 /// Initializes the agent (once per process) and opens the chat's session.
 /// Failures are reported as events; `None` then.
 async fn open_session(
@@ -197,6 +209,7 @@ async fn open_session(
     transcripts: Option<&Transcripts>,
 ) -> Option<SessionId> {
     let chat = &open.chat_id;
+    let _opening = agent.host.opening(chat);
     let info = match agent.ready().await {
         Ok(info) => info,
         Err(message) => {
@@ -235,6 +248,7 @@ async fn open_session(
         });
     }
     params.mcp_servers = servers;
+    params.additional_directories = open.additional_directories.clone();
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());
@@ -288,7 +302,7 @@ async fn open_session(
         Err(e) if e.is_auth_required() => {
             events.push(Event::AuthRequired {
                 chat_id: chat.clone(),
-                auth_methods: to_json(&info.auth_methods),
+                auth_methods: LoginMethod::all(&info.auth_methods),
             });
             None
         }
@@ -327,11 +341,10 @@ fn session_started(
         chat_id: chat.clone(),
         session_id: started.session_id.to_string(),
         agent_name: agent_name.to_owned(),
-        modes: started.modes.as_ref().map(to_json),
-        config_options: (!started.config_options.is_empty())
-            .then(|| to_json(&started.config_options)),
-        capabilities: to_json(&info.capabilities),
-        auth_methods: (!info.auth_methods.is_empty()).then(|| to_json(&info.auth_methods)),
+        modes: started.modes,
+        config_options: started.config_options,
+        capabilities: info.capabilities.clone(),
+        auth_methods: LoginMethod::all(&info.auth_methods),
         transcript_path: None,
     }
 }

@@ -11,6 +11,20 @@ use std::time::Duration;
 
 use acp_client::index::{FileIndex, IndexOptions};
 use rmpv::Value;
+use serde::Serialize;
+
+use crate::protocol::wire;
+
+/// The answer to `acp.complete_files`.
+#[derive(Debug, Serialize)]
+struct FilesReply {
+    /// Paths relative to `cwd`, `/`-separated, best match first.
+    paths: Vec<String>,
+    /// The index had finished its walk.
+    ready: bool,
+    /// The index stopped at its file limit.
+    truncated: bool,
+}
 
 /// How long the first completion in a directory waits for its walk. Later
 /// ones answer at once; a walk that takes longer answers with what it has
@@ -72,7 +86,7 @@ impl WorkspaceFiles {
         Ok(index)
     }
 
-    /// Answers a query: `{paths = [relative paths], ready, truncated}`;
+    /// Answers a query ([`FilesReply`]);
     /// the error is a sentence for the user.
     pub async fn complete(self: Arc<Self>, q: FileQuery) -> Result<Value, Value> {
         let task = tokio::task::spawn_blocking(move || {
@@ -82,14 +96,11 @@ impl WorkspaceFiles {
             Ok::<_, acp_client::Error>((paths, ready, index.is_truncated()))
         });
         match task.await {
-            Ok(Ok((paths, ready, truncated))) => Ok(Value::Map(vec![
-                (
-                    Value::from("paths"),
-                    Value::Array(paths.into_iter().map(Value::from).collect()),
-                ),
-                (Value::from("ready"), Value::from(ready)),
-                (Value::from("truncated"), Value::from(truncated)),
-            ])),
+            Ok(Ok((paths, ready, truncated))) => Ok(wire::encode(&FilesReply {
+                paths,
+                ready,
+                truncated,
+            })),
             Ok(Err(e)) => Err(Value::from(e.to_string())),
             Err(e) => {
                 tracing::error!("file completion task failed: {e}");

@@ -21,9 +21,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::backend::Routed;
 use crate::batcher::EventQueue;
 use crate::command::{BadCommand, Command, ReviewCommand};
-use crate::event::Event;
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
+use crate::prompts::Prompts;
+use crate::protocol::{wire, Event};
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
@@ -60,35 +61,32 @@ impl HelloInfo {
     /// The answer to `acp.hello {plugin_version}`.
     pub fn reply(&self, plugin_version: &str) -> Value {
         let ok = plugin_version == self.backend_version;
-        let mut entries = vec![
-            (
-                "backend_version",
-                Value::from(self.backend_version.as_str()),
-            ),
-            ("ok", Value::from(ok)),
-            (
-                "log_file",
-                self.log_file
-                    .as_ref()
-                    .map_or(Value::Nil, |p| Value::from(p.to_string_lossy().as_ref())),
-            ),
-        ];
-        if !ok {
-            entries.push((
-                "message",
-                Value::from(format!(
+        wire::encode(&HelloReply {
+            backend_version: &self.backend_version,
+            ok,
+            log_file: self
+                .log_file
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            message: (!ok).then(|| {
+                format!(
                     "acp.nvim backend {} does not match plugin {plugin_version}: rebuild it with `cargo build --release` in {}",
                     self.backend_version, self.plugin_dir
-                )),
-            ));
-        }
-        Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (Value::from(k), v))
-                .collect(),
-        )
+                )
+            }),
+        })
     }
+}
+
+/// The answer to `acp.hello`.
+#[derive(Debug, serde::Serialize)]
+struct HelloReply<'a> {
+    backend_version: &'a str,
+    ok: bool,
+    /// Absent when logging goes nowhere.
+    log_file: Option<String>,
+    /// Why the versions differ, with the fix.
+    message: Option<String>,
 }
 
 /// `<dir>` for an executable at `<dir>/target/<profile>/acp-nvim`.
@@ -107,6 +105,7 @@ pub struct NvimHandler<W> {
     events: EventQueue,
     hello: Arc<HelloInfo>,
     files: Arc<WorkspaceFiles>,
+    prompts: Arc<Prompts>,
     _writer: PhantomData<fn() -> W>,
 }
 
@@ -117,6 +116,7 @@ impl<W> Clone for NvimHandler<W> {
             events: self.events.clone(),
             hello: self.hello.clone(),
             files: self.files.clone(),
+            prompts: self.prompts.clone(),
             _writer: PhantomData,
         }
     }
@@ -153,8 +153,16 @@ impl<W> NvimHandler<W> {
             events,
             hello: Arc::new(hello),
             files: Arc::new(WorkspaceFiles::new()),
+            prompts: Arc::new(Prompts::new()),
             _writer: PhantomData,
         }
+    }
+
+    /// Answers elicitations from `prompts` (the set the agents register
+    /// them in).
+    pub fn with_prompts(mut self, prompts: Arc<Prompts>) -> Self {
+        self.prompts = prompts;
+        self
     }
 
     fn forward(&self, routed: Routed) {
@@ -193,9 +201,18 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
-            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => Reply::Now(
-                msgpack::from_json(&crate::review::merge_json(&base, &ours, &theirs)),
-            ),
+            // Answered here, not in the command loop: the check against the
+            // form is quick and its problems go back to the caller.
+            Ok(Command::ElicitationRespond {
+                request_id,
+                response,
+            }) => match self.prompts.elicitations.answer(request_id, response) {
+                Ok(()) => Reply::Now(Value::Boolean(true)),
+                Err(message) => Reply::Error(Value::from(message)),
+            },
+            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => {
+                Reply::Now(crate::review::merge_reply(&base, &ours, &theirs))
+            }
             Ok(Command::Review(query)) if query.is_query() => {
                 let (tx, rx) = oneshot::channel();
                 self.forward(Routed::Query(query, tx));
@@ -217,6 +234,10 @@ impl<W> NvimHandler<W> {
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
+            Ok(Command::ElicitationRespond { .. }) => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
             Ok(Command::CompleteFiles(_)) => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),

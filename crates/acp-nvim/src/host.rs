@@ -6,21 +6,22 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use acp_client::host::{ReadTextFile, WriteOutcome, WriteTextFile};
+use crate::batcher::EventQueue;
+use crate::editor::Editor;
+use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
+use crate::prompts::{Prompts, Withdraw};
+use crate::protocol::lua::{self, BadReply};
+use crate::protocol::{ChatId, Event, PromptId};
+use acp_client::elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
+    ElicitationScope,
+};
+use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
 use async_trait::async_trait;
-use rmpv::Value;
-use serde::Serialize;
-use serde_json::Value as Json;
-
-use crate::batcher::EventQueue;
-use crate::command::{ChatId, PromptId};
-use crate::editor::Editor;
-use crate::event::Event;
-use crate::msgpack;
-use crate::prompts::{Prompts, Withdraw};
 
 /// Most events kept for sessions that are not registered yet.
 const HELD_MAX: usize = 2_000;
@@ -43,6 +44,10 @@ enum Item {
         request: PermissionRequest,
         prompt: PromptId,
     },
+    Elicitation {
+        request: ElicitationRequest,
+        prompt: ElicitationPromptId,
+    },
 }
 
 /// Which chat each session of one agent belongs to, and the translation of
@@ -60,6 +65,13 @@ pub struct Routes {
     held: VecDeque<(SessionId, Item)>,
     /// The client's permission ids (per agent) to the backend's (global).
     prompt_ids: HashMap<PermissionRequestId, PromptId>,
+    /// The client's elicitation ids to the backend's, with the chat a
+    /// request-scoped one was shown in.
+    elicitation_ids: HashMap<ElicitationRequestId, (ElicitationPromptId, Option<ChatId>)>,
+    /// Chats opening a session in this agent, newest last: a request-scoped
+    /// elicitation (asked while serving `authenticate` or `session/new`)
+    /// is shown in the newest.
+    opening: Vec<ChatId>,
     writes: HashMap<(SessionId, PathBuf), WriteNote>,
     warnings: usize,
     /// Files being restored by a review reject, with the text the review
@@ -77,6 +89,8 @@ impl Routes {
             closed: HashSet::new(),
             held: VecDeque::new(),
             prompt_ids: HashMap::new(),
+            elicitation_ids: HashMap::new(),
+            opening: Vec::new(),
             writes: HashMap::new(),
             warnings: 0,
             restores: HashMap::new(),
@@ -131,6 +145,7 @@ impl Routes {
         let session = match &item {
             Item::Client(ev) => session_of(ev),
             Item::Permission { request, .. } => Some(request.session_id.clone()),
+            Item::Elicitation { request, .. } => request.scope.session_id().cloned(),
         };
         let Some(session) = session else {
             self.translate_agent_wide(item, out);
@@ -150,9 +165,12 @@ impl Routes {
             Item::Permission { request, prompt } => out.push(Event::PermissionRequest {
                 chat_id: chat,
                 request_id: prompt,
-                tool_call: to_json(&request.tool_call),
-                options: to_json(&request.options),
+                tool_call: request.tool_call,
+                options: request.options,
             }),
+            Item::Elicitation { request, prompt } => {
+                out.push(elicitation_event(Some(chat), prompt, request))
+            }
         }
     }
 
@@ -168,16 +186,46 @@ impl Routes {
 
     /// Forgets the bookkeeping of an event that will never be shown.
     fn drop_item(&mut self, item: Item) {
-        if let Item::Client(ClientEvent::PermissionCancelled { id, .. }) = item {
-            self.prompt_ids.remove(&id);
+        match item {
+            Item::Client(ClientEvent::PermissionCancelled { id, .. }) => {
+                self.prompt_ids.remove(&id);
+            }
+            Item::Client(ClientEvent::ElicitationCancelled { id, .. }) => {
+                self.elicitation_ids.remove(&id);
+            }
+            _ => {}
         }
     }
 
     fn translate_agent_wide(&mut self, item: Item, out: &mut Vec<Event>) {
-        let Item::Client(event) = item else {
-            return;
+        let event = match item {
+            Item::Client(event) => event,
+            Item::Elicitation { request, prompt } => {
+                // Request-scoped: the chat whose session is opening.
+                let chat = self.opening.last().cloned();
+                if let Some(entry) = self.elicitation_ids.get_mut(&request.id) {
+                    entry.1 = chat.clone();
+                }
+                out.push(elicitation_event(chat, prompt, request));
+                return;
+            }
+            Item::Permission { .. } => return,
         };
         match event {
+            ClientEvent::ElicitationCancelled { id, .. } => {
+                if let Some((prompt, chat)) = self.elicitation_ids.remove(&id) {
+                    out.push(Event::ElicitationCancelled {
+                        chat_id: chat,
+                        request_id: prompt,
+                    });
+                }
+            }
+            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
+                out.push(Event::ElicitationCompleted {
+                    chat_id: self.opening.last().cloned(),
+                    elicitation_id: elicitation_id.0,
+                })
+            }
             ClientEvent::AgentExited {
                 status,
                 stderr_tail,
@@ -214,7 +262,7 @@ impl Routes {
         match event {
             ClientEvent::Session { change, .. } => out.push(Event::Session {
                 chat_id: chat,
-                change: to_json(&change),
+                change,
             }),
             ClientEvent::PermissionCancelled { id, .. } => match self.prompt_ids.remove(&id) {
                 Some(prompt) => out.push(Event::PermissionCancelled {
@@ -223,33 +271,40 @@ impl Routes {
                 }),
                 None => tracing::debug!(?id, "cancelled permission prompt was never shown"),
             },
+            ClientEvent::ElicitationCancelled { id, .. } => {
+                match self.elicitation_ids.remove(&id) {
+                    Some((prompt, _)) => out.push(Event::ElicitationCancelled {
+                        chat_id: Some(chat),
+                        request_id: prompt,
+                    }),
+                    None => tracing::debug!(?id, "cancelled elicitation was never shown"),
+                }
+            }
+            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
+                out.push(Event::ElicitationCompleted {
+                    chat_id: Some(chat),
+                    elicitation_id: elicitation_id.0,
+                })
+            }
             ClientEvent::PermissionAutoAnswered { request, decision } => {
                 let option = match &decision {
                     PermissionDecision::Selected { option_id } => request
                         .options
                         .iter()
                         .find(|o| &o.option_id == option_id)
-                        .map(to_json)
-                        .unwrap_or(Json::Null),
-                    _ => Json::Null,
+                        .cloned(),
+                    _ => None,
                 };
                 out.push(Event::PermissionAuto {
                     chat_id: chat,
-                    tool_call: to_json(&request.tool_call),
+                    tool_call: request.tool_call,
                     option,
                 });
             }
-            ClientEvent::Terminal(terminal) => {
-                let Json::Object(mut fields) = to_json(&terminal) else {
-                    tracing::warn!("terminal event did not serialize to a map: {terminal:?}");
-                    return;
-                };
-                fields.remove("sessionId");
-                out.push(Event::Terminal {
-                    chat_id: chat,
-                    fields,
-                });
-            }
+            ClientEvent::Terminal(terminal) => out.push(Event::Terminal {
+                chat_id: chat,
+                terminal,
+            }),
             ClientEvent::FileEdited(edit) => {
                 let note = self
                     .writes
@@ -265,7 +320,7 @@ impl Routes {
             ClientEvent::ReviewChanged { file, .. } => out.push(Event::ReviewChanged {
                 chat_id: chat,
                 path: file.path.to_string_lossy().into_owned(),
-                summary: crate::review::summary_json(&file),
+                summary: file,
             }),
             other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
         }
@@ -285,22 +340,66 @@ fn session_of(event: &ClientEvent) -> Option<SessionId> {
     match event {
         ClientEvent::Session { session_id, .. }
         | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id.clone()),
+        ClientEvent::ElicitationCancelled { scope, .. }
+        | ClientEvent::ElicitationCompleted { scope, .. } => scope.session_id().cloned(),
         ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
         ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
         ClientEvent::ReviewChanged { session_id, .. } => Some(session_id.clone()),
-        ClientEvent::Terminal(terminal) => to_json(terminal)
-            .get("sessionId")
-            .and_then(Json::as_str)
-            .map(SessionId::new),
+        ClientEvent::Terminal(terminal) => terminal_session(terminal),
         _ => None,
     }
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T) -> Json {
-    serde_json::to_value(value).unwrap_or_else(|e| {
-        tracing::error!("could not serialize a value for Lua: {e}");
-        Json::Null
-    })
+/// The `elicitation_request` event of an elicitation.
+fn elicitation_event(
+    chat: Option<ChatId>,
+    prompt: ElicitationPromptId,
+    request: ElicitationRequest,
+) -> Event {
+    let (tool_call_id, tool_title) = match &request.scope {
+        ElicitationScope::Session {
+            tool_call_id,
+            tool_title,
+            ..
+        } => (tool_call_id.clone(), tool_title.clone()),
+        ElicitationScope::Request { .. } => (None, None),
+    };
+    let session_id = request.scope.session_id().map(ToString::to_string);
+    let (mode, requested_schema, fields, url, elicitation_id) = match request.mode {
+        ElicitationMode::Form { schema } => (
+            "form",
+            Some(schema.raw.clone()),
+            Some(elicitation::lua_fields(&schema)),
+            None,
+            None,
+        ),
+        ElicitationMode::Url {
+            elicitation_id,
+            url,
+        } => ("url", None, None, Some(url), Some(elicitation_id.0)),
+    };
+    Event::ElicitationRequest {
+        chat_id: chat,
+        request_id: prompt,
+        session_id,
+        mode,
+        message: request.message,
+        requested_schema,
+        fields,
+        url,
+        elicitation_id,
+        tool_call_id,
+        tool_title,
+    }
+}
+
+fn terminal_session(event: &TerminalEvent) -> Option<SessionId> {
+    match event {
+        TerminalEvent::Output { session_id, .. }
+        | TerminalEvent::Exited { session_id, .. }
+        | TerminalEvent::Released { session_id, .. } => Some(session_id.clone()),
+        _ => None,
+    }
 }
 
 /// The [`EditorHost`] of one agent process.
@@ -372,6 +471,17 @@ impl NvimHost {
         self.routes().session_of(chat)
     }
 
+    /// `chat` is opening a session (initialize, authenticate, session/new)
+    /// until the returned guard drops: request-scoped elicitations of that
+    /// time are shown in it.
+    pub fn opening(&self, chat: &ChatId) -> Opening<'_> {
+        self.routes().opening.push(chat.clone());
+        Opening {
+            host: self,
+            chat: chat.clone(),
+        }
+    }
+
     /// The next writes of `path` in `session` restore rejected review
     /// hunks; `current` is the text review knew the file had. Until
     /// [`end_restore`](Self::end_restore), Lua merges those writes into a
@@ -390,6 +500,22 @@ impl NvimHost {
     }
 }
 
+/// See [`NvimHost::opening`].
+#[derive(Debug)]
+pub struct Opening<'a> {
+    host: &'a NvimHost,
+    chat: ChatId,
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut routes = self.host.routes();
+        if let Some(i) = routes.opening.iter().rposition(|c| *c == self.chat) {
+            routes.opening.remove(i);
+        }
+    }
+}
+
 /// A path as Lua gets it; `None` for paths that are not UTF-8 (Lua could
 /// not match them against buffer names reliably: the disk is used).
 fn lua_path(path: &Path) -> Option<&str> {
@@ -398,6 +524,36 @@ fn lua_path(path: &Path) -> Option<&str> {
 
 #[async_trait]
 impl EditorHost for NvimHost {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            ..HostCapabilities::default()
+        }
+    }
+
+    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let registry = &self.prompts.elicitations;
+        let (prompt, answer) = registry.open(&request);
+        let _withdraw = WithdrawElicitation {
+            elicitations: registry,
+            id: prompt,
+        };
+        let client_id = request.id;
+        self.with_routes(|r, out| {
+            r.elicitation_ids.insert(client_id, (prompt, None));
+            r.route(Item::Elicitation { request, prompt }, out);
+        });
+        // When the turn is cancelled the client drops this future; the
+        // mapping stays until its ElicitationCancelled is translated.
+        let answer = answer.await;
+        self.routes().elicitation_ids.remove(&client_id);
+        answer.unwrap_or_else(|_| {
+            tracing::debug!(%prompt, "elicitation dropped without an answer");
+            ElicitationResponse::Cancel
+        })
+    }
+
     async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
         let (prompt, answer) = self.prompts.open();
         let _withdraw = Withdraw {
@@ -427,29 +583,22 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(None);
         };
-        let mut args = vec![(Value::from("path"), Value::from(path))];
-        if let Some(line) = request.line {
-            args.push((Value::from("line"), Value::from(line)));
-        }
-        if let Some(limit) = request.limit {
-            args.push((Value::from("limit"), Value::from(limit)));
-        }
-        let reply = self.editor.fs_read(Value::Map(args)).await.map_err(|e| {
+        let args = lua::FsRead {
+            path,
+            line: request.line,
+            limit: request.limit,
+        };
+        let reply = self.editor.fs_read(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not read `{path}` from its buffer: {e}"
             ))
         })?;
-        match reply {
-            Value::Nil => Ok(None),
-            Value::String(s) => match s.into_str() {
-                Some(text) => Ok(Some(text)),
-                None => Err(acp_client::Error::NotUtf8 {
-                    path: request.path.clone(),
-                }),
-            },
-            other => Err(acp_client::Error::Host(format!(
-                "Neovim answered a read of `{path}` with {other}, not text; update the acp.nvim plugin and backend together"
-            ))),
+        match lua::decode_text(reply) {
+            Ok(text) => Ok(text),
+            Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
+                path: request.path.clone(),
+            }),
+            Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
     }
 
@@ -462,43 +611,30 @@ impl EditorHost for NvimHost {
             .restores
             .get(&(request.session_id.clone(), request.path.clone()))
             .cloned();
-        let mut args = vec![
-            ("path", Value::from(path)),
-            ("content", Value::from(request.content.as_str())),
-        ];
-        if let Some(base) = restore {
-            args.push(("restore", Value::from(true)));
-            if let Some(base) = base {
-                args.push(("base", Value::from(base)));
-            }
-        }
-        let args = Value::Map(args.into_iter().map(|(k, v)| (Value::from(k), v)).collect());
-        let reply = self.editor.fs_write(args).await.map_err(|e| {
+        let args = lua::FsWrite {
+            path,
+            content: &request.content,
+            restore: restore.is_some(),
+            base: restore.as_ref().and_then(|base| base.as_deref()),
+        };
+        let reply = self.editor.fs_write(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not write `{path}` through its buffer: {e}"
             ))
         })?;
-        let flag = |key| msgpack::field(&reply, key).and_then(Value::as_bool) == Some(true);
-        let handled = match msgpack::field(&reply, "handled").and_then(Value::as_bool) {
-            Some(h) => h,
-            None => {
-                return Err(acp_client::Error::Host(format!(
-                    "Neovim answered a write of `{path}` without `handled`; update the acp.nvim plugin and backend together"
-                )))
-            }
-        };
+        let reply = lua::decode_write(&reply)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
         let note = WriteNote {
-            buffer_updated: handled,
-            kept_unsaved: !handled && flag("kept_unsaved"),
+            buffer_updated: reply.handled,
+            kept_unsaved: !reply.handled && reply.kept_unsaved,
         };
         self.routes()
             .writes
             .insert((request.session_id.clone(), request.path.clone()), note);
-        if handled {
-            let old_content = msgpack::field(&reply, "old_content")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            Ok(WriteOutcome::Handled { old_content })
+        if reply.handled {
+            Ok(WriteOutcome::Handled {
+                old_content: reply.old_content,
+            })
         } else {
             Ok(WriteOutcome::NotHandled)
         }
@@ -516,20 +652,21 @@ impl EditorHost for NvimHost {
         let Some(chat) = self.routes().sessions.get(session_id).cloned() else {
             return Ok(None);
         };
-        let args = Value::Map(vec![
-            (Value::from("chat_id"), Value::from(chat.0.as_str())),
-            (Value::from("path"), Value::from(lua_path)),
-        ]);
-        let reply = self.editor.before_turn(args).await.map_err(|e| {
+        let args = lua::BeforeTurn {
+            chat_id: &chat.0,
+            path: lua_path,
+        };
+        let reply = self.editor.before_turn(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not give the text `{lua_path}` had when the prompt was sent: {e}"
             ))
         })?;
-        match reply {
-            Value::Nil => Ok(None),
-            Value::String(s) => Ok(s.into_str()),
-            other => Err(acp_client::Error::Host(format!(
-                "Neovim answered the text of `{lua_path}` before the turn with {other}, not text; update the acp.nvim plugin and backend together"
+        match lua::decode_text(reply) {
+            Ok(text) => Ok(text),
+            // As before: text that is not UTF-8 is no baseline.
+            Err(BadReply::NotUtf8) => Ok(None),
+            Err(bad) => Err(acp_client::Error::Host(format!(
+                "the text `{lua_path}` had before the turn: {bad}"
             ))),
         }
     }
@@ -548,9 +685,11 @@ mod tests {
     use acp_client::session::SessionChange;
     use acp_client::terminal::TerminalEvent;
     use acp_client::update::ToolCallFields;
-    use serde_json::json;
+    use rmpv::Value;
+    use serde_json::{json, Value as Json};
 
     use super::*;
+    use crate::msgpack;
 
     fn sid(s: &str) -> SessionId {
         SessionId::new(s)
@@ -609,11 +748,15 @@ mod tests {
             vec![
                 Event::Session {
                     chat_id: chat("b"),
-                    change: json!({"change": "mode_changed", "currentModeId": "plan"}),
+                    change: SessionChange::ModeChanged {
+                        current_mode_id: "plan".into(),
+                    },
                 },
                 Event::Session {
                     chat_id: chat("a"),
-                    change: json!({"change": "mode_changed", "currentModeId": "code"}),
+                    change: SessionChange::ModeChanged {
+                        current_mode_id: "code".into(),
+                    },
                 },
             ]
         );
@@ -628,10 +771,10 @@ mod tests {
         r.translate(mode("s1", "two"), &mut out);
         assert!(out.is_empty());
         r.register(sid("s1"), chat("a"), Some(started("a")), &mut out);
-        let kinds: Vec<Json> = out.iter().map(Event::to_json).collect();
+        let kinds: Vec<Json> = out.iter().map(Event::json_view).collect();
         assert_eq!(kinds[0]["message"], "started");
-        assert_eq!(kinds[1]["change"]["currentModeId"], "one");
-        assert_eq!(kinds[2]["change"]["currentModeId"], "two");
+        assert_eq!(kinds[1]["change"]["current_mode_id"], "one");
+        assert_eq!(kinds[2]["change"]["current_mode_id"], "two");
         assert_eq!(out.len(), 3);
         // The other session's event is still held for it.
         out.clear();
@@ -662,7 +805,7 @@ mod tests {
         r.register(sid("never"), chat("a"), None, &mut out);
         assert_eq!(out.len(), HELD_MAX);
         // The oldest ones were dropped, the newest kept.
-        assert_eq!(out[0].to_json()["change"]["currentModeId"], "10");
+        assert_eq!(out[0].json_view()["change"]["current_mode_id"], "10");
     }
 
     #[test]
@@ -718,14 +861,14 @@ mod tests {
             },
             &mut out,
         );
-        let j: Vec<Json> = out.iter().map(Event::to_json).collect();
+        let j: Vec<Json> = out.iter().map(Event::json_view).collect();
         assert_eq!(j[0]["type"], "permission_request");
         assert_eq!(j[0]["request_id"], 41);
         assert_eq!(j[0]["chat_id"], "a");
-        assert_eq!(j[0]["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(j[0]["tool_call"]["tool_call_id"], "tool-1");
         assert_eq!(
             j[0]["options"][0],
-            json!({"optionId": "yes", "name": "Allow", "kind": "allow_once"})
+            json!({"option_id": "yes", "name": "Allow", "kind": "allow_once"})
         );
         assert_eq!(
             j[1],
@@ -748,14 +891,14 @@ mod tests {
             },
             &mut out,
         );
-        let j = out[0].to_json();
+        let j = out[0].json_view();
         assert_eq!(j["type"], "permission_auto");
-        assert_eq!(j["option"]["optionId"], "yes");
-        assert_eq!(j["tool_call"]["toolCallId"], "tool-1");
+        assert_eq!(j["option"]["option_id"], "yes");
+        assert_eq!(j["tool_call"]["tool_call_id"], "tool-1");
     }
 
     #[test]
-    fn terminal_events_lose_the_session_and_gain_the_chat() {
+    fn terminal_events_gain_the_chat() {
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
@@ -769,8 +912,8 @@ mod tests {
             &mut out,
         );
         assert_eq!(
-            out[0].to_json(),
-            json!({"type": "terminal", "chat_id": "a", "kind": "output", "terminalId": "term-1", "data": "hi\n", "truncated": false})
+            out[0].json_view(),
+            json!({"type": "terminal", "chat_id": "a", "kind": "output", "session_id": "s1", "terminal_id": "term-1", "data": "hi\n", "truncated": false})
         );
     }
 
@@ -828,7 +971,7 @@ mod tests {
             );
         }
         assert_eq!(out.len(), WARNINGS_SHOWN);
-        let last = out.last().unwrap().to_json();
+        let last = out.last().unwrap().json_view();
         assert!(last["message"].as_str().unwrap().contains(":Acp log"));
         assert!(last["message"]
             .as_str()
@@ -1026,7 +1169,7 @@ mod tests {
             &mut out,
         );
         assert_eq!(
-            out[0].to_json(),
+            out[0].json_view(),
             json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
                    "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
         );

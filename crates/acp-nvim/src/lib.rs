@@ -27,7 +27,7 @@ pub mod chat;
 pub mod cli;
 pub mod command;
 pub mod editor;
-pub mod event;
+pub mod elicitation;
 pub mod files;
 pub mod handler;
 pub mod host;
@@ -36,6 +36,7 @@ pub mod logging;
 pub mod mcp;
 pub mod msgpack;
 pub mod prompts;
+pub mod protocol;
 pub mod review;
 pub mod transcript;
 
@@ -49,9 +50,9 @@ use crate::agents::Shared;
 use crate::backend::{Backend, Routed};
 use crate::batcher::EventQueue;
 use crate::editor::{Editor, NvimEditor};
-use crate::event::Event;
 use crate::handler::{HelloInfo, NvimHandler};
 use crate::prompts::Prompts;
+use crate::protocol::Event;
 use crate::transcript::Transcripts;
 
 /// How long the agents get to stop when Neovim is gone.
@@ -64,17 +65,13 @@ pub async fn serve(
     log_file: Option<PathBuf>,
     startup_warning: Option<String>,
 ) -> std::io::Result<()> {
-    let (events, recorded_rx) = EventQueue::new();
-    // Every event passes the transcript recorder on its way to the batcher.
+    let (events, events_rx) = EventQueue::new();
+    // The batcher hands each finished batch to the transcript recorder.
     let transcripts = Transcripts::new();
-    let (to_batcher, events_rx) = EventQueue::new();
-    let tee = tokio::spawn(transcript::tee(
-        recorded_rx,
-        to_batcher,
-        transcripts.clone(),
-    ));
     let (tx, rx) = mpsc::unbounded_channel();
-    let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
+    let prompts = Arc::new(Prompts::new());
+    let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file))
+        .with_prompts(prompts.clone());
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;
     // nvim-rs writes to its own duplicate of fd 1. Point fd 1 itself at
     // stderr, so that a stray print anywhere in the process cannot corrupt
@@ -87,11 +84,12 @@ pub async fn serve(
         editor.clone(),
         batcher::FRAME,
         batcher::MAX_BATCH,
+        Some(transcripts.clone()),
     ));
     let backend = Backend::new(Shared {
         events: events.clone(),
         editor,
-        prompts: Arc::new(Prompts::new()),
+        prompts,
     })
     .with_transcripts(transcripts.clone());
     let backend = tokio::spawn(backend.run(rx));
@@ -131,7 +129,6 @@ pub async fn serve(
     drop(events);
     backend.abort();
     transcripts.flush_all();
-    tee.abort();
     batcher.abort();
     Ok(())
 }

@@ -1,11 +1,11 @@
-//! The one conversion between JSON values (what acp-client serializes) and
-//! msgpack values (what travels to and from Neovim).
+//! Conversions between msgpack values (what travels to and from Neovim)
+//! and JSON: for the parts of a command passed on to the agent as they are
+//! (content blocks, MCP server descriptions) and for JSON views of what was
+//! encoded (transcript records, the golden fixtures, tests).
 //!
-//! Neovim turns msgpack maps into Lua tables and back, so the mapping is the
-//! obvious one. Two details matter for Lua: JSON `null` becomes msgpack nil
-//! (`vim.NIL` in a table, which the plugin's `util.field` reads as nil), and
-//! an empty JSON object stays a map (Neovim's Lua side gets an empty table
-//! either way, but a script that re-encodes it keeps the distinction).
+//! Values for Lua are never built from JSON: they are encoded by
+//! [`crate::protocol::wire`]. JSON `null` becomes msgpack nil and an empty
+//! JSON object stays a map.
 
 use rmpv::Value;
 use serde_json::Value as Json;
@@ -95,7 +95,10 @@ pub fn field<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
-/// Builds a string-keyed msgpack map.
+/// Builds a string-keyed msgpack map, for tests that send hand-written
+/// commands (the backend's own maps are encoded by
+/// [`crate::protocol::wire::encode`]).
+#[cfg(test)]
 pub fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {
     Value::Map(
         entries

@@ -14,16 +14,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::merge::{merge3, ConflictLabels};
-use acp_client::review::{strip_line_ending, FileReview, FileStatus, FileSummary, RejectOutcome};
+use acp_client::review::{strip_line_ending, FileReview, FileStatus, RejectOutcome};
 use acp_client::update::SessionId;
-use serde_json::{json, Value as Json};
+use rmpv::Value;
+use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
-use crate::event::Event;
-use crate::msgpack;
+use crate::protocol::{wire, Event};
 
 /// Marker labels of merge conflicts written into buffers. The plugin finds
 /// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
@@ -32,84 +32,85 @@ pub fn conflict_labels() -> ConflictLabels {
     ConflictLabels::default()
 }
 
-fn status_str(status: FileStatus) -> &'static str {
-    match status {
-        FileStatus::Created => "created",
-        FileStatus::Modified => "modified",
-        FileStatus::Deleted => "deleted",
-    }
+/// A file's full review as `acp.review_file` answers it: texts and hunks,
+/// lines without terminators.
+#[derive(Debug, Serialize)]
+struct ReviewReply {
+    path: String,
+    status: FileStatus,
+    baseline: Option<String>,
+    current: Option<String>,
+    hunks: Vec<HunkReply>,
 }
 
-/// A file's review summary as the plugin gets it (snake_case).
-pub fn summary_json(file: &FileSummary) -> Json {
-    json!({
-        "path": file.path.to_string_lossy(),
-        "status": status_str(file.status),
-        "hunks": file.hunks,
-        "added": file.added,
-        "removed": file.removed,
-        "first_line": file.first_line,
-    })
+/// One hunk of a [`ReviewReply`].
+#[derive(Debug, Serialize)]
+struct HunkReply {
+    id: u64,
+    old_start: usize,
+    old_lines: Vec<String>,
+    new_start: usize,
+    new_lines: Vec<String>,
 }
 
-/// A file's full review: texts and hunks, lines without terminators.
-pub fn review_json(review: &FileReview) -> Json {
+/// A file's full review, encoded for Lua.
+pub fn review_reply(review: &FileReview) -> Value {
     let lines = |ls: &[String]| -> Vec<String> {
         ls.iter().map(|l| strip_line_ending(l).to_owned()).collect()
     };
-    let hunks: Vec<Json> = review
-        .hunks
-        .iter()
-        .map(|h| {
-            json!({
-                "id": h.id.get(),
-                "old_start": h.old_start,
-                "old_lines": lines(&h.old_lines),
-                "new_start": h.new_start,
-                "new_lines": lines(&h.new_lines),
+    wire::encode(&ReviewReply {
+        path: review.path.to_string_lossy().into_owned(),
+        status: review.status,
+        baseline: review.baseline.clone(),
+        current: review.current.clone(),
+        hunks: review
+            .hunks
+            .iter()
+            .map(|h| HunkReply {
+                id: h.id.get(),
+                old_start: h.old_start,
+                old_lines: lines(&h.old_lines),
+                new_start: h.new_start,
+                new_lines: lines(&h.new_lines),
             })
-        })
-        .collect();
-    json!({
-        "path": review.path.to_string_lossy(),
-        "status": status_str(review.status),
-        "baseline": review.baseline,
-        "current": review.current,
-        "hunks": hunks,
+            .collect(),
     })
+}
+
+/// The answer to `acp.merge`.
+#[derive(Debug, Serialize)]
+struct MergeReply {
+    /// The merged text, conflicts written out with markers.
+    text: String,
+    /// How many conflicts the text holds.
+    conflicts: usize,
 }
 
 /// `acp.merge`: `{text, conflicts}`, conflicts written out with markers.
-pub fn merge_json(base: &str, ours: &str, theirs: &str) -> Json {
+pub fn merge_reply(base: &str, ours: &str, theirs: &str) -> Value {
     let merged = merge3(base, ours, theirs);
-    json!({
-        "text": merged.render(&conflict_labels()),
-        "conflicts": merged.conflict_count(),
+    wire::encode(&MergeReply {
+        text: merged.render(&conflict_labels()),
+        conflicts: merged.conflict_count(),
     })
 }
 
-/// Answers `acp.review_files` and `acp.review_file`. A chat without an open
-/// session has nothing under review.
-pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Json {
+/// Answers `acp.review_files` (the files' summaries) and `acp.review_file`
+/// (one file's review, or nil). A chat without an open session has nothing
+/// under review.
+pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     let found = cmd.chat_id().and_then(|chat| agents.find_chat(chat));
     match cmd {
         ReviewCommand::Files { .. } => match found {
-            Some((agent, session)) => Json::Array(
-                agent
-                    .conn
-                    .review_files(&session)
-                    .iter()
-                    .map(summary_json)
-                    .collect(),
-            ),
-            None => json!([]),
+            Some((agent, session)) => wire::encode(&agent.conn.review_files(&session)),
+            None => Value::Array(Vec::new()),
         },
         ReviewCommand::File { path, .. } => found
             .and_then(|(agent, session)| agent.conn.review_file(&session, path))
-            .map_or(Json::Null, |r| review_json(&r)),
+            .map_or(Value::Nil, |r| review_reply(&r)),
         other => {
             tracing::warn!(command = other.name(), "not a review query");
-            Json::Null
+            Value::Nil
         }
     }
 }
@@ -141,7 +142,7 @@ impl Decisions {
                     Job::Decide(cmd) => decide(&agents, &events, cmd).await,
                     Job::Query(cmd, answer) => {
                         // The asker may have given up (timeout): nothing to do.
-                        let _ = answer.send(msgpack::from_json(&query(&agents, &cmd)));
+                        let _ = answer.send(query(&agents, &cmd));
                     }
                 }
             }
@@ -324,7 +325,9 @@ async fn user_edit(
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
+    use crate::msgpack;
     use acp_client::review::EditTracker;
+    use serde_json::json;
 
     #[test]
     fn review_json_strips_terminators_and_keeps_ids() {
@@ -332,7 +335,7 @@ mod tests {
         let p = Path::new("/w/a.txt");
         t.record_write(p, Some("a\nb\nc\n"), "a\nB\r\nc\nd\n");
         let review = t.review(p).unwrap();
-        let j = review_json(&review);
+        let j = msgpack::to_json(&review_reply(&review));
         assert_eq!(j["status"], "modified");
         assert_eq!(j["baseline"], "a\nb\nc\n");
         assert_eq!(j["hunks"][0]["old_start"], 1);
@@ -340,7 +343,7 @@ mod tests {
         assert_eq!(j["hunks"][0]["new_lines"], json!(["B"]));
         assert_eq!(j["hunks"][0]["id"], review.hunks[0].id.get());
         assert_eq!(j["hunks"][1]["new_start"], 3);
-        let s = summary_json(&t.summary(p).unwrap());
+        let s = msgpack::to_json(&wire::encode(&t.summary(p).unwrap()));
         assert_eq!(
             s,
             json!({"path": "/w/a.txt", "status": "modified", "hunks": 2, "added": 2, "removed": 1, "first_line": 1})
@@ -349,9 +352,9 @@ mod tests {
 
     #[test]
     fn merge_keeps_both_sides_of_a_conflict_between_markers() {
-        let clean = merge_json("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n");
+        let clean = msgpack::to_json(&merge_reply("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n"));
         assert_eq!(clean, json!({"text": "A\nb\nC\n", "conflicts": 0}));
-        let conflict = merge_json("x\n", "mine\n", "agent's\n");
+        let conflict = msgpack::to_json(&merge_reply("x\n", "mine\n", "agent's\n"));
         assert_eq!(conflict["conflicts"], 1);
         assert_eq!(
             conflict["text"],

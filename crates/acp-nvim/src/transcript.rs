@@ -8,14 +8,14 @@
 //! same code as a live chat; the first line of each opening is a header
 //! (`{"type": "transcript", ...}`).
 //!
-//! Events are recorded on their way to the batcher ([`tee`]), in the order
-//! Lua sees them. Recording starts at the chat's `session_started`: the
-//! replay of a `session/load` (sent before it) is already in the file or is
-//! the agent's to give. Streamed text is coalesced (one record per run of
-//! chunks of one entry) and the file is written through a buffer that is
-//! flushed when a turn ends, when the chat closes, and otherwise at most
-//! once per [`FLUSH_EVERY`], so a stream of chunks never costs one write
-//! each.
+//! The batcher hands over each finished batch ([`Transcripts::record_batch`]),
+//! so events are recorded in the order Lua sees them. Recording starts at
+//! the chat's `session_started`: the replay of a `session/load` (sent
+//! before it) is already in the file or is the agent's to give. Streamed
+//! text is merged by the protocol's one rule ([`Event::merge`]) across
+//! batches too, and the file is written through a buffer that is flushed
+//! when a turn ends, when the chat closes, and otherwise at most once per
+//! [`FLUSH_EVERY`], so a stream of chunks never costs one write each.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -26,15 +26,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
 
-use crate::batcher::{EventQueue, EventReceiver};
-use crate::command::ChatId;
-use crate::event::Event;
+use crate::protocol::{ChatId, Event};
 
 /// Buffered records are written at least this often while events flow.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
-/// Version of the record format, in each header.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the record format, in each header. 2: every key snake_case
+/// (version 1 records carried acp-client's camelCase; the plugin renames
+/// them when it replays an old file, `acp.protocol.decode_record`).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The file of a session's transcript under `dir`. Names are kept to
 /// `[A-Za-z0-9._-]` (anything else becomes `_`) so that an agent name or a
@@ -89,8 +89,8 @@ struct Writer {
     path: PathBuf,
     header: Json,
     file: Option<BufWriter<File>>,
-    /// Streamed text not written yet: (entry index, the record so far).
-    pending: Option<(u64, Json)>,
+    /// Streamed text not written yet.
+    pending: Option<Event>,
     dirty: bool,
 }
 
@@ -110,35 +110,25 @@ impl Writer {
         Ok(())
     }
 
-    fn record(&mut self, mut record: Json) -> std::io::Result<()> {
-        if let Some((index, text)) = appended_text(&record) {
-            if let Some((pending_index, pending)) = &mut self.pending {
-                if *pending_index == index {
-                    if let Some(Json::String(s)) = pending.pointer_mut("/change/content/text") {
-                        s.push_str(&text);
-                        return Ok(());
-                    }
-                }
+    fn record(&mut self, event: &Event) -> std::io::Result<()> {
+        if event.appended_text().is_some() {
+            let next = match &mut self.pending {
+                Some(pending) => pending.merge(event.clone()),
+                None => Some(event.clone()),
+            };
+            if let Some(next) = next {
+                self.write_pending()?;
+                self.pending = Some(next);
             }
-            self.write_pending()?;
-            self.pending = Some((index, record));
             return Ok(());
         }
         self.write_pending()?;
-        if let Json::Object(m) = &mut record {
-            m.remove("chat_id");
-        }
-        self.write(&record)
+        self.write(&line(event))
     }
 
     fn write_pending(&mut self) -> std::io::Result<()> {
         match self.pending.take() {
-            Some((_, mut record)) => {
-                if let Json::Object(m) = &mut record {
-                    m.remove("chat_id");
-                }
-                self.write(&record)
-            }
+            Some(event) => self.write(&line(&event)),
             None => Ok(()),
         }
     }
@@ -166,23 +156,13 @@ fn write_line(out: &mut impl Write, record: &Json) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// `(entry index, text)` of a `text_appended` record with a text block.
-fn appended_text(record: &Json) -> Option<(u64, String)> {
-    if record.get("type")?.as_str()? != "session" {
-        return None;
+/// An event as its record: what Lua gets, without `chat_id`.
+fn line(event: &Event) -> Json {
+    let mut record = event.json_view();
+    if let Json::Object(m) = &mut record {
+        m.remove("chat_id");
     }
-    let change = record.get("change")?;
-    if change.get("change")?.as_str()? != "text_appended" {
-        return None;
-    }
-    let content = change.get("content")?;
-    if content.get("type")?.as_str()? != "text" {
-        return None;
-    }
-    Some((
-        change.get("index")?.as_u64()?,
-        content.get("text")?.as_str()?.to_owned(),
-    ))
+    record
 }
 
 /// Whether an event ends a unit worth having on disk at once.
@@ -213,6 +193,8 @@ fn recorded(event: &Event) -> bool {
 #[derive(Debug, Default)]
 pub struct Transcripts {
     writers: Mutex<HashMap<ChatId, Writer>>,
+    /// When buffered records were last written while events flowed.
+    last_flush: Mutex<Option<Instant>>,
 }
 
 impl Transcripts {
@@ -280,6 +262,34 @@ impl Transcripts {
         }
     }
 
+    /// Records a batch of events on its way to Lua, in order.
+    pub fn record_batch(&self, events: &[Event]) {
+        for event in events {
+            self.record(event);
+        }
+        let due = {
+            let mut last = self
+                .last_flush
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            match *last {
+                Some(t) if now.duration_since(t) < FLUSH_EVERY => false,
+                Some(_) => {
+                    *last = Some(now);
+                    true
+                }
+                None => {
+                    *last = Some(now);
+                    false
+                }
+            }
+        };
+        if due {
+            self.flush_all();
+        }
+    }
+
     /// Records one event on its way to Lua.
     pub fn record(&self, event: &Event) {
         if !recorded(event) {
@@ -306,7 +316,7 @@ impl Transcripts {
                 // the chat's previous session.
                 return Ok(());
             }
-            writer.record(event.to_json())?;
+            writer.record(event)?;
             if flushes(event) {
                 writer.flush()?;
             }
@@ -330,33 +340,6 @@ impl Transcripts {
     }
 }
 
-/// Records every event of `rx` into `transcripts` and passes it on to
-/// `out` (the batcher's queue), in order; buffered records are flushed at
-/// least every [`FLUSH_EVERY`] and when the queue closes.
-///
-/// `out` is an [`EventQueue`] rather than a channel so that a backlog
-/// waiting for a slow Neovim is still merged there (the tee itself keeps
-/// up with any agent, so its own input queue stays short).
-pub async fn tee(mut rx: EventReceiver, out: EventQueue, transcripts: Arc<Transcripts>) {
-    let mut last_flush = Instant::now();
-    loop {
-        let next = tokio::time::timeout(FLUSH_EVERY, rx.recv()).await;
-        match next {
-            Ok(Some(event)) => {
-                transcripts.record(&event);
-                out.push(event);
-            }
-            Ok(None) => break,
-            Err(_idle) => {}
-        }
-        if last_flush.elapsed() >= FLUSH_EVERY {
-            transcripts.flush_all();
-            last_flush = Instant::now();
-        }
-    }
-    transcripts.flush_all();
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
@@ -372,18 +355,21 @@ mod tests {
             session_id: session.into(),
             agent_name: "demo".into(),
             modes: None,
-            config_options: None,
-            capabilities: json!({}),
-            auth_methods: None,
+            config_options: Vec::new(),
+            capabilities: acp_client::schema::AgentCapabilities::default(),
+            auth_methods: Vec::new(),
             transcript_path: None,
         }
     }
 
-    fn chunk(index: u64, text: &str) -> Event {
+    fn chunk(index: usize, text: &str) -> Event {
         Event::Session {
             chat_id: chat(),
-            change: json!({"change": "text_appended", "index": index,
-                           "content": {"type": "text", "text": text}}),
+            change: acp_client::session::SessionChange::TextAppended {
+                index,
+                content: acp_client::update::Content::text(text),
+                message_id: None,
+            },
         }
     }
 
@@ -508,8 +494,8 @@ mod tests {
         assert!(!path_for(dir.path(), "d", "old").exists());
     }
 
-    #[tokio::test]
-    async fn the_tee_passes_every_event_on_in_order() {
+    #[test]
+    fn batches_are_recorded_in_order_and_text_merges_across_them() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new();
         let path = path_for(dir.path(), "demo", "s1");
@@ -521,25 +507,15 @@ mod tests {
             dir.path(),
             Opening::New,
         );
-        let (tx, rx) = EventQueue::new();
-        let (out, mut got) = EventQueue::new();
-        let task = tokio::spawn(tee(rx, out, t.clone()));
-        let events = [started("s1"), chunk(0, "a"), turn_ended(), chunk(1, "b")];
-        for e in &events {
-            tx.push(e.clone());
-        }
-        drop(tx);
-        task.await.unwrap();
-        for e in events {
-            assert_eq!(got.recv().await.unwrap(), e);
-        }
-        assert_eq!(got.recv().await, None, "the queue closes with the tee");
-        // The queue closed: what was buffered is on disk.
+        t.record_batch(&[started("s1"), chunk(0, "a")]);
+        t.record_batch(&[chunk(0, "b"), turn_ended(), chunk(1, "c")]);
+        t.flush_all();
         let r = records(&path);
         let texts: Vec<&Json> = r
             .iter()
             .filter_map(|rec| rec.get("change")?.get("content")?.get("text"))
             .collect();
-        assert_eq!(texts, [&json!("a"), &json!("b")]);
+        assert_eq!(texts, [&json!("ab"), &json!("c")]);
+        assert_eq!(r[3]["type"], "turn_ended");
     }
 }

@@ -13,9 +13,9 @@ use acp_nvim::backend::{Backend, Routed};
 use acp_nvim::batcher::EventQueue;
 use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat, PromptId};
 use acp_nvim::editor::{Editor, LuaError};
-use acp_nvim::event::Event;
 use acp_nvim::msgpack;
 use acp_nvim::prompts::Prompts;
+use acp_nvim::protocol::Event;
 use async_trait::async_trait;
 use rmpv::Value;
 use serde_json::{json, Value as Json};
@@ -124,6 +124,7 @@ impl Rig {
                 env: Vec::new(),
                 cwd: None,
                 init_timeout: None,
+                missing_file_read_empty: false,
             },
             cwd: cwd.to_path_buf(),
             mcp_servers: Vec::new(),
@@ -133,6 +134,7 @@ impl Rig {
             remember: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         }
     }
 
@@ -168,7 +170,7 @@ impl Rig {
             e.kind() == kind && e.chat_id() == Some(&chat)
         })
         .await
-        .to_json()
+        .json_view()
     }
 
     /// The agent's text in every session event of `chat` seen so far.
@@ -177,7 +179,7 @@ impl Rig {
         self.seen
             .iter()
             .filter(|e| e.kind() == "session" && e.chat_id() == Some(&chat))
-            .map(|e| e.to_json()["change"].to_string())
+            .map(|e| e.json_view()["change"].to_string())
             .collect()
     }
 
@@ -235,13 +237,13 @@ async fn the_users_permission_answer_reaches_the_agent() {
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "edit please");
     let req = rig.wait_type("a", "permission_request").await;
-    assert_eq!(req["tool_call"]["toolCallId"], "edit-1");
+    assert_eq!(req["tool_call"]["tool_call_id"], "edit-1");
     let allow = req["options"]
         .as_array()
         .unwrap()
         .iter()
         .find(|o| o["kind"] == "allow_once")
-        .unwrap()["optionId"]
+        .unwrap()["option_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -264,7 +266,7 @@ impl Rig {
             .unwrap()
             .iter()
             .find(|o| o["kind"] == kind)
-            .unwrap()["optionId"]
+            .unwrap()["option_id"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -388,6 +390,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -397,6 +400,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         remember: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -528,6 +532,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -537,10 +542,11 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         remember: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
-    assert_eq!(started["modes"]["currentModeId"], "ask");
+    assert_eq!(started["modes"]["current_mode_id"], "ask");
     let replay = rig.text_of("a");
     assert!(replay.contains("fix the parser"), "{replay}");
     assert!(replay.contains("Fixed."), "{replay}");
@@ -552,10 +558,10 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
     });
     let changed = rig
         .wait("mode change", |e| {
-            e.kind() == "session" && e.to_json()["change"]["change"] == "mode_changed"
+            e.kind() == "session" && e.json_view()["change"]["change"] == "mode_changed"
         })
         .await;
-    assert_eq!(changed.to_json()["change"]["currentModeId"], "code");
+    assert_eq!(changed.json_view()["change"]["current_mode_id"], "code");
 }
 
 #[tokio::test]
@@ -575,7 +581,7 @@ async fn a_second_cancel_gives_up_on_an_agent_that_ignores_the_first() {
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "hang");
     rig.wait("the stuck text", |e| {
-        e.kind() == "session" && e.to_json()["change"].to_string().contains("stuck")
+        e.kind() == "session" && e.json_view()["change"].to_string().contains("stuck")
     })
     .await;
     let cancel = || Command::Cancel {

@@ -12,9 +12,9 @@ use acp_nvim::backend::{Backend, Routed};
 use acp_nvim::batcher::{EventQueue, EventReceiver};
 use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat};
 use acp_nvim::editor::{Editor, LuaError};
-use acp_nvim::event::Event;
 use acp_nvim::prompts::Prompts;
-use acp_nvim::transcript::{self, Transcripts};
+use acp_nvim::protocol::Event;
+use acp_nvim::transcript::Transcripts;
 use async_trait::async_trait;
 use rmpv::Value;
 use serde_json::{json, Value as Json};
@@ -42,6 +42,8 @@ impl Editor for NoBuffers {
 struct Rig {
     tx: mpsc::UnboundedSender<Routed>,
     events: EventReceiver,
+    /// Records what the rig receives, as the batcher does for Lua.
+    transcripts: Arc<Transcripts>,
     seen: Vec<Event>,
     agents: Arc<Agents>,
     dir: tempfile::TempDir,
@@ -49,16 +51,14 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
-        let (queue, raw) = EventQueue::new();
+        let (queue, events) = EventQueue::new();
         let transcripts = Transcripts::new();
-        let (out, events) = EventQueue::new();
-        tokio::spawn(transcript::tee(raw, out, transcripts.clone()));
         let backend = Backend::new(Shared {
             events: queue,
             editor: Arc::new(NoBuffers),
             prompts: Arc::new(Prompts::new()),
         })
-        .with_transcripts(transcripts)
+        .with_transcripts(transcripts.clone())
         .with_list_linger(Duration::ZERO);
         let agents = backend.agents().clone();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -66,6 +66,7 @@ impl Rig {
         Self {
             tx,
             events,
+            transcripts,
             seen: Vec::new(),
             agents,
             dir: tempfile::tempdir().unwrap(),
@@ -97,6 +98,7 @@ impl Rig {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         }
     }
 
@@ -112,6 +114,7 @@ impl Rig {
             remember: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         };
         f(&mut open);
         self.send(Command::Open(Box::new(open)));
@@ -131,9 +134,10 @@ impl Rig {
                 .await
                 .unwrap_or_else(|_| panic!("no {what} event; seen: {:#?}", self.seen))
                 .unwrap();
+            self.transcripts.record_batch(std::slice::from_ref(&ev));
             self.seen.push(ev.clone());
             if want(&ev) {
-                return ev.to_json();
+                return ev.json_view();
             }
         }
     }
@@ -192,18 +196,19 @@ async fn list_sessions_answers_every_page_newest_first() {
         agent: agent.clone(),
         cwd: rig.cwd(),
         all: true,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
         .await;
     assert_eq!(listed["request_id"], "r1");
     assert_eq!(listed["agent_name"], "fake");
-    assert!(listed["capabilities"]["loadSession"].as_bool().unwrap());
+    assert!(listed["capabilities"]["load_session"].as_bool().unwrap());
     let sessions = listed["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 5, "all pages of 2: {listed}");
     let updated: Vec<&str> = sessions
         .iter()
-        .filter_map(|s| s["updatedAt"].as_str())
+        .filter_map(|s| s["updated_at"].as_str())
         .collect();
     let mut sorted = updated.clone();
     sorted.sort_by(|a, b| b.cmp(a));
@@ -217,6 +222,7 @@ async fn list_sessions_answers_every_page_newest_first() {
         agent,
         cwd: rig.cwd(),
         all: false,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
@@ -237,6 +243,7 @@ async fn an_agent_that_cannot_list_says_so() {
         agent,
         cwd: rig.cwd(),
         all: false,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
@@ -246,7 +253,7 @@ async fn an_agent_that_cannot_list_says_so() {
         .as_str()
         .unwrap()
         .contains("cannot list its sessions"));
-    assert_eq!(listed["capabilities"]["loadSession"], true);
+    assert_eq!(listed["capabilities"]["load_session"], true);
 }
 
 #[tokio::test]
@@ -353,7 +360,7 @@ async fn http_mcp_servers_reach_only_agents_that_advertise_them() {
             .seen
             .iter()
             .filter(|e| e.chat_id() == Some(&ChatId(chat.clone())) && e.kind() == "session")
-            .map(|e| e.to_json()["change"].clone())
+            .map(|e| e.json_view()["change"].clone())
             .collect();
         let text = agent_text(changes.iter());
         let got: Json = serde_json::from_str(text.strip_prefix("mcp: ").unwrap()).unwrap();
@@ -435,4 +442,53 @@ async fn a_session_is_recorded_as_its_events_and_a_reopen_appends() {
     assert_eq!(text.matches("\"type\":\"transcript\"").count(), 2, "{text}");
     assert_eq!(text.matches("eamed in chunks").count(), 1, "{text}");
     assert!(text.contains("\"opening\":\"load\""));
+}
+
+#[tokio::test]
+async fn a_list_request_can_delete_a_session_first() {
+    let mut rig = Rig::new();
+    let log = rig.dir.path().join("agent.log");
+    let scenario = acp_testkit::scenario("sessions");
+    let agent = rig.agent(&scenario, &log);
+    rig.send(Command::ListSessions {
+        request_id: "d1".into(),
+        agent: agent.clone(),
+        cwd: rig.cwd(),
+        all: true,
+        delete: Some("stored-3".into()),
+    });
+    let listed = rig
+        .wait("sessions_listed", |e| e.kind() == "sessions_listed")
+        .await;
+    assert_eq!(listed["deleted"], "stored-3");
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 4, "{listed}");
+    assert!(!ids.contains(&"stored-3"), "{listed}");
+
+    // An unknown session: the agent's error is the message, nothing listed.
+    rig.send(Command::ListSessions {
+        request_id: "d2".into(),
+        agent,
+        cwd: rig.cwd(),
+        all: true,
+        delete: Some("nope".into()),
+    });
+    let listed = rig
+        .wait("second answer", |e| {
+            e.kind() == "sessions_listed" && e.json_view()["request_id"] == "d2"
+        })
+        .await;
+    assert!(listed.get("deleted").is_none());
+    assert!(
+        listed["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not delete session nope"),
+        "{listed}"
+    );
 }

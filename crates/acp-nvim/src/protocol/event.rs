@@ -1,0 +1,535 @@
+//! Events for the Lua plugin: typed, and encoded once by [`Event::encode`]
+//! (serde straight into msgpack through [`super::wire`], keys in
+//! snake_case).
+//!
+//! The shapes are the contract in `doc/protocol.md`: every event is a map
+//! with a `type` and, when it concerns a chat, its `chat_id`. Parts that
+//! come from acp-client (session changes, tool calls, capabilities, terminal
+//! events) are carried as acp-client's typed values until they are encoded.
+//!
+//! Streamed text is the `text_appended` session change. Queued events are
+//! merged by one rule, [`Event::merge`], wherever they pile up (the batcher's
+//! queue, a batch on its way to Lua, a transcript's pending record).
+
+use acp_client::permission::PermissionOption;
+use acp_client::review::FileSummary;
+use acp_client::schema;
+use acp_client::session::{Entry, SessionChange};
+use acp_client::terminal::TerminalEvent;
+use acp_client::update::ToolCallFields;
+use rmpv::Value;
+use serde::Serialize;
+
+use super::wire;
+use crate::command::{ChatId, PromptId};
+use crate::elicitation::ElicitationPromptId;
+
+/// Queued text chunks are merged up to this size per event, so that one
+/// merged event never makes one Lua call long enough to stall a frame.
+pub const MAX_MERGED_TEXT: usize = 16 * 1024;
+
+/// One event for `require('acp.events').dispatch`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session of a chat is open.
+    SessionStarted {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The agent's session id.
+        session_id: String,
+        /// The agent, as the plugin named it.
+        agent_name: String,
+        /// The agent's modes, when it has any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        modes: Option<schema::SessionModeState>,
+        /// The session's config options (absent when there are none).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        config_options: Vec<schema::SessionConfigOption>,
+        /// The agent's capabilities from `initialize`.
+        capabilities: schema::AgentCapabilities,
+        /// The agent's auth methods (absent when it listed none).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        auth_methods: Vec<LoginMethod>,
+        /// The file the session's transcript is written to, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transcript_path: Option<String>,
+    },
+    /// The session could not be opened; `message` names the fix.
+    OpenFailed {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// A sentence for the user.
+        message: String,
+        /// The agent's last stderr output, when there is any.
+        #[serde(skip_serializing_if = "is_blank")]
+        stderr_tail: Option<String>,
+    },
+    /// The agent wants the user to log in first.
+    AuthRequired {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The agent's auth methods.
+        auth_methods: Vec<LoginMethod>,
+    },
+    /// The session model changed (acp-client's `SessionChange`; streamed
+    /// text is its `text_appended`).
+    Session {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// What changed.
+        change: SessionChange,
+    },
+    /// The agent asks for permission; answer with `acp.permission_respond`.
+    PermissionRequest {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Answer with this id in `acp.permission_respond`.
+        request_id: PromptId,
+        /// The tool call the request is about.
+        tool_call: ToolCallFields,
+        /// The choices, in the agent's order.
+        options: Vec<PermissionOption>,
+    },
+    /// A pending permission prompt was withdrawn (turn cancelled, agent
+    /// cancelled it, agent exited).
+    PermissionCancelled {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The id of the withdrawn `permission_request`.
+        request_id: PromptId,
+    },
+    /// A permission request answered from memory or an auto-allow rule.
+    PermissionAuto {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The tool call the request is about.
+        tool_call: ToolCallFields,
+        /// The option chosen; absent when the request was cancelled.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        option: Option<PermissionOption>,
+    },
+    /// The agent asks the user (a form or a URL); answer with
+    /// `acp.elicitation_respond`. Without `chat_id` when no chat is known
+    /// for it (a request-scoped elicitation with no chat opening).
+    ElicitationRequest {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// Answer with this id.
+        request_id: ElicitationPromptId,
+        /// The session, for session-scoped elicitations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// `form` or `url`.
+        mode: &'static str,
+        /// What the agent wants.
+        message: String,
+        /// Form: the JSON Schema as the agent sent it (opaque: its
+        /// keywords keep their spelling, see `wire::OPAQUE_KEYS`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        requested_schema: Option<serde_json::Value>,
+        /// Form: the fields in the agent's order (`elicitation::lua_fields`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fields: Option<serde_json::Value>,
+        /// URL mode: the page to open.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// URL mode: the agent's id, echoed by `elicitation_completed`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        elicitation_id: Option<String>,
+        /// The tool call the question belongs to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// The title of that tool call, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_title: Option<String>,
+    },
+    /// A pending elicitation was withdrawn (turn cancelled, the request it
+    /// served ended, agent exited).
+    ElicitationCancelled {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// The id of the withdrawn `elicitation_request`.
+        request_id: ElicitationPromptId,
+    },
+    /// The agent finished a URL elicitation (`elicitation/complete`).
+    ElicitationCompleted {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// The agent's id of the URL elicitation.
+        elicitation_id: String,
+    },
+    /// Terminal output or lifecycle: the fields of acp-client's
+    /// `TerminalEvent` (`kind`, `terminal_id`, `data`, `exit_status`...).
+    Terminal {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The terminal event (its `session_id` is the chat's session).
+        #[serde(flatten)]
+        terminal: TerminalEvent,
+    },
+    /// The agent wrote a file through `fs/write_text_file`.
+    FileEdited {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+        /// The write went through the open buffer (and was saved).
+        buffer_updated: bool,
+        /// The buffer had unsaved changes: only the disk was written.
+        kept_unsaved: bool,
+    },
+    /// A prompt turn ended with the agent's stop reason.
+    TurnEnded {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The agent's stop reason (`end_turn`, `cancelled`...).
+        stop_reason: String,
+    },
+    /// A prompt could not be sent or the agent answered it with an error.
+    PromptFailed {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// A sentence for the user.
+        message: String,
+    },
+    /// The agent process of this chat exited.
+    AgentExited {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// How the process ended, as a phrase (`exit code 3`).
+        status: String,
+        /// The agent's last stderr output.
+        stderr_tail: String,
+    },
+    /// Something the user should know that belongs to no other event.
+    Warning {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// A sentence for the user.
+        message: String,
+    },
+    /// The answer to `acp.list_sessions`.
+    SessionsListed {
+        /// The `request_id` of the request.
+        request_id: String,
+        /// The agent, as the plugin named it.
+        agent_name: String,
+        /// The agent's capabilities, when it started.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        capabilities: Option<schema::AgentCapabilities>,
+        /// Every session of `session/list`, newest first; `None` when the
+        /// agent cannot list sessions or failed to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sessions: Option<Vec<schema::SessionInfo>>,
+        /// Why there is no list, as a sentence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// The session deleted before listing, when the request asked for
+        /// it and the agent deleted it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        deleted: Option<String>,
+    },
+    /// The agent of the chat logged out.
+    LoggedOut {
+        /// The chat concerned.
+        chat_id: ChatId,
+    },
+    /// A file's edit review changed (agent edit recorded, hunk accepted or
+    /// rejected, user edit taken in).
+    ReviewChanged {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+        /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
+        /// 0 when nothing is left to review in the file.
+        summary: FileSummary,
+    },
+    /// The user rejected the creation of a file: ask them, then send
+    /// `acp.review_delete` to delete it.
+    ReviewDeletePending {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: String,
+    },
+}
+
+/// An auth method as Lua gets it: the ACP method, and for a terminal
+/// method that runs a program of its own rather than the agent's (an older
+/// agent's `_meta["terminal-auth"]`, e.g. claude-code-acp) that program as
+/// `command`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoginMethod {
+    /// The method as the agent described it (normalized by acp-client).
+    #[serde(flatten)]
+    pub method: schema::AuthMethod,
+    /// The program to run with the method's `args`, when not the agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl LoginMethod {
+    /// Every method of an agent.
+    pub fn all(methods: &[schema::AuthMethod]) -> Vec<Self> {
+        methods
+            .iter()
+            .map(|m| LoginMethod {
+                command: acp_client::connection::terminal_auth_command(m),
+                method: m.clone(),
+            })
+            .collect()
+    }
+}
+
+fn is_blank(tail: &Option<String>) -> bool {
+    tail.as_deref().is_none_or(|t| t.trim().is_empty())
+}
+
+impl Event {
+    /// The event's `type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionStarted { .. } => "session_started",
+            Event::OpenFailed { .. } => "open_failed",
+            Event::AuthRequired { .. } => "auth_required",
+            Event::Session { .. } => "session",
+            Event::PermissionRequest { .. } => "permission_request",
+            Event::PermissionCancelled { .. } => "permission_cancelled",
+            Event::PermissionAuto { .. } => "permission_auto",
+            Event::ElicitationRequest { .. } => "elicitation_request",
+            Event::ElicitationCancelled { .. } => "elicitation_cancelled",
+            Event::ElicitationCompleted { .. } => "elicitation_completed",
+            Event::Terminal { .. } => "terminal",
+            Event::FileEdited { .. } => "file_edited",
+            Event::TurnEnded { .. } => "turn_ended",
+            Event::PromptFailed { .. } => "prompt_failed",
+            Event::AgentExited { .. } => "agent_exited",
+            Event::Warning { .. } => "warning",
+            Event::SessionsListed { .. } => "sessions_listed",
+            Event::LoggedOut { .. } => "logged_out",
+            Event::ReviewChanged { .. } => "review_changed",
+            Event::ReviewDeletePending { .. } => "review_delete_pending",
+        }
+    }
+
+    /// The chat the event concerns, if any.
+    pub fn chat_id(&self) -> Option<&ChatId> {
+        match self {
+            Event::SessionStarted { chat_id, .. }
+            | Event::OpenFailed { chat_id, .. }
+            | Event::AuthRequired { chat_id, .. }
+            | Event::Session { chat_id, .. }
+            | Event::PermissionRequest { chat_id, .. }
+            | Event::PermissionCancelled { chat_id, .. }
+            | Event::PermissionAuto { chat_id, .. }
+            | Event::Terminal { chat_id, .. }
+            | Event::FileEdited { chat_id, .. }
+            | Event::TurnEnded { chat_id, .. }
+            | Event::PromptFailed { chat_id, .. }
+            | Event::AgentExited { chat_id, .. }
+            | Event::LoggedOut { chat_id }
+            | Event::ReviewChanged { chat_id, .. }
+            | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
+            Event::Warning { chat_id, .. }
+            | Event::ElicitationRequest { chat_id, .. }
+            | Event::ElicitationCancelled { chat_id, .. }
+            | Event::ElicitationCompleted { chat_id, .. } => chat_id.as_ref(),
+            Event::SessionsListed { .. } => None,
+        }
+    }
+
+    /// The event as the msgpack map sent to Neovim: the one encoding.
+    pub fn encode(&self) -> Value {
+        wire::encode(self)
+    }
+
+    /// What [`encode`](Self::encode) sends, as JSON: the records of
+    /// transcripts, the golden fixtures and test assertions.
+    pub fn json_view(&self) -> serde_json::Value {
+        crate::msgpack::to_json(&self.encode())
+    }
+
+    /// The streamed text this event carries: a `text_appended` of a plain
+    /// text block (no annotations, no `_meta`).
+    pub fn appended_text(&self) -> Option<&str> {
+        match self {
+            Event::Session {
+                change: SessionChange::TextAppended { content, .. },
+                ..
+            } => content.as_plain_text(),
+            _ => None,
+        }
+    }
+
+    /// Merges `next` into `self` when Lua would render the pair exactly as
+    /// `next` over `self` (doc/protocol.md): both of the same chat and
+    ///
+    /// - both `text_appended` of plain text blocks (only `type` and `text`)
+    ///   to the same entry and message id, together at most
+    ///   [`MAX_MERGED_TEXT`] bytes: the texts are joined;
+    /// - `next` a `tool_call_changed` (the complete new state) of the tool
+    ///   call that `self` added or changed: `self` takes the new state.
+    ///
+    /// Gives `next` back when it cannot be merged. The one merge rule: the
+    /// queue, the batches and the transcripts all use it.
+    pub fn merge(&mut self, next: Event) -> Option<Event> {
+        let (
+            Event::Session {
+                chat_id: last_chat,
+                change: last,
+            },
+            Event::Session {
+                chat_id: next_chat,
+                change: next_change,
+            },
+        ) = (&mut *self, &next)
+        else {
+            return Some(next);
+        };
+        if last_chat != next_chat {
+            return Some(next);
+        }
+        match (last, next_change) {
+            (
+                SessionChange::ToolCallChanged {
+                    index, tool_call, ..
+                },
+                SessionChange::ToolCallChanged {
+                    index: next_index,
+                    tool_call: state,
+                    ..
+                },
+            ) if index == next_index => {
+                *tool_call = state.clone();
+                None
+            }
+            (
+                SessionChange::EntryAdded {
+                    index,
+                    entry: entry @ Entry::ToolCall(_),
+                    ..
+                },
+                SessionChange::ToolCallChanged {
+                    index: next_index,
+                    tool_call: state,
+                    ..
+                },
+            ) if index == next_index => {
+                *entry = Entry::ToolCall(state.clone());
+                None
+            }
+            (
+                SessionChange::TextAppended {
+                    index,
+                    content,
+                    message_id,
+                    ..
+                },
+                SessionChange::TextAppended {
+                    index: next_index,
+                    content: next_content,
+                    message_id: next_id,
+                    ..
+                },
+            ) if index == next_index && message_id == next_id => {
+                let (Some(last_text), Some(next_text)) =
+                    (content.as_plain_text_mut(), next_content.as_plain_text())
+                else {
+                    return Some(next);
+                };
+                if last_text.len() + next_text.len() > MAX_MERGED_TEXT {
+                    return Some(next);
+                }
+                last_text.push_str(next_text);
+                None
+            }
+            _ => Some(next),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use crate::msgpack;
+    use acp_client::terminal::TerminalExit;
+    use serde_json::json;
+
+    fn chat() -> ChatId {
+        ChatId("c1".into())
+    }
+
+    #[test]
+    fn every_event_has_type_and_chat_id() {
+        let ev = Event::TurnEnded {
+            chat_id: chat(),
+            stop_reason: "end_turn".into(),
+        };
+        assert_eq!(
+            ev.json_view(),
+            json!({"type": "turn_ended", "chat_id": "c1", "stop_reason": "end_turn"})
+        );
+        let warning = Event::Warning {
+            chat_id: None,
+            message: "careful".into(),
+        };
+        assert_eq!(
+            warning.json_view(),
+            json!({"type": "warning", "message": "careful"})
+        );
+    }
+
+    #[test]
+    fn terminal_fields_are_flat_and_snake_case() {
+        let ev = Event::Terminal {
+            chat_id: chat(),
+            terminal: TerminalEvent::Exited {
+                session_id: "s1".into(),
+                terminal_id: "t1".into(),
+                exit_status: TerminalExit {
+                    exit_code: Some(2),
+                    signal: None,
+                },
+            },
+        };
+        assert_eq!(
+            ev.json_view(),
+            json!({"type": "terminal", "chat_id": "c1", "kind": "exited", "session_id": "s1",
+                   "terminal_id": "t1", "exit_status": {"exit_code": 2}})
+        );
+    }
+
+    #[test]
+    fn open_failed_omits_an_empty_stderr_tail() {
+        let ev = Event::OpenFailed {
+            chat_id: chat(),
+            message: "m".into(),
+            stderr_tail: Some("  \n".into()),
+        };
+        assert!(ev.json_view().get("stderr_tail").is_none());
+    }
+
+    #[test]
+    fn encode_is_a_string_keyed_map() {
+        let ev = Event::PermissionCancelled {
+            chat_id: chat(),
+            request_id: PromptId(12),
+        };
+        let v = ev.encode();
+        assert_eq!(
+            msgpack::field(&v, "request_id").and_then(Value::as_u64),
+            Some(12)
+        );
+        assert_eq!(
+            msgpack::field(&v, "type").and_then(Value::as_str),
+            Some("permission_cancelled")
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! The msgpack contract between the backend and the Lua plugin, in one
+//! place (described in `doc/protocol.md`):
+//!
+//! - [`Command`]: what Lua asks (`acp.*` requests and notifications),
+//!   decoded once by [`Command::decode`];
+//! - [`Event`]: what the backend tells Lua (`require('acp.events').dispatch`),
+//!   encoded once by [`Event::encode`];
+//! - [`lua`]: the backend's calls into Lua (`acp.fs.read`/`write`,
+//!   `acp.baseline.get`) and their [`lua::Reply`]s, decoded once.
+//!
+//! Every key Lua sees is snake_case: values are encoded by [`wire::encode`],
+//! which also renames the camelCase keys of acp-client's and the ACP
+//! schema's types. Past this module everything is typed.
+
+mod event;
+pub mod lua;
+pub mod wire;
+
+pub use crate::command::{BadCommand, ChatId, Command, PromptId};
+pub use event::{Event, LoginMethod, MAX_MERGED_TEXT};
