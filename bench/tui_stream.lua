@@ -459,6 +459,12 @@ local function run()
     meter.t0 = t0
     local finished = false
     local function snapshot()
+      -- The time since the last new text on screen counts too: a client
+      -- that draws nothing until the end has one gap, the whole stream.
+      if meter.stream_start then
+        local since = math.max(meter.last_update or 0, meter.stream_start)
+        meter.gap_max = math.max(meter.gap_max, (uv.hrtime() - since) / 1e6)
+      end
       return {
         wall = (uv.hrtime() - t0) / 1e6,
         cpu = self_cpu() - c0,
