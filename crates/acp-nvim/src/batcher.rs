@@ -371,7 +371,10 @@ pub(crate) mod tests {
         // Give the batcher a turn without reaching the end of the frame.
         tokio::time::sleep(FRAME / 8).await;
         let sent = recorder.calls.lock().unwrap().len();
-        assert_eq!(sent, 1, "the batch ending the turn did not wait out the frame");
+        assert_eq!(
+            sent, 1,
+            "the batch ending the turn did not wait out the frame"
+        );
         assert!(Instant::now() - start < FRAME);
         queue.push(numbered(2));
         drop(queue);
