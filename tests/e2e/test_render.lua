@@ -803,9 +803,9 @@ T.test("highlight groups are linked by default and come back after :colorscheme"
   T.eq(nil, vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "a user's definition wins")
 end)
 
-T.test(":Acp agents lists agents and whether they are on PATH", function()
+T.test(":Acp agents list lists agents and whether they are on PATH", function()
   require("acp").setup({ agents = { mine = { cmd = { "sh", "-c", "true" } } } })
-  local out = vim.fn.execute("Acp agents")
+  local out = vim.fn.execute("Acp agents list")
   T.contains(out, "* mine       sh -c true  (found)", "default marked, found")
   T.contains(out, "codex-acp  (not found on PATH)", "missing preset")
   require("acp").setup({})
