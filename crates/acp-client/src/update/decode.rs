@@ -126,7 +126,7 @@ struct UpdatePeek<'a> {
     #[serde(rename = "sessionUpdate", borrow, default)]
     session_update: Option<Str<'a>>,
     #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    content: Option<ContentPeek<'a>>,
     #[serde(rename = "messageId", borrow, default)]
     message_id: Option<Str<'a>>,
     #[serde(rename = "toolCallId", borrow, default)]
@@ -145,6 +145,44 @@ struct UpdatePeek<'a> {
     raw_input: Option<&'a RawValue>,
     #[serde(rename = "rawOutput", borrow, default)]
     raw_output: Option<&'a RawValue>,
+}
+
+/// An update's `content`, parsed where it lies: a block (chunks) or a list
+/// (tool calls). Keeping it as a `RawValue` to parse once the discriminator
+/// was known scanned the streamed text twice (bench/fixes.md section 10).
+/// Any other shape fails the peek, and the general path decodes the update.
+enum ContentPeek<'a> {
+    Block(TextPeek<'a>),
+    Items(Vec<ToolItemPeek<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContentPeek<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ContentPeek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block or a list of tool call content")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                TextPeek::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ContentPeek::Block)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::<ToolItemPeek<'de>>::deserialize(serde::de::value::SeqAccessDeserializer::new(
+                    seq,
+                ))
+                .map(ContentPeek::Items)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// Borrowed view of a content block, enough to build a plain text block.
@@ -222,7 +260,9 @@ fn decode_fast(params: &str) -> Option<SessionNotification> {
 
 /// `{content: {type: "text", text}, messageId?}`.
 fn chunk_fast(update: UpdatePeek<'_>) -> Option<ContentChunk> {
-    let block: TextPeek<'_> = serde_json::from_str(update.content?.get()).ok()?;
+    let ContentPeek::Block(block) = update.content? else {
+        return None;
+    };
     Some(ContentChunk {
         content: plain_text_fast(block)?,
         message_id: update.message_id.map(|s| s.0.into_owned()),
@@ -250,15 +290,13 @@ fn tool_call_fast(update: UpdatePeek<'_>) -> Option<ToolCallFields> {
     fields.status = update.status.map(|s| ToolStatus::from_wire(&s.0));
     fields.content = match update.content {
         None => None,
-        Some(raw) => {
-            let items: Vec<ToolItemPeek<'_>> = serde_json::from_str(raw.get()).ok()?;
-            Some(
-                items
-                    .into_iter()
-                    .map(tool_item_fast)
-                    .collect::<Option<Vec<_>>>()?,
-            )
-        }
+        Some(ContentPeek::Items(items)) => Some(
+            items
+                .into_iter()
+                .map(tool_item_fast)
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        Some(ContentPeek::Block(_)) => return None,
     };
     fields.locations = match update.locations {
         None => None,
