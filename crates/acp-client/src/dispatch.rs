@@ -121,13 +121,30 @@ impl Drop for PromptGuard<'_> {
 async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
-    let tool_call = {
-        let sessions = lock(&shared.sessions);
+    let (tool_call, recorded) = {
+        let mut sessions = lock(&shared.sessions);
         let slot = sessions
-            .get(&wire.session_id)
+            .get_mut(&wire.session_id)
             .ok_or_else(|| unknown_session(&wire.session_id.0))?;
-        slot.state.merged_tool_call(&fields)
+        let merged = slot.state.merged_tool_call(&fields);
+        // A tool call first seen here (Claude and Gemini may ask before
+        // sending the `tool_call`) is recorded as the session's, so a later
+        // bare `tool_call_update` (`failed`) still has its title, file and
+        // diff.
+        let recorded = if slot.state.tool_call(&fields.tool_call_id).is_none() {
+            slot.state
+                .apply(update::SessionUpdate::ToolCall(merged.clone()))
+        } else {
+            Vec::new()
+        };
+        (merged, recorded)
     };
+    for change in recorded {
+        shared.emit(ClientEvent::Session {
+            session_id: wire.session_id.clone(),
+            change,
+        });
+    }
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
         .review

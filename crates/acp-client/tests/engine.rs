@@ -617,3 +617,48 @@ async fn always_allow_is_remembered_for_the_same_subject_only() {
         "cancelled"
     );
 }
+
+#[tokio::test]
+async fn a_tool_call_first_seen_in_a_permission_request_is_recorded_in_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.txt");
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let (host, mut rx) = TestHost::new(PermissionMode::Manual(ptx));
+    let (conn, mut peer) = connect(host);
+    let sid = open_session(&conn, &mut peer, json!({}), dir.path()).await;
+    // Asked before any `tool_call` named t9 (Claude does this).
+    peer.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{
+        "sessionId":"s1","toolCall":{"toolCallId":"t9","title":"Edit a.txt","kind":"edit",
+            "locations":[{"path": file}],
+            "content":[{"type":"diff","path": file,"oldText":"a\n","newText":"b\n"}]},
+        "options":[{"optionId":"no","name":"No","kind":"reject_once"}]}}),
+    )
+    .await;
+    let (_request, answer) = next_prompt(&mut prx).await;
+    choose(answer, "no");
+    let reply = peer.recv().await;
+    assert_eq!(reply["id"], 1);
+    // A bare `failed` update later: the tool call keeps what the request said.
+    peer.notify_update(
+        "s1",
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"t9","status":"failed"}),
+    )
+    .await;
+    wait_event(&mut rx, |e| {
+        let j = event_json(e).to_string();
+        j.contains("t9") && j.contains("failed")
+    })
+    .await;
+    let tc = conn
+        .with_session(&sid, |s| {
+            s.tool_call(&acp_client::update::ToolCallId::from("t9".to_owned()))
+                .cloned()
+        })
+        .unwrap()
+        .expect("the tool call is in the session");
+    assert_eq!(tc.title, "Edit a.txt");
+    assert_eq!(tc.locations.len(), 1);
+    assert_eq!(tc.content.len(), 1, "its diff is kept");
+    assert_eq!(serde_json::to_value(tc.status).unwrap(), "failed");
+}
