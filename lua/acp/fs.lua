@@ -241,7 +241,7 @@ M.near_conflicts = {}
 ---@field path string
 ---@field content string
 ---@field restore? boolean a review reject restores text (not the agent's write)
----@field base? string with restore: the text review knew the file had
+---@field base? string the base of merging into a modified buffer: with restore, the text review knew the file had; else the text the agent last saw of the file (what fs/read_text_file answered, what a mention embedded, what it wrote); absent: the disk
 
 ---@class acp.FsWriteResult
 ---@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
@@ -252,7 +252,7 @@ M.near_conflicts = {}
 --- - No buffer: handled=false (the backend writes the disk).
 --- - Unmodified buffer: minimal edits, saved; handled=true.
 --- - Modified buffer, agent write: the agent's text is merged into the
----   buffer (base: the file on disk before the write), the buffer stays
+---   buffer (base: what the agent last saw, else the disk), the buffer stays
 ---   modified; handled=false, kept_unsaved=true (the backend writes the
 ---   agent's text to disk, so the agent's view stays true).
 --- - Modified buffer, review restore: merged into the buffer against the
@@ -279,7 +279,10 @@ function M.write(args)
       M.near_conflicts[review.normalize(args.path)] = true
       return { handled = false, kept_unsaved = true }
     end
-    local base = M.read_disk(args.path) or ""
+    -- The agent changed what it last saw: the buffer it read (claude-code-acp
+    -- reads unsaved buffers and writes them back with its change), else the
+    -- disk. Against the disk, the user's own lines read as a conflict.
+    local base = args.base or M.read_disk(args.path) or ""
     -- Synced now: the review's refresh that follows this write must not
     -- merge the same change a second time.
     review.set_synced(args.path, content)

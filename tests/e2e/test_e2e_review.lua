@@ -93,6 +93,39 @@ T.setup_fake({
           },
         },
       },
+      {
+        -- What claude-code-acp 0.16.2 does: read the unsaved buffer, write
+        -- it back with a change next to the user's line.
+        match = "edit read back",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/readback.txt" },
+            expect = { result = { content = "hello world\nunsaved line\n" } },
+          },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/readback.txt", content = "hello ACP\nunsaved line\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "edited readback.txt" },
+        },
+      },
+      {
+        -- Saw the file only as the prompt embedded it (a mention).
+        match = "edit mentioned",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/mentioned.txt", content = "hello ACP\nunsaved line\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "edited mentioned.txt" },
+        },
+      },
       edit("edit next to typing", "nexttyping.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit range", "range.txt", THREE),
       edit("edit typed", "typed.txt", THREE),
@@ -256,6 +289,41 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
   vim.cmd("silent undo")
   T.eq("L1 mine", T.lines(buf)[1], "undo keeps the user's edit")
   T.eq("l8", T.lines(buf)[8], "undo removed the agent's edit")
+end)
+
+T.test("an agent that read the unsaved buffer and writes it back with a change merges with no conflict", function()
+  local buf, path = open_file("readback.txt", "hello world\n")
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved line" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit read back"), "stop reason (the agent read the buffer)")
+  T.wait(function()
+    return T.lines(buf)[1] == "hello ACP"
+  end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
+  T.eq({ "hello ACP", "unsaved line" }, T.lines(buf), "no conflict block: the base is what the agent read")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.eq("hello ACP\nunsaved line\n", T.read_file(path), "disk has the agent's text")
+  focus(buf)
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 0 })
+  end, "the agent's line is its hunk")
+end)
+
+T.test("an agent that saw the unsaved buffer in a mention writes it back with no conflict", function()
+  local buf, path = open_file("mentioned.txt", "hello world\n")
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved line" })
+  local chat = T.open_chat("review", dir)
+  T.eq(
+    "end_turn",
+    T.turn_blocks(chat, {
+      { type = "text", text = "edit mentioned" },
+      { type = "resource", resource = { uri = vim.uri_from_fname(path), text = "hello world\nunsaved line\n" } },
+    }),
+    "stop reason"
+  )
+  T.wait(function()
+    return T.lines(buf)[1] == "hello ACP"
+  end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
+  T.eq({ "hello ACP", "unsaved line" }, T.lines(buf), "no conflict block: the base is what the mention embedded")
 end)
 
 T.test(":write after an agent change updated an unmodified buffer saves without asking, and the update saved nothing", function()
