@@ -137,6 +137,20 @@ function M.buffer_text(buf)
   return join(buf, 0, api.nvim_buf_get_lines(buf, 0, -1, false))
 end
 
+--- Whether a buffer stands for a file that does not exist yet and holds
+--- nothing: `:edit new.txt`, or the permission preview of a file the agent
+--- wants to create. Its one empty line is no text of the file ("\n" as the
+--- "before" made a created file look modified, and rejecting it left a
+--- 1-byte file).
+---@param buf integer
+---@return boolean
+function M.is_unborn(buf)
+  if vim.bo[buf].modified or api.nvim_buf_line_count(buf) ~= 1 or api.nvim_buf_get_lines(buf, 0, 1, false)[1] ~= "" then
+    return false
+  end
+  return util.uv.fs_stat(api.nvim_buf_get_name(buf)) == nil
+end
+
 --- Read a file's text; nil when it does not exist or cannot be read.
 ---@param path string
 ---@return string?
@@ -245,7 +259,7 @@ M.near_conflicts = {}
 
 ---@class acp.FsWriteResult
 ---@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
----@field old_content? string the buffer's text before the write
+---@field old_content? string the buffer's text before the write (nil: the file is new)
 ---@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text is merged into it (right after this call), the backend writes the disk
 
 --- Write through a loaded buffer.
@@ -292,7 +306,7 @@ function M.write(args)
     require("acp.filestamp").merged(buf, content)
     return { handled = false, kept_unsaved = true }
   end
-  local old_content = M.buffer_text(buf)
+  local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil
   M.apply_text(buf, content)
   local ok, err = pcall(require("acp.review").own_write, args.path, function()
     api.nvim_buf_call(buf, function()

@@ -609,6 +609,17 @@ function M.on_changed(chat_id, ev)
     entry.chat_id = nil
   end
   schedule_refresh(path)
+  -- The `:Acp review` list follows the decisions and the agent's edits.
+  if not qf_scheduled then
+    qf_scheduled = true
+    vim.schedule(function()
+      qf_scheduled = false
+      local ok, err = pcall(M.quickfix, true)
+      if not ok then
+        util.notify("could not refresh the list of agent edits: " .. tostring(err), vim.log.levels.ERROR)
+      end
+    end)
+  end
 end
 
 --- Forget every review of a chat (closed, or its agent died).
@@ -623,6 +634,23 @@ function M.drop_chat(chat_id)
       schedule_refresh(path)
     end
   end
+end
+
+--- Wipe a buffer without closing the windows that show it: each shows its
+--- alternate buffer instead, else an empty one.
+---@param buf integer
+function M.drop_buffer(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_call(win, function()
+      local alt = vim.fn.bufnr("#")
+      if alt > 0 and alt ~= buf and vim.fn.buflisted(alt) == 1 then
+        vim.cmd("buffer " .. alt)
+      else
+        vim.cmd("enew")
+      end
+    end)
+  end
+  pcall(api.nvim_buf_delete, buf, {})
 end
 
 --- Ask the user before deleting a file; tests replace it.
@@ -653,7 +681,7 @@ function M.on_delete_pending(chat_id, ev)
     backend().notify("acp.review_delete", { chat_id = chat_id, path = path })
     local buf = fs.find_buffer(path)
     if buf and not vim.bo[buf].modified then
-      pcall(api.nvim_buf_delete, buf, {})
+      M.drop_buffer(buf)
     end
   end)
 end
@@ -974,9 +1002,18 @@ function M.decide(action, opts)
   end
 end
 
+local QF_TITLE = "acp.nvim: agent edits to review"
+local qf_scheduled = false
+
 --- Every file with agent edits, of every chat, in the quickfix list (one
---- entry per file, at its first hunk), and open it.
-function M.quickfix()
+--- entry per file, at its first hunk), and open it. With `refresh`, only
+--- replace the entries of that list when it is the current one (after a
+--- decision or an agent edit), without opening anything.
+---@param refresh? boolean
+function M.quickfix(refresh)
+  if refresh and vim.fn.getqflist({ title = 0 }).title ~= QF_TITLE then
+    return
+  end
   local items = {}
   for _, chat in ipairs(require("acp.chat").list) do
     if chat.session_id then
@@ -1000,7 +1037,11 @@ function M.quickfix()
       end
     end
   end
-  vim.fn.setqflist({}, " ", { title = "acp.nvim: agent edits to review", items = items })
+  if refresh then
+    vim.fn.setqflist({}, "r", { title = QF_TITLE, items = items })
+    return
+  end
+  vim.fn.setqflist({}, " ", { title = QF_TITLE, items = items })
   if #items == 0 then
     util.notify("no agent edits to review")
     return
@@ -1050,9 +1091,11 @@ function M.preview(req)
   local path = d.path
   local old = d.old_text
   local new = d.new_text or ""
+  local existed = fs.find_buffer(path) ~= nil
   require("acp.tool_call").jump({ path = path })
   local buf = api.nvim_get_current_buf()
-  local text = fs.buffer_text(buf)
+  local unborn = fs.is_unborn(buf)
+  local text = unborn and "" or fs.buffer_text(buf)
   local proposed
   if old == nil or old == "" then
     proposed = new
@@ -1071,7 +1114,9 @@ function M.preview(req)
   local new_lines = util.split_lines(norm(proposed))
   new_lines[#new_lines] = nil
   api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-  M.previews[buf] = { request_id = req.request_id, path = path }
+  -- A buffer opened only to preview a file that does not exist yet goes
+  -- away with the preview (end_preview): a preview leaves no trace.
+  M.previews[buf] = { request_id = req.request_id, path = path, opened = unborn and not existed }
   local count = api.nvim_buf_line_count(buf)
   local width = math.max(vim.o.columns - 10, 20)
   local first_row
@@ -1107,7 +1152,11 @@ function M.end_preview(request_id)
       M.previews[buf] = nil
       if api.nvim_buf_is_valid(buf) then
         api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-        M.redraw(buf)
+        if p.opened and fs.is_unborn(buf) then
+          M.drop_buffer(buf)
+        else
+          M.redraw(buf)
+        end
       end
     end
   end

@@ -134,6 +134,65 @@ T.setup_fake({
       edit("edit open", "open.txt", THREE, { toolCallId = "open-1", title = "Edit open.txt" }),
       edit("create file", "created.txt", "brand new\n"),
       {
+        -- A file the agent wants to create (claude-code-acp's Write: no
+        -- oldText), written through the client once allowed.
+        match = "preview new file",
+        steps = {
+          {
+            type = "requestPermission",
+            toolCall = {
+              toolCallId = "pn-1",
+              title = "Write fresh.txt",
+              kind = "edit",
+              status = "pending",
+              content = { { type = "diff", path = "{{cwd}}/fresh.txt", newText = "a\nb\nc\n" } },
+            },
+            onAllow = {
+              {
+                type = "call",
+                method = "fs/write_text_file",
+                params = { path = "{{cwd}}/fresh.txt", content = "a\nb\nc\n" },
+                expect = { ok = true },
+              },
+              { type = "text", text = "wrote fresh.txt" },
+            },
+            onReject = { { type = "text", text = "did not write fresh.txt" } },
+          },
+        },
+      },
+      {
+        match = "deny new file",
+        steps = {
+          {
+            type = "requestPermission",
+            toolCall = {
+              toolCallId = "pd-1",
+              title = "Write never.txt",
+              kind = "edit",
+              status = "pending",
+              content = { { type = "diff", path = "{{cwd}}/never.txt", newText = "x\n" } },
+            },
+            onAllow = { { type = "text", text = "wrote never.txt" } },
+            onReject = { { type = "text", text = "did not write never.txt" } },
+          },
+        },
+      },
+      {
+        -- New files in new directories: one by the agent's own tool, one
+        -- through fs/write_text_file.
+        match = "create nested",
+        steps = {
+          { type = "writeDisk", path = "made/by/tool.txt", content = "tool\n" },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/fsmade/deep/fs.txt", content = "fs\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "created nested files" },
+        },
+      },
+      {
         match = "preview",
         steps = {
           {
@@ -619,6 +678,107 @@ T.test("previewing a permission's diff changes nothing until allowed", function(
     return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 3 })
   end, "review drawn after the edit")
   T.eq({}, rows_with(buf, "AcpReviewPreviewDelete"), "preview gone")
+end)
+
+--- The option of a pending permission request of `chat` with `kind`.
+local function answer(chat, kind)
+  local permission = require("acp.permission")
+  local req = permission.for_chat(chat.chat_id)[1]
+  for i, o in ipairs(req.options) do
+    if o.kind == kind then
+      return permission.respond_nth(req, i)
+    end
+  end
+  error("no " .. kind .. " option")
+end
+
+--- The summary text of `path` in the quickfix list, nil when not listed.
+local function qf_entry(path)
+  for _, it in ipairs(vim.fn.getqflist()) do
+    if vim.api.nvim_buf_get_name(it.bufnr) == path then
+      return it.text
+    end
+  end
+end
+
+T.test("previewing a new file, then allowing it: reviewed as created, and rejecting it deletes the file", function()
+  local path = dir .. "/fresh.txt"
+  local chat = T.open_chat("review", dir)
+  assert(chat:send({ { type = "text", text = "preview new file" } }))
+  T.wait_text(chat, "preview the change in its buffer")
+  T.cursor_on(chat, "Write fresh.txt")
+  chat:open_review(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "the preview shows the file's buffer")
+  T.eq(0, vim.fn.filereadable(path), "nothing written by the preview")
+  answer(chat, "allow_once")
+  T.wait_text(chat, "wrote fresh.txt")
+  T.eq("a\nb\nc\n", T.read_file(path), "the agent's file")
+  T.wait(function()
+    local e = review.files[path]
+    return e and e.chats[chat.chat_id] and e.chats[chat.chat_id].status == "created"
+  end, "reviewed as created: " .. vim.inspect(review.files[path]))
+  vim.cmd("Acp review")
+  T.contains(qf_entry(path) or "", "created, 1 hunk, +3 -0", "listed as created")
+  local orig = review.confirm_delete
+  review.confirm_delete = function()
+    return true
+  end
+  require("acp.tool_call").jump({ path = path })
+  vim.cmd("Acp reject file")
+  T.wait(function()
+    return vim.fn.filereadable(path) == 0
+  end, "file deleted, not emptied: " .. vim.inspect(vim.fn.filereadable(path) == 1 and T.read_file(path)))
+  review.confirm_delete = orig
+end)
+
+T.test("previewing a new file that is then denied leaves no buffer and no file", function()
+  local path = dir .. "/never.txt"
+  local chat = T.open_chat("review", dir)
+  assert(chat:send({ { type = "text", text = "deny new file" } }))
+  T.wait_text(chat, "preview the change in its buffer")
+  T.cursor_on(chat, "Write never.txt")
+  chat:open_review(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "the preview shows the file's buffer")
+  local win = vim.api.nvim_get_current_win()
+  answer(chat, "reject_once")
+  T.wait_text(chat, "did not write never.txt")
+  T.wait(function()
+    return vim.fn.bufexists(path) == 0
+  end, "the preview's buffer is gone")
+  T.truthy(vim.api.nvim_win_is_valid(win), "its window stays")
+  T.eq(0, vim.fn.filereadable(path), "no file")
+end)
+
+T.test("rejecting created files on screen keeps the window, removes the directories made for them, refreshes :Acp review", function()
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "create nested"), "stop reason")
+  local tool, fsfile = dir .. "/made/by/tool.txt", dir .. "/fsmade/deep/fs.txt"
+  T.wait(function()
+    return review.files[tool] and review.files[tool].chat_id and review.files[fsfile] and review.files[fsfile].chat_id
+  end, "both created files under review")
+  vim.cmd("Acp review")
+  T.truthy(qf_entry(tool) and qf_entry(fsfile), "both listed")
+  local orig = review.confirm_delete
+  review.confirm_delete = function()
+    return true
+  end
+  for _, path in ipairs({ tool, fsfile }) do
+    require("acp.tool_call").jump({ path = path })
+    local win, wins = vim.api.nvim_get_current_win(), #vim.api.nvim_tabpage_list_wins(0)
+    vim.cmd("Acp reject file")
+    T.wait(function()
+      return vim.fn.filereadable(path) == 0 and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) ~= path
+    end, path .. " deleted and no longer shown")
+    T.truthy(vim.api.nvim_win_is_valid(win), "the window that showed it stays")
+    T.eq(wins, #vim.api.nvim_tabpage_list_wins(0), "no window closed")
+    T.wait(function()
+      return qf_entry(path) == nil
+    end, "the quickfix list no longer lists " .. path)
+  end
+  review.confirm_delete = orig
+  T.eq(0, vim.fn.isdirectory(dir .. "/made"), "the directories made by the agent's tool are gone")
+  T.eq(0, vim.fn.isdirectory(dir .. "/fsmade"), "the directories made for fs/write_text_file are gone")
+  T.eq(1, vim.fn.isdirectory(dir), "the workspace stays")
 end)
 
 T.test("lines the user saves in a reviewed buffer are not the agent's and survive a reject", function()

@@ -284,6 +284,9 @@ async fn write_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
         path,
         content: wire.content,
     };
+    // The directories this write creates go with the file when the user
+    // rejects its creation.
+    let missing = fs::missing_dirs(&request.path);
     let old_content = match shared.host.write_text_file(&request).await? {
         WriteOutcome::Handled { old_content } => old_content,
         WriteOutcome::NotHandled => {
@@ -297,6 +300,9 @@ async fn write_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
         old_content.as_deref(),
         &request.content,
     );
+    shared
+        .review
+        .record_made_dirs(&request.session_id, &workspace, missing);
     shared.emit(ClientEvent::FileEdited(FileEdit {
         session_id: request.session_id,
         path: request.path,
