@@ -54,6 +54,7 @@ local CONFLICT_END = ">>>>>>> agent"
 ---@field chat_id? string the chat whose review is shown
 ---@field review? table the last `acp.review_file` answer of that chat
 ---@field known? string the text the backend was last told (or told us) the file has
+---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 
 ---@type table<string, acp.ReviewEntry>
 M.files = {}
@@ -72,8 +73,10 @@ M.pending = {}
 --- other resolutions move them. Their lines are accepted once that change is
 --- merged (see merge_pending).
 M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
----@type table<integer, boolean> buffers with review keys and autocmds
+---@type table<integer, boolean> buffers with review keys
 local attached = {}
+---@type table<integer, boolean> buffers whose edits are reported
+local watched = {}
 ---@type table<string, boolean> paths whose BufWritePost is ours (fs.write)
 local own_writes = {}
 ---@type table<string, boolean> refreshes scheduled
@@ -331,30 +334,15 @@ end
 
 local send_user_edit
 
-local function attach(buf)
-  if attached[buf] then
+--- Report the user's edits of a reviewed buffer (debounced). Stays when
+--- the review is done with: an undo then redo of the agent's edit makes it
+--- the review's again.
+---@param buf integer
+local function watch(buf)
+  if watched[buf] then
     return
   end
-  attached[buf] = true
-  local k = keymaps()
-  map(buf, k.review_next, function()
-    M.jump(1)
-  end, "next agent hunk")
-  map(buf, k.review_prev, function()
-    M.jump(-1)
-  end, "previous agent hunk")
-  map(buf, k.review_accept, function()
-    M.decide("accept", {})
-  end, "accept the agent hunk under the cursor")
-  map(buf, k.review_reject, function()
-    M.decide("reject", {})
-  end, "reject the agent hunk under the cursor")
-  map(buf, k.review_accept_file, function()
-    M.decide("accept", { scope = "file" })
-  end, "accept every agent change of this file")
-  map(buf, k.review_reject_file, function()
-    M.decide("reject", { scope = "file" })
-  end, "reject every agent change of this file")
+  watched[buf] = true
   local timer
   api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = api.nvim_create_augroup("acp_review_buf_" .. buf, { clear = true }),
@@ -391,6 +379,33 @@ local function attach(buf)
   })
 end
 
+local function attach(buf)
+  watch(buf)
+  if attached[buf] then
+    return
+  end
+  attached[buf] = true
+  local k = keymaps()
+  map(buf, k.review_next, function()
+    M.jump(1)
+  end, "next agent hunk")
+  map(buf, k.review_prev, function()
+    M.jump(-1)
+  end, "previous agent hunk")
+  map(buf, k.review_accept, function()
+    M.decide("accept", {})
+  end, "accept the agent hunk under the cursor")
+  map(buf, k.review_reject, function()
+    M.decide("reject", {})
+  end, "reject the agent hunk under the cursor")
+  map(buf, k.review_accept_file, function()
+    M.decide("accept", { scope = "file" })
+  end, "accept every agent change of this file")
+  map(buf, k.review_reject_file, function()
+    M.decide("reject", { scope = "file" })
+  end, "reject every agent change of this file")
+end
+
 local function detach(buf)
   if not attached[buf] then
     return
@@ -409,7 +424,6 @@ local function detach(buf)
       pcall(vim.keymap.del, "n", k[key], { buffer = buf })
     end
   end
-  pcall(api.nvim_del_augroup_by_name, "acp_review_buf_" .. buf)
 end
 
 --- Tell the backend what the user made of a reviewed buffer, unless the
@@ -437,7 +451,7 @@ function send_user_edit(buf, accept_lines)
     return
   end
   entry.known = text
-  for chat_id in pairs(entry.chats) do
+  for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", { chat_id = chat_id, path = entry.path, content = text, accept_lines = accept_lines })
   end
 end
@@ -597,6 +611,8 @@ function M.on_changed(chat_id, ev)
   if (tonumber(summary.hunks) or 0) > 0 then
     entry.chats[chat_id] = summary
     entry.chat_id = chat_id
+    entry.reviewed_by = entry.reviewed_by or {}
+    entry.reviewed_by[chat_id] = true
   else
     entry.chats[chat_id] = nil
     if entry.chat_id == chat_id then
@@ -626,6 +642,9 @@ end
 ---@param chat_id string
 function M.drop_chat(chat_id)
   for path, entry in pairs(M.files) do
+    if entry.reviewed_by then
+      entry.reviewed_by[chat_id] = nil
+    end
     if entry.chats[chat_id] then
       entry.chats[chat_id] = nil
       if entry.chat_id == chat_id then
@@ -1209,6 +1228,7 @@ function M.setup()
       M.items[a.buf] = nil
       M.previews[a.buf] = nil
       attached[a.buf] = nil
+      watched[a.buf] = nil
     end,
   })
 end

@@ -21,6 +21,7 @@ T.setup_fake({
       edit("edit three", "three.txt", THREE),
       edit("edit reject", "reject.txt", THREE),
       edit("edit unsaved", "unsaved.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit undo redo", "undoredo.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -383,6 +384,47 @@ T.test("an agent that saw the unsaved buffer in a mention writes it back with no
     return T.lines(buf)[1] == "hello ACP"
   end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
   T.eq({ "hello ACP", "unsaved line" }, T.lines(buf), "no conflict block: the base is what the mention embedded")
+end)
+
+T.test("undo then redo of an agent merge keeps its review", function()
+  local buf, path = open_file("undoredo.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit undo redo"), "stop reason")
+  focus(buf)
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's line merged and drawn")
+  local function changed()
+    vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  end
+  vim.cmd("silent undo")
+  changed()
+  T.eq("l8", T.lines(buf)[8], "undo removed the agent's line")
+  T.wait(function()
+    local e = review.files[path]
+    return e and next(e.chats) == nil and #rows_with(buf, "AcpReviewAdd") == 0
+  end, "nothing to review after the undo")
+  vim.cmd("silent redo")
+  changed()
+  T.eq("L8 agent", T.lines(buf)[8], "redo brought it back")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's line stays")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's line is highlighted again")
+  vim.cmd("Acp review")
+  local listed = false
+  for _, it in ipairs(vim.fn.getqflist()) do
+    listed = listed or vim.api.nvim_buf_get_name(it.bufnr) == path
+  end
+  T.truthy(listed, ":Acp review lists it again")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[8] == "l8"
+  end, "and its hunk can be rejected")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's line kept")
 end)
 
 T.test(":write after an agent change updated an unmodified buffer saves without asking, and the update saved nothing", function()
