@@ -154,11 +154,12 @@ function Case:fail(what)
     T.write_file(os.getenv("ACP_DATASAFETY_LOG"), log)
   end
   error(
-    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
+    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASES=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
       what,
       SEED,
       self.k,
       SEED,
+      self.k,
       self.k,
       table.concat(self.log, "\n    "),
       table.concat(vim.list_slice(notes, math.max(1, #notes - 5)), "\n    ")
@@ -355,6 +356,12 @@ function Case:decide(chat, action)
     return
   end
   decided[action] = decided[action] + 1
+  -- Files still reviewed as created: rejecting them asks to delete them.
+  local created = {}
+  local listed = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
+  for _, sum in ipairs(type(listed) == "table" and listed or {}) do
+    created[sum.path] = sum.status == "created"
+  end
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
   local targets = {} -- file -> {agent lines, ours, theirs}
@@ -431,7 +438,7 @@ function Case:decide(chat, action)
       end
       -- Rejecting the creation of a file asks before deleting it, and this
       -- user keeps it (confirm_delete): its lines stay.
-      if not g.created then
+      if not created[g.path] then
         self:wait_gone(g, agent, before)
       end
     else
