@@ -366,9 +366,12 @@ impl EditTracker {
         }
     }
 
-    /// A decision on `path` is final: undo does not bring its review back.
+    /// A decision on `path` is final: undo does not bring the states before
+    /// it back (an accepted hunk stays accepted); the state after it is the
+    /// first one kept.
     fn decided(&mut self, path: &Path) {
         self.states.remove(path);
+        self.remember(path);
     }
 
     /// Records a tool call's `diff` content (`path`, `oldText`, `newText`),

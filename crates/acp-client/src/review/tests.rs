@@ -757,3 +757,23 @@ fn a_decision_is_final_for_undo() {
     assert_eq!(t.record_user_edit(p, Some("b\n")), None);
     assert!(!t.contains(p));
 }
+
+#[test]
+fn undo_then_redo_after_a_decision_on_another_hunk_keeps_the_hunks_left() {
+    let mut t = EditTracker::new();
+    let p = Path::new("/w/h.txt");
+    t.record_write(p, Some("a\nb\nc\nd\n"), "A\nb\nc\nD\n");
+    let first = t.review(p).unwrap().hunks[0].id;
+    t.accept_hunk(p, first).unwrap();
+    let left = t.review(p).unwrap().hunks;
+    assert_eq!(left.len(), 1);
+    // Undo of the agent's other line, then redo.
+    t.record_user_edit(p, Some("A\nb\nc\nd\n"));
+    assert!(!t.contains(p));
+    t.record_user_edit(p, Some("A\nb\nc\nD\n"));
+    assert_eq!(
+        t.review(p).unwrap().hunks,
+        left,
+        "the hunk left is back, the accepted one is not"
+    );
+}
