@@ -75,12 +75,14 @@ function M.login(chat, method)
 end
 
 --- Run the agent's login command (its `cmd` plus the method's `args`, with
---- its `env`) in a terminal split; reopen the chat when it exits 0.
+--- its `env`) in a terminal split; reopen the chat when it exits 0. A method
+--- of an older agent (marked `_meta["terminal-auth"]`) names its own
+--- program: the backend passes it as `command`, run with the `args`.
 ---@param chat acp.Chat
 ---@param method table
 ---@return boolean ok, string? err
 function M.terminal(chat, method)
-  local cmd = vim.deepcopy(chat.agent.cmd or {})
+  local cmd = method.command and { method.command } or vim.deepcopy(chat.agent.cmd or {})
   if #cmd == 0 then
     return false, "the agent has no command to log in with"
   end

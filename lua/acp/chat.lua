@@ -187,8 +187,10 @@ function Chat:start(resume)
       env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
+      missing_file_read = (self.agent.quirks or {}).missing_file_read,
     },
     cwd = self.cwd,
+    additional_directories = self.additional_directories or {},
     mcp_servers = self.agent.mcp_servers or {},
     auth_method_id = resume and resume.auth_method_id or nil,
     transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
@@ -378,6 +380,8 @@ function Chat:activate(row)
     if req then
       permission.select(self.chat_id, req)
     end
+  elseif a.type == "elicitation" then
+    require("acp.elicitation").activate(a.request_id)
   end
 end
 
@@ -647,6 +651,7 @@ function Chat:close()
   end
   self.status = "closed"
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, "the chat was closed")
   require("acp.review").drop_chat(self.chat_id)
   require("acp.baseline").drop(self.chat_id)
   self:hide()
@@ -963,6 +968,7 @@ function Chat:_close_permissions(why)
     self:permission_settled(req, "permission request closed: " .. why)
   end
   permission.drop_chat(self.chat_id)
+  require("acp.elicitation").close_chat(self.chat_id, why)
 end
 
 --- The backend died: nothing of this chat runs any more.
@@ -1011,6 +1017,29 @@ function Chat:reopen()
     self.transcript:forget_entries()
   end)
   return self:start(opts)
+end
+
+--- Add a workspace directory to the chat (`:Acp add-dir`): the session
+--- continues (resumed or loaded) with it among its roots. Only between turns.
+---@param dir string
+---@return boolean ok, string? err
+function Chat:add_directory(dir)
+  local full = vim.fn.fnamemodify(dir, ":p"):gsub("(.)/+$", "%1")
+  if vim.fn.isdirectory(full) ~= 1 then
+    return false, ("%q is not a directory"):format(dir)
+  end
+  if self.status ~= "ready" then
+    return false, ("the chat is %s; add directories between turns"):format(self.status)
+  end
+  self.additional_directories = self.additional_directories or {}
+  if full == self.cwd or vim.tbl_contains(self.additional_directories, full) then
+    return false, ("%s is a workspace directory of this chat already"):format(full)
+  end
+  table.insert(self.additional_directories, full)
+  self.transcript.view:batch(function()
+    self.transcript:note(("— directory added: %s —"):format(full))
+  end)
+  return self:reopen()
 end
 
 --- Restart a stopped agent (or backend) and continue the session.

@@ -147,6 +147,32 @@ M.subcommands.permission = {
   end),
 }
 
+M.subcommands["add-dir"] = {
+  desc = "add a workspace directory to the current chat (its session continues with it): :Acp add-dir {dir}",
+  run = on_chat(function(chat, args)
+    local dir = args[1]
+    if not dir then
+      util.notify("give a directory: :Acp add-dir {dir}", vim.log.levels.ERROR)
+      return
+    end
+    local ok, err = chat:add_directory(dir)
+    if not ok then
+      util.notify(tostring(err), vim.log.levels.ERROR)
+    end
+  end),
+  complete = function(lead)
+    return vim.fn.getcompletion(lead, "dir")
+  end,
+}
+
+M.subcommands.elicitation = {
+  desc = "answer the oldest question an agent is waiting on (a form or a page to open)",
+  run = function()
+    local chat = require("acp.chat").current()
+    require("acp.elicitation").pick(chat and chat.chat_id or nil)
+  end,
+}
+
 --- Values of the model option: { value, name } pairs, groups flattened.
 ---@param opt table
 ---@return {value: string, name: string}[]
@@ -267,20 +293,26 @@ M.subcommands["paste-image"] = {
 }
 
 M.subcommands.sessions = {
-  desc = "pick a stored session of an agent (or a transcript) to continue: :Acp sessions [agent] [--all]",
+  desc = "pick a stored session of an agent (or a transcript) to continue, or to delete with --delete: :Acp sessions [agent] [--all] [--delete]",
   run = function(args)
-    local opts = {}
+    local opts, delete = {}, false
     for _, a in ipairs(args) do
       if a == "--all" then
         opts.all = true
+      elseif a == "--delete" then
+        delete = true
       else
         opts.agent = a
       end
     end
-    require("acp.sessions").pick(opts)
+    if delete then
+      require("acp.sessions").pick_delete(opts)
+    else
+      require("acp.sessions").pick(opts)
+    end
   end,
   complete = function(lead)
-    local names = vim.list_extend({ "--all" }, require("acp.config").agent_names())
+    local names = vim.list_extend({ "--all", "--delete" }, require("acp.config").agent_names())
     return vim.tbl_filter(function(n)
       return vim.startswith(n, lead)
     end, names)

@@ -10,6 +10,10 @@ local M = {}
 ---@field cwd? string working directory of the agent process
 ---@field init_timeout? integer ms the agent may take to answer `initialize` (default 60000)
 ---@field mcp_servers? table[] MCP servers for this agent's sessions (added to the global `mcp_servers`)
+---@field quirks? acp.AgentQuirks workarounds for one agent's bugs (see :help acp-quirks)
+
+---@class acp.AgentQuirks
+---@field missing_file_read? "error"|"empty" `fs/read_text_file` of a missing file inside the workspace: the spec's error (default), or empty content
 
 ---@class acp.ResolvedAgent
 ---@field name string
@@ -18,6 +22,7 @@ local M = {}
 ---@field cwd? string
 ---@field init_timeout? integer ms
 ---@field mcp_servers table[] ACP McpServer objects (global ones first)
+---@field quirks acp.AgentQuirks
 
 ---@class acp.LayoutConfig
 ---@field position "right"|"left"|"float"|"tab"
@@ -78,7 +83,10 @@ local M = {}
 M.presets = {
   claude = { cmd = { "claude-agent-acp" } },
   codex = { cmd = { "codex-acp" } },
-  gemini = { cmd = { "gemini", "--experimental-acp" } },
+  -- `--experimental-acp` is deprecated. gemini-cli reads a file before it
+  -- creates it and gives up when that read fails (its issue 9280), so it
+  -- cannot create files through a client that answers the spec's error.
+  gemini = { cmd = { "gemini", "--acp" }, quirks = { missing_file_read = "empty" } },
   goose = { cmd = { "goose", "acp" } },
   opencode = { cmd = { "opencode", "acp" } },
 }
@@ -182,7 +190,11 @@ local function validate_agent(name, a)
   if type(a) ~= "table" then
     return ("`%s` must be a table like { cmd = { \"prog\", \"arg\" } } or false (got %s)"):format(path, describe(a))
   end
-  local err = check_keys(a, { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true }, path .. ".")
+  local err = check_keys(
+    a,
+    { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true, quirks = true },
+    path .. "."
+  )
   if err then
     return err
   end
@@ -210,6 +222,19 @@ local function validate_agent(name, a)
       path,
       describe(a.init_timeout)
     )
+  end
+  if a.quirks ~= nil then
+    if type(a.quirks) ~= "table" then
+      return ("`%s.quirks` must be a table like { missing_file_read = \"empty\" } (got %s)"):format(path, describe(a.quirks))
+    end
+    local qerr = check_keys(a.quirks, { missing_file_read = true }, path .. ".quirks.")
+    if qerr then
+      return qerr
+    end
+    local m = a.quirks.missing_file_read
+    if m ~= nil and m ~= "empty" and m ~= "error" then
+      return ("`%s.quirks.missing_file_read` must be \"empty\" or \"error\" (got %s)"):format(path, describe(m))
+    end
   end
   if a.mcp_servers ~= nil then
     return M.validate_mcp_servers(a.mcp_servers, path .. ".mcp_servers")
@@ -619,6 +644,7 @@ function M.agent(name)
     cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil,
     init_timeout = merged.init_timeout,
     mcp_servers = servers,
+    quirks = merged.quirks or {},
   }
 end
 

@@ -143,6 +143,33 @@ local global_handlers = {
   sessions_listed = function(ev)
     require("acp.sessions").on_listed(ev)
   end,
+  -- Elicitations may come before any session (during a login): they find
+  -- their chat themselves.
+  elicitation_request = function(ev)
+    local e = require("acp.elicitation").add(ev)
+    local data = {
+      request_id = e.request_id,
+      chat_id = e.chat_id,
+      session_id = e.session_id,
+      mode = e.mode,
+      message = e.message,
+      tool_call_id = e.tool_call_id,
+    }
+    if e.mode == "form" then
+      data.requested_schema = e.requested_schema
+      data.fields = e.fields
+    else
+      data.url = e.url
+      data.elicitation_id = e.elicitation_id
+    end
+    fire("AcpElicitationRequest", data)
+  end,
+  elicitation_cancelled = function(ev)
+    require("acp.elicitation").cancelled(ev.request_id)
+  end,
+  elicitation_completed = function(ev)
+    require("acp.elicitation").completed(ev.elicitation_id)
+  end,
 }
 
 ---@param ev acp.Event

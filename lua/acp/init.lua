@@ -51,6 +51,7 @@ end
 ---@field split? boolean windows of its own, beside a chat already shown (default: it takes that chat's windows)
 ---@field load_session_id? string continue a stored session with session/load (history replayed)
 ---@field resume_session_id? string continue a stored session with session/resume (no replay)
+---@field additional_directories? string[] more workspace directories of the session (see :help acp-dirs)
 
 --- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
 --- the session has started; filled in by the `session_started` event).
@@ -97,7 +98,18 @@ function M.open(opts)
     util.notify(err, vim.log.levels.ERROR)
     return nil, err
   end
+  local dirs = {}
+  for _, d in ipairs(opts.additional_directories or {}) do
+    local full = vim.fn.fnamemodify(d, ":p"):gsub("(.)/+$", "%1")
+    if vim.fn.isdirectory(full) ~= 1 then
+      err = ("additional directory %q is not a directory"):format(d)
+      util.notify(err, vim.log.levels.ERROR)
+      return nil, err
+    end
+    dirs[#dirs + 1] = full
+  end
   local chat = require("acp.chat").create(agent, cwd)
+  chat.additional_directories = dirs
   if opts.show ~= false then
     chat:show({ split = opts.split })
   end
@@ -149,6 +161,19 @@ end
 ---@return boolean ok false when the request is not pending
 function M.permission_respond(request_id, option_id)
   return require("acp.permission").respond(request_id, option_id)
+end
+
+--- Answer an agent's question (from an `AcpElicitationRequest` autocmd).
+--- `response` is `{ action = "accept", content = { field = value, ... } }`
+--- (a URL is accepted without content), `{ action = "decline" }` or
+--- `{ action = "cancel" }`. A form answer that does not fit the form is
+--- refused: `false` and a sentence naming every problem; the question stays
+--- open.
+---@param request_id integer
+---@param response {action: "accept"|"decline"|"cancel", content?: table}
+---@return boolean ok, string? err
+function M.elicitation_respond(request_id, response)
+  return require("acp.elicitation").respond(request_id, response)
 end
 
 --- Pick a chat with vim.ui.select and show it (in place of the chat shown).

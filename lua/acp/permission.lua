@@ -47,16 +47,7 @@ end
 ---@param chat_id string
 ---@return acp.PermissionRequest[]
 function M.for_chat(chat_id)
-  local list = {}
-  for _, req in pairs(M.pending) do
-    if req.chat_id == chat_id then
-      list[#list + 1] = req
-    end
-  end
-  table.sort(list, function(a, b)
-    return a.request_id < b.request_id
-  end)
-  return list
+  return util.requests_of(M.pending, chat_id)
 end
 
 --- Lines (indented for a tool call block) asking for an answer.

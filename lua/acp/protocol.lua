@@ -271,6 +271,30 @@ local M = {}
 ---@field text string
 ---@field conflicts integer
 
+---@class acp.ElicitationRequestEvent The agent asks the user (lua/acp/elicitation.lua).
+---@field type "elicitation_request"
+---@field chat_id? string absent when no chat is known for it
+---@field request_id integer
+---@field session_id? string absent for request-scoped ones (during a login)
+---@field mode "form"|"url"
+---@field message string
+---@field requested_schema? table form: the JSON Schema as the agent sent it (opaque)
+---@field fields? acp.ElicitationField[] form: the fields in the agent's order
+---@field url? string url
+---@field elicitation_id? string url
+---@field tool_call_id? string
+---@field tool_title? string
+
+---@class acp.ElicitationCancelledEvent
+---@field type "elicitation_cancelled"
+---@field chat_id? string
+---@field request_id integer
+
+---@class acp.ElicitationCompletedEvent
+---@field type "elicitation_completed"
+---@field chat_id? string
+---@field elicitation_id string
+
 --- The fields each event type cannot do without (doc/protocol.md).
 ---@type table<string, string[]>
 M.REQUIRED = {
@@ -281,6 +305,9 @@ M.REQUIRED = {
   permission_request = { "chat_id", "request_id", "tool_call", "options" },
   permission_cancelled = { "chat_id", "request_id" },
   permission_auto = { "chat_id", "tool_call" },
+  elicitation_request = { "request_id", "mode", "message" },
+  elicitation_cancelled = { "request_id" },
+  elicitation_completed = { "elicitation_id" },
   terminal = { "chat_id", "kind", "terminal_id" },
   file_edited = { "chat_id", "path", "buffer_updated", "kept_unsaved" },
   turn_ended = { "chat_id", "stop_reason" },

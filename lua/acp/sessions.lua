@@ -27,7 +27,7 @@ local counter = 0
 --- Ask the backend for the agent's sessions; `cb` gets the `sessions_listed`
 --- event.
 ---@param agent_name string
----@param opts {cwd: string, all?: boolean}
+---@param opts {cwd: string, all?: boolean, delete?: string} `delete`: a session to delete first
 ---@param cb fun(ev: table)
 ---@return boolean ok, string? err
 function M.list(agent_name, opts, cb)
@@ -53,6 +53,7 @@ function M.list(agent_name, opts, cb)
     },
     cwd = opts.cwd,
     all = opts.all or false,
+    delete = opts.delete,
   })
   if res == nil then
     pending[id] = nil
@@ -173,6 +174,63 @@ function M.open(item, cwd)
     load_session_id = item.action == "load" and item.session_id or nil,
     resume_session_id = item.action == "resume" and item.session_id or nil,
   })
+end
+
+--- `:Acp sessions [agent] [--all] --delete`: list, pick one of the agent's
+--- sessions, confirm, delete it (`session/delete`).
+---@param opts {agent?: string, all?: boolean, cwd?: string, on_done?: fun(deleted: string?)}
+---@return boolean ok, string? err
+function M.pick_delete(opts)
+  local name = opts.agent or config.default_agent()
+  local cwd = opts.cwd or vim.fn.getcwd()
+  local done = opts.on_done or function() end
+  local ok, err = M.list(name, { cwd = cwd, all = opts.all }, function(ev)
+    local caps = ev.capabilities or {}
+    if (caps.session_capabilities or {}).delete == nil then
+      util.notify(("%s cannot delete its sessions (it does not advertise session/delete)"):format(name), vim.log.levels.WARN)
+      return done(nil)
+    end
+    local items = vim.tbl_filter(function(item)
+      return item.action ~= "readonly"
+    end, M.items(ev, {}))
+    if #items == 0 then
+      util.notify(ev.message or ("no sessions of %s to delete"):format(name))
+      return done(nil)
+    end
+    vim.ui.select(items, { prompt = ("acp.nvim: delete a session of %s"):format(name), format_item = M.format }, function(item)
+      if not item then
+        return done(nil)
+      end
+      local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
+      if open_chat then
+        util.notify(("this session is open in chat %d: close it first (:Acp close)"):format(open_chat.n), vim.log.levels.WARN)
+        return done(nil)
+      end
+      local label = item.title or item.session_id
+      vim.ui.select({ "Delete", "Keep" }, {
+        prompt = ("acp.nvim: delete %q for good? The agent forgets it."):format(label),
+      }, function(answer)
+        if answer ~= "Delete" then
+          return done(nil)
+        end
+        local sent, serr = M.list(name, { cwd = cwd, all = opts.all, delete = item.session_id }, function(res)
+          if res.deleted then
+            util.notify(("deleted session %q of %s"):format(label, name))
+          else
+            util.notify(tostring(res.message or "the session was not deleted"), vim.log.levels.ERROR)
+          end
+          done(res.deleted)
+        end)
+        if not sent then
+          util.notify(tostring(serr), vim.log.levels.ERROR)
+        end
+      end)
+    end)
+  end)
+  if not ok then
+    util.notify(tostring(err), vim.log.levels.ERROR)
+  end
+  return ok, err
 end
 
 --- `:Acp sessions [agent] [--all]`: list, pick, open.

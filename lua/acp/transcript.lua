@@ -23,6 +23,7 @@ local plan = require("acp.plan")
 ---@field tools table<string, acp.Block> tool call id -> block
 ---@field plan_block? acp.Block the plan of the current turn
 ---@field turn integer number of user messages so far (blocks record theirs)
+---@field compactions? table<string, acp.Block> compaction id -> block
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
 ---@field after_header boolean the last block is a header
 local Transcript = {}
@@ -304,6 +305,59 @@ function Transcript:_entry_added(index, entry)
   end
 end
 
+local NOTICE_HL = { info = "AcpNote", warning = "WarningMsg", error = "AcpError" }
+
+--- A notice from the agent: a note, not part of the conversation.
+---@param change table {severity, title, description?}
+function Transcript:_notice(change)
+  local sev = change.severity or "info"
+  local icon = sev == "error" and "✗" or sev == "warning" and "!" or "i"
+  local lines = { ("%s %s"):format(icon, change.title or "") }
+  if change.description and change.description ~= "" then
+    for _, l in ipairs(util.split_lines(change.description)) do
+      lines[#lines + 1] = "  " .. l
+    end
+  end
+  local hls = {}
+  for i = 0, #lines - 1 do
+    hls[#hls + 1] = { i, 0, -1, NOTICE_HL[sev] or "AcpNote" }
+  end
+  self:_add("notice", lines, hls)
+end
+
+local COMPACTION_TITLE = {
+  in_progress = "◐ Compacting the context…",
+  completed = "✓ Context compacted",
+  failed = "✗ Context compaction failed",
+  cancelled = "✗ Context compaction cancelled",
+}
+
+--- A context compaction: one block per compaction id, replaced in place; the
+--- retained summary folded under its title.
+---@param change table {id, status, summary, error?}
+function Transcript:_compaction(change)
+  self.compactions = self.compactions or {}
+  local title = COMPACTION_TITLE[change.status] or ("◐ Context compaction: " .. tostring(change.status))
+  local lines = { "▸ " .. title }
+  local hl = change.status == "failed" and "AcpError" or "AcpNote"
+  if change.error and change.error ~= "" then
+    lines[#lines + 1] = "  " .. change.error
+  end
+  local summary = content_text(change.summary)
+  if summary ~= "" then
+    for _, l in ipairs(util.split_lines(summary)) do
+      lines[#lines + 1] = l
+    end
+  end
+  local hls = { { 0, 0, -1, hl } }
+  local block = self.compactions[change.id]
+  if block then
+    self.view:replace(block, lines, hls)
+  else
+    self.compactions[change.id] = self:_add("compaction", lines, hls, { foldable = true })
+  end
+end
+
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
 ---@param change acp.SessionChange
@@ -325,6 +379,23 @@ function Transcript:apply(change)
     self:_plan(change.entries or {})
   elseif c == "unknown" then
     self:_unknown(change.kind, change.raw)
+  elseif c == "notice" then
+    self:_notice(change)
+  elseif c == "compaction_changed" then
+    self:_compaction(change)
+  elseif c == "turn_usage" then
+    local u = change.usage or {}
+    local parts = { ("%d tokens: %d in, %d out"):format(u.total or 0, u.input or 0, u.output or 0) }
+    if u.thought then
+      parts[#parts + 1] = ("%d thinking"):format(u.thought)
+    end
+    if u.cached_read then
+      parts[#parts + 1] = ("%d read from cache"):format(u.cached_read)
+    end
+    if u.cached_write then
+      parts[#parts + 1] = ("%d written to cache"):format(u.cached_write)
+    end
+    self:note(table.concat(parts, ", "))
   end
   -- mode/config/commands/usage/info changes are chat state (winbar), handled
   -- by the chat.
@@ -432,6 +503,7 @@ end
 function Transcript:forget_entries()
   self.entries = {}
   self.tools = {}
+  self.compactions = {}
   self.plan_block = nil
   self.side = nil
 end

@@ -136,4 +136,23 @@ function M.json_oneline(v, max)
   return s
 end
 
+--- The requests of `pending` (request id -> request with `request_id` and
+--- `chat_id`) that belong to `chat_id`, oldest (lowest id) first.
+---@generic T
+---@param pending table<integer, T>
+---@param chat_id? string
+---@return T[]
+function M.requests_of(pending, chat_id)
+  local list = {}
+  for _, req in pairs(pending) do
+    if req.chat_id == chat_id then
+      list[#list + 1] = req
+    end
+  end
+  table.sort(list, function(a, b)
+    return a.request_id < b.request_id
+  end)
+  return list
+end
+
 return M

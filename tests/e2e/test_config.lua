@@ -58,10 +58,23 @@ T.test("default agent is demo unless an agent is configured", function()
   T.eq("claude", config.default_agent(), "explicit default")
 end)
 
+T.test("agent quirks are validated and can be switched off", function()
+  T.contains(
+    err_of({ agents = { gemini = { quirks = { missing_file_read = "yes" } } } }),
+    '`agents.gemini.quirks.missing_file_read` must be "empty" or "error"',
+    "bad value"
+  )
+  T.contains(err_of({ agents = { gemini = { quirks = { typo = 1 } } } }), "`agents.gemini.quirks.typo` is not a known option", "typo")
+  require("acp").setup({ agents = { gemini = { quirks = { missing_file_read = "error" } } } })
+  T.eq({ missing_file_read = "error" }, config.agent("gemini").quirks, "user wins over the preset")
+end)
+
 T.test("presets resolve, can be overridden and disabled", function()
   require("acp").setup({ agents = { gemini = { env = { X = "1" } }, goose = false } })
   local g = config.agent("gemini")
-  T.eq({ "gemini", "--experimental-acp" }, g.cmd, "preset cmd kept")
+  T.eq({ "gemini", "--acp" }, g.cmd, "preset cmd kept")
+  T.eq({ missing_file_read = "empty" }, g.quirks, "gemini's quirk on in its preset")
+  T.eq({}, config.agent("claude").quirks, "no quirk by default")
   T.eq({ X = "1" }, g.env, "env added")
   T.eq(nil, (config.agent("goose")), "disabled")
   T.eq(false, vim.tbl_contains(config.agent_names(), "goose"), "not listed")

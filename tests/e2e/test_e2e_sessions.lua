@@ -93,6 +93,35 @@ local agents = {}
 for name, sc in pairs(scenarios) do
   agents[name] = { cmd = { T.fake_agent(), "--scenario", T.scenario(dir, sc) } }
 end
+-- An older agent's terminal login (claude-code-acp before ACP had terminal
+-- methods): an agent method marked `_meta["terminal-auth"]` with its own
+-- program. Here that program is the fake agent's login command.
+local legacy_path = dir .. "/legacy-login.json"
+T.write_file(
+  legacy_path,
+  vim.json.encode({
+    authRequired = true,
+    authFile = dir .. "/legacy-auth",
+    initialize = {
+      authMethods = {
+        {
+          id = "legacy",
+          name = "Legacy login",
+          _meta = {
+            ["terminal-auth"] = {
+              -- A program other than the agent's: a shell running its login.
+              command = "/bin/sh",
+              args = { "-c", ("exec %q --scenario %q --login"):format(T.fake_agent(), legacy_path) },
+              env = { ACP_FAKE_LOGIN_USER = "grace" },
+              label = "fake /login",
+            },
+          },
+        },
+      },
+    },
+  })
+)
+agents.legacylogin = { cmd = { T.fake_agent(), "--scenario", legacy_path } }
 agents.mcp.mcp_servers = {
   { name = "files", command = "/bin/true", env = { FOO = "1" } },
   { type = "http", name = "web", url = "https://mcp.example/" },
@@ -215,6 +244,45 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
   T.contains(winbar(loaded), "model: Large", "winbar model after load")
   T.eq("end_turn", T.turn(loaded, "delta"), "the loaded session goes on")
   T.wait_text(loaded, "Done with delta.")
+end)
+
+T.test(":Acp sessions --delete deletes a picked session after confirmation", function()
+  local chat = T.open_chat("crashy", dir)
+  T.eq("end_turn", T.turn(chat, "remember me"), "a turn")
+  local id = chat.session_id
+  chat:close()
+  local function delete(answer)
+    local result = {}
+    choose(function(item)
+      return item.session_id == id
+    end, function(choice)
+      return choice == answer
+    end)
+    require("acp.sessions").pick_delete({
+      agent = "crashy",
+      all = true,
+      cwd = dir,
+      on_done = function(deleted)
+        result.done, result.deleted = true, deleted
+      end,
+    })
+    T.wait(function()
+      return result.done
+    end, "delete flow ended")
+    return result.deleted
+  end
+  T.eq(nil, delete("Keep"), "kept when not confirmed")
+  T.eq(id, delete("Delete"), "deleted after confirmation")
+  local listed
+  require("acp.sessions").list("crashy", { cwd = dir, all = true }, function(ev)
+    listed = ev
+  end)
+  T.wait(function()
+    return listed
+  end, "listed again")
+  for _, s in ipairs(listed.sessions or {}) do
+    T.truthy(s.session_id ~= id, "the deleted session is gone")
+  end
 end)
 
 T.test("a session the agent can resume but not load is resumed", function()
@@ -363,6 +431,18 @@ T.test("a terminal auth method runs the agent's login command, then reconnects",
   end, "session after the terminal login; transcript:\n" .. T.text(chat.bufnr))
   T.eq("ada", T.read_file(dir .. "/term-auth"), "the method's env reached the login command")
   T.contains(T.text(chat.bufnr), "logged in; reconnecting", "note")
+end)
+
+T.test("an older agent's _meta terminal-auth method runs its own program in a terminal", function()
+  local picked = choose(function(m)
+    return m.id == "legacy"
+  end)
+  local chat = assert(require("acp").open({ agent = "legacylogin", cwd = dir }))
+  T.wait(function()
+    return chat.status == "ready"
+  end, "session after the legacy terminal login; transcript:\n" .. T.text(chat.bufnr))
+  T.contains(table.concat(picked.lines, "\n"), "Legacy login (in a terminal)", "offered as a terminal login")
+  T.eq("grace", T.read_file(dir .. "/legacy-auth"), "its program ran with its env")
 end)
 
 T.test("per-agent MCP servers reach the agent; http ones only when advertised", function()

@@ -67,6 +67,27 @@ T.setup_fake({
         },
       },
       {
+        match = "compact",
+        steps = {
+          {
+            type = "update",
+            update = { sessionUpdate = "notice", severity = "warning", title = "Rate limited", description = "Retrying in 30 s" },
+          },
+          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "in_progress" } },
+          {
+            type = "update",
+            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "Kept: " } },
+          },
+          {
+            type = "update",
+            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "the plan." } },
+          },
+          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "completed" } },
+          { type = "text", text = "after" },
+        },
+        usage = { totalTokens = 1234, inputTokens = 1000, outputTokens = 234, thoughtTokens = 50 },
+      },
+      {
         match = "cancel me",
         steps = {
           { type = "toolCall", toolCallId = "c1", title = "Delete all", kind = "delete", status = "pending" },
@@ -143,6 +164,17 @@ T.test("a permission answered with a key sends that option to the agent", functi
   end, "turn end")
   T.eq(nil, T.find_line(chat.bufnr, "Permission needed"), "prompt gone")
   T.truthy(T.find_line(chat.bufnr, "answered: Reject [reject_once]"), "answer noted")
+end)
+
+T.test("notices, context compactions and the turn's usage render as such", function()
+  local chat = T.open_chat("turns", dir)
+  T.eq("end_turn", T.turn(chat, "compact please"), "stop reason")
+  local text = T.text(chat.bufnr)
+  T.contains(text, "! Rate limited\n  Retrying in 30 s", "notice")
+  T.contains(text, "▸ ✓ Context compacted\nKept: the plan.", "one compaction block, final state, with its summary")
+  T.eq(1, T.count_lines(chat.bufnr, "Context compact"), "replaced in place")
+  T.not_contains(text, "Unknown update", "nothing unknown")
+  T.contains(text, "1234 tokens: 1000 in, 234 out, 50 thinking", "the turn's usage from the prompt response")
 end)
 
 T.test("cancel answers a pending permission cancelled and ends the turn", function()

@@ -6,38 +6,51 @@
 //!
 //!   --cwd DIR                 session working directory (default: current directory)
 //!   --prompt TEXT             a turn to run (repeatable); without it, prompts are read from stdin
-//!   --permission allow|reject|ask
-//!                             answer permission requests with the first allow/reject option,
-//!                             or ask on the terminal (default: ask)
+//!   --permission allow|allow-always|reject|ask
+//!                             answer permission requests: allow once (an `allow_once` option
+//!                             when offered), allow always, reject once, or ask on the terminal
+//!                             (default: ask)
 //!   --cancel-after MS         send session/cancel MS milliseconds into each turn
+//!   --missing-file-read empty|error
+//!                             answer a read of a missing file inside --cwd with empty content
+//!                             (gemini-cli reads files before creating them, its issue 9280),
+//!                             or with the spec's error (default)
 //!   --jsonl                   print one JSON object per line for every event
 //! ```
 //!
 //! The example serves `fs/*` from disk and `terminal/*` with real processes
-//! (both built into `acp-client`), sandboxed to `--cwd`.
+//! (both built into `acp-client`), sandboxed to `--cwd`. Questions of the
+//! agent (elicitation) are answered on stdin: a form field by field, a URL
+//! by opening it yourself and pressing Enter.
+//!
+//! With `--prompt`, the example exits as soon as the last turn ends, even
+//! while stdin stays open.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormSchema,
+};
+use acp_client::permission::{OptionKind, PermissionDecision, PermissionRequest};
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::Content;
 use acp_client::{
     schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
-    SessionParams,
+    HostCapabilities, SessionParams,
 };
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum PermissionMode {
     Allow,
+    AllowAlways,
     Reject,
     Ask,
 }
@@ -48,11 +61,12 @@ struct Options {
     prompts: Vec<String>,
     permission: PermissionMode,
     cancel_after: Option<Duration>,
+    missing_file_read_empty: bool,
     jsonl: bool,
     command: Vec<String>,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|ask] [--cancel-after MS] [--jsonl] -- AGENT_CMD [ARGS...]";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] -- AGENT_CMD [ARGS...]";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -62,6 +76,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         prompts: Vec::new(),
         permission: PermissionMode::Ask,
         cancel_after: None,
+        missing_file_read_empty: false,
         jsonl: false,
         command: Vec::new(),
     };
@@ -76,11 +91,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--permission" => {
                 opts.permission = match value("--permission")?.as_str() {
                     "allow" => PermissionMode::Allow,
+                    "allow-always" => PermissionMode::AllowAlways,
                     "reject" => PermissionMode::Reject,
                     "ask" => PermissionMode::Ask,
                     other => {
                         return Err(format!(
-                            "--permission takes allow, reject or ask, not `{other}`"
+                            "--permission takes allow, allow-always, reject or ask, not `{other}`"
                         ))
                     }
                 }
@@ -91,6 +107,17 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--cancel-after takes milliseconds, not `{v}`"))?;
                 opts.cancel_after = Some(Duration::from_millis(ms));
+            }
+            "--missing-file-read" => {
+                opts.missing_file_read_empty = match value("--missing-file-read")?.as_str() {
+                    "empty" => true,
+                    "error" => false,
+                    other => {
+                        return Err(format!(
+                            "--missing-file-read takes empty or error, not `{other}`"
+                        ))
+                    }
+                }
             }
             "--jsonl" => opts.jsonl = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
@@ -215,6 +242,26 @@ impl ChatHost {
                     .collect();
                 self.out(&format!("[commands: {}]\n", names.join(" ")));
             }
+            SessionChange::Notice {
+                severity,
+                title,
+                description,
+            } => {
+                self.end_stream();
+                let detail = description
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default();
+                self.out(&format!("[{severity}] {title}{detail}\n"));
+            }
+            SessionChange::CompactionChanged { status, error, .. } => {
+                self.end_stream();
+                let why = error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default();
+                self.out(&format!("[context compaction {status}{why}]\n"));
+            }
             SessionChange::UsageChanged { usage } => {
                 self.end_stream();
                 self.out(&format!(
@@ -246,21 +293,40 @@ fn message_text(content: &[Content]) -> String {
 
 #[async_trait]
 impl EditorHost for ChatHost {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            ..HostCapabilities::default()
+        }
+    }
+
     async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
-        let family = match self.mode {
-            PermissionMode::Allow => Some("allow"),
-            PermissionMode::Reject => Some("reject"),
+        // The preferred kind, then any option of the same family.
+        let wanted = match self.mode {
+            PermissionMode::Allow => Some(OptionKind::AllowOnce),
+            PermissionMode::AllowAlways => Some(OptionKind::AllowAlways),
+            PermissionMode::Reject => Some(OptionKind::RejectOnce),
             PermissionMode::Ask => None,
         };
-        let decision = match family {
-            Some(family) => request
-                .options
-                .iter()
-                .find(|o| o.kind.as_str().starts_with(family))
-                .map(|o| PermissionDecision::Selected {
-                    option_id: o.option_id.clone(),
-                })
-                .unwrap_or(PermissionDecision::Cancelled),
+        let decision = match wanted {
+            Some(kind) => {
+                let family = &kind.as_str()[..kind.as_str().find('_').unwrap_or(0)];
+                request
+                    .options
+                    .iter()
+                    .find(|o| o.kind == kind)
+                    .or_else(|| {
+                        request
+                            .options
+                            .iter()
+                            .find(|o| o.kind.as_str().starts_with(family))
+                    })
+                    .map(|o| PermissionDecision::Selected {
+                        option_id: o.option_id.clone(),
+                    })
+                    .unwrap_or(PermissionDecision::Cancelled)
+            }
             None => self.ask(&request).await,
         };
         if self.jsonl {
@@ -299,9 +365,28 @@ impl EditorHost for ChatHost {
                 self.end_stream();
                 self.out(&format!("[permission remembered] {decision:?}\n"));
             }
+            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
+                self.end_stream();
+                self.out(&format!("[the agent finished `{elicitation_id}`]\n"));
+            }
+            ClientEvent::ElicitationCancelled { .. } => {
+                self.end_stream();
+                self.out("[the agent's question was withdrawn]\n");
+            }
             ClientEvent::ProtocolWarning { message } => eprintln!("warning: {message}"),
             _ => {}
         }
+    }
+
+    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
+        self.end_stream();
+        let response = self.ask_elicitation(&request).await;
+        if self.jsonl {
+            self.jsonl(json!({"type": "elicitation", "request": request, "response": response}));
+        } else {
+            self.out(&format!("[elicitation] {}\n", response.action()));
+        }
+        response
     }
 }
 
@@ -316,18 +401,108 @@ impl ChatHost {
             text.push_str(&format!("  {}) {} [{}]\n", i + 1, o.name, o.kind.as_str()));
         }
         text.push_str("Choose a number (empty line = cancel): ");
-        // The question goes to stderr in --jsonl mode so stdout stays JSON.
-        if self.jsonl {
-            eprint!("{text}");
-        } else {
-            self.out(&text);
-        }
+        self.say(&text);
         let line = self.lines.lock().await.recv().await.unwrap_or_default();
         match line.trim().parse::<usize>() {
             Ok(n) if n >= 1 && n <= request.options.len() => PermissionDecision::Selected {
                 option_id: request.options[n - 1].option_id.clone(),
             },
             _ => PermissionDecision::Cancelled,
+        }
+    }
+}
+
+/// What a typed answer line means besides a value.
+enum Typed {
+    Line(String),
+    Decline,
+    Cancel,
+}
+
+impl ChatHost {
+    /// Questions go to stderr in --jsonl mode so stdout stays JSON.
+    fn say(&self, text: &str) {
+        if self.jsonl {
+            eprint!("{text}");
+        } else {
+            self.out(text);
+        }
+    }
+
+    async fn read_line(&self) -> Typed {
+        match self.lines.lock().await.recv().await {
+            None => Typed::Cancel,
+            Some(l) if l.trim() == "!decline" => Typed::Decline,
+            Some(l) if l.trim() == "!cancel" => Typed::Cancel,
+            Some(l) => Typed::Line(l),
+        }
+    }
+
+    async fn ask_elicitation(&self, request: &ElicitationRequest) -> ElicitationResponse {
+        let schema = match &request.mode {
+            ElicitationMode::Url { url, .. } => {
+                self.say(&format!(
+                    "The agent asks you to open a page: {}\n  {url}\nOpen it, then press Enter (`!decline` or `!cancel` to refuse): ",
+                    request.message
+                ));
+                return match self.read_line().await {
+                    Typed::Line(_) => ElicitationResponse::Accept {
+                        content: serde_json::Map::new(),
+                    },
+                    Typed::Decline => ElicitationResponse::Decline,
+                    Typed::Cancel => ElicitationResponse::Cancel,
+                };
+            }
+            ElicitationMode::Form { schema } => schema,
+        };
+        self.say(&format!(
+            "The agent asks: {}\n(one line per field; empty = default or none; `!decline` or `!cancel` to refuse)\n",
+            request.message
+        ));
+        let mut content = serde_json::Map::new();
+        loop {
+            for field in &schema.fields {
+                if matches!(field.kind, FieldKind::Unknown { .. }) {
+                    continue;
+                }
+                loop {
+                    let default = field
+                        .default
+                        .as_ref()
+                        .map(|d| format!(" [{d}]"))
+                        .unwrap_or_default();
+                    let required = if field.required { "*" } else { "" };
+                    let help = field
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    self.say(&format!("  {}{required}{help}{default}: ", field.label()));
+                    let text = match self.read_line().await {
+                        Typed::Line(l) => l,
+                        Typed::Decline => return ElicitationResponse::Decline,
+                        Typed::Cancel => return ElicitationResponse::Cancel,
+                    };
+                    match FormSchema::parse_text(field, &text) {
+                        Ok(Some(v)) => {
+                            content.insert(field.name.clone(), v);
+                            break;
+                        }
+                        Ok(None) => {
+                            match &field.default {
+                                Some(d) => content.insert(field.name.clone(), d.clone()),
+                                None => content.remove(&field.name),
+                            };
+                            break;
+                        }
+                        Err(why) => self.say(&format!("  {why}; try again\n")),
+                    }
+                }
+            }
+            match schema.validate(&content) {
+                Ok(content) => return ElicitationResponse::Accept { content },
+                Err(e) => self.say(&format!("{e}\n")),
+            }
         }
     }
 }
@@ -356,9 +531,13 @@ async fn main() -> ExitCode {
             .try_init();
     }
     let (line_tx, line_rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = stdin.next_line().await {
+    // A plain thread, not tokio's stdin: tokio reads stdin on a blocking
+    // task that runtime shutdown waits for, so the process would hang after
+    // its last --prompt turn until stdin sends a line or closes. Nothing
+    // waits for this thread: the process exits when `main` returns.
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
             if line_tx.send(line).is_err() {
                 break;
             }
@@ -389,6 +568,7 @@ async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Er
         .cwd(&opts.cwd);
     let options = ConnectionOptions {
         client_name: "acp-client chat example".into(),
+        missing_file_read_empty: opts.missing_file_read_empty,
         ..ConnectionOptions::default()
     };
     let conn = Connection::spawn(&command, host.clone(), options)?;

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::dispatch::cancel_session_prompts;
+use crate::elicitation::elicitation_capabilities;
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost};
@@ -24,7 +25,7 @@ use crate::permission::PermissionPolicy;
 use crate::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::schema;
-use crate::session::SessionState;
+use crate::session::{SessionChange, SessionState, TurnUsage};
 use crate::terminal::DEFAULT_OUTPUT_CAP;
 use crate::tracking::Target;
 use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
@@ -70,6 +71,12 @@ pub struct ConnectionOptions {
     /// agent's own command with a `terminal` auth method's args and env in
     /// an interactive terminal. Agents offer such methods only then.
     pub terminal_auth: bool,
+    /// Answer `fs/read_text_file` of a missing file inside the session's
+    /// workspace with empty content instead of the spec's `-32002`. Off by
+    /// default. gemini-cli (0.61) reads a file before creating it and gives
+    /// up when the read fails (its issue 9280), so without this it cannot
+    /// create files through a spec-correct client.
+    pub missing_file_read_empty: bool,
 }
 
 impl Default for ConnectionOptions {
@@ -88,6 +95,7 @@ impl Default for ConnectionOptions {
             allowed_paths: Vec::new(),
             pinned_env: Vec::new(),
             terminal_auth: false,
+            missing_file_read_empty: false,
         }
     }
 }
@@ -221,6 +229,9 @@ struct WireSessionResponse {
 #[serde(rename_all = "camelCase")]
 struct WirePromptResponse {
     stop_reason: String,
+    /// Unstable in the schema (`PromptResponse.usage`); decoded leniently.
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -345,6 +356,16 @@ impl Connection {
                 },
                 "terminal": caps.terminal,
                 "auth": { "terminal": self.shared.options.terminal_auth },
+                "elicitation": elicitation_capabilities(&caps),
+                // Boolean config options are decoded, shown and set
+                // (`set_config_option` with `ConfigValue::Bool`); agents
+                // hide them from clients that do not say so. Notices and
+                // compactions are decoded into `SessionChange`s.
+                "session": {
+                    "configOptions": { "boolean": {} },
+                    "notices": {},
+                    "compaction": {},
+                },
             },
             "clientInfo": {
                 "name": self.shared.options.client_name,
@@ -369,7 +390,11 @@ impl Connection {
         let info = AgentInfo {
             protocol_version: version,
             capabilities: response.agent_capabilities,
-            auth_methods: response.auth_methods,
+            auth_methods: response
+                .auth_methods
+                .into_iter()
+                .map(legacy_terminal_auth)
+                .collect(),
             implementation: response.agent_info,
         };
         *lock(&self.shared.agent) = Some(info.clone());
@@ -720,7 +745,7 @@ impl Connection {
         Ok(response.config_options)
     }
 
-    fn emit_changes(&self, session_id: &SessionId, changes: Vec<crate::session::SessionChange>) {
+    fn emit_changes(&self, session_id: &SessionId, changes: Vec<SessionChange>) {
         for change in changes {
             self.shared.emit(ClientEvent::Session {
                 session_id: session_id.clone(),
@@ -785,6 +810,9 @@ impl Connection {
                 None,
             )
             .await?;
+        if let Some(usage) = response.usage.as_ref().and_then(TurnUsage::decode) {
+            self.emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
+        }
         Ok(StopReason::from_wire(&response.stop_reason))
     }
 
@@ -1016,6 +1044,63 @@ impl Connection {
 }
 
 /// The outcome of a one-file reject.
+/// An older agent's terminal login: an `agent` method marked
+/// `_meta["terminal-auth"] = {command, args, env, label}` (claude-code-acp
+/// before ACP had terminal auth methods) becomes a `terminal` method, so no
+/// client passes it to `authenticate`. Its `args` and `env` move into the
+/// method; the `_meta` stays, for [`terminal_auth_command`].
+fn legacy_terminal_auth(method: schema::AuthMethod) -> schema::AuthMethod {
+    let schema::AuthMethod::Agent(agent) = &method else {
+        return method;
+    };
+    let Some(marker) = agent
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("terminal-auth"))
+        .and_then(Value::as_object)
+    else {
+        return method;
+    };
+    let args: Vec<String> = marker
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env: std::collections::HashMap<String, String> = marker
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = schema::AuthMethodTerminal::new(agent.id.clone(), agent.name.clone())
+        .description(agent.description.clone())
+        .args(args)
+        .env(env)
+        .meta(agent.meta.clone());
+    schema::AuthMethod::Terminal(terminal)
+}
+
+/// The program a terminal auth method runs instead of the agent's own
+/// command: the `command` of an older agent's `_meta["terminal-auth"]`.
+/// `None` for ACP terminal methods, which run the agent's command.
+pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
+    let meta = match method {
+        schema::AuthMethod::Terminal(t) => t.meta.as_ref(),
+        _ => None,
+    }?;
+    meta.get("terminal-auth")?
+        .get("command")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 fn single_outcome(rejections: Vec<FileRejection>, path: &Path) -> Result<RejectOutcome> {
     rejections
         .into_iter()

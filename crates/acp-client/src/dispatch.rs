@@ -24,7 +24,7 @@ use crate::rpc::RpcError;
 use crate::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
 use crate::transport::{lock, PendingPermission, Shared};
-use crate::update::{self, SessionId};
+use crate::update::{self, SessionId, SessionUpdate};
 
 /// Runs one agent request to completion and returns its reply.
 pub(crate) async fn handle_request(
@@ -36,6 +36,9 @@ pub(crate) async fn handle_request(
     let params = params.as_deref();
     let result = match method {
         methods::REQUEST_PERMISSION => request_permission(shared, params).await,
+        methods::ELICITATION_CREATE if caps.elicitation_form || caps.elicitation_url => {
+            crate::elicitation::serve(shared, params).await
+        }
         methods::FS_READ_TEXT_FILE if caps.read_text_file => read_text_file(shared, params).await,
         methods::FS_WRITE_TEXT_FILE if caps.write_text_file => {
             write_text_file(shared, params).await
@@ -57,12 +60,12 @@ pub(crate) async fn handle_request(
     })
 }
 
-fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
+pub(crate) fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
     let text = params.map(RawValue::get).unwrap_or("null");
     serde_json::from_str(text).map_err(|e| Error::InvalidParams(format!("`{method}` params: {e}")))
 }
 
-fn unknown_session(session_id: &str) -> Error {
+pub(crate) fn unknown_session(session_id: &str) -> Error {
     Error::NotFound(format!("unknown session `{session_id}`"))
 }
 
@@ -121,25 +124,22 @@ impl Drop for PromptGuard<'_> {
 async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
-    let (tool_call, recorded) = {
+    let (tool_call, changes) = {
         let mut sessions = lock(&shared.sessions);
         let slot = sessions
             .get_mut(&wire.session_id)
             .ok_or_else(|| unknown_session(&wire.session_id.0))?;
-        let merged = slot.state.merged_tool_call(&fields);
-        // A tool call first seen here (Claude and Gemini may ask before
-        // sending the `tool_call`) is recorded as the session's, so a later
-        // bare `tool_call_update` (`failed`) still has its title, file and
-        // diff.
-        let recorded = if slot.state.tool_call(&fields.tool_call_id).is_none() {
-            slot.state
-                .apply(update::SessionUpdate::ToolCall(merged.clone()))
+        // Some agents (gemini-cli) ask about a tool call before announcing
+        // it: record it, so its later `tool_call_update`s have a title,
+        // kind, locations and diff to update.
+        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
+            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
         } else {
             Vec::new()
         };
-        (merged, recorded)
+        (slot.state.merged_tool_call(&fields), changes)
     };
-    for change in recorded {
+    for change in changes {
         shared.emit(ClientEvent::Session {
             session_id: wire.session_id.clone(),
             change,
@@ -150,7 +150,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         .review
         .before_permission(&wire.session_id, ToolFacts::of_fields(&tool_call))
         .await;
-    let options: Vec<PermissionOption> = wire
+    let mut options: Vec<PermissionOption> = wire
         .options
         .into_iter()
         .map(|o| PermissionOption {
@@ -163,6 +163,12 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
+    // See `Shared::check_always_refused` (gemini-cli in untrusted folders).
+    if lock(&shared.always_refused).contains(&wire.session_id)
+        && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
+    {
+        options.retain(|o| o.kind != OptionKind::AllowAlways);
+    }
     let request = PermissionRequest {
         id: shared.next_permission_id(),
         session_id: wire.session_id.clone(),
@@ -204,7 +210,13 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
 
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
-            if request.options.iter().any(|o| o.option_id == option_id) {
+            if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
+                if chosen.kind == OptionKind::AllowAlways {
+                    lock(&shared.always_answered).insert((
+                        request.session_id.clone(),
+                        request.tool_call.tool_call_id.0.to_string(),
+                    ));
+                }
                 lock(&shared.permission_policy).record(&request, &option_id);
                 PermissionDecision::Selected { option_id }
             } else {
@@ -263,13 +275,22 @@ async fn read_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Resu
     let content = match shared.host.read_text_file(&request).await? {
         Some(text) => text,
         None => {
-            fs::read_text_file(
+            let read = fs::read_text_file(
                 &request.path,
                 request.line,
                 request.limit,
                 shared.options.max_read_bytes,
             )
-            .await?
+            .await;
+            match read {
+                // The path passed the workspace check above; see
+                // `ConnectionOptions::missing_file_read_empty` (gemini-cli).
+                Err(Error::NotFound(_)) if shared.options.missing_file_read_empty => {
+                    tracing::debug!(path = %request.path.display(), "missing file read as empty (quirk)");
+                    String::new()
+                }
+                other => other?,
+            }
         }
     };
     Ok(json!({ "content": content }))
@@ -404,7 +425,9 @@ async fn terminal_release(shared: &Arc<Shared>, params: Option<&RawValue>) -> Re
     Ok(json!({}))
 }
 
-/// Cancels the session's pending prompts (used by `session/cancel` and close).
+/// Cancels the session's pending prompts and elicitations (used by
+/// `session/cancel` and close).
 pub(crate) fn cancel_session_prompts(shared: &Shared, session_id: &SessionId) {
     shared.cancel_permissions(|s| s == session_id);
+    shared.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
 }

@@ -69,6 +69,10 @@ pub enum Error {
     #[error("the request was cancelled")]
     Cancelled,
 
+    /// An answer to an elicitation form does not fit the form's schema.
+    #[error("the answer does not fit the form: {}; fix it and send it again", problems.join("; "))]
+    InvalidForm { problems: Vec<String> },
+
     /// Method called before `initialize` succeeded.
     #[error("call `initialize` before `{method}`")]
     NotInitialized { method: String },
@@ -149,6 +153,7 @@ impl Error {
     pub fn to_rpc_error(&self) -> RpcError {
         let code = match self {
             Error::InvalidParams(_)
+            | Error::InvalidForm { .. }
             | Error::RelativePath { .. }
             | Error::Decode { .. }
             | Error::NotRegularFile { .. }

@@ -11,6 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::elicitation::{
+    ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
+};
 use crate::error::Result;
 use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use crate::process::ExitInfo;
@@ -29,15 +32,23 @@ pub struct HostCapabilities {
     pub write_text_file: bool,
     /// Serve `terminal/*`.
     pub terminal: bool,
+    /// Serve form elicitations (`elicitation/create` with `mode: form`):
+    /// the editor implements [`EditorHost::request_elicitation`].
+    pub elicitation_form: bool,
+    /// Serve URL elicitations (`mode: url`).
+    pub elicitation_url: bool,
 }
 
 impl Default for HostCapabilities {
-    /// Everything on: the client serves fs and terminals itself.
+    /// fs and terminals on (the client serves them itself); elicitation
+    /// off: only an editor that asks the user can serve it.
     fn default() -> Self {
         Self {
             read_text_file: true,
             write_text_file: true,
             terminal: true,
+            elicitation_form: false,
+            elicitation_url: false,
         }
     }
 }
@@ -130,6 +141,23 @@ pub enum ClientEvent {
         /// The answer sent to the agent.
         decision: PermissionDecision,
     },
+    /// A pending elicitation was answered `cancel` by the client (turn
+    /// cancelled, the request it served finished, agent withdrew it or
+    /// exited); the editor should close it.
+    ElicitationCancelled {
+        /// The elicitation that was closed.
+        id: ElicitationRequestId,
+        /// What it was tied to.
+        scope: ElicitationScope,
+    },
+    /// The agent reported a URL elicitation finished (`elicitation/complete`).
+    ElicitationCompleted {
+        #[serde(rename = "elicitationId")]
+        /// The agent's id of the elicitation.
+        elicitation_id: ElicitationId,
+        /// What it was tied to.
+        scope: ElicitationScope,
+    },
     /// Terminal output or exit.
     Terminal(TerminalEvent),
     /// The agent changed a file through `fs/write_text_file`.
@@ -177,6 +205,18 @@ pub trait EditorHost: Send + Sync + 'static {
     /// here. If the turn is cancelled while this runs, the future is dropped
     /// and [`ClientEvent::PermissionCancelled`] is emitted.
     async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision;
+
+    /// Ask the user an elicitation (only called for the modes
+    /// [`HostCapabilities`] switches on). Form answers should be checked
+    /// with [`crate::elicitation::FormSchema::validate`] first, so the user
+    /// can fix them; an invalid answer reaching the client is answered
+    /// `cancel` with a warning. If the turn is cancelled while this runs,
+    /// the future is dropped and [`ClientEvent::ElicitationCancelled`] is
+    /// emitted.
+    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let _ = request;
+        ElicitationResponse::Cancel
+    }
 
     /// Return the requested lines of an open buffer (unsaved edits included),
     /// already cut to `line`/`limit`, or `None` to let the client read disk.

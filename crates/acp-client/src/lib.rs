@@ -75,6 +75,7 @@
 pub mod codec;
 pub mod connection;
 mod dispatch;
+pub mod elicitation;
 pub mod error;
 pub mod fs;
 pub mod host;

@@ -52,6 +52,10 @@ pub const TERMINAL_OUTPUT: &str = CLIENT_METHOD_NAMES.terminal_output;
 pub const TERMINAL_WAIT_FOR_EXIT: &str = CLIENT_METHOD_NAMES.terminal_wait_for_exit;
 /// `terminal/kill`.
 pub const TERMINAL_KILL: &str = CLIENT_METHOD_NAMES.terminal_kill;
+/// `elicitation/create`.
+pub const ELICITATION_CREATE: &str = CLIENT_METHOD_NAMES.elicitation_create;
+/// `elicitation/complete` (notification).
+pub const ELICITATION_COMPLETE: &str = CLIENT_METHOD_NAMES.elicitation_complete;
 /// `terminal/release`.
 pub const TERMINAL_RELEASE: &str = CLIENT_METHOD_NAMES.terminal_release;
 

@@ -286,6 +286,34 @@ pub enum SessionChange {
         /// The latest usage.
         usage: Usage,
     },
+    /// The agent sent a notice (not kept: notices are not history).
+    Notice {
+        /// `info`, `warning`, `error` or another severity.
+        severity: String,
+        /// Stands alone.
+        title: String,
+        /// Detail.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// A context compaction was created or changed; its whole state.
+    CompactionChanged {
+        /// The compaction's id.
+        id: String,
+        /// `in_progress`, `completed`, `failed`, `cancelled`, or another.
+        status: String,
+        /// The retained summary so far.
+        summary: Vec<Content>,
+        /// Why it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The agent reported the tokens a turn used (the prompt response's
+    /// `usage`, unstable in ACP); emitted just before the turn ends.
+    TurnUsage {
+        /// The counts.
+        usage: TurnUsage,
+    },
     /// Session info changed.
     InfoChanged {
         /// The title now (none when cleared or never set).
@@ -346,6 +374,55 @@ pub struct SessionState {
     usage: Option<Usage>,
     title: Option<String>,
     updated_at: Option<String>,
+    /// Context compactions by id, in the order they started.
+    compactions: Vec<Compaction>,
+}
+
+/// Token counts of a turn, from the prompt response's `usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct TurnUsage {
+    /// All tokens.
+    pub total: u64,
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Reasoning tokens, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thought: Option<u64>,
+    /// Tokens read from the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_read: Option<u64>,
+    /// Tokens written to the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_write: Option<u64>,
+}
+
+impl TurnUsage {
+    /// Decodes `{totalTokens, inputTokens, outputTokens, thoughtTokens?,
+    /// cachedReadTokens?, cachedWriteTokens?}`; `None` without the three
+    /// required counts.
+    pub fn decode(v: &serde_json::Value) -> Option<Self> {
+        let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+        Some(TurnUsage {
+            total: n("totalTokens")?,
+            input: n("inputTokens")?,
+            output: n("outputTokens")?,
+            thought: n("thoughtTokens"),
+            cached_read: n("cachedReadTokens"),
+            cached_write: n("cachedWriteTokens"),
+        })
+    }
+}
+
+/// One context compaction as the session knows it.
+#[derive(Debug, Clone, PartialEq)]
+struct Compaction {
+    id: String,
+    status: String,
+    summary: Vec<Content>,
+    error: Option<String>,
 }
 
 impl SessionState {
@@ -365,6 +442,7 @@ impl SessionState {
             usage: None,
             title: None,
             updated_at: None,
+            compactions: Vec::new(),
         }
     }
 
@@ -409,7 +487,65 @@ impl SessionState {
                 self.usage = Some(usage.clone());
                 vec![SessionChange::UsageChanged { usage }]
             }
+            SessionUpdate::Notice(n) => vec![SessionChange::Notice {
+                severity: n.severity,
+                title: n.title,
+                description: n.description,
+            }],
+            SessionUpdate::CompactionUpdate {
+                id,
+                status,
+                summary,
+                error,
+            } => {
+                let c = self.compaction_mut(&id);
+                c.status = status;
+                if let Some(summary) = summary {
+                    c.summary = summary;
+                }
+                c.error = error;
+                vec![Self::compaction_change(c)]
+            }
+            SessionUpdate::CompactionSummaryChunk { id, content } => {
+                let c = self.compaction_mut(&id);
+                match (c.summary.last_mut(), &content) {
+                    // Text continues the last text block, as message chunks do.
+                    (
+                        Some(Content::Known(schema::ContentBlock::Text(last))),
+                        Content::Known(schema::ContentBlock::Text(more)),
+                    ) => last.text.push_str(&more.text),
+                    _ => c.summary.push(content),
+                }
+                vec![Self::compaction_change(c)]
+            }
             SessionUpdate::Unknown { kind, raw } => vec![self.push(Entry::Unknown { kind, raw })],
+        }
+    }
+
+    /// The compaction `id`, created (`in_progress`) when new: a summary
+    /// chunk may come before its `compaction_update`.
+    fn compaction_mut(&mut self, id: &str) -> &mut Compaction {
+        let i = match self.compactions.iter().position(|c| c.id == id) {
+            Some(i) => i,
+            None => {
+                self.compactions.push(Compaction {
+                    id: id.to_owned(),
+                    status: "in_progress".into(),
+                    summary: Vec::new(),
+                    error: None,
+                });
+                self.compactions.len() - 1
+            }
+        };
+        &mut self.compactions[i]
+    }
+
+    fn compaction_change(c: &Compaction) -> SessionChange {
+        SessionChange::CompactionChanged {
+            id: c.id.clone(),
+            status: c.status.clone(),
+            summary: c.summary.clone(),
+            error: c.error.clone(),
         }
     }
 

@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 
 use crate::codec::LineReader;
 use crate::connection::{AgentInfo, ConnectionOptions};
+use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost, EventSink};
@@ -76,6 +77,12 @@ pub(crate) struct PendingPermission {
     pub cancel: oneshot::Sender<()>,
 }
 
+/// An elicitation waiting for the editor.
+pub(crate) struct PendingElicitation {
+    pub scope: ElicitationScope,
+    pub cancel: oneshot::Sender<()>,
+}
+
 /// Per-session state kept by the connection.
 #[derive(Debug)]
 pub(crate) struct SessionSlot {
@@ -99,6 +106,15 @@ pub(crate) struct Shared {
     pub permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
     pub permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
+    pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    /// Tool calls the user answered with an `allow_always` option, until
+    /// they complete or fail; and the sessions whose agent refused such an
+    /// answer (see [`Shared::check_always_refused`]).
+    pub always_answered: Mutex<HashSet<(SessionId, String)>>,
+    pub always_refused: Mutex<HashSet<SessionId>>,
+    /// URL elicitations the user accepted, until `elicitation/complete`.
+    pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
+    next_elicitation_id: AtomicU64,
     pub terminals: TerminalManager,
     /// Agent edits under review, per session.
     pub review: Reviews,
@@ -196,6 +212,11 @@ impl Shared {
             permissions_pending: Mutex::new(HashMap::new()),
             permission_policy: Mutex::new(policy),
             next_permission_id: AtomicU64::new(1),
+            elicitations_pending: Mutex::new(HashMap::new()),
+            always_answered: Mutex::new(HashSet::new()),
+            always_refused: Mutex::new(HashSet::new()),
+            url_elicitations: Mutex::new(HashMap::new()),
+            next_elicitation_id: AtomicU64::new(1),
             terminals,
             review,
             agent: Mutex::new(None),
@@ -227,6 +248,10 @@ impl Shared {
 
     pub(crate) fn next_permission_id(&self) -> PermissionRequestId {
         PermissionRequestId(self.next_permission_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn next_elicitation_id(&self) -> ElicitationRequestId {
+        ElicitationRequestId(self.next_elicitation_id.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
@@ -351,6 +376,7 @@ impl Shared {
             let _ = p.tx.send(Err(reason.to_error()));
         }
         self.cancel_permissions(|_| true);
+        self.cancel_elicitations(|_| true);
         let _ = self.closed_tx.send(true);
     }
 
@@ -371,9 +397,73 @@ impl Shared {
         }
     }
 
+    /// Answers matching pending elicitations `cancel`.
+    pub(crate) fn cancel_elicitations(&self, mut filter: impl FnMut(&ElicitationScope) -> bool) {
+        let cancelled: Vec<PendingElicitation> = {
+            let mut map = lock(&self.elicitations_pending);
+            let ids: Vec<ElicitationRequestId> = map
+                .iter()
+                .filter(|(_, p)| filter(&p.scope))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for p in cancelled {
+            // The handler task replies `cancel` and emits the event.
+            let _ = p.cancel.send(());
+        }
+    }
+
+    /// gemini-cli offers "allow always" and then, in a folder it does not
+    /// trust, fails the tool call with "Cannot enable privileged approval
+    /// modes in an untrusted folder." When a tool call answered "always"
+    /// fails that way, the session's later prompts offer the once options
+    /// only (dispatch filters them), and the user is told why.
+    fn check_always_refused(&self, session_id: &SessionId, update: &SessionUpdate) {
+        let (SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)) = update else {
+            return;
+        };
+        let finished = matches!(f.status, Some(ToolStatus::Failed | ToolStatus::Completed));
+        if !finished {
+            return;
+        }
+        let key = (session_id.clone(), f.tool_call_id.0.to_string());
+        if !lock(&self.always_answered).remove(&key) || f.status != Some(ToolStatus::Failed) {
+            return;
+        }
+        let mut text = String::new();
+        for c in f.content.iter().flatten() {
+            if let update::ToolContent::Content {
+                content: update::Content::Known(crate::schema::ContentBlock::Text(t)),
+            } = c
+            {
+                text.push_str(&t.text);
+            }
+        }
+        if let Some(raw) = &f.raw_output {
+            text.push_str(&raw.to_string());
+        }
+        if !text.contains("untrusted folder")
+            || !lock(&self.always_refused).insert(session_id.clone())
+        {
+            return;
+        }
+        self.emit(ClientEvent::Session {
+            session_id: session_id.clone(),
+            change: crate::session::SessionChange::Notice {
+                severity: "warning".into(),
+                title: "The agent refused an \"always\" answer: it does not trust this folder".into(),
+                description: Some(
+                    "From now on this session offers the once options only. Trust the folder in the agent (gemini: /permissions) to use \"always\" again.".into(),
+                ),
+            },
+        });
+    }
+
     /// Applies a decoded update to its session and emits the changes.
     fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
+        self.check_always_refused(&session_id, &notification.update);
         // Tool calls feed edit review (tracking.rs) once the session is live.
         let tool_call = match &notification.update {
             SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)
@@ -441,6 +531,10 @@ impl Shared {
                     tracing::warn!("ignoring a response for unknown request id {id}");
                     return;
                 };
+                // Questions asked while serving this request are moot now.
+                self.cancel_elicitations(|scope| {
+                    matches!(scope, ElicitationScope::Request { request_id } if *request_id == id)
+                });
                 let result = result.map_err(|error| Error::Rpc {
                     method: p.method.to_owned(),
                     error: Box::new(error),
@@ -478,6 +572,7 @@ impl Shared {
                     _ => self.warn("ignoring a malformed `$/cancel_request`".into()),
                 }
             }
+            methods::ELICITATION_COMPLETE => crate::elicitation::completed(self, params),
             // Unknown notifications are ignored, as the spec requires.
             other => tracing::debug!("ignoring notification `{other}`"),
         }

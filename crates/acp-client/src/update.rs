@@ -87,6 +87,28 @@ pub enum SessionUpdate {
     SessionInfoUpdate(SessionInfo),
     /// Context window usage (and cost) changed.
     UsageUpdate(Usage),
+    /// Information for the user that is not part of the history
+    /// (`notice`; sent only to clients advertising `session.notices`).
+    Notice(Notice),
+    /// A context compaction was created or changed (`compaction_update`;
+    /// sent only to clients advertising `session.compaction`).
+    CompactionUpdate {
+        /// The compaction's id.
+        id: String,
+        /// `in_progress`, `completed`, `failed`, `cancelled` (others kept).
+        status: String,
+        /// The retained summary, when the update replaces it.
+        summary: Option<Vec<Content>>,
+        /// Why it failed.
+        error: Option<String>,
+    },
+    /// A block appended to a compaction's summary (`compaction_summary_chunk`).
+    CompactionSummaryChunk {
+        /// The compaction's id.
+        id: String,
+        /// The appended block.
+        content: Content,
+    },
     /// An update kind this client does not know, or a known kind whose
     /// required fields are missing, kept whole so an editor can still show it.
     Unknown {
@@ -403,6 +425,18 @@ pub struct SessionInfo {
     /// ISO 8601 time of the last activity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<Option<String>>,
+}
+
+/// A `notice`: fire-and-forget information for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    /// `info`, `warning` or `error` (others kept as sent).
+    pub severity: String,
+    /// A title that stands alone.
+    pub title: String,
+    /// Detail or guidance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 /// `usage_update`: tokens used and context size, with the cost when known.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use acp_client::permission::PermissionDecision;
 use acp_client::schema;
+use acp_client::session::SessionChange;
 use acp_client::{ClientEvent, ConnectionOptions, Error, HostCapabilities, StopReason};
 use serde_json::{json, Value};
 use support::*;
@@ -23,6 +24,7 @@ async fn initialize_sends_version_one_and_host_capabilities() {
             read_text_file: true,
             write_text_file: false,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -44,6 +46,10 @@ async fn initialize_sends_version_one_and_host_capabilities() {
     assert_eq!(
         req["params"]["clientCapabilities"]["auth"]["terminal"],
         false
+    );
+    assert_eq!(
+        req["params"]["clientCapabilities"]["session"]["configOptions"]["boolean"],
+        json!({})
     );
     assert_eq!(req["params"]["clientInfo"]["name"], "acp-client");
     let info = init.await.unwrap().unwrap();
@@ -102,6 +108,7 @@ async fn unknown_and_unadvertised_methods_get_method_not_found() {
             read_text_file: true,
             write_text_file: true,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -619,46 +626,79 @@ async fn always_allow_is_remembered_for_the_same_subject_only() {
 }
 
 #[tokio::test]
-async fn a_tool_call_first_seen_in_a_permission_request_is_recorded_in_the_session() {
+async fn a_tool_call_first_seen_in_a_permission_request_is_recorded_for_its_later_updates() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("a.txt");
     let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
     let (host, mut rx) = TestHost::new(PermissionMode::Manual(ptx));
     let (conn, mut peer) = connect(host);
-    let sid = open_session(&conn, &mut peer, json!({}), dir.path()).await;
-    // Asked before any `tool_call` named t9 (Claude does this).
+    open_session(&conn, &mut peer, json!({}), dir.path()).await;
+    let file = dir.path().join("a.txt");
+    // gemini-cli asks before it sends the `tool_call`.
     peer.send(
-        json!({"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{
-        "sessionId":"s1","toolCall":{"toolCallId":"t9","title":"Edit a.txt","kind":"edit",
+        json!({"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{
+        "sessionId":"s1","toolCall":{"toolCallId":"g1","title":"WriteFile a.txt","kind":"edit",
             "locations":[{"path": file}],
-            "content":[{"type":"diff","path": file,"oldText":"a\n","newText":"b\n"}]},
-        "options":[{"optionId":"no","name":"No","kind":"reject_once"}]}}),
+            "content":[{"type":"diff","path": file,"oldText":null,"newText":"hi\n"}]},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}}),
     )
     .await;
     let (_request, answer) = next_prompt(&mut prx).await;
-    choose(answer, "no");
-    let reply = peer.recv().await;
-    assert_eq!(reply["id"], 1);
-    // A bare `failed` update later: the tool call keeps what the request said.
+    choose(answer, "ok");
+    peer.recv_until(|m| m["id"] == 7).await;
+    // The later update carries the status only.
     peer.notify_update(
         "s1",
-        json!({"sessionUpdate":"tool_call_update","toolCallId":"t9","status":"failed"}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed"}),
     )
     .await;
-    wait_event(&mut rx, |e| {
-        let j = event_json(e).to_string();
-        j.contains("t9") && j.contains("failed")
+    let done = wait_event(&mut rx, |e| {
+        matches!(e, ClientEvent::Session { change: SessionChange::ToolCallChanged { tool_call, .. }, .. }
+            if tool_call.status.as_str() == "completed")
     })
     .await;
-    let tc = conn
-        .with_session(&sid, |s| {
-            s.tool_call(&acp_client::update::ToolCallId::from("t9".to_owned()))
-                .cloned()
-        })
-        .unwrap()
-        .expect("the tool call is in the session");
-    assert_eq!(tc.title, "Edit a.txt");
+    let ClientEvent::Session {
+        change: SessionChange::ToolCallChanged { tool_call: tc, .. },
+        ..
+    } = done
+    else {
+        unreachable!()
+    };
+    assert_eq!(tc.title, "WriteFile a.txt");
+    assert_eq!(tc.kind.as_str(), "edit");
     assert_eq!(tc.locations.len(), 1);
-    assert_eq!(tc.content.len(), 1, "its diff is kept");
-    assert_eq!(serde_json::to_value(tc.status).unwrap(), "failed");
+    assert_eq!(tc.content.len(), 1, "the diff is kept");
+}
+
+#[tokio::test]
+async fn an_older_agents_terminal_auth_marker_makes_a_terminal_method() {
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let (conn, mut peer) = connect(host);
+    let c = conn.clone();
+    let init = tokio::spawn(async move { c.initialize().await });
+    let req = peer.recv().await;
+    peer.respond(
+        &req["id"],
+        json!({"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [
+            {"id": "claude-login", "name": "Log in with Claude Code",
+             "_meta": {"terminal-auth": {"command": "node", "args": ["cli.js", "/login"],
+                                         "env": {"X": "1"}, "label": "claude /login"}}},
+            {"id": "key", "name": "API key"}
+        ]}),
+    )
+    .await;
+    let info = init.await.unwrap().unwrap();
+    let schema::AuthMethod::Terminal(t) = &info.auth_methods[0] else {
+        panic!("not a terminal method: {:?}", info.auth_methods[0]);
+    };
+    assert_eq!(t.args, ["cli.js", "/login"]);
+    assert_eq!(t.env.get("X").map(String::as_str), Some("1"));
+    assert_eq!(
+        acp_client::connection::terminal_auth_command(&info.auth_methods[0]).as_deref(),
+        Some("node")
+    );
+    assert!(matches!(info.auth_methods[1], schema::AuthMethod::Agent(_)));
+    assert_eq!(
+        acp_client::connection::terminal_auth_command(&info.auth_methods[1]),
+        None
+    );
 }

@@ -22,15 +22,18 @@ struct Setup {
 }
 
 async fn start_with(scenario: Value, permission: PermissionMode) -> Setup {
+    start_with_options(scenario, permission, ConnectionOptions::default()).await
+}
+
+async fn start_with_options(
+    scenario: Value,
+    permission: PermissionMode,
+    options: ConnectionOptions,
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let path = acp_testkit::write_scenario(dir.path(), &scenario);
     let (host, rx) = TestHost::new(permission);
-    let conn = Connection::spawn(
-        &fake_agent(&path, dir.path()),
-        host.clone(),
-        ConnectionOptions::default(),
-    )
-    .unwrap();
+    let conn = Connection::spawn(&fake_agent(&path, dir.path()), host.clone(), options).unwrap();
     conn.initialize().await.unwrap();
     let sid = conn
         .new_session(SessionParams::new(dir.path()))
@@ -579,4 +582,287 @@ fn chat_example_cancel_after_ends_the_turn_cancelled() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains(r#""stopReason":"cancelled""#), "{stdout}");
+}
+
+/// Starts the chat example with a piped stdin the test controls.
+fn spawn_chat(cwd: &Path, options: &[&str], scenario: &Path) -> std::process::Child {
+    std::process::Command::new(chat_example())
+        .arg("--cwd")
+        .arg(cwd)
+        .args(options)
+        .arg("--")
+        .arg(acp_testkit::fake_agent_bin())
+        .arg("--scenario")
+        .arg(scenario)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for the child's output on a thread; `None` when it has not exited
+/// within `guard` (a hang guard, not a timing assertion).
+fn output_within(child: std::process::Child, guard: Duration) -> Option<std::process::Output> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    rx.recv_timeout(guard).ok().map(|r| r.unwrap())
+}
+
+#[test]
+fn chat_example_exits_after_its_last_prompt_while_stdin_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [{"type": "text", "text": "done"}]}]}),
+    );
+    let mut child = spawn_chat(dir.path(), &["--prompt", "hi"], &scenario);
+    // The write end stays open (and silent) until the child has exited.
+    let stdin = child.stdin.take().unwrap();
+    let out = output_within(child, WAIT * 3)
+        .expect("the chat example is still running after its last --prompt turn");
+    drop(stdin);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("done\n[end_turn]"), "{stdout}");
+}
+
+#[test]
+fn chat_example_answers_a_form_on_stdin_and_asks_again_on_bad_input() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [{
+            "type": "elicit",
+            "message": "Where to deploy?",
+            "requestedSchema": {"type": "object", "required": ["target", "replicas"], "properties": {
+                "target": {"type": "string", "oneOf": [{"const": "prod", "title": "Production"}, {"const": "dev", "title": "Development"}]},
+                "replicas": {"type": "integer", "maximum": 3},
+                "notify": {"type": "boolean", "default": true}
+            }}
+        }]}]}),
+    );
+    let mut child = spawn_chat(dir.path(), &["--prompt", "deploy"], &scenario);
+    let mut stdin = child.stdin.take().unwrap();
+    // "staging" is no choice, "two" no number: both are asked again.
+    stdin.write_all(b"staging\nProduction\ntwo\n2\n\n").unwrap();
+    let out = output_within(child, WAIT * 3).expect("the chat example hung");
+    drop(stdin);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("The agent asks: Where to deploy?"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`staging` is not one of `prod`, `dev`; try again"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`two` is not a whole number; try again"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(r#"elicitation: accept {"target":"prod","replicas":2,"notify":true}"#),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn chat_example_permission_allow_prefers_allow_once_and_allow_always_is_its_own_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = acp_testkit::write_scenario(
+        dir.path(),
+        &json!({"turns": [{"steps": [{
+            "type": "requestPermission",
+            "toolCall": {"toolCallId": "t", "title": "Run make", "kind": "execute"},
+            "options": [
+                {"optionId": "always", "name": "Always", "kind": "allow_always"},
+                {"optionId": "once", "name": "Once", "kind": "allow_once"},
+                {"optionId": "no", "name": "No", "kind": "reject_once"}
+            ]
+        }]}]}),
+    );
+    let run = |mode: &str| {
+        let out = run_chat(
+            dir.path(),
+            &["--permission", mode, "--prompt", "go"],
+            &scenario,
+        );
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(run("allow").contains("permission: once"));
+    assert!(run("allow-always").contains("permission: always"));
+    assert!(run("reject").contains("permission: no"));
+}
+
+/// gemini-cli reads a file before it creates it (its issue 9280): the
+/// `missing_file_read_empty` quirk answers such a read with empty content,
+/// only inside the workspace; off, the spec's `-32002` is answered.
+#[tokio::test]
+async fn the_missing_file_read_quirk_answers_empty_content_inside_the_workspace_only() {
+    let steps = json!([
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "{{cwd}}/new.txt"},
+         "saveAs": "inside",
+         "onOk": [{"type": "text", "text": "inside: ok [{{inside.content}}]\n"}],
+         "onError": [{"type": "text", "text": "inside: error {{inside.error.code}}\n"}]},
+        {"type": "call", "method": "fs/read_text_file", "params": {"path": "/nonexistent-acp-test/new.txt"},
+         "saveAs": "outside",
+         "onOk": [{"type": "text", "text": "outside: ok\n"}],
+         "onError": [{"type": "text", "text": "outside: error {{outside.error.code}}\n"}]}
+    ]);
+    for (quirk, inside) in [(false, "inside: error -32002"), (true, "inside: ok []")] {
+        let options = ConnectionOptions {
+            missing_file_read_empty: quirk,
+            ..ConnectionOptions::default()
+        };
+        let s = start_with_options(
+            json!({"turns": [{"steps": steps}]}),
+            PermissionMode::Pick("allow_once"),
+            options,
+        )
+        .await;
+        turn(&s, "read").await;
+        let t = agent_text(&s.conn, &s.sid);
+        assert!(t.contains(inside), "quirk {quirk}: {t}");
+        assert!(t.contains("outside: error -32002"), "quirk {quirk}: {t}");
+        assert!(
+            !s.dir.path().join("new.txt").exists(),
+            "a read creates nothing"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_prompt_responses_usage_is_reported_before_the_turn_ends() {
+    let s = start_with(
+        json!({"turns": [
+            {"match": "with", "steps": [], "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10, "cachedReadTokens": 5}},
+            {"match": "bad", "steps": [], "usage": {"totalTokens": "many"}}
+        ]}),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    turn(&s, "with usage").await;
+    let usages: Vec<acp_client::session::TurnUsage> = s
+        .host
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            ClientEvent::Session {
+                change: acp_client::session::SessionChange::TurnUsage { usage },
+                ..
+            } => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        usages,
+        [acp_client::session::TurnUsage {
+            total: 30,
+            input: 20,
+            output: 10,
+            thought: None,
+            cached_read: Some(5),
+            cached_write: None,
+        }]
+    );
+    // A usage that does not fit is ignored; the turn still ends.
+    assert_eq!(turn(&s, "bad usage").await, StopReason::EndTurn);
+    let count = s
+        .host
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                ClientEvent::Session {
+                    change: acp_client::session::SessionChange::TurnUsage { .. },
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(count, 1);
+}
+
+/// gemini-cli offers "allow always" and, in a folder it does not trust,
+/// fails the tool call instead: later prompts of the session offer the
+/// once options only, and the user is told why.
+#[tokio::test]
+async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
+    let refused = "Cannot enable privileged approval modes in an untrusted folder.";
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let mut s = start_with(
+        json!({"turns": [{"steps": [
+            {"type": "toolCall", "toolCallId": "t1", "title": "Run ls", "kind": "execute", "status": "pending"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "t1"},
+             "on": {"allow_always": [{"type": "toolCallUpdate", "toolCallId": "t1", "status": "failed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": refused}}]}]}},
+            {"type": "toolCall", "toolCallId": "t2", "title": "Run pwd", "kind": "execute", "status": "pending"},
+            {"type": "requestPermission", "toolCall": {"toolCallId": "t2"}}
+        ]}]}),
+        PermissionMode::Manual(ptx),
+    )
+    .await;
+    let c = s.conn.clone();
+    let s2 = s.sid.clone();
+    let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
+    let kinds = |r: &acp_client::permission::PermissionRequest| -> Vec<String> {
+        r.options
+            .iter()
+            .map(|o| o.kind.as_str().to_owned())
+            .collect()
+    };
+    let (first, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(kinds(&first).contains(&"allow_always".to_owned()));
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "allow_always".into(),
+        })
+        .unwrap();
+    let notice = wait_event(&mut s.rx, |e| {
+        matches!(
+            e,
+            ClientEvent::Session {
+                change: acp_client::session::SessionChange::Notice { .. },
+                ..
+            }
+        )
+    })
+    .await;
+    let ClientEvent::Session {
+        change: acp_client::session::SessionChange::Notice { title, .. },
+        ..
+    } = notice
+    else {
+        unreachable!()
+    };
+    assert!(title.contains("does not trust this folder"), "{title}");
+    let (second, answer) = tokio::time::timeout(WAIT, prx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        kinds(&second),
+        ["allow_once", "reject_once", "reject_always"]
+    );
+    answer
+        .send(acp_client::permission::PermissionDecision::Selected {
+            option_id: "allow_once".into(),
+        })
+        .unwrap();
+    tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(agent_text(&s.conn, &s.sid).contains("permission: allow_once"));
 }

@@ -37,6 +37,7 @@ fn all_caps() -> HostCapabilities {
         read_text_file: true,
         write_text_file: true,
         terminal: true,
+        ..HostCapabilities::default()
     }
 }
 
@@ -127,6 +128,7 @@ async fn initialize_authenticate_and_new_session_decode_on_both_sides() {
             read_text_file: true,
             write_text_file: false,
             terminal: true,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -757,6 +759,7 @@ async fn fs_and_terminal_requests_are_refused_when_not_advertised() {
             read_text_file: false,
             write_text_file: false,
             terminal: false,
+            ..HostCapabilities::default()
         },
         PermissionMode::Pick("allow_once"),
     );
@@ -1322,4 +1325,139 @@ async fn resume_and_close_decode_on_both_sides() {
     responder.respond(sdk::CloseSessionResponse::new()).unwrap();
     close.await.unwrap().unwrap();
     assert!(conn.with_session(&sid, |_| ()).is_none());
+}
+
+#[tokio::test]
+async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = HostCapabilities {
+        elicitation_form: true,
+        elicitation_url: true,
+        ..all_caps()
+    };
+    let (host, mut rx) = TestHost::with_caps(caps, PermissionMode::Pick("allow_once"));
+    let mut asked = host.take_elicitations();
+    let (conn, mut agent) = start(host).await;
+
+    // The SDK decodes our advertisement into its typed capabilities.
+    let c = conn.clone();
+    let init = tokio::spawn(async move { c.initialize().await });
+    let (req, responder) = agent.expect_initialize().await;
+    let elicitation = req
+        .client_capabilities
+        .elicitation
+        .clone()
+        .expect("advertised");
+    assert!(elicitation.form.is_some() && elicitation.url.is_some());
+    responder
+        .respond(sdk::InitializeResponse::new(ProtocolVersion::V1))
+        .unwrap();
+    init.await.unwrap().unwrap();
+    let c = conn.clone();
+    let cwd = dir.path().to_path_buf();
+    let new = tokio::spawn(async move { c.new_session(SessionParams::new(cwd)).await });
+    let (_req, responder) = agent.expect_new_session().await;
+    responder
+        .respond(sdk::NewSessionResponse::new("sess-1"))
+        .unwrap();
+    let sid = new.await.unwrap().unwrap().session_id;
+
+    // A form tied to the session, built with the SDK's schema builders.
+    let schema = sdk::ElicitationSchema::new()
+        .string("name", true)
+        .integer("age", 0, 150, false)
+        .boolean("subscribe", false);
+    let form = sdk::ElicitationFormMode::new(sdk::ElicitationSessionScope::new("sess-1"), schema);
+    let call = agent.call(sdk::CreateElicitationRequest::new(form, "Who are you?"));
+    let answer = async {
+        let (req, tx) = tokio::time::timeout(WAIT, asked.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.message, "Who are you?");
+        assert_eq!(req.scope.session_id(), Some(&sid));
+        let acp_client::elicitation::ElicitationMode::Form { schema } = &req.mode else {
+            panic!("not a form: {req:?}");
+        };
+        let content = schema
+            .validate(
+                json!({"name": "Ada", "age": 36, "subscribe": true})
+                    .as_object()
+                    .unwrap(),
+            )
+            .unwrap();
+        tx.send(acp_client::elicitation::ElicitationResponse::Accept { content })
+            .unwrap();
+    };
+    let (response, ()) = tokio::join!(call, answer);
+    let sdk::ElicitationAction::Accept(accept) = response.unwrap().action else {
+        panic!("not accepted");
+    };
+    let content = accept.content.unwrap();
+    assert_eq!(
+        content["name"],
+        sdk::ElicitationContentValue::String("Ada".into())
+    );
+    assert_eq!(content["age"], sdk::ElicitationContentValue::Integer(36));
+    assert_eq!(
+        content["subscribe"],
+        sdk::ElicitationContentValue::Boolean(true)
+    );
+
+    // A URL scoped to a request, declined.
+    let url = sdk::ElicitationUrlMode::new(
+        sdk::ElicitationRequestScope::new(sdk::RequestId::Number(99)),
+        "e-1",
+        "https://example.com/consent",
+    );
+    let call = agent.call(sdk::CreateElicitationRequest::new(url, "Consent"));
+    let answer = async {
+        let (req, tx) = tokio::time::timeout(WAIT, asked.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(req.scope.session_id().is_none());
+        tx.send(acp_client::elicitation::ElicitationResponse::Decline)
+            .unwrap();
+    };
+    let (response, ()) = tokio::join!(call, answer);
+    assert!(matches!(
+        response.unwrap().action,
+        sdk::ElicitationAction::Decline
+    ));
+
+    // A URL tied to the session, accepted, then completed by the agent.
+    let url = sdk::ElicitationUrlMode::new(
+        sdk::ElicitationSessionScope::new("sess-1"),
+        "e-2",
+        "https://example.com/pay",
+    );
+    let call = agent.call(sdk::CreateElicitationRequest::new(url, "Pay"));
+    let answer = async {
+        let (_req, tx) = tokio::time::timeout(WAIT, asked.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        tx.send(acp_client::elicitation::ElicitationResponse::Accept {
+            content: serde_json::Map::new(),
+        })
+        .unwrap();
+    };
+    let (response, ()) = tokio::join!(call, answer);
+    assert!(matches!(
+        response.unwrap().action,
+        sdk::ElicitationAction::Accept(_)
+    ));
+    agent
+        .cx
+        .send_notification(sdk::CompleteElicitationNotification::new("e-2"))
+        .unwrap();
+    let done = wait_event(&mut rx, |e| {
+        matches!(e, ClientEvent::ElicitationCompleted { .. })
+    })
+    .await;
+    assert!(matches!(
+        done,
+        ClientEvent::ElicitationCompleted { elicitation_id, .. } if elicitation_id.0 == "e-2"
+    ));
 }

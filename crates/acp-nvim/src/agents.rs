@@ -211,6 +211,7 @@ impl Agents {
             terminal_auth: true,
             ..ConnectionOptions::default()
         };
+        options.missing_file_read_empty = spec.missing_file_read_empty;
         if let Some(timeout) = spec.init_timeout {
             options.initialize_timeout = Some(timeout);
         }

@@ -104,16 +104,17 @@ impl Backend {
                 tracing::warn!("acp.hello reached the command loop; it is answered by the handler")
             }
             Command::Open(open) => {
-                if let Some(old) = self.chats.remove(&open.chat_id) {
-                    tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session");
-                    old.send(ChatCommand::Close);
+                let previous = self.chats.remove(&open.chat_id);
+                if previous.is_some() {
+                    tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session first");
                 }
                 let chat_id = open.chat_id.clone();
-                let handle = chat::start(
+                let handle = chat::start_after(
                     self.agents.clone(),
                     self.events.clone(),
                     *open,
                     self.transcripts.clone(),
+                    previous,
                 );
                 self.chats.insert(chat_id, handle);
             }
@@ -140,6 +141,19 @@ impl Backend {
                     // The turn was cancelled (or the agent withdrew the
                     // request) while the user was choosing.
                     tracing::debug!(%request_id, "answer to a permission prompt that is gone");
+                }
+            }
+            Command::ElicitationRespond {
+                request_id,
+                response,
+            } => {
+                // The handler answers these itself; this path serves
+                // embedders that drive the backend directly.
+                if let Err(message) = self.prompts.elicitations.answer(request_id, response) {
+                    self.events.push(Event::Warning {
+                        chat_id: None,
+                        message,
+                    });
                 }
             }
             Command::Close { chat_id } => match self.chats.remove(&chat_id) {
@@ -175,6 +189,7 @@ impl Backend {
                 agent,
                 cwd,
                 all,
+                delete,
             } => listing::start(
                 self.agents.clone(),
                 self.events.clone(),
@@ -183,6 +198,7 @@ impl Backend {
                     agent,
                     cwd,
                     all,
+                    delete,
                 },
                 self.list_linger,
             ),

@@ -22,7 +22,7 @@ use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
 use crate::mcp;
-use crate::protocol::Event;
+use crate::protocol::{Event, LoginMethod};
 use crate::transcript::{self, Opening, Transcripts};
 
 /// How long closing a session may take before the chat stops waiting.
@@ -54,6 +54,7 @@ pub enum ChatCommand {
 #[derive(Debug)]
 pub struct ChatHandle {
     tx: mpsc::UnboundedSender<ChatCommand>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl ChatHandle {
@@ -73,9 +74,29 @@ pub fn start(
     open: OpenChat,
     transcripts: Option<Arc<Transcripts>>,
 ) -> ChatHandle {
+    start_after(agents, events, open, transcripts, None)
+}
+
+/// Like [`start`], for a chat opened again: its previous task is closed and
+/// awaited first, so the old session's `session/close` reaches the agent
+/// before the new open (which may resume that very session, e.g. with
+/// other directories).
+pub fn start_after(
+    agents: Arc<Agents>,
+    events: EventQueue,
+    open: OpenChat,
+    transcripts: Option<Arc<Transcripts>>,
+    previous: Option<ChatHandle>,
+) -> ChatHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(agents, events, open, rx, transcripts));
-    ChatHandle { tx }
+    let task = tokio::spawn(async move {
+        if let Some(old) = previous {
+            old.send(ChatCommand::Close);
+            let _ = old.task.await;
+        }
+        run(agents, events, open, rx, transcripts).await
+    });
+    ChatHandle { tx, task }
 }
 
 type Turn = Pin<Box<dyn Future<Output = acp_client::Result<StopReason>> + Send>>;
@@ -188,6 +209,7 @@ async fn open_session(
     transcripts: Option<&Transcripts>,
 ) -> Option<SessionId> {
     let chat = &open.chat_id;
+    let _opening = agent.host.opening(chat);
     let info = match agent.ready().await {
         Ok(info) => info,
         Err(message) => {
@@ -226,6 +248,7 @@ async fn open_session(
         });
     }
     params.mcp_servers = servers;
+    params.additional_directories = open.additional_directories.clone();
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());
@@ -279,7 +302,7 @@ async fn open_session(
         Err(e) if e.is_auth_required() => {
             events.push(Event::AuthRequired {
                 chat_id: chat.clone(),
-                auth_methods: info.auth_methods.clone(),
+                auth_methods: LoginMethod::all(&info.auth_methods),
             });
             None
         }
@@ -321,7 +344,7 @@ fn session_started(
         modes: started.modes,
         config_options: started.config_options,
         capabilities: info.capabilities.clone(),
-        auth_methods: info.auth_methods.clone(),
+        auth_methods: LoginMethod::all(&info.auth_methods),
         transcript_path: None,
     }
 }

@@ -7,10 +7,12 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use acp_client::elicitation::ElicitationResponse;
 use acp_client::review::HunkId;
 use acp_client::schema;
 use rmpv::Value;
 
+use crate::elicitation::ElicitationPromptId;
 use crate::msgpack;
 
 /// The plugin's id for one chat window (and its session).
@@ -51,6 +53,10 @@ pub struct AgentSpec {
     /// client's default (60 s) when absent. The first chat of a process
     /// sets it.
     pub init_timeout: Option<std::time::Duration>,
+    /// `quirks.missing_file_read = "empty"` of the agent's config: a read
+    /// of a missing file in the workspace answers empty content (for
+    /// gemini-cli). The first chat of a process sets it.
+    pub missing_file_read_empty: bool,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -79,6 +85,9 @@ pub struct OpenChat {
     pub auth_method_id: Option<String>,
     /// Write the session's transcript under this directory.
     pub transcript_dir: Option<PathBuf>,
+    /// More workspace roots of the session (`additionalDirectories`, sent
+    /// when the agent advertises them; always part of the fs sandbox).
+    pub additional_directories: Vec<PathBuf>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -119,6 +128,14 @@ pub enum Command {
         /// The chosen option.
         option_id: Option<String>,
     },
+    /// `acp.elicitation_respond` (a request: the answer is checked against
+    /// the form and the problems returned).
+    ElicitationRespond {
+        /// The id from the `elicitation_request` event.
+        request_id: ElicitationPromptId,
+        /// The user's answer.
+        response: ElicitationResponse,
+    },
     /// `acp.close`: close the chat's session.
     Close {
         /// The chat concerned.
@@ -157,6 +174,8 @@ pub enum Command {
         cwd: PathBuf,
         /// List the sessions of every directory.
         all: bool,
+        /// Delete this session first (`session/delete`), then list.
+        delete: Option<String>,
     },
     /// `acp.logout`: log out of the chat's agent.
     Logout {
@@ -315,6 +334,7 @@ impl Command {
                 chat_id: p.chat_id()?,
             }),
             "acp.permission_respond" => decode_permission_respond(&p),
+            "acp.elicitation_respond" => decode_elicitation_respond(&p),
             "acp.close" => Ok(Command::Close {
                 chat_id: p.chat_id()?,
             }),
@@ -350,6 +370,7 @@ impl Command {
             Command::Prompt { .. } => "acp.prompt",
             Command::Cancel { .. } => "acp.cancel",
             Command::PermissionRespond { .. } => "acp.permission_respond",
+            Command::ElicitationRespond { .. } => "acp.elicitation_respond",
             Command::Close { .. } => "acp.close",
             Command::SetMode { .. } => "acp.set_mode",
             Command::SetConfigOption { .. } => "acp.set_config_option",
@@ -384,6 +405,7 @@ fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
         agent: decode_agent(p)?,
         cwd,
         all,
+        delete: p.opt_string("delete")?,
     })
 }
 
@@ -445,12 +467,22 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
             )))
         }
     };
+    let missing_file_read_empty = match a.opt_string("missing_file_read")?.as_deref() {
+        None | Some("error") => false,
+        Some("empty") => true,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.missing_file_read` must be \"empty\" or \"error\", got `{other}`"
+            )))
+        }
+    };
     Ok(AgentSpec {
         name,
         cmd,
         env,
         cwd: agent_cwd,
         init_timeout,
+        missing_file_read_empty,
     })
 }
 
@@ -509,6 +541,11 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .get("transcript_dir")
         .map(|v| p.path("transcript_dir", v))
         .transpose()?;
+    let additional_directories = p
+        .list("additional_directories")?
+        .iter()
+        .map(|v| p.path("additional_directories", v))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(OpenChat {
         chat_id,
         agent,
@@ -520,6 +557,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         remember,
         auth_method_id,
         transcript_dir,
+        additional_directories,
     })
 }
 
@@ -581,23 +619,35 @@ fn decode_complete_files(p: &Params<'_>) -> Result<Command, BadCommand> {
     }))
 }
 
+fn decode_elicitation_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
+    let request_id = request_id(p)?;
+    let response = ElicitationResponse::from_json(&msgpack::to_json(p.map))
+        .map_err(|e| p.bad(e.to_string()))?;
+    Ok(Command::ElicitationRespond {
+        request_id: ElicitationPromptId(request_id),
+        response,
+    })
+}
+
 fn decode_permission_respond(p: &Params<'_>) -> Result<Command, BadCommand> {
-    let request_id = match p.get("request_id") {
-        Some(Value::Integer(i)) => i
-            .as_u64()
-            .ok_or_else(|| p.bad(format!("`request_id` {i} is not a valid request id")))?,
-        Some(other) => {
-            return Err(p.bad(format!(
-                "`request_id` must be an integer, got {}",
-                kind(other)
-            )))
-        }
-        None => return Err(p.bad("`request_id` is missing")),
-    };
     Ok(Command::PermissionRespond {
-        request_id: PromptId(request_id),
+        request_id: PromptId(request_id(p)?),
         option_id: p.opt_string("option_id")?,
     })
+}
+
+/// The `request_id` of a respond command.
+fn request_id(p: &Params<'_>) -> Result<u64, BadCommand> {
+    match p.get("request_id") {
+        Some(Value::Integer(i)) => i
+            .as_u64()
+            .ok_or_else(|| p.bad(format!("`request_id` {i} is not a valid request id"))),
+        Some(other) => Err(p.bad(format!(
+            "`request_id` must be an integer, got {}",
+            kind(other)
+        ))),
+        None => Err(p.bad("`request_id` is missing")),
+    }
 }
 
 /// Which agent changes a review decision covers.
@@ -874,9 +924,16 @@ mod tests {
         // An empty Lua table travels as an empty array.
         p["agent"]["env"] = json!([]);
         p["agent"]["init_timeout_ms"] = json!(250);
+        p["agent"]["missing_file_read"] = json!("empty");
+        p["additional_directories"] = json!(["/extra/a", "/extra/b"]);
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
+        assert_eq!(
+            open.additional_directories,
+            vec![PathBuf::from("/extra/a"), PathBuf::from("/extra/b")]
+        );
+        assert!(open.agent.missing_file_read_empty);
         assert_eq!(open.mcp_servers.len(), 1);
         assert_eq!(open.load_session_id.as_deref(), Some("sess-9"));
         assert_eq!(
@@ -895,6 +952,7 @@ mod tests {
         let Command::Open(open) = decode("acp.open", p).unwrap() else {
             panic!("not an open");
         };
+        assert!(!open.agent.missing_file_read_empty, "off by default");
         assert_eq!(open.remember, Some(false));
         assert_eq!(open.auto_allow, None);
     }
@@ -1312,7 +1370,7 @@ mod tests {
         let cmd = decode(
             "acp.list_sessions",
             json!({"request_id": 3, "agent": {"name": "demo", "cmd": ["demo-agent"]},
-                   "cwd": "/p", "all": true}),
+                   "cwd": "/p", "all": true, "delete": "s-9"}),
         )
         .unwrap();
         let Command::ListSessions {
@@ -1320,6 +1378,7 @@ mod tests {
             agent,
             cwd,
             all,
+            delete,
         } = cmd
         else {
             panic!("not a list");
@@ -1328,6 +1387,7 @@ mod tests {
         assert_eq!(agent.cmd, vec!["demo-agent"]);
         assert_eq!(cwd, PathBuf::from("/p"));
         assert!(all);
+        assert_eq!(delete.as_deref(), Some("s-9"));
         for (bad, want) in [
             (json!({"agent": {"cmd": ["x"]}, "cwd": "/p"}), "request_id"),
             (

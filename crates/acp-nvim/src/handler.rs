@@ -23,6 +23,7 @@ use crate::batcher::EventQueue;
 use crate::command::{BadCommand, Command, ReviewCommand};
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
+use crate::prompts::Prompts;
 use crate::protocol::{wire, Event};
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
@@ -104,6 +105,7 @@ pub struct NvimHandler<W> {
     events: EventQueue,
     hello: Arc<HelloInfo>,
     files: Arc<WorkspaceFiles>,
+    prompts: Arc<Prompts>,
     _writer: PhantomData<fn() -> W>,
 }
 
@@ -114,6 +116,7 @@ impl<W> Clone for NvimHandler<W> {
             events: self.events.clone(),
             hello: self.hello.clone(),
             files: self.files.clone(),
+            prompts: self.prompts.clone(),
             _writer: PhantomData,
         }
     }
@@ -150,8 +153,16 @@ impl<W> NvimHandler<W> {
             events,
             hello: Arc::new(hello),
             files: Arc::new(WorkspaceFiles::new()),
+            prompts: Arc::new(Prompts::new()),
             _writer: PhantomData,
         }
+    }
+
+    /// Answers elicitations from `prompts` (the set the agents register
+    /// them in).
+    pub fn with_prompts(mut self, prompts: Arc<Prompts>) -> Self {
+        self.prompts = prompts;
+        self
     }
 
     fn forward(&self, routed: Routed) {
@@ -190,6 +201,15 @@ impl<W> NvimHandler<W> {
                 Reply::AfterShutdown(done)
             }
             Ok(Command::CompleteFiles(q)) => Reply::Files(self.files.clone(), q),
+            // Answered here, not in the command loop: the check against the
+            // form is quick and its problems go back to the caller.
+            Ok(Command::ElicitationRespond {
+                request_id,
+                response,
+            }) => match self.prompts.elicitations.answer(request_id, response) {
+                Ok(()) => Reply::Now(Value::Boolean(true)),
+                Err(message) => Reply::Error(Value::from(message)),
+            },
             Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => {
                 Reply::Now(crate::review::merge_reply(&base, &ours, &theirs))
             }
@@ -214,6 +234,10 @@ impl<W> NvimHandler<W> {
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
+            Ok(Command::ElicitationRespond { .. }) => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
             Ok(Command::CompleteFiles(_)) => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),

@@ -8,10 +8,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batcher::EventQueue;
 use crate::editor::Editor;
+use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event, PromptId};
-use acp_client::host::{ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
+    ElicitationScope,
+};
+use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use acp_client::schema;
 use acp_client::terminal::TerminalEvent;
@@ -40,6 +45,10 @@ enum Item {
         request: PermissionRequest,
         prompt: PromptId,
     },
+    Elicitation {
+        request: ElicitationRequest,
+        prompt: ElicitationPromptId,
+    },
 }
 
 /// Which chat each session of one agent belongs to, and the translation of
@@ -57,6 +66,13 @@ pub struct Routes {
     held: VecDeque<(SessionId, Item)>,
     /// The client's permission ids (per agent) to the backend's (global).
     prompt_ids: HashMap<PermissionRequestId, PromptId>,
+    /// The client's elicitation ids to the backend's, with the chat a
+    /// request-scoped one was shown in.
+    elicitation_ids: HashMap<ElicitationRequestId, (ElicitationPromptId, Option<ChatId>)>,
+    /// Chats opening a session in this agent, newest last: a request-scoped
+    /// elicitation (asked while serving `authenticate` or `session/new`)
+    /// is shown in the newest.
+    opening: Vec<ChatId>,
     writes: HashMap<(SessionId, PathBuf), WriteNote>,
     warnings: usize,
     /// Files being restored by a review reject, with the text the review
@@ -81,6 +97,8 @@ impl Routes {
             closed: HashSet::new(),
             held: VecDeque::new(),
             prompt_ids: HashMap::new(),
+            elicitation_ids: HashMap::new(),
+            opening: Vec::new(),
             writes: HashMap::new(),
             warnings: 0,
             restores: HashMap::new(),
@@ -137,6 +155,7 @@ impl Routes {
         let session = match &item {
             Item::Client(ev) => session_of(ev),
             Item::Permission { request, .. } => Some(request.session_id.clone()),
+            Item::Elicitation { request, .. } => request.scope.session_id().cloned(),
         };
         let Some(session) = session else {
             self.translate_agent_wide(item, out);
@@ -159,6 +178,9 @@ impl Routes {
                 tool_call: request.tool_call,
                 options: request.options,
             }),
+            Item::Elicitation { request, prompt } => {
+                out.push(elicitation_event(Some(chat), prompt, request))
+            }
         }
     }
 
@@ -174,16 +196,46 @@ impl Routes {
 
     /// Forgets the bookkeeping of an event that will never be shown.
     fn drop_item(&mut self, item: Item) {
-        if let Item::Client(ClientEvent::PermissionCancelled { id, .. }) = item {
-            self.prompt_ids.remove(&id);
+        match item {
+            Item::Client(ClientEvent::PermissionCancelled { id, .. }) => {
+                self.prompt_ids.remove(&id);
+            }
+            Item::Client(ClientEvent::ElicitationCancelled { id, .. }) => {
+                self.elicitation_ids.remove(&id);
+            }
+            _ => {}
         }
     }
 
     fn translate_agent_wide(&mut self, item: Item, out: &mut Vec<Event>) {
-        let Item::Client(event) = item else {
-            return;
+        let event = match item {
+            Item::Client(event) => event,
+            Item::Elicitation { request, prompt } => {
+                // Request-scoped: the chat whose session is opening.
+                let chat = self.opening.last().cloned();
+                if let Some(entry) = self.elicitation_ids.get_mut(&request.id) {
+                    entry.1 = chat.clone();
+                }
+                out.push(elicitation_event(chat, prompt, request));
+                return;
+            }
+            Item::Permission { .. } => return,
         };
         match event {
+            ClientEvent::ElicitationCancelled { id, .. } => {
+                if let Some((prompt, chat)) = self.elicitation_ids.remove(&id) {
+                    out.push(Event::ElicitationCancelled {
+                        chat_id: chat,
+                        request_id: prompt,
+                    });
+                }
+            }
+            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
+                out.push(Event::ElicitationCompleted {
+                    chat_id: self.opening.last().cloned(),
+                    elicitation_id: elicitation_id.0,
+                })
+            }
             ClientEvent::AgentExited {
                 status,
                 stderr_tail,
@@ -229,6 +281,21 @@ impl Routes {
                 }),
                 None => tracing::debug!(?id, "cancelled permission prompt was never shown"),
             },
+            ClientEvent::ElicitationCancelled { id, .. } => {
+                match self.elicitation_ids.remove(&id) {
+                    Some((prompt, _)) => out.push(Event::ElicitationCancelled {
+                        chat_id: Some(chat),
+                        request_id: prompt,
+                    }),
+                    None => tracing::debug!(?id, "cancelled elicitation was never shown"),
+                }
+            }
+            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
+                out.push(Event::ElicitationCompleted {
+                    chat_id: Some(chat),
+                    elicitation_id: elicitation_id.0,
+                })
+            }
             ClientEvent::PermissionAutoAnswered { request, decision } => {
                 let option = match &decision {
                     PermissionDecision::Selected { option_id } => request
@@ -283,11 +350,56 @@ fn session_of(event: &ClientEvent) -> Option<SessionId> {
     match event {
         ClientEvent::Session { session_id, .. }
         | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id.clone()),
+        ClientEvent::ElicitationCancelled { scope, .. }
+        | ClientEvent::ElicitationCompleted { scope, .. } => scope.session_id().cloned(),
         ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
         ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
         ClientEvent::ReviewChanged { session_id, .. } => Some(session_id.clone()),
         ClientEvent::Terminal(terminal) => terminal_session(terminal),
         _ => None,
+    }
+}
+
+/// The `elicitation_request` event of an elicitation.
+fn elicitation_event(
+    chat: Option<ChatId>,
+    prompt: ElicitationPromptId,
+    request: ElicitationRequest,
+) -> Event {
+    let (tool_call_id, tool_title) = match &request.scope {
+        ElicitationScope::Session {
+            tool_call_id,
+            tool_title,
+            ..
+        } => (tool_call_id.clone(), tool_title.clone()),
+        ElicitationScope::Request { .. } => (None, None),
+    };
+    let session_id = request.scope.session_id().map(ToString::to_string);
+    let (mode, requested_schema, fields, url, elicitation_id) = match request.mode {
+        ElicitationMode::Form { schema } => (
+            "form",
+            Some(schema.raw.clone()),
+            Some(elicitation::lua_fields(&schema)),
+            None,
+            None,
+        ),
+        ElicitationMode::Url {
+            elicitation_id,
+            url,
+        } => ("url", None, None, Some(url), Some(elicitation_id.0)),
+    };
+    Event::ElicitationRequest {
+        chat_id: chat,
+        request_id: prompt,
+        session_id,
+        mode,
+        message: request.message,
+        requested_schema,
+        fields,
+        url,
+        elicitation_id,
+        tool_call_id,
+        tool_title,
     }
 }
 
@@ -367,6 +479,17 @@ impl NvimHost {
     /// The session of `chat` in this agent, if it is open.
     pub fn session_of(&self, chat: &ChatId) -> Option<SessionId> {
         self.routes().session_of(chat)
+    }
+
+    /// `chat` is opening a session (initialize, authenticate, session/new)
+    /// until the returned guard drops: request-scoped elicitations of that
+    /// time are shown in it.
+    pub fn opening(&self, chat: &ChatId) -> Opening<'_> {
+        self.routes().opening.push(chat.clone());
+        Opening {
+            host: self,
+            chat: chat.clone(),
+        }
     }
 
     /// The next writes of `path` in `session` restore rejected review
@@ -463,6 +586,22 @@ fn percent_decode(path: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// See [`NvimHost::opening`].
+#[derive(Debug)]
+pub struct Opening<'a> {
+    host: &'a NvimHost,
+    chat: ChatId,
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut routes = self.host.routes();
+        if let Some(i) = routes.opening.iter().rposition(|c| *c == self.chat) {
+            routes.opening.remove(i);
+        }
+    }
+}
+
 /// A path as Lua gets it; `None` for paths that are not UTF-8 (Lua could
 /// not match them against buffer names reliably: the disk is used).
 fn lua_path(path: &Path) -> Option<&str> {
@@ -471,6 +610,36 @@ fn lua_path(path: &Path) -> Option<&str> {
 
 #[async_trait]
 impl EditorHost for NvimHost {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            ..HostCapabilities::default()
+        }
+    }
+
+    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let registry = &self.prompts.elicitations;
+        let (prompt, answer) = registry.open(&request);
+        let _withdraw = WithdrawElicitation {
+            elicitations: registry,
+            id: prompt,
+        };
+        let client_id = request.id;
+        self.with_routes(|r, out| {
+            r.elicitation_ids.insert(client_id, (prompt, None));
+            r.route(Item::Elicitation { request, prompt }, out);
+        });
+        // When the turn is cancelled the client drops this future; the
+        // mapping stays until its ElicitationCancelled is translated.
+        let answer = answer.await;
+        self.routes().elicitation_ids.remove(&client_id);
+        answer.unwrap_or_else(|_| {
+            tracing::debug!(%prompt, "elicitation dropped without an answer");
+            ElicitationResponse::Cancel
+        })
+    }
+
     async fn request_permission(&self, request: PermissionRequest) -> PermissionDecision {
         let (prompt, answer) = self.prompts.open();
         let _withdraw = Withdraw {

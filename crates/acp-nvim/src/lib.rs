@@ -27,6 +27,7 @@ pub mod chat;
 pub mod cli;
 pub mod command;
 pub mod editor;
+pub mod elicitation;
 pub mod files;
 pub mod handler;
 pub mod host;
@@ -68,7 +69,9 @@ pub async fn serve(
     // The batcher hands each finished batch to the transcript recorder.
     let transcripts = Transcripts::new();
     let (tx, rx) = mpsc::unbounded_channel();
-    let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file));
+    let prompts = Arc::new(Prompts::new());
+    let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file))
+        .with_prompts(prompts.clone());
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;
     // nvim-rs writes to its own duplicate of fd 1. Point fd 1 itself at
     // stderr, so that a stray print anywhere in the process cannot corrupt
@@ -86,7 +89,7 @@ pub async fn serve(
     let backend = Backend::new(Shared {
         events: events.clone(),
         editor,
-        prompts: Arc::new(Prompts::new()),
+        prompts,
     })
     .with_transcripts(transcripts.clone());
     let backend = tokio::spawn(backend.run(rx));

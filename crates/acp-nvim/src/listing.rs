@@ -15,6 +15,7 @@ use crate::agents::Agents;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
 use crate::protocol::Event;
+use acp_client::update::SessionId;
 
 /// How long the agent stays up after listing when no chat uses it.
 pub const LINGER: Duration = Duration::from_secs(30);
@@ -30,6 +31,8 @@ pub struct ListRequest {
     pub cwd: PathBuf,
     /// Every directory's sessions, not only `cwd`'s.
     pub all: bool,
+    /// A session to delete (`session/delete`) before listing.
+    pub delete: Option<String>,
 }
 
 /// Starts listing; the answer arrives as a `sessions_listed` event.
@@ -37,13 +40,16 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
     tokio::spawn(async move {
         // A user of the agent that is no chat: keeps it alive while listing.
         let user = ChatId(format!("list:{}", request.request_id));
-        let answer = |capabilities, sessions, message: Option<String>| Event::SessionsListed {
-            request_id: request.request_id.clone(),
-            agent_name: request.agent.name.clone(),
-            capabilities,
-            sessions,
-            message,
-        };
+        let mut deleted = None;
+        let answer =
+            |capabilities, sessions, message: Option<String>, deleted| Event::SessionsListed {
+                request_id: request.request_id.clone(),
+                agent_name: request.agent.name.clone(),
+                capabilities,
+                sessions,
+                message,
+                deleted,
+            };
         let agent = match agents.acquire(&request.agent, &request.cwd, &user, None, None) {
             Ok(agent) => agent,
             Err(e) => {
@@ -54,15 +60,37 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                         "{e}. Check `cmd` of agent `{}` in your acp.nvim setup() and that the program is installed and on $PATH.",
                         request.agent.name
                     )),
+                    None,
                 ));
                 return;
             }
         };
         let event = match agent.ready().await {
-            Err(message) => answer(None, None, Some(message)),
+            Err(message) => answer(None, None, Some(message), None),
             Ok(info) => {
                 let caps = Some(info.capabilities.clone());
-                if info.capabilities.session_capabilities.list.is_none() {
+                let mut failed_delete = None;
+                if let Some(id) = &request.delete {
+                    match agent
+                        .conn
+                        .delete_session(&SessionId::new(id.as_str()))
+                        .await
+                    {
+                        Ok(()) => {
+                            tracing::info!(agent = %agent.name, session = %id, "session deleted");
+                            deleted = Some(id.clone());
+                        }
+                        Err(e) => {
+                            failed_delete = Some(format!(
+                                "the agent {} did not delete session {id}: {e}",
+                                agent.name
+                            ))
+                        }
+                    }
+                }
+                if let Some(message) = failed_delete {
+                    answer(caps, None, Some(message), None)
+                } else if info.capabilities.session_capabilities.list.is_none() {
                     answer(
                         caps,
                         None,
@@ -70,11 +98,12 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                             "the agent {} cannot list its sessions (it does not advertise session/list)",
                             agent.name
                         )),
+                        deleted.clone(),
                     )
                 } else {
                     let cwd = (!request.all).then_some(request.cwd.as_path());
                     match agent.conn.list_all_sessions(cwd).await {
-                        Ok(sessions) => answer(caps, Some(sessions), None),
+                        Ok(sessions) => answer(caps, Some(sessions), None, deleted.clone()),
                         Err(e) => answer(
                             caps,
                             None,
@@ -82,6 +111,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                                 "the agent {} could not list its sessions: {e}",
                                 agent.name
                             )),
+                            deleted.clone(),
                         ),
                     }
                 }

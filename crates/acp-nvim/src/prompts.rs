@@ -1,4 +1,5 @@
-//! Permission prompts waiting for the user's answer.
+//! Permission prompts (and, in [`crate::elicitation`], elicitations)
+//! waiting for the user's answer.
 //!
 //! acp-client numbers permission requests per agent, so two agents can both
 //! have a request 1. The plugin answers by id without knowing the agent, so
@@ -11,6 +12,7 @@ use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 use crate::command::PromptId;
+use crate::elicitation::Elicitations;
 
 /// The answer to a prompt: the option id, or `None` when dismissed.
 pub type Answer = Option<String>;
@@ -20,6 +22,8 @@ pub type Answer = Option<String>;
 pub struct Prompts {
     next: AtomicU64,
     pending: Mutex<HashMap<PromptId, oneshot::Sender<Answer>>>,
+    /// Pending elicitations (forms and URLs), numbered on their own.
+    pub elicitations: Elicitations,
 }
 
 impl Prompts {

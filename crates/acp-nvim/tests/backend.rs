@@ -124,6 +124,7 @@ impl Rig {
                 env: Vec::new(),
                 cwd: None,
                 init_timeout: None,
+                missing_file_read_empty: false,
             },
             cwd: cwd.to_path_buf(),
             mcp_servers: Vec::new(),
@@ -133,6 +134,7 @@ impl Rig {
             remember: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         }
     }
 
@@ -388,6 +390,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -397,6 +400,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         remember: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -528,6 +532,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         },
         cwd,
         mcp_servers: Vec::new(),
@@ -537,6 +542,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         remember: None,
         auth_method_id: None,
         transcript_dir: None,
+        additional_directories: Vec::new(),
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");

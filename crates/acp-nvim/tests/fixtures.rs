@@ -15,7 +15,8 @@ use acp_client::schema;
 use acp_client::session::{Entry, Message, SessionChange, ToolCallState};
 use acp_client::terminal::{TerminalEvent, TerminalExit};
 use acp_client::update::{decode_content, decode_tool_call_fields, PlanEntry, Usage};
-use acp_nvim::protocol::{ChatId, Event, PromptId};
+use acp_nvim::elicitation::ElicitationPromptId;
+use acp_nvim::protocol::{ChatId, Event, LoginMethod, PromptId};
 use serde_json::{json, Value as Json};
 
 fn chat() -> ChatId {
@@ -69,8 +70,10 @@ fn capabilities() -> schema::AgentCapabilities {
     }))
 }
 
-fn auth_methods() -> Vec<schema::AuthMethod> {
-    acp(json!([{"id": "login", "name": "Log in", "description": "Opens a browser"}]))
+fn auth_methods() -> Vec<LoginMethod> {
+    LoginMethod::all(&acp::<Vec<schema::AuthMethod>>(json!([
+        {"id": "login", "name": "Log in", "description": "Opens a browser"}
+    ])))
 }
 
 fn config_options() -> Vec<schema::SessionConfigOption> {
@@ -181,6 +184,62 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             Event::PermissionCancelled {
                 chat_id: chat(),
                 request_id: PromptId(7),
+            },
+        ),
+        (
+            "elicitation_request",
+            Event::ElicitationRequest {
+                chat_id: Some(chat()),
+                request_id: ElicitationPromptId(3),
+                session_id: Some("sess-1".into()),
+                mode: "form",
+                message: "Where to deploy?".into(),
+                requested_schema: Some(
+                    json!({"type": "object", "required": ["target"], "properties": {
+                        "target": {"type": "string", "title": "Target", "oneOf": [{"const": "prod", "title": "Production"}]},
+                        "replicas": {"type": "integer", "minimum": 1, "maximum": 3}
+                    }}),
+                ),
+                fields: Some(json!([
+                    {"name": "target", "label": "Target", "required": true, "type": "enum",
+                     "choices": [{"value": "prod", "title": "Production"}]},
+                    {"name": "replicas", "label": "replicas", "required": false, "type": "integer",
+                     "minimum": 1.0, "maximum": 3.0}
+                ])),
+                url: None,
+                elicitation_id: None,
+                tool_call_id: Some("tool-1".into()),
+                tool_title: Some("Deploy".into()),
+            },
+        ),
+        (
+            "elicitation_request_url",
+            Event::ElicitationRequest {
+                chat_id: None,
+                request_id: ElicitationPromptId(4),
+                session_id: None,
+                mode: "url",
+                message: "Log in".into(),
+                requested_schema: None,
+                fields: None,
+                url: Some("https://example.com/login".into()),
+                elicitation_id: Some("login-1".into()),
+                tool_call_id: None,
+                tool_title: None,
+            },
+        ),
+        (
+            "elicitation_cancelled",
+            Event::ElicitationCancelled {
+                chat_id: Some(chat()),
+                request_id: ElicitationPromptId(3),
+            },
+        ),
+        (
+            "elicitation_completed",
+            Event::ElicitationCompleted {
+                chat_id: None,
+                elicitation_id: "login-1".into(),
             },
         ),
         (
@@ -375,6 +434,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                     {"sessionId": "sess-1", "cwd": "/work", "title": "Fix main", "updatedAt": "2026-01-01T00:00:00Z"}
                 ]))),
                 message: None,
+                deleted: None,
             },
         ),
         ("logged_out", Event::LoggedOut { chat_id: chat() }),
@@ -452,6 +512,9 @@ fn every_event_kind_has_a_fixture() {
         "permission_request",
         "permission_cancelled",
         "permission_auto",
+        "elicitation_request",
+        "elicitation_cancelled",
+        "elicitation_completed",
         "terminal",
         "file_edited",
         "turn_ended",

@@ -98,6 +98,7 @@ impl Rig {
             env: Vec::new(),
             cwd: None,
             init_timeout: None,
+            missing_file_read_empty: false,
         }
     }
 
@@ -113,6 +114,7 @@ impl Rig {
             remember: None,
             auth_method_id: None,
             transcript_dir: None,
+            additional_directories: Vec::new(),
         };
         f(&mut open);
         self.send(Command::Open(Box::new(open)));
@@ -194,6 +196,7 @@ async fn list_sessions_answers_every_page_newest_first() {
         agent: agent.clone(),
         cwd: rig.cwd(),
         all: true,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
@@ -219,6 +222,7 @@ async fn list_sessions_answers_every_page_newest_first() {
         agent,
         cwd: rig.cwd(),
         all: false,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
@@ -239,6 +243,7 @@ async fn an_agent_that_cannot_list_says_so() {
         agent,
         cwd: rig.cwd(),
         all: false,
+        delete: None,
     });
     let listed = rig
         .wait("sessions_listed", |e| e.kind() == "sessions_listed")
@@ -437,4 +442,53 @@ async fn a_session_is_recorded_as_its_events_and_a_reopen_appends() {
     assert_eq!(text.matches("\"type\":\"transcript\"").count(), 2, "{text}");
     assert_eq!(text.matches("eamed in chunks").count(), 1, "{text}");
     assert!(text.contains("\"opening\":\"load\""));
+}
+
+#[tokio::test]
+async fn a_list_request_can_delete_a_session_first() {
+    let mut rig = Rig::new();
+    let log = rig.dir.path().join("agent.log");
+    let scenario = acp_testkit::scenario("sessions");
+    let agent = rig.agent(&scenario, &log);
+    rig.send(Command::ListSessions {
+        request_id: "d1".into(),
+        agent: agent.clone(),
+        cwd: rig.cwd(),
+        all: true,
+        delete: Some("stored-3".into()),
+    });
+    let listed = rig
+        .wait("sessions_listed", |e| e.kind() == "sessions_listed")
+        .await;
+    assert_eq!(listed["deleted"], "stored-3");
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 4, "{listed}");
+    assert!(!ids.contains(&"stored-3"), "{listed}");
+
+    // An unknown session: the agent's error is the message, nothing listed.
+    rig.send(Command::ListSessions {
+        request_id: "d2".into(),
+        agent,
+        cwd: rig.cwd(),
+        all: true,
+        delete: Some("nope".into()),
+    });
+    let listed = rig
+        .wait("second answer", |e| {
+            e.kind() == "sessions_listed" && e.json_view()["request_id"] == "d2"
+        })
+        .await;
+    assert!(listed.get("deleted").is_none());
+    assert!(
+        listed["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not delete session nope"),
+        "{listed}"
+    );
 }

@@ -49,7 +49,7 @@ fn demo_runs_to_end_turn_when_the_client_allows_everything() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["plan", "explain", "test"]);
+    assert_eq!(names, ["plan", "explain", "test", "ask"]);
 
     let mut writes = Vec::new();
     let turn = agent.prompt(&session, "hello", &mut generous(&mut writes));
@@ -148,6 +148,26 @@ fn demo_answers_slash_commands_briefly() {
     assert!(turn.text().contains("/explain the parser"));
     let turn = agent.prompt(&session, "/test", &mut refuse);
     assert!(turn.text().contains("42"));
+    // `/ask` asks a form; the answer shapes the reply.
+    let mut answer = |method: &str, params: &Value| -> Answer {
+        assert_eq!(method, "elicitation/create");
+        assert_eq!(params["mode"], "form");
+        assert_eq!(
+            params["requestedSchema"]["required"],
+            json!(["greeting", "language"])
+        );
+        Ok(
+            json!({"action": "accept", "content": {"greeting": "Bonjour", "language": "fr", "shout": true}}),
+        )
+    };
+    let turn = agent.prompt(&session, "/ask", &mut answer);
+    assert_eq!(
+        turn.text(),
+        "Thanks! I would write Bonjour (fr), shout: true."
+    );
+    let mut decline = |_: &str, _: &Value| -> Answer { Ok(json!({"action": "decline"})) };
+    let turn = agent.prompt(&session, "/ask", &mut decline);
+    assert_eq!(turn.text(), "No greeting then.");
 }
 
 #[test]

@@ -900,3 +900,69 @@ fn serialized_changes_match_the_documented_form() {
         assert_eq!(serde_json::to_value(&change).unwrap(), expected);
     }
 }
+
+fn decoded(update: Value) -> SessionUpdate {
+    let params = json!({"sessionId": "s", "update": update}).to_string();
+    let raw = RawValue::from_string(params).unwrap();
+    decode_session_notification(&raw).unwrap().update
+}
+
+#[test]
+fn notices_are_changes_not_history() {
+    let mut s = state();
+    let changes = s.apply(decoded(json!({
+        "sessionUpdate": "notice", "severity": "warning",
+        "title": "Rate limited", "description": "Retrying in 30 s"
+    })));
+    assert_eq!(
+        changes,
+        vec![SessionChange::Notice {
+            severity: "warning".into(),
+            title: "Rate limited".into(),
+            description: Some("Retrying in 30 s".into()),
+        }]
+    );
+    assert!(s.entries().is_empty());
+    // A notice without a title does not fit the schema: kept as unknown.
+    let changes = s.apply(decoded(
+        json!({"sessionUpdate": "notice", "severity": "info", "title": ""}),
+    ));
+    assert!(
+        matches!(&changes[0], SessionChange::EntryAdded { entry: Entry::Unknown { kind, .. }, .. } if kind == "notice")
+    );
+}
+
+#[test]
+fn compactions_accumulate_their_summary_and_status() {
+    let mut s = state();
+    s.apply(decoded(json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"})));
+    for piece in ["Kept: ", "the plan."] {
+        s.apply(decoded(
+            json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1",
+                               "content": {"type": "text", "text": piece}}),
+        ));
+    }
+    let changes = s.apply(decoded(
+        json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}),
+    ));
+    assert_eq!(
+        changes,
+        vec![SessionChange::CompactionChanged {
+            id: "c1".into(),
+            status: "completed".into(),
+            summary: vec![Content::text("Kept: the plan.")],
+            error: None,
+        }]
+    );
+    let changes = s.apply(decoded(
+        json!({"sessionUpdate": "compaction_update", "compactionId": "c2",
+                                         "status": "failed", "error": "too big"}),
+    ));
+    assert!(
+        matches!(&changes[0], SessionChange::CompactionChanged { id, error: Some(e), .. } if id == "c2" && e == "too big")
+    );
+    assert!(
+        s.entries().is_empty(),
+        "compactions are not transcript entries"
+    );
+}

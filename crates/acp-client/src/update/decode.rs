@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{
-    schema, Content, ContentChunk, PlanEntry, SessionId, SessionInfo, SessionNotification,
+    schema, Content, ContentChunk, Notice, PlanEntry, SessionId, SessionInfo, SessionNotification,
     SessionUpdate, ToolCallFields, ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
 };
 use crate::error::Error;
@@ -413,6 +413,28 @@ fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
             size: u.get("size")?.as_u64()?,
             cost: non_null(u.get("cost")),
         }),
+        "notice" => SessionUpdate::Notice(Notice {
+            severity: u.get("severity")?.as_str()?.to_owned(),
+            title: u
+                .get("title")?
+                .as_str()
+                .filter(|t| !t.is_empty())?
+                .to_owned(),
+            description: nullable_string(u, "description").flatten(),
+        }),
+        "compaction_update" => SessionUpdate::CompactionUpdate {
+            id: u.get("compactionId")?.as_str()?.to_owned(),
+            status: u.get("status")?.as_str()?.to_owned(),
+            summary: u
+                .get("summary")
+                .and_then(Value::as_array)
+                .map(|blocks| blocks.iter().cloned().map(decode_content).collect()),
+            error: nullable_string(u, "error").flatten(),
+        },
+        "compaction_summary_chunk" => SessionUpdate::CompactionSummaryChunk {
+            id: u.get("compactionId")?.as_str()?.to_owned(),
+            content: decode_content(u.get("content")?.clone()),
+        },
         _ => return None,
     })
 }

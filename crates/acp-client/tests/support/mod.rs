@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
 use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
@@ -33,7 +34,12 @@ pub struct TestHost {
     /// What `text_before_turn` answers, per path (the editor's copies of
     /// unmodified buffers taken when the prompt was sent).
     pub before_turn: Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// Where elicitations go, once a test sets it (else they are cancelled).
+    pub elicitations: Mutex<Option<mpsc::UnboundedSender<Elicited>>>,
 }
+
+/// An elicitation handed to the test, with the channel for its answer.
+pub type Elicited = (ElicitationRequest, oneshot::Sender<ElicitationResponse>);
 
 impl TestHost {
     pub fn new(permission: PermissionMode) -> (Arc<Self>, mpsc::UnboundedReceiver<ClientEvent>) {
@@ -47,6 +53,7 @@ impl TestHost {
                 buffer: Mutex::new(None),
                 fail_reads: Default::default(),
                 before_turn: Default::default(),
+                elicitations: Default::default(),
             }),
             rx,
         )
@@ -66,9 +73,17 @@ impl TestHost {
                 buffer: Mutex::new(None),
                 fail_reads: Default::default(),
                 before_turn: Default::default(),
+                elicitations: Default::default(),
             }),
             rx,
         )
+    }
+
+    /// Hands every later elicitation to the returned receiver.
+    pub fn take_elicitations(&self) -> mpsc::UnboundedReceiver<Elicited> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *self.elicitations.lock().unwrap() = Some(tx);
+        rx
     }
 
     pub fn events(&self) -> Vec<ClientEvent> {
@@ -100,6 +115,18 @@ impl EditorHost for TestHost {
                 })
                 .unwrap_or(PermissionDecision::Cancelled),
         }
+    }
+
+    async fn request_elicitation(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let tx = self.elicitations.lock().unwrap().clone();
+        let Some(tx) = tx else {
+            return ElicitationResponse::Cancel;
+        };
+        let (answer_tx, answer_rx) = oneshot::channel();
+        if tx.send((request, answer_tx)).is_err() {
+            return ElicitationResponse::Cancel;
+        }
+        answer_rx.await.unwrap_or(ElicitationResponse::Cancel)
     }
 
     async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
@@ -144,6 +171,14 @@ pub struct Peer {
 pub const WAIT: Duration = Duration::from_secs(10);
 
 impl Peer {
+    /// The agent side over the given pipe halves.
+    pub fn from_halves(reader: ReadHalf<DuplexStream>, writer: WriteHalf<DuplexStream>) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            writer,
+        }
+    }
+
     /// Reads the next message the client sent.
     pub async fn recv(&mut self) -> Value {
         let mut line = String::new();

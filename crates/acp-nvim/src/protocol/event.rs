@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::wire;
 use crate::command::{ChatId, PromptId};
+use crate::elicitation::ElicitationPromptId;
 
 /// Queued text chunks are merged up to this size per event, so that one
 /// merged event never makes one Lua call long enough to stall a frame.
@@ -49,7 +50,7 @@ pub enum Event {
         capabilities: schema::AgentCapabilities,
         /// The agent's auth methods (absent when it listed none).
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        auth_methods: Vec<schema::AuthMethod>,
+        auth_methods: Vec<LoginMethod>,
         /// The file the session's transcript is written to, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         transcript_path: Option<String>,
@@ -69,7 +70,7 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
         /// The agent's auth methods.
-        auth_methods: Vec<schema::AuthMethod>,
+        auth_methods: Vec<LoginMethod>,
     },
     /// The session model changed (acp-client's `SessionChange`; streamed
     /// text is its `text_appended`).
@@ -107,6 +108,59 @@ pub enum Event {
         /// The option chosen; absent when the request was cancelled.
         #[serde(skip_serializing_if = "Option::is_none")]
         option: Option<PermissionOption>,
+    },
+    /// The agent asks the user (a form or a URL); answer with
+    /// `acp.elicitation_respond`. Without `chat_id` when no chat is known
+    /// for it (a request-scoped elicitation with no chat opening).
+    ElicitationRequest {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// Answer with this id.
+        request_id: ElicitationPromptId,
+        /// The session, for session-scoped elicitations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// `form` or `url`.
+        mode: &'static str,
+        /// What the agent wants.
+        message: String,
+        /// Form: the JSON Schema as the agent sent it (opaque: its
+        /// keywords keep their spelling, see `wire::OPAQUE_KEYS`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        requested_schema: Option<serde_json::Value>,
+        /// Form: the fields in the agent's order (`elicitation::lua_fields`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fields: Option<serde_json::Value>,
+        /// URL mode: the page to open.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// URL mode: the agent's id, echoed by `elicitation_completed`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        elicitation_id: Option<String>,
+        /// The tool call the question belongs to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// The title of that tool call, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_title: Option<String>,
+    },
+    /// A pending elicitation was withdrawn (turn cancelled, the request it
+    /// served ended, agent exited).
+    ElicitationCancelled {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// The id of the withdrawn `elicitation_request`.
+        request_id: ElicitationPromptId,
+    },
+    /// The agent finished a URL elicitation (`elicitation/complete`).
+    ElicitationCompleted {
+        /// The chat concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chat_id: Option<ChatId>,
+        /// The agent's id of the URL elicitation.
+        elicitation_id: String,
     },
     /// Terminal output or lifecycle: the fields of acp-client's
     /// `TerminalEvent` (`kind`, `terminal_id`, `data`, `exit_status`...).
@@ -175,6 +229,10 @@ pub enum Event {
         /// Why there is no list, as a sentence.
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// The session deleted before listing, when the request asked for
+        /// it and the agent deleted it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        deleted: Option<String>,
     },
     /// The agent of the chat logged out.
     LoggedOut {
@@ -202,6 +260,33 @@ pub enum Event {
     },
 }
 
+/// An auth method as Lua gets it: the ACP method, and for a terminal
+/// method that runs a program of its own rather than the agent's (an older
+/// agent's `_meta["terminal-auth"]`, e.g. claude-code-acp) that program as
+/// `command`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoginMethod {
+    /// The method as the agent described it (normalized by acp-client).
+    #[serde(flatten)]
+    pub method: schema::AuthMethod,
+    /// The program to run with the method's `args`, when not the agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl LoginMethod {
+    /// Every method of an agent.
+    pub fn all(methods: &[schema::AuthMethod]) -> Vec<Self> {
+        methods
+            .iter()
+            .map(|m| LoginMethod {
+                command: acp_client::connection::terminal_auth_command(m),
+                method: m.clone(),
+            })
+            .collect()
+    }
+}
+
 fn is_blank(tail: &Option<String>) -> bool {
     tail.as_deref().is_none_or(|t| t.trim().is_empty())
 }
@@ -217,6 +302,9 @@ impl Event {
             Event::PermissionRequest { .. } => "permission_request",
             Event::PermissionCancelled { .. } => "permission_cancelled",
             Event::PermissionAuto { .. } => "permission_auto",
+            Event::ElicitationRequest { .. } => "elicitation_request",
+            Event::ElicitationCancelled { .. } => "elicitation_cancelled",
+            Event::ElicitationCompleted { .. } => "elicitation_completed",
             Event::Terminal { .. } => "terminal",
             Event::FileEdited { .. } => "file_edited",
             Event::TurnEnded { .. } => "turn_ended",
@@ -248,7 +336,10 @@ impl Event {
             | Event::LoggedOut { chat_id }
             | Event::ReviewChanged { chat_id, .. }
             | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
-            Event::Warning { chat_id, .. } => chat_id.as_ref(),
+            Event::Warning { chat_id, .. }
+            | Event::ElicitationRequest { chat_id, .. }
+            | Event::ElicitationCancelled { chat_id, .. }
+            | Event::ElicitationCompleted { chat_id, .. } => chat_id.as_ref(),
             Event::SessionsListed { .. } => None,
         }
     }

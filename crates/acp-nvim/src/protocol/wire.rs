@@ -11,7 +11,8 @@
 //!
 //! Data the agent made up rather than the schema is passed as it is: the
 //! values under the keys of [`OPAQUE_KEYS`] (a tool call's `raw_input`, an
-//! unknown update's `raw`, `_meta`, an auth method's `env`), so that the user
+//! unknown update's `raw`, `_meta`, an auth method's `env`, an
+//! elicitation's `requested_schema`), so that the user
 //! sees the agent's JSON and environment variable names stay intact.
 
 use std::fmt;
@@ -20,7 +21,17 @@ use rmpv::Value;
 use serde::ser::{self, Serialize};
 
 /// Keys whose values are the agent's own data: encoded without renaming.
-pub const OPAQUE_KEYS: &[&str] = &["raw", "raw_input", "raw_output", "_meta", "meta", "env"];
+pub const OPAQUE_KEYS: &[&str] = &[
+    "raw",
+    "raw_input",
+    "raw_output",
+    "_meta",
+    "meta",
+    "env",
+    // An elicitation's JSON Schema: its keywords (`minLength`, `oneOf`)
+    // are the schema's language, documented as "as the agent sent it".
+    "requested_schema",
+];
 
 /// Encodes `value` for Lua. Serialization of the protocol's types cannot
 /// fail (they hold no maps with non-string keys); a failure is logged and

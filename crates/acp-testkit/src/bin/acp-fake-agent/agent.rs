@@ -212,7 +212,10 @@ impl Agent {
         }
         match method {
             "initialize" => self.initialize(responder),
-            "authenticate" => responder.send(self.authenticate(&params)),
+            "authenticate" => match &self.scenario.auth_elicitation {
+                Some(ask) => self.authenticate_after_asking(responder, &params, ask.clone()),
+                None => responder.send(self.authenticate(&params)),
+            },
             "logout" => responder.send(self.logout()),
             "session/new" => self.open_session(responder, &params, Open::New),
             "session/load" => self.open_session(responder, &params, Open::Load),
@@ -282,6 +285,40 @@ impl Agent {
             }
         }
         Ok(json!({}))
+    }
+
+    /// `authenticate` that first asks the user through a request-scoped
+    /// elicitation, answered on its own thread (the read loop must go on
+    /// to deliver the client's answer).
+    fn authenticate_after_asking(
+        self: &Arc<Self>,
+        responder: Responder,
+        params: &Value,
+        mut ask: Value,
+    ) {
+        let agent = self.clone();
+        let params = params.clone();
+        if let (Value::Object(map), Some(id)) = (&mut ask, responder.id.clone()) {
+            map.insert("requestId".into(), id);
+        }
+        std::thread::spawn(move || {
+            let reply = agent.pending.call(&agent.out, "elicitation/create", ask);
+            let action = reply
+                .as_ref()
+                .ok()
+                .and_then(|v| v.get("action").and_then(Value::as_str))
+                .unwrap_or("error")
+                .to_owned();
+            tracing::info!(action, "login elicitation answered");
+            if action == "accept" {
+                responder.send(agent.authenticate(&params));
+            } else {
+                responder.send(Err(RpcError::new(
+                    codes::AUTH_REQUIRED,
+                    format!("login not completed: the user answered `{action}`"),
+                )));
+            }
+        });
     }
 
     /// `logout`, when `agentCapabilities.auth.logout` is advertised: the
@@ -601,7 +638,11 @@ impl Agent {
                     .with_turn(turn_number);
             let (stop_reason, late) = player.play(&turn.steps);
             agent.persist();
-            responder.send(Ok(json!({ "stopReason": stop_reason })));
+            let mut answer = json!({ "stopReason": stop_reason });
+            if let Some(usage) = &turn.usage {
+                answer["usage"] = usage.clone();
+            }
+            responder.send(Ok(answer));
             agent.end_turn(&id, &cancel);
             for (delay_ms, steps) in late {
                 let agent = agent.clone();

@@ -63,6 +63,11 @@ pub struct Scenario {
     /// `authenticate`.
     #[serde(default)]
     pub auth_file: Option<PathBuf>,
+    /// `elicitation/create` params (without `requestId`) sent while serving
+    /// `authenticate`, scoped to that request: an accept logs in, anything
+    /// else fails the login.
+    #[serde(default)]
+    pub auth_elicitation: Option<serde_json::Value>,
 }
 
 fn default_page_size() -> usize {
@@ -185,6 +190,9 @@ pub struct Turn {
     /// Any string, so tests can send stop reasons a client does not know.
     #[serde(default = "end_turn")]
     pub stop_reason: String,
+    /// Sent as the prompt response's `usage` (unstable in ACP), as is.
+    #[serde(default)]
+    pub usage: Option<Value>,
 }
 
 fn end_turn() -> String {
@@ -212,6 +220,7 @@ impl Turn {
             starts_with: None,
             steps: vec![json!({ "type": "text", "text": "{{prompt}}" })],
             stop_reason: end_turn(),
+            usage: None,
         }
     }
 }

@@ -124,6 +124,35 @@ pub enum Step {
         #[serde(default = "yes")]
         report: bool,
     },
+    /// `elicitation/create` tied to the session (and `toolCallId` when
+    /// given), then the branch for the action. URL mode: with
+    /// `completeAfterMs`, `elicitation/complete` follows an accept.
+    Elicit {
+        #[serde(default = "form_mode")]
+        mode: String,
+        #[serde(default)]
+        message: String,
+        #[serde(default)]
+        requested_schema: Option<Value>,
+        #[serde(default)]
+        url: Option<String>,
+        #[serde(default)]
+        elicitation_id: Option<String>,
+        #[serde(default)]
+        tool_call_id: Option<String>,
+        #[serde(default)]
+        complete_after_ms: Option<u64>,
+        #[serde(default)]
+        on_accept: Vec<Value>,
+        #[serde(default)]
+        on_decline: Vec<Value>,
+        #[serde(default)]
+        on_cancel: Vec<Value>,
+        #[serde(default)]
+        on_error: Vec<Value>,
+        #[serde(default = "yes")]
+        report: bool,
+    },
     /// Any request to the client.
     Call {
         method: String,
@@ -282,6 +311,10 @@ fn yes() -> bool {
     true
 }
 
+fn form_mode() -> String {
+    "form".to_owned()
+}
+
 fn exit_one() -> i32 {
     1
 }
@@ -319,6 +352,18 @@ impl Step {
             Step::Call {
                 on_ok, on_error, ..
             } => vec![("onOk".to_owned(), on_ok), ("onError".to_owned(), on_error)],
+            Step::Elicit {
+                on_accept,
+                on_decline,
+                on_cancel,
+                on_error,
+                ..
+            } => vec![
+                ("onAccept".to_owned(), on_accept),
+                ("onDecline".to_owned(), on_decline),
+                ("onCancel".to_owned(), on_cancel),
+                ("onError".to_owned(), on_error),
+            ],
             Step::Late { steps, .. } => vec![("steps".to_owned(), steps)],
             _ => Vec::new(),
         }

@@ -16,7 +16,7 @@ mod bench;
 mod client;
 mod misbehave;
 
-use client::{Branches, TerminalRun};
+use client::{Branches, ElicitBranches, TerminalRun};
 use misbehave::{flood_stderr, spawn_grandchild};
 
 /// What a step list tells its caller.
@@ -262,6 +262,38 @@ impl<'a> Player<'a> {
                     cancelled: on_cancelled,
                 };
                 self.request_permission(tool_call, options, branches, report)
+            }
+            Step::Elicit {
+                mode,
+                message,
+                requested_schema,
+                url,
+                elicitation_id,
+                tool_call_id,
+                complete_after_ms,
+                on_accept,
+                on_decline,
+                on_cancel,
+                on_error,
+                report,
+            } => {
+                let mut params = json!({ "mode": mode, "message": message });
+                put_fields(
+                    &mut params,
+                    [
+                        ("requestedSchema", requested_schema),
+                        ("url", url.map(Value::from)),
+                        ("elicitationId", elicitation_id.map(Value::from)),
+                        ("toolCallId", tool_call_id.map(Value::from)),
+                    ],
+                );
+                let branches = ElicitBranches {
+                    accept: on_accept,
+                    decline: on_decline,
+                    cancel: on_cancel,
+                    error: on_error,
+                };
+                self.elicit(params, complete_after_ms, branches, report)
             }
             Step::Call {
                 method,

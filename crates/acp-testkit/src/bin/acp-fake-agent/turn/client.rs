@@ -10,6 +10,14 @@ use super::{reply_value, text_content, Flow, Player};
 use crate::expect::{Expect, TerminalExpect};
 use crate::wire::{self, Reply};
 
+/// The step lists an elicitation chooses from.
+pub(super) struct ElicitBranches {
+    pub accept: Vec<Value>,
+    pub decline: Vec<Value>,
+    pub cancel: Vec<Value>,
+    pub error: Vec<Value>,
+}
+
 impl Player<'_> {
     pub(super) fn request_permission(
         &mut self,
@@ -40,6 +48,56 @@ impl Player<'_> {
             None if kind.starts_with("reject") => &branches.reject,
             None if kind == "cancelled" => &branches.cancelled,
             None => return Flow::Next,
+        };
+        self.run(branch)
+    }
+
+    pub(super) fn elicit(
+        &mut self,
+        params: Value,
+        complete_after_ms: Option<u64>,
+        branches: ElicitBranches,
+        report: bool,
+    ) -> Flow {
+        let elicitation_id = params.get("elicitationId").cloned();
+        let reply = self.call("elicitation/create", Some(params));
+        let (action, content) = match &reply {
+            Ok(v) => (
+                v.get("action")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned(),
+                v.get("content").cloned(),
+            ),
+            Err(e) => {
+                if report {
+                    self.message(&format!("elicitation error {}: {}", e.code, e.message));
+                }
+                return self.run(&branches.error);
+            }
+        };
+        self.save("elicitation", content.clone().unwrap_or(Value::Null));
+        if report {
+            match &content {
+                Some(c) => self.message(&format!("elicitation: {action} {c}")),
+                None => self.message(&format!("elicitation: {action}")),
+            }
+        }
+        if action == "accept" {
+            if let (Some(ms), Some(id)) = (complete_after_ms, elicitation_id) {
+                if self.cancel.sleep(Duration::from_millis(ms)) {
+                    return Flow::End("cancelled".to_owned());
+                }
+                self.agent
+                    .out
+                    .notify("elicitation/complete", json!({ "elicitationId": id }));
+            }
+        }
+        let branch = match action.as_str() {
+            "accept" => &branches.accept,
+            "decline" => &branches.decline,
+            "cancel" => &branches.cancel,
+            _ => return Flow::Next,
         };
         self.run(branch)
     }

@@ -1,0 +1,1024 @@
+//! `elicitation/create` and `elicitation/complete`: the agent asks the user
+//! for structured input (a form) or sends them to a URL, tied to a session
+//! (optionally to one of its tool calls) or to one of our requests (before
+//! any session exists, e.g. during `authenticate`).
+//!
+//! This module owns the request as an editor sees it, its form schema in the
+//! agent's field order, and the validation of the user's answer against it.
+//! Decoding is lenient like the rest of the crate: a property of a type we do
+//! not know is kept as [`FieldKind::Unknown`] (never shown as a known control,
+//! as the schema requires), a malformed constraint is ignored rather than
+//! rejecting the whole request.
+
+// `Error`'s size is the crate's choice (error.rs).
+#![allow(clippy::result_large_err)]
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::dispatch;
+use crate::error::{Error, Result};
+use crate::host::{ClientEvent, HostCapabilities};
+use crate::methods;
+use crate::rpc::RequestId;
+use crate::transport::{lock, PendingElicitation, Shared};
+use crate::update::SessionId;
+
+/// Identifies one pending elicitation so an editor can answer it later and
+/// be told when it was withdrawn. Numbered by the client, per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ElicitationRequestId(pub u64);
+
+/// The agent's id of a URL elicitation, echoed by `elicitation/complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ElicitationId(pub String);
+
+impl fmt::Display for ElicitationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What an elicitation is tied to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "scope", rename_all = "snake_case")]
+pub enum ElicitationScope {
+    /// A session, optionally one of its tool calls.
+    Session {
+        #[serde(rename = "sessionId")]
+        /// The session asking.
+        session_id: SessionId,
+        #[serde(rename = "toolCallId", skip_serializing_if = "Option::is_none")]
+        /// The tool call the question belongs to.
+        tool_call_id: Option<String>,
+        #[serde(rename = "toolTitle", skip_serializing_if = "Option::is_none")]
+        /// That tool call's title, when the session knows it.
+        tool_title: Option<String>,
+    },
+    /// One of our requests still waiting for its answer (`authenticate`,
+    /// `session/new`...): the elicitation is part of serving it.
+    Request {
+        #[serde(rename = "requestId")]
+        /// Our JSON-RPC request id.
+        request_id: RequestId,
+    },
+}
+
+impl ElicitationScope {
+    /// The session, for session-scoped elicitations.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        match self {
+            ElicitationScope::Session { session_id, .. } => Some(session_id),
+            ElicitationScope::Request { .. } => None,
+        }
+    }
+}
+
+/// How the user answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum ElicitationMode {
+    /// Fill in a form.
+    Form {
+        #[serde(rename = "requestedSchema")]
+        /// The form.
+        schema: FormSchema,
+    },
+    /// Open a URL and finish there; the agent sends `elicitation/complete`
+    /// when it is done.
+    Url {
+        #[serde(rename = "elicitationId")]
+        /// The agent's id of this elicitation.
+        elicitation_id: ElicitationId,
+        /// The page to open.
+        url: String,
+    },
+}
+
+/// An `elicitation/create` as the editor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationRequest {
+    /// Identifies this elicitation until it is answered.
+    pub id: ElicitationRequestId,
+    /// What it is tied to.
+    pub scope: ElicitationScope,
+    /// What the agent wants, for the user.
+    pub message: String,
+    /// Form or URL.
+    pub mode: ElicitationMode,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum ElicitationResponse {
+    /// The user answered: the form's values (validated with
+    /// [`FormSchema::validate`]); empty for a URL the user agreed to open.
+    Accept {
+        /// Field name to value.
+        #[serde(skip_serializing_if = "Map::is_empty")]
+        content: Map<String, Value>,
+    },
+    /// The user said no.
+    Decline,
+    /// The user dismissed it, or the turn was cancelled.
+    Cancel,
+}
+
+impl ElicitationResponse {
+    /// The wire name of the action.
+    pub fn action(&self) -> &'static str {
+        match self {
+            ElicitationResponse::Accept { .. } => "accept",
+            ElicitationResponse::Decline => "decline",
+            ElicitationResponse::Cancel => "cancel",
+        }
+    }
+
+    /// Parses an editor's `{action, content?}`: the one decode point for
+    /// answers coming from an editor as JSON. Content is not validated here.
+    pub fn from_json(value: &Value) -> Result<Self> {
+        let action = value.get("action").and_then(Value::as_str).ok_or_else(|| {
+            Error::InvalidParams(
+                "the answer needs an `action`: `accept`, `decline` or `cancel`".into(),
+            )
+        })?;
+        match action {
+            "accept" => {
+                let content = match value.get("content") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(m)) => m.clone(),
+                    // An empty Lua table crosses msgpack as an empty array.
+                    Some(Value::Array(a)) if a.is_empty() => Map::new(),
+                    Some(other) => {
+                        return Err(Error::InvalidParams(format!(
+                            "`content` must be a table of field = value, got {other}"
+                        )))
+                    }
+                };
+                Ok(ElicitationResponse::Accept { content })
+            }
+            "decline" => Ok(ElicitationResponse::Decline),
+            "cancel" => Ok(ElicitationResponse::Cancel),
+            other => Err(Error::InvalidParams(format!(
+                "unknown action `{other}`: use `accept`, `decline` or `cancel`"
+            ))),
+        }
+    }
+}
+
+/// A form: the requested schema with its properties in the agent's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormSchema {
+    /// The form's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the form is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The fields, in the order the agent listed them.
+    pub fields: Vec<FormField>,
+    /// The schema exactly as the agent sent it (for editors and hooks that
+    /// want the JSON Schema itself).
+    pub raw: Value,
+}
+
+/// One field of a form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormField {
+    /// The property name (the key in the answer).
+    pub name: String,
+    /// The label, when the agent gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the answer must have it.
+    pub required: bool,
+    /// The value to start from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// Its type and constraints.
+    pub kind: FieldKind,
+}
+
+impl FormField {
+    /// The label to show: the title, else the name.
+    pub fn label(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// One allowed value of an enum field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Choice {
+    /// The value sent.
+    pub value: String,
+    /// The label shown.
+    pub title: String,
+}
+
+/// The string formats the schema names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StringFormat {
+    /// `name@example.com`.
+    Email,
+    /// An absolute URI with a scheme.
+    Uri,
+    /// `YYYY-MM-DD`.
+    Date,
+    /// RFC 3339: `2026-07-28T14:30:00Z`.
+    DateTime,
+}
+
+impl StringFormat {
+    fn from_wire(s: &str) -> Option<Self> {
+        match s {
+            "email" => Some(Self::Email),
+            "uri" => Some(Self::Uri),
+            "date" => Some(Self::Date),
+            "date-time" => Some(Self::DateTime),
+            _ => None,
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            Self::Email => "an email address such as name@example.com",
+            Self::Uri => "a URI such as https://example.com/page",
+            Self::Date => "a date such as 2026-07-28",
+            Self::DateTime => "a date and time such as 2026-07-28T14:30:00Z",
+        }
+    }
+
+    fn accepts(self, s: &str) -> bool {
+        match self {
+            Self::Email => is_email(s),
+            Self::Uri => is_uri(s),
+            Self::Date => is_date(s),
+            Self::DateTime => is_date_time(s),
+        }
+    }
+}
+
+/// A field's type with its constraints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FieldKind {
+    /// Free text, or one of `choices` when the agent listed them.
+    String {
+        #[serde(rename = "minLength", skip_serializing_if = "Option::is_none")]
+        /// Fewest characters.
+        min_length: Option<u64>,
+        #[serde(rename = "maxLength", skip_serializing_if = "Option::is_none")]
+        /// Most characters.
+        max_length: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        /// A format the text must have.
+        format: Option<StringFormat>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        /// A single-select enum.
+        choices: Option<Vec<Choice>>,
+    },
+    /// A number; `integer` when it must be whole.
+    Number {
+        /// Whole numbers only.
+        integer: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        /// Smallest allowed.
+        minimum: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        /// Largest allowed.
+        maximum: Option<f64>,
+    },
+    /// Yes or no.
+    Boolean,
+    /// Several of `choices`.
+    MultiSelect {
+        /// The allowed values.
+        choices: Vec<Choice>,
+        #[serde(rename = "minItems", skip_serializing_if = "Option::is_none")]
+        /// Fewest picks.
+        min_items: Option<u64>,
+        #[serde(rename = "maxItems", skip_serializing_if = "Option::is_none")]
+        /// Most picks.
+        max_items: Option<u64>,
+    },
+    /// A property type this client does not know, by its wire name. It is
+    /// never shown as a known control; a form that requires it can only be
+    /// declined.
+    Unknown {
+        /// The wire `type`.
+        wire_type: String,
+    },
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+/// A JSON object's entries in wire order (serde_json's map sorts them).
+struct Ordered(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Ordered, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    out.push((k, v));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSchema {
+    #[serde(default)]
+    properties: Option<Ordered>,
+    #[serde(default)]
+    required: Option<Vec<String>>,
+}
+
+fn opt_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn opt_u64(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+fn opt_f64(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// `[{const, title}]` (`oneOf`/`anyOf`) or `enum` (+ legacy `enumNames`).
+fn choices_of(v: &Value, titled_key: &str) -> Option<Vec<Choice>> {
+    if let Some(list) = v.get(titled_key).and_then(Value::as_array) {
+        let choices: Vec<Choice> = list
+            .iter()
+            .filter_map(|o| {
+                let value = o.get("const").and_then(Value::as_str)?.to_owned();
+                let title = opt_str(o, "title").unwrap_or_else(|| value.clone());
+                Some(Choice { value, title })
+            })
+            .collect();
+        return Some(choices);
+    }
+    let values = v.get("enum").and_then(Value::as_array)?;
+    let names = v.get("enumNames").and_then(Value::as_array);
+    Some(
+        values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let value = e.as_str()?.to_owned();
+                let title = names
+                    .and_then(|n| n.get(i))
+                    .and_then(Value::as_str)
+                    .map_or_else(|| value.clone(), str::to_owned);
+                Some(Choice { value, title })
+            })
+            .collect(),
+    )
+}
+
+fn field_kind(p: &Value) -> FieldKind {
+    let wire_type = p.get("type").and_then(Value::as_str).unwrap_or("");
+    match wire_type {
+        "string" => FieldKind::String {
+            min_length: opt_u64(p, "minLength"),
+            max_length: opt_u64(p, "maxLength"),
+            format: p
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(StringFormat::from_wire),
+            choices: choices_of(p, "oneOf"),
+        },
+        "number" | "integer" => FieldKind::Number {
+            integer: wire_type == "integer",
+            minimum: opt_f64(p, "minimum"),
+            maximum: opt_f64(p, "maximum"),
+        },
+        "boolean" => FieldKind::Boolean,
+        "array" => match p.get("items").and_then(|items| choices_of(items, "anyOf")) {
+            Some(choices) => FieldKind::MultiSelect {
+                choices,
+                min_items: opt_u64(p, "minItems"),
+                max_items: opt_u64(p, "maxItems"),
+            },
+            None => FieldKind::Unknown {
+                wire_type: "array".into(),
+            },
+        },
+        other => FieldKind::Unknown {
+            wire_type: other.to_owned(),
+        },
+    }
+}
+
+impl FormSchema {
+    /// Decodes a `requestedSchema`. Fails only when it is not an object.
+    pub fn decode(raw: &Value) -> Result<Self> {
+        let wire: WireSchema = serde_json::from_str(&raw.to_string()).map_err(|e| {
+            Error::InvalidParams(format!("`requestedSchema` is not a form schema: {e}"))
+        })?;
+        let required = wire.required.unwrap_or_default();
+        let fields = wire
+            .properties
+            .map(|o| o.0)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, p)| FormField {
+                required: required.contains(&name),
+                title: opt_str(&p, "title"),
+                description: opt_str(&p, "description"),
+                default: p.get("default").filter(|d| !d.is_null()).cloned(),
+                kind: field_kind(&p),
+                name,
+            })
+            .collect();
+        Ok(FormSchema {
+            title: opt_str(raw, "title"),
+            description: opt_str(raw, "description"),
+            fields,
+            raw: raw.clone(),
+        })
+    }
+
+    /// The field named `name`.
+    pub fn field(&self, name: &str) -> Option<&FormField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// Checks an answer against the form and returns it normalized (whole
+    /// numbers of integer fields as integers). Every problem is listed in
+    /// the error, each naming the field and what it needs.
+    pub fn validate(&self, content: &Map<String, Value>) -> Result<Map<String, Value>> {
+        let mut problems = Vec::new();
+        let mut out = Map::new();
+        for name in content.keys() {
+            if self.field(name).is_none() {
+                problems.push(format!("the form has no field `{name}`"));
+            }
+        }
+        for field in &self.fields {
+            match content.get(&field.name) {
+                None | Some(Value::Null) => {
+                    if field.required {
+                        problems.push(format!("`{}` is required", field.label()));
+                    }
+                }
+                Some(value) => match check_value(field, value) {
+                    Ok(v) => {
+                        out.insert(field.name.clone(), v);
+                    }
+                    Err(why) => problems.push(format!("`{}` {why}", field.label())),
+                },
+            }
+        }
+        if problems.is_empty() {
+            Ok(out)
+        } else {
+            Err(Error::InvalidForm { problems })
+        }
+    }
+
+    /// Turns text typed by a user into the field's value (for line-based
+    /// front ends): numbers parsed, `y`/`yes`/`true` and `n`/`no`/`false`
+    /// for booleans, a comma-separated list for multi-selects, a choice's
+    /// value or title for enums. Empty text means "no value".
+    pub fn parse_text(field: &FormField, text: &str) -> Result<Option<Value>, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let pick = |choices: &[Choice], t: &str| {
+            choices
+                .iter()
+                .find(|c| c.value == t || c.title.eq_ignore_ascii_case(t))
+                .map(|c| c.value.clone())
+                .ok_or_else(|| format!("`{t}` is not one of {}", list_values(choices)))
+        };
+        let value = match &field.kind {
+            FieldKind::String {
+                choices: Some(choices),
+                ..
+            } => Value::String(pick(choices, text)?),
+            FieldKind::String { .. } => Value::String(text.to_owned()),
+            FieldKind::Number { integer: true, .. } => text
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| format!("`{text}` is not a whole number"))?,
+            FieldKind::Number { .. } => text
+                .parse::<f64>()
+                .ok()
+                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+                .ok_or_else(|| format!("`{text}` is not a number"))?,
+            FieldKind::Boolean => match text.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "true" => Value::Bool(true),
+                "n" | "no" | "false" => Value::Bool(false),
+                _ => return Err(format!("answer yes or no, not `{text}`")),
+            },
+            FieldKind::MultiSelect { choices, .. } => Value::Array(
+                text.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(|t| pick(choices, t).map(Value::String))
+                    .collect::<Result<_, _>>()?,
+            ),
+            FieldKind::Unknown { wire_type } => {
+                return Err(format!(
+                    "fields of type `{wire_type}` cannot be filled here"
+                ))
+            }
+        };
+        Ok(Some(value))
+    }
+}
+
+fn list_values(choices: &[Choice]) -> String {
+    choices
+        .iter()
+        .map(|c| format!("`{}`", c.value))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn fmt_num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        f.to_string()
+    }
+}
+
+/// One value against its field: the normalized value, or why it does not fit.
+fn check_value(field: &FormField, value: &Value) -> std::result::Result<Value, String> {
+    match &field.kind {
+        FieldKind::String {
+            min_length,
+            max_length,
+            format,
+            choices,
+        } => {
+            let Value::String(s) = value else {
+                return Err(format!("must be text, got {value}"));
+            };
+            if let Some(choices) = choices {
+                if !choices.iter().any(|c| &c.value == s) {
+                    return Err(format!("must be one of {}", list_values(choices)));
+                }
+            }
+            let len = s.chars().count() as u64;
+            if let Some(min) = min_length.filter(|m| len < *m) {
+                return Err(format!("must be at least {min} characters long"));
+            }
+            if let Some(max) = max_length.filter(|m| len > *m) {
+                return Err(format!("must be at most {max} characters long"));
+            }
+            if let Some(format) = format {
+                if !format.accepts(s) {
+                    return Err(format!("must be {}", format.example()));
+                }
+            }
+            Ok(value.clone())
+        }
+        FieldKind::Number {
+            integer,
+            minimum,
+            maximum,
+        } => {
+            let Some(n) = value.as_f64() else {
+                return Err(format!("must be a number, got {value}"));
+            };
+            let normalized = if *integer {
+                if n.fract() != 0.0 || !n.is_finite() {
+                    return Err(format!("must be a whole number, got {value}"));
+                }
+                value
+                    .as_i64()
+                    .map(Value::from)
+                    .unwrap_or_else(|| Value::from(n as i64))
+            } else {
+                value.clone()
+            };
+            if let Some(min) = minimum.filter(|m| n < *m) {
+                return Err(format!("must be at least {}", fmt_num(min)));
+            }
+            if let Some(max) = maximum.filter(|m| n > *m) {
+                return Err(format!("must be at most {}", fmt_num(max)));
+            }
+            Ok(normalized)
+        }
+        FieldKind::Boolean => match value {
+            Value::Bool(_) => Ok(value.clone()),
+            other => Err(format!("must be true or false, got {other}")),
+        },
+        FieldKind::MultiSelect {
+            choices,
+            min_items,
+            max_items,
+        } => {
+            // An empty Lua list may arrive as an empty map.
+            let items: Vec<Value> = match value {
+                Value::Array(a) => a.clone(),
+                Value::Object(m) if m.is_empty() => Vec::new(),
+                other => return Err(format!("must be a list of choices, got {other}")),
+            };
+            let mut seen = Vec::new();
+            for item in &items {
+                match item.as_str() {
+                    Some(s) if choices.iter().any(|c| c.value == s) => {
+                        if seen.contains(&s) {
+                            return Err(format!("lists `{s}` twice"));
+                        }
+                        seen.push(s);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "can only hold {}, got {item}",
+                            list_values(choices)
+                        ))
+                    }
+                }
+            }
+            let n = items.len() as u64;
+            if let Some(min) = min_items.filter(|m| n < *m) {
+                return Err(format!("needs at least {min} choices"));
+            }
+            if let Some(max) = max_items.filter(|m| n > *m) {
+                return Err(format!("allows at most {max} choices"));
+            }
+            Ok(Value::Array(items))
+        }
+        FieldKind::Unknown { wire_type } => Err(format!(
+            "has type `{wire_type}`, which this client cannot fill; leave it out or decline"
+        )),
+    }
+}
+
+fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !s.chars().any(char::is_whitespace)
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+}
+
+fn is_uri(s: &str) -> bool {
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !s.chars().any(char::is_whitespace)
+}
+
+fn digits(s: &str, n: usize) -> Option<u32> {
+    (s.len() == n && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+fn is_date(s: &str) -> bool {
+    let mut parts = s.split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+fn is_date_time(s: &str) -> bool {
+    let Some((date, time)) = s.split_once(['T', 't']) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    let (clock, offset) = if let Some(c) = time.strip_suffix(['Z', 'z']) {
+        (c, None)
+    } else if let Some(i) = time.rfind(['+', '-']) {
+        (&time[..i], Some(&time[i + 1..]))
+    } else {
+        return false;
+    };
+    let clock = clock.split_once('.').map_or(clock, |(hms, frac)| {
+        if !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) {
+            hms
+        } else {
+            ""
+        }
+    });
+    let hms: Vec<&str> = clock.split(':').collect();
+    let ok_clock = hms.len() == 3
+        && digits(hms[0], 2).is_some_and(|h| h < 24)
+        && digits(hms[1], 2).is_some_and(|m| m < 60)
+        && digits(hms[2], 2).is_some_and(|s| s <= 60);
+    let ok_offset = offset.is_none_or(|o| {
+        o.split_once(':').is_some_and(|(h, m)| {
+            digits(h, 2).is_some_and(|h| h < 24) && digits(m, 2).is_some_and(|m| m < 60)
+        })
+    });
+    ok_clock && ok_offset
+}
+
+// ---------------------------------------------------------------------------
+// The wire request
+
+/// `elicitation/create` params, decoded leniently.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WireCreate {
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<SessionId>,
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    #[serde(default)]
+    pub request_id: Option<RequestId>,
+    #[serde(default)]
+    pub requested_schema: Option<Value>,
+    #[serde(default)]
+    pub elicitation_id: Option<ElicitationId>,
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// What the dispatcher does with a decoded `elicitation/create`.
+// Built once per request and matched at once; boxing would only allocate.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Decoded {
+    /// Ask the user.
+    Ask(ElicitationScope, String, ElicitationMode),
+    /// A mode this client does not know: answered with an error naming the
+    /// supported modes, never shown as a form or URL (the schema forbids it).
+    UnknownMode(String),
+}
+
+impl WireCreate {
+    /// Turns the params into a typed request; the scope's tool title is
+    /// filled in by the caller.
+    pub(crate) fn decode(self) -> Result<Decoded> {
+        let scope = match (self.session_id, self.request_id) {
+            (Some(session_id), _) => ElicitationScope::Session {
+                session_id,
+                tool_call_id: self.tool_call_id,
+                tool_title: None,
+            },
+            (None, Some(request_id)) => ElicitationScope::Request { request_id },
+            (None, None) => {
+                return Err(Error::InvalidParams(
+                    "`elicitation/create` needs a `sessionId` or a `requestId`".into(),
+                ))
+            }
+        };
+        let mode = match self.mode.as_deref() {
+            Some("form") => {
+                let raw = self.requested_schema.ok_or_else(|| {
+                    Error::InvalidParams("a form elicitation needs a `requestedSchema`".into())
+                })?;
+                ElicitationMode::Form {
+                    schema: FormSchema::decode(&raw)?,
+                }
+            }
+            Some("url") => {
+                let (Some(elicitation_id), Some(url)) = (self.elicitation_id, self.url) else {
+                    return Err(Error::InvalidParams(
+                        "a URL elicitation needs an `elicitationId` and a `url`".into(),
+                    ));
+                };
+                ElicitationMode::Url {
+                    elicitation_id,
+                    url,
+                }
+            }
+            Some(other) => return Ok(Decoded::UnknownMode(other.to_owned())),
+            None => {
+                return Err(Error::InvalidParams(
+                    "`elicitation/create` needs a `mode`".into(),
+                ))
+            }
+        };
+        Ok(Decoded::Ask(scope, self.message, mode))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Serving
+
+/// `clientCapabilities.elicitation` for what the host serves; `null` (not
+/// advertised) when it serves neither mode.
+pub(crate) fn elicitation_capabilities(caps: &HostCapabilities) -> Value {
+    let mut m = Map::new();
+    if caps.elicitation_form {
+        m.insert("form".into(), Value::Object(Map::new()));
+    }
+    if caps.elicitation_url {
+        m.insert("url".into(), Value::Object(Map::new()));
+    }
+    if m.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(m)
+    }
+}
+
+/// Removes an elicitation from the pending map when its handler ends in any
+/// way, and tells the editor it is gone when the client closed it.
+struct Guard<'a> {
+    shared: &'a Shared,
+    id: ElicitationRequestId,
+    scope: ElicitationScope,
+    answered_by_editor: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.elicitations_pending).remove(&self.id);
+        if !self.answered_by_editor {
+            self.shared.emit(ClientEvent::ElicitationCancelled {
+                id: self.id,
+                scope: self.scope.clone(),
+            });
+        }
+    }
+}
+
+/// Serves one `elicitation/create`.
+pub(crate) async fn serve(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+    let wire: WireCreate = dispatch::parse(methods::ELICITATION_CREATE, params)?;
+    let caps = shared.host.capabilities();
+    let (mut scope, message, mode) = match wire.decode()? {
+        Decoded::Ask(scope, message, mode) => (scope, message, mode),
+        Decoded::UnknownMode(mode) => {
+            return Err(Error::InvalidParams(format!(
+                "elicitation mode `{mode}` is not supported; this client supports {}",
+                supported_modes(&caps)
+            )))
+        }
+    };
+    let supported = match &mode {
+        ElicitationMode::Form { .. } => caps.elicitation_form,
+        ElicitationMode::Url { .. } => caps.elicitation_url,
+    };
+    if !supported {
+        let name = if matches!(mode, ElicitationMode::Form { .. }) {
+            "form"
+        } else {
+            "url"
+        };
+        return Err(Error::InvalidParams(format!(
+            "elicitation mode `{name}` is not supported; this client supports {}",
+            supported_modes(&caps)
+        )));
+    }
+    if let ElicitationScope::Session {
+        session_id,
+        tool_call_id,
+        tool_title,
+    } = &mut scope
+    {
+        let sessions = lock(&shared.sessions);
+        let slot = sessions
+            .get(session_id)
+            .ok_or_else(|| dispatch::unknown_session(&session_id.0))?;
+        *tool_title = tool_call_id
+            .as_deref()
+            .and_then(|id| slot.state.tool_call(&crate::update::ToolCallId::new(id)))
+            .map(|tc| tc.title.clone());
+    }
+    let request = ElicitationRequest {
+        id: shared.next_elicitation_id(),
+        scope: scope.clone(),
+        message,
+        mode,
+    };
+    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
+    lock(&shared.elicitations_pending).insert(
+        request.id,
+        PendingElicitation {
+            scope: scope.clone(),
+            cancel: cancel_tx,
+        },
+    );
+    let mut guard = Guard {
+        shared,
+        id: request.id,
+        scope: scope.clone(),
+        answered_by_editor: false,
+    };
+    let response = tokio::select! {
+        response = shared.host.request_elicitation(request.clone()) => {
+            guard.answered_by_editor = true;
+            response
+        }
+        _ = cancel_rx => ElicitationResponse::Cancel,
+    };
+    drop(guard);
+    let response = match (response, &request.mode) {
+        (ElicitationResponse::Accept { content }, ElicitationMode::Form { schema }) => {
+            match schema.validate(&content) {
+                Ok(content) => ElicitationResponse::Accept { content },
+                Err(e) => {
+                    shared.warn(format!(
+                        "the editor answered an elicitation with content that does not fit its form ({e}); answering `cancel`"
+                    ));
+                    ElicitationResponse::Cancel
+                }
+            }
+        }
+        (ElicitationResponse::Accept { .. }, ElicitationMode::Url { elicitation_id, .. }) => {
+            lock(&shared.url_elicitations).insert(elicitation_id.clone(), scope);
+            ElicitationResponse::Accept {
+                content: Map::new(),
+            }
+        }
+        (other, _) => other,
+    };
+    serde_json::to_value(&response)
+        .map_err(|e| Error::Host(format!("could not encode an elicitation answer: {e}")))
+}
+
+fn supported_modes(caps: &HostCapabilities) -> &'static str {
+    match (caps.elicitation_form, caps.elicitation_url) {
+        (true, true) => "`form` and `url`",
+        (true, false) => "`form` only",
+        (false, true) => "`url` only",
+        (false, false) => "none",
+    }
+}
+
+/// `elicitation/complete`: a URL elicitation finished on the agent's side.
+/// Ids we never accepted (or already saw complete) are ignored.
+pub(crate) fn completed(shared: &Shared, params: Option<&RawValue>) {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Complete {
+        elicitation_id: ElicitationId,
+    }
+    let parsed = params.map(|p| serde_json::from_str::<Complete>(p.get()));
+    let Some(Ok(complete)) = parsed else {
+        shared.warn("ignoring a malformed `elicitation/complete`".into());
+        return;
+    };
+    let scope = lock(&shared.url_elicitations).remove(&complete.elicitation_id);
+    match scope {
+        Some(scope) => shared.emit(ClientEvent::ElicitationCompleted {
+            elicitation_id: complete.elicitation_id,
+            scope,
+        }),
+        None => tracing::debug!(
+            elicitation_id = %complete.elicitation_id,
+            "`elicitation/complete` for an elicitation that is not open; ignored"
+        ),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
