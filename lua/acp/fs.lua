@@ -300,7 +300,14 @@ function M.write(args)
     -- Synced now: the review's refresh that follows this write must not
     -- merge the same change a second time.
     review.set_synced(args.path, content)
-    merge_later(buf, base, content)
+    if M.buffer_text(buf) == base then
+      -- The buffer is what the agent changed (it read it and nobody typed
+      -- since): the merge is the agent's text, applied now as one undo
+      -- step; no merge to ask the backend for.
+      M.apply_text(buf, content)
+    else
+      merge_later(buf, base, content)
+    end
     -- The backend writes `content` to disk next; the next :write of the
     -- buffer must not ask whether to overwrite it (acp.filestamp).
     require("acp.filestamp").merged(buf, content)

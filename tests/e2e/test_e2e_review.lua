@@ -355,7 +355,17 @@ T.test("an agent that read the unsaved buffer and writes it back with a change m
   local buf, path = open_file("readback.txt", "hello world\n")
   vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved line" })
   local chat = T.open_chat("review", dir)
-  T.eq("end_turn", T.turn(chat, "edit read back"), "stop reason (the agent read the buffer)")
+  local backend = require("acp.backend")
+  local orig_request, merges = backend.request, 0
+  backend.request = function(method, ...)
+    merges = merges + (method == "acp.merge" and 1 or 0)
+    return orig_request(method, ...)
+  end
+  local ok, stop = pcall(T.turn, chat, "edit read back")
+  backend.request = orig_request
+  assert(ok, stop)
+  T.eq("end_turn", stop, "stop reason (the agent read the buffer)")
+  T.eq(0, merges, "the buffer is what the agent read: no merge asked of the backend")
   T.wait(function()
     return T.lines(buf)[1] == "hello ACP"
   end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
