@@ -128,6 +128,11 @@ local function apply_minimal(buf, old, new)
       api.nvim_buf_set_lines(buf, sa - 1, sa - 1 + ca, false, replacement)
     end
   end
+  -- Close this undo block too: a change made next (by a script, an
+  -- autocmd) must not join it, or `u` takes both back.
+  api.nvim_buf_call(buf, function()
+    vim.go.undolevels = vim.go.undolevels
+  end)
 end
 
 --- The whole text of a buffer, as a file would hold it.

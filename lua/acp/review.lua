@@ -472,6 +472,15 @@ local function sync(buf, entry)
     return
   end
   if not vim.bo[buf].modified then
+    if M.synced[entry.path] == disk then
+      -- The disk did not change since the buffer was last in sync with it:
+      -- the difference is the user's. Undoing the agent's reload lands on
+      -- the text Neovim read and so reads as unmodified; reloading now would
+      -- take the undo back and lose its redo. The buffer differs from its
+      -- file: say so.
+      vim.bo[buf].modified = true
+      return
+    end
     fs.apply_text(buf, disk)
     vim.bo[buf].modified = false
     -- Neovim remembers when it last read or wrote the file and would ask

@@ -21,6 +21,7 @@ T.setup_fake({
       edit("edit three", "three.txt", THREE),
       edit("edit reject", "reject.txt", THREE),
       edit("edit unsaved", "unsaved.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit undo reload", "undoreload.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit undo redo", "undoredo.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
@@ -437,6 +438,29 @@ T.test("undo then redo of an agent merge keeps its review", function()
   T.eq("L1 mine", T.lines(buf)[1], "the user's line kept")
 end)
 
+T.test("undo of an agent's reload of an unmodified buffer stays undone, and redo brings its review back", function()
+  local buf, path = edited("undoreload.txt", "edit undo reload", 1)
+  local function changed()
+    vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  end
+  vim.cmd("silent undo")
+  changed()
+  T.eq("l8", T.lines(buf)[8], "undo took the agent's line back")
+  T.wait(function()
+    local e = review.files[path]
+    return e and next(e.chats) == nil and #rows_with(buf, "AcpReviewAdd") == 0
+  end, "nothing to review after the undo")
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "the review did not reload the agent's text over the undo")
+  T.eq(true, vim.bo[buf].modified, "the buffer differs from its file")
+  vim.cmd("silent redo")
+  changed()
+  T.eq("L8 agent", T.lines(buf)[8], "redo brought it back")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "its hunk is drawn again")
+  T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "the disk kept the agent's text")
+end)
+
 T.test(":write after an agent change updated an unmodified buffer saves without asking, and the update saved nothing", function()
   local path = dir .. "/reloaddisk.txt"
   T.write_file(path, NINE)
@@ -828,8 +852,12 @@ T.test("rejecting created files on screen keeps the window, removes the director
     end, "the quickfix list no longer lists " .. path)
   end
   review.confirm_delete = orig
-  T.eq(0, vim.fn.isdirectory(dir .. "/made"), "the directories made by the agent's tool are gone")
-  T.eq(0, vim.fn.isdirectory(dir .. "/fsmade"), "the directories made for fs/write_text_file are gone")
+  T.wait(function()
+    return vim.fn.isdirectory(dir .. "/made") == 0
+  end, "the directories made by the agent's tool are gone")
+  T.wait(function()
+    return vim.fn.isdirectory(dir .. "/fsmade") == 0
+  end, "the directories made for fs/write_text_file are gone")
   T.eq(1, vim.fn.isdirectory(dir), "the workspace stays")
 end)
 
