@@ -675,7 +675,12 @@ impl EditorHost for NvimHost {
             limit: request.limit,
         };
         let text = self.buffer_read(&request.path, path, args).await?;
-        let whole = request.line.unwrap_or(1) <= 1 && request.limit.is_none();
+        // From the first line, and fewer lines than asked for: all of it.
+        let whole = request.line.unwrap_or(1) <= 1
+            && request.limit.is_none_or(|limit| {
+                text.as_ref()
+                    .is_some_and(|t| t.lines().count() < limit as usize)
+            });
         let seen = match &text {
             Some(text) if whole => Some(text.clone()),
             // A range: what the agent saw of the rest is the buffer's too.
