@@ -665,9 +665,25 @@ function Case:agent_reads_back(chat, f, s)
     return self:agent_fs_write(chat, f, s, false)
   end
   local line = ("agent-%d-%d"):format(self.k, s)
-  local at = mine[math.random(#mine)] + math.random(0, 1)
+  local i = mine[math.random(#mine)]
   local lines = vim.list_slice(view)
-  table.insert(lines, at, line)
+  -- Changes the line right above or below the user's (as claude-code-acp
+  -- changed `hello world` above the user's unsaved line), else inserts.
+  local at
+  for _, n in ipairs(math.random() < 0.5 and { i - 1, i + 1 } or { i + 1, i - 1 }) do
+    if not at and lines[n] and not lines[n]:match("^user%-") then
+      at = n
+    end
+  end
+  local how
+  if at then
+    how = ("changes line %d (%q) to %q"):format(at, lines[at], line)
+    lines[at] = line
+  else
+    at = i + math.random(0, 1)
+    how = ("inserts %q at line %d"):format(line, at)
+    table.insert(lines, at, line)
+  end
   local content = text_of(lines)
   f.versions[content] = true
   local stop_poller = self:start_poller()
@@ -679,7 +695,7 @@ function Case:agent_reads_back(chat, f, s)
       expect = { result = { content = text_of(view) } },
     },
     { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
-  }, ("agent reads %s and writes it back with %q at line %d, next to the user's line"):format(f.path, line, at))
+  }, ("agent reads %s and writes it back: %s, next to the user's line"):format(f.path, how))
   stop_poller()
   if not ok then
     error(err, 0)
