@@ -55,10 +55,13 @@ demo:
 	"$$(scripts/find-nvim.sh)" --clean -u scripts/demo.lua
 
 # Every benchmark at full size; writes doc/benchmarks.md (heavy: minutes).
-# COMPARE=1 also runs the streaming benchmark against CodeCompanion.nvim, from
-# COMPARE_DIR (and PLENARY_DIR) or a throwaway clone in .cache/compare.
+# Streaming is also measured in a real TUI (tmux) against the cheapest client;
+# the run ends with one PASS/FAIL line per budget. COMPARE=1 adds
+# CodeCompanion.nvim and agentic.nvim, from COMPARE_DIR (and PLENARY_DIR) and
+# AGENTIC_DIR or throwaway clones in .cache/compare.
 bench:
 	CARGO="$(CARGO)" COMPARE="$(COMPARE)" COMPARE_DIR="$(COMPARE_DIR)" PLENARY_DIR="$(PLENARY_DIR)" \
+		AGENTIC_DIR="$(AGENTIC_DIR)" TUI_RUNS="$(TUI_RUNS)" \
 		ACP_NVIM="$$(scripts/find-nvim.sh)" bench/run.sh
 
 # Each benchmark once at a tiny size, nothing timed: checks the benches still work.

@@ -61,7 +61,8 @@ add(("| date | %s |"):format(machine.date or "?"))
 add(("| commit | %s |"):format(machine.commit or "?"))
 add(("| CPU | %s, nproc %s |"):format(machine.cpu or "?", machine.nproc or "?"))
 add(("| memory | %s |"):format(machine.mem or "?"))
-add(("| load average at the end | %s |"):format(machine.load or "?"))
+add(("| load average at the start / end | %s / %s |"):format(machine.load_start or "?", machine.load or "?"))
+add(("| tmux | %s |"):format(machine.tmux or "?"))
 add(("| Neovim | %s |"):format(machine.nvim or "?"))
 add(("| Rust | %s |"):format(machine.rustc or "?"))
 add()
@@ -252,27 +253,68 @@ add()
 
 add("## Comparing with other clients")
 add()
-local cc = json("compare_codecompanion.json")
-local s20 = json("stream_20k.json")
-add("Benchmark 2 (20,000 chunks of 100 bytes, the same fake agent and scenario) against")
-add("CodeCompanion.nvim, with `make bench COMPARE=1` (bench/compare_codecompanion.lua). Its ACP")
-add("adapter is configured the documented way with the fake agent as the command; a first short")
-add("turn starts the connection, then the measured turn streams. The plugin and plenary.nvim")
-add("come from `COMPARE_DIR` / `PLENARY_DIR` or a throwaway clone in `.cache/compare/`; they are")
-add("never part of this repository. Ratio: CodeCompanion.nvim's number over acp.nvim's.")
+add("See section 7: CodeCompanion.nvim and agentic.nvim are measured in the TUI, in the same run,")
+add("with `make bench COMPARE=1`.")
 add()
-if cc and s20 then
-  add(("CodeCompanion.nvim commit: %s."):format(vim.trim(read(dir .. "/compare_commit.txt") or "unknown")))
-  add()
-  add("| client | wall s | nvim CPU s/MB | stall max ms | stall p99 ms |")
-  add("| --- | ---: | ---: | ---: | ---: |")
-  add(("| acp.nvim | %.2f | %.3f | %.1f | %.1f |"):format(s20.wall_ms / 1000, s20.cpu_s_per_mb, s20.stall_max_ms, s20.stall_p99_ms))
-  add(("| CodeCompanion.nvim | %.2f | %.3f | %.1f | %.1f |"):format(cc.wall_ms / 1000, cc.cpu_s_per_mb, cc.stall_max_ms, cc.stall_p99_ms))
-  add(("| ratio | %.1fx | %.1fx | %.1fx | %.1fx |"):format(cc.wall_ms / s20.wall_ms, cc.cpu_s_per_mb / s20.cpu_s_per_mb,
-    cc.stall_max_ms / math.max(s20.stall_max_ms, 0.1), cc.stall_p99_ms / math.max(s20.stall_p99_ms, 0.1)))
+
+-- 7. Streaming in a real TUI ------------------------------------------------------
+local bj = json("budgets.json") or {}
+local tuis = bj.tui or {}
+add("## 7. Streaming in a real TUI, against the cheapest client")
+add()
+add("Neovim in a 200x50 tmux pane with an ordinary config (bench/tui_init.lua: `syntax on`,")
+add("`filetype plugin indent on`, `termguicolors`, colorscheme habamax, treesitter highlighting")
+add("started for every filetype that has a parser), driven by bench/tui.lua (the tmux driver of tests/tui) + bench/tui_stream.lua.")
+add("The fake agent streams N chunks of 100 bytes (99 letters and a newline) into the chat window,")
+add("which follows the tail. `cheap` is the cheapest possible pure-Lua client under the same config:")
+add("it spawns the agent itself, decodes each line with vim.json.decode and appends the text of")
+add("each pipe read with one nvim_buf_set_text. Wall: prompt to the turn's end handled. CPU: the")
+add("Neovim server and TUI processes, plus the acp.nvim backend (every thread, from schedstat).")
+add("Schedule: the longest wait of a vim.schedule callback queued every 5 ms (the stall a user")
+add("feels). Redraw: the longest decoration provider on_start..on_end. Updates: redraws that drew")
+add("new chat text; gap: the longest time between two of them. A compared client's stream ends")
+add("when every letter is in its chat; its schedule max can exceed its wall when work it queued")
+add("keeps the editor frozen after the text is in (agentic.nvim defers a `redraw!` per update).")
+add("Each number is the median over")
+add(("the runs (%s per client and size, interleaved)."):format(
+  tuis.acp_20000 and tostring(tuis.acp_20000.runs) or "?"))
+add()
+add("| client | N | wall ms | nvim CPU ms | backend CPU ms | schedule max ms | redraw max ms | updates | gap max ms |")
+add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+local names = { cheap = "cheapest Lua client", acp = "acp.nvim", codecompanion = "CodeCompanion.nvim", agentic = "agentic.nvim" }
+for _, n in ipairs({ 20000, 100000 }) do
+  for _, c in ipairs({ "cheap", "acp", "codecompanion", "agentic" }) do
+    local m = tuis[c .. "_" .. n]
+    if m then
+      add(("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.2f | %d | %.0f |"):format(names[c], n, m.wall_ms,
+        m.nvim_cpu_s * 1000, m.backend_cpu_s * 1000, m.schedule_max_ms, m.redraw_max_ms, m.screen_updates,
+        m.update_gap_max_ms))
+    end
+  end
+end
+add()
+local cc_commit = read(dir .. "/compare_commit_codecompanion.txt")
+local ag_commit = read(dir .. "/compare_commit_agentic.txt")
+if cc_commit or ag_commit then
+  add(("Compared checkouts: CodeCompanion.nvim %s, agentic.nvim %s (throwaway clones, never part of"):format(
+    vim.trim(cc_commit or "not run"), vim.trim(ag_commit or "not run")))
+  add("this repository; CodeCompanion's ACP adapter is configured the documented way with the fake")
+  add("agent as the command, agentic.nvim's provider command is the fake agent).")
 else
-  add("Not run in this report (run `make bench COMPARE=1`; without network pass")
-  add("`COMPARE_DIR=/path/to/codecompanion.nvim PLENARY_DIR=/path/to/plenary.nvim`).")
+  add("CodeCompanion.nvim and agentic.nvim: not run in this report (`make bench COMPARE=1`).")
+end
+add()
+add("## Budgets")
+add()
+add("Checked by bench/budgets.lua at the end of the run (one PASS/FAIL line each in its output).")
+add()
+add("| budget | result | measured |")
+add("| --- | --- | --- |")
+for _, b in ipairs(bj.budgets or {}) do
+  add(("| %s | %s | %s |"):format(b.name, b.status == "PASS" and "**PASS**" or ("**" .. b.status .. "**"), b.detail))
+end
+if not bj.budgets then
+  add("| all | not run | |")
 end
 add()
 

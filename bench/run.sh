@@ -4,10 +4,14 @@
 #   bench/run.sh            all benchmarks, full sizes (what `make bench` runs)
 #   bench/run.sh --smoke    each benchmark once at a tiny size, no report:
 #                           checks that the benches still work (`make bench-smoke`)
-#   COMPARE=1 bench/run.sh  also runs benchmark 2 against CodeCompanion.nvim:
-#                           the checkout in $COMPARE_DIR (and plenary.nvim, its
-#                           dependency, in $PLENARY_DIR), else both are cloned
-#                           into .cache/compare/ (needs network; never vendored)
+#   COMPARE=1 bench/run.sh  also runs the TUI streaming benchmark with
+#                           CodeCompanion.nvim and agentic.nvim: the checkouts
+#                           in $COMPARE_DIR (CodeCompanion; plenary.nvim, its
+#                           dependency, in $PLENARY_DIR) and $AGENTIC_DIR, else
+#                           clones in .cache/compare/ (needs network; never
+#                           vendored)
+#   TUI_RUNS=N              runs of each TUI measurement (default 3; the
+#                           budgets take the median)
 #
 # Results go to target/bench-results/*.json first; the report is rendered
 # from them, so a failed bench shows as "not run" instead of stale numbers.
@@ -47,12 +51,16 @@ if [ "$smoke" = 1 ]; then
   run_nvim bench/fsread.lua 2000 100 10
   run_nvim bench/rss.lua 10 1000
   run_nvim bench/startup.lua
+  scripts/ensure-tmux.sh
+  run_nvim bench/tui.lua cheap 200
+  run_nvim bench/tui.lua acp 200
   echo "bench-smoke: ok"
   exit 0
 fi
 
 rm -rf "$out"
 mkdir -p "$out"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
 
 # 1. Transport throughput (criterion, short measurement).
@@ -77,6 +85,18 @@ save_result stream_100k run_nvim bench/stream.lua 100000 100 lines || failed=1
 # One ever-growing line (the fake agent's `burst`): kept small, see the report.
 save_result stream_burst_2k run_nvim bench/stream.lua 2000 100 burst || failed=1
 
+# 2b. Streaming in a real TUI (tmux, installed when missing; the ordinary config of
+# bench/tui_init.lua), the cheapest pure-Lua client in the same run; runs
+# interleaved so load from elsewhere hits both.
+scripts/ensure-tmux.sh || failed=1
+save_tui() { save_result "$1" run_nvim bench/tui.lua "$2" "$3"; } # name client count
+for n in 20000 100000; do
+  for i in $(seq 1 "${TUI_RUNS:-3}"); do
+    save_tui "tui_cheap_${n}_$i" cheap "$n" || failed=1
+    save_tui "tui_acp_${n}_$i" acp "$n" || failed=1
+  done
+done
+
 # 3. Long transcripts.
 save_result long run_nvim bench/long.lua 1000 200000 || failed=1
 
@@ -91,7 +111,7 @@ for i in 1 2 3 4 5; do
   save_result "startup_$i" run_nvim bench/startup.lua || failed=1
 done
 
-# Comparison with CodeCompanion.nvim (benchmark 2 at 20,000 x 100 B).
+# Comparison with CodeCompanion.nvim and agentic.nvim (TUI, 20,000 x 100 B).
 if [ "${COMPARE:-0}" = 1 ]; then
   # A checkout given by the caller, else a throwaway clone under .cache.
   clone() { # url dir
@@ -101,30 +121,46 @@ if [ "${COMPARE:-0}" = 1 ]; then
   }
   cc=${COMPARE_DIR:-}
   plenary=${PLENARY_DIR:-}
+  agentic=${AGENTIC_DIR:-}
   if [ -z "$cc" ]; then
     cc=$root/.cache/compare/codecompanion.nvim
     clone https://github.com/olimorris/codecompanion.nvim "$cc" || cc=
   fi
-  if [ -z "$plenary" ] && [ -n "$cc" ]; then
+  if [ -z "$plenary" ]; then
     plenary=$root/.cache/compare/plenary.nvim
     clone https://github.com/nvim-lua/plenary.nvim "$plenary" || plenary=
+  fi
+  if [ -z "$agentic" ]; then
+    agentic=$root/.cache/compare/agentic.nvim
+    clone https://github.com/carlos-algms/agentic.nvim "$agentic" || agentic=
   fi
   if [ -z "$cc" ] || [ -z "$plenary" ]; then
     echo "bench: COMPARE=1: could not get codecompanion.nvim and plenary.nvim (no network?);" \
       "pass checkouts with COMPARE_DIR=/path/to/codecompanion.nvim PLENARY_DIR=/path/to/plenary.nvim" >&2
     failed=1
   else
-    echo "${COMPARE_COMMIT:-$(git -C "$cc" rev-parse --short HEAD 2>/dev/null || echo unknown)}" >"$out/compare_commit.txt"
-    export COMPARE_DIR=$cc PLENARY_DIR=$plenary
-    save_result compare_codecompanion run_nvim bench/compare_codecompanion.lua 20000 100 || failed=1
+    git -C "$cc" rev-parse --short HEAD >"$out/compare_commit_codecompanion.txt" 2>/dev/null || true
+    COMPARE_DIR=$cc PLENARY_DIR=$plenary save_tui tui_codecompanion_20000_1 codecompanion 20000 || failed=1
+  fi
+  if [ -z "$agentic" ]; then
+    echo "bench: COMPARE=1: could not get agentic.nvim (no network?); pass AGENTIC_DIR=/path/to/agentic.nvim" >&2
+    failed=1
+  else
+    git -C "$agentic" rev-parse --short HEAD >"$out/compare_commit_agentic.txt" 2>/dev/null || true
+    AGENTIC_DIR=$agentic save_tui tui_agentic_20000_1 agentic 20000 || failed=1
   fi
 fi
+
+# One PASS/FAIL line per budget (bench/budgets.lua).
+run_nvim bench/budgets.lua "$out" | tee "$out/budgets.log" || failed=1
 
 {
   echo "nproc=$(nproc)"
   echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   echo "mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
   echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "load_start=$load_start"
+  echo "tmux=$(tmux -V 2>/dev/null || echo missing)"
   echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
   echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "nvim=$("$nvim_bin" --version | head -1)"

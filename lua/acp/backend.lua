@@ -77,6 +77,8 @@ local function on_exit(job, code)
   end
   state.job = nil
   state.hello = nil
+  -- Installs and listings ran in that backend: they will not answer.
+  require("acp.registry").on_backend_exit()
   if state.stopping or state.exit_reported[job] then
     return
   end
@@ -206,6 +208,7 @@ function M.stop()
   vim.fn.jobwait({ job }, 2000)
   state.job = nil
   state.hello = nil
+  require("acp.registry").on_backend_exit()
 end
 
 --- Stop the backend if it runs, start a new one and open every chat again

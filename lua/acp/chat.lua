@@ -125,7 +125,10 @@ function M.create(agent, cwd)
     terminals = {},
     digit_keys = false,
   }, Chat)
-  self.bufnr = scratch("acp://chat/" .. n, "markdown")
+  -- Not "markdown": its regex syntax (and a user's treesitter FileType
+  -- autocommand) would parse the whole transcript on every redraw; the
+  -- transcript draws its own markdown, incrementally (acp.markdown).
+  self.bufnr = scratch("acp://chat/" .. n, "acpchat")
   -- With 'breakindentopt' list:-1 (acp.view), a wrapped line of tool output
   -- (`  │ ...`) or of a list item continues under its text.
   vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]

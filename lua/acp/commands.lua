@@ -6,7 +6,8 @@ local M = {}
 
 ---@class acp.Subcommand
 ---@field run fun(args: string[], cmd?: table) `cmd`: the user command's opts (range, line1, line2)
----@field complete? fun(arglead: string): string[]
+---@field complete? fun(arglead: string, words?: string[], n?: integer): string[] `n`: the index of the word completed (3 = the first argument)
+---@field complete_second? boolean complete the second argument too
 ---@field desc string
 
 ---@type table<string, acp.Subcommand>
@@ -119,24 +120,63 @@ M.subcommands.log = {
   end,
 }
 
+--- `:Acp agents list`: the configured agents and whether their command runs.
+local function list_agents()
+  local config = require("acp.config")
+  local default = config.default_agent()
+  local lines = {}
+  for _, name in ipairs(config.agent_names()) do
+    local agent = config.agent(name)
+    local cmd = agent and agent.cmd or {}
+    local found = cmd[1] and vim.fn.executable(cmd[1]) == 1
+    lines[#lines + 1] = ("%s %-10s %s  (%s)"):format(
+      name == default and "*" or " ",
+      name,
+      table.concat(cmd, " "),
+      found and "found" or "not found on PATH"
+    )
+  end
+  vim.api.nvim_echo({ { table.concat(lines, "\n") } }, true, {})
+end
+
 M.subcommands.agents = {
-  desc = "list the configured agents and whether their command is on PATH",
-  run = function()
-    local config = require("acp.config")
-    local default = config.default_agent()
-    local lines = {}
-    for _, name in ipairs(config.agent_names()) do
-      local agent = config.agent(name)
-      local cmd = agent and agent.cmd or {}
-      local found = cmd[1] and vim.fn.executable(cmd[1]) == 1
-      lines[#lines + 1] = ("%s %-10s %s  (%s)"):format(
-        name == default and "*" or " ",
-        name,
-        table.concat(cmd, " "),
-        found and "found" or "not found on PATH"
-      )
+  desc = "agents from the ACP registry: :Acp agents [update | list | remove {id} | cancel {id}]",
+  run = function(args)
+    local registry = require("acp.registry")
+    local action, id = args[1], args[2]
+    if action == nil then
+      registry.pick()
+    elseif action == "update" then
+      registry.update()
+    elseif action == "list" then
+      list_agents()
+    elseif (action == "remove" or action == "cancel") and id then
+      registry[action](id)
+    else
+      util.notify("usage: :Acp agents [update | list | remove {id} | cancel {id}]", vim.log.levels.WARN)
     end
-    vim.api.nvim_echo({ { table.concat(lines, "\n") } }, true, {})
+  end,
+  complete_second = true,
+  complete = function(lead, words, n)
+    local registry = require("acp.registry")
+    local pool
+    if n == 4 and (words[3] == "remove" or words[3] == "cancel") then
+      pool = {}
+      if words[3] == "remove" then
+        for _, a in ipairs(registry.installed_all()) do
+          pool[#pool + 1] = a.id
+        end
+      else
+        pool = vim.tbl_keys(registry.installing())
+      end
+    elseif n == 3 then
+      pool = { "update", "list", "remove", "cancel" }
+    else
+      pool = {}
+    end
+    return vim.tbl_filter(function(n)
+      return vim.startswith(n, lead)
+    end, pool)
   end,
 }
 
@@ -524,8 +564,8 @@ function M.complete(arglead, cmdline)
     end, names)
   end
   local sub = M.subcommands[words[2]]
-  if sub and sub.complete and n == 3 then
-    return sub.complete(arglead)
+  if sub and sub.complete and (n == 3 or (n == 4 and sub.complete_second)) then
+    return sub.complete(arglead, words, n)
   end
   return {}
 end

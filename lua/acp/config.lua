@@ -77,6 +77,7 @@ local M = {}
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field context acp.ContextConfig
 ---@field transcripts boolean keep a JSONL transcript of every session under stdpath("state")/acp/transcripts
+---@field registry { url?: string, dir?: string } the ACP agent registry (`:Acp agents`): its index URL (default: the published one) and where agents are installed (default: stdpath("data")/acp/agents)
 
 --- Built-in agents. `demo` is resolved at use time (see `M.agent`).
 ---@type table<string, acp.AgentConfig>
@@ -127,6 +128,7 @@ M.defaults = {
     auto_complete = true,
   },
   transcripts = true,
+  registry = {},
   notify = { turn_end = true, permission = true, question = true },
 }
 
@@ -198,8 +200,13 @@ local function validate_agent(name, a)
   if err then
     return err
   end
-  if a.cmd == nil and not M.presets[name] and name ~= "demo" then
-    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" }"):format(path, name)
+  -- An agent installed from the registry brings its own command.
+  if a.cmd == nil and not M.presets[name] and name ~= "demo" and not require("acp.registry").installed(name) then
+    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" } (or install %s with :Acp agents first)"):format(
+      path,
+      name,
+      name
+    )
   end
   if a.cmd ~= nil and not is_list_of_strings(a.cmd, false) then
     return ("`%s.cmd` must be a non-empty list of strings (got %s)"):format(path, describe(a.cmd))
@@ -311,6 +318,7 @@ local TOP_KEYS = {
   mcp_servers = true,
   context = true,
   transcripts = true,
+  registry = true,
   notify = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
@@ -441,6 +449,21 @@ function M.validate(opts)
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
     return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
+  if opts.registry ~= nil then
+    if type(opts.registry) ~= "table" then
+      return ("`registry` must be a table like { url = \"https://...\" } (got %s)"):format(describe(opts.registry))
+    end
+    err = check_keys(opts.registry, { url = true, dir = true }, "registry.")
+    if err then
+      return err
+    end
+    for _, k in ipairs({ "url", "dir" }) do
+      local v = opts.registry[k]
+      if v ~= nil and (type(v) ~= "string" or v == "") then
+        return ("`registry.%s` must be a non-empty string (got %s)"):format(k, describe(v))
+      end
+    end
+  end
   if opts.context ~= nil then
     if type(opts.context) ~= "table" then
       return ("`context` must be a table (got %s)"):format(describe(opts.context))
@@ -473,7 +496,7 @@ function M.validate(opts)
 end
 
 -- Tables whose keys are checked one by one (one bad key drops only itself).
-local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true, notify = true }
+local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true, notify = true, registry = true }
 
 --- The valid part of user options, and one sentence per option left out.
 --- One typo must not cost the user every other option (agents included).
@@ -571,6 +594,9 @@ function M.agent_names()
     add(n)
   end
   add("demo")
+  for _, a in ipairs(require("acp.registry").installed_all()) do
+    add(a.id)
+  end
   for n, a in pairs(M.options.agents) do
     if a ~= false then
       add(n)
@@ -618,7 +644,16 @@ function M.agent(name)
   if name == "demo" then
     base = { cmd = { M.demo_agent_path() } }
   else
-    base = M.presets[name]
+    -- An agent installed from the registry (`:Acp agents`) under this id,
+    -- or for a preset: its command and env replace the preset's PATH
+    -- command, the preset's other options (quirks) stay.
+    local installed = require("acp.registry").resolve(name)
+    base = M.presets[name] and vim.deepcopy(M.presets[name])
+    if installed then
+      base = base or {}
+      base.cmd = installed.cmd
+      base.env = vim.tbl_extend("force", base.env or {}, installed.env or {})
+    end
   end
   if not base and not user then
     return nil, ("unknown agent %q; configured agents: %s"):format(name, table.concat(M.agent_names(), ", "))

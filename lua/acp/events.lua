@@ -171,6 +171,11 @@ local global_handlers = {
     require("acp.elicitation").completed(ev.elicitation_id)
   end,
 }
+for _, t in ipairs({ "agents_listed", "agent_install_progress", "agent_installed", "agent_install_failed", "agent_removed" }) do
+  global_handlers[t] = function(ev)
+    require("acp.registry").on_event(ev)
+  end
+end
 
 ---@param ev acp.Event
 ---@param ctx table

@@ -61,7 +61,10 @@ function M.check()
     local prog = agent and agent.cmd and agent.cmd[1]
     local label = ("%s%s: %s"):format(name, name == default and " (default)" or "", table.concat(agent and agent.cmd or {}, " "))
     local found = prog and vim.fn.executable(prog) == 1
-    if name ~= default and config.options.agents[name] == nil then
+    local installed = name ~= "demo" and require("acp.registry").resolve(name)
+    if installed and found then
+      health.ok(("%s (installed from the ACP registry: %s %s)"):format(label, installed.id, installed.version))
+    elseif name ~= default and config.options.agents[name] == nil then
       -- A preset the user never configured is an offer, not a problem.
       health.info(("%s (preset, not configured)%s"):format(label, found and "" or "; not installed"))
     elseif found then
@@ -73,6 +76,8 @@ function M.check()
     end
   end
 
+  M.check_registry(health)
+
   health.start("acp.nvim log")
   local log = backend.log_file()
   local log_dir = vim.fn.fnamemodify(log, ":h")
@@ -83,6 +88,48 @@ function M.check()
     health.ok("log file: " .. log)
   else
     health.warn("the log directory is not writable: " .. log)
+  end
+end
+
+--- Installed registry agents, and whether the registry (the cached copy,
+--- or the bundled one: no network here) has a newer version.
+---@param health table vim.health
+function M.check_registry(health)
+  local registry = require("acp.registry")
+  health.start("acp.nvim registry agents")
+  local installed = registry.installed_all()
+  if #installed == 0 then
+    health.info("no agent installed from the ACP registry; :Acp agents lists them (" .. registry.dir() .. ")")
+    return
+  end
+  local listed
+  if require("acp.backend").running() then
+    registry.list("offline", function(ev)
+      listed = ev
+    end)
+    vim.wait(3000, function()
+      return listed ~= nil
+    end, 20)
+  end
+  local latest = {}
+  for _, a in ipairs(listed and listed.agents or {}) do
+    latest[a.id] = a
+  end
+  for _, a in ipairs(installed) do
+    local label = ("%s %s (%s): %s"):format(a.id, a.version, a.kind, table.concat(a.cmd, " "))
+    local entry = latest[a.id]
+    if vim.fn.executable(a.cmd[1]) ~= 1 then
+      health.error(label .. " is missing its program", { "Reinstall it: :Acp agents, then pick " .. a.id })
+    elseif entry and entry.update then
+      health.warn(("%s; version %s is available"):format(label, entry.version), { "Update it: :Acp agents update" })
+    else
+      health.ok(label)
+    end
+  end
+  if not listed then
+    health.info("start the backend (:Acp) to compare with the registry's versions")
+  elseif listed.message then
+    health.info(listed.message)
   end
 end
 

@@ -53,6 +53,28 @@ M.links = {
   AcpReviewConflictTheirs = "DiffAdd",
   AcpReviewPreviewAdd = "DiffAdd",
   AcpReviewPreviewDelete = "DiffDelete",
+  -- Markdown of the transcript (acp.markdown): the treesitter markup groups,
+  -- so colorschemes style the chat as they style markdown files.
+  AcpMdH1 = "@markup.heading.1",
+  AcpMdH2 = "@markup.heading.2",
+  AcpMdH3 = "@markup.heading.3",
+  AcpMdH4 = "@markup.heading.4",
+  AcpMdH5 = "@markup.heading.5",
+  AcpMdH6 = "@markup.heading.6",
+  AcpMdBold = "@markup.strong",
+  AcpMdItalic = "@markup.italic",
+  AcpMdBoldItalic = "@markup.strong",
+  AcpMdStrike = "@markup.strikethrough",
+  AcpMdCodeSpan = "@markup.raw",
+  AcpMdCode = "ColorColumn",
+  AcpMdCodeInfo = "@label",
+  AcpMdLink = "@markup.link.label",
+  AcpMdTableBorder = "@punctuation.special",
+  AcpMdTableHead = "@markup.heading",
+  AcpMdRule = "@punctuation.special",
+  AcpMdQuote = "@markup.quote",
+  AcpMdQuoteMarker = "@punctuation.special",
+  AcpMdBullet = "@markup.list",
 }
 
 --- Define every group (links with default = true).

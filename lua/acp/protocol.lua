@@ -225,6 +225,52 @@ local M = {}
 ---@class acp.ev.ReviewDeletePending: acp.Event
 ---@field path string
 
+---@class acp.RegistryListing One agent of the registry (`agents_listed`).
+---@field id string
+---@field name string
+---@field version string
+---@field description string
+---@field homepage? string
+---@field kinds ("binary"|"npx"|"uvx")[] installable here, best first; empty when none is
+---@field installed_version? string
+---@field update boolean the registry's version is newer than the installed one
+---@field installing boolean
+
+---@class acp.InstalledListing
+---@field id string
+---@field name string
+---@field version string
+---@field kind "binary"|"npx"|"uvx"
+
+---@class acp.ev.AgentsListed: acp.Event
+---@field request_id string
+---@field agents? acp.RegistryListing[] absent when the registry could not be loaded
+---@field installed acp.InstalledListing[]
+---@field origin? "network"|"cache"|"bundled"
+---@field fetched_at? integer unix seconds
+---@field message? string
+
+---@class acp.ev.AgentInstallProgress: acp.Event
+---@field id string
+---@field message string
+---@field done? integer bytes downloaded
+---@field total? integer bytes to download
+
+---@class acp.ev.AgentInstalled: acp.Event
+---@field id string
+---@field name string
+---@field version string
+
+---@class acp.ev.AgentInstallFailed: acp.Event
+---@field id string
+---@field message string
+---@field cancelled boolean
+
+---@class acp.ev.AgentRemoved: acp.Event
+---@field id string
+---@field removed boolean
+---@field message? string
+
 -- Calls into Lua and replies ---------------------------------------------------------
 
 ---@class acp.FsReadArgs `acp.fs.read`; the reply is the text, or nil.
@@ -318,6 +364,11 @@ M.REQUIRED = {
   logged_out = { "chat_id" },
   review_changed = { "chat_id", "path", "summary" },
   review_delete_pending = { "chat_id", "path" },
+  agents_listed = { "request_id", "installed" },
+  agent_install_progress = { "id", "message" },
+  agent_installed = { "id", "name", "version" },
+  agent_install_failed = { "id", "message", "cancelled" },
+  agent_removed = { "id", "removed" },
 }
 
 --- Checks one event from the backend against the contract. Types this

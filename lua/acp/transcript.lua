@@ -124,7 +124,13 @@ function Transcript:_header(side)
   end
   self.side = side
   local text = side == "user" and "## You" or ("## " .. (self.chat.agent and self.chat.agent.name or "Agent"))
-  self.view:add("header", { text }, { { 0, 0, -1, side == "user" and "AcpUserHeader" or "AcpAgentHeader" } })
+  -- Drawn as markdown too: the `##` is concealed like the headings of messages.
+  self.view:add(
+    "header",
+    { text },
+    { { 0, 0, -1, side == "user" and "AcpUserHeader" or "AcpAgentHeader" } },
+    { markdown = true }
+  )
   self.after_header = true
 end
 
@@ -283,12 +289,12 @@ function Transcript:_entry_added(index, entry)
     self.plan_block = nil
     self:_header("user")
     local content = vim.deepcopy(entry.content or {})
-    local block = self:_text_block("message", {}, self:_user_text(content))
+    local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
     block.data.user_content = content
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")
-    self.entries[index] = self:_text_block("message", {}, content_text(entry.content))
+    self.entries[index] = self:_text_block("message", {}, content_text(entry.content), { markdown = true })
   elseif t == "thought" then
     self:_header("agent")
     local text = content_text(entry.content)

@@ -25,6 +25,7 @@
 --- expensive part of rendering.
 
 local api = vim.api
+local markdown = require("acp.markdown")
 
 ---@class acp.Highlight
 ---@field [1] integer row offset inside the block
@@ -39,6 +40,7 @@ local api = vim.api
 ---@field actions table<integer, table> row offset -> action for keys on that line
 ---@field hl_group? string highlight of the whole range
 ---@field data table owner data
+---@field md? acp.MdState markdown drawn on the block (acp.markdown)
 
 ---@class acp.View
 ---@field buf integer
@@ -49,6 +51,8 @@ local api = vim.api
 ---@field grown table<integer, boolean> foldable blocks appended to in this batch
 ---@field batching boolean
 ---@field follow table<integer, boolean> windows following the tail in this batch
+---@field md acp.MdCtx where markdown is drawn (its own namespaces)
+---@field md_dirty table<integer, boolean> markdown blocks edited in this batch
 ---@field follow_next? boolean the next batch moves every window to the tail
 local View = {}
 View.__index = View
@@ -69,6 +73,12 @@ function View.new(buf)
     empty = true,
     batching = false,
     follow = {},
+    md = {
+      buf = buf,
+      ns = api.nvim_create_namespace("acp.view.md." .. buf),
+      code_ns = api.nvim_create_namespace("acp.view.code." .. buf),
+    },
+    md_dirty = {},
   }, View)
   by_buf[buf] = self
   api.nvim_create_autocmd("BufWipeout", {
@@ -127,6 +137,15 @@ function View:finish()
   end
   vim.bo[self.buf].modifiable = false
   vim.bo[self.buf].modified = false
+  -- Markdown once per batch, over the rows the batch added.
+  for id in pairs(self.md_dirty) do
+    local block = self.blocks[id]
+    if block and block.md then
+      local sr, er = self:range(block)
+      markdown.render(self.md, block.md, sr, er)
+    end
+  end
+  self.md_dirty = {}
   for id in pairs(self.grown) do
     local block = self.blocks[id]
     if block then
@@ -214,6 +233,7 @@ end
 ---@field hl_group? string highlight over the whole block (also over text appended later)
 ---@field sep? boolean false: no blank line before the block (after a header)
 ---@field foldable? boolean the block is a closed fold by default
+---@field markdown? boolean draw the block's text as markdown (acp.markdown)
 ---@field actions? table<integer, table>
 ---@field data? table
 
@@ -268,6 +288,10 @@ function View:add(kind, lines, hls, opts)
     priority = 50,
   })
   self.blocks[block.id] = block
+  if opts.markdown then
+    block.md = markdown.new_state()
+    self.md_dirty[block.id] = true
+  end
   if opts.foldable then
     self.foldable[block.id] = true
     for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
@@ -290,6 +314,11 @@ function View:replace(block, lines, hls, actions)
   end
   self:begin()
   local sr, er, ec = self:range(block)
+  if block.md then
+    markdown.clear(self.md, sr, er)
+    block.md = markdown.new_state()
+    self.md_dirty[block.id] = true
+  end
   api.nvim_buf_set_text(self.buf, sr, 0, er, ec, lines)
   self:_set_mark(block, sr, lines)
   self:_set_hls(block, sr, lines, hls)
@@ -311,6 +340,9 @@ function View:append(block, text)
   local _, er, ec = self:range(block)
   local parts = require("acp.util").split_lines(text)
   api.nvim_buf_set_text(self.buf, er, ec, er, ec, parts)
+  if block.md then
+    self.md_dirty[block.id] = true
+  end
   if self.foldable[block.id] then
     -- `finish()` re-creates the fold once for the whole batch (see _refold).
     self.grown[block.id] = true
@@ -424,6 +456,10 @@ function View.setup_window(win)
   wo.signcolumn = "no"
   wo.spell = false
   wo.list = false
+  -- Markdown markers are concealed (acp.markdown), also on the cursor line:
+  -- the tail follows the cursor while streaming.
+  wo.conceallevel = 2
+  wo.concealcursor = "nc"
   local view = by_buf[api.nvim_win_get_buf(win)]
   if view then
     view:fold_all(win)

@@ -803,12 +803,114 @@ T.test("highlight groups are linked by default and come back after :colorscheme"
   T.eq(nil, vim.api.nvim_get_hl(0, { name = "AcpToolDone" }).link, "a user's definition wins")
 end)
 
-T.test(":Acp agents lists agents and whether they are on PATH", function()
+T.test(":Acp agents list lists agents and whether they are on PATH", function()
   require("acp").setup({ agents = { mine = { cmd = { "sh", "-c", "true" } } } })
-  local out = vim.fn.execute("Acp agents")
+  local out = vim.fn.execute("Acp agents list")
   T.contains(out, "* mine       sh -c true  (found)", "default marked, found")
   T.contains(out, "codex-acp  (not found on PATH)", "missing preset")
   require("acp").setup({})
+end)
+
+--- Extmarks of the transcript's markdown namespaces on a row, as
+--- { conceal = {..}, hl = {..} } (conceal chars, highlight groups).
+local function md_marks(buf, row)
+  local out = { conceal = {}, hl = {}, virt = {} }
+  for _, name in ipairs({ "acp.view.md." .. buf, "acp.view.code." .. buf }) do
+    local ns = vim.api.nvim_create_namespace(name)
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+      local d = m[4]
+      if d.conceal then
+        out.conceal[#out.conceal + 1] = { col = m[3], char = d.conceal }
+      end
+      if d.hl_group then
+        out.hl[#out.hl + 1] = d.hl_group
+      end
+      if d.line_hl_group then
+        out.hl[#out.hl + 1] = "line:" .. d.line_hl_group
+      end
+      if d.virt_text then
+        out.virt[#out.virt + 1] = d.virt_text[1][1]
+      end
+    end
+  end
+  return out
+end
+
+T.test("markdown is drawn with extmarks as it streams: markers concealed, code highlighted, tables aligned", function()
+  local chat = T.fake_chat()
+  local buf = chat.bufnr
+  T.eq("acpchat", vim.bo[buf].filetype, "no markdown filetype (its regex syntax re-runs on every redraw)")
+  T.eq("", vim.bo[buf].syntax, "no regex syntax on the transcript")
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("# Ti") } } }),
+  })
+  -- Split mid-marker, mid-line and mid-fence: each batch draws what arrived.
+  local rest = "tle\nSome **bold**, *it*, `code` and [a link](http://x).\n\n```lua\nlocal x = 1\n```\n\n"
+    .. "| a | bb |\n|---|---|\n| long cell | c |\n\nafter\n"
+  for i = 1, #rest, 7 do
+    events.dispatch({ session(chat, { change = "text_appended", index = 0, content = text(rest:sub(i, i + 6)) }) })
+  end
+  local lines = T.lines(buf)
+  local row = function(needle)
+    return T.find_line(buf, needle) - 1
+  end
+  T.eq("# Title", lines[row("# Title") + 1], "text unchanged")
+  local h = md_marks(buf, row("# Title"))
+  T.eq({ col = 0, char = "" }, h.conceal[1], "heading marker concealed")
+  T.truthy(vim.tbl_contains(h.hl, "AcpMdH1"), "heading highlighted")
+  local p = md_marks(buf, row("Some **bold**"))
+  T.truthy(vim.tbl_contains(p.hl, "AcpMdBold"), "bold")
+  T.truthy(vim.tbl_contains(p.hl, "AcpMdItalic"), "italic")
+  T.truthy(vim.tbl_contains(p.hl, "AcpMdCodeSpan"), "inline code")
+  T.truthy(vim.tbl_contains(p.hl, "AcpMdLink"), "link text")
+  -- ** ** * * ` ` [ ](url): 8 concealed runs.
+  T.eq(8, #p.conceal, "every marker concealed: " .. vim.inspect(p.conceal))
+  local fence = md_marks(buf, row("```lua"))
+  T.truthy(vim.tbl_contains(fence.hl, "line:AcpMdCode"), "fence line on the code background")
+  T.eq(0, fence.conceal[1].col, "fence backticks concealed")
+  local code = md_marks(buf, row("local x = 1"))
+  T.truthy(vim.tbl_contains(code.hl, "line:AcpMdCode"), "code background")
+  T.truthy(vim.tbl_contains(code.hl, "@keyword.lua"), "lua highlighted by its parser: " .. vim.inspect(code.hl))
+  local head = md_marks(buf, row("| a | bb |"))
+  T.eq("│", head.conceal[1].char, "pipes drawn as box lines")
+  T.truthy(vim.tbl_contains(head.hl, "AcpMdTableHead"), "header row bold")
+  T.truthy(vim.tbl_contains(head.virt, string.rep(" ", 8)), "header cell padded to the widest cell: " .. vim.inspect(head.virt))
+  local delim = md_marks(buf, row("|---|---|"))
+  T.eq("├", delim.conceal[1].char, "delimiter row drawn as a rule")
+  T.eq({}, md_marks(buf, row("after")).hl, "plain text stays plain")
+  local win = vim.fn.bufwinid(buf)
+  T.eq(2, vim.wo[win].conceallevel, "markers concealed in the transcript window")
+end)
+
+T.test("each batch draws only the rows it added (the cost of an append does not grow with the transcript)", function()
+  local chat = T.fake_chat()
+  events.dispatch({
+    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("start\n") } } }),
+  })
+  local view = chat.transcript.view
+  local block = chat.transcript.entries[0]
+  local markdown = require("acp.markdown")
+  local render = markdown.render
+  local drawn = {}
+  markdown.render = function(ctx, st, start, last)
+    drawn[#drawn + 1] = last - (start + st.next) + 1
+    return render(ctx, st, start, last)
+  end
+  local ok, err = pcall(function()
+    for _ = 1, 50 do
+      events.dispatch({
+        session(chat, { change = "text_appended", index = 0, content = text(string.rep("some **text**\n", 100)) }),
+      })
+    end
+  end)
+  markdown.render = render
+  assert(ok, err)
+  T.eq(50, #drawn, "one pass per batch")
+  for i, n in ipairs(drawn) do
+    T.eq(101, n, "pass " .. i .. " drew the 100 new rows and the last one again")
+  end
+  T.eq(5000, block.md.next, "every row but the last is final")
+  T.truthy(view, "view")
 end)
 
 T.test("every golden fixture passes the decode point", function()

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run -p acp-client --example chat -- [OPTIONS] -- AGENT_CMD [ARGS...]
+//! cargo run -p acp-client --example chat -- [OPTIONS] --agent REGISTRY_ID
 //!
 //!   --cwd DIR                 session working directory (default: current directory)
 //!   --prompt TEXT             a turn to run (repeatable); without it, prompts are read from stdin
@@ -16,6 +17,10 @@
 //!                             (gemini-cli reads files before creating them, its issue 9280),
 //!                             or with the spec's error (default)
 //!   --jsonl                   print one JSON object per line for every event
+//!   --agent ID                an agent of the ACP registry, installed first when it is not
+//!   --agents-dir DIR          where registry agents are installed (default: the directory
+//!                             acp.nvim uses, $XDG_DATA_HOME/nvim/acp/agents)
+//!   --registry URL            the registry index (default: the published one)
 //! ```
 //!
 //! The example serves `fs/*` from disk and `terminal/*` with real processes
@@ -64,9 +69,13 @@ struct Options {
     missing_file_read_empty: bool,
     jsonl: bool,
     command: Vec<String>,
+    /// `--agent`: a registry agent instead of `command`.
+    agent: Option<String>,
+    agents_dir: Option<PathBuf>,
+    registry: Option<String>,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] -- AGENT_CMD [ARGS...]";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -79,6 +88,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         missing_file_read_empty: false,
         jsonl: false,
         command: Vec::new(),
+        agent: None,
+        agents_dir: None,
+        registry: None,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -120,6 +132,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 }
             }
             "--jsonl" => opts.jsonl = true,
+            "--agent" => opts.agent = Some(value("--agent")?),
+            "--agents-dir" => opts.agents_dir = Some(PathBuf::from(value("--agents-dir")?)),
+            "--registry" => opts.registry = Some(value("--registry")?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             "--" => {
                 opts.command = args.by_ref().collect();
@@ -128,8 +143,14 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
     }
-    if opts.command.is_empty() {
-        return Err(format!("no agent command given\n{USAGE}"));
+    match (opts.command.is_empty(), &opts.agent) {
+        (true, None) => return Err(format!("no agent command given\n{USAGE}")),
+        (false, Some(_)) => {
+            return Err(format!(
+                "give an agent command or --agent, not both\n{USAGE}"
+            ))
+        }
+        _ => {}
     }
     opts.cwd = std::path::absolute(&opts.cwd)
         .map_err(|e| format!("cannot use --cwd {}: {e}", opts.cwd.display()))?;
@@ -562,10 +583,86 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `$XDG_<kind>_HOME/nvim/acp` (`~/.local/share`, `~/.cache` by default):
+/// where acp.nvim keeps registry agents and the registry cache, so that
+/// both share them.
+fn nvim_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+    Some(base.join("nvim").join("acp"))
+}
+
+/// The program, arguments and environment of registry agent `id`,
+/// installing it first when it is not installed.
+async fn registry_agent(
+    opts: &Options,
+    id: &str,
+) -> Result<(Vec<String>, Vec<(String, String)>), Error> {
+    use acp_client::registry::install::{CancelToken, InstallOptions, Installer};
+    use acp_client::registry::{self, LoadMode, RegistrySource};
+    let no_home =
+        || Error::Registry("set HOME or --agents-dir to say where agents are installed".into());
+    let agents_dir = match &opts.agents_dir {
+        Some(d) => d.clone(),
+        None => nvim_dir("XDG_DATA_HOME", ".local/share")
+            .ok_or_else(no_home)?
+            .join("agents"),
+    };
+    let cache_dir =
+        nvim_dir("XDG_CACHE_HOME", ".cache").unwrap_or_else(|| agents_dir.join(".cache"));
+    let mut source = RegistrySource::new(cache_dir);
+    if let Some(url) = &opts.registry {
+        source.url = url.clone();
+    }
+    let id = id.to_owned();
+    let installed = tokio::task::spawn_blocking(move || {
+        let installer = Installer::new(agents_dir, InstallOptions::default());
+        if let Some(installed) = installer.installed_agent(&id)? {
+            return Ok(installed);
+        }
+        let loaded = registry::load(&source, LoadMode::Cached)?;
+        if let Some(warning) = &loaded.warning {
+            eprintln!("{warning}");
+        }
+        let agent = loaded.registry.agent(&id).ok_or_else(|| {
+            let ids: Vec<&str> = loaded
+                .registry
+                .agents
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect();
+            Error::Registry(format!(
+                "the registry has no agent `{id}`; it has: {}",
+                ids.join(", ")
+            ))
+        })?;
+        eprintln!("installing {} {}...", agent.name, agent.version);
+        let mut last = String::new();
+        installer.install(agent, &CancelToken::new(), &mut |p| {
+            if p.message != last {
+                eprintln!("  {}", p.message);
+                last = p.message;
+            }
+        })
+    })
+    .await
+    .map_err(|e| Error::Registry(format!("the install task failed: {e}")))??;
+    Ok((installed.cmd, installed.env.into_iter().collect()))
+}
+
 async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Error> {
-    let command = AgentCommand::new(&opts.command[0])
-        .args(opts.command[1..].iter().cloned())
+    let (program, env) = match &opts.agent {
+        Some(id) => registry_agent(opts, id).await?,
+        None => (opts.command.clone(), Vec::new()),
+    };
+    let mut command = AgentCommand::new(&program[0])
+        .args(program[1..].iter().cloned())
         .cwd(&opts.cwd);
+    for (k, v) in env {
+        command = command.env(k, v);
+    }
     let options = ConnectionOptions {
         client_name: "acp-client chat example".into(),
         missing_file_read_empty: opts.missing_file_read_empty,

@@ -129,6 +129,28 @@ pub enum Error {
     /// The workspace file index could not be started.
     #[error("could not index the files of `{}`: {reason}; `@` completion needs a readable directory", root.display())]
     FileIndex { root: PathBuf, reason: String },
+
+    /// The agent registry could not be loaded, or an agent could not be
+    /// installed or removed; the message is a whole sentence naming the fix.
+    #[error("{0}")]
+    Registry(String),
+
+    /// A command run to install an agent (`npm install`, `pip install`...)
+    /// failed.
+    #[error(
+        "installing {agent} failed: `{command}` {status}{}",
+        output_suffix(output_tail)
+    )]
+    InstallCommand {
+        agent: String,
+        command: String,
+        status: String,
+        output_tail: String,
+    },
+
+    /// The user cancelled an installation; nothing of it was kept.
+    #[error("the installation of {agent} was cancelled; nothing was installed")]
+    InstallCancelled { agent: String },
 }
 
 fn stderr_suffix(tail: &str) -> String {
@@ -137,6 +159,15 @@ fn stderr_suffix(tail: &str) -> String {
         String::new()
     } else {
         format!("; its last stderr output was:\n{tail}")
+    }
+}
+
+fn output_suffix(tail: &str) -> String {
+    let tail = tail.trim_end();
+    if tail.is_empty() {
+        " (it printed nothing)".to_owned()
+    } else {
+        format!("; its last output was:\n{tail}")
     }
 }
 

@@ -84,6 +84,7 @@ pub mod merge;
 pub mod methods;
 pub mod permission;
 pub mod process;
+pub mod registry;
 pub mod review;
 pub mod rpc;
 pub mod session;

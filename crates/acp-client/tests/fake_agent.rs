@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -466,32 +466,6 @@ async fn load_replays_what_was_sent_live() {
         .collect();
     let replayed: Vec<&Value> = replayed.as_array().unwrap().iter().collect();
     assert_eq!(live_agent_side, replayed);
-}
-
-fn chat_example() -> PathBuf {
-    // Examples land in target/<profile>/examples, next to this test's deps/
-    // directory. `cargo test --all-targets` builds them as test harnesses
-    // instead, so build the real binary once when it is missing.
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let dir = exe.parent().unwrap().parent().unwrap();
-            let path = dir.join("examples").join("chat");
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "-p", "acp-client", "--example", "chat"])
-                .status()
-                .unwrap();
-            assert!(status.success(), "building the chat example failed");
-            assert!(
-                path.exists(),
-                "{} is missing after the build",
-                path.display()
-            );
-            path
-        })
-        .clone()
 }
 
 /// Runs the chat example in `cwd` with `options`, against the fake agent

@@ -41,11 +41,13 @@ pub struct Backend {
     list_linger: Duration,
     /// The review decision task, started on first use.
     decisions: Option<Decisions>,
+    installs: crate::registry::Installs,
 }
 
 impl Backend {
     /// A backend with no agents yet.
     pub fn new(shared: Shared) -> Self {
+        let installs = crate::registry::Installs::new(shared.events.clone());
         Self {
             events: shared.events.clone(),
             prompts: shared.prompts.clone(),
@@ -54,6 +56,7 @@ impl Backend {
             transcripts: None,
             list_linger: listing::LINGER,
             decisions: None,
+            installs,
         }
     }
 
@@ -208,6 +211,7 @@ impl Backend {
                 }
             }
             Command::Review(cmd) => self.decisions().send(cmd),
+            Command::Registry(cmd) => self.installs.handle(cmd),
         }
     }
 
@@ -234,6 +238,7 @@ impl Backend {
     pub async fn shutdown(&mut self) {
         let chats = self.chats.len();
         self.chats.clear();
+        self.installs.cancel_all();
         self.agents.shutdown_all().await;
         if let Some(t) = &self.transcripts {
             t.flush_all();

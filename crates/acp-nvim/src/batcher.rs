@@ -168,6 +168,13 @@ fn streamed_text(event: &Event) -> usize {
     event.appended_text().map_or(0, str::len)
 }
 
+/// Whether an event ends a turn: nothing follows soon, so its batch goes at
+/// once instead of waiting out the frame (the end of every streamed answer
+/// reached the screen up to one frame late).
+fn ends_turn(event: &Event) -> bool {
+    matches!(event, Event::TurnEnded { .. })
+}
+
 /// Sends queued events to the editor in batches until every [`EventQueue`]
 /// is dropped and the queue is empty. Each finished batch is handed to
 /// `transcripts` (in the order Lua gets it) before it is encoded; their
@@ -197,8 +204,9 @@ pub async fn run(
         };
         let deadline = Instant::now() + frame;
         let mut text = streamed_text(&first);
+        let mut done = ends_turn(&first);
         let mut batch = vec![first];
-        while batch.len() < max_batch && text < MAX_BATCH_TEXT {
+        while !done && batch.len() < max_batch && text < MAX_BATCH_TEXT {
             // Take what is already queued without waiting, then wait for
             // the rest of the frame.
             let next = match rx.try_recv() {
@@ -215,6 +223,7 @@ pub async fn run(
                 break;
             };
             text += streamed_text(&ev);
+            done = ends_turn(&ev);
             // The queue's merge rule again: chunks that arrived one by one
             // while the batch filled become one event.
             let merged = match batch.last_mut() {
@@ -276,10 +285,11 @@ pub(crate) mod tests {
         }
     }
 
+    /// An event that neither merges nor ends a turn.
     fn numbered(i: usize) -> Event {
-        Event::TurnEnded {
+        Event::PromptFailed {
             chat_id: ChatId(i.to_string()),
-            stop_reason: "end_turn".into(),
+            message: "failed".into(),
         }
     }
 
@@ -343,8 +353,35 @@ pub(crate) mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(
             msgpack::field(&calls[0][0], "type").and_then(Value::as_str),
-            Some("turn_ended")
+            Some("prompt_failed")
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_turn_end_goes_at_once_with_what_came_before() {
+        let (queue, rx) = EventQueue::new();
+        let recorder = Arc::new(Recorder::default());
+        let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH, None));
+        let start = Instant::now();
+        queue.push(numbered(1));
+        queue.push(Event::TurnEnded {
+            chat_id: ChatId("1".into()),
+            stop_reason: "end_turn".into(),
+        });
+        // Give the batcher a turn without reaching the end of the frame.
+        tokio::time::sleep(FRAME / 8).await;
+        let sent = recorder.calls.lock().unwrap().len();
+        assert_eq!(
+            sent, 1,
+            "the batch ending the turn did not wait out the frame"
+        );
+        assert!(Instant::now() - start < FRAME);
+        queue.push(numbered(2));
+        drop(queue);
+        task.await.unwrap();
+        let calls = recorder.calls.lock().unwrap();
+        let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![2, 1]);
     }
     fn appended(chat: &str, index: usize, content: Content) -> Event {
         Event::Session {

@@ -184,6 +184,8 @@ pub enum Command {
     },
     /// `acp.review_*`, `acp.user_edit`, `acp.merge`: edit review.
     Review(ReviewCommand),
+    /// `acp.agents_*`: the agent registry.
+    Registry(crate::registry::RegistryCommand),
 }
 
 /// A message from the plugin that could not be decoded.
@@ -358,6 +360,8 @@ impl Command {
                 chat_id: p.chat_id()?,
             }),
             m if ReviewCommand::handles(m) => decode_review(&p).map(Command::Review),
+            "acp.agents_list" | "acp.agents_install" | "acp.agents_cancel"
+            | "acp.agents_remove" => decode_registry(&p).map(Command::Registry),
             _ => Err(p.bad("no such method")),
         }
     }
@@ -379,8 +383,72 @@ impl Command {
             Command::ListSessions { .. } => "acp.list_sessions",
             Command::Logout { .. } => "acp.logout",
             Command::Review(r) => r.name(),
+            Command::Registry(r) => r.name(),
         }
     }
+}
+
+fn decode_registry(p: &Params<'_>) -> Result<crate::registry::RegistryCommand, BadCommand> {
+    use crate::registry::{Places, RegistryCommand};
+    let places = || -> Result<Places, BadCommand> {
+        let map = match p.get("registry") {
+            Some(m @ Value::Map(_)) => m,
+            Some(other) => {
+                return Err(p.bad(format!("`registry` must be a table, got {}", kind(other))))
+            }
+            None => return Err(p.bad("`registry` is missing")),
+        };
+        let r = Params {
+            method: p.method,
+            map,
+        };
+        let path = |key: &str| -> Result<PathBuf, BadCommand> {
+            match r.get(key) {
+                Some(v) => r.path(&format!("registry.{key}"), v),
+                None => Err(p.bad(format!("`registry.{key}` is missing"))),
+            }
+        };
+        Ok(Places {
+            url: r.string("url")?,
+            dir: path("dir")?,
+            cache_dir: path("cache_dir")?,
+            bundled: r
+                .get("bundled")
+                .map(|v| r.path("registry.bundled", v))
+                .transpose()?,
+        })
+    };
+    Ok(match p.method {
+        "acp.agents_list" => RegistryCommand::List {
+            request_id: match p.get("request_id") {
+                Some(Value::Integer(i)) => i.to_string(),
+                Some(v) => p.as_string("request_id", v)?,
+                None => return Err(p.bad("`request_id` is missing")),
+            },
+            places: places()?,
+            mode: match p.opt_string("mode")?.as_deref() {
+                None | Some("cached") => acp_client::registry::LoadMode::Cached,
+                Some("refresh") => acp_client::registry::LoadMode::Refresh,
+                Some("offline") => acp_client::registry::LoadMode::Offline,
+                Some(other) => {
+                    return Err(p.bad(format!(
+                        "`mode` must be \"cached\", \"refresh\" or \"offline\", got {other:?}"
+                    )))
+                }
+            },
+        },
+        "acp.agents_install" => RegistryCommand::Install {
+            id: p.string("id")?,
+            places: places()?,
+        },
+        "acp.agents_remove" => RegistryCommand::Remove {
+            id: p.string("id")?,
+            places: places()?,
+        },
+        _ => RegistryCommand::Cancel {
+            id: p.string("id")?,
+        },
+    })
 }
 
 fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
@@ -1426,5 +1494,63 @@ mod tests {
         let mut p = open_params();
         p["transcript_dir"] = json!("relative");
         assert!(decode("acp.open", p).is_err());
+    }
+
+    #[test]
+    fn registry_commands_carry_where_things_are() {
+        use crate::registry::{Places, RegistryCommand};
+        let registry = json!({"url": "file:///r.json", "dir": "/d/agents", "cache_dir": "/c"});
+        let places = Places {
+            url: "file:///r.json".into(),
+            dir: "/d/agents".into(),
+            cache_dir: "/c".into(),
+            bundled: None,
+        };
+        assert_eq!(
+            decode(
+                "acp.agents_list",
+                json!({"request_id": 3, "registry": registry, "mode": "refresh"})
+            )
+            .unwrap(),
+            Command::Registry(RegistryCommand::List {
+                request_id: "3".into(),
+                places: places.clone(),
+                mode: acp_client::registry::LoadMode::Refresh,
+            })
+        );
+        assert_eq!(
+            decode(
+                "acp.agents_install",
+                json!({"id": "gemini", "registry": registry})
+            )
+            .unwrap(),
+            Command::Registry(RegistryCommand::Install {
+                id: "gemini".into(),
+                places,
+            })
+        );
+        assert_eq!(
+            decode("acp.agents_cancel", json!({"id": "gemini"})).unwrap(),
+            Command::Registry(RegistryCommand::Cancel {
+                id: "gemini".into()
+            })
+        );
+        let e = decode("acp.agents_remove", json!({"id": "x"})).unwrap_err();
+        assert!(e.reason.contains("`registry` is missing"), "{e}");
+        let e = decode(
+            "acp.agents_install",
+            json!({"id": "x", "registry": {"url": "u", "dir": "rel", "cache_dir": "/c"}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.reason.contains("`registry.dir` must be an absolute path"),
+            "{e}"
+        );
+        let e = decode(
+            "acp.agents_list",
+            json!({"request_id": "r", "registry": registry, "mode": "sometimes"}),
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("`mode` must be"), "{e}");
     }
 }

@@ -37,6 +37,7 @@ pub mod mcp;
 pub mod msgpack;
 pub mod prompts;
 pub mod protocol;
+pub mod registry;
 pub mod review;
 pub mod transcript;
 

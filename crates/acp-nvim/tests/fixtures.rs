@@ -10,13 +10,14 @@
 use std::path::PathBuf;
 
 use acp_client::permission::{OptionKind, PermissionOption};
+use acp_client::registry::{DistributionKind, Origin};
 use acp_client::review::{FileStatus, FileSummary};
 use acp_client::schema;
 use acp_client::session::{Entry, Message, SessionChange, ToolCallState};
 use acp_client::terminal::{TerminalEvent, TerminalExit};
 use acp_client::update::{decode_content, decode_tool_call_fields, PlanEntry, Usage};
 use acp_nvim::elicitation::ElicitationPromptId;
-use acp_nvim::protocol::{ChatId, Event, LoginMethod, PromptId};
+use acp_nvim::protocol::{ChatId, Event, InstalledListing, LoginMethod, PromptId, RegistryListing};
 use serde_json::{json, Value as Json};
 
 fn chat() -> ChatId {
@@ -461,6 +462,78 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 auth_methods: auth_methods(),
             },
         ),
+        (
+            "agents_listed",
+            Event::AgentsListed {
+                request_id: "agents-1".into(),
+                agents: Some(vec![
+                    RegistryListing {
+                        id: "codex-acp".into(),
+                        name: "Codex CLI".into(),
+                        version: "0.9.2".into(),
+                        description: "ACP adapter for OpenAI's coding assistant".into(),
+                        homepage: Some("https://github.com/zed-industries/codex-acp".into()),
+                        kinds: vec![DistributionKind::Binary],
+                        installed_version: Some("0.9.1".into()),
+                        update: true,
+                        installing: false,
+                    },
+                    RegistryListing {
+                        id: "gemini".into(),
+                        name: "Gemini CLI".into(),
+                        version: "0.27.3".into(),
+                        description: "Google's official CLI for Gemini".into(),
+                        homepage: None,
+                        kinds: vec![DistributionKind::Npx],
+                        installed_version: None,
+                        update: false,
+                        installing: true,
+                    },
+                ]),
+                installed: vec![InstalledListing {
+                    id: "codex-acp".into(),
+                    name: "Codex CLI".into(),
+                    version: "0.9.1".into(),
+                    kind: DistributionKind::Binary,
+                }],
+                origin: Some(Origin::Cache),
+                fetched_at: Some(1_790_000_000),
+                message: Some("could not fetch https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json: timed out; using the copy fetched 3 hours ago".into()),
+            },
+        ),
+        (
+            "agent_install_progress",
+            Event::AgentInstallProgress {
+                id: "codex-acp".into(),
+                message: "downloading Codex CLI 0.9.2".into(),
+                done: Some(1_048_576),
+                total: Some(8_388_608),
+            },
+        ),
+        (
+            "agent_installed",
+            Event::AgentInstalled {
+                id: "codex-acp".into(),
+                name: "Codex CLI".into(),
+                version: "0.9.2".into(),
+            },
+        ),
+        (
+            "agent_install_failed",
+            Event::AgentInstallFailed {
+                id: "gemini".into(),
+                message: "installing Gemini CLI failed: `npm install --prefix /data/acp/agents/gemini/.tmp-0.27.3 @google/gemini-cli@0.27.3` exited with code 1; its last output was:\nnpm error code ENOTFOUND".into(),
+                cancelled: false,
+            },
+        ),
+        (
+            "agent_removed",
+            Event::AgentRemoved {
+                id: "codex-acp".into(),
+                removed: true,
+                message: None,
+            },
+        ),
     ]
 }
 
@@ -525,6 +598,11 @@ fn every_event_kind_has_a_fixture() {
         "logged_out",
         "review_changed",
         "review_delete_pending",
+        "agents_listed",
+        "agent_install_progress",
+        "agent_installed",
+        "agent_install_failed",
+        "agent_removed",
     ] {
         assert!(kinds.contains(kind), "no fixture of `{kind}`");
     }

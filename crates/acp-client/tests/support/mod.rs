@@ -365,3 +365,30 @@ pub fn pid_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// The chat example's binary (built once per test process).
+pub fn chat_example() -> std::path::PathBuf {
+    // Examples land in target/<profile>/examples, next to this test's deps/
+    // directory. `cargo test --all-targets` builds them as test harnesses
+    // instead, so build the real binary once when it is missing.
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().unwrap().parent().unwrap();
+            let path = dir.join("examples").join("chat");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", "acp-client", "--example", "chat"])
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the chat example failed");
+            assert!(
+                path.exists(),
+                "{} is missing after the build",
+                path.display()
+            );
+            path
+        })
+        .clone()
+}

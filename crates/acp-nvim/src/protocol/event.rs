@@ -12,6 +12,7 @@
 //! queue, a batch on its way to Lua, a transcript's pending record).
 
 use acp_client::permission::PermissionOption;
+use acp_client::registry;
 use acp_client::review::FileSummary;
 use acp_client::schema;
 use acp_client::session::{Entry, SessionChange};
@@ -258,6 +259,98 @@ pub enum Event {
         /// Absolute path of the file.
         path: String,
     },
+    /// The answer to `acp.agents_list`.
+    AgentsListed {
+        /// The `request_id` of the request.
+        request_id: String,
+        /// The registry's agents, sorted by name; `None` when the registry
+        /// could not be loaded.
+        agents: Option<Vec<RegistryListing>>,
+        /// The installed agents, also those the registry no longer lists.
+        installed: Vec<InstalledListing>,
+        /// Which copy of the registry was read.
+        origin: Option<registry::Origin>,
+        /// When that copy was fetched (seconds since the Unix epoch).
+        fetched_at: Option<u64>,
+        /// Why there is no list, or why a copy was used, as a sentence.
+        message: Option<String>,
+    },
+    /// A step of an agent install.
+    AgentInstallProgress {
+        /// The registry id.
+        id: String,
+        /// What is happening.
+        message: String,
+        /// Bytes downloaded so far, during a download.
+        done: Option<u64>,
+        /// Bytes to download, when known.
+        total: Option<u64>,
+    },
+    /// An agent is installed (its `installed.json` is written).
+    AgentInstalled {
+        /// The registry id.
+        id: String,
+        /// Its display name.
+        name: String,
+        /// The installed version.
+        version: String,
+    },
+    /// An agent install failed or was cancelled; nothing of it was kept.
+    AgentInstallFailed {
+        /// The registry id.
+        id: String,
+        /// A sentence for the user (the failing command and its output
+        /// tail when a command failed).
+        message: String,
+        /// True when the user cancelled it.
+        cancelled: bool,
+    },
+    /// The answer to `acp.agents_remove`.
+    AgentRemoved {
+        /// The registry id.
+        id: String,
+        /// True when it was removed.
+        removed: bool,
+        /// Why not, as a sentence.
+        message: Option<String>,
+    },
+}
+
+/// One agent of the registry in `agents_listed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegistryListing {
+    /// The registry id (the name to start it by).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The registry's version.
+    pub version: String,
+    /// One line about it.
+    pub description: String,
+    /// Where to read about it.
+    pub homepage: Option<String>,
+    /// The distributions installable on this machine, best first; empty
+    /// when none is.
+    pub kinds: Vec<registry::DistributionKind>,
+    /// The installed version, if any.
+    pub installed_version: Option<String>,
+    /// The registry's version is newer than the installed one.
+    pub update: bool,
+    /// An install of it is running.
+    pub installing: bool,
+}
+
+/// One installed agent in `agents_listed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstalledListing {
+    /// The registry id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The installed version.
+    pub version: String,
+    /// How it was installed.
+    pub kind: registry::DistributionKind,
 }
 
 /// An auth method as Lua gets it: the ACP method, and for a terminal
@@ -315,6 +408,11 @@ impl Event {
             Event::LoggedOut { .. } => "logged_out",
             Event::ReviewChanged { .. } => "review_changed",
             Event::ReviewDeletePending { .. } => "review_delete_pending",
+            Event::AgentsListed { .. } => "agents_listed",
+            Event::AgentInstallProgress { .. } => "agent_install_progress",
+            Event::AgentInstalled { .. } => "agent_installed",
+            Event::AgentInstallFailed { .. } => "agent_install_failed",
+            Event::AgentRemoved { .. } => "agent_removed",
         }
     }
 
@@ -340,7 +438,12 @@ impl Event {
             | Event::ElicitationRequest { chat_id, .. }
             | Event::ElicitationCancelled { chat_id, .. }
             | Event::ElicitationCompleted { chat_id, .. } => chat_id.as_ref(),
-            Event::SessionsListed { .. } => None,
+            Event::SessionsListed { .. }
+            | Event::AgentsListed { .. }
+            | Event::AgentInstallProgress { .. }
+            | Event::AgentInstalled { .. }
+            | Event::AgentInstallFailed { .. }
+            | Event::AgentRemoved { .. } => None,
         }
     }
 

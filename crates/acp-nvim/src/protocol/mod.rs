@@ -17,4 +17,4 @@ pub mod lua;
 pub mod wire;
 
 pub use crate::command::{BadCommand, ChatId, Command, PromptId};
-pub use event::{Event, LoginMethod, MAX_MERGED_TEXT};
+pub use event::{Event, InstalledListing, LoginMethod, RegistryListing, MAX_MERGED_TEXT};

@@ -1,0 +1,131 @@
+-- The budgets of the streaming and read benchmarks, checked from the results
+-- of one `make bench` run (bench/run.sh calls this after the benches).
+--
+--   nvim --headless -u NONE -i NONE -l bench/budgets.lua RESULTS_DIR
+--
+-- Prints one `PASS name: detail` or `FAIL name: detail` line per budget
+-- (`SKIP` when its bench did not run, e.g. the comparison without
+-- COMPARE=1), writes them to RESULTS_DIR/budgets.json for the report, and
+-- exits 1 when a budget failed. The TUI runs are repeated (bench/run.sh,
+-- TUI_RUNS) and each measure is the median over the runs, so one burst of
+-- load from elsewhere on the machine does not decide a budget.
+
+local dir = _G.arg[1]
+
+local function json(name)
+  local f = io.open(dir .. "/" .. name, "r")
+  if not f then
+    return nil
+  end
+  local s = f:read("*a")
+  f:close()
+  local ok, v = pcall(vim.json.decode, s)
+  return ok and v or nil
+end
+
+local function median(values)
+  if #values == 0 then
+    return nil
+  end
+  table.sort(values)
+  local n = #values
+  if n % 2 == 1 then
+    return values[(n + 1) / 2]
+  end
+  return (values[n / 2] + values[n / 2 + 1]) / 2
+end
+
+--- Medians over the runs of one client at one size (nil when none ran).
+---@return table?
+local function tui(client, count)
+  local runs = {}
+  for i = 1, 20 do
+    local r = json(("tui_%s_%d_%d.json"):format(client, count, i))
+    if r then
+      runs[#runs + 1] = r
+    end
+  end
+  if #runs == 0 then
+    return nil
+  end
+  local m = { runs = #runs }
+  for _, k in ipairs({
+    "wall_ms",
+    "nvim_cpu_s",
+    "backend_cpu_s",
+    "schedule_max_ms",
+    "redraw_max_ms",
+    "screen_updates",
+    "update_gap_max_ms",
+  }) do
+    local v = {}
+    for _, r in ipairs(runs) do
+      v[#v + 1] = r[k] or 0
+    end
+    m[k] = median(v)
+  end
+  m.cpu_s = m.nvim_cpu_s + m.backend_cpu_s
+  return m
+end
+
+local results = {}
+local failed = false
+--- The medians of every TUI client and size that ran, for the report.
+local summary = {}
+for _, client in ipairs({ "cheap", "acp", "codecompanion", "agentic" }) do
+  for _, n in ipairs({ 20000, 100000 }) do
+    summary[client .. "_" .. n] = tui(client, n)
+  end
+end
+local function budget(name, ok, detail)
+  local status = ok == nil and "SKIP" or (ok and "PASS" or "FAIL")
+  if ok == false then
+    failed = true
+  end
+  results[#results + 1] = { name = name, status = status, detail = detail }
+  io.stdout:write(("%s %s: %s\n"):format(status, name, detail))
+end
+
+for _, n in ipairs({ 20000, 100000 }) do
+  local a, c = tui("acp", n), tui("cheap", n)
+  local label = ("TUI %dk"):format(n / 1000)
+  if a and c then
+    local wr = a.wall_ms / c.wall_ms
+    budget(label .. " wall <= 1.5x cheapest client", wr <= 1.5,
+      ("%.0f ms vs %.0f ms = %.2fx (median of %d runs)"):format(a.wall_ms, c.wall_ms, wr, a.runs))
+    local cr = a.cpu_s / c.cpu_s
+    budget(label .. " Neovim+backend CPU <= 2x cheapest client", cr <= 2,
+      ("%.0f + %.0f ms vs %.0f ms = %.2fx"):format(a.nvim_cpu_s * 1000, a.backend_cpu_s * 1000, c.cpu_s * 1000, cr))
+    budget(label .. " max vim.schedule latency < 16 ms", a.schedule_max_ms < 16,
+      ("%.1f ms (cheapest client %.1f ms)"):format(a.schedule_max_ms, c.schedule_max_ms))
+    budget(label .. " longest redraw < 16 ms", a.redraw_max_ms < 16,
+      ("%.2f ms over %d screen updates"):format(a.redraw_max_ms, a.screen_updates))
+    budget(label .. " new text on screen at least every 100 ms", a.update_gap_max_ms < 100,
+      ("longest gap %.0f ms"):format(a.update_gap_max_ms))
+  else
+    budget(label .. " (wall, CPU, latency, redraw)", nil, "the TUI runs did not run")
+  end
+end
+
+local fr = json("fsread.json")
+if fr then
+  budget("fs read at line 900,000 of a modified 1M-line buffer <= 2x a 1k-line buffer",
+    fr.p50_ratio <= 2 and fr.p99_ratio <= 2,
+    ("p50 %.0f vs %.0f µs = %.2fx, p99 %.2fx"):format(fr.big_p50_us, fr.small_p50_us, fr.p50_ratio, fr.p99_ratio))
+else
+  budget("fs read at line 900,000 of a modified 1M-line buffer <= 2x a 1k-line buffer", nil, "not run")
+end
+
+local a20, cc = tui("acp", 20000), tui("codecompanion", 20000)
+if a20 and cc then
+  local r = cc.wall_ms / a20.wall_ms
+  budget("TUI 20k at least 20x faster than CodeCompanion.nvim", r >= 20,
+    ("%.0f ms vs %.0f ms = %.1fx"):format(cc.wall_ms, a20.wall_ms, r))
+else
+  budget("TUI 20k at least 20x faster than CodeCompanion.nvim", nil, "run `make bench COMPARE=1`")
+end
+
+local f = assert(io.open(dir .. "/budgets.json", "w"))
+f:write(vim.json.encode({ budgets = results, tui = summary }))
+f:close()
+os.exit(failed and 1 or 0)
