@@ -76,7 +76,7 @@ M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
 ---@type table<integer, boolean> buffers with review keys
 local attached = {}
 ---@type table<integer, boolean> buffers whose edits are reported
-local watched = {}
+local reporting = {}
 ---@type table<string, boolean> paths whose BufWritePost is ours (fs.write)
 local own_writes = {}
 ---@type table<string, boolean> refreshes scheduled
@@ -424,11 +424,11 @@ local send_user_edit
 --- the review is done with: an undo then redo of the agent's edit makes it
 --- the review's again.
 ---@param buf integer
-local function watch(buf)
-  if watched[buf] then
+local function report_edits(buf)
+  if reporting[buf] then
     return
   end
-  watched[buf] = true
+  reporting[buf] = true
   local timer
   api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = api.nvim_create_augroup("acp_review_buf_" .. buf, { clear = true }),
@@ -466,7 +466,7 @@ local function watch(buf)
 end
 
 local function attach(buf)
-  watch(buf)
+  report_edits(buf)
   if attached[buf] then
     return
   end
@@ -1323,7 +1323,7 @@ function M.setup()
       M.items[a.buf] = nil
       M.previews[a.buf] = nil
       attached[a.buf] = nil
-      watched[a.buf] = nil
+      reporting[a.buf] = nil
     end,
   })
 end
