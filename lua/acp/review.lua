@@ -81,7 +81,7 @@ local reporting = {}
 local own_writes = {}
 ---@type table<string, boolean> refreshes scheduled
 local scheduled = {}
----@type table<integer, {request_id: integer, path: string}> buffer -> preview shown
+---@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
 M.previews = {}
 
 local function normalize(path)
