@@ -200,8 +200,11 @@ function Chat:start(resume)
     -- The backend answers auto_allow kinds itself (reported as
     -- `permission_auto`); the plugin also applies the list to requests that
     -- still reach it. `remember` switches the backend's memory of "always"
-    -- answers; both belong to the agent process, the last open wins.
+    -- answers; both belong to the agent process, the last open wins. The
+    -- memory is saved per project under `permission_dir`, so it survives
+    -- `:Acp restart` and new Neovim sessions.
     permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
+    permission_dir = vim.fn.stdpath("state") .. "/acp/permissions",
     load_session_id = resume and resume.load_session_id or nil,
     resume_session_id = resume and resume.resume_session_id or nil,
   }
@@ -883,7 +886,7 @@ function Chat:on_permission_auto(ev)
     tool_call = ev.tool_call or {},
     options = {},
   }
-  self.transcript:permission_settled(req, "allowed by memory: " .. permission.describe(ev.option))
+  self.transcript:permission_settled(req, permission.auto_note(ev.option))
 end
 
 --- Most bytes of terminal output kept per terminal.

@@ -52,7 +52,7 @@ local M = {}
 
 ---@class acp.PermissionConfig
 ---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
----@field remember boolean remember "always" answers for the session
+---@field remember boolean remember "always" answers for the project (saved under stdpath("state"), kept across restarts)
 
 ---@class acp.ContextConfig
 ---@field hidden_files boolean `@` completion also offers hidden files (names starting with ".")

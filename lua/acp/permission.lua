@@ -82,6 +82,17 @@ function M.describe(opt)
   return ("%s [%s]"):format(tostring(opt.name or "?"), tostring(opt.kind or "?"))
 end
 
+--- The note for a request the backend answered by itself (a remembered
+--- "always" answer or an auto-allow rule): says whether it was allowed or
+--- rejected, from the chosen option's kind.
+---@param opt acp.PermissionOption? the option chosen
+---@return string
+function M.auto_note(opt)
+  local kind = opt and tostring(opt.kind or "") or ""
+  local verb = kind:find("^reject") and "rejected" or "allowed"
+  return ("%s by memory: %s"):format(verb, M.describe(opt))
+end
+
 local function chat_of(req)
   return require("acp.chat").get(req.chat_id)
 end

@@ -13,6 +13,18 @@ local function release_path(name)
 end
 
 local scenarios = {
+  -- Asks before running a migration: the "always" answers test.
+  remember = {
+    turns = {
+      {
+        match = "migrate",
+        steps = {
+          { type = "toolCall", toolCallId = "m1", title = "Run migrate", kind = "execute", status = "pending" },
+          { type = "requestPermission", toolCall = { toolCallId = "m1", title = "Run migrate", kind = "execute" } },
+        },
+      },
+    },
+  },
   -- Ignores a cancel until the test creates the release file, then sends
   -- the late text after answering the (by then withdrawn) prompt.
   stuck = {
@@ -318,6 +330,29 @@ T.test("init_timeout is validated", function()
   err = require("acp.config").validate({ agents = { x = { cmd = { "x" }, init_timeout = "1s" } } })
   T.contains(err or "", "init_timeout", "a string refused")
   T.eq(nil, require("acp.config").validate({ agents = { x = { cmd = { "x" }, init_timeout = 5000 } } }), "ms accepted")
+end)
+
+
+T.test('an "always" answer survives :Acp restart, and a remembered rejection reads rejected', function()
+  local chat = T.open_chat("remember", dir)
+  assert(chat:send({ { type = "text", text = "migrate" } }))
+  T.wait_text(chat, "Permission needed")
+  T.cursor_on(chat, "Permission needed")
+  vim.api.nvim_feedkeys("4", "x", false) -- Always reject
+  T.wait_text(chat, "permission: reject_always")
+  T.wait(function()
+    return (T.turns[chat.chat_id] or {})[1] ~= nil
+  end, "turn end")
+
+  restart_and_wait({ chat })
+  T.eq("end_turn", T.turn(chat, "migrate"), "the restarted agent's turn ends without asking")
+  T.wait_text(chat, "permission: reject_once")
+  T.eq(0, #require("acp.permission").for_chat(chat.chat_id), "nothing was asked")
+  T.truthy(
+    T.find_line(chat.bufnr, "rejected by memory: Reject [reject_once]"),
+    "the note says rejected; transcript:\n" .. T.text(chat.bufnr)
+  )
+  T.eq(nil, T.find_line(chat.bufnr, "allowed by memory"), "never reads allowed")
 end)
 
 T.run()

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_client::host::EventSink;
-use acp_client::terminal::{TerminalEvent, TerminalManager, TerminalSpec, DEFAULT_OUTPUT_CAP};
+use acp_client::terminal::{
+    TerminalEvent, TerminalManager, TerminalSink, TerminalSpec, DEFAULT_OUTPUT_CAP,
+};
 use acp_client::update::SessionId;
-use acp_client::ClientEvent;
 
 const LIMIT: u64 = 1024 * 1024;
 
@@ -49,8 +49,8 @@ fn main() {
     // The editor's side of the live display: count what reaches it, keep nothing.
     let streamed = Arc::new(AtomicU64::new(0));
     let counter = streamed.clone();
-    let events: EventSink = Arc::new(move |event| {
-        if let ClientEvent::Terminal(TerminalEvent::Output { data, .. }) = event {
+    let events: TerminalSink = Arc::new(move |event| {
+        if let TerminalEvent::Output { data, .. } = event {
             counter.fetch_add(data.len() as u64, Ordering::Relaxed);
         }
     });

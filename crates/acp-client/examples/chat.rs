@@ -34,8 +34,10 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormSchema,
@@ -181,13 +183,7 @@ impl ChatHost {
     }
 
     fn end_stream(&self) {
-        if self
-            .streaming
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .is_some()
-        {
+        if self.streaming.lock().take().is_some() {
             self.out("\n");
         }
     }
@@ -201,7 +197,7 @@ impl ChatHost {
                         self.out("(thinking) ");
                     }
                     self.out(&message_text(&m.content));
-                    *self.streaming.lock().unwrap_or_else(|p| p.into_inner()) = Some(*index);
+                    *self.streaming.lock() = Some(*index);
                 }
                 Entry::UserMessage(m) => {
                     self.end_stream();
@@ -222,7 +218,7 @@ impl ChatHost {
                 }
             },
             SessionChange::TextAppended { index, content, .. } => {
-                let mut streaming = self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+                let mut streaming = self.streaming.lock();
                 if *streaming != Some(*index) {
                     *streaming = Some(*index);
                     drop(streaming);

@@ -1,9 +1,10 @@
 //! The typed, async connection to one agent.
 //!
 //! A [`Connection`] owns the agent process (when it spawned it), the JSON-RPC
-//! engine and the state of every session opened through it. Methods the agent
-//! did not advertise fail with [`Error::NotSupported`] without sending
-//! anything.
+//! engine (`engine`) and the session layer above it
+//! (`sessions`), and turns each ACP method into a typed call. Methods
+//! the agent did not advertise fail with [`Error::NotSupported`] without
+//! sending anything. Edit review has its own handle, [`Connection::review`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -14,91 +15,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::codec::DEFAULT_MAX_LINE_BYTES;
-use crate::dispatch::cancel_session_prompts;
-use crate::elicitation::elicitation_capabilities;
+use parking_lot::Mutex;
+
+use crate::dispatch::elicitation_capabilities;
+use crate::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
-use crate::host::{ClientEvent, EditorHost};
+use crate::host::EditorHost;
 use crate::methods;
 use crate::permission::PermissionPolicy;
 use crate::process::{AgentCommand, AgentProcess, ExitInfo};
-use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::schema;
 use crate::session::{SessionChange, SessionState, TurnUsage};
-use crate::terminal::DEFAULT_OUTPUT_CAP;
-use crate::tracking::Target;
-use crate::transport::{lock, CloseReason, SessionSlot, Shared, Tasks};
+use crate::sessions::{SessionSlot, Sessions};
+use crate::tracking::Review;
 use crate::update::{Content, SessionId};
+
+pub use crate::options::ConnectionOptions;
 
 /// The ACP protocol version this client speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
-
-/// Tunables of a connection. `Default` gives sensible values for editors.
-#[derive(Debug, Clone)]
-pub struct ConnectionOptions {
-    /// Sent as `clientInfo` in `initialize`.
-    pub client_name: String,
-    /// Sent as `clientInfo.version` in `initialize`.
-    pub client_version: String,
-    /// A line from the agent longer than this fails the connection.
-    pub max_line_bytes: usize,
-    /// How long `initialize` may take (agents behind `npx` may download first).
-    pub initialize_timeout: Option<Duration>,
-    /// Timeout for every other request except `session/prompt`, which runs as
-    /// long as the agent works.
-    pub request_timeout: Option<Duration>,
-    /// Messages queued for an agent that stopped reading before calls fail
-    /// with [`Error::Backpressure`].
-    pub outgoing_queue: usize,
-    /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
-    pub shutdown_grace: Duration,
-    /// Upper bound for one whole-file `fs/read_text_file` from disk.
-    pub max_read_bytes: usize,
-    /// Memory bound of a terminal's output when the agent gives no limit.
-    pub terminal_output_cap: usize,
-    /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
-    /// allowed without asking. Empty by default: ask for everything.
-    pub auto_allow_kinds: Vec<String>,
-    /// Paths outside every session workspace that the editor's policy lets
-    /// agents read and write anyway.
-    pub allowed_paths: Vec<PathBuf>,
-    /// Environment variables the user pinned for every `terminal/create`:
-    /// applied after the agent's `env`, so an agent can neither change nor
-    /// blank them (e.g. `PATH`, `GIT_SSH_COMMAND`, a proxy).
-    pub pinned_env: Vec<(String, String)>,
-    /// Advertise `clientCapabilities.auth.terminal`: the editor can run the
-    /// agent's own command with a `terminal` auth method's args and env in
-    /// an interactive terminal. Agents offer such methods only then.
-    pub terminal_auth: bool,
-    /// Answer `fs/read_text_file` of a missing file inside the session's
-    /// workspace with empty content instead of the spec's `-32002`. Off by
-    /// default. gemini-cli (0.61) reads a file before creating it and gives
-    /// up when the read fails (its issue 9280), so without this it cannot
-    /// create files through a spec-correct client.
-    pub missing_file_read_empty: bool,
-}
-
-impl Default for ConnectionOptions {
-    fn default() -> Self {
-        Self {
-            client_name: "acp-client".into(),
-            client_version: env!("CARGO_PKG_VERSION").into(),
-            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            initialize_timeout: Some(Duration::from_secs(60)),
-            request_timeout: None,
-            outgoing_queue: 4096,
-            shutdown_grace: Duration::from_secs(2),
-            max_read_bytes: 64 * 1024 * 1024,
-            terminal_output_cap: DEFAULT_OUTPUT_CAP,
-            auto_allow_kinds: Vec::new(),
-            allowed_paths: Vec::new(),
-            pinned_env: Vec::new(),
-            terminal_auth: false,
-            missing_file_read_empty: false,
-        }
-    }
-}
 
 /// What the agent said about itself in `initialize`.
 #[derive(Debug, Clone)]
@@ -242,7 +178,7 @@ struct WireConfigResponse {
 }
 
 /// Decrements the "session opening" counter however the open ends.
-struct OpeningGuard<'a>(&'a Shared);
+struct OpeningGuard<'a>(&'a Sessions);
 
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
@@ -253,13 +189,13 @@ impl Drop for OpeningGuard<'_> {
 /// Ends a turn for edit review however the prompt ends (answered, failed,
 /// or the caller dropped the future).
 struct TurnGuard<'a> {
-    shared: &'a Shared,
+    sessions: &'a Sessions,
     session_id: &'a SessionId,
 }
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
-        self.shared.review.turn_ended(self.session_id);
+        self.sessions.review.turn_ended(self.session_id);
     }
 }
 
@@ -267,9 +203,15 @@ impl Drop for TurnGuard<'_> {
 /// whole process group killed) when the last clone is dropped.
 #[derive(Clone, Debug)]
 pub struct Connection {
-    shared: Arc<Shared>,
-    // Held for its `Drop`: the last clone stops the tasks and the agent.
-    _tasks: Arc<Tasks>,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    // Dropped first: the last clone stops the engine's tasks and the agent.
+    _tasks: Tasks,
+    engine: Arc<Engine<Sessions>>,
+    agent: Mutex<Option<AgentInfo>>,
 }
 
 impl Connection {
@@ -281,19 +223,13 @@ impl Connection {
         options: ConnectionOptions,
     ) -> Result<Self> {
         let (process, stdin, stdout) = AgentProcess::spawn(command)?;
-        let tasks = Arc::new(Tasks::default());
-        let shared = Shared::start(
+        Ok(Self::start(
             stdout,
             stdin,
             host,
             options,
             Some(Arc::new(process)),
-            &tasks,
-        );
-        Ok(Self {
-            shared,
-            _tasks: tasks,
-        })
+        ))
     }
 
     /// Talks ACP over existing streams (in-memory pipes in tests, a socket...).
@@ -308,24 +244,51 @@ impl Connection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let tasks = Arc::new(Tasks::default());
-        let shared = Shared::start(reader, writer, host, options, None, &tasks);
+        Self::start(reader, writer, host, options, None)
+    }
+
+    fn start<R, W>(
+        reader: R,
+        writer: W,
+        host: Arc<dyn EditorHost>,
+        options: ConnectionOptions,
+        process: Option<Arc<AgentProcess>>,
+    ) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let limits = Limits {
+            max_line_bytes: options.max_line_bytes,
+            outgoing_queue: options.outgoing_queue,
+        };
+        let sessions = Arc::new(Sessions::new(host, options, process));
+        let (engine, tasks) = Engine::start(reader, writer, sessions, limits);
         Self {
-            shared,
-            _tasks: tasks,
+            inner: Arc::new(Inner {
+                _tasks: tasks,
+                engine,
+                agent: Mutex::new(None),
+            }),
         }
     }
 
+    fn engine(&self) -> &Engine<Sessions> {
+        &self.inner.engine
+    }
+
+    fn sessions(&self) -> &Sessions {
+        self.inner.engine.handler()
+    }
+
     fn timeout(&self) -> Option<Duration> {
-        self.shared.options.request_timeout
+        self.sessions().options.request_timeout
     }
 
     fn info_or_err(&self, method: &str) -> Result<AgentInfo> {
-        self.shared
-            .agent_info()
-            .ok_or_else(|| Error::NotInitialized {
-                method: method.to_owned(),
-            })
+        self.agent_info().ok_or_else(|| Error::NotInitialized {
+            method: method.to_owned(),
+        })
     }
 
     fn require(
@@ -346,7 +309,7 @@ impl Connection {
     /// `initialize`: sends protocol version 1 and the capabilities the editor
     /// host implements. An agent answering another version is an error.
     pub async fn initialize(&self) -> Result<AgentInfo> {
-        let caps = self.shared.host.capabilities();
+        let caps = self.sessions().host.capabilities();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
@@ -355,7 +318,7 @@ impl Connection {
                     "writeTextFile": caps.write_text_file,
                 },
                 "terminal": caps.terminal,
-                "auth": { "terminal": self.shared.options.terminal_auth },
+                "auth": { "terminal": self.sessions().options.terminal_auth },
                 "elicitation": elicitation_capabilities(&caps),
                 // Boolean config options are decoded, shown and set
                 // (`set_config_option` with `ConfigValue::Bool`); agents
@@ -368,16 +331,16 @@ impl Connection {
                 },
             },
             "clientInfo": {
-                "name": self.shared.options.client_name,
-                "version": self.shared.options.client_version,
+                "name": self.sessions().options.client_name,
+                "version": self.sessions().options.client_version,
             },
         });
         let response: schema::InitializeResponse = self
-            .shared
+            .engine()
             .request(
                 methods::INITIALIZE,
                 params,
-                self.shared.options.initialize_timeout,
+                self.sessions().options.initialize_timeout,
             )
             .await?;
         let version = response.protocol_version.as_u16();
@@ -397,13 +360,13 @@ impl Connection {
                 .collect(),
             implementation: response.agent_info,
         };
-        *lock(&self.shared.agent) = Some(info.clone());
+        *self.inner.agent.lock() = Some(info.clone());
         Ok(info)
     }
 
     /// What the agent answered to `initialize`, once it did.
     pub fn agent_info(&self) -> Option<AgentInfo> {
-        self.shared.agent_info()
+        self.inner.agent.lock().clone()
     }
 
     /// `authenticate` with one of the agent's `authMethods`.
@@ -414,7 +377,7 @@ impl Connection {
                 .any(|m| m.id().0.as_ref() == method_id)
         })?;
         let _: Value = self
-            .shared
+            .engine()
             .request(
                 methods::AUTHENTICATE,
                 json!({ "methodId": method_id }),
@@ -428,7 +391,7 @@ impl Connection {
     pub async fn logout(&self) -> Result<()> {
         self.require(methods::LOGOUT, |i| i.capabilities.auth.logout.is_some())?;
         let _: Value = self
-            .shared
+            .engine()
             .request(methods::LOGOUT, json!({}), self.timeout())
             .await?;
         Ok(())
@@ -439,7 +402,7 @@ impl Connection {
             "cwd": params.cwd,
             "mcpServers": params.mcp_servers,
         });
-        let additional_supported = self.shared.agent_info().is_some_and(|i| {
+        let additional_supported = self.agent_info().is_some_and(|i| {
             i.capabilities
                 .session_capabilities
                 .additional_directories
@@ -458,7 +421,7 @@ impl Connection {
         let mut roots = vec![params.cwd.clone()];
         roots.extend(params.additional_directories.iter().cloned());
         let mut ws = Workspace::new(roots);
-        for p in &self.shared.options.allowed_paths {
+        for p in &self.sessions().options.allowed_paths {
             ws.allow(p.clone());
         }
         ws
@@ -480,7 +443,7 @@ impl Connection {
         response: &WireSessionResponse,
     ) {
         let changes = {
-            let mut sessions = lock(&self.shared.sessions);
+            let mut sessions = self.sessions().slots.lock();
             let slot = sessions
                 .entry(session_id.clone())
                 .or_insert_with(|| SessionSlot {
@@ -499,7 +462,7 @@ impl Connection {
             }
             changes
         };
-        self.emit_changes(session_id, changes);
+        self.sessions().emit_changes(session_id, changes);
     }
 
     fn started(session_id: SessionId, response: WireSessionResponse) -> SessionStarted {
@@ -515,10 +478,12 @@ impl Connection {
     pub async fn new_session(&self, params: SessionParams) -> Result<SessionStarted> {
         Self::check_cwd(&params)?;
         self.info_or_err(methods::SESSION_NEW)?;
-        self.shared.sessions_opening.fetch_add(1, Ordering::AcqRel);
-        let _opening = OpeningGuard(&self.shared);
+        self.sessions()
+            .sessions_opening
+            .fetch_add(1, Ordering::AcqRel);
+        let _opening = OpeningGuard(self.sessions());
         let response: WireSessionResponse = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_NEW,
                 self.session_params_json(&params, None),
@@ -543,7 +508,7 @@ impl Connection {
         Self::check_cwd(&params)?;
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
         // Registered before the request so the replay lands in a fresh model.
-        lock(&self.shared.sessions).insert(
+        self.sessions().slots.lock().insert(
             session_id.clone(),
             SessionSlot {
                 state: SessionState::new(session_id.clone()),
@@ -552,7 +517,7 @@ impl Connection {
             },
         );
         let result: Result<WireSessionResponse> = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_LOAD,
                 self.session_params_json(&params, Some(session_id)),
@@ -565,7 +530,7 @@ impl Connection {
                 Ok(Self::started(session_id.clone(), response))
             }
             Err(e) => {
-                lock(&self.shared.sessions).remove(session_id);
+                self.sessions().slots.lock().remove(session_id);
                 Err(e)
             }
         }
@@ -581,10 +546,12 @@ impl Connection {
         self.require(methods::SESSION_RESUME, |i| {
             i.capabilities.session_capabilities.resume.is_some()
         })?;
-        self.shared.sessions_opening.fetch_add(1, Ordering::AcqRel);
-        let _opening = OpeningGuard(&self.shared);
+        self.sessions()
+            .sessions_opening
+            .fetch_add(1, Ordering::AcqRel);
+        let _opening = OpeningGuard(self.sessions());
         let response: WireSessionResponse = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_RESUME,
                 self.session_params_json(&params, Some(session_id)),
@@ -612,7 +579,7 @@ impl Connection {
             params["cursor"] = json!(cursor);
         }
         let response: schema::ListSessionsResponse = self
-            .shared
+            .engine()
             .request(methods::SESSION_LIST, params, self.timeout())
             .await?;
         Ok(SessionPage {
@@ -643,13 +610,12 @@ impl Connection {
     /// and its pending prompts cancelled either way.
     pub async fn close_session(&self, session_id: &SessionId) -> Result<()> {
         let supported = self
-            .shared
             .agent_info()
             .is_some_and(|i| i.capabilities.session_capabilities.close.is_some());
-        cancel_session_prompts(&self.shared, session_id);
-        self.shared.terminals.release_session(session_id).await;
+        self.sessions().cancel_session_prompts(session_id);
+        self.sessions().terminals.release_session(session_id).await;
         let result = if supported {
-            self.shared
+            self.engine()
                 .request::<Value>(
                     methods::SESSION_CLOSE,
                     json!({ "sessionId": session_id }),
@@ -660,8 +626,8 @@ impl Connection {
         } else {
             Ok(())
         };
-        lock(&self.shared.sessions).remove(session_id);
-        self.shared.review.remove(session_id);
+        self.sessions().slots.lock().remove(session_id);
+        self.sessions().review.remove(session_id);
         result
     }
 
@@ -671,20 +637,20 @@ impl Connection {
             i.capabilities.session_capabilities.delete.is_some()
         })?;
         let _: Value = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_DELETE,
                 json!({ "sessionId": session_id }),
                 self.timeout(),
             )
             .await?;
-        lock(&self.shared.sessions).remove(session_id);
-        self.shared.review.remove(session_id);
+        self.sessions().slots.lock().remove(session_id);
+        self.sessions().review.remove(session_id);
         Ok(())
     }
 
     fn require_session(&self, session_id: &SessionId) -> Result<()> {
-        if lock(&self.shared.sessions).contains_key(session_id) {
+        if self.sessions().slots.lock().contains_key(session_id) {
             Ok(())
         } else {
             Err(Error::NotFound(format!(
@@ -698,18 +664,21 @@ impl Connection {
     pub async fn set_mode(&self, session_id: &SessionId, mode_id: &str) -> Result<()> {
         self.require_session(session_id)?;
         let _: Value = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_SET_MODE,
                 json!({ "sessionId": session_id, "modeId": mode_id }),
                 self.timeout(),
             )
             .await?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .sessions()
+            .slots
+            .lock()
             .get_mut(session_id)
             .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
             .unwrap_or_default();
-        self.emit_changes(session_id, changes);
+        self.sessions().emit_changes(session_id, changes);
         Ok(())
     }
 
@@ -731,27 +700,21 @@ impl Connection {
             }
         }
         let response: WireConfigResponse = self
-            .shared
+            .engine()
             .request(methods::SESSION_SET_CONFIG_OPTION, params, self.timeout())
             .await?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .sessions()
+            .slots
+            .lock()
             .get_mut(session_id)
             .map(|slot| {
                 slot.state
                     .set_config_options(response.config_options.clone())
             })
             .unwrap_or_default();
-        self.emit_changes(session_id, changes);
+        self.sessions().emit_changes(session_id, changes);
         Ok(response.config_options)
-    }
-
-    fn emit_changes(&self, session_id: &SessionId, changes: Vec<SessionChange>) {
-        for change in changes {
-            self.shared.emit(ClientEvent::Session {
-                session_id: session_id.clone(),
-                change,
-            });
-        }
     }
 
     fn check_prompt_content(&self, content: &[schema::ContentBlock]) -> Result<()> {
@@ -788,22 +751,25 @@ impl Connection {
     ) -> Result<StopReason> {
         self.require_session(session_id)?;
         self.check_prompt_content(&content)?;
-        let changes = lock(&self.shared.sessions)
+        let changes = self
+            .sessions()
+            .slots
+            .lock()
             .get_mut(session_id)
             .map(|slot| {
                 slot.state
                     .push_user_prompt(content.iter().cloned().map(Content::Known).collect())
             })
             .unwrap_or_default();
-        self.emit_changes(session_id, changes);
+        self.sessions().emit_changes(session_id, changes);
         let workspace = self.session_workspace(session_id)?;
-        self.shared.review.turn_started(session_id, &workspace);
+        self.sessions().review.turn_started(session_id, &workspace);
         let _turn = TurnGuard {
-            shared: &self.shared,
+            sessions: self.sessions(),
             session_id,
         };
         let response: WirePromptResponse = self
-            .shared
+            .engine()
             .request(
                 methods::SESSION_PROMPT,
                 json!({ "sessionId": session_id, "prompt": content }),
@@ -811,7 +777,8 @@ impl Connection {
             )
             .await?;
         if let Some(usage) = response.usage.as_ref().and_then(TurnUsage::decode) {
-            self.emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
+            self.sessions()
+                .emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
         }
         Ok(StopReason::from_wire(&response.stop_reason))
     }
@@ -823,14 +790,17 @@ impl Connection {
     pub fn cancel(&self, session_id: &SessionId) -> Result<()> {
         self.require_session(session_id)?;
         let sent = self
-            .shared
+            .engine()
             .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));
-        cancel_session_prompts(&self.shared, session_id);
-        let changes = lock(&self.shared.sessions)
+        self.sessions().cancel_session_prompts(session_id);
+        let changes = self
+            .sessions()
+            .slots
+            .lock()
             .get_mut(session_id)
             .map(|slot| slot.state.cancel_unfinished_tool_calls())
             .unwrap_or_default();
-        self.emit_changes(session_id, changes);
+        self.sessions().emit_changes(session_id, changes);
         sent
     }
 
@@ -840,13 +810,17 @@ impl Connection {
         session_id: &SessionId,
         f: impl FnOnce(&SessionState) -> R,
     ) -> Option<R> {
-        lock(&self.shared.sessions)
+        self.sessions()
+            .slots
+            .lock()
             .get(session_id)
             .map(|slot| f(&slot.state))
     }
 
     fn session_workspace(&self, session_id: &SessionId) -> Result<Workspace> {
-        lock(&self.shared.sessions)
+        self.sessions()
+            .slots
+            .lock()
             .get(session_id)
             .map(|slot| slot.workspace.clone())
             .ok_or_else(|| {
@@ -856,194 +830,62 @@ impl Connection {
             })
     }
 
-    /// Resolves an editor-supplied path against the session's workspace.
-    fn review_path(&self, session_id: &SessionId, path: &Path) -> Result<PathBuf> {
-        self.session_workspace(session_id)?.resolve(path)
-    }
-
-    /// Every file with agent edits under review in the session, sorted by
-    /// path. Edits are recorded from `fs/write_text_file`, from tool calls
-    /// with `diff` content once they complete, and from disk changes of the
-    /// files a turn's tool calls mention (see [`ClientEvent::ReviewChanged`]).
-    pub fn review_files(&self, session_id: &SessionId) -> Vec<FileSummary> {
-        self.shared.review.files(session_id)
-    }
-
-    /// The full review of one file (baseline, current content, hunks);
-    /// `None` when it has nothing under review, or when the path is outside
-    /// the session's workspace or the session is unknown.
-    pub fn review_file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
-        match self.review_path(session_id, path) {
-            Ok(path) => self.shared.review.file(session_id, &path),
-            Err(e) => {
-                tracing::debug!(error = %e, "no review for this path");
-                None
-            }
-        }
-    }
-
-    /// Accepts one hunk: it is not shown again, the file does not change.
-    pub async fn accept_hunk(
-        &self,
-        session_id: &SessionId,
-        path: &Path,
-        hunk: HunkId,
-    ) -> Result<()> {
-        let path = self.review_path(session_id, path)?;
-        self.shared
-            .review
-            .accept(session_id, Target::Hunk(&path, hunk))
-            .map(drop)
-    }
-
-    /// Accepts lines `start..end` of a file's current content, not whole
-    /// hunks (see [`EditTracker::accept_lines`](crate::review::EditTracker::accept_lines)):
-    /// the side of a conflict the user kept.
-    pub async fn accept_lines(
-        &self,
-        session_id: &SessionId,
-        path: &Path,
-        start: usize,
-        end: usize,
-    ) -> Result<()> {
-        let path = self.review_path(session_id, path)?;
-        self.shared
-            .review
-            .accept_lines(session_id, &path, start, end)
-    }
-
-    /// Accepts every change to one file, including its creation or deletion.
-    pub async fn accept_file(&self, session_id: &SessionId, path: &Path) -> Result<()> {
-        let path = self.review_path(session_id, path)?;
-        self.shared
-            .review
-            .accept(session_id, Target::File(&path))
-            .map(drop)
-    }
-
-    /// Accepts every change of the session; returns the files that were
-    /// under review.
-    pub async fn accept_all(&self, session_id: &SessionId) -> Result<Vec<PathBuf>> {
-        self.require_session(session_id)?;
-        self.shared.review.accept(session_id, Target::All)
-    }
-
-    /// Rejects one hunk and applies the result: the restored content goes to
-    /// [`EditorHost::write_text_file`] (a buffer-aware editor updates its
-    /// buffer), else atomically to disk. Rejecting the last hunk of a file
-    /// the agent created returns [`RejectOutcome::Delete`] without deleting
-    /// anything: confirm with the user, then call
-    /// [`Connection::delete_reviewed_file`].
-    pub async fn reject_hunk(
-        &self,
-        session_id: &SessionId,
-        path: &Path,
-        hunk: HunkId,
-    ) -> Result<RejectOutcome> {
-        let path = self.review_path(session_id, path)?;
-        let rejections = self
-            .shared
-            .review
-            .reject(&*self.shared.host, session_id, Target::Hunk(&path, hunk))
-            .await?;
-        single_outcome(rejections, &path)
-    }
-
-    /// Rejects every change to one file and applies it like
-    /// [`Connection::reject_hunk`]: a modified or deleted file gets its
-    /// content before the agent back; a file the agent created returns
-    /// [`RejectOutcome::Delete`].
-    pub async fn reject_file(&self, session_id: &SessionId, path: &Path) -> Result<RejectOutcome> {
-        let path = self.review_path(session_id, path)?;
-        let rejections = self
-            .shared
-            .review
-            .reject(&*self.shared.host, session_id, Target::File(&path))
-            .await?;
-        single_outcome(rejections, &path)
-    }
-
-    /// Rejects every change of the session, writing each restored file.
-    /// Returns every file's outcome; the `Delete` ones are for the caller to
-    /// confirm and apply with [`Connection::delete_reviewed_file`].
-    pub async fn reject_all(&self, session_id: &SessionId) -> Result<Vec<FileRejection>> {
-        self.require_session(session_id)?;
-        self.shared
-            .review
-            .reject(&*self.shared.host, session_id, Target::All)
-            .await
-    }
-
-    /// Deletes a file whose creation the user rejected (a reject that
-    /// returned [`RejectOutcome::Delete`]). Any other file is refused, so
-    /// this cannot delete what the agent did not create.
-    pub async fn delete_reviewed_file(&self, session_id: &SessionId, path: &Path) -> Result<()> {
-        let path = self.review_path(session_id, path)?;
-        self.shared.review.delete_rejected(session_id, &path).await
-    }
-
-    /// Tells review that the user changed a file (typed in its buffer, or
-    /// saved it; `None`: deleted it), so the user's text is not taken for
-    /// the agent's and survives rejects. Returns the file's summary after
-    /// the change, `None` when it has nothing under review.
-    pub fn record_user_edit(
-        &self,
-        session_id: &SessionId,
-        path: &Path,
-        content: Option<&str>,
-    ) -> Result<Option<FileSummary>> {
-        let path = self.review_path(session_id, path)?;
-        Ok(self
-            .shared
-            .review
-            .record_user_edit(session_id, &path, content))
+    /// Edit review of one session: the files the agent changed, as hunks
+    /// to accept or reject. See [`Review`].
+    pub fn review(&self, session_id: &SessionId) -> Review<'_> {
+        let workspace = self.session_workspace(session_id).ok();
+        Review::new(
+            &self.sessions().review,
+            &*self.sessions().host,
+            session_id.clone(),
+            workspace,
+        )
     }
 
     /// The ids of every open session.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        lock(&self.shared.sessions).keys().cloned().collect()
+        self.sessions().slots.lock().keys().cloned().collect()
     }
 
     /// Reads or changes the permission memory and rules.
     pub fn with_permissions<R>(&self, f: impl FnOnce(&mut PermissionPolicy) -> R) -> R {
-        f(&mut lock(&self.shared.permission_policy))
+        f(&mut self.sessions().permission_policy.lock())
     }
 
     /// The newest stderr output of the agent (when this connection spawned it).
     pub fn stderr_tail(&self) -> Option<String> {
-        self.shared.process.as_ref().map(|p| p.stderr_tail())
+        self.sessions().process.as_ref().map(|p| p.stderr_tail())
     }
 
     /// The agent's process id (when this connection spawned it).
     pub fn pid(&self) -> Option<u32> {
-        self.shared.process.as_ref().and_then(|p| p.pid())
+        self.sessions().process.as_ref().and_then(|p| p.pid())
     }
 
     /// True once the connection is closed (agent exited, protocol failure or
     /// shutdown).
     pub fn is_closed(&self) -> bool {
-        self.shared.close_reason().is_some()
+        self.engine().close_reason().is_some()
     }
 
     /// Resolves when the connection closes, with the reason as an error.
     pub async fn closed(&self) -> Error {
-        self.shared.closed().await.to_error()
+        self.engine().closed().await.to_error()
     }
 
     /// Graceful shutdown: fail pending calls, kill terminals, close the
     /// agent's stdin, then SIGTERM and SIGKILL its process group after the
     /// grace period. Returns the agent's exit status when it was spawned here.
     pub async fn shutdown(&self) -> Option<ExitInfo> {
-        self.shared.close(CloseReason::Shutdown);
-        self.shared.terminals.release_all().await;
-        match &self.shared.process {
-            Some(p) => Some(p.shutdown(self.shared.options.shutdown_grace).await),
+        self.engine().close(CloseReason::Shutdown);
+        self.sessions().terminals.release_all().await;
+        match &self.sessions().process {
+            Some(p) => Some(p.shutdown(self.sessions().options.shutdown_grace).await),
             None => None,
         }
     }
 }
 
-/// The outcome of a one-file reject.
 /// An older agent's terminal login: an `agent` method marked
 /// `_meta["terminal-auth"] = {command, args, env, label}` (claude-code-acp
 /// before ACP had terminal auth methods) becomes a `terminal` method, so no
@@ -1099,17 +941,4 @@ pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
         .get("command")?
         .as_str()
         .map(str::to_owned)
-}
-
-fn single_outcome(rejections: Vec<FileRejection>, path: &Path) -> Result<RejectOutcome> {
-    rejections
-        .into_iter()
-        .next()
-        .map(|r| r.outcome)
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "`{}` has no agent edits under review; refresh the review list",
-                path.display()
-            ))
-        })
 }

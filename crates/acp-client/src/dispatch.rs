@@ -1,6 +1,8 @@
-//! Serving the agent's requests: permission prompts, `fs/*` and `terminal/*`.
+//! Serving the agent's messages: the session layer as the engine's
+//! [`Handler`]. Requests are permission prompts, `fs/*` and `terminal/*`;
+//! the notification is `session/update`.
 //!
-//! Each request runs in its own task (see [`crate::transport`]); this module
+//! Each request runs in its own task (see [`crate::engine`]); this module
 //! turns params into typed values once, checks them against the session's
 //! workspace and the editor's capabilities, and calls the editor host or the
 //! built-in disk/process implementations.
@@ -13,6 +15,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::elicitation::ElicitationScope;
+use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
 use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteOutcome, WriteTextFile};
@@ -20,15 +24,71 @@ use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
 };
-use crate::rpc::RpcError;
+use crate::rpc::{RequestId, RpcError};
+use crate::sessions::{unknown_session, PendingPermission, Sessions};
 use crate::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
-use crate::transport::{lock, PendingPermission, Shared};
 use crate::update::{self, SessionId, SessionUpdate};
 
+mod elicitation;
+
+pub(crate) use elicitation::elicitation_capabilities;
+
+impl Handler for Sessions {
+    async fn request(
+        self: Arc<Self>,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Value, RpcError> {
+        handle_request(&self, &method, params).await
+    }
+
+    fn notification(&self, method: &str, params: Option<&RawValue>) {
+        match method {
+            methods::SESSION_UPDATE => {
+                let Some(params) = params else {
+                    self.warn("the agent sent a `session/update` without params".into());
+                    return;
+                };
+                match update::decode_session_notification(params) {
+                    Ok(n) => self.apply_update(n),
+                    Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
+                }
+            }
+            methods::ELICITATION_COMPLETE => elicitation::completed(self, params),
+            // Unknown notifications are ignored, as the spec requires.
+            other => tracing::debug!("ignoring notification `{other}`"),
+        }
+    }
+
+    fn warn(&self, message: String) {
+        Sessions::warn(self, message);
+    }
+
+    fn closing(&self, _reason: &CloseReason) {
+        self.cancel_permissions(|_| true);
+        self.cancel_elicitations(|_| true);
+    }
+
+    fn answered(&self, id: &RequestId) {
+        // Questions asked while serving this request are moot now.
+        self.cancel_elicitations(
+            |scope| matches!(scope, ElicitationScope::Request { request_id } if request_id == id),
+        );
+    }
+
+    async fn input_ended(self: Arc<Self>, failure: Option<CloseReason>) -> CloseReason {
+        Sessions::input_ended(&self, failure).await
+    }
+
+    async fn closed(self: Arc<Self>, reason: CloseReason, first: bool) {
+        Sessions::closed(&self, reason, first).await
+    }
+}
+
 /// Runs one agent request to completion and returns its reply.
-pub(crate) async fn handle_request(
-    shared: &Arc<Shared>,
+async fn handle_request(
+    shared: &Arc<Sessions>,
     method: &str,
     params: Option<Box<RawValue>>,
 ) -> Result<Value, RpcError> {
@@ -37,7 +97,7 @@ pub(crate) async fn handle_request(
     let result = match method {
         methods::REQUEST_PERMISSION => request_permission(shared, params).await,
         methods::ELICITATION_CREATE if caps.elicitation_form || caps.elicitation_url => {
-            crate::elicitation::serve(shared, params).await
+            elicitation::serve(shared, params).await
         }
         methods::FS_READ_TEXT_FILE if caps.read_text_file => read_text_file(shared, params).await,
         methods::FS_WRITE_TEXT_FILE if caps.write_text_file => {
@@ -60,22 +120,9 @@ pub(crate) async fn handle_request(
     })
 }
 
-pub(crate) fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
+fn parse<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T> {
     let text = params.map(RawValue::get).unwrap_or("null");
     serde_json::from_str(text).map_err(|e| Error::InvalidParams(format!("`{method}` params: {e}")))
-}
-
-pub(crate) fn unknown_session(session_id: &str) -> Error {
-    Error::NotFound(format!("unknown session `{session_id}`"))
-}
-
-/// The workspace and cwd of a session, or `-32002`.
-fn session_workspace(shared: &Shared, session_id: &SessionId) -> Result<(Workspace, PathBuf)> {
-    let sessions = lock(&shared.sessions);
-    let slot = sessions
-        .get(session_id)
-        .ok_or_else(|| unknown_session(&session_id.0))?;
-    Ok((slot.workspace.clone(), slot.cwd.clone()))
 }
 
 // ---------------------------------------------------------------------------
@@ -103,7 +150,7 @@ struct WireOption {
 /// Removes a prompt from the pending map when its handler ends in any way,
 /// and tells the editor it is gone when the client (not the editor) closed it.
 struct PromptGuard<'a> {
-    shared: &'a Shared,
+    shared: &'a Sessions,
     id: PermissionRequestId,
     session_id: SessionId,
     answered_by_editor: bool,
@@ -111,7 +158,7 @@ struct PromptGuard<'a> {
 
 impl Drop for PromptGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.shared.permissions_pending).remove(&self.id);
+        self.shared.permissions_pending.lock().remove(&self.id);
         if !self.answered_by_editor {
             self.shared.emit(ClientEvent::PermissionCancelled {
                 id: self.id,
@@ -121,14 +168,14 @@ impl Drop for PromptGuard<'_> {
     }
 }
 
-async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
     let (tool_call, changes) = {
-        let mut sessions = lock(&shared.sessions);
+        let mut sessions = shared.slots.lock();
         let slot = sessions
             .get_mut(&wire.session_id)
-            .ok_or_else(|| unknown_session(&wire.session_id.0))?;
+            .ok_or_else(|| unknown_session(&wire.session_id))?;
         // Some agents (gemini-cli) ask about a tool call before announcing
         // it: record it, so its later `tool_call_update`s have a title,
         // kind, locations and diff to update.
@@ -139,12 +186,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         };
         (slot.state.merged_tool_call(&fields), changes)
     };
-    for change in changes {
-        shared.emit(ClientEvent::Session {
-            session_id: wire.session_id.clone(),
-            change,
-        });
-    }
+    shared.emit_changes(&wire.session_id, changes);
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
         .review
@@ -163,8 +205,8 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
-    // See `Shared::check_always_refused` (gemini-cli in untrusted folders).
-    if lock(&shared.always_refused).contains(&wire.session_id)
+    // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
+    if shared.always_refused.lock().contains(&wire.session_id)
         && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
     {
         options.retain(|o| o.kind != OptionKind::AllowAlways);
@@ -176,7 +218,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         options,
     };
 
-    let remembered = lock(&shared.permission_policy).decide(&request);
+    let remembered = shared.permission_policy.lock().decide(&request);
     if let Some(decision) = remembered {
         shared.emit(ClientEvent::PermissionAutoAnswered {
             request,
@@ -186,7 +228,7 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
     }
 
     let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-    lock(&shared.permissions_pending).insert(
+    shared.permissions_pending.lock().insert(
         request.id,
         PendingPermission {
             session_id: request.session_id.clone(),
@@ -212,12 +254,12 @@ async fn request_permission(shared: &Arc<Shared>, params: Option<&RawValue>) -> 
         PermissionDecision::Selected { option_id } => {
             if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
                 if chosen.kind == OptionKind::AllowAlways {
-                    lock(&shared.always_answered).insert((
+                    shared.always_answered.lock().insert((
                         request.session_id.clone(),
                         request.tool_call.tool_call_id.0.to_string(),
                     ));
                 }
-                lock(&shared.permission_policy).record(&request, &option_id);
+                shared.permission_policy.lock().record(&request, &option_id);
                 PermissionDecision::Selected { option_id }
             } else {
                 shared.warn(format!(
@@ -262,9 +304,9 @@ struct WireWrite {
     content: String,
 }
 
-async fn read_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireRead = parse(methods::FS_READ_TEXT_FILE, params)?;
-    let (workspace, _) = session_workspace(shared, &wire.session_id)?;
+    let (workspace, _) = shared.workspace(&wire.session_id)?;
     let path = workspace.resolve(&wire.path)?;
     let request = ReadTextFile {
         session_id: wire.session_id,
@@ -296,9 +338,9 @@ async fn read_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Resu
     Ok(json!({ "content": content }))
 }
 
-async fn write_text_file(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
-    let (workspace, _) = session_workspace(shared, &wire.session_id)?;
+    let (workspace, _) = shared.workspace(&wire.session_id)?;
     let path = workspace.resolve(&wire.path)?;
     let request = WriteTextFile {
         session_id: wire.session_id,
@@ -372,9 +414,9 @@ fn terminal_cwd(workspace: &Workspace, cwd: Option<&Path>, session_cwd: &Path) -
     }
 }
 
-async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireCreate = parse(methods::TERMINAL_CREATE, params)?;
-    let (workspace, session_cwd) = session_workspace(shared, &wire.session_id)?;
+    let (workspace, session_cwd) = shared.workspace(&wire.session_id)?;
     let cwd = terminal_cwd(&workspace, wire.cwd.as_deref(), &session_cwd)?;
     let mut spec = TerminalSpec {
         session_id: wire.session_id,
@@ -389,15 +431,15 @@ async fn terminal_create(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
     Ok(json!({ "terminalId": id.to_string() }))
 }
 
-fn terminal_id(shared: &Shared, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
+fn terminal_id(shared: &Sessions, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
     let wire: WireTerminal = parse(method, params)?;
-    if !lock(&shared.sessions).contains_key(&wire.session_id) {
-        return Err(unknown_session(&wire.session_id.0));
+    if !shared.slots.lock().contains_key(&wire.session_id) {
+        return Err(unknown_session(&wire.session_id));
     }
     Ok(TerminalId::from(wire.terminal_id))
 }
 
-async fn terminal_output(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_output(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_OUTPUT, params)?;
     let out = shared.terminals.output(&id).await?;
     let mut reply = json!({ "output": out.output, "truncated": out.truncated });
@@ -407,27 +449,23 @@ async fn terminal_output(shared: &Arc<Shared>, params: Option<&RawValue>) -> Res
     Ok(reply)
 }
 
-async fn terminal_wait_for_exit(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_wait_for_exit(
+    shared: &Arc<Sessions>,
+    params: Option<&RawValue>,
+) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_WAIT_FOR_EXIT, params)?;
     let exit = shared.terminals.wait_for_exit(&id).await?;
     Ok(json!({ "exitCode": exit.exit_code, "signal": exit.signal }))
 }
 
-async fn terminal_kill(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_kill(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_KILL, params)?;
     shared.terminals.kill(&id).await?;
     Ok(json!({}))
 }
 
-async fn terminal_release(shared: &Arc<Shared>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_release(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_RELEASE, params)?;
     shared.terminals.release(&id).await?;
     Ok(json!({}))
-}
-
-/// Cancels the session's pending prompts and elicitations (used by
-/// `session/cancel` and close).
-pub(crate) fn cancel_session_prompts(shared: &Shared, session_id: &SessionId) {
-    shared.cancel_permissions(|s| s == session_id);
-    shared.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
 }

@@ -1,9 +1,11 @@
 //! The crate's one error type.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::process::ExitInfo;
+use serde::Serialize;
+
 use crate::rpc::{codes, RpcError};
 
 /// Everything that can go wrong talking to an agent or serving its requests.
@@ -205,3 +207,31 @@ impl Error {
 
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitInfo {
+    /// The exit code, when the process exited normally.
+    pub code: Option<i32>,
+    /// The signal that killed the process, when it did not exit normally.
+    pub signal: Option<i32>,
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code, self.signal) {
+            (Some(c), _) => write!(f, "exit code {c}"),
+            (None, Some(s)) => write!(f, "killed by signal {s}"),
+            (None, None) => f.write_str("exit status unknown"),
+        }
+    }
+}
+
+impl ExitInfo {
+    /// Used when the status could not be collected.
+    pub(crate) const UNKNOWN: ExitInfo = ExitInfo {
+        code: None,
+        signal: None,
+    };
+}

@@ -178,7 +178,7 @@ pub enum ClientEvent {
     },
     /// A file's review state changed: an agent edit was recorded, or a hunk
     /// or the file was accepted or rejected. `file.hunks` is 0 when nothing
-    /// is left to review in the file. See [`crate::Connection::review_file`].
+    /// is left to review in the file. See [`crate::Review::file`].
     ReviewChanged {
         #[serde(rename = "sessionId")]
         /// The session whose agent made the edits.

@@ -29,8 +29,10 @@ mod tests;
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{mpsc, Arc, Weak};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
@@ -98,12 +100,6 @@ struct State {
     watch_failed: bool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The state stays consistent between statements: a panic elsewhere
-    // must not turn every later query into a panic too.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl FileIndex {
     /// Starts indexing `root` (an existing directory) on a background
     /// thread and watching it. Queries answer from what is indexed so far;
@@ -144,29 +140,27 @@ impl FileIndex {
 
     /// True once the first walk is done.
     pub fn is_ready(&self) -> bool {
-        lock(&self.shared.state).ready
+        self.shared.state.lock().ready
     }
 
     /// Waits (blocking) until the first walk is done, at most `timeout`;
     /// true when it is.
     pub fn wait_ready(&self, timeout: Duration) -> bool {
-        let state = lock(&self.shared.state);
-        let (state, _) = self
-            .shared
+        let mut state = self.shared.state.lock();
+        self.shared
             .ready
-            .wait_timeout_while(state, timeout, |s| !s.ready)
-            .unwrap_or_else(PoisonError::into_inner);
+            .wait_while_for(&mut state, |s| !s.ready, timeout);
         state.ready
     }
 
     /// True when the walk stopped at [`IndexOptions::max_files`].
     pub fn is_truncated(&self) -> bool {
-        lock(&self.shared.state).truncated
+        self.shared.state.lock().truncated
     }
 
     /// Number of indexed files.
     pub fn len(&self) -> usize {
-        lock(&self.shared.state).files.len()
+        self.shared.state.lock().files.len()
     }
 
     /// True when no file is indexed.
@@ -177,12 +171,12 @@ impl FileIndex {
     /// A number that grows each time the index changes (the first walk, or
     /// a batch of file system events applied).
     pub fn generation(&self) -> u64 {
-        lock(&self.shared.state).generation
+        self.shared.state.lock().generation
     }
 
     /// True when `path` (relative, `/`-separated) is indexed.
     pub fn contains(&self, path: &str) -> bool {
-        lock(&self.shared.state).files.contains(path)
+        self.shared.state.lock().files.contains(path)
     }
 
     /// At most `limit` indexed files matching `query`, best first, as paths
@@ -192,7 +186,7 @@ impl FileIndex {
     /// its characters in order (`mrs` finds `src/main.rs`). An empty query
     /// lists the shortest paths.
     pub fn query(&self, query: &str, limit: usize) -> Vec<String> {
-        let state = lock(&self.shared.state);
+        let state = self.shared.state.lock();
         rank::best(state.files.iter().map(String::as_str), query, limit)
     }
 }
@@ -201,7 +195,7 @@ impl Drop for FileIndex {
     fn drop(&mut self) {
         // Stops the events at once, even while the worker still holds a
         // strong reference during a walk.
-        lock(&self.shared.watcher).take();
+        self.shared.watcher.lock().take();
     }
 }
 
@@ -295,12 +289,12 @@ impl Shared {
     }
 
     fn watch(&self, dir: &Path) {
-        let mut watcher = lock(&self.watcher);
+        let mut watcher = self.watcher.lock();
         let Some(w) = watcher.as_mut() else {
             return;
         };
         if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             if !state.watch_failed {
                 state.watch_failed = true;
                 tracing::warn!(
@@ -313,7 +307,7 @@ impl Shared {
     }
 
     fn unwatch(&self, dir: &Path) {
-        if let Some(w) = lock(&self.watcher).as_mut() {
+        if let Some(w) = self.watcher.lock().as_mut() {
             // Gone directories lose their watch by themselves; this only
             // tidies the watcher's own bookkeeping.
             let _ = w.unwatch(dir);
@@ -324,7 +318,7 @@ impl Shared {
     fn build(&self) {
         self.watch(&self.root);
         let (found, truncated) = self.walk(&self.root, None, self.options.max_files);
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         state.dirs = found.dirs.into_iter().collect();
         state.dirs.insert(String::new());
         state.files = found.files.into_iter().collect();
@@ -379,7 +373,7 @@ impl Shared {
         } else {
             (Found::default(), false)
         };
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         let dir_exists = abs.is_dir();
         let was_root = dir.is_empty();
         self.remove_tree(&mut state, dir);
@@ -394,7 +388,7 @@ impl Shared {
     fn resync(&self, dir: &str) {
         let abs = self.root.join(dir);
         if !abs.is_dir() {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             self.remove_tree(&mut state, dir);
             return;
         }
@@ -412,7 +406,7 @@ impl Shared {
             !rest.contains('/')
         };
         let (old_files, old_dirs): (Vec<String>, Vec<String>) = {
-            let state = lock(&self.state);
+            let state = self.state.lock();
             (
                 under(&state.files, dir)
                     .filter(|p| is_child(p))
@@ -433,7 +427,7 @@ impl Shared {
             let (found, truncated) = self.walk(&abs, None, self.options.max_files);
             walked.push((d.clone(), found, truncated));
         }
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         for f in old_files.iter().filter(|f| !now_files.contains(*f)) {
             state.files.remove(f);
         }
@@ -494,7 +488,7 @@ impl Shared {
                 }
             }
         }
-        let known = |d: &String| lock(&self.state).dirs.contains(d);
+        let known = |d: &String| self.state.lock().dirs.contains(d);
         for dir in rewalk.iter().filter(|d| known(d)) {
             self.rewalk(dir);
         }
@@ -508,7 +502,7 @@ impl Shared {
             }
             self.resync(dir);
         }
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         state.generation += 1;
     }
 }

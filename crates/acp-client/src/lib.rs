@@ -76,21 +76,23 @@ pub mod codec;
 pub mod connection;
 mod dispatch;
 pub mod elicitation;
+mod engine;
 pub mod error;
 pub mod fs;
 pub mod host;
 pub mod index;
 pub mod merge;
 pub mod methods;
+mod options;
 pub mod permission;
 pub mod process;
 pub mod registry;
 pub mod review;
 pub mod rpc;
 pub mod session;
+mod sessions;
 pub mod terminal;
 mod tracking;
-mod transport;
 pub mod update;
 
 /// The official ACP v1 schema types this crate builds on.
@@ -103,3 +105,4 @@ pub use connection::{
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;
+pub use tracking::Review;

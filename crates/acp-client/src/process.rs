@@ -16,42 +16,16 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use parking_lot::Mutex;
+
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 use crate::error::Error;
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExitInfo {
-    /// The exit code, when the process exited normally.
-    pub code: Option<i32>,
-    /// The signal that killed the process, when it did not exit normally.
-    pub signal: Option<i32>,
-}
-
-impl fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.code, self.signal) {
-            (Some(c), _) => write!(f, "exit code {c}"),
-            (None, Some(s)) => write!(f, "killed by signal {s}"),
-            (None, None) => f.write_str("exit status unknown"),
-        }
-    }
-}
-
-impl ExitInfo {
-    /// Used when the status could not be collected.
-    const UNKNOWN: ExitInfo = ExitInfo {
-        code: None,
-        signal: None,
-    };
-}
+pub use crate::error::ExitInfo;
 
 impl From<ExitStatus> for ExitInfo {
     fn from(status: ExitStatus) -> Self {
@@ -292,10 +266,7 @@ impl AgentProcess {
     /// The newest bytes the agent wrote to stderr, as text (invalid UTF-8
     /// replaced), starting at a character boundary.
     pub fn stderr_tail(&self) -> String {
-        self.tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .text()
+        self.tail.lock().text()
     }
 
     /// Resolves when the agent has exited; any number of tasks may wait.

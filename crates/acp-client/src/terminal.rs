@@ -20,8 +20,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use serde::Serialize;
 use tokio::io::unix::AsyncFd;
@@ -30,7 +32,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
-use crate::host::{ClientEvent, EventSink};
 use crate::schema::{TerminalExitStatus, TerminalOutputResponse};
 use crate::update::SessionId;
 use buffer::TailBuffer;
@@ -39,6 +40,10 @@ use reader::{Control, OutputSink, TerminalTask};
 /// The id of a terminal on the wire (`terminalId`): the official schema's
 /// newtype, so the connection passes it through without converting.
 pub use crate::schema::TerminalId;
+
+/// Where a [`TerminalManager`] sends its events (the session layer wraps
+/// them into [`ClientEvent::Terminal`](crate::host::ClientEvent::Terminal)).
+pub type TerminalSink = Arc<dyn Fn(TerminalEvent) + Send + Sync>;
 
 /// Output bound for a terminal whose agent gave no `outputByteLimit`.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024 * 1024;
@@ -176,7 +181,7 @@ pub struct TerminalManager {
 }
 
 struct Inner {
-    events: EventSink,
+    events: TerminalSink,
     default_cap: usize,
     next_id: AtomicU64,
     terminals: Mutex<HashMap<TerminalId, Arc<Terminal>>>,
@@ -203,10 +208,10 @@ impl Terminal {
 }
 
 impl TerminalManager {
-    /// A manager without terminals. `events` receives [`TerminalEvent`]s
-    /// (as [`ClientEvent::Terminal`]); `default_cap` bounds each terminal's
+    /// A manager without terminals. `events` receives every
+    /// [`TerminalEvent`]; `default_cap` bounds each terminal's
     /// output memory (see [`TerminalManager::create`]).
-    pub fn new(events: EventSink, default_cap: usize) -> Self {
+    pub fn new(events: TerminalSink, default_cap: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
                 events,
@@ -273,7 +278,10 @@ impl TerminalManager {
             control: control_tx,
             task: tokio::spawn(task.run()),
         };
-        lock(&self.inner.terminals).insert(id.clone(), Arc::new(terminal));
+        self.inner
+            .terminals
+            .lock()
+            .insert(id.clone(), Arc::new(terminal));
         Ok(id)
     }
 
@@ -284,7 +292,7 @@ impl TerminalManager {
         // Exit first: once it is set, the buffer already holds everything
         // the command wrote.
         let exit_status = terminal.exit.borrow().clone();
-        let (output, truncated) = lock(&terminal.output).text();
+        let (output, truncated) = terminal.output.lock().text();
         Ok(TerminalOutput {
             output,
             truncated,
@@ -318,7 +326,10 @@ impl TerminalManager {
     /// Kills the command if it still runs and forgets the terminal: later
     /// calls with `id` fail with [`Error::NotFound`].
     pub async fn release(&self, id: &TerminalId) -> Result<(), Error> {
-        let terminal = lock(&self.inner.terminals)
+        let terminal = self
+            .inner
+            .terminals
+            .lock()
             .remove(id)
             .ok_or_else(|| not_found(id))?;
         self.finish_release(vec![(id.clone(), terminal)]).await;
@@ -328,7 +339,7 @@ impl TerminalManager {
     /// Kills and releases every terminal of a session (the session closed).
     pub async fn release_session(&self, session_id: &SessionId) {
         let released: Vec<_> = {
-            let mut terminals = lock(&self.inner.terminals);
+            let mut terminals = self.inner.terminals.lock();
             let ids: Vec<TerminalId> = terminals
                 .iter()
                 .filter(|(_, t)| &t.session_id == session_id)
@@ -343,7 +354,7 @@ impl TerminalManager {
 
     /// Kills and releases every terminal (the agent exited).
     pub async fn release_all(&self) {
-        let released: Vec<_> = lock(&self.inner.terminals).drain().collect();
+        let released: Vec<_> = self.inner.terminals.lock().drain().collect();
         self.finish_release(released).await;
     }
 
@@ -351,11 +362,13 @@ impl TerminalManager {
     /// It never exceeds the terminal's limit, however much the command
     /// prints; exposed for memory diagnostics and tests.
     pub fn output_capacity_high_water(&self, id: &TerminalId) -> Result<usize, Error> {
-        Ok(lock(&self.get(id)?.output).capacity_high_water())
+        Ok(self.get(id)?.output.lock().capacity_high_water())
     }
 
     fn get(&self, id: &TerminalId) -> Result<Arc<Terminal>, Error> {
-        lock(&self.inner.terminals)
+        self.inner
+            .terminals
+            .lock()
             .get(id)
             .cloned()
             .ok_or_else(|| not_found(id))
@@ -379,10 +392,10 @@ impl TerminalManager {
             }
             terminal.task.abort();
             tracing::debug!(terminal = %id, "terminal released");
-            (self.inner.events)(ClientEvent::Terminal(TerminalEvent::Released {
+            (self.inner.events)(TerminalEvent::Released {
                 session_id: terminal.session_id.clone(),
                 terminal_id: id,
-            }));
+            });
         }
     }
 }
@@ -391,17 +404,14 @@ impl fmt::Debug for TerminalManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TerminalManager")
             .field("default_cap", &self.inner.default_cap)
-            .field("terminals", &lock(&self.inner.terminals).len())
+            .field("terminals", &self.inner.terminals.lock().len())
             .finish_non_exhaustive()
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let terminals = self
-            .terminals
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
+        let terminals = self.terminals.get_mut();
         for (_, terminal) in terminals.drain() {
             terminal.kill();
             // Dropping the task drops the child, which kills the leader too
@@ -415,10 +425,4 @@ fn not_found(id: &TerminalId) -> Error {
     Error::NotFound(format!(
         "terminal `{id}` does not exist or was released; create a new one with terminal/create"
     ))
-}
-
-/// Locks a mutex, ignoring poisoning: our critical sections do not panic,
-/// and a terminal's output stays usable either way.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

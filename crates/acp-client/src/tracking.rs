@@ -39,13 +39,19 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+
+mod handle;
+
+pub use handle::Review;
 
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
@@ -56,7 +62,6 @@ use crate::review::{
 };
 use crate::schema::ToolCallLocation;
 use crate::session::ToolCallState;
-use crate::transport::lock;
 use crate::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 
 /// Quiet time after the last change of a watched file before it is read:
@@ -198,7 +203,7 @@ pub(crate) struct Reviews {
 impl std::fmt::Debug for Reviews {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reviews")
-            .field("sessions", &lock(&self.sessions).len())
+            .field("sessions", &self.sessions.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -250,14 +255,14 @@ impl Reviews {
     }
 
     fn get(&self, session_id: &SessionId) -> Option<Arc<SessionReview>> {
-        lock(&self.sessions).get(session_id).cloned()
+        self.sessions.lock().get(session_id).cloned()
     }
 
     /// The session's review, created (with its worker) on first use.
     fn get_or_start(&self, session_id: &SessionId, workspace: &Workspace) -> Arc<SessionReview> {
-        let mut sessions = lock(&self.sessions);
+        let mut sessions = self.sessions.lock();
         if let Some(review) = sessions.get(session_id) {
-            lock(&review.state).workspace = workspace.clone();
+            review.state.lock().workspace = workspace.clone();
             return review.clone();
         }
         let state = Arc::new(Mutex::new(ReviewState {
@@ -302,12 +307,12 @@ impl Reviews {
 
     /// Forgets a closed session: its worker stops and its watches go.
     pub(crate) fn remove(&self, session_id: &SessionId) {
-        lock(&self.sessions).remove(session_id);
+        self.sessions.lock().remove(session_id);
     }
 
     /// True when the session's tool call updates are tracked.
     pub(crate) fn is_live(&self, session_id: &SessionId) -> bool {
-        self.get(session_id).is_some_and(|r| lock(&r.state).live)
+        self.get(session_id).is_some_and(|r| r.state.lock().live)
     }
 
     /// A prompt is about to be sent: watch the files the turn touches.
@@ -315,7 +320,7 @@ impl Reviews {
         let review = self.get_or_start(session_id, workspace);
         let now = SystemTime::now();
         {
-            let mut st = lock(&review.state);
+            let mut st = review.state.lock();
             st.live = true;
             st.first_turn.get_or_insert(now);
         }
@@ -334,7 +339,7 @@ impl Reviews {
         let Some(review) = self.get(session_id) else {
             return;
         };
-        if !lock(&review.state).live || facts.is_empty() {
+        if !review.state.lock().live || facts.is_empty() {
             return;
         }
         if !facts.mentioned.is_empty() {
@@ -352,7 +357,7 @@ impl Reviews {
         let Some(review) = self.get(session_id) else {
             return;
         };
-        if !lock(&review.state).live || facts.mentioned.is_empty() {
+        if !review.state.lock().live || facts.mentioned.is_empty() {
             return;
         }
         let (tx, rx) = oneshot::channel();
@@ -373,7 +378,7 @@ impl Reviews {
     ) {
         let review = self.get_or_start(session_id, workspace);
         let change = {
-            let mut st = lock(&review.state);
+            let mut st = review.state.lock();
             st.known.insert(path.to_owned(), Some(new.to_owned()));
             observe(&mut st.tracker, path, |t| {
                 t.record_write(path, old, new);
@@ -394,20 +399,20 @@ impl Reviews {
             return;
         }
         let review = self.get_or_start(session_id, workspace);
-        lock(&review.state).made_dirs.extend(dirs);
+        review.state.lock().made_dirs.extend(dirs);
     }
 
     /// Every file under review in the session.
     pub(crate) fn files(&self, session_id: &SessionId) -> Vec<FileSummary> {
         self.get(session_id)
-            .map(|r| lock(&r.state).tracker.files())
+            .map(|r| r.state.lock().tracker.files())
             .unwrap_or_default()
     }
 
     /// One file's review; `path` is already resolved.
     pub(crate) fn file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
         self.get(session_id)
-            .and_then(|r| lock(&r.state).tracker.review(path))
+            .and_then(|r| r.state.lock().tracker.review(path))
     }
 
     /// Accepts changes; returns the files that changed state.
@@ -426,7 +431,7 @@ impl Reviews {
                     return Ok(Vec::new());
                 };
                 let before = {
-                    let mut st = lock(&review.state);
+                    let mut st = review.state.lock();
                     let before = st.tracker.files();
                     st.tracker.accept_all();
                     before
@@ -462,7 +467,7 @@ impl Reviews {
         decide: impl FnOnce(&mut EditTracker) -> Result<()>,
     ) -> Result<Vec<PathBuf>> {
         let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
-        let (result, change) = observe(&mut lock(&review.state).tracker, path, decide);
+        let (result, change) = observe(&mut review.state.lock().tracker, path, decide);
         result?;
         let paths = change.iter().map(|c| c.path.clone()).collect();
         emit(&self.events, session_id, change);
@@ -487,7 +492,7 @@ impl Reviews {
         };
         let _io = review.io.lock().await;
         let (rejections, befores, changes) = {
-            let mut st = lock(&review.state);
+            let mut st = review.state.lock();
             let befores: Vec<FileReview> = match target {
                 Target::Hunk(path, _) | Target::File(path) => {
                     st.tracker.review(path).into_iter().collect()
@@ -544,7 +549,7 @@ impl Reviews {
                 tracing::warn!(path = %r.path.display(), error = %e, "could not write the rejected file; its review is kept");
                 if let Some(before) = befores.iter().find(|b| b.path == r.path) {
                     let change = {
-                        let mut st = lock(&review.state);
+                        let mut st = review.state.lock();
                         st.known.insert(r.path.clone(), before.current.clone());
                         restore(&mut st.tracker, before)
                     };
@@ -566,7 +571,7 @@ impl Reviews {
         };
         let _io = review.io.lock().await;
         {
-            let mut st = lock(&review.state);
+            let mut st = review.state.lock();
             if !st.pending_deletes.contains(path) {
                 return Err(not_rejected(path));
             }
@@ -610,7 +615,7 @@ impl Reviews {
                 source,
             })?;
         let (roots, first_turn, made) = {
-            let st = lock(&review.state);
+            let st = review.state.lock();
             (
                 st.workspace.roots().to_vec(),
                 st.first_turn,
@@ -630,7 +635,7 @@ impl Reviews {
     ) -> Option<FileSummary> {
         let review = self.get(session_id)?;
         let (summary, change) = {
-            let mut st = lock(&review.state);
+            let mut st = review.state.lock();
             if let Some(known) = st.known.get_mut(path) {
                 // The user's save must not look like the agent's edit.
                 *known = content.map(str::to_owned);
@@ -882,7 +887,7 @@ impl Worker {
                     self.turn_started = Some(at);
                     self.snapshots.clear();
                     self.late.clear();
-                    lock(&self.state).known.clear();
+                    self.state.lock().known.clear();
                 }
             }
             Job::Mention(paths) => {
@@ -919,7 +924,7 @@ impl Worker {
     }
 
     async fn resolve(&self, path: PathBuf) -> Option<PathBuf> {
-        let workspace = lock(&self.state).workspace.clone();
+        let workspace = self.state.lock().workspace.clone();
         let resolved = tokio::task::spawn_blocking(move || workspace.resolve(&path)).await;
         match resolved {
             Ok(Ok(path)) => Some(path),
@@ -977,7 +982,7 @@ impl Worker {
 
     /// Whether a file whose last known text is not empty is empty now.
     async fn emptied(&self, path: &Path) -> bool {
-        let known_empty = match lock(&self.state).known.get(path) {
+        let known_empty = match self.state.lock().known.get(path) {
             Some(Some(text)) => text.is_empty(),
             _ => true,
         };
@@ -1024,7 +1029,8 @@ impl Worker {
     /// `content` is the file's "before" for this turn and its last known
     /// text.
     fn snapshot(&mut self, path: &Path, content: Option<String>) {
-        lock(&self.state)
+        self.state
+            .lock()
             .known
             .insert(path.to_owned(), content.clone());
         self.snapshots.insert(path.to_owned(), content);
@@ -1137,7 +1143,7 @@ impl Worker {
             return;
         };
         let change = {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             let Some(before) = st.known.get(path).cloned() else {
                 return;
             };
@@ -1169,7 +1175,7 @@ impl Worker {
         };
         let snapshot = self.snapshots.get(&path).cloned();
         let change = {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             st.known.insert(path.clone(), now.clone());
             observe(&mut st.tracker, &path, |t| {
                 record_diff(

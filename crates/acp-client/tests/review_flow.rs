@@ -99,11 +99,11 @@ async fn an_fs_write_shows_hunks() {
     assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
     let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
     assert_eq!((summary.status, summary.hunks), (FileStatus::Modified, 1));
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("one\ntwo\nthree\n"));
     assert_eq!(review.hunks[0].old_lines, vec!["two\n"]);
     assert_eq!(review.hunks[0].new_lines, vec!["TWO\n"]);
-    assert_eq!(s.conn.review_files(&s.sid), vec![summary]);
+    assert_eq!(s.conn.review(&s.sid).files(), vec![summary]);
 }
 
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn a_disk_edit_with_diff_content_is_tracked_after_completion() {
     let path = s.root.join("b.txt");
     turn(&s, "go").await;
     review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("alpha\nbeta\n"));
     assert_eq!(review.current.as_deref(), Some("alpha\nBETA\ngamma\n"));
     assert_eq!(review.hunks.len(), 1);
@@ -145,7 +145,7 @@ async fn a_disk_edit_without_diff_is_caught_by_the_watcher_during_the_turn() {
     let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
     let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
     assert_eq!((summary.added, summary.removed), (1, 1));
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("keep\nold\n"));
     // The turn is still running: the watcher saw it, not the end-of-turn check.
     assert!(!prompt.is_finished());
@@ -175,7 +175,7 @@ async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_
     let path = s.root.join("t.txt");
     assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
     review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("one\n"));
     assert_eq!(review.current.as_deref(), Some("one\ntwo\n"));
 }
@@ -205,7 +205,7 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
         (1, 1),
         "the first review shown is the edit"
     );
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("a\nb\n"));
     assert_eq!(review.current.as_deref(), Some("a\nB\n"));
 }
@@ -261,7 +261,7 @@ async fn an_edit_written_before_its_tool_call_is_reviewed_against_the_editors_co
     }
     let summary = x_summary.unwrap();
     assert_eq!((summary.added, summary.removed), (1, 1));
-    let review = s.conn.review_file(&s.sid, &x).unwrap();
+    let review = s.conn.review(&s.sid).file(&x).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("keep\nold\n"));
     assert_eq!(review.current.as_deref(), Some("keep\nnew\n"));
     let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
@@ -295,8 +295,8 @@ async fn a_stale_editor_copy_of_a_file_not_written_during_the_turn_is_ignored() 
     // y.txt is edited after x.txt was named: once it is under review, x.txt
     // would be too if it were taken for an agent edit.
     review_changed(&mut s.rx, &y, |f| f.hunks > 0).await;
-    assert_eq!(s.conn.review_file(&s.sid, &x), None);
-    assert_eq!(s.conn.review_files(&s.sid).len(), 1);
+    assert_eq!(s.conn.review(&s.sid).file(&x), None);
+    assert_eq!(s.conn.review(&s.sid).files().len(), 1);
 }
 
 #[tokio::test]
@@ -314,10 +314,15 @@ async fn rejecting_one_hunk_of_three_restores_exactly_that_hunk() {
     let path = s.root.join("d.txt");
     turn(&s, "go").await;
     review_changed(&mut s.rx, &path, |f| f.hunks == 3).await;
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     let ids: Vec<_> = review.hunks.iter().map(|h| h.id).collect();
 
-    let outcome = s.conn.reject_hunk(&s.sid, &path, ids[1]).await.unwrap();
+    let outcome = s
+        .conn
+        .review(&s.sid)
+        .reject_hunk(&path, ids[1])
+        .await
+        .unwrap();
     let expected = after.replace("LINE 5\n", "line 5\n");
     assert_eq!(
         outcome,
@@ -328,7 +333,7 @@ async fn rejecting_one_hunk_of_three_restores_exactly_that_hunk() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
     let summary = review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
     assert_eq!(summary.first_line, Some(0));
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(
         review.hunks.iter().map(|h| h.id).collect::<Vec<_>>(),
         vec![ids[0], ids[2]]
@@ -353,14 +358,14 @@ async fn an_accepted_hunk_stays_accepted_when_the_agent_edits_elsewhere() {
     let path = s.root.join("e.txt");
     turn(&s, "first").await;
     review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     let (accepted, kept) = (review.hunks[0].id, review.hunks[1].id);
-    s.conn.accept_hunk(&s.sid, &path, accepted).await.unwrap();
+    s.conn.review(&s.sid).accept_hunk(&path, accepted).unwrap();
     review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
 
     turn(&s, "second").await;
     review_changed(&mut s.rx, &path, |f| f.hunks == 2).await;
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert!(review.hunks.iter().all(|h| h.new_start != 0), "{review:?}");
     assert_eq!(review.hunks[1].id, kept);
     assert_eq!(review.hunks[0].new_lines, vec!["LINE 5\n"]);
@@ -386,7 +391,7 @@ async fn a_file_rejected_mid_turn_is_not_taken_for_a_new_agent_edit() {
     let sid = s.sid.clone();
     let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("edit")]).await });
     review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
-    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    let outcome = s.conn.review(&s.sid).reject_file(&path).await.unwrap();
     assert_eq!(
         outcome,
         RejectOutcome::Write {
@@ -417,7 +422,8 @@ async fn a_file_rejected_mid_turn_is_not_taken_for_a_new_agent_edit() {
     assert!(!saw_f, "the client's restore was recorded as an agent edit");
     let files: Vec<_> = s
         .conn
-        .review_files(&s.sid)
+        .review(&s.sid)
+        .files()
         .into_iter()
         .map(|f| f.path)
         .collect();
@@ -436,7 +442,7 @@ async fn rejecting_a_new_file_returns_delete_and_delete_removes_it() {
     let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
     assert_eq!(summary.status, FileStatus::Created);
 
-    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    let outcome = s.conn.review(&s.sid).reject_file(&path).await.unwrap();
     assert_eq!(outcome, RejectOutcome::Delete);
     // Nothing is deleted until the caller confirms.
     assert!(path.exists());
@@ -445,13 +451,13 @@ async fn rejecting_a_new_file_returns_delete_and_delete_removes_it() {
     // Only a file whose creation was rejected can be deleted this way.
     let other = s.root.join("kept.txt");
     assert!(matches!(
-        s.conn.delete_reviewed_file(&s.sid, &other).await,
+        s.conn.review(&s.sid).delete_file(&other).await,
         Err(Error::NotFound(_))
     ));
     assert!(other.exists());
-    s.conn.delete_reviewed_file(&s.sid, &path).await.unwrap();
+    s.conn.review(&s.sid).delete_file(&path).await.unwrap();
     assert!(!path.exists());
-    assert!(s.conn.review_files(&s.sid).is_empty());
+    assert!(s.conn.review(&s.sid).files().is_empty());
 }
 
 #[tokio::test]
@@ -471,7 +477,7 @@ async fn a_deleted_file_rejected_is_restored() {
     let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
     assert_eq!(summary.status, FileStatus::Deleted);
     assert!(!path.exists());
-    let outcome = s.conn.reject_file(&s.sid, &path).await.unwrap();
+    let outcome = s.conn.review(&s.sid).reject_file(&path).await.unwrap();
     assert_eq!(
         outcome,
         RejectOutcome::Write {
@@ -485,21 +491,21 @@ async fn a_deleted_file_rejected_is_restored() {
 async fn paths_outside_the_workspace_are_refused() {
     let s = start(&[], json!([])).await;
     let outside = s.root.parent().unwrap().join("elsewhere.txt");
-    assert_eq!(s.conn.review_file(&s.sid, &outside), None);
+    assert_eq!(s.conn.review(&s.sid).file(&outside), None);
     assert!(matches!(
-        s.conn.reject_file(&s.sid, &outside).await,
+        s.conn.review(&s.sid).reject_file(&outside).await,
         Err(Error::OutsideWorkspace { .. })
     ));
     assert!(matches!(
-        s.conn.accept_file(&s.sid, &outside).await,
+        s.conn.review(&s.sid).accept_file(&outside),
         Err(Error::OutsideWorkspace { .. })
     ));
     assert!(matches!(
-        s.conn.delete_reviewed_file(&s.sid, &outside).await,
+        s.conn.review(&s.sid).delete_file(&outside).await,
         Err(Error::OutsideWorkspace { .. })
     ));
     assert!(matches!(
-        s.conn.record_user_edit(&s.sid, &outside, Some("x")),
+        s.conn.review(&s.sid).record_user_edit(&outside, Some("x")),
         Err(Error::OutsideWorkspace { .. })
     ));
 }
@@ -517,14 +523,18 @@ async fn accept_all_and_user_edits_emit_events() {
     // The user types a line far from the agent's hunk: not the agent's.
     let summary = s
         .conn
-        .record_user_edit(&s.sid, &path, Some("a\nB\nc\nmine\n"))
+        .review(&s.sid)
+        .record_user_edit(&path, Some("a\nB\nc\nmine\n"))
         .unwrap()
         .unwrap();
     assert_eq!((summary.hunks, summary.added), (1, 1));
-    let review = s.conn.review_file(&s.sid, &path).unwrap();
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("a\nb\nc\nmine\n"));
 
-    assert_eq!(s.conn.accept_all(&s.sid).await.unwrap(), vec![path.clone()]);
+    assert_eq!(
+        s.conn.review(&s.sid).accept_all().unwrap(),
+        vec![path.clone()]
+    );
     review_changed(&mut s.rx, &path, |f| f.hunks == 0).await;
-    assert!(s.conn.review_files(&s.sid).is_empty());
+    assert!(s.conn.review(&s.sid).files().is_empty());
 }

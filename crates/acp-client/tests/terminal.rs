@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_client::host::{ClientEvent, EventSink};
 use acp_client::terminal::{
-    TerminalEvent, TerminalExit, TerminalId, TerminalManager, TerminalOutput, TerminalSpec,
-    DEFAULT_OUTPUT_CAP,
+    TerminalEvent, TerminalExit, TerminalId, TerminalManager, TerminalOutput, TerminalSink,
+    TerminalSpec, DEFAULT_OUTPUT_CAP,
 };
 use acp_client::update::SessionId;
 use acp_client::Error;
@@ -28,10 +27,8 @@ async fn guard<F: Future>(what: &str, future: F) -> F::Output {
 
 fn manager_with_cap(cap: usize) -> (TerminalManager, mpsc::UnboundedReceiver<TerminalEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let sink: EventSink = Arc::new(move |event| {
-        if let ClientEvent::Terminal(event) = event {
-            let _ = tx.send(event);
-        }
+    let sink: TerminalSink = Arc::new(move |event| {
+        let _ = tx.send(event);
     });
     (TerminalManager::new(sink, cap), rx)
 }
@@ -378,17 +375,15 @@ async fn a_200_mb_flood_stays_within_the_limit() {
     // A manager that counts events instead of keeping them: the events of a
     // flood carry up to the limit each.
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let sink: EventSink = Arc::new(move |event| {
-        if let ClientEvent::Terminal(event) = event {
-            let summary = match event {
-                TerminalEvent::Output {
-                    data, truncated, ..
-                } => (data.len(), truncated, false),
-                TerminalEvent::Exited { .. } => (0, false, true),
-                _ => (0, false, false),
-            };
-            let _ = tx.send(summary);
-        }
+    let sink: TerminalSink = Arc::new(move |event| {
+        let summary = match event {
+            TerminalEvent::Output {
+                data, truncated, ..
+            } => (data.len(), truncated, false),
+            TerminalEvent::Exited { .. } => (0, false, true),
+            _ => (0, false, false),
+        };
+        let _ = tx.send(summary);
     });
     let manager = TerminalManager::new(sink, DEFAULT_OUTPUT_CAP);
     let mut flood = spec("head -c 200000000 /dev/zero | tr '\\0' a; echo END", &[]);

@@ -8,8 +8,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use acp_client::{AgentCommand, AgentInfo, Connection, ConnectionOptions};
 use tokio::sync::OnceCell;
@@ -130,7 +132,7 @@ pub struct Agents {
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agents")
-            .field("running", &self.lock().len())
+            .field("running", &self.entries.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -148,16 +150,15 @@ impl Agents {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<AgentKey, Entry>> {
-        // Every operation is one insert/remove: poison leaves it consistent.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The agent for `spec`, spawned when none runs for its key, with
     /// `chat` counted as one of its users. The permission policy belongs to
     /// the agent's connection, shared by all its chats: `auto_allow` and
     /// `remember`, when given, replace the agent's auto-allowed tool kinds
     /// and whether it remembers "always" answers, so the last open wins.
+    /// A freshly spawned agent loads and saves its "always" answers in
+    /// `permission_dir` (one file per project root), so a restarted agent
+    /// answers as the one before; a file that cannot be used is reported to
+    /// `chat` and the answers then last as long as the agent.
     pub fn acquire(
         self: &Arc<Self>,
         spec: &AgentSpec,
@@ -165,12 +166,27 @@ impl Agents {
         chat: &ChatId,
         auto_allow: Option<&[String]>,
         remember: Option<bool>,
+        permission_dir: Option<&Path>,
     ) -> acp_client::Result<Arc<Agent>> {
         let key = AgentKey::new(spec, session_cwd);
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         let reusable = entries.get(&key).is_some_and(|e| !e.agent.conn.is_closed());
         if !reusable {
             let agent = self.spawn(spec, key.clone())?;
+            if let Some(dir) = permission_dir {
+                let persisted = agent
+                    .conn
+                    .with_permissions(|p| p.persist_in(dir, &agent.key.cwd));
+                if let Err(e) = persisted {
+                    tracing::warn!(dir = %dir.display(), "permission memory not persisted: {e}");
+                    self.shared.events.push(Event::Warning {
+                        chat_id: Some(chat.clone()),
+                        message: format!(
+                            "\"always\" answers will not be kept after a restart: {e}"
+                        ),
+                    });
+                }
+            }
             entries.insert(
                 key.clone(),
                 Entry {
@@ -231,7 +247,7 @@ impl Agents {
     /// Removes `chat` from the agent's users. True when it was the last
     /// one: the agent is then forgotten and the caller shuts it down.
     pub fn release(&self, agent: &Arc<Agent>, chat: &ChatId) -> bool {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         let Some(entry) = entries.get_mut(&agent.key) else {
             return true;
         };
@@ -250,7 +266,7 @@ impl Agents {
 
     /// Forgets an agent that exited, so the next chat spawns a new one.
     fn forget(&self, agent: &Arc<Agent>) {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         if entries
             .get(&agent.key)
             .is_some_and(|e| Arc::ptr_eq(&e.agent, agent))
@@ -262,6 +278,7 @@ impl Agents {
     /// The agent and session of an open chat, for edit review.
     pub fn find_chat(&self, chat: &ChatId) -> Option<(Arc<Agent>, acp_client::update::SessionId)> {
         let agent = self
+            .entries
             .lock()
             .values()
             .find(|e| e.chats.contains(chat))
@@ -272,7 +289,7 @@ impl Agents {
 
     /// How many agent processes are running.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.entries.lock().len()
     }
 
     /// True when no agent runs.
@@ -282,7 +299,7 @@ impl Agents {
 
     /// Shuts every agent down (process groups killed) and forgets them.
     pub async fn shutdown_all(&self) {
-        let agents: Vec<Arc<Agent>> = self.lock().drain().map(|(_, e)| e.agent).collect();
+        let agents: Vec<Arc<Agent>> = self.entries.lock().drain().map(|(_, e)| e.agent).collect();
         let stops = agents.into_iter().map(|a| async move {
             let status = a.conn.shutdown().await;
             tracing::info!(agent = %a.name, ?status, "agent shut down");

@@ -17,9 +17,10 @@
 //! doc/benchmarks.md).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use rmpv::Value;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
@@ -54,7 +55,7 @@ struct State {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 }
 

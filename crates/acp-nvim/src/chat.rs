@@ -116,6 +116,7 @@ async fn run(
         &chat,
         open.auto_allow.as_deref(),
         open.remember,
+        open.permission_dir.as_deref(),
     ) {
         Ok(agent) => agent,
         Err(e) => {

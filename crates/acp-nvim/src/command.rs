@@ -80,6 +80,11 @@ pub struct OpenChat {
     /// Whether "always" answers are remembered (`permission.remember` of
     /// the plugin's config); `None` when the plugin did not send the field.
     pub remember: Option<bool>,
+    /// The directory where the agent's "always" answers are saved, one file
+    /// per project, so they survive `:Acp restart` and new Neovim sessions
+    /// (`permission_dir` of `acp.open`; the plugin passes one under
+    /// `stdpath("state")`). Without it they last as long as the agent.
+    pub permission_dir: Option<PathBuf>,
     /// Send `authenticate` with this method id before opening the session
     /// (the user picked it after `auth_required`).
     pub auth_method_id: Option<String>,
@@ -609,6 +614,10 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .get("transcript_dir")
         .map(|v| p.path("transcript_dir", v))
         .transpose()?;
+    let permission_dir = p
+        .get("permission_dir")
+        .map(|v| p.path("permission_dir", v))
+        .transpose()?;
     let additional_directories = p
         .list("additional_directories")?
         .iter()
@@ -623,6 +632,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         resume_session_id,
         auto_allow,
         remember,
+        permission_dir,
         auth_method_id,
         transcript_dir,
         additional_directories,
@@ -1494,6 +1504,26 @@ mod tests {
         let mut p = open_params();
         p["transcript_dir"] = json!("relative");
         assert!(decode("acp.open", p).is_err());
+    }
+
+    #[test]
+    fn open_takes_the_directory_of_remembered_permissions() {
+        let Command::Open(open) = decode("acp.open", open_params()).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.permission_dir, None, "optional");
+        let mut p = open_params();
+        p["permission_dir"] = json!("/state/acp/permissions");
+        let Command::Open(open) = decode("acp.open", p).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(
+            open.permission_dir,
+            Some(PathBuf::from("/state/acp/permissions"))
+        );
+        let mut p = open_params();
+        p["permission_dir"] = json!("relative/dir");
+        assert!(decode("acp.open", p).is_err(), "a relative path is refused");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use parking_lot::Mutex;
 
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormField, FormSchema,
@@ -42,7 +43,7 @@ pub struct Elicitations {
 impl fmt::Debug for Elicitations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Elicitations")
-            .field("pending", &self.lock().len())
+            .field("pending", &self.pending.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -60,7 +61,7 @@ impl Elicitations {
             ElicitationMode::Form { schema } => Some(schema.clone()),
             ElicitationMode::Url { .. } => None,
         };
-        self.lock().insert(id, Pending { form, tx });
+        self.pending.lock().insert(id, Pending { form, tx });
         (id, rx)
     }
 
@@ -71,7 +72,7 @@ impl Elicitations {
         id: ElicitationPromptId,
         response: ElicitationResponse,
     ) -> Result<(), String> {
-        let mut pending = self.lock();
+        let mut pending = self.pending.lock();
         let Some(entry) = pending.get(&id) else {
             return Err(format!(
                 "elicitation {id} is not waiting for an answer (answered already, or the turn was cancelled)"
@@ -98,12 +99,7 @@ impl Elicitations {
 
     /// Forgets an elicitation without an answer.
     pub fn withdraw(&self, id: ElicitationPromptId) {
-        self.lock().remove(&id);
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<ElicitationPromptId, Pending>> {
-        // Every operation is one insert or remove: poison leaves it consistent.
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+        self.pending.lock().remove(&id);
     }
 }
 

@@ -6,8 +6,10 @@
 //! used indexes are kept; older ones are dropped with their watchers.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use acp_client::index::{FileIndex, IndexOptions};
 use rmpv::Value;
@@ -66,7 +68,7 @@ impl WorkspaceFiles {
     }
 
     fn index(&self, key: Key) -> acp_client::Result<Arc<FileIndex>> {
-        let mut list = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = self.indexes.lock();
         if let Some(pos) = list.iter().position(|(k, _)| *k == key) {
             let entry = list.remove(pos);
             let index = entry.1.clone();
@@ -145,7 +147,7 @@ mod tests {
         assert_eq!(paths(&v), vec!["main.rs"]);
         assert_eq!(msgpack::field(&v, "ready"), Some(&Value::from(true)));
         files.clone().complete(q).await.unwrap();
-        assert_eq!(files.indexes.lock().unwrap().len(), 1);
+        assert_eq!(files.indexes.lock().len(), 1);
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::batcher::EventQueue;
 use crate::editor::Editor;
@@ -445,8 +447,7 @@ impl NvimHost {
     }
 
     fn routes(&self) -> MutexGuard<'_, Routes> {
-        // Every Routes operation leaves it consistent, so poison is ignored.
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+        self.routes.lock()
     }
 
     /// Runs `f` on the routes and queues what it produced. The lock is held
@@ -1118,16 +1119,16 @@ mod tests {
             Ok(())
         }
         async fn fs_read(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().unwrap().push(args);
+            self.seen.lock().push(args);
             Ok(self.read.clone())
         }
         async fn fs_write(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().unwrap().push(args);
+            self.seen.lock().push(args);
             Ok(self.write.clone())
         }
         /// Answers with `read`, like a buffer read.
         async fn before_turn(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().unwrap().push(args);
+            self.seen.lock().push(args);
             Ok(self.read.clone())
         }
     }
@@ -1156,7 +1157,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got.as_deref(), Some("b\nc\n"));
-        let args = &fs.seen.lock().unwrap()[0];
+        let args = &fs.seen.lock()[0];
         assert_eq!(
             msgpack::to_json(args),
             json!({"path": "/p/a.txt", "line": 2, "limit": 2})
@@ -1239,7 +1240,7 @@ mod tests {
             }
         );
         assert_eq!(
-            msgpack::to_json(&fs.seen.lock().unwrap()[0]),
+            msgpack::to_json(&fs.seen.lock()[0]),
             json!({"path": "/p/a.txt", "content": "new\n"})
         );
     }
@@ -1311,12 +1312,12 @@ mod tests {
         let path = Path::new("/p/a.txt");
         // A session with no chat yet: nothing to ask.
         assert_eq!(host.text_before_turn(&sid("s1"), path).await.unwrap(), None);
-        assert!(fs.seen.lock().unwrap().is_empty());
+        assert!(fs.seen.lock().is_empty());
         host.register(sid("s1"), chat("c7"), None);
         let got = host.text_before_turn(&sid("s1"), path).await.unwrap();
         assert_eq!(got.as_deref(), Some("old\n"));
         assert_eq!(
-            msgpack::to_json(&fs.seen.lock().unwrap()[0]),
+            msgpack::to_json(&fs.seen.lock()[0]),
             json!({"chat_id": "c7", "path": "/p/a.txt"})
         );
     }
@@ -1337,7 +1338,7 @@ mod tests {
         host.write_text_file(&w).await.unwrap();
         host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
         host.write_text_file(&w).await.unwrap();
-        let seen = fs.seen.lock().unwrap();
+        let seen = fs.seen.lock();
         assert_eq!(
             msgpack::to_json(&seen[0]),
             json!({"path": "/p/a.txt", "content": "old\n", "restore": true, "base": "new\n"})

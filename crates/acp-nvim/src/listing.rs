@@ -50,7 +50,7 @@ pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, ling
                 message,
                 deleted,
             };
-        let agent = match agents.acquire(&request.agent, &request.cwd, &user, None, None) {
+        let agent = match agents.acquire(&request.agent, &request.cwd, &user, None, None, None) {
             Ok(agent) => agent,
             Err(e) => {
                 events.push(answer(

@@ -4,10 +4,10 @@
 //! acp-client numbers permission requests per agent, so two agents can both
 //! have a request 1. The plugin answers by id without knowing the agent, so
 //! the backend hands out its own ids, unique for the backend's lifetime.
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+
+use parking_lot::Mutex;
 
 use tokio::sync::oneshot;
 
@@ -37,7 +37,7 @@ impl Prompts {
     pub fn open(&self) -> (PromptId, oneshot::Receiver<Answer>) {
         let id = PromptId(self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(id, tx);
+        self.pending.lock().insert(id, tx);
         (id, rx)
     }
 
@@ -45,7 +45,7 @@ impl Prompts {
     /// pending (answered already, or withdrawn because the turn was
     /// cancelled: a normal race with the user's key press).
     pub fn answer(&self, id: PromptId, answer: Answer) -> bool {
-        match self.lock().remove(&id) {
+        match self.pending.lock().remove(&id) {
             Some(tx) => tx.send(answer).is_ok(),
             None => false,
         }
@@ -53,25 +53,17 @@ impl Prompts {
 
     /// Forgets a prompt without an answer.
     pub fn withdraw(&self, id: PromptId) {
-        self.lock().remove(&id);
+        self.pending.lock().remove(&id);
     }
 
     /// How many prompts are pending.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.pending.lock().len()
     }
 
     /// True when no prompt is pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PromptId, oneshot::Sender<Answer>>> {
-        // A panic while holding this lock cannot leave the map inconsistent
-        // (every operation is a single insert or remove), so poison is ignored.
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

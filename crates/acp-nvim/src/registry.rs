@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_client::registry::install::{CancelToken, InstallOptions, InstalledAgent, Installer};
@@ -98,7 +98,7 @@ impl RegistryCommand {
 #[derive(Debug, Clone)]
 pub struct Installs {
     events: EventQueue,
-    running: Arc<Mutex<HashMap<String, CancelToken>>>,
+    running: Arc<parking_lot::Mutex<HashMap<String, CancelToken>>>,
 }
 
 /// How often download progress goes to Lua at most.
@@ -113,10 +113,6 @@ impl Installs {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancelToken>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Runs one command; long work goes to its own task.
     pub fn handle(&self, cmd: RegistryCommand) {
         match cmd {
@@ -126,18 +122,18 @@ impl Installs {
                 mode,
             } => {
                 let events = self.events.clone();
-                let installing: Vec<String> = self.lock().keys().cloned().collect();
+                let installing: Vec<String> = self.running.lock().keys().cloned().collect();
                 tokio::task::spawn_blocking(move || {
                     events.push(list(request_id, &places, mode, &installing));
                 });
             }
             RegistryCommand::Install { id, places } => self.install(id, places),
-            RegistryCommand::Cancel { id } => match self.lock().get(&id) {
+            RegistryCommand::Cancel { id } => match self.running.lock().get(&id) {
                 Some(token) => token.cancel(),
                 None => tracing::debug!(%id, "cancel of an install that is not running"),
             },
             RegistryCommand::Remove { id, places } => {
-                if self.lock().contains_key(&id) {
+                if self.running.lock().contains_key(&id) {
                     self.events.push(Event::AgentRemoved {
                         id: id.clone(),
                         removed: false,
@@ -175,7 +171,7 @@ impl Installs {
     fn install(&self, id: String, places: Places) {
         let token = CancelToken::new();
         {
-            let mut running = self.lock();
+            let mut running = self.running.lock();
             if running.contains_key(&id) {
                 self.events.push(Event::Warning {
                     chat_id: None,
@@ -188,7 +184,7 @@ impl Installs {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let result = install_blocking(&this.events, &id, &places, &token);
-            this.lock().remove(&id);
+            this.running.lock().remove(&id);
             this.events.push(match result {
                 Ok(installed) => installed_event(&installed),
                 Err(e) => {
@@ -205,7 +201,7 @@ impl Installs {
 
     /// Cancels every running install (the backend is stopping).
     pub fn cancel_all(&self) {
-        for token in self.lock().values() {
+        for token in self.running.lock().values() {
             token.cancel();
         }
     }

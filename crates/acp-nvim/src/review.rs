@@ -102,11 +102,11 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     let found = cmd.chat_id().and_then(|chat| agents.find_chat(chat));
     match cmd {
         ReviewCommand::Files { .. } => match found {
-            Some((agent, session)) => wire::encode(&agent.conn.review_files(&session)),
+            Some((agent, session)) => wire::encode(&agent.conn.review(&session).files()),
             None => Value::Array(Vec::new()),
         },
         ReviewCommand::File { path, .. } => found
-            .and_then(|(agent, session)| agent.conn.review_file(&session, path))
+            .and_then(|(agent, session)| agent.conn.review(&session).file(path))
             .map_or(Value::Nil, |r| review_reply(&r)),
         other => {
             tracing::warn!(command = other.name(), "not a review query");
@@ -185,9 +185,7 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
         ReviewCommand::Reject { target, .. } => {
             reject(&agent, &session, &chat, events, target).await
         }
-        ReviewCommand::Delete { path, .. } => {
-            agent.conn.delete_reviewed_file(&session, &path).await
-        }
+        ReviewCommand::Delete { path, .. } => agent.conn.review(&session).delete_file(&path).await,
         ReviewCommand::UserEdit {
             path,
             content,
@@ -216,12 +214,12 @@ async fn accept(
     match target {
         ReviewTarget::Hunks { path, ids } => {
             for id in ids {
-                conn.accept_hunk(session, &path, id).await?;
+                conn.review(session).accept_hunk(&path, id)?;
             }
             Ok(())
         }
-        ReviewTarget::File { path } => conn.accept_file(session, &path).await,
-        ReviewTarget::All => conn.accept_all(session).await.map(drop),
+        ReviewTarget::File { path } => conn.review(session).accept_file(&path),
+        ReviewTarget::All => conn.review(session).accept_all().map(drop),
     }
 }
 
@@ -238,7 +236,8 @@ impl<'a> Restoring<'a> {
         for path in &paths {
             let current = agent
                 .conn
-                .review_file(session, path)
+                .review(session)
+                .file(path)
                 .and_then(|r| r.current);
             agent.host.begin_restore(session, path, current);
         }
@@ -269,7 +268,8 @@ async fn reject(
     let paths = match &target {
         ReviewTarget::Hunks { path, .. } | ReviewTarget::File { path } => vec![path.clone()],
         ReviewTarget::All => conn
-            .review_files(session)
+            .review(session)
+            .files()
             .into_iter()
             .map(|f| f.path)
             .collect(),
@@ -279,18 +279,18 @@ async fn reject(
     match target {
         ReviewTarget::Hunks { path, ids } => {
             for id in ids {
-                if conn.reject_hunk(session, &path, id).await? == RejectOutcome::Delete {
+                if conn.review(session).reject_hunk(&path, id).await? == RejectOutcome::Delete {
                     deletes.push(path.clone());
                 }
             }
         }
         ReviewTarget::File { path } => {
-            if conn.reject_file(session, &path).await? == RejectOutcome::Delete {
+            if conn.review(session).reject_file(&path).await? == RejectOutcome::Delete {
                 deletes.push(path);
             }
         }
         ReviewTarget::All => {
-            for r in conn.reject_all(session).await? {
+            for r in conn.review(session).reject_all().await? {
                 if r.outcome == RejectOutcome::Delete {
                     deletes.push(r.path);
                 }
@@ -314,11 +314,11 @@ async fn user_edit(
     accept_lines: Option<(usize, usize)>,
 ) -> acp_client::Result<()> {
     let conn = &agent.conn;
-    conn.record_user_edit(session, path, content)?;
+    conn.review(session).record_user_edit(path, content)?;
     let Some((start, end)) = accept_lines else {
         return Ok(());
     };
-    conn.accept_lines(session, path, start, end).await
+    conn.review(session).accept_lines(path, start, end)
 }
 
 #[cfg(test)]

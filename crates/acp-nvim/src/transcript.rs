@@ -21,8 +21,10 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
 
 use serde_json::{json, Value as Json};
 
@@ -203,11 +205,6 @@ impl Transcripts {
         Arc::new(Self::default())
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<ChatId, Writer>> {
-        // Each operation leaves the map consistent: poison is ignored.
-        self.writers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Announces the transcript of `session_id` in `chat`, at `path`; it
     /// starts with the chat's `session_started` for that session. Replaces
     /// what the chat had (its previous session's file is flushed).
@@ -239,7 +236,7 @@ impl Transcripts {
             pending: None,
             dirty: false,
         };
-        if let Some(mut old) = self.lock().insert(chat.clone(), writer) {
+        if let Some(mut old) = self.writers.lock().insert(chat.clone(), writer) {
             if let Err(e) = old.flush() {
                 tracing::warn!(path = %old.path.display(), "could not write a transcript: {e}");
             }
@@ -249,7 +246,7 @@ impl Transcripts {
     /// Flushes and forgets the transcript of `chat` if it is the one of
     /// `session_id` (a newer session of the same chat stays).
     pub fn close(&self, chat: &ChatId, session_id: &str) {
-        let mut writers = self.lock();
+        let mut writers = self.writers.lock();
         if writers
             .get(chat)
             .is_some_and(|w| w.session_id == session_id)
@@ -268,10 +265,7 @@ impl Transcripts {
             self.record(event);
         }
         let due = {
-            let mut last = self
-                .last_flush
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut last = self.last_flush.lock();
             let now = Instant::now();
             match *last {
                 Some(t) if now.duration_since(t) < FLUSH_EVERY => false,
@@ -298,7 +292,7 @@ impl Transcripts {
         let Some(chat) = event.chat_id() else {
             return;
         };
-        let mut writers = self.lock();
+        let mut writers = self.writers.lock();
         let Some(writer) = writers.get_mut(chat) else {
             return;
         };
@@ -330,7 +324,7 @@ impl Transcripts {
 
     /// Writes what is buffered.
     pub fn flush_all(&self) {
-        for w in self.lock().values_mut() {
+        for w in self.writers.lock().values_mut() {
             if w.dirty || w.pending.is_some() {
                 if let Err(e) = w.flush() {
                     tracing::warn!(path = %w.path.display(), "could not write a transcript: {e}");

@@ -112,6 +112,7 @@ impl Rig {
             resume_session_id: None,
             auto_allow: None,
             remember: None,
+            permission_dir: None,
             auth_method_id: None,
             transcript_dir: None,
             additional_directories: Vec::new(),

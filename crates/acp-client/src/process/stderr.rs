@@ -6,7 +6,9 @@
 //! So the drain only copies bytes into a fixed ring and, when debug logging
 //! for [`LOG_TARGET`] is on, logs each line cut to [`LOG_LINE_MAX`] bytes.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStderr;
@@ -111,9 +113,7 @@ pub(super) async fn drain(mut stderr: ChildStderr, tail: Arc<Mutex<Tail>>, agent
             }
         };
         let chunk = &buf[..n];
-        tail.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(chunk);
+        tail.lock().push(chunk);
         if tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
             log.feed(chunk);
         } else {
@@ -238,7 +238,7 @@ mod tests {
 
     impl Write for Captured {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            self.0.lock().extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -259,7 +259,7 @@ mod tests {
             let mut log = LineLog::new("fake-agent".into());
             feed(&mut log);
         });
-        let bytes = out.0.lock().unwrap().clone();
+        let bytes = out.0.lock().clone();
         String::from_utf8(bytes).unwrap()
     }
 

@@ -19,7 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -766,7 +766,7 @@ impl Installer {
             status: format!("could not start: {e}"),
             output_tail: String::new(),
         })?;
-        let tail = Arc::new(Mutex::new(OutputTail::default()));
+        let tail = Arc::new(parking_lot::Mutex::new(OutputTail::default()));
         let readers: Vec<_> = [
             child
                 .stdout
@@ -787,9 +787,7 @@ impl Installer {
                     if n == 0 {
                         break;
                     }
-                    tail.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(&buf[..n]);
+                    tail.lock().push(&buf[..n]);
                 }
             })
         })
@@ -823,7 +821,7 @@ impl Installer {
         if status.success() {
             return Ok(());
         }
-        let output_tail = tail.lock().unwrap_or_else(PoisonError::into_inner).text();
+        let output_tail = tail.lock().text();
         let status = match status.code() {
             Some(code) => format!("exited with code {code}"),
             None => "was killed".to_owned(),

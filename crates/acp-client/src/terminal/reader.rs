@@ -3,8 +3,10 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use tokio::io::unix::AsyncFd;
 use tokio::process::Child;
@@ -13,8 +15,7 @@ use tokio::time::Instant;
 
 use super::buffer::{incomplete_tail_len, leading_continuation_len, TailBuffer};
 use super::spawn::exit_of;
-use super::{lock, TerminalEvent, TerminalExit, TerminalId};
-use crate::host::{ClientEvent, EventSink};
+use super::{TerminalEvent, TerminalExit, TerminalId};
 use crate::update::SessionId;
 
 /// At most one output event per terminal per this interval: a command
@@ -54,7 +55,7 @@ pub(super) struct OutputSink {
     pub output: Arc<Mutex<TailBuffer>>,
     /// Output not yet sent in an event, bounded by the terminal's limit.
     pub backlog: TailBuffer,
-    pub events: EventSink,
+    pub events: super::TerminalSink,
     pub last_event: Option<Instant>,
     pub flush_at: Option<Instant>,
 }
@@ -169,7 +170,7 @@ fn drain_written(pipe: &File, buf: &mut [u8], sink: &mut OutputSink) -> bool {
 
 impl OutputSink {
     fn record(&mut self, bytes: &[u8]) {
-        lock(&self.output).push(bytes);
+        self.output.lock().push(bytes);
         self.backlog.push(bytes);
     }
 
@@ -214,6 +215,6 @@ impl OutputSink {
     }
 
     fn emit(&self, event: TerminalEvent) {
-        (self.events)(ClientEvent::Terminal(event));
+        (self.events)(event);
     }
 }

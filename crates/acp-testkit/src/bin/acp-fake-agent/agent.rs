@@ -9,8 +9,10 @@
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use serde_json::{json, Value};
 
@@ -95,7 +97,7 @@ impl Agent {
 
     /// Locks the mutable state (never write to stdout while holding it).
     pub fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 
     /// Serves stdin until it closes.

@@ -1,7 +1,8 @@
 //! Cancellation of one turn by `session/cancel`.
 
-use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 
 /// Set once by `session/cancel`; waited on by steps that block.
 #[derive(Debug, Default)]
@@ -13,48 +14,37 @@ pub struct CancelToken {
 impl CancelToken {
     /// Marks the turn cancelled and wakes whoever waits.
     pub fn cancel(&self) {
-        *self.flag() = true;
+        *self.cancelled.lock() = true;
         self.changed.notify_all();
     }
 
     /// Whether `session/cancel` reached this turn.
     pub fn is_cancelled(&self) -> bool {
-        *self.flag()
+        *self.cancelled.lock()
     }
 
     /// Blocks until cancelled.
     pub fn wait(&self) {
-        let mut cancelled = self.flag();
+        let mut cancelled = self.cancelled.lock();
         while !*cancelled {
-            cancelled = self
-                .changed
-                .wait(cancelled)
-                .unwrap_or_else(PoisonError::into_inner);
+            self.changed.wait(&mut cancelled);
         }
     }
 
     /// Sleeps for `duration` or until cancelled; returns whether cancelled.
     pub fn sleep(&self, duration: Duration) -> bool {
         let deadline = Instant::now() + duration;
-        let mut cancelled = self.flag();
+        let mut cancelled = self.cancelled.lock();
         while !*cancelled {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            cancelled = self
+            if self
                 .changed
-                .wait_timeout(cancelled, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+                .wait_until(&mut cancelled, deadline)
+                .timed_out()
+            {
+                return *cancelled;
+            }
         }
         true
-    }
-
-    fn flag(&self) -> std::sync::MutexGuard<'_, bool> {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

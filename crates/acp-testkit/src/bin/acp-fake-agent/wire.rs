@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Stdout, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use serde_json::{json, Value};
 
@@ -93,7 +95,7 @@ impl Out {
     /// Locks stdout for a sequence of writes; call [`OutLock::flush`] at the end.
     pub fn lock(&self) -> OutLock<'_> {
         OutLock {
-            writer: self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            writer: self.writer.lock(),
         }
     }
 
@@ -206,7 +208,7 @@ impl Pending {
     }
 
     fn table(&self) -> MutexGuard<'_, HashMap<String, mpsc::Sender<Reply>>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+        self.waiting.lock()
     }
 }
 

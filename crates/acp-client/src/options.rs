@@ -1,0 +1,74 @@
+//! The tunables of a connection, shared by the connection and the session
+//! layer below it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::codec::DEFAULT_MAX_LINE_BYTES;
+use crate::terminal::DEFAULT_OUTPUT_CAP;
+
+/// Tunables of a connection. `Default` gives sensible values for editors.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// Sent as `clientInfo` in `initialize`.
+    pub client_name: String,
+    /// Sent as `clientInfo.version` in `initialize`.
+    pub client_version: String,
+    /// A line from the agent longer than this fails the connection.
+    pub max_line_bytes: usize,
+    /// How long `initialize` may take (agents behind `npx` may download first).
+    pub initialize_timeout: Option<Duration>,
+    /// Timeout for every other request except `session/prompt`, which runs as
+    /// long as the agent works.
+    pub request_timeout: Option<Duration>,
+    /// Messages queued for an agent that stopped reading before calls fail
+    /// with [`Error::Backpressure`](crate::Error::Backpressure).
+    pub outgoing_queue: usize,
+    /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
+    pub shutdown_grace: Duration,
+    /// Upper bound for one whole-file `fs/read_text_file` from disk.
+    pub max_read_bytes: usize,
+    /// Memory bound of a terminal's output when the agent gives no limit.
+    pub terminal_output_cap: usize,
+    /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
+    /// allowed without asking. Empty by default: ask for everything.
+    pub auto_allow_kinds: Vec<String>,
+    /// Paths outside every session workspace that the editor's policy lets
+    /// agents read and write anyway.
+    pub allowed_paths: Vec<PathBuf>,
+    /// Environment variables the user pinned for every `terminal/create`:
+    /// applied after the agent's `env`, so an agent can neither change nor
+    /// blank them (e.g. `PATH`, `GIT_SSH_COMMAND`, a proxy).
+    pub pinned_env: Vec<(String, String)>,
+    /// Advertise `clientCapabilities.auth.terminal`: the editor can run the
+    /// agent's own command with a `terminal` auth method's args and env in
+    /// an interactive terminal. Agents offer such methods only then.
+    pub terminal_auth: bool,
+    /// Answer `fs/read_text_file` of a missing file inside the session's
+    /// workspace with empty content instead of the spec's `-32002`. Off by
+    /// default. gemini-cli (0.61) reads a file before creating it and gives
+    /// up when the read fails (its issue 9280), so without this it cannot
+    /// create files through a spec-correct client.
+    pub missing_file_read_empty: bool,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        Self {
+            client_name: "acp-client".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            initialize_timeout: Some(Duration::from_secs(60)),
+            request_timeout: None,
+            outgoing_queue: 4096,
+            shutdown_grace: Duration::from_secs(2),
+            max_read_bytes: 64 * 1024 * 1024,
+            terminal_output_cap: DEFAULT_OUTPUT_CAP,
+            auto_allow_kinds: Vec::new(),
+            allowed_paths: Vec::new(),
+            pinned_env: Vec::new(),
+            terminal_auth: false,
+            missing_file_read_empty: false,
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The session layer above the JSON-RPC engine: every session of one
+//! connection (its model, workspace and cwd), the permission prompts
+//! waiting for the editor and the memory that answers some of them, the
+//! agent's terminals, and the feed of typed edit events into edit review
+//! ([`crate::tracking`]). It serves the agent's messages as the engine's
+//! [`Handler`](crate::engine::Handler) (see [`crate::dispatch`]).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
+use crate::engine::CloseReason;
+use crate::error::{Error, Result};
+use crate::fs::Workspace;
+use crate::host::{ClientEvent, EditorHost, EventSink};
+use crate::options::ConnectionOptions;
+use crate::permission::{PermissionPolicy, PermissionRequestId};
+use crate::process::{AgentProcess, ExitInfo};
+use crate::session::{SessionChange, SessionState};
+use crate::terminal::TerminalManager;
+use crate::tracking::{Reviews, ToolFacts};
+use crate::update::{self, SessionId, SessionUpdate, ToolStatus};
+use crate::update::{Content, ToolContent};
+
+/// A permission prompt waiting for the editor.
+pub(crate) struct PendingPermission {
+    pub session_id: SessionId,
+    pub cancel: oneshot::Sender<()>,
+}
+
+/// An elicitation waiting for the editor.
+pub(crate) struct PendingElicitation {
+    pub scope: ElicitationScope,
+    pub cancel: oneshot::Sender<()>,
+}
+
+/// Per-session state kept by the connection.
+#[derive(Debug)]
+pub(crate) struct SessionSlot {
+    pub state: SessionState,
+    pub workspace: Workspace,
+    pub cwd: PathBuf,
+}
+
+/// Cap on `ProtocolWarning` events, so an agent printing garbage in a loop
+/// cannot flood the editor; everything is still logged.
+const MAX_WARNING_EVENTS: usize = 100;
+
+/// Everything above the engine that one connection owns.
+pub(crate) struct Sessions {
+    pub host: Arc<dyn EditorHost>,
+    pub options: ConnectionOptions,
+    pub events: EventSink,
+    pub slots: Mutex<HashMap<SessionId, SessionSlot>>,
+    pub permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
+    pub permission_policy: Mutex<PermissionPolicy>,
+    next_permission_id: AtomicU64,
+    pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    /// Tool calls the user answered with an `allow_always` option, until
+    /// they complete or fail; and the sessions whose agent refused such an
+    /// answer (see [`Sessions::check_always_refused`]).
+    pub always_answered: Mutex<HashSet<(SessionId, String)>>,
+    pub always_refused: Mutex<HashSet<SessionId>>,
+    /// URL elicitations the user accepted, until `elicitation/complete`.
+    pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
+    next_elicitation_id: AtomicU64,
+    pub terminals: TerminalManager,
+    /// Agent edits under review, per session.
+    pub review: Reviews,
+    pub process: Option<Arc<AgentProcess>>,
+    /// While a `session/new` (or load/resume) is in flight, updates for a
+    /// session id we do not know yet create it: some agents (claude-agent-acp
+    /// sends `available_commands_update` from a timer) race the response.
+    pub sessions_opening: AtomicUsize,
+    warned_sessions: Mutex<HashSet<String>>,
+    warnings_sent: AtomicUsize,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("sessions", &self.slots.lock().len())
+            .field("prompts", &self.permissions_pending.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    pub(crate) fn new(
+        host: Arc<dyn EditorHost>,
+        options: ConnectionOptions,
+        process: Option<Arc<AgentProcess>>,
+    ) -> Self {
+        let host_for_events = host.clone();
+        let events: EventSink = Arc::new(move |e| host_for_events.on_event(e));
+        let terminal_events = events.clone();
+        let terminals = TerminalManager::new(
+            Arc::new(move |e| terminal_events(ClientEvent::Terminal(e))),
+            options.terminal_output_cap,
+        );
+        let review = Reviews::new(events.clone(), host.clone(), options.max_read_bytes);
+        let mut policy = PermissionPolicy::new();
+        policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());
+        Sessions {
+            host,
+            events,
+            slots: Mutex::new(HashMap::new()),
+            permissions_pending: Mutex::new(HashMap::new()),
+            permission_policy: Mutex::new(policy),
+            next_permission_id: AtomicU64::new(1),
+            elicitations_pending: Mutex::new(HashMap::new()),
+            always_answered: Mutex::new(HashSet::new()),
+            always_refused: Mutex::new(HashSet::new()),
+            url_elicitations: Mutex::new(HashMap::new()),
+            next_elicitation_id: AtomicU64::new(1),
+            terminals,
+            review,
+            process,
+            sessions_opening: AtomicUsize::new(0),
+            warned_sessions: Mutex::new(HashSet::new()),
+            warnings_sent: AtomicUsize::new(0),
+            options,
+        }
+    }
+
+    pub(crate) fn emit(&self, event: ClientEvent) {
+        (self.events)(event);
+    }
+
+    /// Emits a session's model changes, in order.
+    pub(crate) fn emit_changes(&self, session_id: &SessionId, changes: Vec<SessionChange>) {
+        for change in changes {
+            self.emit(ClientEvent::Session {
+                session_id: session_id.clone(),
+                change,
+            });
+        }
+    }
+
+    pub(crate) fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        if self.warnings_sent.fetch_add(1, Ordering::Relaxed) < MAX_WARNING_EVENTS {
+            self.emit(ClientEvent::ProtocolWarning { message });
+        }
+    }
+
+    pub(crate) fn next_permission_id(&self) -> PermissionRequestId {
+        PermissionRequestId(self.next_permission_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn next_elicitation_id(&self) -> ElicitationRequestId {
+        ElicitationRequestId(self.next_elicitation_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Cancels the session's pending prompts and elicitations (used by
+    /// `session/cancel` and close).
+    pub(crate) fn cancel_session_prompts(&self, session_id: &SessionId) {
+        self.cancel_permissions(|s| s == session_id);
+        self.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
+    }
+
+    /// The workspace and cwd of a session, or `-32002` for the agent.
+    pub(crate) fn workspace(&self, session_id: &SessionId) -> Result<(Workspace, PathBuf)> {
+        let slots = self.slots.lock();
+        let slot = slots
+            .get(session_id)
+            .ok_or_else(|| unknown_session(session_id))?;
+        Ok((slot.workspace.clone(), slot.cwd.clone()))
+    }
+
+    /// Answers matching pending permission prompts `cancelled`.
+    pub(crate) fn cancel_permissions(&self, mut filter: impl FnMut(&SessionId) -> bool) {
+        let cancelled: Vec<PendingPermission> = {
+            let mut map = self.permissions_pending.lock();
+            let ids: Vec<PermissionRequestId> = map
+                .iter()
+                .filter(|(_, p)| filter(&p.session_id))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for p in cancelled {
+            // The handler task sees this, replies `cancelled`, and emits the event.
+            let _ = p.cancel.send(());
+        }
+    }
+
+    /// Answers matching pending elicitations `cancel`.
+    pub(crate) fn cancel_elicitations(&self, mut filter: impl FnMut(&ElicitationScope) -> bool) {
+        let cancelled: Vec<PendingElicitation> = {
+            let mut map = self.elicitations_pending.lock();
+            let ids: Vec<ElicitationRequestId> = map
+                .iter()
+                .filter(|(_, p)| filter(&p.scope))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for p in cancelled {
+            // The handler task replies `cancel` and emits the event.
+            let _ = p.cancel.send(());
+        }
+    }
+
+    /// gemini-cli offers "allow always" and then, in a folder it does not
+    /// trust, fails the tool call with "Cannot enable privileged approval
+    /// modes in an untrusted folder." When a tool call answered "always"
+    /// fails that way, the session's later prompts offer the once options
+    /// only (dispatch filters them), and the user is told why.
+    fn check_always_refused(&self, session_id: &SessionId, update: &SessionUpdate) {
+        let (SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)) = update else {
+            return;
+        };
+        let finished = matches!(f.status, Some(ToolStatus::Failed | ToolStatus::Completed));
+        if !finished {
+            return;
+        }
+        let key = (session_id.clone(), f.tool_call_id.0.to_string());
+        if !self.always_answered.lock().remove(&key) || f.status != Some(ToolStatus::Failed) {
+            return;
+        }
+        let mut text = String::new();
+        for c in f.content.iter().flatten() {
+            if let ToolContent::Content {
+                content: Content::Known(crate::schema::ContentBlock::Text(t)),
+            } = c
+            {
+                text.push_str(&t.text);
+            }
+        }
+        if let Some(raw) = &f.raw_output {
+            text.push_str(&raw.to_string());
+        }
+        if !text.contains("untrusted folder")
+            || !self.always_refused.lock().insert(session_id.clone())
+        {
+            return;
+        }
+        self.emit(ClientEvent::Session {
+            session_id: session_id.clone(),
+            change: SessionChange::Notice {
+                severity: "warning".into(),
+                title: "The agent refused an \"always\" answer: it does not trust this folder".into(),
+                description: Some(
+                    "From now on this session offers the once options only. Trust the folder in the agent (gemini: /permissions) to use \"always\" again.".into(),
+                ),
+            },
+        });
+    }
+
+    /// Applies a decoded update to its session and emits the changes.
+    pub(crate) fn apply_update(&self, notification: update::SessionNotification) {
+        let session_id = notification.session_id;
+        self.check_always_refused(&session_id, &notification.update);
+        // Tool calls feed edit review (tracking.rs) once the session is live.
+        let tool_call = match &notification.update {
+            SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)
+                if self.review.is_live(&session_id) =>
+            {
+                Some((
+                    f.tool_call_id.clone(),
+                    f.status == Some(ToolStatus::Completed),
+                ))
+            }
+            _ => None,
+        };
+        let mut facts = None;
+        let changes = {
+            let mut slots = self.slots.lock();
+            match slots.get_mut(&session_id) {
+                Some(slot) => {
+                    let changes = slot.state.apply(notification.update);
+                    facts = tool_call.and_then(|(id, completed)| {
+                        slot.state
+                            .tool_call(&id)
+                            .map(|tc| ToolFacts::of_state(tc, completed))
+                    });
+                    changes
+                }
+                None if self.sessions_opening.load(Ordering::Acquire) > 0 => {
+                    let mut state = SessionState::new(session_id.clone());
+                    let changes = state.apply(notification.update);
+                    slots.insert(
+                        session_id.clone(),
+                        SessionSlot {
+                            state,
+                            workspace: Workspace::new(Vec::new()),
+                            cwd: PathBuf::new(),
+                        },
+                    );
+                    changes
+                }
+                None => {
+                    drop(slots);
+                    if self.warned_sessions.lock().insert(session_id.to_string()) {
+                        self.warn(format!(
+                            "the agent sent updates for unknown session `{session_id}`; they are ignored"
+                        ));
+                    }
+                    return;
+                }
+            }
+        };
+        self.emit_changes(&session_id, changes);
+        if let Some(facts) = facts {
+            self.review.on_tool_call(&session_id, facts);
+        }
+    }
+
+    /// The reason to close with once the agent's output ended: its exit
+    /// status when this connection spawned it (after a grace period, then
+    /// killing it), or the read failure.
+    pub(crate) async fn input_ended(&self, failure: Option<CloseReason>) -> CloseReason {
+        let grace = self.options.shutdown_grace;
+        match failure {
+            Some(r) => {
+                // The agent is unusable; do not leave it running.
+                if let Some(p) = &self.process {
+                    p.shutdown(grace).await;
+                }
+                r
+            }
+            None => match &self.process {
+                Some(p) => {
+                    // stdout closed: the agent is exiting. Give it a moment so
+                    // the error carries its real exit status; kill it if it
+                    // lingers.
+                    let status = match tokio::time::timeout(grace, p.exited()).await {
+                        Ok(s) => s,
+                        Err(_) => p.shutdown(grace).await,
+                    };
+                    CloseReason::Exited {
+                        status,
+                        stderr_tail: p.stderr_tail(),
+                    }
+                }
+                None => CloseReason::Exited {
+                    status: ExitInfo {
+                        code: None,
+                        signal: None,
+                    },
+                    stderr_tail: String::new(),
+                },
+            },
+        }
+    }
+
+    /// After the agent's output ended: its terminals go, and the editor is
+    /// told the agent exited (unless the editor shut it down itself).
+    pub(crate) async fn closed(&self, reason: CloseReason, first: bool) {
+        self.terminals.release_all().await;
+        if !first {
+            return;
+        }
+        if let CloseReason::Exited {
+            status,
+            stderr_tail,
+        } = reason
+        {
+            self.emit(ClientEvent::AgentExited {
+                status,
+                stderr_tail,
+            });
+        }
+    }
+}
+
+pub(crate) fn unknown_session(session_id: &SessionId) -> Error {
+    Error::NotFound(format!("unknown session `{session_id}`"))
+}
