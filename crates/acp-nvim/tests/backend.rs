@@ -429,27 +429,38 @@ async fn an_agent_that_wants_a_login_asks_for_it() {
     assert!(ids.contains(&"fake-login"), "{auth}");
 }
 
-#[tokio::test]
-async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
+/// A rig whose Lua has `notes.txt` open with unsaved edits, reading as
+/// `read`, and whose agent reads it (`read_params`), then writes it.
+fn modified_buffer_rig(read: &str, read_params: Json) -> (Rig, PathBuf) {
     let lua = FakeLua {
-        read: Value::from("unsaved buffer text\n"),
+        read: Value::from(read),
         write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
         calls: Mutex::default(),
     };
-    let mut rig = Rig::new(lua);
+    let rig = Rig::new(lua);
     let cwd = rig.cwd();
     std::fs::write(cwd.join("notes.txt"), "disk text\n").unwrap();
+    let mut read_step = json!({"type": "call", "method": "fs/read_text_file",
+        "saveAs": "r", "onOk": [{"type": "text", "text": "read: {{r.content}}"}]});
+    read_step["params"] = read_params;
     let scenario = acp_testkit::write_scenario(
         &cwd,
         &json!({"turns": [{"steps": [
-            {"type": "call", "method": "fs/read_text_file",
-             "params": {"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}, "saveAs": "r",
-             "onOk": [{"type": "text", "text": "read: {{r.content}}"}]},
+            read_step,
             {"type": "call", "method": "fs/write_text_file",
              "params": {"path": "{{cwd}}/notes.txt", "content": "agent text\n"}}
         ]}]}),
     );
     rig.open("a", &scenario);
+    (rig, cwd)
+}
+
+#[tokio::test]
+async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
+    let (mut rig, cwd) = modified_buffer_rig(
+        "unsaved buffer text\n",
+        json!({"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}),
+    );
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "go");
     let edited = rig.wait_type("a", "file_edited").await;
@@ -473,24 +484,10 @@ async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk()
 
 #[tokio::test]
 async fn a_range_read_makes_the_whole_buffer_the_base_of_the_next_write() {
-    let lua = FakeLua {
-        read: Value::from("line 3\n"),
-        write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
-        calls: Mutex::default(),
-    };
-    let mut rig = Rig::new(lua);
-    let cwd = rig.cwd();
-    std::fs::write(cwd.join("notes.txt"), "disk text\n").unwrap();
-    let scenario = acp_testkit::write_scenario(
-        &cwd,
-        &json!({"turns": [{"steps": [
-            {"type": "call", "method": "fs/read_text_file",
-             "params": {"path": "{{cwd}}/notes.txt", "line": 3, "limit": 1}},
-            {"type": "call", "method": "fs/write_text_file",
-             "params": {"path": "{{cwd}}/notes.txt", "content": "agent text\n"}}
-        ]}]}),
+    let (mut rig, _) = modified_buffer_rig(
+        "line 3\n",
+        json!({"path": "{{cwd}}/notes.txt", "line": 3, "limit": 1}),
     );
-    rig.open("a", &scenario);
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "go");
     rig.wait_type("a", "turn_ended").await;
