@@ -901,7 +901,9 @@ function Chat:on_terminal(ev)
   local term = self.terminals[id] or { output = "", released = false, truncated = false }
   self.terminals[id] = term
   local kind = ev.kind
-  if kind == "output" then
+  if kind == "started" then
+    term.command = ev.command
+  elseif kind == "output" then
     local data = ev.data or ""
     if ev.truncated then
       term.truncated = true

@@ -407,7 +407,8 @@ fn elicitation_event(
 
 fn terminal_session(event: &TerminalEvent) -> Option<SessionId> {
     match event {
-        TerminalEvent::Output { session_id, .. }
+        TerminalEvent::Started { session_id, .. }
+        | TerminalEvent::Output { session_id, .. }
         | TerminalEvent::Exited { session_id, .. }
         | TerminalEvent::Released { session_id, .. } => Some(session_id.clone()),
         _ => None,
