@@ -503,6 +503,12 @@ function Chat:submit()
     require("acp.prompt").remember(text)
     self.history_pos, self.history_draft = nil, nil
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
+    if vim.fn.pumvisible() == 1 and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+      -- Sent with <C-s> while the menu of a `/command` was open: the menu
+      -- and its info window stayed over the emptied prompt. No matches
+      -- close it; <C-e> would close it too but put the typed text back.
+      vim.fn.complete(1, {})
+    end
   end
 end
 
