@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e tui test demo chat-demo clean bench bench-smoke
+.PHONY: all build release lint unit e2e tui test datasafety demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -32,6 +32,17 @@ tui: build
 	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/tui/run.sh
 
 test: lint unit e2e tui
+
+# The data-safety property test at scale, from a random seed (printed; a
+# failure names the case to replay): `make datasafety CASES=1000`. The run's
+# time limit grows with it (about 0.2 s a case, times 10 for a busy machine).
+CASES ?= 1000
+STEPS ?= 10
+SEED ?= random
+datasafety: build
+	ACP_TEST_FILE_TIMEOUT="$$(( $(CASES) * $(STEPS) * 200 + 180000 ))" \
+	ACP_DATASAFETY_SEED="$(SEED)" ACP_DATASAFETY_CASES="$(CASES)" ACP_DATASAFETY_STEPS="$(STEPS)" \
+		ACP_NVIM="$$(scripts/find-nvim.sh)" tests/e2e/run.sh test_e2e_datasafety
 
 # The terminal chat example against the bundled demo agent.
 chat-demo:

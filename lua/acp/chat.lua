@@ -503,6 +503,12 @@ function Chat:submit()
     require("acp.prompt").remember(text)
     self.history_pos, self.history_draft = nil, nil
     api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
+    if vim.fn.pumvisible() == 1 and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+      -- Sent with <C-s> while the menu of a `/command` was open: the menu
+      -- and its info window stayed over the emptied prompt. No matches
+      -- close it; <C-e> would close it too but put the typed text back.
+      vim.fn.complete(1, {})
+    end
   end
 end
 
@@ -901,7 +907,9 @@ function Chat:on_terminal(ev)
   local term = self.terminals[id] or { output = "", released = false, truncated = false }
   self.terminals[id] = term
   local kind = ev.kind
-  if kind == "output" then
+  if kind == "started" then
+    term.command = ev.command
+  elseif kind == "output" then
     local data = ev.data or ""
     if ev.truncated then
       term.truncated = true

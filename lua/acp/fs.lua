@@ -128,6 +128,11 @@ local function apply_minimal(buf, old, new)
       api.nvim_buf_set_lines(buf, sa - 1, sa - 1 + ca, false, replacement)
     end
   end
+  -- Close this undo block too: a change made next (by a script, an
+  -- autocmd) must not join it, or `u` takes both back.
+  api.nvim_buf_call(buf, function()
+    vim.go.undolevels = vim.go.undolevels
+  end)
 end
 
 --- The whole text of a buffer, as a file would hold it.
@@ -135,6 +140,20 @@ end
 ---@return string
 function M.buffer_text(buf)
   return join(buf, 0, api.nvim_buf_get_lines(buf, 0, -1, false))
+end
+
+--- Whether a buffer stands for a file that does not exist yet and holds
+--- nothing: `:edit new.txt`, or the permission preview of a file the agent
+--- wants to create. Its one empty line is no text of the file ("\n" as the
+--- "before" made a created file look modified, and rejecting it left a
+--- 1-byte file).
+---@param buf integer
+---@return boolean
+function M.is_unborn(buf)
+  if vim.bo[buf].modified or api.nvim_buf_line_count(buf) ~= 1 or api.nvim_buf_get_lines(buf, 0, 1, false)[1] ~= "" then
+    return false
+  end
+  return util.uv.fs_stat(api.nvim_buf_get_name(buf)) == nil
 end
 
 --- Read a file's text; nil when it does not exist or cannot be read.
@@ -241,18 +260,18 @@ M.near_conflicts = {}
 ---@field path string
 ---@field content string
 ---@field restore? boolean a review reject restores text (not the agent's write)
----@field base? string with restore: the text review knew the file had
+---@field base? string the base of merging into a modified buffer: with restore, the text review knew the file had; else the text the agent last saw of the file (what fs/read_text_file answered, what a mention embedded, what it wrote); absent: the disk
 
 ---@class acp.FsWriteResult
 ---@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
----@field old_content? string the buffer's text before the write
+---@field old_content? string the buffer's text before the write (nil: the file is new)
 ---@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text is merged into it (right after this call), the backend writes the disk
 
 --- Write through a loaded buffer.
 --- - No buffer: handled=false (the backend writes the disk).
 --- - Unmodified buffer: minimal edits, saved; handled=true.
 --- - Modified buffer, agent write: the agent's text is merged into the
----   buffer (base: the file on disk before the write), the buffer stays
+---   buffer (base: what the agent last saw, else the disk), the buffer stays
 ---   modified; handled=false, kept_unsaved=true (the backend writes the
 ---   agent's text to disk, so the agent's view stays true).
 --- - Modified buffer, review restore: merged into the buffer against the
@@ -279,17 +298,27 @@ function M.write(args)
       M.near_conflicts[review.normalize(args.path)] = true
       return { handled = false, kept_unsaved = true }
     end
-    local base = M.read_disk(args.path) or ""
+    -- The agent changed what it last saw: the buffer it read (claude-code-acp
+    -- reads unsaved buffers and writes them back with its change), else the
+    -- disk. Against the disk, the user's own lines read as a conflict.
+    local base = args.base or M.read_disk(args.path) or ""
     -- Synced now: the review's refresh that follows this write must not
     -- merge the same change a second time.
     review.set_synced(args.path, content)
-    merge_later(buf, base, content)
+    if M.buffer_text(buf) == base then
+      -- The buffer is what the agent changed (it read it and nobody typed
+      -- since): the merge is the agent's text, applied now as one undo
+      -- step; no merge to ask the backend for.
+      M.apply_text(buf, content)
+    else
+      merge_later(buf, base, content)
+    end
     -- The backend writes `content` to disk next; the next :write of the
     -- buffer must not ask whether to overwrite it (acp.filestamp).
     require("acp.filestamp").merged(buf, content)
     return { handled = false, kept_unsaved = true }
   end
-  local old_content = M.buffer_text(buf)
+  local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil
   M.apply_text(buf, content)
   local ok, err = pcall(require("acp.review").own_write, args.path, function()
     api.nvim_buf_call(buf, function()

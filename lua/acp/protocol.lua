@@ -184,9 +184,10 @@ local M = {}
 ---@field option? acp.PermissionOption
 
 ---@class acp.ev.Terminal: acp.Event
----@field kind "output"|"exited"|"released"
+---@field kind "started"|"output"|"exited"|"released"
 ---@field session_id string
 ---@field terminal_id string
+---@field command? string started: the command line
 ---@field data? string output
 ---@field truncated? boolean output
 ---@field exit_status? {exit_code?: integer, signal?: string} exited

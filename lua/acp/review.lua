@@ -54,6 +54,7 @@ local CONFLICT_END = ">>>>>>> agent"
 ---@field chat_id? string the chat whose review is shown
 ---@field review? table the last `acp.review_file` answer of that chat
 ---@field known? string the text the backend was last told (or told us) the file has
+---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 
 ---@type table<string, acp.ReviewEntry>
 M.files = {}
@@ -72,13 +73,15 @@ M.pending = {}
 --- other resolutions move them. Their lines are accepted once that change is
 --- merged (see merge_pending).
 M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
----@type table<integer, boolean> buffers with review keys and autocmds
+---@type table<integer, boolean> buffers with review keys
 local attached = {}
+---@type table<integer, boolean> buffers whose edits are reported
+local reporting = {}
 ---@type table<string, boolean> paths whose BufWritePost is ours (fs.write)
 local own_writes = {}
 ---@type table<string, boolean> refreshes scheduled
 local scheduled = {}
----@type table<integer, {request_id: integer, path: string}> buffer -> preview shown
+---@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
 M.previews = {}
 
 local function normalize(path)
@@ -417,30 +420,15 @@ end
 
 local send_user_edit
 
-local function attach(buf)
-  if attached[buf] then
+--- Report the user's edits of a reviewed buffer (debounced). Stays when
+--- the review is done with: an undo then redo of the agent's edit makes it
+--- the review's again.
+---@param buf integer
+local function report_edits(buf)
+  if reporting[buf] then
     return
   end
-  attached[buf] = true
-  local k = keymaps()
-  map(buf, k.review_next, function()
-    M.jump(1)
-  end, "next agent hunk")
-  map(buf, k.review_prev, function()
-    M.jump(-1)
-  end, "previous agent hunk")
-  map(buf, k.review_accept, function()
-    M.decide("accept", {})
-  end, "accept the agent hunk under the cursor")
-  map(buf, k.review_reject, function()
-    M.decide("reject", {})
-  end, "reject the agent hunk under the cursor")
-  map(buf, k.review_accept_file, function()
-    M.decide("accept", { scope = "file" })
-  end, "accept every agent change of this file")
-  map(buf, k.review_reject_file, function()
-    M.decide("reject", { scope = "file" })
-  end, "reject every agent change of this file")
+  reporting[buf] = true
   local timer
   api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = api.nvim_create_augroup("acp_review_buf_" .. buf, { clear = true }),
@@ -477,6 +465,33 @@ local function attach(buf)
   })
 end
 
+local function attach(buf)
+  report_edits(buf)
+  if attached[buf] then
+    return
+  end
+  attached[buf] = true
+  local k = keymaps()
+  map(buf, k.review_next, function()
+    M.jump(1)
+  end, "next agent hunk")
+  map(buf, k.review_prev, function()
+    M.jump(-1)
+  end, "previous agent hunk")
+  map(buf, k.review_accept, function()
+    M.decide("accept", {})
+  end, "accept the agent hunk under the cursor")
+  map(buf, k.review_reject, function()
+    M.decide("reject", {})
+  end, "reject the agent hunk under the cursor")
+  map(buf, k.review_accept_file, function()
+    M.decide("accept", { scope = "file" })
+  end, "accept every agent change of this file")
+  map(buf, k.review_reject_file, function()
+    M.decide("reject", { scope = "file" })
+  end, "reject every agent change of this file")
+end
+
 local function detach(buf)
   if not attached[buf] then
     return
@@ -495,7 +510,6 @@ local function detach(buf)
       pcall(vim.keymap.del, "n", k[key], { buffer = buf })
     end
   end
-  pcall(api.nvim_del_augroup_by_name, "acp_review_buf_" .. buf)
 end
 
 --- Tell the backend what the user made of a reviewed buffer, unless the
@@ -523,7 +537,7 @@ function send_user_edit(buf, accept_lines)
     return
   end
   entry.known = text
-  for chat_id in pairs(entry.chats) do
+  for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", { chat_id = chat_id, path = entry.path, content = text, accept_lines = accept_lines })
   end
 end
@@ -544,6 +558,15 @@ local function sync(buf, entry)
     return
   end
   if not vim.bo[buf].modified then
+    if M.synced[entry.path] == disk then
+      -- The disk did not change since the buffer was last in sync with it:
+      -- the difference is the user's. Undoing the agent's reload lands on
+      -- the text Neovim read and so reads as unmodified; reloading now would
+      -- take the undo back and lose its redo. The buffer differs from its
+      -- file: say so.
+      vim.bo[buf].modified = true
+      return
+    end
     fs.apply_text(buf, disk)
     vim.bo[buf].modified = false
     -- Neovim remembers when it last read or wrote the file and would ask
@@ -683,6 +706,8 @@ function M.on_changed(chat_id, ev)
   if (tonumber(summary.hunks) or 0) > 0 then
     entry.chats[chat_id] = summary
     entry.chat_id = chat_id
+    entry.reviewed_by = entry.reviewed_by or {}
+    entry.reviewed_by[chat_id] = true
   else
     entry.chats[chat_id] = nil
     if entry.chat_id == chat_id then
@@ -695,12 +720,26 @@ function M.on_changed(chat_id, ev)
     entry.chat_id = nil
   end
   schedule_refresh(path)
+  -- The `:Acp review` list follows the decisions and the agent's edits.
+  if not qf_scheduled then
+    qf_scheduled = true
+    vim.schedule(function()
+      qf_scheduled = false
+      local ok, err = pcall(M.quickfix, true)
+      if not ok then
+        util.notify("could not refresh the list of agent edits: " .. tostring(err), vim.log.levels.ERROR)
+      end
+    end)
+  end
 end
 
 --- Forget every review of a chat (closed, or its agent died).
 ---@param chat_id string
 function M.drop_chat(chat_id)
   for path, entry in pairs(M.files) do
+    if entry.reviewed_by then
+      entry.reviewed_by[chat_id] = nil
+    end
     if entry.chats[chat_id] then
       entry.chats[chat_id] = nil
       if entry.chat_id == chat_id then
@@ -709,6 +748,23 @@ function M.drop_chat(chat_id)
       schedule_refresh(path)
     end
   end
+end
+
+--- Wipe a buffer without closing the windows that show it: each shows its
+--- alternate buffer instead, else an empty one.
+---@param buf integer
+function M.drop_buffer(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_call(win, function()
+      local alt = vim.fn.bufnr("#")
+      if alt > 0 and alt ~= buf and vim.fn.buflisted(alt) == 1 then
+        vim.cmd("buffer " .. alt)
+      else
+        vim.cmd("enew")
+      end
+    end)
+  end
+  pcall(api.nvim_buf_delete, buf, {})
 end
 
 --- Ask the user before deleting a file; tests replace it.
@@ -739,7 +795,7 @@ function M.on_delete_pending(chat_id, ev)
     backend().notify("acp.review_delete", { chat_id = chat_id, path = path })
     local buf = fs.find_buffer(path)
     if buf and not vim.bo[buf].modified then
-      pcall(api.nvim_buf_delete, buf, {})
+      M.drop_buffer(buf)
     end
   end)
 end
@@ -1060,9 +1116,18 @@ function M.decide(action, opts)
   end
 end
 
+local QF_TITLE = "acp.nvim: agent edits to review"
+local qf_scheduled = false
+
 --- Every file with agent edits, of every chat, in the quickfix list (one
---- entry per file, at its first hunk), and open it.
-function M.quickfix()
+--- entry per file, at its first hunk), and open it. With `refresh`, only
+--- replace the entries of that list when it is the current one (after a
+--- decision or an agent edit), without opening anything.
+---@param refresh? boolean
+function M.quickfix(refresh)
+  if refresh and vim.fn.getqflist({ title = 0 }).title ~= QF_TITLE then
+    return
+  end
   local items = {}
   for _, chat in ipairs(require("acp.chat").list) do
     if chat.session_id then
@@ -1086,7 +1151,11 @@ function M.quickfix()
       end
     end
   end
-  vim.fn.setqflist({}, " ", { title = "acp.nvim: agent edits to review", items = items })
+  if refresh then
+    vim.fn.setqflist({}, "r", { title = QF_TITLE, items = items })
+    return
+  end
+  vim.fn.setqflist({}, " ", { title = QF_TITLE, items = items })
   if #items == 0 then
     util.notify("no agent edits to review")
     return
@@ -1136,9 +1205,11 @@ function M.preview(req)
   local path = d.path
   local old = d.old_text
   local new = d.new_text or ""
+  local existed = fs.find_buffer(path) ~= nil
   require("acp.tool_call").jump({ path = path })
   local buf = api.nvim_get_current_buf()
-  local text = fs.buffer_text(buf)
+  local unborn = fs.is_unborn(buf)
+  local text = unborn and "" or fs.buffer_text(buf)
   local proposed
   if old == nil or old == "" then
     proposed = new
@@ -1157,7 +1228,9 @@ function M.preview(req)
   local new_lines = util.split_lines(norm(proposed))
   new_lines[#new_lines] = nil
   api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-  M.previews[buf] = { request_id = req.request_id, path = path }
+  -- A buffer opened only to preview a file that does not exist yet goes
+  -- away with the preview (end_preview): a preview leaves no trace.
+  M.previews[buf] = { request_id = req.request_id, path = path, opened = unborn and not existed }
   local count = api.nvim_buf_line_count(buf)
   local width = math.max(vim.o.columns - 10, 20)
   local first_row
@@ -1193,7 +1266,11 @@ function M.end_preview(request_id)
       M.previews[buf] = nil
       if api.nvim_buf_is_valid(buf) then
         api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-        M.redraw(buf)
+        if p.opened and fs.is_unborn(buf) then
+          M.drop_buffer(buf)
+        else
+          M.redraw(buf)
+        end
       end
     end
   end
@@ -1246,6 +1323,7 @@ function M.setup()
       M.items[a.buf] = nil
       M.previews[a.buf] = nil
       attached[a.buf] = nil
+      reporting[a.buf] = nil
     end,
   })
 end

@@ -21,7 +21,8 @@ M.MAX_TERMINAL_LINES = 15
 
 ---@class acp.TerminalState
 ---@field output string
----@field exit_status? table {exitCode?, signal?}
+---@field command? string the command line, from the terminal's `started` event
+---@field exit_status? table {exit_code?, signal?}
 ---@field released boolean
 ---@field truncated boolean
 
@@ -173,7 +174,8 @@ function M.render(tc, ctx)
     elseif t == "terminal" then
       local id = item.terminal_id or "?"
       local term = ctx.terminals[id]
-      add(("  $ %s (%s)"):format(command or ("terminal " .. id), terminal_status(term, status)), "AcpToolKind")
+      local shown_command = command or (term and term.command) or ("terminal " .. id)
+      add(("  $ %s (%s)"):format(shown_command, terminal_status(term, status)), "AcpToolKind")
       if term and term.output ~= "" then
         local out = util.split_lines(term.output)
         if out[#out] == "" then

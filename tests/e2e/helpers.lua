@@ -244,8 +244,13 @@ end
 
 --- Send a prompt to a chat and wait for the end of the turn; returns the stop reason.
 function T.turn(chat, text, timeout)
+  return T.turn_blocks(chat, { { type = "text", text = text } }, timeout)
+end
+
+--- Send a prompt of content blocks and wait for its turn to end; returns its stop reason.
+function T.turn_blocks(chat, blocks, timeout)
   local before = #(T.turns[chat.chat_id] or {})
-  assert(chat:send({ { type = "text", text = text } }), "prompt refused")
+  assert(chat:send(blocks), "prompt refused")
   T.wait(function()
     return #(T.turns[chat.chat_id] or {}) > before
   end, "turn end; transcript:\n" .. T.text(chat.bufnr), timeout)

@@ -14,7 +14,14 @@
 --          one line added (and maybe one of its own lines removed), or the
 --          same computed from the file on disk (an agent that reads files
 --          itself), or a direct disk edit (`writeDisk`) reported with or
---          without a diff.
+--          without a diff; or it reads the unsaved buffer and writes it
+--          back with a line next to one the user typed (claude-code-acp's
+--          way: this must merge with no conflict); or it asks to create a
+--          new file in a new directory, which the user previews (`gd`),
+--          allows, and sometimes rejects while it is on screen (the file
+--          and its directory go, the window stays);
+--   undo:  the user undoes the buffer's last change and redoes it, each
+--          reported as typing is; the review afterwards is the one before.
 -- The fake agent is driven one prompt at a time: each prompt carries the
 -- steps of one agent edit (`promptSteps`), computed from the state at that
 -- moment.
@@ -52,7 +59,7 @@ local root = T.tmpdir()
 local review = require("acp.review")
 local fs = require("acp.fs")
 --- Review decisions that acted on something, by kind, for the summary line.
-local decided = { accept = 0, reject = 0, reported = 0 }
+local decided = { accept = 0, reject = 0, reported = 0, undone = 0 }
 -- The debounce is what a typist waits for; the test waits on its effect,
 -- so a short one keeps the run fast.
 review.USER_EDIT_DEBOUNCE_MS = 20
@@ -114,7 +121,7 @@ end
 --- One case: its files, what was written to them, what the user typed.
 ---@class Case
 ---@field k integer
----@field files {path: string, buf: integer, versions: table<string, boolean>, typed: string[]}[]
+---@field files {path: string, buf: integer, versions: table<string, boolean>, typed: string[], created?: boolean}[]
 ---@field log string[] steps played, for the failure message
 ---@field torn string[] contents the poller saw that no writer wrote
 
@@ -147,11 +154,12 @@ function Case:fail(what)
     T.write_file(os.getenv("ACP_DATASAFETY_LOG"), log)
   end
   error(
-    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
+    ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASES=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
       what,
       SEED,
       self.k,
       SEED,
+      self.k,
       self.k,
       table.concat(self.log, "\n    "),
       table.concat(vim.list_slice(notes, math.max(1, #notes - 5)), "\n    ")
@@ -348,6 +356,12 @@ function Case:decide(chat, action)
     return
   end
   decided[action] = decided[action] + 1
+  -- Files still reviewed as created: rejecting them asks to delete them.
+  local created = {}
+  local listed = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
+  for _, sum in ipairs(type(listed) == "table" and listed or {}) do
+    created[sum.path] = sum.status == "created"
+  end
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
   local targets = {} -- file -> {agent lines, ours, theirs}
@@ -422,7 +436,11 @@ function Case:decide(chat, action)
       for _, l in ipairs(shown) do
         before[l] = (before[l] or 0) + 1
       end
-      self:wait_gone(g, agent, before)
+      -- Rejecting the creation of a file asks before deleting it, and this
+      -- user keeps it (confirm_delete): its lines stay.
+      if not created[g.path] then
+        self:wait_gone(g, agent, before)
+      end
     else
       drop_typed(g, ours)
     end
@@ -579,9 +597,246 @@ function Case:agent_disk_edit(chat, f, s, diff)
   end, 5)
 end
 
+--- Reports a buffer's edit as typing does (TextChanged, then the review's
+--- debounce) and gives the review module time to send it, when the file was
+--- ever under review. Not an assertion: what counts is the review after the
+--- redo (user_undo_redo), and a report can legitimately be skipped (the disk
+--- changed first, and the refresh that follows reports instead).
+function Case:report(f)
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = f.buf, modeline = false })
+  vim.wait(2000, function()
+    local entry = review.files[f.path]
+    local reviewed = entry and entry.reviewed_by and next(entry.reviewed_by) ~= nil
+    return not reviewed or review.pending[f.path] or entry.known == fs.buffer_text(f.buf)
+  end, 5)
+end
+
+--- The backend's hunks of a file, as `{old_lines, new_lines}` pairs.
+local function hunks_of(chat, f)
+  local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+  local out = {}
+  for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+    out[#out + 1] = { h.old_lines or {}, h.new_lines or {} }
+  end
+  return out
+end
+
+--- Undo then redo: the buffer comes back, and so does its review.
+function Case:user_undo_redo(chat, f)
+  self:refresh_all()
+  local text = fs.buffer_text(f.buf)
+  local before = hunks_of(chat, f)
+  self.log[#self.log + 1] = ("user undoes then redoes in %s"):format(f.path)
+  decided.undone = decided.undone + 1
+  vim.api.nvim_buf_call(f.buf, function()
+    vim.cmd("silent! undo")
+  end)
+  self:report(f)
+  vim.api.nvim_buf_call(f.buf, function()
+    vim.cmd("silent! redo")
+  end)
+  self:report(f)
+  if fs.buffer_text(f.buf) ~= text then
+    self:fail(("redo did not bring %s back:\n%s"):format(f.path, fs.buffer_text(f.buf)))
+  end
+  local after
+  local ok = vim.wait(10000, function()
+    after = hunks_of(chat, f)
+    return vim.deep_equal(after, before)
+  end, 10)
+  if not ok then
+    self:fail(("the review of %s did not follow undo and redo: before %s, after %s"):format(
+      f.path,
+      vim.inspect(before, { newline = " ", indent = "" }),
+      vim.inspect(after, { newline = " ", indent = "" })
+    ))
+  end
+end
+
+--- The agent reads the unsaved buffer and writes it back with a line next
+--- to one the user typed: merged with no conflict, whatever the disk holds.
+function Case:agent_reads_back(chat, f, s)
+  local view = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+  local mine = {}
+  for i, l in ipairs(view) do
+    if l:match("^user%-") then
+      mine[#mine + 1] = i
+    end
+  end
+  if #mine == 0 or review.has_marker(f.buf) then
+    return self:agent_fs_write(chat, f, s, false)
+  end
+  local line = ("agent-%d-%d"):format(self.k, s)
+  local i = mine[math.random(#mine)]
+  local lines = vim.list_slice(view)
+  -- Changes the line right above or below the user's (as claude-code-acp
+  -- changed `hello world` above the user's unsaved line), else inserts.
+  local at
+  for _, n in ipairs(math.random() < 0.5 and { i - 1, i + 1 } or { i + 1, i - 1 }) do
+    if not at and lines[n] and not lines[n]:match("^user%-") then
+      at = n
+    end
+  end
+  local how
+  if at then
+    how = ("changes line %d (%q) to %q"):format(at, lines[at], line)
+    lines[at] = line
+  else
+    at = i + math.random(0, 1)
+    how = ("inserts %q at line %d"):format(line, at)
+    table.insert(lines, at, line)
+  end
+  local content = text_of(lines)
+  f.versions[content] = true
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, chat, {
+    {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    },
+    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+  }, ("agent reads %s and writes it back: %s, next to the user's line"):format(f.path, how))
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+  local merged = vim.wait(5000, function()
+    return vim.tbl_contains(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), line)
+  end, 5)
+  if not merged then
+    self:fail(("the agent's %q never reached the buffer of %s"):format(line, f.path))
+  end
+  if review.has_marker(f.buf) then
+    self:fail(("writing back what the agent read opened a conflict in %s:\n%s"):format(
+      f.path,
+      table.concat(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), "\n")
+    ))
+  end
+end
+
+--- The edit window (its own tab page; the chat keeps its windows).
+local function edit_window()
+  if not (edit_win and vim.api.nvim_win_is_valid(edit_win)) then
+    vim.cmd("tabnew")
+    edit_win = vim.api.nvim_get_current_win()
+  end
+  vim.api.nvim_set_current_win(edit_win)
+  return edit_win
+end
+
+--- The agent asks to create a file in a new directory; the user previews
+--- it, allows it, and sometimes rejects it while it is on screen.
+function Case:agent_creates(chat, s)
+  self.created = (self.created or 0) + 1
+  local dir = ("%s/new-%d-%d"):format(vim.fs.dirname(self.files[1].path), s, self.created)
+  local path = dir .. "/c.txt"
+  local content = ("agent-%d-%d\nagent-%d-%d-b\n"):format(self.k, s, self.k, s)
+  local steps = {
+    {
+      type = "requestPermission",
+      toolCall = {
+        toolCallId = ("create-%d-%d"):format(self.k, s),
+        title = "Write " .. path,
+        kind = "edit",
+        status = "pending",
+        content = { { type = "diff", path = path, newText = content } },
+      },
+      onAllow = {
+        { type = "call", method = "fs/write_text_file", params = { path = path, content = content }, expect = { ok = true } },
+      },
+    },
+  }
+  self.log[#self.log + 1] = ("agent asks to create %s; the user previews it, then allows"):format(path)
+  local permission = require("acp.permission")
+  local turns = #(T.turns[chat.chat_id] or {})
+  assert(chat:send({ { type = "text", text = "steps: " .. vim.json.encode(steps) } }), "prompt refused")
+  T.wait(function()
+    return permission.for_chat(chat.chat_id)[1] ~= nil
+  end, "the permission request", 10000)
+  local req = permission.for_chat(chat.chat_id)[1]
+  local win = edit_window()
+  review.preview(req)
+  if vim.fn.filereadable(path) == 1 then
+    self:fail("the preview wrote " .. path)
+  end
+  for i, o in ipairs(req.options) do
+    if o.kind == "allow_once" then
+      permission.respond_nth(req, i)
+    end
+  end
+  T.wait(function()
+    return #(T.turns[chat.chat_id] or {}) > turns
+  end, "the turn's end", 30000)
+  local status
+  local listed = vim.wait(5000, function()
+    local files = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
+    for _, sum in ipairs(type(files) == "table" and files or {}) do
+      if sum.path == path then
+        status = sum.status
+      end
+    end
+    return status ~= nil and review.files[path] ~= nil and review.files[path].chat_id ~= nil
+  end, 10)
+  if not listed or status ~= "created" then
+    self:fail(("%s is reviewed as %s, not created"):format(path, tostring(status)))
+  end
+  if read_or_nil(path) ~= content then
+    self:fail(("%s holds %s, not what the agent wrote"):format(path, vim.inspect(read_or_nil(path))))
+  end
+  vim.api.nvim_set_current_win(win)
+  vim.cmd("edit " .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  if math.random() < 0.5 then
+    self.files[#self.files + 1] = { path = path, buf = buf, versions = { [content] = true }, typed = {}, created = true }
+    return
+  end
+  self.log[#self.log + 1] = ("user rejects the created %s while it is on screen"):format(path)
+  local confirm = review.confirm_delete
+  review.confirm_delete = function()
+    return true
+  end
+  vim.cmd("Acp reject file")
+  local gone = vim.wait(5000, function()
+    return vim.fn.filereadable(path) == 0
+      and vim.api.nvim_win_is_valid(win)
+      and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) ~= path
+      and vim.fn.isdirectory(dir) == 0
+  end, 10)
+  review.confirm_delete = confirm
+  if not gone then
+    self:fail(("rejecting the created %s: file readable %d, window %s, directory left %d"):format(
+      path,
+      vim.fn.filereadable(path),
+      vim.api.nvim_win_is_valid(win) and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) or "closed",
+      vim.fn.isdirectory(dir)
+    ))
+  end
+end
+
 -- The property --------------------------------------------------------------
 
+--- The steps played, with their weights (out of 100).
 local OPS = {
+  { 12, "type" },
+  { 8, "type_reported" },
+  { 12, "type_save" },
+  { 4, "save" },
+  { 12, "fs_buffer" },
+  { 6, "fs_disk" },
+  { 6, "disk_diff" },
+  { 6, "disk_nodiff" },
+  { 8, "reject" },
+  { 8, "accept" },
+  { 8, "read_back" },
+  { 6, "undo_redo" },
+  { 4, "create" },
+}
+
+--- The steps of the first version of this test: the regression cases
+--- found with it replay with them.
+local OPS_V1 = {
   { 15, "type" },
   { 10, "type_reported" },
   { 15, "type_save" },
@@ -594,21 +849,21 @@ local OPS = {
   { 8, "accept" },
 }
 
-local function pick_op()
+local function pick_op(ops)
   local r = math.random(100)
-  for _, o in ipairs(OPS) do
+  for _, o in ipairs(ops) do
     r = r - o[1]
     if r <= 0 then
       return o[2]
     end
   end
-  return OPS[#OPS][2]
+  return ops[#ops][2]
 end
 
-function Case:play(chat)
+function Case:play(chat, ops)
   for s = 1, STEPS do
     local f = self.files[math.random(#self.files)]
-    local op = pick_op()
+    local op = pick_op(ops)
     if op == "type" then
       self:user_types(f, s, false)
     elseif op == "type_reported" then
@@ -625,6 +880,12 @@ function Case:play(chat)
       self:agent_fs_write(chat, f, s, true)
     elseif op == "disk_diff" then
       self:agent_disk_edit(chat, f, s, true)
+    elseif op == "read_back" then
+      self:agent_reads_back(chat, f, s)
+    elseif op == "undo_redo" then
+      self:user_undo_redo(chat, f)
+    elseif op == "create" then
+      self:agent_creates(chat, s)
     else
       self:agent_disk_edit(chat, f, s, false)
     end
@@ -644,10 +905,10 @@ end
 
 --- Plays case `k` of the current SEED; each case has its own random stream,
 --- so one case replays alone.
-local function play_case(chat, k)
+local function play_case(chat, k, ops)
   math.randomseed(SEED + k)
   local case = Case.new(k)
-  local ok, err = xpcall(case.play, debug.traceback, case, chat)
+  local ok, err = xpcall(case.play, debug.traceback, case, chat, ops or OPS)
   case:close()
   if not ok then
     error(err, 0)
@@ -665,10 +926,11 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
   end
   T.truthy(played > 0, "no case selected")
   io.stdout:write(
-    ("  data safety: %d rejects and %d accepts decided, %d typings reported\n"):format(
+    ("  data safety: %d rejects and %d accepts decided, %d typings reported, %d undo/redo\n"):format(
       decided.reject,
       decided.accept,
-      decided.reported
+      decided.reported,
+      decided.undone
     )
   )
 end)
@@ -715,6 +977,13 @@ local REGRESSIONS = {
   -- A read right after a merge saw the marker lines: the drawn conflicts
   -- lagged the buffer (reads now search the buffer itself).
   { 378188447, 40 },
+  -- Found with the step kinds of issue 14 (played with them, OPS): a redo
+  -- after an accept of another hunk of the file lost the redone hunk (the
+  -- review's state after a decision is now kept for undo and redo).
+  { 356537201, 70, OPS },
+  -- Undoing the agent's reload of an unmodified buffer reads as unmodified,
+  -- and the review reloaded the agent's text over the undo, losing its redo.
+  { 542158645, 40, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then
@@ -723,7 +992,7 @@ if not ONLY_CASE and not tonumber(SEED_ENV or "") then
     local seed = SEED
     for _, r in ipairs(REGRESSIONS) do
       SEED = r[1]
-      local ok, err = pcall(play_case, chat, r[2])
+      local ok, err = pcall(play_case, chat, r[2], r[3] or OPS_V1)
       if not ok then
         SEED = seed
         error(err, 0)

@@ -21,6 +21,8 @@ T.setup_fake({
       edit("edit three", "three.txt", THREE),
       edit("edit reject", "reject.txt", THREE),
       edit("edit unsaved", "unsaved.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit undo reload", "undoreload.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
+      edit("edit undo redo", "undoredo.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -93,6 +95,39 @@ T.setup_fake({
           },
         },
       },
+      {
+        -- What claude-code-acp 0.16.2 does: read the unsaved buffer, write
+        -- it back with a change next to the user's line.
+        match = "edit read back",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/readback.txt" },
+            expect = { result = { content = "hello world\nunsaved line\n" } },
+          },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/readback.txt", content = "hello ACP\nunsaved line\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "edited readback.txt" },
+        },
+      },
+      {
+        -- Saw the file only as the prompt embedded it (a mention).
+        match = "edit mentioned",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/mentioned.txt", content = "hello ACP\nunsaved line\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "edited mentioned.txt" },
+        },
+      },
       edit("edit next to typing", "nexttyping.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit range", "range.txt", THREE),
       edit("edit typed", "typed.txt", THREE),
@@ -100,6 +135,65 @@ T.setup_fake({
       edit("edit qf2", "qf2.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nL9 agent\n"),
       edit("edit open", "open.txt", THREE, { toolCallId = "open-1", title = "Edit open.txt" }),
       edit("create file", "created.txt", "brand new\n"),
+      {
+        -- A file the agent wants to create (claude-code-acp's Write: no
+        -- oldText), written through the client once allowed.
+        match = "preview new file",
+        steps = {
+          {
+            type = "requestPermission",
+            toolCall = {
+              toolCallId = "pn-1",
+              title = "Write fresh.txt",
+              kind = "edit",
+              status = "pending",
+              content = { { type = "diff", path = "{{cwd}}/fresh.txt", newText = "a\nb\nc\n" } },
+            },
+            onAllow = {
+              {
+                type = "call",
+                method = "fs/write_text_file",
+                params = { path = "{{cwd}}/fresh.txt", content = "a\nb\nc\n" },
+                expect = { ok = true },
+              },
+              { type = "text", text = "wrote fresh.txt" },
+            },
+            onReject = { { type = "text", text = "did not write fresh.txt" } },
+          },
+        },
+      },
+      {
+        match = "deny new file",
+        steps = {
+          {
+            type = "requestPermission",
+            toolCall = {
+              toolCallId = "pd-1",
+              title = "Write never.txt",
+              kind = "edit",
+              status = "pending",
+              content = { { type = "diff", path = "{{cwd}}/never.txt", newText = "x\n" } },
+            },
+            onAllow = { { type = "text", text = "wrote never.txt" } },
+            onReject = { { type = "text", text = "did not write never.txt" } },
+          },
+        },
+      },
+      {
+        -- New files in new directories: one by the agent's own tool, one
+        -- through fs/write_text_file.
+        match = "create nested",
+        steps = {
+          { type = "writeDisk", path = "made/by/tool.txt", content = "tool\n" },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/fsmade/deep/fs.txt", content = "fs\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "created nested files" },
+        },
+      },
       {
         match = "preview",
         steps = {
@@ -256,6 +350,115 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
   vim.cmd("silent undo")
   T.eq("L1 mine", T.lines(buf)[1], "undo keeps the user's edit")
   T.eq("l8", T.lines(buf)[8], "undo removed the agent's edit")
+end)
+
+T.test("an agent that read the unsaved buffer and writes it back with a change merges with no conflict", function()
+  local buf, path = open_file("readback.txt", "hello world\n")
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved line" })
+  local chat = T.open_chat("review", dir)
+  local backend = require("acp.backend")
+  local orig_request, merges = backend.request, 0
+  backend.request = function(method, ...)
+    merges = merges + (method == "acp.merge" and 1 or 0)
+    return orig_request(method, ...)
+  end
+  local ok, stop = pcall(T.turn, chat, "edit read back")
+  backend.request = orig_request
+  assert(ok, stop)
+  T.eq("end_turn", stop, "stop reason (the agent read the buffer)")
+  T.eq(0, merges, "the buffer is what the agent read: no merge asked of the backend")
+  T.wait(function()
+    return T.lines(buf)[1] == "hello ACP"
+  end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
+  T.eq({ "hello ACP", "unsaved line" }, T.lines(buf), "no conflict block: the base is what the agent read")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  T.eq("hello ACP\nunsaved line\n", T.read_file(path), "disk has the agent's text")
+  focus(buf)
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 0 })
+  end, "the agent's line is its hunk")
+end)
+
+T.test("an agent that saw the unsaved buffer in a mention writes it back with no conflict", function()
+  local buf, path = open_file("mentioned.txt", "hello world\n")
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved line" })
+  local chat = T.open_chat("review", dir)
+  T.eq(
+    "end_turn",
+    T.turn_blocks(chat, {
+      { type = "text", text = "edit mentioned" },
+      { type = "resource", resource = { uri = vim.uri_from_fname(path), text = "hello world\nunsaved line\n" } },
+    }),
+    "stop reason"
+  )
+  T.wait(function()
+    return T.lines(buf)[1] == "hello ACP"
+  end, "agent edit merged: " .. vim.inspect(T.lines(buf)))
+  T.eq({ "hello ACP", "unsaved line" }, T.lines(buf), "no conflict block: the base is what the mention embedded")
+end)
+
+T.test("undo then redo of an agent merge keeps its review", function()
+  local buf, path = open_file("undoredo.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "edit undo redo"), "stop reason")
+  focus(buf)
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's line merged and drawn")
+  local function changed()
+    vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  end
+  vim.cmd("silent undo")
+  changed()
+  T.eq("l8", T.lines(buf)[8], "undo removed the agent's line")
+  T.wait(function()
+    local e = review.files[path]
+    return e and next(e.chats) == nil and #rows_with(buf, "AcpReviewAdd") == 0
+  end, "nothing to review after the undo")
+  vim.cmd("silent redo")
+  changed()
+  T.eq("L8 agent", T.lines(buf)[8], "redo brought it back")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's line stays")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "the agent's line is highlighted again")
+  vim.cmd("Acp review")
+  local listed = false
+  for _, it in ipairs(vim.fn.getqflist()) do
+    listed = listed or vim.api.nvim_buf_get_name(it.bufnr) == path
+  end
+  T.truthy(listed, ":Acp review lists it again")
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd("Acp reject")
+  T.wait(function()
+    return T.lines(buf)[8] == "l8"
+  end, "and its hunk can be rejected")
+  T.eq("L1 mine", T.lines(buf)[1], "the user's line kept")
+end)
+
+T.test("undo of an agent's reload of an unmodified buffer stays undone, and redo brings its review back", function()
+  local buf, path = edited("undoreload.txt", "edit undo reload", 1)
+  local function changed()
+    vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  end
+  vim.cmd("silent undo")
+  changed()
+  T.eq("l8", T.lines(buf)[8], "undo took the agent's line back")
+  T.wait(function()
+    local e = review.files[path]
+    return e and next(e.chats) == nil and #rows_with(buf, "AcpReviewAdd") == 0
+  end, "nothing to review after the undo")
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "the review did not reload the agent's text over the undo")
+  T.eq(true, vim.bo[buf].modified, "the buffer differs from its file")
+  vim.cmd("silent redo")
+  changed()
+  T.eq("L8 agent", T.lines(buf)[8], "redo brought it back")
+  T.wait(function()
+    return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 7 })
+  end, "its hunk is drawn again")
+  T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "the disk kept the agent's text")
 end)
 
 T.test(":write after an agent change updated an unmodified buffer saves without asking, and the update saved nothing", function()
@@ -551,6 +754,111 @@ T.test("previewing a permission's diff changes nothing until allowed", function(
     return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 2, 3 })
   end, "review drawn after the edit")
   T.eq({}, rows_with(buf, "AcpReviewPreviewDelete"), "preview gone")
+end)
+
+--- The option of a pending permission request of `chat` with `kind`.
+local function answer(chat, kind)
+  local permission = require("acp.permission")
+  local req = permission.for_chat(chat.chat_id)[1]
+  for i, o in ipairs(req.options) do
+    if o.kind == kind then
+      return permission.respond_nth(req, i)
+    end
+  end
+  error("no " .. kind .. " option")
+end
+
+--- The summary text of `path` in the quickfix list, nil when not listed.
+local function qf_entry(path)
+  for _, it in ipairs(vim.fn.getqflist()) do
+    if vim.api.nvim_buf_get_name(it.bufnr) == path then
+      return it.text
+    end
+  end
+end
+
+T.test("previewing a new file, then allowing it: reviewed as created, and rejecting it deletes the file", function()
+  local path = dir .. "/fresh.txt"
+  local chat = T.open_chat("review", dir)
+  assert(chat:send({ { type = "text", text = "preview new file" } }))
+  T.wait_text(chat, "preview the change in its buffer")
+  T.cursor_on(chat, "Write fresh.txt")
+  chat:open_review(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "the preview shows the file's buffer")
+  T.eq(0, vim.fn.filereadable(path), "nothing written by the preview")
+  answer(chat, "allow_once")
+  T.wait_text(chat, "wrote fresh.txt")
+  T.eq("a\nb\nc\n", T.read_file(path), "the agent's file")
+  T.wait(function()
+    local e = review.files[path]
+    return e and e.chats[chat.chat_id] and e.chats[chat.chat_id].status == "created"
+  end, "reviewed as created: " .. vim.inspect(review.files[path]))
+  vim.cmd("Acp review")
+  T.contains(qf_entry(path) or "", "created, 1 hunk, +3 -0", "listed as created")
+  local orig = review.confirm_delete
+  review.confirm_delete = function()
+    return true
+  end
+  require("acp.tool_call").jump({ path = path })
+  vim.cmd("Acp reject file")
+  T.wait(function()
+    return vim.fn.filereadable(path) == 0
+  end, "file deleted, not emptied: " .. vim.inspect(vim.fn.filereadable(path) == 1 and T.read_file(path)))
+  review.confirm_delete = orig
+end)
+
+T.test("previewing a new file that is then denied leaves no buffer and no file", function()
+  local path = dir .. "/never.txt"
+  local chat = T.open_chat("review", dir)
+  assert(chat:send({ { type = "text", text = "deny new file" } }))
+  T.wait_text(chat, "preview the change in its buffer")
+  T.cursor_on(chat, "Write never.txt")
+  chat:open_review(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  T.eq(path, vim.api.nvim_buf_get_name(0), "the preview shows the file's buffer")
+  local win = vim.api.nvim_get_current_win()
+  answer(chat, "reject_once")
+  T.wait_text(chat, "did not write never.txt")
+  T.wait(function()
+    return vim.fn.bufexists(path) == 0
+  end, "the preview's buffer is gone")
+  T.truthy(vim.api.nvim_win_is_valid(win), "its window stays")
+  T.eq(0, vim.fn.filereadable(path), "no file")
+end)
+
+T.test("rejecting created files on screen keeps the window, removes the directories made for them, refreshes :Acp review", function()
+  local chat = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(chat, "create nested"), "stop reason")
+  local tool, fsfile = dir .. "/made/by/tool.txt", dir .. "/fsmade/deep/fs.txt"
+  T.wait(function()
+    return review.files[tool] and review.files[tool].chat_id and review.files[fsfile] and review.files[fsfile].chat_id
+  end, "both created files under review")
+  vim.cmd("Acp review")
+  T.truthy(qf_entry(tool) and qf_entry(fsfile), "both listed")
+  local orig = review.confirm_delete
+  review.confirm_delete = function()
+    return true
+  end
+  for _, path in ipairs({ tool, fsfile }) do
+    require("acp.tool_call").jump({ path = path })
+    local win, wins = vim.api.nvim_get_current_win(), #vim.api.nvim_tabpage_list_wins(0)
+    vim.cmd("Acp reject file")
+    T.wait(function()
+      return vim.fn.filereadable(path) == 0 and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) ~= path
+    end, path .. " deleted and no longer shown")
+    T.truthy(vim.api.nvim_win_is_valid(win), "the window that showed it stays")
+    T.eq(wins, #vim.api.nvim_tabpage_list_wins(0), "no window closed")
+    T.wait(function()
+      return qf_entry(path) == nil
+    end, "the quickfix list no longer lists " .. path)
+  end
+  review.confirm_delete = orig
+  T.wait(function()
+    return vim.fn.isdirectory(dir .. "/made") == 0
+  end, "the directories made by the agent's tool are gone")
+  T.wait(function()
+    return vim.fn.isdirectory(dir .. "/fsmade") == 0
+  end, "the directories made for fs/write_text_file are gone")
+  T.eq(1, vim.fn.isdirectory(dir), "the workspace stays")
 end)
 
 T.test("lines the user saves in a reviewed buffer are not the agent's and survive a reject", function()

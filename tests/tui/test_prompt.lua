@@ -59,6 +59,28 @@ H.test("the same where 'completeopt' is global (Neovim 0.10)", function()
   completion_test(true)
 end)
 
+H.test("sending with the completion menu open closes the menu", function()
+  local t = H.nvim()
+  local ok, err = pcall(function()
+    t:type(":Acp")
+    t:keys("Enter")
+    t:wait_for("mode: Code", "the session to start")
+    t:wait_for("-- INSERT --", "Insert mode in the prompt")
+    t:type("/explai")
+    t:wait_for("Explain a piece of code", "the command menu")
+    t:keys("C-s")
+    t:wait_for(function()
+      return prompt_text(t) == ""
+    end, "the prompt to be sent")
+    -- The menu of the command just sent stood over the emptied prompt.
+    t:wait_for(function(s)
+      return not s:find("Explain a piece of code", 1, true)
+    end, "the menu to close")
+  end)
+  t:kill()
+  assert(ok, err)
+end)
+
 local UX = {
   turns = {
     { match = "slow", steps = { { type = "text", text = "working hard" }, { type = "waitForCancel" } } },

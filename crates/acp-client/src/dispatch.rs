@@ -347,6 +347,9 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         path,
         content: wire.content,
     };
+    // The directories this write creates go with the file when the user
+    // rejects its creation.
+    let missing = fs::missing_dirs(&request.path);
     let old_content = match shared.host.write_text_file(&request).await? {
         WriteOutcome::Handled { old_content } => old_content,
         WriteOutcome::NotHandled => {
@@ -360,6 +363,9 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         old_content.as_deref(),
         &request.content,
     );
+    shared
+        .review
+        .record_made_dirs(&request.session_id, &workspace, missing);
     shared.emit(ClientEvent::FileEdited(FileEdit {
         session_id: request.session_id,
         path: request.path,

@@ -518,6 +518,16 @@ fn read_old_content(path: &Path) -> Option<String> {
     }
 }
 
+/// The directories above `path` that do not exist, nearest first: what
+/// writing `path` creates.
+pub fn missing_dirs(path: &Path) -> Vec<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .take_while(|dir| !dir.as_os_str().is_empty() && std::fs::symlink_metadata(dir).is_err())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
 /// [`write_text_file_atomic`] on the calling thread. `want_old` skips
 /// reading the previous content when the caller does not need it.
 pub(crate) fn write_atomic_blocking(

@@ -72,7 +72,7 @@ mod file;
 mod tests;
 mod tool_diff;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -280,7 +280,15 @@ pub enum ToolDiffPlacement {
 pub struct EditTracker {
     files: BTreeMap<PathBuf, TrackedFile>,
     ids: IdGen,
+    /// The states each file's review went through since the last decision
+    /// on it, newest last: the user's undo and redo bring a buffer back to
+    /// one of their texts, and the review follows (redoing an undone agent
+    /// merge shows its hunks again, instead of nothing to review).
+    states: BTreeMap<PathBuf, VecDeque<TrackedFile>>,
 }
+
+/// Most states kept per file for undo and redo.
+const STATES_KEPT: usize = 16;
 
 impl EditTracker {
     /// An empty tracker.
@@ -338,7 +346,32 @@ impl EditTracker {
                 self.files.insert(path.to_owned(), file);
             }
         }
+        self.remember(path);
         self.settle(path)
+    }
+
+    /// Keeps the file's state for the user's undo and redo.
+    fn remember(&mut self, path: &Path) {
+        let Some(file) = self.files.get(path) else {
+            return;
+        };
+        if file.current.is_none() {
+            return;
+        }
+        let states = self.states.entry(path.to_owned()).or_default();
+        states.retain(|s| s.current != file.current);
+        states.push_back(file.clone());
+        if states.len() > STATES_KEPT {
+            states.pop_front();
+        }
+    }
+
+    /// A decision on `path` is final: undo does not bring the states before
+    /// it back (an accepted hunk stays accepted); the state after it is the
+    /// first one kept.
+    fn decided(&mut self, path: &Path) {
+        self.states.remove(path);
+        self.remember(path);
     }
 
     /// Records a tool call's `diff` content (`path`, `oldText`, `newText`),
@@ -405,6 +438,25 @@ impl EditTracker {
     /// outside it. A deleted file is dropped from review. Paths not under
     /// review are ignored. Returns the file's summary after the change.
     pub fn record_user_edit(&mut self, path: &Path, content: Option<&str>) -> Option<FileSummary> {
+        if let Some(content) = content {
+            let earlier = self.states.get(path).and_then(|states| {
+                states
+                    .iter()
+                    .rev()
+                    .find(|s| s.current.as_deref() == Some(content))
+                    .cloned()
+            });
+            let changed = self
+                .files
+                .get(path)
+                .is_none_or(|f| f.current.as_deref() != Some(content));
+            if let (Some(earlier), true) = (earlier, changed) {
+                // Undo or redo: the text is one the review had.
+                trace_state(path, &earlier, "user undo/redo restores a review state");
+                self.files.insert(path.to_owned(), earlier);
+                return self.settle(path);
+            }
+        }
         let file = self.files.get_mut(path)?;
         match content {
             Some(content) => {
@@ -413,9 +465,11 @@ impl EditTracker {
             }
             None => {
                 self.files.remove(path);
+                self.decided(path);
                 return None;
             }
         }
+        self.remember(path);
         self.settle(path)
     }
 
@@ -460,6 +514,7 @@ impl EditTracker {
     pub fn accept_hunk(&mut self, path: &Path, id: HunkId) -> Result<()> {
         let file = self.file_mut(path)?;
         file.accept(id).ok_or_else(|| missing_hunk(path, id))?;
+        self.decided(path);
         self.settle(path);
         Ok(())
     }
@@ -471,6 +526,7 @@ impl EditTracker {
     pub fn accept_lines(&mut self, path: &Path, start: usize, end: usize) -> Result<()> {
         let file = self.files.get_mut(path).ok_or_else(|| missing_file(path))?;
         file.accept_lines(start, end, &mut self.ids);
+        self.decided(path);
         self.settle(path);
         Ok(())
     }
@@ -485,6 +541,7 @@ impl EditTracker {
     pub fn reject_hunk(&mut self, path: &Path, id: HunkId) -> Result<RejectOutcome> {
         let file = self.file_mut(path)?;
         let outcome = file.reject(id).ok_or_else(|| missing_hunk(path, id))?;
+        self.decided(path);
         self.settle(path);
         Ok(outcome)
     }
@@ -492,6 +549,7 @@ impl EditTracker {
     /// Accepts every change to `path`, including its creation or deletion.
     pub fn accept_file(&mut self, path: &Path) -> Result<()> {
         self.file_mut(path)?.accept_all();
+        self.decided(path);
         self.settle(path);
         Ok(())
     }
@@ -500,6 +558,7 @@ impl EditTracker {
     /// [`RejectOutcome::Delete`] for a file the agent created.
     pub fn reject_file(&mut self, path: &Path) -> Result<RejectOutcome> {
         let outcome = self.file_mut(path)?.reject_all();
+        self.decided(path);
         self.settle(path);
         Ok(outcome)
     }
@@ -507,12 +566,14 @@ impl EditTracker {
     /// Accepts every change of the session; returns the files that were
     /// under review.
     pub fn accept_all(&mut self) -> Vec<PathBuf> {
+        self.states.clear();
         std::mem::take(&mut self.files).into_keys().collect()
     }
 
     /// Rejects every change of the session; returns what to do to each file,
     /// sorted by path.
     pub fn reject_all(&mut self) -> Vec<FileRejection> {
+        self.states.clear();
         std::mem::take(&mut self.files)
             .into_iter()
             .map(|(path, mut file)| FileRejection {
@@ -525,6 +586,7 @@ impl EditTracker {
     /// Stops reviewing `path` without a decision (the caller took the file
     /// over some other way). Returns whether it was under review.
     pub fn forget(&mut self, path: &Path) -> bool {
+        self.decided(path);
         self.files.remove(path).is_some()
     }
 

@@ -74,6 +74,25 @@ pub struct TerminalSpec {
 }
 
 impl TerminalSpec {
+    /// The command line for display: the program, then each argument,
+    /// single-quoted unless it is made only of characters a shell leaves
+    /// alone, so the line reads as the command that ran.
+    pub fn command_line(&self) -> String {
+        let mut line = self.command.clone();
+        for arg in &self.args {
+            line.push(' ');
+            let plain = |c: char| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c);
+            if arg.is_empty() || !arg.chars().all(plain) {
+                line.push('\'');
+                line.push_str(&arg.replace('\'', r"'\''"));
+                line.push('\'');
+            } else {
+                line.push_str(arg);
+            }
+        }
+        line
+    }
+
     /// Applies variables the user pinned on top of the agent's `env`: the
     /// agent's entries for those names are dropped and the pinned values
     /// appended, so whatever the agent sent, the command sees the pinned
@@ -138,6 +157,18 @@ impl From<TerminalOutput> for TerminalOutputResponse {
 )]
 #[non_exhaustive]
 pub enum TerminalEvent {
+    /// The agent started a command (`terminal/create`). Comes before any
+    /// other event of the terminal, so an editor can show the command in the
+    /// tool call that embeds the terminal: agents such as the fake demo
+    /// agent embed a terminal without repeating its command in `rawInput`.
+    Started {
+        /// The session that created the terminal.
+        session_id: SessionId,
+        /// The new terminal.
+        terminal_id: TerminalId,
+        /// The command line as it runs: the program and its arguments.
+        command: String,
+    },
     /// New output since the previous Output event of this terminal (at most
     /// one event per ~50 ms).
     Output {
@@ -252,6 +283,12 @@ impl TerminalManager {
         ));
         tracing::debug!(terminal = %id, command = %spec.command, args = ?spec.args, limit, "terminal started");
 
+        // Before the task starts, so it precedes the terminal's output.
+        (self.inner.events)(TerminalEvent::Started {
+            session_id: spec.session_id.clone(),
+            terminal_id: id.clone(),
+            command: spec.command_line(),
+        });
         let output = Arc::new(Mutex::new(TailBuffer::new(limit)));
         let (exit_tx, exit_rx) = watch::channel(None);
         let (control_tx, control_rx) = mpsc::unbounded_channel();

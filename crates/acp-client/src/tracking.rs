@@ -228,6 +228,11 @@ struct ReviewState {
     workspace: Workspace,
     /// A prompt was sent in this session: its updates are live, not a replay.
     live: bool,
+    /// When the session's first prompt was sent: an empty directory born
+    /// since then held only what the agent created.
+    first_turn: Option<SystemTime>,
+    /// Directories `fs/write_text_file` created for the agent's files.
+    made_dirs: HashSet<PathBuf>,
 }
 
 enum Job {
@@ -266,6 +271,8 @@ impl Reviews {
             pending_deletes: HashSet::new(),
             workspace: workspace.clone(),
             live: false,
+            first_turn: None,
+            made_dirs: HashSet::new(),
         }));
         let io = Arc::new(tokio::sync::Mutex::new(()));
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
@@ -311,8 +318,13 @@ impl Reviews {
     /// A prompt is about to be sent: watch the files the turn touches.
     pub(crate) fn turn_started(&self, session_id: &SessionId, workspace: &Workspace) {
         let review = self.get_or_start(session_id, workspace);
-        review.state.lock().live = true;
-        let _ = review.jobs.send(Job::TurnStarted(SystemTime::now()));
+        let now = SystemTime::now();
+        {
+            let mut st = review.state.lock();
+            st.live = true;
+            st.first_turn.get_or_insert(now);
+        }
+        let _ = review.jobs.send(Job::TurnStarted(now));
     }
 
     /// The prompt ended (answered, failed or dropped).
@@ -374,6 +386,20 @@ impl Reviews {
             .1
         };
         emit(&self.events, session_id, change);
+    }
+
+    /// `fs/write_text_file` created these directories for the agent.
+    pub(crate) fn record_made_dirs(
+        &self,
+        session_id: &SessionId,
+        workspace: &Workspace,
+        dirs: Vec<PathBuf>,
+    ) {
+        if dirs.is_empty() {
+            return;
+        }
+        let review = self.get_or_start(session_id, workspace);
+        review.state.lock().made_dirs.extend(dirs);
     }
 
     /// Every file under review in the session.
@@ -587,7 +613,17 @@ impl Reviews {
                 path: path.to_owned(),
                 action: "delete",
                 source,
-            })
+            })?;
+        let (roots, first_turn, made) = {
+            let st = review.state.lock();
+            (
+                st.workspace.roots().to_vec(),
+                st.first_turn,
+                st.made_dirs.clone(),
+            )
+        };
+        remove_made_dirs(path, &roots, first_turn, &made).await;
+        Ok(())
     }
 
     /// The user changed a file under review (`None`: deleted it).
@@ -670,6 +706,43 @@ fn emit(events: &EventSink, session_id: &SessionId, change: Option<FileSummary>)
             session_id: session_id.clone(),
             file,
         });
+    }
+}
+
+/// Removes the directories above a deleted file that the agent created
+/// for it and that are empty now (a rejected `src/new/mod.rs` leaves no
+/// `src/new/`): made by `fs/write_text_file`, or born after the session's
+/// first prompt (the agent's own tools made them). Never a workspace root
+/// or anything outside one; a directory it cannot tell about stays.
+/// How much earlier than the first prompt a directory's birth time may
+/// read and still be the agent's (see `remove_made_dirs`).
+const BIRTH_SLACK: Duration = Duration::from_millis(500);
+
+async fn remove_made_dirs(
+    path: &Path,
+    roots: &[PathBuf],
+    first_turn: Option<SystemTime>,
+    made: &HashSet<PathBuf>,
+) {
+    for dir in path.ancestors().skip(1) {
+        let inside = roots.iter().any(|r| dir.starts_with(r) && dir != r);
+        if !inside {
+            return;
+        }
+        let agents = made.contains(dir)
+            || match (tokio::fs::metadata(dir).await, first_turn) {
+                // File times come from the kernel's coarse clock, which
+                // lags `SystemTime::now` by up to a tick.
+                (Ok(meta), Some(since)) => {
+                    meta.created().is_ok_and(|born| born + BIRTH_SLACK >= since)
+                }
+                _ => false,
+            };
+        // remove_dir refuses a directory that is not empty.
+        if !agents || tokio::fs::remove_dir(dir).await.is_err() {
+            return;
+        }
+        tracing::debug!(dir = %dir.display(), "removed the empty directory the agent created");
     }
 }
 

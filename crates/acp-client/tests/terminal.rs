@@ -125,6 +125,25 @@ async fn command_line_without_args_runs_through_the_shell() {
 }
 
 #[tokio::test]
+async fn the_editor_hears_the_command_line_before_any_output() {
+    let (manager, mut events) = manager();
+    let (id, _) = run(&manager, spec("printf", &["%s|", "a b", "it's", "-x"])).await;
+    match guard("first event", events.recv()).await {
+        Some(TerminalEvent::Started {
+            terminal_id,
+            command,
+            ..
+        }) => {
+            assert_eq!(terminal_id, id);
+            // Arguments with spaces or quotes are quoted as a shell would
+            // need them, so the line the user reads is the one that ran.
+            assert_eq!(command, r"printf '%s|' 'a b' 'it'\''s' -x");
+        }
+        other => panic!("expected the started event first, got {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn command_with_args_is_executed_directly() {
     let (manager, _events) = manager();
     // Through a shell, `a b` would be split and `$HOME` expanded.
@@ -330,7 +349,7 @@ async fn release_kills_and_invalidates_the_id() {
     let kinds: Vec<&str> = tail
         .iter()
         .map(|e| match e {
-            TerminalEvent::Output { .. } => "output",
+            TerminalEvent::Started { .. } | TerminalEvent::Output { .. } => "output",
             TerminalEvent::Exited { exit_status, .. } => {
                 assert_eq!(exit_status.signal.as_deref(), Some("SIGKILL"));
                 "exited"
@@ -431,6 +450,10 @@ async fn output_events_are_coalesced_and_end_with_exit() {
                 outputs += 1;
             }
             TerminalEvent::Exited { exit_status, .. } => exit = Some(exit_status),
+            TerminalEvent::Started { terminal_id, .. } => {
+                assert!(streamed.is_empty(), "started after output");
+                assert_eq!(terminal_id, id);
+            }
             other => panic!("unexpected event {other:?}"),
         }
     }

@@ -415,6 +415,7 @@ impl ChatLoop {
         self.cancel_sent = false;
         let conn: Connection = self.agent.conn.clone();
         let session = self.session.clone();
+        self.agent.host.saw_prompt(&session, &blocks);
         let mut turn: Turn = Box::pin(async move { conn.prompt(&session, blocks).await });
         let first = std::future::poll_fn(|cx| {
             Poll::Ready(match turn.as_mut().poll(cx) {

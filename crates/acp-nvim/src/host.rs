@@ -20,6 +20,7 @@ use acp_client::elicitation::{
 };
 use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::schema;
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
@@ -80,6 +81,13 @@ pub struct Routes {
     /// knew as current: Lua merges the restore into a modified buffer
     /// against it instead of against the disk.
     restores: HashMap<(SessionId, PathBuf), Option<String>>,
+    /// The text the agent last saw of a file: what `fs/read_text_file`
+    /// answered from its buffer, what a mention embedded, what it wrote.
+    /// The base of merging its next write into a buffer with unsaved edits:
+    /// claude-code-acp reads the unsaved buffer and writes it back with its
+    /// change, and merging that against the disk made a conflict of the
+    /// user's own lines. Absent: it saw the disk.
+    seen: HashMap<(SessionId, PathBuf), String>,
 }
 
 impl Routes {
@@ -96,6 +104,7 @@ impl Routes {
             writes: HashMap::new(),
             warnings: 0,
             restores: HashMap::new(),
+            seen: HashMap::new(),
         }
     }
 
@@ -128,6 +137,7 @@ impl Routes {
         self.closed.insert(session.clone());
         self.held.retain(|(sid, _)| sid != session);
         self.writes.retain(|(sid, _), _| sid != session);
+        self.seen.retain(|(sid, _), _| sid != session);
     }
 
     /// The chats of this agent.
@@ -397,7 +407,8 @@ fn elicitation_event(
 
 fn terminal_session(event: &TerminalEvent) -> Option<SessionId> {
     match event {
-        TerminalEvent::Output { session_id, .. }
+        TerminalEvent::Started { session_id, .. }
+        | TerminalEvent::Output { session_id, .. }
         | TerminalEvent::Exited { session_id, .. }
         | TerminalEvent::Released { session_id, .. } => Some(session_id.clone()),
         _ => None,
@@ -493,12 +504,88 @@ impl NvimHost {
             .insert((session.clone(), path.to_owned()), current);
     }
 
+    /// A prompt goes out: the files it embeds whole are what the agent
+    /// saw of them.
+    pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
+        let mut routes = self.routes();
+        for block in blocks {
+            let schema::ContentBlock::Resource(embedded) = block else {
+                continue;
+            };
+            let schema::EmbeddedResourceResource::TextResourceContents(res) = &embedded.resource
+            else {
+                continue;
+            };
+            // A range (`#L3-9`) is not the whole file.
+            let Some(path) = res
+                .uri
+                .strip_prefix("file://")
+                .filter(|p| !p.contains('#'))
+                .map(percent_decode)
+            else {
+                continue;
+            };
+            // Keyed like the agent's requests: resolved (symlinks followed).
+            let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
+            routes
+                .seen
+                .insert((session.clone(), path), res.text.clone());
+        }
+    }
+
+    /// `require('acp.fs').read`: the buffer's text, `None` when no loaded
+    /// buffer has the file.
+    async fn buffer_read(
+        &self,
+        full: &Path,
+        path: &str,
+        args: lua::FsRead<'_>,
+    ) -> acp_client::Result<Option<String>> {
+        let reply = self.editor.fs_read(args.encode()).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not read `{path}` from its buffer: {e}"
+            ))
+        })?;
+        match lua::decode_text(reply) {
+            Ok(text) => Ok(text),
+            Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
+                path: full.to_owned(),
+            }),
+            Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
+        }
+    }
+
     /// The restore of `path` is over: later writes are the agent's again.
     pub fn end_restore(&self, session: &SessionId, path: &Path) {
         self.routes()
             .restores
             .remove(&(session.clone(), path.to_owned()));
     }
+}
+
+/// A `file://` URI's path with its `%XX` escapes decoded (Lua's
+/// `vim.uri_from_fname` escapes spaces and other reserved bytes).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// See [`NvimHost::opening`].
@@ -589,18 +676,34 @@ impl EditorHost for NvimHost {
             line: request.line,
             limit: request.limit,
         };
-        let reply = self.editor.fs_read(args.encode()).await.map_err(|e| {
-            acp_client::Error::Host(format!(
-                "Neovim could not read `{path}` from its buffer: {e}"
-            ))
-        })?;
-        match lua::decode_text(reply) {
-            Ok(text) => Ok(text),
-            Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
-                path: request.path.clone(),
-            }),
-            Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
-        }
+        let text = self.buffer_read(&request.path, path, args).await?;
+        // From the first line, and fewer lines than asked for: all of it.
+        let whole = request.line.unwrap_or(1) <= 1
+            && request.limit.is_none_or(|limit| {
+                text.as_ref()
+                    .is_some_and(|t| t.lines().count() < limit as usize)
+            });
+        let seen = match &text {
+            Some(text) if whole => Some(text.clone()),
+            // A range: what the agent saw of the rest is the buffer's too.
+            Some(_) => {
+                let all = lua::FsRead {
+                    path,
+                    line: None,
+                    limit: None,
+                };
+                self.buffer_read(&request.path, path, all).await?
+            }
+            None => None,
+        };
+        let key = (request.session_id.clone(), request.path.clone());
+        let mut routes = self.routes();
+        match seen {
+            Some(seen) => routes.seen.insert(key, seen),
+            // Read from disk: the disk is what it saw.
+            None => routes.seen.remove(&key),
+        };
+        Ok(text)
     }
 
     async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
@@ -612,11 +715,19 @@ impl EditorHost for NvimHost {
             .restores
             .get(&(request.session_id.clone(), request.path.clone()))
             .cloned();
+        let key = (request.session_id.clone(), request.path.clone());
+        let seen = match &restore {
+            Some(_) => None,
+            None => self.routes().seen.get(&key).cloned(),
+        };
         let args = lua::FsWrite {
             path,
             content: &request.content,
             restore: restore.is_some(),
-            base: restore.as_ref().and_then(|base| base.as_deref()),
+            base: match &restore {
+                Some(base) => base.as_deref(),
+                None => seen.as_deref(),
+            },
         };
         let reply = self.editor.fs_write(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
@@ -629,15 +740,31 @@ impl EditorHost for NvimHost {
             buffer_updated: reply.handled,
             kept_unsaved: !reply.handled && reply.kept_unsaved,
         };
-        self.routes()
-            .writes
-            .insert((request.session_id.clone(), request.path.clone()), note);
+        {
+            let mut routes = self.routes();
+            if restore.is_none() {
+                // It knows what it wrote.
+                routes.seen.insert(key.clone(), request.content.clone());
+            }
+            routes.writes.insert(key, note);
+        }
         if reply.handled {
-            Ok(WriteOutcome::Handled {
+            return Ok(WriteOutcome::Handled {
                 old_content: reply.old_content,
-            })
-        } else {
-            Ok(WriteOutcome::NotHandled)
+            });
+        }
+        match seen {
+            // Merged into the unsaved buffer the agent read: its change is
+            // the difference from what it read, not from the disk (the
+            // user's unsaved lines there are the user's).
+            Some(seen) if reply.kept_unsaved => {
+                let old =
+                    acp_client::fs::write_text_file_atomic(&request.path, &request.content).await?;
+                Ok(WriteOutcome::Handled {
+                    old_content: old.map(|_| seen),
+                })
+            }
+            _ => Ok(WriteOutcome::NotHandled),
         }
     }
 

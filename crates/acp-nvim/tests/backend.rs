@@ -429,27 +429,38 @@ async fn an_agent_that_wants_a_login_asks_for_it() {
     assert!(ids.contains(&"fake-login"), "{auth}");
 }
 
-#[tokio::test]
-async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
+/// A rig whose Lua has `notes.txt` open with unsaved edits, reading as
+/// `read`, and whose agent reads it (`read_params`), then writes it.
+fn modified_buffer_rig(read: &str, read_params: Json) -> (Rig, PathBuf) {
     let lua = FakeLua {
-        read: Value::from("unsaved buffer text\n"),
+        read: Value::from(read),
         write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
         calls: Mutex::default(),
     };
-    let mut rig = Rig::new(lua);
+    let rig = Rig::new(lua);
     let cwd = rig.cwd();
     std::fs::write(cwd.join("notes.txt"), "disk text\n").unwrap();
+    let mut read_step = json!({"type": "call", "method": "fs/read_text_file",
+        "saveAs": "r", "onOk": [{"type": "text", "text": "read: {{r.content}}"}]});
+    read_step["params"] = read_params;
     let scenario = acp_testkit::write_scenario(
         &cwd,
         &json!({"turns": [{"steps": [
-            {"type": "call", "method": "fs/read_text_file",
-             "params": {"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}, "saveAs": "r",
-             "onOk": [{"type": "text", "text": "read: {{r.content}}"}]},
+            read_step,
             {"type": "call", "method": "fs/write_text_file",
              "params": {"path": "{{cwd}}/notes.txt", "content": "agent text\n"}}
         ]}]}),
     );
     rig.open("a", &scenario);
+    (rig, cwd)
+}
+
+#[tokio::test]
+async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
+    let (mut rig, cwd) = modified_buffer_rig(
+        "unsaved buffer text\n",
+        json!({"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}),
+    );
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "go");
     let edited = rig.wait_type("a", "file_edited").await;
@@ -467,6 +478,29 @@ async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk()
     assert_eq!(calls[0].1["line"], 1);
     assert_eq!(calls[0].1["limit"], 5);
     assert_eq!(calls[1].0, "write");
+    // The read covered the whole buffer: it is the base of the merge.
+    assert_eq!(calls[1].1["base"], "unsaved buffer text\n");
+}
+
+#[tokio::test]
+async fn a_range_read_makes_the_whole_buffer_the_base_of_the_next_write() {
+    let (mut rig, _) = modified_buffer_rig(
+        "line 3\n",
+        json!({"path": "{{cwd}}/notes.txt", "line": 3, "limit": 1}),
+    );
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    rig.wait_type("a", "turn_ended").await;
+    let calls = rig.lua.calls.lock().unwrap().clone();
+    let kinds: Vec<&str> = calls.iter().map(|c| c.0).collect();
+    assert_eq!(kinds, ["read", "read", "write"], "{calls:?}");
+    assert_eq!(
+        calls[1].1.get("line"),
+        None,
+        "the second read is the whole buffer"
+    );
+    // This fake answers every read with the same text.
+    assert_eq!(calls[2].1["base"], "line 3\n");
 }
 
 #[tokio::test]

@@ -255,6 +255,17 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             },
         ),
         (
+            "terminal_started",
+            Event::Terminal {
+                chat_id: chat(),
+                terminal: TerminalEvent::Started {
+                    session_id: "sess-1".into(),
+                    terminal_id: "term-1".into(),
+                    command: "cargo build --release".into(),
+                },
+            },
+        ),
+        (
             "terminal_output",
             Event::Terminal {
                 chat_id: chat(),

@@ -727,3 +727,53 @@ fn review_types_serialize_in_camel_case() {
     let back: HunkId = serde_json::from_value(serde_json::json!(id)).unwrap();
     assert_eq!(back, ids(&t)[0]);
 }
+
+#[test]
+fn undo_then_redo_of_an_agent_edit_brings_its_review_back() {
+    let mut t = EditTracker::new();
+    let p = Path::new("/w/u.txt");
+    // The agent's line merged into the user's unsaved text.
+    t.record_write(p, Some("mine\nl2\n"), "mine\nagent\n");
+    let before = t.review(p).unwrap();
+    // Undo: the buffer is the user's text again; nothing to review.
+    assert_eq!(t.record_user_edit(p, Some("mine\nl2\n")), None);
+    assert!(!t.contains(p));
+    // Redo: the agent's line is back, and so is its hunk.
+    let summary = t.record_user_edit(p, Some("mine\nagent\n")).unwrap();
+    assert_eq!(summary.hunks, 1);
+    let after = t.review(p).unwrap();
+    assert_eq!(after.baseline, before.baseline);
+    assert_eq!(after.hunks, before.hunks);
+}
+
+#[test]
+fn a_decision_is_final_for_undo() {
+    let mut t = EditTracker::new();
+    let p = Path::new("/w/d.txt");
+    t.record_write(p, Some("a\n"), "b\n");
+    t.accept_file(p).unwrap();
+    // The user's undo of an accepted edit is the user's own change.
+    assert_eq!(t.record_user_edit(p, Some("a\n")), None);
+    assert_eq!(t.record_user_edit(p, Some("b\n")), None);
+    assert!(!t.contains(p));
+}
+
+#[test]
+fn undo_then_redo_after_a_decision_on_another_hunk_keeps_the_hunks_left() {
+    let mut t = EditTracker::new();
+    let p = Path::new("/w/h.txt");
+    t.record_write(p, Some("a\nb\nc\nd\n"), "A\nb\nc\nD\n");
+    let first = t.review(p).unwrap().hunks[0].id;
+    t.accept_hunk(p, first).unwrap();
+    let left = t.review(p).unwrap().hunks;
+    assert_eq!(left.len(), 1);
+    // Undo of the agent's other line, then redo.
+    t.record_user_edit(p, Some("A\nb\nc\nd\n"));
+    assert!(!t.contains(p));
+    t.record_user_edit(p, Some("A\nb\nc\nD\n"));
+    assert_eq!(
+        t.review(p).unwrap().hunks,
+        left,
+        "the hunk left is back, the accepted one is not"
+    );
+}

@@ -36,7 +36,9 @@ pub struct FsWrite<'a> {
     /// buffer against `base` and leave the disk alone.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub restore: bool,
-    /// The text review knew as current (restores only).
+    /// The base of merging into a modified buffer: for a restore, the text
+    /// review knew as current; for an agent's write, the text the agent
+    /// last saw of the file (absent: it saw the disk).
     pub base: Option<&'a str>,
 }
 
