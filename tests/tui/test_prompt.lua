@@ -9,26 +9,43 @@ local function prompt_text(t)
   ]])
 end
 
---- The completion test, with 'completeopt' as the user's global value
---- (Neovim 0.10, where it cannot be set per buffer) when `global` is set.
-local function completion_test(global)
+--- Opens the demo chat (`setup(t)` runs right after `:Acp`), waits until it
+--- is ready with the cursor in its prompt in Insert mode, then runs `body(t)`.
+---@param setup? fun(t: table)
+---@param body fun(t: table)
+local function in_demo_chat(setup, body)
   local t = H.nvim()
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")
-    if global then
-      t:lua([[
-        local prompt = require("acp.prompt")
-        prompt.completeopt_local = false
-        local chat = require("acp.chat").current()
-        vim.bo[chat.prompt_buf].completeopt = ""
-        vim.go.completeopt = "menu,popup"
-      ]])
+    if setup then
+      setup(t)
     end
     t:wait_for("Ask demo", "the prompt hint")
     t:wait_for("mode: Code", "the session to start")
     -- The chat opens in Insert mode in the prompt: letters are text.
     t:wait_for("-- INSERT --", "Insert mode in the prompt")
+    body(t)
+  end)
+  t:kill()
+  assert(ok, err)
+end
+
+--- The completion test, with 'completeopt' as the user's global value
+--- (Neovim 0.10, where it cannot be set per buffer) when `global` is set.
+local function completion_test(global)
+  local setup = global
+      and function(t)
+        t:lua([[
+          local prompt = require("acp.prompt")
+          prompt.completeopt_local = false
+          local chat = require("acp.chat").current()
+          vim.bo[chat.prompt_buf].completeopt = ""
+          vim.go.completeopt = "menu,popup"
+        ]])
+      end
+    or nil
+  in_demo_chat(setup, function(t)
     t:type("/")
     t:wait_for("Explain a piece of code", "the command menu")
     t:type("explain")
@@ -47,8 +64,6 @@ local function completion_test(global)
     t:keys("Escape")
     H.eq("/explain\n@READ", prompt_text(t), "the prompt")
   end)
-  t:kill()
-  assert(ok, err)
 end
 
 H.test("typing / and @ completes without inserting the first entry", function()
@@ -60,12 +75,7 @@ H.test("the same where 'completeopt' is global (Neovim 0.10)", function()
 end)
 
 H.test("sending with the completion menu open closes the menu", function()
-  local t = H.nvim()
-  local ok, err = pcall(function()
-    t:type(":Acp")
-    t:keys("Enter")
-    t:wait_for("mode: Code", "the session to start")
-    t:wait_for("-- INSERT --", "Insert mode in the prompt")
+  in_demo_chat(nil, function(t)
     t:type("/explai")
     t:wait_for("Explain a piece of code", "the command menu")
     t:keys("C-s")
@@ -77,8 +87,6 @@ H.test("sending with the completion menu open closes the menu", function()
       return not s:find("Explain a piece of code", 1, true)
     end, "the menu to close")
   end)
-  t:kill()
-  assert(ok, err)
 end)
 
 local UX = {
