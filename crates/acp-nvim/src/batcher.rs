@@ -262,9 +262,9 @@ pub(crate) mod tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::command::ChatId;
     use crate::editor::LuaError;
     use crate::msgpack;
+    use crate::protocol::ChatId;
 
     /// Records every dispatch call.
     #[derive(Default)]

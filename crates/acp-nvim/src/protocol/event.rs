@@ -22,7 +22,7 @@ use rmpv::Value;
 use serde::Serialize;
 
 use super::wire;
-use crate::command::{ChatId, PromptId};
+use super::{ChatId, PromptId};
 use crate::elicitation::ElicitationPromptId;
 
 /// Queued text chunks are merged up to this size per event, so that one

@@ -1,8 +1,9 @@
 //! The msgpack contract between the backend and the Lua plugin, in one
 //! place (described in `doc/protocol.md`):
 //!
-//! - [`Command`]: what Lua asks (`acp.*` requests and notifications),
-//!   decoded once by [`Command::decode`];
+//! - `crate::command::Command`: what Lua asks (`acp.*` requests and
+//!   notifications), decoded once by `Command::decode`, which sits above this
+//!   module (its payloads belong to the modules that serve them);
 //! - [`Event`]: what the backend tells Lua (`require('acp.events').dispatch`),
 //!   encoded once by [`Event::encode`];
 //! - [`lua`]: the backend's calls into Lua (`acp.fs.read`/`write`,
@@ -13,8 +14,9 @@
 //! schema's types. Past this module everything is typed.
 
 mod event;
+mod ids;
 pub mod lua;
 pub mod wire;
 
-pub use crate::command::{BadCommand, ChatId, Command, PromptId};
 pub use event::{Event, InstalledListing, LoginMethod, RegistryListing, MAX_MERGED_TEXT};
+pub use ids::{ChatId, PromptId};
