@@ -174,6 +174,15 @@ fn wrap(variant: Option<String>, inner: Value) -> Value {
     }
 }
 
+/// `fn $name(self, v: $ty) -> Result<Value> { Ok(Value::from(v)) }` for each pair.
+macro_rules! scalars {
+    ($($name:ident: $ty:ty),* $(,)?) => {
+        $(fn $name(self, v: $ty) -> Result<Value> {
+            Ok(Value::from(v))
+        })*
+    };
+}
+
 impl ser::Serializer for Encoder {
     type Ok = Value;
     type Error = EncodeError;
@@ -185,33 +194,18 @@ impl ser::Serializer for Encoder {
     type SerializeStruct = Map;
     type SerializeStructVariant = Map;
 
-    fn serialize_bool(self, v: bool) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i8(self, v: i8) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i16(self, v: i16) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i32(self, v: i32) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i64(self, v: i64) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u8(self, v: u8) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u16(self, v: u16) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u32(self, v: u32) -> Result<Value> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u64(self, v: u64) -> Result<Value> {
-        Ok(Value::from(v))
-    }
+    // Every scalar msgpack holds as it is.
+    scalars!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+    );
     fn serialize_f32(self, v: f32) -> Result<Value> {
         Ok(Value::from(f64::from(v)))
     }
