@@ -9,8 +9,8 @@ local function prompt_text(t)
   ]])
 end
 
---- Opens the demo chat (`setup(t)` runs right after `:Acp`), waits until it
---- is ready with the cursor in its prompt in Insert mode, then runs `body(t)`.
+--- Opens the demo chat, waits until it is ready with the cursor in its
+--- prompt in Insert mode, then runs `setup(t)` and `body(t)`.
 ---@param setup? fun(t: table)
 ---@param body fun(t: table)
 local function in_demo_chat(setup, body)
@@ -18,13 +18,15 @@ local function in_demo_chat(setup, body)
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")
-    if setup then
-      setup(t)
-    end
     t:wait_for("Ask demo", "the prompt hint")
     t:wait_for("mode: Code", "the session to start")
     -- The chat opens in Insert mode in the prompt: letters are text.
     t:wait_for("-- INSERT --", "Insert mode in the prompt")
+    -- Once the chat exists (right after `:Acp` it may not yet), before
+    -- anything is typed.
+    if setup then
+      setup(t)
+    end
     body(t)
   end)
   t:kill()
