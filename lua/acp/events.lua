@@ -83,11 +83,7 @@ end
 
 function handlers.file_edited(chat, ev)
   local path = ev.path
-  local review = require("acp.review")
-  local fs = require("acp.fs")
-  local near_conflicts = fs.near_conflicts[review.normalize(path)]
-  fs.near_conflicts[review.normalize(path)] = nil
-  if ev.kept_unsaved and near_conflicts then
+  if ev.kept_unsaved and ev.waiting then
     -- The review's sync tells whether the edit had to wait.
     chat.transcript:note(
       ("! %s: written on disk; merged into your buffer unless it touches the open conflicts (then once they are resolved)"):format(path),

@@ -2,14 +2,15 @@
 --- fs/write_text_file of the agent go through here when a buffer has the file).
 ---
 --- The backend calls these with nvim_exec_lua and awaits the result; both are
---- quick and never wait for anything.
+--- quick and never wait for anything. The backend owns each file's state
+--- (acp_client::review::sync): what the agent saw, the buffer's text as last
+--- reported with its `b:changedtick`, the merge of an agent's write; this
+--- module reports the buffer and applies the backend's instructions.
 
 local api = vim.api
 local util = require("acp.util")
 
 local M = {}
-
-local merge_later
 
 local function normalize(path)
   local full = vim.fn.fnamemodify(path, ":p")
@@ -86,6 +87,35 @@ function M.read(args)
   end
   local lines = api.nvim_buf_get_lines(buf, first, last, false)
   return join(buf, first, lines)
+end
+
+---@class acp.FsReadReply
+---@field text string what the agent gets (the range it asked for)
+---@field whole? string the whole text as the agent reads it, when `text` is a range
+---@field buffer? string the buffer's rows as they are, when they differ from what the agent reads (open conflicts)
+---@field tick integer the buffer's b:changedtick
+
+--- An agent's read (`fs/read_text_file`): what it gets, with the buffer's
+--- text and changedtick for the backend (the base of merging its next write
+--- into this buffer). nil when no loaded buffer has the path.
+---@param args acp.FsReadArgs
+---@return acp.FsReadReply?
+function M.read_for_agent(args)
+  local buf = M.find_buffer(args.path)
+  if not buf then
+    return nil
+  end
+  local text = M.read(args)
+  local whole_args = { path = args.path }
+  local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil
+  local whole = ranged and M.read(whole_args) or text
+  local buffer = M.buffer_text(buf)
+  return {
+    text = text,
+    whole = ranged and whole or nil,
+    buffer = buffer ~= whole and buffer or nil,
+    tick = api.nvim_buf_get_changedtick(buf),
+  }
 end
 
 --- Apply the hunks turning `old` lines into `new` lines, bottom-up, as one
@@ -197,24 +227,6 @@ function M.apply_text(buf, content)
   vim.bo[buf].modifiable = was_modifiable
 end
 
---- Merge `theirs` (the agent's text) into a buffer with unsaved edits:
---- base is the text the agent changed from. The result is applied as one
---- undo step and the buffer stays modified. Conflicts are written between
---- `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines, so no line of the
---- user is lost; they show as conflict hunks (acp.review).
----@param buf integer
----@param base string
----@param theirs string
----@return integer conflicts
-function M.merge_into(buf, base, theirs)
-  local ours = M.buffer_text(buf)
-  local text, conflicts = M.merge_text(base, ours, theirs)
-  if text ~= ours then
-    M.apply_text(buf, text)
-  end
-  return conflicts
-end
-
 --- The three-way merge of `ours` and `theirs` (both changed from `base`),
 --- as the backend makes it (`acp.merge`), without applying it.
 ---@param base string
@@ -229,98 +241,79 @@ function M.merge_text(base, ours, theirs)
   return res.text, tonumber(res.conflicts) or 0
 end
 
---- Merge into a modified buffer right after this call returns. The merge
---- asks the backend (`acp.merge`), and this module runs inside the
---- backend's own request (`nvim_exec_lua`): a request from there, while Lua
---- waits for another answer of the backend (a review refresh, a
---- completion), would get its answers out of the order Neovim requires,
---- and Neovim closes the channel. Scheduled callbacks run from the main
---- loop, never nested in a request, and before any event this write causes.
----@param buf integer
----@param base string
----@param theirs string
-merge_later = function(buf, base, theirs)
-  vim.schedule(function()
-    if not api.nvim_buf_is_valid(buf) then
-      return
-    end
-    local ok, err = pcall(M.merge_into, buf, base, theirs)
-    if not ok then
-      util.notify(tostring(err), vim.log.levels.ERROR)
-    end
-  end)
-end
-
---- Paths whose last agent write found open conflicts in the buffer (its
---- `file_edited` note says so), path -> true.
----@type table<string, true>
-M.near_conflicts = {}
-
----@class acp.FsWriteArgs
+---@class acp.FsApplyArgs one instruction of the backend for a write
 ---@field path string
----@field content string
----@field restore? boolean a review reject restores text (not the agent's write)
----@field base? string the base of merging into a modified buffer: with restore, the text review knew the file had; else the text the agent last saw of the file (what fs/read_text_file answered, what a mention embedded, what it wrote); absent: the disk
+---@field revision integer the file's instruction count, echoed in the reply
+---@field content string the text an unmodified buffer takes (then saved)
+---@field merged? string the text a modified buffer takes, only at changedtick `tick`
+---@field tick? integer the b:changedtick `merged` was made against
+---@field conflicts? integer conflict blocks in `merged`
+---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
 
----@class acp.FsWriteResult
----@field handled boolean the buffer was updated (and saved, unless it had unsaved edits): the backend does not write the disk
----@field old_content? string the buffer's text before the write (nil: the file is new)
----@field kept_unsaved? boolean the buffer had unsaved changes: the agent's text is merged into it (right after this call), the backend writes the disk
+---@class acp.FsApplyReply
+---@field status "no_buffer"|"saved"|"merged"|"waiting"|"stale"
+---@field revision integer
+---@field tick? integer the buffer's b:changedtick now
+---@field old_content? string saved: the buffer's text before (nil: a new file)
+---@field text? string stale: the buffer's text now
 
---- Write through a loaded buffer.
---- - No buffer: handled=false (the backend writes the disk).
---- - Unmodified buffer: minimal edits, saved; handled=true.
---- - Modified buffer, agent write: the agent's text is merged into the
----   buffer (base: what the agent last saw, else the disk), the buffer stays
----   modified; handled=false, kept_unsaved=true (the backend writes the
----   agent's text to disk, so the agent's view stays true).
---- - Modified buffer, review restore: merged into the buffer against the
----   text review knew; the disk is left alone (handled=true).
----@param args acp.FsWriteArgs
----@return acp.FsWriteResult
-function M.write(args)
+--- Apply one instruction of the backend, in one go and without asking it
+--- anything back (this runs inside the backend's request):
+--- - no loaded buffer: `no_buffer` (the backend writes the disk);
+--- - unmodified buffer: `content` with minimal edits, saved: `saved`;
+--- - modified buffer with open conflict blocks (an agent write): left
+---   alone, `waiting` (the review merges it once they are resolved);
+--- - modified buffer still at `tick`: `merged` applied as one undo step,
+---   left unsaved: `merged` (the backend writes the agent's text to disk);
+--- - else (the user typed since the backend's last report): `stale` with
+---   the buffer's text and tick; the backend merges again and resends.
+---@param args acp.FsApplyArgs
+---@return acp.FsApplyReply
+function M.apply(args)
+  local rev = args.revision
   local buf = M.find_buffer(args.path)
   if not buf then
-    return { handled = false }
+    return { status = "no_buffer", revision = rev }
   end
   local content = args.content or ""
+  local review = require("acp.review")
   if vim.bo[buf].modified then
-    local review = require("acp.review")
-    if args.restore then
-      local base = args.base or M.buffer_text(buf)
-      merge_later(buf, base, content)
-      return { handled = true, old_content = base }
+    if not args.restore and review.has_conflicts(buf) then
+      -- New conflict blocks next to the open ones would nest them: the
+      -- disk gets the agent's text, and the review's sync merges it
+      -- unless that conflicts with the open ones (it then waits for them:
+      -- acp.review's pending).
+      return { status = "waiting", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
     end
-    if review.has_conflicts(buf) then
-      -- The disk gets the agent's text; the review's sync that follows
-      -- merges it unless that would open conflicts next to the open ones
-      -- (it then waits for them: acp.review's pending).
-      M.near_conflicts[review.normalize(args.path)] = true
-      return { handled = false, kept_unsaved = true }
+    local tick = api.nvim_buf_get_changedtick(buf)
+    if type(args.merged) ~= "string" or args.tick ~= tick then
+      return { status = "stale", revision = rev, text = M.buffer_text(buf), tick = tick }
     end
-    -- The agent changed what it last saw: the buffer it read (claude-code-acp
-    -- reads unsaved buffers and writes them back with its change), else the
-    -- disk. Against the disk, the user's own lines read as a conflict.
-    local base = args.base or M.read_disk(args.path) or ""
-    -- Synced now: the review's refresh that follows this write must not
-    -- merge the same change a second time.
-    review.set_synced(args.path, content)
-    if M.buffer_text(buf) == base then
-      -- The buffer is what the agent changed (it read it and nobody typed
-      -- since): the merge is the agent's text, applied now as one undo
-      -- step; no merge to ask the backend for.
-      M.apply_text(buf, content)
-    else
-      merge_later(buf, base, content)
+    if args.merged ~= M.buffer_text(buf) then
+      M.apply_text(buf, args.merged)
     end
-    -- The backend writes `content` to disk next; the next :write of the
-    -- buffer must not ask whether to overwrite it (acp.filestamp).
-    require("acp.filestamp").merged(buf, content)
-    return { handled = false, kept_unsaved = true }
+    if not args.restore then
+      -- Synced now: the review's refresh that follows this write must not
+      -- merge the same change a second time.
+      review.set_synced(args.path, content)
+      -- The backend writes `content` to disk next; the next :write of the
+      -- buffer must not ask whether to overwrite it (acp.filestamp).
+      require("acp.filestamp").merged(buf, content)
+      if (tonumber(args.conflicts) or 0) > 0 then
+        util.notify(
+          ("the agent changed %s where your unsaved edits are: %d conflict(s) kept both sides in the buffer; accept (agent's side) or reject (yours) them"):format(
+            vim.fn.fnamemodify(args.path, ":~:."),
+            args.conflicts
+          ),
+          vim.log.levels.WARN
+        )
+      end
+    end
+    return { status = "merged", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
   end
   local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil
   M.apply_text(buf, content)
-  local ok, err = pcall(require("acp.review").own_write, args.path, function()
+  local ok, err = pcall(review.own_write, args.path, function()
     api.nvim_buf_call(buf, function()
       vim.cmd("silent keepalt write!")
     end)
@@ -328,8 +321,8 @@ function M.write(args)
   if not ok then
     error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
   end
-  require("acp.review").set_synced(args.path, content)
-  return { handled = true, old_content = old_content }
+  review.set_synced(args.path, content)
+  return { status = "saved", revision = rev, old_content = old_content, tick = api.nvim_buf_get_changedtick(buf) }
 end
 
 return M

@@ -196,6 +196,7 @@ local M = {}
 ---@field path string
 ---@field buffer_updated boolean
 ---@field kept_unsaved boolean
+---@field waiting boolean with kept_unsaved: the buffer has open conflicts, the edit waits for them
 
 ---@class acp.ev.TurnEnded: acp.Event
 ---@field stop_reason string
@@ -274,21 +275,9 @@ local M = {}
 
 -- Calls into Lua and replies ---------------------------------------------------------
 
----@class acp.FsReadArgs `acp.fs.read`; the reply is the text, or nil.
----@field path string
----@field line? integer
----@field limit? integer
-
----@class acp.FsWriteArgs `acp.fs.write`; the reply is an acp.FsWriteReply.
----@field path string
----@field content string
----@field restore? boolean
----@field base? string
-
----@class acp.FsWriteReply
----@field handled boolean
----@field old_content? string
----@field kept_unsaved? boolean
+-- `acp.fs.read_for_agent` (acp.FsReadArgs -> acp.FsReadReply or nil) and
+-- `acp.fs.apply` (acp.FsApplyArgs -> acp.FsApplyReply) are annotated in
+-- lua/acp/fs.lua.
 
 ---@class acp.BeforeTurnArgs `acp.baseline.get`; the reply is the text, or nil.
 ---@field chat_id string
@@ -356,7 +345,7 @@ M.REQUIRED = {
   elicitation_cancelled = { "request_id" },
   elicitation_completed = { "elicitation_id" },
   terminal = { "chat_id", "kind", "terminal_id" },
-  file_edited = { "chat_id", "path", "buffer_updated", "kept_unsaved" },
+  file_edited = { "chat_id", "path", "buffer_updated", "kept_unsaved", "waiting" },
   turn_ended = { "chat_id", "stop_reason" },
   prompt_failed = { "chat_id", "message" },
   agent_exited = { "chat_id", "status", "stderr_tail" },

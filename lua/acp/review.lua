@@ -538,7 +538,13 @@ function send_user_edit(buf, accept_lines)
   end
   entry.known = text
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
-    backend().notify("acp.user_edit", { chat_id = chat_id, path = entry.path, content = text, accept_lines = accept_lines })
+    backend().notify("acp.user_edit", {
+      chat_id = chat_id,
+      path = entry.path,
+      content = text,
+      accept_lines = accept_lines,
+      tick = api.nvim_buf_get_changedtick(buf),
+    })
   end
 end
 

@@ -64,8 +64,11 @@ T.test("write to an unmodified buffer edits minimally, one undo step, and saves"
   table.insert(new, 10, "inserted")
   table.remove(new, 15) -- "line 14"
   local content = table.concat(new, "\n") .. "\n"
-  local res = fs.write({ path = path, content = content })
-  T.eq({ handled = true, old_content = table.concat(old, "\n") .. "\n" }, res, "result")
+  local res = fs.apply({ path = path, revision = 1, content = content })
+  T.eq("saved", res.status, "saved")
+  T.eq(1, res.revision, "names the instruction")
+  T.eq(table.concat(old, "\n") .. "\n", res.old_content, "old content")
+  T.eq(vim.api.nvim_buf_get_changedtick(buf), res.tick, "the tick after")
   T.eq(content, T.read_file(path), "disk == content")
   T.eq(false, vim.bo[buf].modified, "saved")
   T.eq(new, T.lines(buf), "buffer == content")
@@ -82,39 +85,38 @@ T.test("write keeps the content's missing final newline", function()
   local path = dir .. "/write-noeol.txt"
   T.write_file(path, "x\n")
   open(path)
-  local res = fs.write({ path = path, content = "x\ny" })
-  T.eq(true, res.handled, "handled")
+  local res = fs.apply({ path = path, revision = 1, content = "x\ny" })
+  T.eq("saved", res.status, "saved")
   T.eq("x\ny", T.read_file(path), "no newline added on save")
 end)
 
-T.test("write to a modified buffer merges the agent's text in, one undo step, disk left to the backend", function()
+T.test("write to a modified buffer applies the backend's merge at its tick, one undo step, disk left to the backend", function()
   local path = dir .. "/modified.txt"
   T.write_file(path, "one\ntwo\nthree\n")
   local buf = open(path)
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
-  -- The merge itself is the backend's (acp.merge); record what is asked.
   local backend = require("acp.backend")
-  local orig = backend.request
-  local asked
-  backend.request = function(method, params)
-    asked = { method, params }
-    return { text = "ONE (mine)\ntwo\nTHREE (agent)\n", conflicts = 0 }
+  local orig_request, orig_notify = backend.request, backend.notify
+  local asked = {}
+  backend.request = function(method)
+    asked[#asked + 1] = method
   end
-  local ok, res = pcall(fs.write, { path = path, content = "one\ntwo\nTHREE (agent)\n" })
-  -- fs.write runs inside the backend's own request: asking the backend from
-  -- there could answer Neovim out of order (it then closes the channel), so
-  -- the merge runs right after.
-  T.eq(nil, asked, "no request to the backend from inside its call")
-  T.wait(function()
-    return asked ~= nil
-  end, "the merge runs once the call returned")
-  backend.request = orig
-  assert(ok, res)
-  T.eq({ handled = false, kept_unsaved = true }, res, "the backend writes the disk")
-  T.eq({
-    "acp.merge",
-    { base = "one\ntwo\nthree\n", ours = "ONE (mine)\ntwo\nthree\n", theirs = "one\ntwo\nTHREE (agent)\n" },
-  }, asked, "base = disk before the write, ours = buffer, theirs = agent")
+  backend.notify = backend.request
+  local content = "one\ntwo\nTHREE (agent)\n"
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  -- Without the merge (the backend did not know the buffer): stale, with
+  -- the buffer's text, so the backend merges and sends again.
+  local res = fs.apply({ path = path, revision = 1, content = content })
+  T.eq({ status = "stale", revision = 1, text = "ONE (mine)\ntwo\nthree\n", tick = tick }, res, "stale")
+  -- A merge made for an older tick: stale too (the user typed since).
+  res = fs.apply({ path = path, revision = 2, content = content, merged = "x\n", tick = tick - 1 })
+  T.eq("stale", res.status, "an older tick")
+  T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "nothing applied while stale")
+  res = fs.apply({ path = path, revision = 3, content = content, merged = "ONE (mine)\ntwo\nTHREE (agent)\n", tick = tick })
+  backend.request, backend.notify = orig_request, orig_notify
+  T.eq({}, asked, "nothing asked of the backend from inside its call")
+  T.eq("merged", res.status, "merged")
+  T.eq(vim.api.nvim_buf_get_changedtick(buf), res.tick, "the tick after")
   T.eq({ "ONE (mine)", "two", "THREE (agent)" }, T.lines(buf), "both edits")
   T.eq(true, vim.bo[buf].modified, "still modified")
   T.eq("one\ntwo\nthree\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
@@ -124,8 +126,23 @@ T.test("write to a modified buffer merges the agent's text in, one undo step, di
   T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "one undo step undoes only the agent's edit")
 end)
 
+T.test("an agent read reports the buffer's whole text and tick", function()
+  local path = dir .. "/agent-read.txt"
+  T.write_file(path, "a\n")
+  local buf = open(path)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b (unsaved)", "c" })
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  T.eq({ text = "a\nb (unsaved)\nc\n", tick = tick }, fs.read_for_agent({ path = path }), "whole")
+  T.eq(
+    { text = "b (unsaved)\n", whole = "a\nb (unsaved)\nc\n", tick = tick },
+    fs.read_for_agent({ path = path, line = 2, limit = 1 }),
+    "a range carries the whole text"
+  )
+  T.eq(nil, fs.read_for_agent({ path = dir .. "/nobuf.txt" }), "no buffer")
+end)
+
 T.test("write without a buffer is left to the backend", function()
-  T.eq({ handled = false }, fs.write({ path = dir .. "/nobuf.txt", content = "x" }), "not handled")
+  T.eq({ status = "no_buffer", revision = 4 }, fs.apply({ path = dir .. "/nobuf.txt", revision = 4, content = "x" }), "not handled")
   T.eq(0, vim.fn.filereadable(dir .. "/nobuf.txt"), "nothing written by the plugin")
 end)
 

@@ -19,7 +19,7 @@ use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
-use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteOutcome, WriteTextFile};
+use crate::host::{Applied, ClientEvent, FileEdit, ReadTextFile, WriteOutcome, WriteTextFile};
 use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
@@ -350,10 +350,24 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
     // The directories this write creates go with the file when the user
     // rejects its creation.
     let missing = fs::missing_dirs(&request.path);
-    let old_content = match shared.host.write_text_file(&request).await? {
-        WriteOutcome::Handled { old_content } => old_content,
-        WriteOutcome::NotHandled => {
-            fs::write_text_file_atomic(&request.path, &request.content).await?
+    let mut user_text = None;
+    let (old_content, applied) = match shared.host.write_text_file(&request).await? {
+        WriteOutcome::Handled { old_content } => (old_content, Applied::Buffer),
+        WriteOutcome::NotHandled => (
+            fs::write_text_file_atomic(&request.path, &request.content).await?,
+            Applied::Disk,
+        ),
+        WriteOutcome::KeptUnsaved { seen, buffer } => {
+            let old = fs::write_text_file_atomic(&request.path, &request.content).await?;
+            let applied = match &buffer {
+                Some(_) => Applied::MergedUnsaved,
+                None => Applied::Waiting,
+            };
+            user_text = buffer;
+            // Its change is the difference from what it saw (the unsaved
+            // buffer claude-code-acp reads and writes back), not from the
+            // disk: the user's unsaved lines there are the user's.
+            (old.map(|disk| seen.unwrap_or(disk)), applied)
         }
     };
     shared.review.record_fs_write(
@@ -363,6 +377,13 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         old_content.as_deref(),
         &request.content,
     );
+    if let Some(text) = user_text {
+        // The buffer holds the merge: what differs from the agent's text
+        // there is the user's, so a reject never takes it.
+        shared
+            .review
+            .record_user_edit(&request.session_id, &request.path, Some(&text));
+    }
     shared
         .review
         .record_made_dirs(&request.session_id, &workspace, missing);
@@ -371,6 +392,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         path: request.path,
         old_content,
         new_content: request.content,
+        applied,
     }));
     Ok(json!({}))
 }

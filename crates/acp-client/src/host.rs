@@ -88,8 +88,40 @@ pub enum WriteOutcome {
         /// The text the write replaced (`None` for a new file).
         old_content: Option<String>,
     },
+    /// The editor's buffer of the path has unsaved edits: the client writes
+    /// the agent's text to disk (so the agent's view of the file stays
+    /// true) and the buffer keeps the user's work.
+    KeptUnsaved {
+        /// The text the agent last saw of the file (it read the unsaved
+        /// buffer, or a mention embedded it): the "before" of its edit. A
+        /// user's unsaved line it wrote back is not the agent's change.
+        /// `None`: it saw the disk.
+        seen: Option<String>,
+        /// What the buffer holds now: the agent's change merged into the
+        /// user's unsaved text (recorded as the user's text, so review
+        /// shows only the agent's lines as its own). `None`: the buffer was
+        /// left alone (it has open conflict blocks; the editor merges the
+        /// change once they are resolved).
+        buffer: Option<String>,
+    },
     /// The editor has no buffer for the path: the client writes the disk.
     NotHandled,
+}
+
+/// Where an agent's write went, as [`FileEdit::applied`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Applied {
+    /// No buffer had the file: the client wrote the disk.
+    #[default]
+    Disk,
+    /// The editor's buffer took the write and saved it.
+    Buffer,
+    /// Written on disk and merged into the buffer's unsaved edits.
+    MergedUnsaved,
+    /// Written on disk; the buffer has open conflict blocks and gets the
+    /// change once they are resolved.
+    Waiting,
 }
 
 /// A record of one agent edit, for review: the file's content before and
@@ -105,6 +137,8 @@ pub struct FileEdit {
     pub old_content: Option<String>,
     /// The content after the edit.
     pub new_content: String,
+    /// Where the write went.
+    pub applied: Applied,
 }
 
 /// Everything the client tells the editor, in the order it happened.

@@ -768,7 +768,9 @@ async fn write_content(
     };
     match host.write_text_file(&request).await? {
         WriteOutcome::Handled { .. } => Ok(()),
-        WriteOutcome::NotHandled => fs::write_text_file_atomic(path, content).await.map(drop),
+        WriteOutcome::NotHandled | WriteOutcome::KeptUnsaved { .. } => {
+            fs::write_text_file_atomic(path, content).await.map(drop)
+        }
     }
 }
 

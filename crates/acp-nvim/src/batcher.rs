@@ -281,7 +281,7 @@ pub(crate) mod tests {
         async fn fs_read(&self, _args: Value) -> Result<Value, LuaError> {
             Ok(Value::Nil)
         }
-        async fn fs_write(&self, _args: Value) -> Result<Value, LuaError> {
+        async fn fs_apply(&self, _args: Value) -> Result<Value, LuaError> {
             Ok(Value::Nil)
         }
     }

@@ -221,6 +221,18 @@ impl<'a> Params<'a> {
         self.get(key).map(|v| self.as_string(key, v)).transpose()
     }
 
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, BadCommand> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                self.bad(format!(
+                    "`{key}` must be a non-negative integer, got {}",
+                    kind(v)
+                ))
+            }),
+        }
+    }
+
     fn as_string(&self, key: &str, v: &Value) -> Result<String, BadCommand> {
         match v.as_str() {
             Some(s) => Ok(s.to_owned()),
@@ -774,6 +786,10 @@ pub enum ReviewCommand {
         /// Then accept the hunks of the new text touching these 0-based
         /// lines (`[start, end)`): a conflict the user just resolved.
         accept_lines: Option<(usize, usize)>,
+        /// The buffer's `b:changedtick` at `content`: the backend merges the
+        /// agent's next write against this text (see
+        /// `acp_client::review::sync`).
+        tick: Option<u64>,
     },
     /// `acp.merge` (request): three-way merge of a buffer with unsaved
     /// edits and the agent's new text; pure, answered at once.
@@ -866,6 +882,7 @@ fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
             chat_id: p.chat_id()?,
             path: path("path")?,
             content: p.opt_string("content")?,
+            tick: p.opt_u64("tick")?,
             accept_lines: match p.get("accept_lines") {
                 None => None,
                 Some(Value::Array(pair)) => match &pair[..] {
@@ -1283,7 +1300,7 @@ mod tests {
         assert_eq!(
             decode(
                 "acp.user_edit",
-                json!({"chat_id": "c", "path": "/p/a.rs", "content": "x\n", "accept_lines": [2, 5]})
+                json!({"chat_id": "c", "path": "/p/a.rs", "content": "x\n", "accept_lines": [2, 5], "tick": 12})
             )
             .unwrap(),
             Command::Review(ReviewCommand::UserEdit {
@@ -1291,6 +1308,7 @@ mod tests {
                 path: "/p/a.rs".into(),
                 content: Some("x\n".into()),
                 accept_lines: Some((2, 5)),
+                tick: Some(12),
             })
         );
         // No content: the user deleted the file.
@@ -1301,6 +1319,7 @@ mod tests {
                 path: "/p/a.rs".into(),
                 content: None,
                 accept_lines: None,
+                tick: None,
             })
         );
         let merge = decode(

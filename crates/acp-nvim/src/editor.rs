@@ -13,10 +13,10 @@ use rmpv::Value;
 
 /// Lua code run for one batch of events.
 pub const DISPATCH_LUA: &str = "require('acp.events').dispatch(...)";
-/// Lua code run for a buffer-aware read.
-pub const FS_READ_LUA: &str = "return require('acp.fs').read(...)";
-/// Lua code run for a buffer-aware write.
-pub const FS_WRITE_LUA: &str = "return require('acp.fs').write(...)";
+/// Lua code run for an agent's read of a file Neovim may have a buffer of.
+pub const FS_READ_LUA: &str = "return require('acp.fs').read_for_agent(...)";
+/// Lua code run for the one instruction of a write to such a file.
+pub const FS_APPLY_LUA: &str = "return require('acp.fs').apply(...)";
 /// Lua code run for the text a file's buffer had when a chat's prompt was sent.
 pub const BEFORE_TURN_LUA: &str = "return require('acp.baseline').get(...)";
 
@@ -38,12 +38,12 @@ pub trait Editor: Send + Sync + 'static {
     /// `require('acp.events').dispatch(events)`: one call per batch.
     async fn dispatch(&self, events: Vec<Value>) -> Result<(), LuaError>;
 
-    /// `require('acp.fs').read(args)`: the buffer's lines, or nil when no
-    /// loaded buffer has the path.
+    /// `require('acp.fs').read_for_agent(args)`: `{text, tick, whole?,
+    /// buffer?}`, or nil when no loaded buffer has the path.
     async fn fs_read(&self, args: Value) -> Result<Value, LuaError>;
 
-    /// `require('acp.fs').write(args)`: `{handled, old_content?, kept_unsaved?}`.
-    async fn fs_write(&self, args: Value) -> Result<Value, LuaError>;
+    /// `require('acp.fs').apply(instruction)`: `{status, revision, ...}`.
+    async fn fs_apply(&self, args: Value) -> Result<Value, LuaError>;
 
     /// `require('acp.baseline').get({chat_id, path})`: the text the file's
     /// unmodified buffer had when the chat's prompt was sent, or nil. An
@@ -91,8 +91,8 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Editor for NvimEditor<W> {
         self.exec_lua(FS_READ_LUA, args).await
     }
 
-    async fn fs_write(&self, args: Value) -> Result<Value, LuaError> {
-        self.exec_lua(FS_WRITE_LUA, args).await
+    async fn fs_apply(&self, args: Value) -> Result<Value, LuaError> {
+        self.exec_lua(FS_APPLY_LUA, args).await
     }
 
     async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {

@@ -18,8 +18,9 @@ use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
 };
-use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::host::{Applied, HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::review::sync::{self, BufferText, FileSyncs};
 use acp_client::schema;
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
@@ -30,14 +31,6 @@ use async_trait::async_trait;
 const HELD_MAX: usize = 2_000;
 /// Protocol warnings of one agent shown to the user; later ones are logged.
 const WARNINGS_SHOWN: usize = 3;
-
-/// What Lua did with an agent's write, kept until the client reports the
-/// edit as done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct WriteNote {
-    buffer_updated: bool,
-    kept_unsaved: bool,
-}
 
 /// Something for a session that may not be routable yet.
 #[derive(Debug)]
@@ -75,19 +68,11 @@ pub struct Routes {
     /// elicitation (asked while serving `authenticate` or `session/new`)
     /// is shown in the newest.
     opening: Vec<ChatId>,
-    writes: HashMap<(SessionId, PathBuf), WriteNote>,
     warnings: usize,
     /// Files being restored by a review reject, with the text the review
     /// knew as current: Lua merges the restore into a modified buffer
     /// against it instead of against the disk.
     restores: HashMap<(SessionId, PathBuf), Option<String>>,
-    /// The text the agent last saw of a file: what `fs/read_text_file`
-    /// answered from its buffer, what a mention embedded, what it wrote.
-    /// The base of merging its next write into a buffer with unsaved edits:
-    /// claude-code-acp reads the unsaved buffer and writes it back with its
-    /// change, and merging that against the disk made a conflict of the
-    /// user's own lines. Absent: it saw the disk.
-    seen: HashMap<(SessionId, PathBuf), String>,
 }
 
 impl Routes {
@@ -101,10 +86,8 @@ impl Routes {
             prompt_ids: HashMap::new(),
             elicitation_ids: HashMap::new(),
             opening: Vec::new(),
-            writes: HashMap::new(),
             warnings: 0,
             restores: HashMap::new(),
-            seen: HashMap::new(),
         }
     }
 
@@ -136,8 +119,6 @@ impl Routes {
         self.sessions.remove(session);
         self.closed.insert(session.clone());
         self.held.retain(|(sid, _)| sid != session);
-        self.writes.retain(|(sid, _), _| sid != session);
-        self.seen.retain(|(sid, _), _| sid != session);
     }
 
     /// The chats of this agent.
@@ -317,18 +298,13 @@ impl Routes {
                 chat_id: chat,
                 terminal,
             }),
-            ClientEvent::FileEdited(edit) => {
-                let note = self
-                    .writes
-                    .remove(&(edit.session_id.clone(), edit.path.clone()))
-                    .unwrap_or_default();
-                out.push(Event::FileEdited {
-                    chat_id: chat,
-                    path: edit.path.to_string_lossy().into_owned(),
-                    buffer_updated: note.buffer_updated,
-                    kept_unsaved: note.kept_unsaved,
-                });
-            }
+            ClientEvent::FileEdited(edit) => out.push(Event::FileEdited {
+                chat_id: chat,
+                path: edit.path.to_string_lossy().into_owned(),
+                buffer_updated: edit.applied == Applied::Buffer,
+                kept_unsaved: matches!(edit.applied, Applied::MergedUnsaved | Applied::Waiting),
+                waiting: edit.applied == Applied::Waiting,
+            }),
             ClientEvent::ReviewChanged { file, .. } => out.push(Event::ReviewChanged {
                 chat_id: chat,
                 path: file.path.to_string_lossy().into_owned(),
@@ -421,6 +397,10 @@ pub struct NvimHost {
     editor: Arc<dyn Editor>,
     prompts: Arc<Prompts>,
     routes: Mutex<Routes>,
+    /// The state of the files this agent read or wrote through Neovim:
+    /// the one owner of what the agent saw and of the buffers' reported
+    /// text (see `acp_client::review::sync`).
+    files: Mutex<FileSyncs>,
 }
 
 impl std::fmt::Debug for NvimHost {
@@ -444,6 +424,7 @@ impl NvimHost {
             editor,
             prompts,
             routes: Mutex::new(Routes::new(agent_name)),
+            files: Mutex::new(FileSyncs::new()),
         }
     }
 
@@ -471,6 +452,20 @@ impl NvimHost {
     /// Stops routing a session.
     pub fn unregister(&self, session: &SessionId) {
         self.routes().unregister(session);
+        self.files.lock().drop_session(session);
+    }
+
+    /// Lua reported a buffer's text with its `b:changedtick` (the user's
+    /// edit of a reviewed buffer): the next merge into it is made against
+    /// that text.
+    pub fn buffer_reported(&self, path: &Path, text: String, tick: u64) {
+        self.files.lock().reported(
+            path,
+            BufferText {
+                text,
+                version: tick,
+            },
+        );
     }
 
     /// The chats whose sessions live in this agent.
@@ -507,7 +502,7 @@ impl NvimHost {
     /// A prompt goes out: the files it embeds whole are what the agent
     /// saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
-        let mut routes = self.routes();
+        let mut files = self.files.lock();
         for block in blocks {
             let schema::ContentBlock::Resource(embedded) = block else {
                 continue;
@@ -527,32 +522,52 @@ impl NvimHost {
             };
             // Keyed like the agent's requests: resolved (symlinks followed).
             let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
-            routes
-                .seen
-                .insert((session.clone(), path), res.text.clone());
+            files.saw(session, &path, Some(res.text.clone()));
         }
     }
 
-    /// `require('acp.fs').read`: the buffer's text, `None` when no loaded
-    /// buffer has the file.
+    /// `require('acp.fs').read_for_agent`: what the agent gets, the whole
+    /// text it sees and the buffer's state; `None` when no loaded buffer
+    /// has the file.
     async fn buffer_read(
         &self,
         full: &Path,
         path: &str,
         args: lua::FsRead<'_>,
-    ) -> acp_client::Result<Option<String>> {
+    ) -> acp_client::Result<Option<lua::ReadReply>> {
         let reply = self.editor.fs_read(args.encode()).await.map_err(|e| {
             acp_client::Error::Host(format!(
                 "Neovim could not read `{path}` from its buffer: {e}"
             ))
         })?;
-        match lua::decode_text(reply) {
-            Ok(text) => Ok(text),
+        match lua::decode_read(&reply) {
+            Ok(read) => Ok(read),
             Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
                 path: full.to_owned(),
             }),
             Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
+    }
+
+    /// Sends one instruction and decodes its answer.
+    async fn apply(
+        &self,
+        path: &str,
+        instruction: &sync::Instruction,
+    ) -> acp_client::Result<sync::Applied> {
+        let reply = self
+            .editor
+            .fs_apply(lua::Apply::of(path, instruction).encode())
+            .await
+            .map_err(|e| {
+                acp_client::Error::Host(format!(
+                    "Neovim could not write `{path}` through its buffer: {e}"
+                ))
+            })?;
+        let applied = lua::decode_apply(&reply, instruction.revision)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
+        self.files.lock().answered(instruction, &applied);
+        Ok(applied)
     }
 
     /// The restore of `path` is over: later writes are the agent's again.
@@ -676,34 +691,16 @@ impl EditorHost for NvimHost {
             line: request.line,
             limit: request.limit,
         };
-        let text = self.buffer_read(&request.path, path, args).await?;
-        // From the first line, and fewer lines than asked for: all of it.
-        let whole = request.line.unwrap_or(1) <= 1
-            && request.limit.is_none_or(|limit| {
-                text.as_ref()
-                    .is_some_and(|t| t.lines().count() < limit as usize)
-            });
-        let seen = match &text {
-            Some(text) if whole => Some(text.clone()),
-            // A range: what the agent saw of the rest is the buffer's too.
-            Some(_) => {
-                let all = lua::FsRead {
-                    path,
-                    line: None,
-                    limit: None,
-                };
-                self.buffer_read(&request.path, path, all).await?
-            }
-            None => None,
-        };
-        let key = (request.session_id.clone(), request.path.clone());
-        let mut routes = self.routes();
-        match seen {
-            Some(seen) => routes.seen.insert(key, seen),
+        let read = self.buffer_read(&request.path, path, args).await?;
+        let mut files = self.files.lock();
+        let Some(read) = read else {
             // Read from disk: the disk is what it saw.
-            None => routes.seen.remove(&key),
+            files.saw(&request.session_id, &request.path, None);
+            return Ok(None);
         };
-        Ok(text)
+        files.saw(&request.session_id, &request.path, Some(read.whole));
+        files.reported(&request.path, read.buffer);
+        Ok(Some(read.text))
     }
 
     async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
@@ -715,57 +712,95 @@ impl EditorHost for NvimHost {
             .restores
             .get(&(request.session_id.clone(), request.path.clone()))
             .cloned();
-        let key = (request.session_id.clone(), request.path.clone());
         let seen = match &restore {
             Some(_) => None,
-            None => self.routes().seen.get(&key).cloned(),
+            None => self
+                .files
+                .lock()
+                .seen(&request.session_id, &request.path)
+                .map(str::to_owned),
         };
-        let args = lua::FsWrite {
-            path,
-            content: &request.content,
-            restore: restore.is_some(),
-            base: match &restore {
-                Some(base) => base.as_deref(),
-                None => seen.as_deref(),
+        // The base of the merge into a buffer with unsaved edits: the text
+        // the writer changed. For the agent, what it last saw, else the disk
+        // (against the disk, the user's own lines it read from the buffer
+        // and wrote back would read as a conflict). For a restore, the text
+        // review knew the file had.
+        let base = match &restore {
+            Some(current) => current.clone(),
+            None => match &seen {
+                Some(seen) => Some(seen.clone()),
+                None => tokio::fs::read_to_string(&request.path).await.ok(),
             },
         };
-        let reply = self.editor.fs_write(args.encode()).await.map_err(|e| {
-            acp_client::Error::Host(format!(
-                "Neovim could not write `{path}` through its buffer: {e}"
-            ))
-        })?;
-        let reply = lua::decode_write(&reply)
-            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
-        let note = WriteNote {
-            buffer_updated: reply.handled,
-            kept_unsaved: !reply.handled && reply.kept_unsaved,
-        };
-        {
-            let mut routes = self.routes();
-            if restore.is_none() {
-                // It knows what it wrote.
-                routes.seen.insert(key.clone(), request.content.clone());
+        let mut outcome = None;
+        // Once per stale answer: the user typed between Lua's last report of
+        // the buffer and the instruction's arrival, so the merge is made
+        // again from the text the answer carries.
+        for _ in 0..sync::MAX_ATTEMPTS {
+            let instruction = {
+                let mut files = self.files.lock();
+                let base = match (&base, &restore) {
+                    (Some(base), _) => base.clone(),
+                    // A restore of text review did not know: taken whole.
+                    (None, Some(_)) => files
+                        .buffer(&request.path)
+                        .map(|b| b.text.clone())
+                        .unwrap_or_default(),
+                    // An agent's write of a file that is not on disk.
+                    (None, None) => String::new(),
+                };
+                files.plan(&request.path, &base, &request.content, restore.is_some())
+            };
+            match self.apply(path, &instruction).await? {
+                sync::Applied::NoBuffer => {
+                    outcome = Some(WriteOutcome::NotHandled);
+                    break;
+                }
+                sync::Applied::Saved { old_content, .. } => {
+                    outcome = Some(WriteOutcome::Handled { old_content });
+                    break;
+                }
+                sync::Applied::Merged { .. } if restore.is_some() => {
+                    // A restore leaves the disk alone.
+                    outcome = Some(WriteOutcome::Handled { old_content: None });
+                    break;
+                }
+                sync::Applied::Merged { .. } => {
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: seen.clone(),
+                        buffer: instruction.merge.map(|m| m.text),
+                    });
+                    break;
+                }
+                sync::Applied::Waiting => {
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: seen.clone(),
+                        buffer: None,
+                    });
+                    break;
+                }
+                sync::Applied::Stale(_) => {}
             }
-            routes.writes.insert(key, note);
         }
-        if reply.handled {
-            return Ok(WriteOutcome::Handled {
-                old_content: reply.old_content,
-            });
-        }
-        match seen {
-            // Merged into the unsaved buffer the agent read: its change is
-            // the difference from what it read, not from the disk (the
-            // user's unsaved lines there are the user's).
-            Some(seen) if reply.kept_unsaved => {
-                let old =
-                    acp_client::fs::write_text_file_atomic(&request.path, &request.content).await?;
-                Ok(WriteOutcome::Handled {
-                    old_content: old.map(|_| seen),
-                })
+        let outcome = outcome.unwrap_or_else(|| {
+            tracing::info!(
+                path,
+                "the buffer changed under every merge; the write goes to disk and waits"
+            );
+            WriteOutcome::KeptUnsaved {
+                seen: seen.clone(),
+                buffer: None,
             }
-            _ => Ok(WriteOutcome::NotHandled),
+        });
+        if restore.is_none() {
+            // It knows what it wrote.
+            self.files.lock().saw(
+                &request.session_id,
+                &request.path,
+                Some(request.content.clone()),
+            );
         }
+        Ok(outcome)
     }
 
     async fn text_before_turn(
@@ -1046,42 +1081,40 @@ mod tests {
     }
 
     #[test]
-    fn file_edits_carry_what_lua_did_with_the_write() {
+    fn file_edits_say_where_the_write_went() {
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
-        r.writes.insert(
-            (sid("s1"), PathBuf::from("/p/a.rs")),
-            WriteNote {
-                buffer_updated: false,
-                kept_unsaved: true,
-            },
-        );
-        let edit = |path: &str| {
+        let edit = |path: &str, applied| {
             ClientEvent::FileEdited(FileEdit {
                 session_id: sid("s1"),
                 path: PathBuf::from(path),
                 old_content: None,
                 new_content: "x".into(),
+                applied,
             })
         };
-        r.translate(edit("/p/a.rs"), &mut out);
-        r.translate(edit("/p/b.rs"), &mut out);
+        r.translate(edit("/p/a.rs", Applied::MergedUnsaved), &mut out);
+        r.translate(edit("/p/b.rs", Applied::Disk), &mut out);
+        r.translate(edit("/p/c.rs", Applied::Waiting), &mut out);
+        let flags: Vec<(bool, bool, bool)> = out
+            .iter()
+            .map(|e| match e {
+                Event::FileEdited {
+                    buffer_updated,
+                    kept_unsaved,
+                    waiting,
+                    ..
+                } => (*buffer_updated, *kept_unsaved, *waiting),
+                other => panic!("not a file edit: {other:?}"),
+            })
+            .collect();
         assert_eq!(
-            out,
-            vec![
-                Event::FileEdited {
-                    chat_id: chat("a"),
-                    path: "/p/a.rs".into(),
-                    buffer_updated: false,
-                    kept_unsaved: true
-                },
-                Event::FileEdited {
-                    chat_id: chat("a"),
-                    path: "/p/b.rs".into(),
-                    buffer_updated: false,
-                    kept_unsaved: false
-                },
+            flags,
+            [
+                (false, true, false),
+                (false, false, false),
+                (false, true, true)
             ]
         );
     }
@@ -1110,8 +1143,18 @@ mod tests {
     /// A fake Lua `acp.fs`, answering with fixed values.
     struct FakeFs {
         read: Value,
-        write: Value,
+        apply: Value,
         seen: Mutex<Vec<Value>>,
+    }
+
+    impl FakeFs {
+        fn answering(read: Json, apply: Json) -> Self {
+            Self {
+                read: msgpack::from_json(&read),
+                apply: msgpack::from_json(&apply),
+                seen: Mutex::default(),
+            }
+        }
     }
 
     #[async_trait]
@@ -1123,14 +1166,16 @@ mod tests {
             self.seen.lock().push(args);
             Ok(self.read.clone())
         }
-        async fn fs_write(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
             self.seen.lock().push(args);
-            Ok(self.write.clone())
+            Ok(self.apply.clone())
         }
-        /// Answers with `read`, like a buffer read.
+        /// Answers with `read`'s text, like a buffer read.
         async fn before_turn(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
             self.seen.lock().push(args);
-            Ok(self.read.clone())
+            Ok(msgpack::field(&self.read, "text")
+                .cloned()
+                .unwrap_or(Value::Nil))
         }
     }
 
@@ -1141,13 +1186,20 @@ mod tests {
         (host, fs, rx)
     }
 
+    fn write(content: &str) -> WriteTextFile {
+        WriteTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            content: content.into(),
+        }
+    }
+
     #[tokio::test]
     async fn reads_ask_lua_for_the_requested_range_only() {
-        let (host, fs, _rx) = host_with(FakeFs {
-            read: Value::from("b\nc\n"),
-            write: Value::Nil,
-            seen: Mutex::default(),
-        });
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            json!({"text": "b\nc\n", "whole": "a\nb\nc\n", "tick": 3}),
+            Json::Null,
+        ));
         let got = host
             .read_text_file(&ReadTextFile {
                 session_id: sid("s1"),
@@ -1163,15 +1215,24 @@ mod tests {
             msgpack::to_json(args),
             json!({"path": "/p/a.txt", "line": 2, "limit": 2})
         );
+        // The whole text is what it saw, and the buffer's state is known.
+        let files = host.files.lock();
+        assert_eq!(
+            files.seen(&sid("s1"), Path::new("/p/a.txt")),
+            Some("a\nb\nc\n")
+        );
+        assert_eq!(
+            files.buffer(Path::new("/p/a.txt")),
+            Some(&BufferText {
+                text: "a\nb\nc\n".into(),
+                version: 3
+            })
+        );
     }
 
     #[tokio::test]
     async fn a_read_without_buffer_falls_back_to_disk() {
-        let (host, _fs, _rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: Value::Nil,
-            seen: Mutex::default(),
-        });
+        let (host, _fs, _rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
         let got = host
             .read_text_file(&ReadTextFile {
                 session_id: sid("s1"),
@@ -1185,55 +1246,48 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_write_to_a_modified_buffer_goes_to_disk_and_is_reported() {
-        let (host, _fs, mut rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
-            seen: Mutex::default(),
-        });
-        host.register(sid("s1"), chat("a"), None);
-        let outcome = host
-            .write_text_file(&WriteTextFile {
-                session_id: sid("s1"),
-                path: "/p/a.txt".into(),
-                content: "new".into(),
-            })
-            .await
-            .unwrap();
-        assert_eq!(outcome, WriteOutcome::NotHandled);
-        // The client writes the disk, then reports the edit.
-        host.on_event(ClientEvent::FileEdited(FileEdit {
+    async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            json!({"text": "old\nmine\n", "tick": 4}),
+            json!({"status": "merged", "revision": 1, "tick": 5}),
+        ));
+        host.read_text_file(&ReadTextFile {
             session_id: sid("s1"),
             path: "/p/a.txt".into(),
-            old_content: Some("old".into()),
-            new_content: "new".into(),
-        }));
+            line: None,
+            limit: None,
+        })
+        .await
+        .unwrap();
+        let outcome = host.write_text_file(&write("new\nmine\n")).await.unwrap();
         assert_eq!(
-            rx.try_recv().unwrap(),
-            Event::FileEdited {
-                chat_id: chat("a"),
-                path: "/p/a.txt".into(),
-                buffer_updated: false,
-                kept_unsaved: true
+            outcome,
+            WriteOutcome::KeptUnsaved {
+                seen: Some("old\nmine\n".into()),
+                buffer: Some("new\nmine\n".into())
             }
         );
+        assert_eq!(
+            msgpack::to_json(&fs.seen.lock()[1]),
+            json!({"path": "/p/a.txt", "revision": 1, "content": "new\nmine\n",
+                   "merged": "new\nmine\n", "tick": 4})
+        );
+        // It knows what it wrote; the buffer is known at its new tick.
+        let files = host.files.lock();
+        assert_eq!(
+            files.seen(&sid("s1"), Path::new("/p/a.txt")),
+            Some("new\nmine\n")
+        );
+        assert_eq!(files.buffer(Path::new("/p/a.txt")).unwrap().version, 5);
     }
 
     #[tokio::test]
     async fn a_write_through_the_buffer_returns_the_old_content() {
-        let (host, fs, _rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: msgpack::from_json(&json!({"handled": true, "old_content": "old\n"})),
-            seen: Mutex::default(),
-        });
-        let outcome = host
-            .write_text_file(&WriteTextFile {
-                session_id: sid("s1"),
-                path: "/p/a.txt".into(),
-                content: "new\n".into(),
-            })
-            .await
-            .unwrap();
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            Json::Null,
+            json!({"status": "saved", "revision": 1, "tick": 9, "old_content": "old\n"}),
+        ));
+        let outcome = host.write_text_file(&write("new\n")).await.unwrap();
         assert_eq!(
             outcome,
             WriteOutcome::Handled {
@@ -1242,24 +1296,33 @@ mod tests {
         );
         assert_eq!(
             msgpack::to_json(&fs.seen.lock()[0]),
-            json!({"path": "/p/a.txt", "content": "new\n"})
+            json!({"path": "/p/a.txt", "revision": 1, "content": "new\n"})
         );
+    }
+
+    #[tokio::test]
+    async fn a_buffer_that_stays_stale_gets_the_write_later() {
+        // Lua answers stale every time (the user keeps typing): the write
+        // goes to disk after MAX_ATTEMPTS instructions, the buffer untouched.
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            Json::Null,
+            json!({"status": "stale", "revision": 1, "text": "x\n", "tick": 2}),
+        ));
+        // Every answer names revision 1: only the first matches.
+        let err = host.write_text_file(&write("y\n")).await.unwrap_err();
+        assert!(err.to_string().contains("revision"), "{err}");
+        assert_eq!(fs.seen.lock().len(), 2);
     }
 
     #[tokio::test]
     async fn a_malformed_write_reply_is_an_error_for_the_agent() {
         let (host, _fs, _rx) = host_with(FakeFs {
             read: Value::from(3),
-            write: Value::from(true),
+            apply: Value::from(true),
             seen: Mutex::default(),
         });
-        let w = WriteTextFile {
-            session_id: sid("s1"),
-            path: "/p/a.txt".into(),
-            content: "x".into(),
-        };
         assert!(matches!(
-            host.write_text_file(&w).await,
+            host.write_text_file(&write("x")).await,
             Err(acp_client::Error::Host(_))
         ));
         let r = ReadTextFile {
@@ -1305,11 +1368,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_text_before_a_turn_is_asked_of_the_sessions_chat() {
-        let (host, fs, _rx) = host_with(FakeFs {
-            read: Value::from("old\n"),
-            write: Value::Nil,
-            seen: Mutex::default(),
-        });
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            json!({"text": "old\n", "tick": 1}),
+            Json::Null,
+        ));
         let path = Path::new("/p/a.txt");
         // A session with no chat yet: nothing to ask.
         assert_eq!(host.text_before_turn(&sid("s1"), path).await.unwrap(), None);
@@ -1324,39 +1386,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn restores_tell_lua_the_text_review_knew() {
-        let (host, fs, _rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: msgpack::from_json(&json!({"handled": true})),
-            seen: Mutex::default(),
-        });
-        let w = WriteTextFile {
-            session_id: sid("s1"),
-            path: "/p/a.txt".into(),
-            content: "old\n".into(),
-        };
-        host.begin_restore(&sid("s1"), Path::new("/p/a.txt"), Some("new\n".into()));
-        host.write_text_file(&w).await.unwrap();
-        host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
-        host.write_text_file(&w).await.unwrap();
-        let seen = fs.seen.lock();
-        assert_eq!(
-            msgpack::to_json(&seen[0]),
-            json!({"path": "/p/a.txt", "content": "old\n", "restore": true, "base": "new\n"})
+    async fn restores_merge_against_the_text_review_knew_and_leave_the_disk() {
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            Json::Null,
+            json!({"status": "merged", "revision": 1, "tick": 5}),
+        ));
+        host.buffer_reported(Path::new("/p/a.txt"), "a\nnew\nb\nmine\n".into(), 4);
+        host.begin_restore(
+            &sid("s1"),
+            Path::new("/p/a.txt"),
+            Some("a\nnew\nb\n".into()),
         );
+        let outcome = host.write_text_file(&write("a\nold\nb\n")).await.unwrap();
+        host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
+        assert_eq!(outcome, WriteOutcome::Handled { old_content: None });
         assert_eq!(
-            msgpack::to_json(&seen[1]),
-            json!({"path": "/p/a.txt", "content": "old\n"})
+            msgpack::to_json(&fs.seen.lock()[0]),
+            json!({"path": "/p/a.txt", "revision": 1, "content": "a\nold\nb\n",
+                   "merged": "a\nold\nb\nmine\n", "tick": 4, "restore": true})
         );
     }
 
     #[tokio::test]
     async fn permission_prompts_are_answered_through_the_backend_id() {
-        let (host, _fs, mut rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: Value::Nil,
-            seen: Mutex::default(),
-        });
+        let (host, _fs, mut rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
         host.register(sid("s1"), chat("a"), None);
         let prompts = host.prompts.clone();
         let waiting = tokio::spawn({
@@ -1378,11 +1431,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dismissed_prompt_is_cancelled() {
-        let (host, _fs, mut rx) = host_with(FakeFs {
-            read: Value::Nil,
-            write: Value::Nil,
-            seen: Mutex::default(),
-        });
+        let (host, _fs, mut rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
         host.register(sid("s1"), chat("a"), None);
         let prompts = host.prompts.clone();
         let host = Arc::new(host);

@@ -190,8 +190,14 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
             path,
             content,
             accept_lines,
+            tick,
             ..
-        } => user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await,
+        } => {
+            if let (Some(text), Some(tick)) = (&content, tick) {
+                agent.host.buffer_reported(&path, text.clone(), tick);
+            }
+            user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await
+        }
         ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Merge { .. } => {
             Ok(())
         }

@@ -24,20 +24,45 @@ use tokio::sync::{mpsc, oneshot};
 /// Hang guard only: every wait below ends as soon as its event arrives.
 const HANG_GUARD: Duration = Duration::from_secs(30);
 
-/// The Lua side: `acp.fs` answers with fixed values and records its calls.
+/// A buffer of the fake Lua side: its text, `b:changedtick` and whether
+/// it has unsaved edits.
+struct FakeBuffer {
+    text: String,
+    tick: u64,
+    modified: bool,
+}
+
+/// The Lua side: `acp.fs` over at most one buffer (of `notes.txt`), as
+/// lua/acp/fs.lua answers, recording its calls.
 struct FakeLua {
-    read: Value,
-    write: Value,
+    buffer: Mutex<Option<FakeBuffer>>,
+    /// Typed into the buffer right after the first instruction arrives,
+    /// before it is applied (the user typing during the round trip).
+    typed_during_apply: Mutex<Option<String>>,
     calls: Mutex<Vec<(&'static str, Json)>>,
 }
 
 impl FakeLua {
     fn no_buffers() -> Self {
         Self {
-            read: Value::Nil,
-            write: msgpack::from_json(&json!({"handled": false})),
+            buffer: Mutex::new(None),
+            typed_during_apply: Mutex::new(None),
             calls: Mutex::default(),
         }
+    }
+
+    fn modified(text: &str) -> Self {
+        let lua = Self::no_buffers();
+        *lua.buffer.lock().unwrap() = Some(FakeBuffer {
+            text: text.into(),
+            tick: 10,
+            modified: true,
+        });
+        lua
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        self.calls.lock().unwrap().iter().map(|c| c.0).collect()
     }
 }
 
@@ -47,18 +72,48 @@ impl Editor for FakeLua {
         Ok(())
     }
     async fn fs_read(&self, args: Value) -> Result<Value, LuaError> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push(("read", msgpack::to_json(&args)));
-        Ok(self.read.clone())
+        let args = msgpack::to_json(&args);
+        self.calls.lock().unwrap().push(("read", args.clone()));
+        let buffer = self.buffer.lock().unwrap();
+        let Some(b) = buffer.as_ref() else {
+            return Ok(Value::Nil);
+        };
+        let line = args["line"].as_u64().map(|n| n as u32);
+        let limit = args["limit"].as_u64().map(|n| n as u32);
+        let text = acp_client::fs::slice_lines(&b.text, line, limit).unwrap();
+        let mut reply = json!({"text": text, "tick": b.tick});
+        if text != b.text {
+            reply["whole"] = json!(b.text);
+        }
+        Ok(msgpack::from_json(&reply))
     }
-    async fn fs_write(&self, args: Value) -> Result<Value, LuaError> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push(("write", msgpack::to_json(&args)));
-        Ok(self.write.clone())
+    async fn fs_apply(&self, args: Value) -> Result<Value, LuaError> {
+        let args = msgpack::to_json(&args);
+        self.calls.lock().unwrap().push(("apply", args.clone()));
+        let revision = args["revision"].clone();
+        let mut buffer = self.buffer.lock().unwrap();
+        let Some(b) = buffer.as_mut() else {
+            return Ok(msgpack::from_json(
+                &json!({"status": "no_buffer", "revision": revision}),
+            ));
+        };
+        if let Some(typed) = self.typed_during_apply.lock().unwrap().take() {
+            b.text.push_str(&typed);
+            b.tick += 1;
+            b.modified = true;
+        }
+        let reply = if !b.modified {
+            let old = std::mem::replace(&mut b.text, args["content"].as_str().unwrap().into());
+            b.tick += 2;
+            json!({"status": "saved", "revision": revision, "tick": b.tick, "old_content": old})
+        } else if args["tick"].as_u64() == Some(b.tick) {
+            b.text = args["merged"].as_str().unwrap().into();
+            b.tick += 1;
+            json!({"status": "merged", "revision": revision, "tick": b.tick})
+        } else {
+            json!({"status": "stale", "revision": revision, "text": b.text, "tick": b.tick})
+        };
+        Ok(msgpack::from_json(&reply))
     }
 }
 
@@ -429,78 +484,139 @@ async fn an_agent_that_wants_a_login_asks_for_it() {
     assert!(ids.contains(&"fake-login"), "{auth}");
 }
 
-/// A rig whose Lua has `notes.txt` open with unsaved edits, reading as
-/// `read`, and whose agent reads it (`read_params`), then writes it.
-fn modified_buffer_rig(read: &str, read_params: Json) -> (Rig, PathBuf) {
-    let lua = FakeLua {
-        read: Value::from(read),
-        write: msgpack::from_json(&json!({"handled": false, "kept_unsaved": true})),
-        calls: Mutex::default(),
-    };
+/// A rig whose agent runs `steps` in one turn, with `notes.txt` on disk
+/// holding `disk`.
+fn notes_rig(lua: FakeLua, disk: &str, steps: Json) -> (Rig, PathBuf) {
     let rig = Rig::new(lua);
     let cwd = rig.cwd();
-    std::fs::write(cwd.join("notes.txt"), "disk text\n").unwrap();
-    let mut read_step = json!({"type": "call", "method": "fs/read_text_file",
-        "saveAs": "r", "onOk": [{"type": "text", "text": "read: {{r.content}}"}]});
-    read_step["params"] = read_params;
-    let scenario = acp_testkit::write_scenario(
-        &cwd,
-        &json!({"turns": [{"steps": [
-            read_step,
-            {"type": "call", "method": "fs/write_text_file",
-             "params": {"path": "{{cwd}}/notes.txt", "content": "agent text\n"}}
-        ]}]}),
-    );
+    std::fs::write(cwd.join("notes.txt"), disk).unwrap();
+    let scenario = acp_testkit::write_scenario(&cwd, &json!({"turns": [{"steps": steps}]}));
     rig.open("a", &scenario);
     (rig, cwd)
 }
 
+fn read_step(params: Json) -> Json {
+    json!({"type": "call", "method": "fs/read_text_file", "params": params,
+        "saveAs": "r", "onOk": [{"type": "text", "text": "read: {{r.content}}"}]})
+}
+
+fn write_step(content: &str) -> Json {
+    json!({"type": "call", "method": "fs/write_text_file",
+        "params": {"path": "{{cwd}}/notes.txt", "content": content}})
+}
+
 #[tokio::test]
-async fn reads_come_from_the_buffer_and_writes_to_a_modified_buffer_go_to_disk() {
-    let (mut rig, cwd) = modified_buffer_rig(
-        "unsaved buffer text\n",
-        json!({"path": "{{cwd}}/notes.txt", "line": 1, "limit": 5}),
+async fn an_agent_writing_back_the_unsaved_buffer_it_read_costs_one_instruction() {
+    // claude-code-acp 0.16.2 reads the unsaved buffer and writes it back
+    // with its change: merged against what it read, the user's line is no
+    // conflict, and the write is one instruction and one answer.
+    let (mut rig, cwd) = notes_rig(
+        FakeLua::modified("hello world\nunsaved line\n"),
+        "hello world\n",
+        json!([
+            read_step(json!({"path": "{{cwd}}/notes.txt"})),
+            write_step("hello ACP\nunsaved line\n"),
+        ]),
     );
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "go");
     let edited = rig.wait_type("a", "file_edited").await;
     assert_eq!(edited["kept_unsaved"], true);
+    assert_eq!(edited["waiting"], false);
     assert_eq!(edited["buffer_updated"], false);
-    assert_eq!(edited["path"], cwd.join("notes.txt").display().to_string());
     rig.wait_type("a", "turn_ended").await;
-    assert!(rig.text_of("a").contains("read: unsaved buffer text"));
+    assert_eq!(rig.lua.kinds(), ["read", "apply"]);
+    let apply = rig.lua.calls.lock().unwrap()[1].1.clone();
+    assert_eq!(apply["merged"], "hello ACP\nunsaved line\n");
+    assert_eq!(apply["tick"], 10);
+    assert_eq!(apply.get("conflicts"), None, "{apply}");
+    let buffer = rig.lua.buffer.lock().unwrap();
+    assert_eq!(buffer.as_ref().unwrap().text, "hello ACP\nunsaved line\n");
+    // The agent's text is on disk: its view of the file stays true.
     assert_eq!(
         std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
-        "agent text\n"
+        "hello ACP\nunsaved line\n"
     );
-    let calls = rig.lua.calls.lock().unwrap().clone();
-    assert_eq!(calls[0].0, "read");
-    assert_eq!(calls[0].1["line"], 1);
-    assert_eq!(calls[0].1["limit"], 5);
-    assert_eq!(calls[1].0, "write");
-    // The read covered the whole buffer: it is the base of the merge.
-    assert_eq!(calls[1].1["base"], "unsaved buffer text\n");
 }
 
 #[tokio::test]
-async fn a_range_read_makes_the_whole_buffer_the_base_of_the_next_write() {
-    let (mut rig, _) = modified_buffer_rig(
-        "line 3\n",
-        json!({"path": "{{cwd}}/notes.txt", "line": 3, "limit": 1}),
+async fn a_range_read_reports_the_whole_buffer_in_one_call() {
+    let (mut rig, _) = notes_rig(
+        FakeLua::modified("one\ntwo\nline 3\n"),
+        "one\n",
+        json!([
+            read_step(json!({"path": "{{cwd}}/notes.txt", "line": 3, "limit": 1})),
+            write_step("one\ntwo\nline 3 by the agent\n"),
+        ]),
     );
     rig.wait_type("a", "session_started").await;
     rig.prompt("a", "go");
     rig.wait_type("a", "turn_ended").await;
+    assert!(rig.text_of("a").contains("read: line 3"));
+    assert_eq!(rig.lua.kinds(), ["read", "apply"]);
     let calls = rig.lua.calls.lock().unwrap().clone();
-    let kinds: Vec<&str> = calls.iter().map(|c| c.0).collect();
-    assert_eq!(kinds, ["read", "read", "write"], "{calls:?}");
-    assert_eq!(
-        calls[1].1.get("line"),
-        None,
-        "the second read is the whole buffer"
+    assert_eq!(calls[0].1["line"], 3);
+    assert_eq!(calls[0].1["limit"], 1);
+    // The whole buffer it read is the base: a clean merge.
+    assert_eq!(calls[1].1["merged"], "one\ntwo\nline 3 by the agent\n");
+}
+
+#[tokio::test]
+async fn a_write_the_buffer_outran_is_merged_again_from_its_answer() {
+    // The agent never read the buffer: the backend does not know its text,
+    // so the first instruction has no merge and is answered stale with the
+    // buffer's text; the second merges it. No line of the user is lost.
+    let lua = FakeLua::modified("disk\nmine\n");
+    let (mut rig, cwd) = notes_rig(lua, "disk\n", json!([write_step("disk\nagent\n")]));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    rig.wait_type("a", "turn_ended").await;
+    assert_eq!(rig.lua.kinds(), ["apply", "apply"]);
+    let calls = rig.lua.calls.lock().unwrap().clone();
+    assert_eq!(calls[0].1.get("merged"), None);
+    assert_eq!(calls[1].1["tick"], 10);
+    let merged = calls[1].1["merged"].as_str().unwrap().to_owned();
+    assert!(
+        merged.contains("mine") && merged.contains("agent"),
+        "{merged}"
     );
-    // This fake answers every read with the same text.
-    assert_eq!(calls[2].1["base"], "line 3\n");
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "disk\nagent\n"
+    );
+}
+
+#[tokio::test]
+async fn typing_during_the_instruction_makes_it_stale_and_it_is_sent_again() {
+    let lua = FakeLua::modified("a\nb\n");
+    *lua.typed_during_apply.lock().unwrap() = Some("typed\n".into());
+    let (mut rig, _) = notes_rig(
+        lua,
+        "a\n",
+        json!([
+            read_step(json!({"path": "{{cwd}}/notes.txt"})),
+            write_step("A\nb\n"),
+        ]),
+    );
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    rig.wait_type("a", "turn_ended").await;
+    assert_eq!(rig.lua.kinds(), ["read", "apply", "apply"]);
+    let buffer = rig.lua.buffer.lock().unwrap();
+    assert_eq!(buffer.as_ref().unwrap().text, "A\nb\ntyped\n");
+}
+
+#[tokio::test]
+async fn a_write_to_an_unmodified_buffer_is_applied_and_saved_by_lua() {
+    let lua = FakeLua::modified("old\n");
+    lua.buffer.lock().unwrap().as_mut().unwrap().modified = false;
+    let (mut rig, _) = notes_rig(lua, "old\n", json!([write_step("new\n")]));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "go");
+    let edited = rig.wait_type("a", "file_edited").await;
+    assert_eq!(edited["buffer_updated"], true);
+    assert_eq!(edited["kept_unsaved"], false);
+    assert_eq!(rig.lua.kinds(), ["apply"]);
 }
 
 #[tokio::test]

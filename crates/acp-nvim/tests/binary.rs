@@ -46,7 +46,13 @@ impl Handler for FakeNeovim {
             self.batches.send(batch).unwrap();
             return Ok(Value::Nil);
         }
-        // acp.fs.read / write: no buffer has the file.
+        // acp.fs.read_for_agent / apply: no buffer has the file.
+        if code.contains("acp.fs').apply") {
+            let revision = acp_nvim::msgpack::to_json(&args[1])[0]["revision"].clone();
+            return Ok(acp_nvim::msgpack::from_json(
+                &serde_json::json!({"status": "no_buffer", "revision": revision}),
+            ));
+        }
         Ok(Value::Nil)
     }
 }

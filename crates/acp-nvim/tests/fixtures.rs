@@ -391,6 +391,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 path: "/work/src/main.rs".into(),
                 buffer_updated: false,
                 kept_unsaved: true,
+                waiting: false,
             },
         ),
         (

@@ -34,8 +34,11 @@ impl Editor for NoBuffers {
     async fn fs_read(&self, _args: Value) -> Result<Value, LuaError> {
         Ok(Value::Nil)
     }
-    async fn fs_write(&self, _args: Value) -> Result<Value, LuaError> {
-        Ok(acp_nvim::msgpack::from_json(&json!({"handled": false})))
+    async fn fs_apply(&self, args: Value) -> Result<Value, LuaError> {
+        let revision = acp_nvim::msgpack::to_json(&args)["revision"].clone();
+        Ok(acp_nvim::msgpack::from_json(
+            &json!({"status": "no_buffer", "revision": revision}),
+        ))
     }
 }
 

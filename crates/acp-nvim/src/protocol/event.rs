@@ -180,8 +180,12 @@ pub enum Event {
         path: String,
         /// The write went through the open buffer (and was saved).
         buffer_updated: bool,
-        /// The buffer had unsaved changes: only the disk was written.
+        /// The buffer had unsaved changes: the disk was written and the
+        /// agent's edit merged into the buffer (still unsaved).
         kept_unsaved: bool,
+        /// With `kept_unsaved`: the buffer has open conflict blocks, so the
+        /// edit waits on disk until they are resolved.
+        waiting: bool,
     },
     /// A prompt turn ended with the agent's stop reason.
     TurnEnded {

@@ -11,6 +11,8 @@
 use rmpv::Value;
 use serde::Serialize;
 
+use acp_client::review::sync::{Applied, BufferText, Instruction};
+
 use super::wire;
 use crate::msgpack;
 
@@ -25,21 +27,52 @@ pub struct FsRead<'a> {
     pub limit: Option<u32>,
 }
 
-/// `require('acp.fs').write(args)`: write a file through its buffer.
+/// `require('acp.fs').apply(args)`: the one instruction of a write to a
+/// file Neovim may have a buffer of (see `acp_client::review::sync`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FsWrite<'a> {
+pub struct Apply<'a> {
     /// Absolute path.
     pub path: &'a str,
-    /// The new text.
+    /// The file's instruction count; the reply names it.
+    pub revision: u64,
+    /// The text an unmodified buffer takes (then saved).
     pub content: &'a str,
-    /// The write restores rejected review hunks: merge it into a modified
-    /// buffer against `base` and leave the disk alone.
+    /// The text a modified buffer takes, only while its `b:changedtick` is
+    /// still `tick`.
+    pub merged: Option<&'a str>,
+    /// The `b:changedtick` `merged` was made against.
+    pub tick: Option<u64>,
+    /// How many conflict blocks `merged` holds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub conflicts: usize,
+    /// The write restores rejected review hunks: the disk is left alone and
+    /// a buffer with open conflicts takes it too.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub restore: bool,
-    /// The base of merging into a modified buffer: for a restore, the text
-    /// review knew as current; for an agent's write, the text the agent
-    /// last saw of the file (absent: it saw the disk).
-    pub base: Option<&'a str>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl<'a> Apply<'a> {
+    /// The call of one instruction.
+    pub fn of(path: &'a str, i: &'a Instruction) -> Self {
+        Self {
+            path,
+            revision: i.revision,
+            content: &i.content,
+            merged: i.merge.as_ref().map(|m| m.text.as_str()),
+            tick: i.merge.as_ref().map(|m| m.version),
+            conflicts: i.merge.as_ref().map_or(0, |m| m.conflicts),
+            restore: i.restore,
+        }
+    }
+
+    /// The argument of the call.
+    pub fn encode(&self) -> Value {
+        wire::encode(self)
+    }
 }
 
 /// `require('acp.baseline').get(args)`: the text a file's buffer had when
@@ -59,13 +92,6 @@ impl FsRead<'_> {
     }
 }
 
-impl FsWrite<'_> {
-    /// The argument of the call.
-    pub fn encode(&self) -> Value {
-        wire::encode(self)
-    }
-}
-
 impl BeforeTurn<'_> {
     /// The argument of the call.
     pub fn encode(&self) -> Value {
@@ -73,17 +99,18 @@ impl BeforeTurn<'_> {
     }
 }
 
-/// What Lua did with a write: `{handled, old_content?, kept_unsaved?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WriteReply {
-    /// A buffer took the write (and saved it); otherwise the backend
-    /// writes the disk.
-    pub handled: bool,
-    /// The buffer's text before the write, when it was handled.
-    pub old_content: Option<String>,
-    /// The buffer had unsaved changes; the agent's text was merged into it
-    /// and only the disk was written.
-    pub kept_unsaved: bool,
+/// The reply of a buffer read for the agent: `{text, tick, whole?,
+/// buffer?}`, or nil when no loaded buffer has the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadReply {
+    /// What the agent gets (the range it asked for).
+    pub text: String,
+    /// The whole text as the agent reads it (open conflicts as the agent's
+    /// side); `text` when that is whole.
+    pub whole: String,
+    /// The buffer's text as it is (conflict blocks included) and its
+    /// `b:changedtick`.
+    pub buffer: BufferText,
 }
 
 /// A reply from Lua that does not have the shape of the contract.
@@ -95,9 +122,14 @@ pub enum BadReply {
     /// The text is not UTF-8.
     #[error("Neovim answered with text that is not UTF-8")]
     NotUtf8,
-    /// A write reply without its `handled` flag.
-    #[error("Neovim answered a write without `handled`; update the acp.nvim plugin and backend together")]
-    NoHandled,
+    /// A reply without a field it must have, or with one of the wrong type.
+    #[error(
+        "Neovim answered without a valid `{0}`; update the acp.nvim plugin and backend together"
+    )]
+    Missing(&'static str),
+    /// A write reply of an unknown status.
+    #[error("Neovim answered a write with status `{0}`; update the acp.nvim plugin and backend together")]
+    Status(String),
 }
 
 /// The reply of a read or a `before_turn`: the text, or nil when no loaded
@@ -110,16 +142,65 @@ pub fn decode_text(reply: Value) -> Result<Option<String>, BadReply> {
     }
 }
 
-/// The reply of a write.
-pub fn decode_write(reply: &Value) -> Result<WriteReply, BadReply> {
-    let flag = |key| msgpack::field(reply, key).and_then(Value::as_bool);
-    let handled = flag("handled").ok_or(BadReply::NoHandled)?;
-    Ok(WriteReply {
-        handled,
-        old_content: msgpack::field(reply, "old_content")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        kept_unsaved: flag("kept_unsaved") == Some(true),
+fn text_field(reply: &Value, key: &'static str) -> Result<Option<String>, BadReply> {
+    match msgpack::field(reply, key) {
+        None | Some(Value::Nil) => Ok(None),
+        Some(Value::String(s)) => s
+            .as_str()
+            .map(|t| Some(t.to_owned()))
+            .ok_or(BadReply::NotUtf8),
+        Some(_) => Err(BadReply::Missing(key)),
+    }
+}
+
+fn tick_field(reply: &Value) -> Result<u64, BadReply> {
+    msgpack::field(reply, "tick")
+        .and_then(Value::as_u64)
+        .ok_or(BadReply::Missing("tick"))
+}
+
+/// The reply of a buffer read for the agent; `None`: no loaded buffer.
+pub fn decode_read(reply: &Value) -> Result<Option<ReadReply>, BadReply> {
+    if reply.is_nil() {
+        return Ok(None);
+    }
+    let text = text_field(reply, "text")?.ok_or(BadReply::Missing("text"))?;
+    let whole = text_field(reply, "whole")?.unwrap_or_else(|| text.clone());
+    let buffer = text_field(reply, "buffer")?.unwrap_or_else(|| whole.clone());
+    Ok(Some(ReadReply {
+        text,
+        whole,
+        buffer: BufferText {
+            text: buffer,
+            version: tick_field(reply)?,
+        },
+    }))
+}
+
+/// The reply of an instruction (`{status, revision, tick?, text?,
+/// old_content?}`), checked against the instruction's revision.
+pub fn decode_apply(reply: &Value, revision: u64) -> Result<Applied, BadReply> {
+    let status = msgpack::field(reply, "status")
+        .and_then(Value::as_str)
+        .ok_or(BadReply::Missing("status"))?;
+    if msgpack::field(reply, "revision").and_then(Value::as_u64) != Some(revision) {
+        return Err(BadReply::Missing("revision"));
+    }
+    Ok(match status {
+        "no_buffer" => Applied::NoBuffer,
+        "saved" => Applied::Saved {
+            old_content: text_field(reply, "old_content")?,
+            version: tick_field(reply)?,
+        },
+        "merged" => Applied::Merged {
+            version: tick_field(reply)?,
+        },
+        "waiting" => Applied::Waiting,
+        "stale" => Applied::Stale(BufferText {
+            text: text_field(reply, "text")?.ok_or(BadReply::Missing("text"))?,
+            version: tick_field(reply)?,
+        }),
+        other => return Err(BadReply::Status(other.to_owned())),
     })
 }
 
@@ -140,15 +221,16 @@ mod tests {
             msgpack::to_json(&read.encode()),
             json!({"path": "/a", "limit": 3})
         );
-        let write = FsWrite {
-            path: "/a",
-            content: "x",
+        let i = Instruction {
+            path: "/a".into(),
+            revision: 2,
+            content: "x".into(),
+            merge: None,
             restore: false,
-            base: None,
         };
         assert_eq!(
-            msgpack::to_json(&write.encode()),
-            json!({"path": "/a", "content": "x"})
+            msgpack::to_json(&Apply::of("/a", &i).encode()),
+            json!({"path": "/a", "revision": 2, "content": "x"})
         );
     }
 
@@ -160,15 +242,39 @@ mod tests {
             decode_text(Value::from(3)),
             Err(BadReply::NotText(_))
         ));
-        let reply = msgpack::from_json(&json!({"handled": true, "old_content": "o"}));
+        let read = msgpack::from_json(&json!({"text": "b\n", "whole": "a\nb\n", "tick": 4}));
         assert_eq!(
-            decode_write(&reply),
-            Ok(WriteReply {
-                handled: true,
+            decode_read(&read),
+            Ok(Some(ReadReply {
+                text: "b\n".into(),
+                whole: "a\nb\n".into(),
+                buffer: BufferText {
+                    text: "a\nb\n".into(),
+                    version: 4
+                }
+            }))
+        );
+        assert_eq!(decode_read(&Value::Nil), Ok(None));
+        assert_eq!(
+            decode_read(&Value::from("t")),
+            Err(BadReply::Missing("text"))
+        );
+        let saved = msgpack::from_json(
+            &json!({"status": "saved", "revision": 3, "tick": 9, "old_content": "o"}),
+        );
+        assert_eq!(
+            decode_apply(&saved, 3),
+            Ok(Applied::Saved {
                 old_content: Some("o".into()),
-                kept_unsaved: false
+                version: 9
             })
         );
-        assert_eq!(decode_write(&Value::from(true)), Err(BadReply::NoHandled));
+        assert_eq!(decode_apply(&saved, 4), Err(BadReply::Missing("revision")));
+        let odd = msgpack::from_json(&json!({"status": "maybe", "revision": 1}));
+        assert_eq!(decode_apply(&odd, 1), Err(BadReply::Status("maybe".into())));
+        assert_eq!(
+            decode_apply(&Value::from(true), 1),
+            Err(BadReply::Missing("status"))
+        );
     }
 }
