@@ -15,10 +15,12 @@
 //! A snapshot taken when the tool call arrives is too late for an agent
 //! that writes right after announcing the edit (or announces it after
 //! writing): the disk already holds the new text. So the editor is asked
-//! too ([`EditorHost::text_before_turn`]): the copy of the file's buffer it
-//! took when the prompt was sent is the "before", if the file changed on
+//! too ([`EditorHost::text_before_turn`]): the copy of the file's buffer
+//! it took when the prompt was sent is the "before", if the file changed on
 //! disk during the turn (a buffer that was stale before the prompt is not
 //! believed: its difference is not the agent's).
+//!
+//! [`EditorHost::text_before_turn`]: crate::host::EditorHost::text_before_turn
 //!
 //! This module owns what a tool call says about files ([`ToolFacts`]), the
 //! recording of `fs/write_text_file` and of tool call diffs, and the
