@@ -19,7 +19,9 @@ use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
-use crate::host::{Applied, ClientEvent, FileEdit, ReadTextFile, WriteOutcome, WriteTextFile};
+use crate::host::{
+    Applied, ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
+};
 use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
@@ -346,6 +348,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         session_id: wire.session_id,
         path,
         content: wire.content,
+        kind: WriteKind::Agent,
     };
     // The directories this write creates go with the file when the user
     // rejects its creation.

@@ -77,6 +77,24 @@ pub struct WriteTextFile {
     pub path: PathBuf,
     /// The complete new content.
     pub content: String,
+    /// Whose text it is.
+    pub kind: WriteKind,
+}
+
+/// Whose text a [`WriteTextFile`] writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteKind {
+    /// The agent's `fs/write_text_file`.
+    #[default]
+    Agent,
+    /// A review reject restores the text before the rejected hunks. An
+    /// editor merges it into a buffer with unsaved edits against `current`
+    /// and leaves the disk alone.
+    Restore {
+        /// The text the review knew the file had (`None`: nothing known).
+        current: Option<String>,
+    },
 }
 
 /// What the editor did with a write.

@@ -18,7 +18,9 @@ use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
 };
-use acp_client::host::{Applied, HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::host::{
+    Applied, HostCapabilities, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
+};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use acp_client::review::sync::{self, BufferText, FileSyncs};
 use acp_client::schema;
@@ -69,10 +71,6 @@ pub struct Routes {
     /// is shown in the newest.
     opening: Vec<ChatId>,
     warnings: usize,
-    /// Files being restored by a review reject, with the text the review
-    /// knew as current: Lua merges the restore into a modified buffer
-    /// against it instead of against the disk.
-    restores: HashMap<(SessionId, PathBuf), Option<String>>,
 }
 
 impl Routes {
@@ -87,7 +85,6 @@ impl Routes {
             elicitation_ids: HashMap::new(),
             opening: Vec::new(),
             warnings: 0,
-            restores: HashMap::new(),
         }
     }
 
@@ -489,16 +486,6 @@ impl NvimHost {
         }
     }
 
-    /// The next writes of `path` in `session` restore rejected review
-    /// hunks; `current` is the text review knew the file had. Until
-    /// [`end_restore`](Self::end_restore), Lua merges those writes into a
-    /// modified buffer against `current` and leaves the disk alone.
-    pub fn begin_restore(&self, session: &SessionId, path: &Path, current: Option<String>) {
-        self.routes()
-            .restores
-            .insert((session.clone(), path.to_owned()), current);
-    }
-
     /// A prompt goes out: the files it embeds whole are what the agent
     /// saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
@@ -568,13 +555,6 @@ impl NvimHost {
             .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
         self.files.lock().answered(instruction, &applied);
         Ok(applied)
-    }
-
-    /// The restore of `path` is over: later writes are the agent's again.
-    pub fn end_restore(&self, session: &SessionId, path: &Path) {
-        self.routes()
-            .restores
-            .remove(&(session.clone(), path.to_owned()));
     }
 }
 
@@ -707,11 +687,10 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(WriteOutcome::NotHandled);
         };
-        let restore = self
-            .routes()
-            .restores
-            .get(&(request.session_id.clone(), request.path.clone()))
-            .cloned();
+        let restore = match &request.kind {
+            WriteKind::Restore { current } => Some(current.clone()),
+            _ => None,
+        };
         let seen = match &restore {
             Some(_) => None,
             None => self
@@ -1191,6 +1170,7 @@ mod tests {
             session_id: sid("s1"),
             path: "/p/a.txt".into(),
             content: content.into(),
+            kind: WriteKind::Agent,
         }
     }
 
@@ -1392,13 +1372,13 @@ mod tests {
             json!({"status": "merged", "revision": 1, "tick": 5}),
         ));
         host.buffer_reported(Path::new("/p/a.txt"), "a\nnew\nb\nmine\n".into(), 4);
-        host.begin_restore(
-            &sid("s1"),
-            Path::new("/p/a.txt"),
-            Some("a\nnew\nb\n".into()),
-        );
-        let outcome = host.write_text_file(&write("a\nold\nb\n")).await.unwrap();
-        host.end_restore(&sid("s1"), Path::new("/p/a.txt"));
+        let restore = WriteTextFile {
+            kind: WriteKind::Restore {
+                current: Some("a\nnew\nb\n".into()),
+            },
+            ..write("a\nold\nb\n")
+        };
+        let outcome = host.write_text_file(&restore).await.unwrap();
         assert_eq!(outcome, WriteOutcome::Handled { old_content: None });
         assert_eq!(
             msgpack::to_json(&fs.seen.lock()[0]),

@@ -229,40 +229,6 @@ async fn accept(
     }
 }
 
-/// Marks the files as being restored (see `NvimHost::begin_restore`) for
-/// as long as it lives.
-struct Restoring<'a> {
-    agent: &'a Agent,
-    session: &'a SessionId,
-    paths: Vec<std::path::PathBuf>,
-}
-
-impl<'a> Restoring<'a> {
-    fn new(agent: &'a Agent, session: &'a SessionId, paths: Vec<std::path::PathBuf>) -> Self {
-        for path in &paths {
-            let current = agent
-                .conn
-                .review(session)
-                .file(path)
-                .and_then(|r| r.current);
-            agent.host.begin_restore(session, path, current);
-        }
-        Self {
-            agent,
-            session,
-            paths,
-        }
-    }
-}
-
-impl Drop for Restoring<'_> {
-    fn drop(&mut self) {
-        for path in &self.paths {
-            self.agent.host.end_restore(self.session, path);
-        }
-    }
-}
-
 async fn reject(
     agent: &Agent,
     session: &SessionId,
@@ -271,16 +237,6 @@ async fn reject(
     target: ReviewTarget,
 ) -> acp_client::Result<()> {
     let conn = &agent.conn;
-    let paths = match &target {
-        ReviewTarget::Hunks { path, .. } | ReviewTarget::File { path } => vec![path.clone()],
-        ReviewTarget::All => conn
-            .review(session)
-            .files()
-            .into_iter()
-            .map(|f| f.path)
-            .collect(),
-    };
-    let _restoring = Restoring::new(agent, session, paths);
     let mut deletes = Vec::new();
     match target {
         ReviewTarget::Hunks { path, ids } => {
