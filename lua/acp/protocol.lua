@@ -223,6 +223,7 @@ local M = {}
 ---@class acp.ev.ReviewChanged: acp.Event
 ---@field path string
 ---@field summary acp.ReviewSummary
+---@field review? table the file's whole review now, as `acp.review_file` answers it (nil: nothing left to review)
 
 ---@class acp.ev.ReviewDeletePending: acp.Event
 ---@field path string

@@ -55,6 +55,8 @@ local CONFLICT_END = ">>>>>>> agent"
 ---@field review? table the last `acp.review_file` answer of that chat
 ---@field known? string the text the backend was last told (or told us) the file has
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
+---@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)
+---@field asked? boolean a user edit or decision of this file was sent since the last `acp.review_file`: the next refresh asks (its answer comes after them)
 
 ---@type table<string, acp.ReviewEntry>
 M.files = {}
@@ -537,6 +539,7 @@ function send_user_edit(buf, accept_lines)
     return
   end
   entry.known = text
+  entry.asked = true
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", {
       chat_id = chat_id,
@@ -639,9 +642,19 @@ function M.refresh(path)
   if not entry then
     return
   end
-  if entry.chat_id then
+  local latest = entry.chat_id and entry.latest and entry.latest[entry.chat_id]
+  if latest ~= nil and not entry.asked then
+    -- The review its last `review_changed` carried: nothing of ours is on
+    -- the way, so that is the newest (an agent's edit costs no request).
+    entry.review = latest or nil
+  elseif entry.chat_id then
+    -- Our user edits and decisions are applied in order before this
+    -- answer, so the hunks the keys act on next are the ones drawn.
     local review = backend().request("acp.review_file", { chat_id = entry.chat_id, path = path })
     entry.review = type(review) == "table" and review or nil
+    entry.asked = nil
+    entry.latest = entry.latest or {}
+    entry.latest[entry.chat_id] = entry.review or false
   else
     entry.review = nil
   end
@@ -709,6 +722,8 @@ function M.on_changed(chat_id, ev)
   local summary = ev.summary or {}
   local entry = M.files[path] or { path = path, chats = {} }
   M.files[path] = entry
+  entry.latest = entry.latest or {}
+  entry.latest[chat_id] = type(ev.review) == "table" and ev.review or false
   if (tonumber(summary.hunks) or 0) > 0 then
     entry.chats[chat_id] = summary
     entry.chat_id = chat_id
@@ -745,6 +760,9 @@ function M.drop_chat(chat_id)
   for path, entry in pairs(M.files) do
     if entry.reviewed_by then
       entry.reviewed_by[chat_id] = nil
+    end
+    if entry.latest then
+      entry.latest[chat_id] = nil
     end
     if entry.chats[chat_id] then
       entry.chats[chat_id] = nil
@@ -797,6 +815,10 @@ function M.on_delete_pending(chat_id, ev)
     if not M.confirm_delete(path) then
       util.notify(("kept %s"):format(path))
       return
+    end
+    local entry = M.files[normalize(path)]
+    if entry then
+      entry.asked = true
     end
     backend().notify("acp.review_delete", { chat_id = chat_id, path = path })
     local buf = fs.find_buffer(path)
@@ -1040,6 +1062,17 @@ end
 ---@param opts acp.DecideOpts
 function M.decide(action, opts)
   local method = action == "accept" and "acp.review_accept" or "acp.review_reject"
+  -- The refreshes that follow ask for the reviews: they answer after these.
+  if opts.scope == "all" then
+    for _, e in pairs(M.files) do
+      e.asked = true
+    end
+  else
+    local e = entry_of_buf(api.nvim_get_current_buf())
+    if e then
+      e.asked = true
+    end
+  end
   if opts.scope == "all" then
     -- Conflicts first, in every buffer: they live in the buffers only, and
     -- a restore merged around one would nest its blocks.

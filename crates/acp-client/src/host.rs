@@ -17,7 +17,7 @@ use crate::elicitation::{
 use crate::error::Result;
 use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use crate::process::ExitInfo;
-use crate::review::FileSummary;
+use crate::review::{FileReview, FileSummary};
 use crate::session::SessionChange;
 use crate::terminal::TerminalEvent;
 use crate::update::SessionId;
@@ -237,6 +237,9 @@ pub enum ClientEvent {
         session_id: SessionId,
         /// The file's review summary now.
         file: FileSummary,
+        /// The file's whole review now (`None`: nothing left to review), so
+        /// an editor draws the change without asking for it.
+        review: Option<FileReview>,
     },
 }
 

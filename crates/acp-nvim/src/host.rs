@@ -13,7 +13,7 @@ use crate::editor::Editor;
 use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
-use crate::protocol::{ChatId, Event, PromptId};
+use crate::protocol::{ChatId, Event, PromptId, ReviewView};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
@@ -302,10 +302,11 @@ impl Routes {
                 kept_unsaved: matches!(edit.applied, Applied::MergedUnsaved | Applied::Waiting),
                 waiting: edit.applied == Applied::Waiting,
             }),
-            ClientEvent::ReviewChanged { file, .. } => out.push(Event::ReviewChanged {
+            ClientEvent::ReviewChanged { file, review, .. } => out.push(Event::ReviewChanged {
                 chat_id: chat,
                 path: file.path.to_string_lossy().into_owned(),
                 summary: file,
+                review: review.as_ref().map(ReviewView::from),
             }),
             other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
         }
@@ -1318,8 +1319,10 @@ mod tests {
     }
 
     #[test]
-    fn review_changes_reach_the_chat_with_a_snake_case_summary() {
-        use acp_client::review::{FileStatus, FileSummary};
+    fn review_changes_reach_the_chat_with_a_snake_case_summary_and_the_review() {
+        use acp_client::review::{EditTracker, FileStatus, FileSummary};
+        let mut tracker = EditTracker::new();
+        tracker.record_write(Path::new("/p/a.rs"), None, "a\nb\r\n");
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
@@ -1336,13 +1339,19 @@ mod tests {
                     removed: 0,
                     first_line: Some(0),
                 },
+                review: tracker.review(Path::new("/p/a.rs")),
             },
             &mut out,
         );
+        let id = tracker.review(Path::new("/p/a.rs")).unwrap().hunks[0]
+            .id
+            .get();
         assert_eq!(
             out[0].json_view(),
             json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
-                   "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0}})
+                   "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0},
+                   "review": {"path": "/p/a.rs", "status": "created", "current": "a\nb\r\n",
+                              "hunks": [{"id": id, "old_start": 0, "old_lines": [], "new_start": 0, "new_lines": ["a", "b"]}]}})
         );
     }
 

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::merge::{merge3, ConflictLabels};
-use acp_client::review::{strip_line_ending, FileReview, FileStatus, RejectOutcome};
+use acp_client::review::{FileReview, RejectOutcome};
 use acp_client::update::SessionId;
 use rmpv::Value;
 use serde::Serialize;
@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
-use crate::protocol::{wire, Event};
+use crate::protocol::{wire, Event, ReviewView};
 
 /// Marker labels of merge conflicts written into buffers. The plugin finds
 /// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
@@ -32,49 +32,9 @@ pub fn conflict_labels() -> ConflictLabels {
     ConflictLabels::default()
 }
 
-/// A file's full review as `acp.review_file` answers it: texts and hunks,
-/// lines without terminators.
-#[derive(Debug, Serialize)]
-struct ReviewReply {
-    path: String,
-    status: FileStatus,
-    baseline: Option<String>,
-    current: Option<String>,
-    hunks: Vec<HunkReply>,
-}
-
-/// One hunk of a [`ReviewReply`].
-#[derive(Debug, Serialize)]
-struct HunkReply {
-    id: u64,
-    old_start: usize,
-    old_lines: Vec<String>,
-    new_start: usize,
-    new_lines: Vec<String>,
-}
-
 /// A file's full review, encoded for Lua.
 pub fn review_reply(review: &FileReview) -> Value {
-    let lines = |ls: &[String]| -> Vec<String> {
-        ls.iter().map(|l| strip_line_ending(l).to_owned()).collect()
-    };
-    wire::encode(&ReviewReply {
-        path: review.path.to_string_lossy().into_owned(),
-        status: review.status,
-        baseline: review.baseline.clone(),
-        current: review.current.clone(),
-        hunks: review
-            .hunks
-            .iter()
-            .map(|h| HunkReply {
-                id: h.id.get(),
-                old_start: h.old_start,
-                old_lines: lines(&h.old_lines),
-                new_start: h.new_start,
-                new_lines: lines(&h.new_lines),
-            })
-            .collect(),
-    })
+    wire::encode(&ReviewView::from(review))
 }
 
 /// The answer to `acp.merge`.

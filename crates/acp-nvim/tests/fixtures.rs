@@ -407,6 +407,12 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                     removed: 1,
                     first_line: Some(0),
                 },
+                review: {
+                    let mut t = acp_client::review::EditTracker::new();
+                    let p = std::path::Path::new("/work/src/main.rs");
+                    t.record_write(p, Some("fn main() {}\n"), "fn main() {\n    run();\n}\n");
+                    t.review(p).as_ref().map(acp_nvim::protocol::ReviewView::from)
+                },
             },
         ),
         (

@@ -58,7 +58,14 @@ impl Reviews {
                 };
                 let paths = before.iter().map(|f| f.path.clone()).collect();
                 for f in before {
-                    emit(&self.events, session_id, Some(settled(&f.path, f.status)));
+                    emit(
+                        &self.events,
+                        session_id,
+                        Some(ReviewChange {
+                            summary: settled(&f.path, f.status),
+                            review: None,
+                        }),
+                    );
                 }
                 Ok(paths)
             }
@@ -89,7 +96,7 @@ impl Reviews {
         let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
         let (result, change) = observe(&mut review.state.lock().tracker, path, decide);
         result?;
-        let paths = change.iter().map(|c| c.path.clone()).collect();
+        let paths = change.iter().map(|c| c.summary.path.clone()).collect();
         emit(&self.events, session_id, change);
         Ok(paths)
     }
@@ -149,11 +156,13 @@ impl Reviews {
                     .iter()
                     .find(|b| b.path == r.path)
                     .map_or(FileStatus::Modified, |b| b.status);
-                changes.push(
-                    st.tracker
+                changes.push(ReviewChange {
+                    summary: st
+                        .tracker
                         .summary(&r.path)
                         .unwrap_or_else(|| settled(&r.path, status)),
-                );
+                    review: st.tracker.review(&r.path),
+                });
             }
             (rejections, befores, changes)
         };
@@ -276,13 +285,22 @@ impl Reviews {
     }
 }
 
-/// Runs `f` on the tracker and reports the file's new summary when its
-/// review changed (a settled summary with no hunks when it left review).
+/// A file's review after a change, as [`ClientEvent::ReviewChanged`]
+/// reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ReviewChange {
+    /// The summary (a settled one with no hunks when it left review).
+    pub(super) summary: FileSummary,
+    /// The whole review; `None` when nothing is left to review.
+    pub(super) review: Option<FileReview>,
+}
+
+/// Runs `f` on the tracker and reports the file's review when it changed.
 pub(super) fn observe<R>(
     tracker: &mut EditTracker,
     path: &Path,
     f: impl FnOnce(&mut EditTracker) -> R,
-) -> (R, Option<FileSummary>) {
+) -> (R, Option<ReviewChange>) {
     let before = tracker.review(path);
     let result = f(tracker);
     let after = tracker.review(path);
@@ -293,7 +311,13 @@ pub(super) fn observe<R>(
     let summary = tracker
         .summary(path)
         .unwrap_or_else(|| settled(path, status));
-    (result, Some(summary))
+    (
+        result,
+        Some(ReviewChange {
+            summary,
+            review: after,
+        }),
+    )
 }
 
 /// The summary of a file with nothing left to review.
@@ -310,7 +334,7 @@ fn settled(path: &Path, status: FileStatus) -> FileSummary {
 
 /// Puts a file's review back as it was before a reject that could not be
 /// written (its hunks get new ids).
-fn restore(tracker: &mut EditTracker, before: &FileReview) -> Option<FileSummary> {
+fn restore(tracker: &mut EditTracker, before: &FileReview) -> Option<ReviewChange> {
     observe(tracker, &before.path, |t| {
         t.forget(&before.path);
         match (&before.baseline, &before.current) {
@@ -326,12 +350,13 @@ fn restore(tracker: &mut EditTracker, before: &FileReview) -> Option<FileSummary
     .1
 }
 
-/// Reports a file's new review summary, if it changed.
-pub(super) fn emit(events: &EventSink, session_id: &SessionId, change: Option<FileSummary>) {
-    if let Some(file) = change {
+/// Reports a file's new review, if it changed.
+pub(super) fn emit(events: &EventSink, session_id: &SessionId, change: Option<ReviewChange>) {
+    if let Some(change) = change {
         events(ClientEvent::ReviewChanged {
             session_id: session_id.clone(),
-            file,
+            file: change.summary,
+            review: change.review,
         });
     }
 }
@@ -415,10 +440,16 @@ mod tests {
         let (_, change) = observe(&mut t, p, |t| {
             t.record_write(p, None, "x\n");
         });
-        assert_eq!(change.unwrap().hunks, 1);
+        let change = change.unwrap();
+        assert_eq!(change.summary.hunks, 1);
+        assert_eq!(change.review.unwrap().hunks.len(), 1);
         let (_, change) = observe(&mut t, p, |t| t.accept_file(p).unwrap());
         let change = change.unwrap();
-        assert_eq!((change.hunks, change.status), (0, FileStatus::Created));
+        assert_eq!(
+            (change.summary.hunks, change.summary.status),
+            (0, FileStatus::Created)
+        );
+        assert_eq!(change.review, None);
         // Nothing changed: no event.
         let (_, change) = observe(&mut t, p, |t| {
             t.record_user_edit(p, Some("y\n"));

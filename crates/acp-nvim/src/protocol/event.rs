@@ -13,7 +13,7 @@
 
 use acp_client::permission::PermissionOption;
 use acp_client::registry;
-use acp_client::review::FileSummary;
+use acp_client::review::{strip_line_ending, FileReview, FileStatus, FileSummary};
 use acp_client::schema;
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
@@ -254,6 +254,10 @@ pub enum Event {
         /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
         /// 0 when nothing is left to review in the file.
         summary: FileSummary,
+        /// The file's whole review now, as `acp.review_file` answers it
+        /// (absent: nothing left to review): Lua draws it without asking.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        review: Option<ReviewView>,
     },
     /// The user rejected the creation of a file: ask them, then send
     /// `acp.review_delete` to delete it.
@@ -557,6 +561,53 @@ impl Event {
                 None
             }
             _ => Some(next),
+        }
+    }
+}
+
+/// A file's whole review as Lua draws it (`acp.review_file`'s answer and
+/// `review_changed`'s `review`): texts and hunks, lines without
+/// terminators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewView {
+    path: String,
+    status: FileStatus,
+    baseline: Option<String>,
+    current: Option<String>,
+    hunks: Vec<HunkView>,
+}
+
+/// One hunk of a [`ReviewView`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct HunkView {
+    id: u64,
+    old_start: usize,
+    old_lines: Vec<String>,
+    new_start: usize,
+    new_lines: Vec<String>,
+}
+
+impl From<&FileReview> for ReviewView {
+    fn from(review: &FileReview) -> Self {
+        let lines = |ls: &[String]| -> Vec<String> {
+            ls.iter().map(|l| strip_line_ending(l).to_owned()).collect()
+        };
+        Self {
+            path: review.path.to_string_lossy().into_owned(),
+            status: review.status,
+            baseline: review.baseline.clone(),
+            current: review.current.clone(),
+            hunks: review
+                .hunks
+                .iter()
+                .map(|h| HunkView {
+                    id: h.id.get(),
+                    old_start: h.old_start,
+                    old_lines: lines(&h.old_lines),
+                    new_start: h.new_start,
+                    new_lines: lines(&h.new_lines),
+                })
+                .collect(),
         }
     }
 }

@@ -6,8 +6,8 @@
 //!   module (its payloads belong to the modules that serve them);
 //! - [`Event`]: what the backend tells Lua (`require('acp.events').dispatch`),
 //!   encoded once by [`Event::encode`];
-//! - [`lua`]: the backend's calls into Lua (`acp.fs.read`/`write`,
-//!   `acp.baseline.get`) and their [`lua::Reply`]s, decoded once.
+//! - [`lua`]: the backend's calls into Lua (`acp.fs.read_for_agent`,
+//!   `acp.fs.apply`, `acp.baseline.get`) and their replies, decoded once.
 //!
 //! Every key Lua sees is snake_case: values are encoded by [`wire::encode`],
 //! which also renames the camelCase keys of acp-client's and the ACP
@@ -18,5 +18,7 @@ mod ids;
 pub mod lua;
 pub mod wire;
 
-pub use event::{Event, InstalledListing, LoginMethod, RegistryListing, MAX_MERGED_TEXT};
+pub use event::{
+    Event, InstalledListing, LoginMethod, RegistryListing, ReviewView, MAX_MERGED_TEXT,
+};
 pub use ids::{ChatId, PromptId};
