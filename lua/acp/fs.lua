@@ -3,7 +3,7 @@
 ---
 --- The backend calls these with nvim_exec_lua and awaits the result; both are
 --- quick and never wait for anything. The backend owns each file's state
---- (acp_client::review::sync): what the agent saw, the buffer's text as last
+--- (acp_client::buffer_sync): what the agent saw, the buffer's text as last
 --- reported with its `b:changedtick`, the merge of an agent's write; this
 --- module reports the buffer and applies the backend's instructions.
 
@@ -106,10 +106,10 @@ function M.read_for_agent(args)
     return nil
   end
   local text = M.read(args)
-  local whole_args = { path = args.path }
   local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil
-  local whole = ranged and M.read(whole_args) or text
-  local buffer = M.buffer_text(buf)
+  local whole = ranged and M.read({ path = args.path }) or text
+  -- Only open conflicts make the rows differ from what the agent reads.
+  local buffer = require("acp.review").has_marker(buf) and M.buffer_text(buf) or whole
   return {
     text = text,
     whole = ranged and whole or nil,

@@ -583,6 +583,7 @@ end
 function Case:agent_disk_edit(chat, f, s, diff)
   local content, change = self:agent_edit(lines_of(assert(read_or_nil(f.path))), s)
   f.versions[content] = true
+  local key = review.normalize(f.path)
   self:agent_turn(chat, {
     { type = "writeDisk", path = f.path, content = content, diff = diff },
   }, ("agent edits %s on disk %s: %s"):format(f.path, diff and "with a diff" or "without a diff", change))
@@ -590,11 +591,20 @@ function Case:agent_disk_edit(chat, f, s, diff)
   -- backend reads the file once the tool call completed, or when its
   -- watcher fires). A user acts at human speed: the next step comes once
   -- the plugin has seen the edit. (Saving a stale buffer with :w! within
-  -- those milliseconds would be taken for part of the agent's edit.)
-  local key = review.normalize(f.path)
+  -- those milliseconds would be taken for part of the agent's edit.) Seen
+  -- means both: the buffer synced with the disk, and the backend recorded
+  -- the edit (its review's text is the disk's or the buffer's). The disk
+  -- can be synced first: a refresh for an earlier event may run between
+  -- the agent's write and the backend's record of it.
   vim.wait(2000, function()
-    return review.synced[key] == read_or_nil(f.path) or review.pending[key] ~= nil
-  end, 5)
+    local disk = read_or_nil(f.path)
+    if review.pending[key] == nil and review.synced[key] ~= disk then
+      return false
+    end
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    local current = type(r) == "table" and r.current or nil
+    return current ~= nil and (current == disk or current == fs.buffer_text(f.buf))
+  end, 10)
 end
 
 --- Reports a buffer's edit as typing does (TextChanged, then the review's

@@ -72,6 +72,7 @@
 
 #![warn(missing_docs)]
 
+pub mod buffer_sync;
 pub mod codec;
 pub mod connection;
 mod dispatch;

@@ -67,7 +67,6 @@
 
 pub(crate) mod diff;
 mod file;
-pub mod sync;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;

@@ -788,7 +788,7 @@ pub enum ReviewCommand {
         accept_lines: Option<(usize, usize)>,
         /// The buffer's `b:changedtick` at `content`: the backend merges the
         /// agent's next write against this text (see
-        /// `acp_client::review::sync`).
+        /// `acp_client::buffer_sync`).
         tick: Option<u64>,
     },
     /// `acp.merge` (request): three-way merge of a buffer with unsaved

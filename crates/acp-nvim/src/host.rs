@@ -14,6 +14,7 @@ use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event, PromptId, ReviewView};
+use acp_client::buffer_sync::{self, BufferText, FileSyncs};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
@@ -22,7 +23,6 @@ use acp_client::host::{
     Applied, HostCapabilities, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
 };
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
-use acp_client::review::sync::{self, BufferText, FileSyncs};
 use acp_client::schema;
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
@@ -397,7 +397,7 @@ pub struct NvimHost {
     routes: Mutex<Routes>,
     /// The state of the files this agent read or wrote through Neovim:
     /// the one owner of what the agent saw and of the buffers' reported
-    /// text (see `acp_client::review::sync`).
+    /// text (see `acp_client::buffer_sync`).
     files: Mutex<FileSyncs>,
 }
 
@@ -541,8 +541,8 @@ impl NvimHost {
     async fn apply(
         &self,
         path: &str,
-        instruction: &sync::Instruction,
-    ) -> acp_client::Result<sync::Applied> {
+        instruction: &buffer_sync::Instruction,
+    ) -> acp_client::Result<buffer_sync::Applied> {
         let reply = self
             .editor
             .fs_apply(lua::Apply::of(path, instruction).encode())
@@ -716,7 +716,7 @@ impl EditorHost for NvimHost {
         // Once per stale answer: the user typed between Lua's last report of
         // the buffer and the instruction's arrival, so the merge is made
         // again from the text the answer carries.
-        for _ in 0..sync::MAX_ATTEMPTS {
+        for _ in 0..buffer_sync::MAX_ATTEMPTS {
             let instruction = {
                 let mut files = self.files.lock();
                 let base = match (&base, &restore) {
@@ -732,34 +732,34 @@ impl EditorHost for NvimHost {
                 files.plan(&request.path, &base, &request.content, restore.is_some())
             };
             match self.apply(path, &instruction).await? {
-                sync::Applied::NoBuffer => {
+                buffer_sync::Applied::NoBuffer => {
                     outcome = Some(WriteOutcome::NotHandled);
                     break;
                 }
-                sync::Applied::Saved { old_content, .. } => {
+                buffer_sync::Applied::Saved { old_content, .. } => {
                     outcome = Some(WriteOutcome::Handled { old_content });
                     break;
                 }
-                sync::Applied::Merged { .. } if restore.is_some() => {
+                buffer_sync::Applied::Merged { .. } if restore.is_some() => {
                     // A restore leaves the disk alone.
                     outcome = Some(WriteOutcome::Handled { old_content: None });
                     break;
                 }
-                sync::Applied::Merged { .. } => {
+                buffer_sync::Applied::Merged { .. } => {
                     outcome = Some(WriteOutcome::KeptUnsaved {
                         seen: seen.clone(),
                         buffer: instruction.merge.map(|m| m.text),
                     });
                     break;
                 }
-                sync::Applied::Waiting => {
+                buffer_sync::Applied::Waiting => {
                     outcome = Some(WriteOutcome::KeptUnsaved {
                         seen: seen.clone(),
                         buffer: None,
                     });
                     break;
                 }
-                sync::Applied::Stale(_) => {}
+                buffer_sync::Applied::Stale(_) => {}
             }
         }
         let outcome = outcome.unwrap_or_else(|| {

@@ -11,7 +11,7 @@
 use rmpv::Value;
 use serde::Serialize;
 
-use acp_client::review::sync::{Applied, BufferText, Instruction};
+use acp_client::buffer_sync::{Applied, BufferText, Instruction};
 
 use super::wire;
 use crate::msgpack;
@@ -28,7 +28,7 @@ pub struct FsRead<'a> {
 }
 
 /// `require('acp.fs').apply(args)`: the one instruction of a write to a
-/// file Neovim may have a buffer of (see `acp_client::review::sync`).
+/// file Neovim may have a buffer of (see `acp_client::buffer_sync`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Apply<'a> {
     /// Absolute path.
