@@ -642,19 +642,22 @@ function M.refresh(path)
   if not entry then
     return
   end
-  local latest = entry.chat_id and entry.latest and entry.latest[entry.chat_id]
+  local chat_id = entry.chat_id
+  local latest = chat_id and entry.latest and entry.latest[chat_id]
   if latest ~= nil and not entry.asked then
     -- The review its last `review_changed` carried: nothing of ours is on
     -- the way, so that is the newest (an agent's edit costs no request).
     entry.review = latest or nil
-  elseif entry.chat_id then
+  elseif chat_id then
     -- Our user edits and decisions are applied in order before this
-    -- answer, so the hunks the keys act on next are the ones drawn.
-    local review = backend().request("acp.review_file", { chat_id = entry.chat_id, path = path })
-    entry.review = type(review) == "table" and review or nil
+    -- answer, so the hunks the keys act on next are the ones drawn. (Events
+    -- handled while it waits may change entry.chat_id: the answer is kept
+    -- for the chat it was asked of.)
     entry.asked = nil
+    local review = backend().request("acp.review_file", { chat_id = chat_id, path = path })
+    entry.review = type(review) == "table" and review or nil
     entry.latest = entry.latest or {}
-    entry.latest[entry.chat_id] = entry.review or false
+    entry.latest[chat_id] = entry.review or false
   else
     entry.review = nil
   end
