@@ -273,6 +273,21 @@ function Case:refresh_all()
           return false
         end
       end
+      -- The review drawn is the backend's: its `review_changed` arrived
+      -- (it comes a frame after the backend recorded an edit).
+      if entry and entry.chat_id then
+        local r = require("acp.backend").request("acp.review_file", { chat_id = entry.chat_id, path = f.path })
+        local ids = function(rv)
+          local out = {}
+          for _, h in ipairs(type(rv) == "table" and rv.hunks or {}) do
+            out[#out + 1] = h.id
+          end
+          return out
+        end
+        if not vim.deep_equal(ids(r), ids(entry.review)) then
+          return false
+        end
+      end
     end
     return true
   end, "the review caught up with the buffers", 5000)
