@@ -1,0 +1,180 @@
+---@mod acp.review Review of agent edits in the real buffers: inline diff
+--- (added lines highlighted, removed lines as virtual lines, signs), keys and
+--- commands to accept or reject hunks, buffers kept in sync with what the
+--- agent wrote on disk, and the preview of a proposed edit before approving.
+---
+--- The backend tracks the edits (per chat) and reports `review_changed`
+--- with the file's hunks; this module draws them in ONE namespace. An
+--- agent's `fs/write_text_file` to an open buffer is merged by the backend
+--- and applied by `acp.fs.apply` (one instruction). Keeping buffers in sync
+--- with the agent's disk edits (its own tools):
+--- - an unmodified buffer whose file the agent changed is reloaded with
+---   minimal edits (no "file changed" prompt; cursor and folds survive);
+--- - a buffer with unsaved edits gets the agent's change merged in
+---   (`acp.merge`, base: the text the buffer was last in sync with) as one
+---   undo step; it stays modified. Conflicts are written between
+---   `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines and shown as
+---   conflict hunks: accept keeps the agent's side, reject keeps yours;
+--- - what the user types in a reviewed buffer is reported (`acp.user_edit`),
+---   so it is never shown as the agent's nor undone by a reject.
+---
+--- The module is split by what each part owns: `render` (drawing, conflict
+--- markers), `keys` (keys and typing reports), `sync` (review and buffers
+--- kept in sync, events), `actions` (jump, accept, reject, quickfix, delete)
+--- and `preview` (permission previews); this file holds the shared state
+--- and the setup. `require("acp.review")` is the whole API.
+
+local api = vim.api
+local util = require("acp.util")
+local fs = require("acp.fs")
+
+local M = {}
+
+--- The one namespace of the inline diff (and of the permission preview).
+M.ns = api.nvim_create_namespace("acp_review")
+
+--- Debounce of user edits sent to the backend while typing.
+M.USER_EDIT_DEBOUNCE_MS = 300
+
+--- The marker lines of a conflict block written by a merge.
+M.CONFLICT_START = "<<<<<<< buffer"
+M.CONFLICT_MID = "======="
+M.CONFLICT_END = ">>>>>>> agent"
+
+---@class acp.ReviewHunk
+---@field id integer
+---@field old_start integer 0-based
+---@field old_lines string[]
+---@field new_start integer 0-based
+---@field new_lines string[]
+
+---@class acp.ReviewItem one thing the keys act on, in buffer rows (0-based)
+---@field kind "hunk"|"conflict"
+---@field first integer first row
+---@field last integer last row (== first for a pure deletion)
+---@field hunk? acp.ReviewHunk
+---@field ours? string[] conflict: the buffer's side
+---@field theirs? string[] conflict: the agent's side
+---@field mark? integer extmark following the item's rows
+
+---@class acp.ReviewEntry
+---@field path string
+---@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
+---@field chat_id? string the chat whose review is shown
+---@field review? table the last `acp.review_file` answer of that chat
+---@field known? string the text the backend was last told (or told us) the file has
+---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
+---@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)
+---@field asked? boolean a user edit or decision of this file was sent since the last `acp.review_file`: the next refresh asks (its answer comes after them)
+
+---@type table<string, acp.ReviewEntry>
+M.files = {}
+--- Disk text each reviewed buffer was last in sync with (path -> text).
+---@type table<string, string>
+M.synced = {}
+---@type table<integer, acp.ReviewItem[]> buffer -> items drawn
+M.items = {}
+--- Files whose buffer still holds conflict blocks when the agent changed the
+--- file again: that change waits on disk until the conflicts are resolved
+--- (merging it now would nest conflict blocks), path -> true.
+---@type table<string, true>
+M.pending = {}
+--- Rows the user resolved a conflict to while the agent's newer change
+--- waited (`M.pending`): range extmarks in this namespace, so typing and the
+--- other resolutions move them. Their lines are accepted once that change is
+--- merged (see merge_pending).
+M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
+---@type table<string, boolean> paths whose BufWritePost is ours (acp.fs.apply)
+local own_writes = {}
+---@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
+M.previews = {}
+
+local function normalize(path)
+  local full = vim.fn.fnamemodify(path, ":p")
+  return util.uv.fs_realpath(full) or full
+end
+M.normalize = normalize
+
+--- The buffer's text was just synced with the disk text `text` (acp.fs.apply
+--- calls this after applying or merging an agent's write).
+---@param path string
+---@param text string
+function M.set_synced(path, text)
+  M.synced[normalize(path)] = text
+end
+
+--- Run `fn` (which saves the buffer of `path`) without reporting the save
+--- as the user's edit.
+---@param path string
+---@param fn fun()
+function M.own_write(path, fn)
+  local key = normalize(path)
+  own_writes[key] = true
+  local ok, err = pcall(fn)
+  own_writes[key] = nil
+  if not ok then
+    error(err, 0)
+  end
+end
+
+-- The parts extend M: it must be findable while they load.
+package.loaded["acp.review"] = M
+require("acp.review.render")
+require("acp.review.keys")
+require("acp.review.sync")
+require("acp.review.actions")
+require("acp.review.preview")
+
+-- Setup ----------------------------------------------------------------------
+
+--- Global autocmds: saves of reviewed files, buffers loaded later, and no
+--- "file changed" prompt for files the review keeps in sync.
+function M.setup()
+  require("acp.filestamp").setup()
+  local group = api.nvim_create_augroup("acp_review", { clear = true })
+  api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    callback = function(a)
+      local path = normalize(a.match)
+      if own_writes[path] or not M.files[path] then
+        return
+      end
+      M.synced[path] = fs.buffer_text(a.buf)
+      require("acp.review.sync").send_user_edit(a.buf)
+    end,
+  })
+  api.nvim_create_autocmd("BufReadPost", {
+    group = group,
+    callback = function(a)
+      local path = normalize(a.match)
+      if M.files[path] then
+        M.synced[path] = fs.buffer_text(a.buf)
+        require("acp.review.sync").schedule_refresh(path)
+      end
+    end,
+  })
+  api.nvim_create_autocmd("FileChangedShell", {
+    group = group,
+    callback = function(a)
+      local path = normalize(a.match)
+      if M.files[path] and next(M.files[path].chats) ~= nil then
+        -- The review syncs this buffer itself (reload or merge).
+        vim.v.fcs_choice = ""
+        require("acp.review.sync").schedule_refresh(path)
+      else
+        vim.v.fcs_choice = "ask"
+      end
+    end,
+  })
+  api.nvim_create_autocmd("BufWipeout", {
+    group = group,
+    callback = function(a)
+      M.items[a.buf] = nil
+      M.previews[a.buf] = nil
+      require("acp.review.keys").forget(a.buf)
+    end,
+  })
+end
+
+
+return M
