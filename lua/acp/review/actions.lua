@@ -13,21 +13,11 @@ local function backend()
 end
 
 local normalize = M.normalize
-local send_user_edit = function(buf, accept_lines)
-  return require("acp.review.sync").send_user_edit(buf, accept_lines)
-end
-local sync = function(buf, entry)
-  return require("acp.review.sync").sync(buf, entry)
-end
-local schedule_refresh = function(path)
-  return require("acp.review.sync").schedule_refresh(path)
-end
-local rows_of = function(buf, it)
-  return require("acp.review.render").rows_of(buf, it)
-end
-local entry_of_buf = function(buf)
-  return require("acp.review.keys").entry_of_buf(buf)
-end
+-- Loaded before this part (acp.review's init loads them in order).
+local S = require("acp.review.sync")
+local send_user_edit, sync, schedule_refresh = S.send_user_edit, S.sync, S.schedule_refresh
+local rows_of = require("acp.review.render").rows_of
+local entry_of_buf = require("acp.review.keys").entry_of_buf
 
 --- Wipe a buffer without closing the windows that show it: each shows its
 --- alternate buffer instead, else an empty one.

@@ -6,12 +6,9 @@ local util = require("acp.util")
 local fs = require("acp.fs")
 local M = require("acp.review")
 
-local set_mark = function(buf, row, col, opts)
-  return require("acp.review.render").set_mark(buf, row, col, opts)
-end
-local virt = function(lines, hl, width)
-  return require("acp.review.render").virt(lines, hl, width)
-end
+-- Loaded before this part (acp.review's init loads them in order).
+local render = require("acp.review.render")
+local set_mark, virt = render.set_mark, render.virt
 
 --- The first `diff` content of a tool call.
 ---@param tc table

@@ -22,21 +22,10 @@ local qf_scheduled = false
 
 local normalize = M.normalize
 
-local function entry_of_buf(buf)
-  return require("acp.review.keys").entry_of_buf(buf)
-end
-
-local function draw(buf, review)
-  return require("acp.review.render").draw(buf, review)
-end
-
-local function attach(buf)
-  return require("acp.review.keys").attach(buf)
-end
-
-local function detach(buf)
-  return require("acp.review.keys").detach(buf)
-end
+-- Loaded before this part (acp.review's init loads them in order).
+local keys = require("acp.review.keys")
+local entry_of_buf, attach, detach = keys.entry_of_buf, keys.attach, keys.detach
+local draw = require("acp.review.render").draw
 
 --- Tell the backend what the user made of a reviewed buffer, unless the
 --- disk changed since the buffer was synced (the agent's change is then
