@@ -1282,17 +1282,59 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_buffer_that_stays_stale_gets_the_write_later() {
-        // Lua answers stale every time (the user keeps typing): the write
-        // goes to disk after MAX_ATTEMPTS instructions, the buffer untouched.
+    async fn an_answer_naming_another_revision_is_an_error() {
         let (host, fs, _rx) = host_with(FakeFs::answering(
             Json::Null,
             json!({"status": "stale", "revision": 1, "text": "x\n", "tick": 2}),
         ));
-        // Every answer names revision 1: only the first matches.
+        // The first instruction is revision 1 (stale), the second 2: its
+        // answer still names 1.
         let err = host.write_text_file(&write("y\n")).await.unwrap_err();
         assert!(err.to_string().contains("revision"), "{err}");
         assert_eq!(fs.seen.lock().len(), 2);
+    }
+
+    /// A Lua side whose buffer changes under every instruction.
+    struct AlwaysStale {
+        instructions: Mutex<u64>,
+    }
+
+    #[async_trait]
+    impl Editor for AlwaysStale {
+        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
+            Ok(())
+        }
+        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
+            Ok(Value::Nil)
+        }
+        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            let mut n = self.instructions.lock();
+            *n += 1;
+            let revision = msgpack::to_json(&args)["revision"].clone();
+            Ok(msgpack::from_json(
+                &json!({"status": "stale", "revision": revision, "text": format!("typed {n}\n"), "tick": *n}),
+            ))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
+        let lua = Arc::new(AlwaysStale {
+            instructions: Mutex::new(0),
+        });
+        let (events, _rx) = EventQueue::new();
+        let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
+        let outcome = host.write_text_file(&write("y\n")).await.unwrap();
+        // The buffer is left alone; the client writes the disk and the
+        // review's sync merges it into the buffer later.
+        assert_eq!(
+            outcome,
+            WriteOutcome::KeptUnsaved {
+                seen: None,
+                buffer: None
+            }
+        );
+        assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
     }
 
     #[tokio::test]
