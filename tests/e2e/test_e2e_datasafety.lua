@@ -247,7 +247,7 @@ function Case:user_types_reported(f, s)
     local attached = entry and (entry.chat_id ~= nil or #(review.items[f.buf] or {}) > 0)
     -- While an agent change waits for conflicts to be resolved, typing is
     -- reported after that merge (acp.review's pending).
-    return not attached or review.pending[f.path] or entry.known == fs.buffer_text(f.buf)
+    return not attached or review.pending[f.path] or entry.reported_tick == vim.api.nvim_buf_get_changedtick(f.buf)
   end, "the typed line reported to the review (acp.user_edit)", 5000)
 end
 
@@ -632,7 +632,7 @@ function Case:report(f)
   vim.wait(2000, function()
     local entry = review.files[f.path]
     local reviewed = entry and entry.reviewed_by and next(entry.reviewed_by) ~= nil
-    return not reviewed or review.pending[f.path] or entry.known == fs.buffer_text(f.buf)
+    return not reviewed or review.pending[f.path] or entry.reported_tick == vim.api.nvim_buf_get_changedtick(f.buf)
   end, 5)
 end
 

@@ -37,7 +37,6 @@ local function send_user_edit(buf, accept_lines)
   if not entry then
     return
   end
-  local text = fs.buffer_text(buf)
   local synced = M.synced[entry.path]
   if synced ~= nil and fs.read_disk(entry.path) ~= synced then
     if M.pending[entry.path] and M.has_conflicts(buf) then
@@ -48,10 +47,12 @@ local function send_user_edit(buf, accept_lines)
     M.refresh(entry.path)
     return
   end
-  if text == entry.known and not accept_lines then
+  local tick = api.nvim_buf_get_changedtick(buf)
+  if tick == entry.reported_tick and not accept_lines then
     return
   end
-  entry.known = text
+  local text = fs.buffer_text(buf)
+  entry.reported_tick = tick
   entry.asked = true
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", {
@@ -59,7 +60,7 @@ local function send_user_edit(buf, accept_lines)
       path = entry.path,
       content = text,
       accept_lines = accept_lines,
-      tick = api.nvim_buf_get_changedtick(buf),
+      tick = tick,
     })
   end
 end
@@ -173,14 +174,15 @@ function M.refresh(path)
   else
     entry.review = nil
   end
-  if entry.review then
-    entry.known = entry.review.current or entry.known
-  end
   local buf = fs.find_buffer(path)
   if not buf then
     return
   end
   sync(buf, entry)
+  if entry.review and entry.review.current == fs.buffer_text(buf) then
+    -- The review has the buffer's text: nothing of this tick to report.
+    entry.reported_tick = api.nvim_buf_get_changedtick(buf)
+  end
   -- Unsaved user text (or a merge just made) the review does not know yet.
   if vim.bo[buf].modified then
     send_user_edit(buf)
