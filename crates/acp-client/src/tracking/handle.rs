@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Reviews, Target};
+use super::decisions::Target;
+use super::Reviews;
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;

@@ -1,0 +1,418 @@
+//! What the user decides about agent edits: accept, reject (the restored
+//! text written through the editor first, else atomically to disk) and the
+//! deletion of files whose creation was rejected, with the empty
+//! directories the agent made for them; the user's own edits of files under
+//! review; and the one way a file's review change is reported
+//! ([`observe`], [`emit`]).
+//!
+//! Writes the client makes itself (rejects, deletes) first set the "last
+//! known content" of the file, under the same lock the worker holds while it
+//! reads and records, so the watcher never takes them for agent edits.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::Reviews;
+use crate::error::{Error, Result};
+use crate::fs;
+use crate::host::{ClientEvent, EditorHost, EventSink, WriteOutcome, WriteTextFile};
+use crate::review::{
+    missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
+    RejectOutcome,
+};
+use crate::update::SessionId;
+
+/// Which changes a decision covers.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target<'a> {
+    /// One hunk of one file.
+    Hunk(&'a Path, HunkId),
+    /// Every change of one file.
+    File(&'a Path),
+    /// Every change of the session.
+    All,
+}
+
+impl Reviews {
+    /// Accepts changes; returns the files that changed state.
+    pub(super) fn accept(
+        &self,
+        session_id: &SessionId,
+        target: Target<'_>,
+    ) -> Result<Vec<PathBuf>> {
+        match target {
+            Target::Hunk(path, id) => {
+                self.decide_file(session_id, path, |t| t.accept_hunk(path, id))
+            }
+            Target::File(path) => self.decide_file(session_id, path, |t| t.accept_file(path)),
+            Target::All => {
+                let Some(review) = self.get(session_id) else {
+                    return Ok(Vec::new());
+                };
+                let before = {
+                    let mut st = review.state.lock();
+                    let before = st.tracker.files();
+                    st.tracker.accept_all();
+                    before
+                };
+                let paths = before.iter().map(|f| f.path.clone()).collect();
+                for f in before {
+                    emit(&self.events, session_id, Some(settled(&f.path, f.status)));
+                }
+                Ok(paths)
+            }
+        }
+    }
+
+    /// Accepts lines of a file's current content (see
+    /// [`EditTracker::accept_lines`]).
+    pub(super) fn accept_lines(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        self.decide_file(session_id, path, |t| t.accept_lines(path, start, end))
+            .map(drop)
+    }
+
+    /// Applies one file's decision to the tracker and reports the change;
+    /// returns the file when its state changed.
+    fn decide_file(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        decide: impl FnOnce(&mut EditTracker) -> Result<()>,
+    ) -> Result<Vec<PathBuf>> {
+        let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
+        let (result, change) = observe(&mut review.state.lock().tracker, path, decide);
+        result?;
+        let paths = change.iter().map(|c| c.path.clone()).collect();
+        emit(&self.events, session_id, change);
+        Ok(paths)
+    }
+
+    /// Rejects changes and writes the restored content (through the editor
+    /// first, else atomically to disk). `Delete` outcomes are returned for
+    /// the caller to confirm. If a write fails, that file's review is put
+    /// back as it was and the first error is returned.
+    pub(super) async fn reject(
+        &self,
+        host: &dyn EditorHost,
+        session_id: &SessionId,
+        target: Target<'_>,
+    ) -> Result<Vec<FileRejection>> {
+        let Some(review) = self.get(session_id) else {
+            return match target {
+                Target::All => Ok(Vec::new()),
+                Target::Hunk(path, _) | Target::File(path) => Err(missing_file(path)),
+            };
+        };
+        let _io = review.io.lock().await;
+        let (rejections, befores, changes) = {
+            let mut st = review.state.lock();
+            let befores: Vec<FileReview> = match target {
+                Target::Hunk(path, _) | Target::File(path) => {
+                    st.tracker.review(path).into_iter().collect()
+                }
+                Target::All => st
+                    .tracker
+                    .files()
+                    .iter()
+                    .filter_map(|f| st.tracker.review(&f.path))
+                    .collect(),
+            };
+            let rejections = match target {
+                Target::Hunk(path, id) => vec![FileRejection {
+                    path: path.to_owned(),
+                    outcome: st.tracker.reject_hunk(path, id)?,
+                }],
+                Target::File(path) => vec![FileRejection {
+                    path: path.to_owned(),
+                    outcome: st.tracker.reject_file(path)?,
+                }],
+                Target::All => st.tracker.reject_all(),
+            };
+            let mut changes = Vec::new();
+            for r in &rejections {
+                match &r.outcome {
+                    RejectOutcome::Write { content } => {
+                        st.known.insert(r.path.clone(), Some(content.clone()));
+                    }
+                    RejectOutcome::Delete => {
+                        st.pending_deletes.insert(r.path.clone());
+                    }
+                }
+                let status = befores
+                    .iter()
+                    .find(|b| b.path == r.path)
+                    .map_or(FileStatus::Modified, |b| b.status);
+                changes.push(
+                    st.tracker
+                        .summary(&r.path)
+                        .unwrap_or_else(|| settled(&r.path, status)),
+                );
+            }
+            (rejections, befores, changes)
+        };
+        for change in changes {
+            emit(&self.events, session_id, Some(change));
+        }
+        let mut first_error = None;
+        for r in &rejections {
+            let RejectOutcome::Write { content } = &r.outcome else {
+                continue;
+            };
+            if let Err(e) = write_content(host, session_id, &r.path, content).await {
+                tracing::warn!(path = %r.path.display(), error = %e, "could not write the rejected file; its review is kept");
+                if let Some(before) = befores.iter().find(|b| b.path == r.path) {
+                    let change = {
+                        let mut st = review.state.lock();
+                        st.known.insert(r.path.clone(), before.current.clone());
+                        restore(&mut st.tracker, before)
+                    };
+                    emit(&self.events, session_id, change);
+                }
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(rejections),
+        }
+    }
+
+    /// Deletes a file whose creation the user rejected.
+    pub(super) async fn delete_rejected(&self, session_id: &SessionId, path: &Path) -> Result<()> {
+        let Some(review) = self.get(session_id) else {
+            return Err(not_rejected(path));
+        };
+        let _io = review.io.lock().await;
+        {
+            let mut st = review.state.lock();
+            if !st.pending_deletes.contains(path) {
+                return Err(not_rejected(path));
+            }
+            if st.tracker.contains(path) {
+                return Err(Error::NotFound(format!(
+                    "`{}` has new agent edits under review since its creation was rejected; review them first",
+                    path.display()
+                )));
+            }
+            st.pending_deletes.remove(path);
+            st.known.insert(path.to_owned(), None);
+        }
+        let meta = match tokio::fs::symlink_metadata(path).await {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(Error::FileIo {
+                    path: path.to_owned(),
+                    action: "delete",
+                    source,
+                })
+            }
+        };
+        if !meta.is_file() {
+            return Err(Error::NotRegularFile {
+                path: path.to_owned(),
+                what: if meta.is_dir() {
+                    "directory"
+                } else if meta.file_type().is_symlink() {
+                    "symbolic link"
+                } else {
+                    "special file"
+                },
+            });
+        }
+        tokio::fs::remove_file(path)
+            .await
+            .map_err(|source| Error::FileIo {
+                path: path.to_owned(),
+                action: "delete",
+                source,
+            })?;
+        let (roots, first_turn, made) = {
+            let st = review.state.lock();
+            (
+                st.workspace.roots().to_vec(),
+                st.first_turn,
+                st.made_dirs.clone(),
+            )
+        };
+        remove_made_dirs(path, &roots, first_turn, &made).await;
+        Ok(())
+    }
+
+    /// The user changed a file under review (`None`: deleted it).
+    pub(super) fn record_user_edit(
+        &self,
+        session_id: &SessionId,
+        path: &Path,
+        content: Option<&str>,
+    ) -> Option<FileSummary> {
+        let review = self.get(session_id)?;
+        let (summary, change) = {
+            let mut st = review.state.lock();
+            if let Some(known) = st.known.get_mut(path) {
+                // The user's save must not look like the agent's edit.
+                *known = content.map(str::to_owned);
+            }
+            let (_, change) = observe(&mut st.tracker, path, |t| {
+                t.record_user_edit(path, content);
+            });
+            (st.tracker.summary(path), change)
+        };
+        emit(&self.events, session_id, change);
+        summary
+    }
+}
+
+/// Runs `f` on the tracker and reports the file's new summary when its
+/// review changed (a settled summary with no hunks when it left review).
+pub(super) fn observe<R>(
+    tracker: &mut EditTracker,
+    path: &Path,
+    f: impl FnOnce(&mut EditTracker) -> R,
+) -> (R, Option<FileSummary>) {
+    let before = tracker.review(path);
+    let result = f(tracker);
+    let after = tracker.review(path);
+    if before == after {
+        return (result, None);
+    }
+    let status = before.map_or(FileStatus::Modified, |b| b.status);
+    let summary = tracker
+        .summary(path)
+        .unwrap_or_else(|| settled(path, status));
+    (result, Some(summary))
+}
+
+/// The summary of a file with nothing left to review.
+fn settled(path: &Path, status: FileStatus) -> FileSummary {
+    FileSummary {
+        path: path.to_owned(),
+        status,
+        hunks: 0,
+        added: 0,
+        removed: 0,
+        first_line: None,
+    }
+}
+
+/// Puts a file's review back as it was before a reject that could not be
+/// written (its hunks get new ids).
+fn restore(tracker: &mut EditTracker, before: &FileReview) -> Option<FileSummary> {
+    observe(tracker, &before.path, |t| {
+        t.forget(&before.path);
+        match (&before.baseline, &before.current) {
+            (old, Some(current)) => {
+                t.record_write(&before.path, old.as_deref(), current);
+            }
+            (Some(old), None) => {
+                t.record_delete(&before.path, old);
+            }
+            (None, None) => {}
+        }
+    })
+    .1
+}
+
+/// Reports a file's new review summary, if it changed.
+pub(super) fn emit(events: &EventSink, session_id: &SessionId, change: Option<FileSummary>) {
+    if let Some(file) = change {
+        events(ClientEvent::ReviewChanged {
+            session_id: session_id.clone(),
+            file,
+        });
+    }
+}
+
+/// How much earlier than the first prompt a directory's birth time may
+/// read and still be the agent's (see `remove_made_dirs`).
+const BIRTH_SLACK: Duration = Duration::from_millis(500);
+
+/// Removes the directories above a deleted file that the agent created
+/// for it and that are empty now (a rejected `src/new/mod.rs` leaves no
+/// `src/new/`): made by `fs/write_text_file`, or born after the session's
+/// first prompt (the agent's own tools made them). Never a workspace root
+/// or anything outside one; a directory it cannot tell about stays.
+async fn remove_made_dirs(
+    path: &Path,
+    roots: &[PathBuf],
+    first_turn: Option<SystemTime>,
+    made: &HashSet<PathBuf>,
+) {
+    for dir in path.ancestors().skip(1) {
+        let inside = roots.iter().any(|r| dir.starts_with(r) && dir != r);
+        if !inside {
+            return;
+        }
+        let agents = made.contains(dir)
+            || match (tokio::fs::metadata(dir).await, first_turn) {
+                // File times come from the kernel's coarse clock, which
+                // lags `SystemTime::now` by up to a tick.
+                (Ok(meta), Some(since)) => {
+                    meta.created().is_ok_and(|born| born + BIRTH_SLACK >= since)
+                }
+                _ => false,
+            };
+        // remove_dir refuses a directory that is not empty.
+        if !agents || tokio::fs::remove_dir(dir).await.is_err() {
+            return;
+        }
+        tracing::debug!(dir = %dir.display(), "removed the empty directory the agent created");
+    }
+}
+
+fn not_rejected(path: &Path) -> Error {
+    Error::NotFound(format!(
+        "`{}` is not a file whose creation was rejected; only such files can be deleted through review",
+        path.display()
+    ))
+}
+
+/// Writes restored content through the editor (a buffer-aware editor
+/// updates its buffer), or atomically to disk when it has none.
+async fn write_content(
+    host: &dyn EditorHost,
+    session_id: &SessionId,
+    path: &Path,
+    content: &str,
+) -> Result<()> {
+    let request = WriteTextFile {
+        session_id: session_id.clone(),
+        path: path.to_owned(),
+        content: content.to_owned(),
+    };
+    match host.write_text_file(&request).await? {
+        WriteOutcome::Handled { .. } => Ok(()),
+        WriteOutcome::NotHandled => fs::write_text_file_atomic(path, content).await.map(drop),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observe_reports_settled_files_with_no_hunks() {
+        let mut t = EditTracker::new();
+        let p = Path::new("/w/a.txt");
+        let (_, change) = observe(&mut t, p, |t| {
+            t.record_write(p, None, "x\n");
+        });
+        assert_eq!(change.unwrap().hunks, 1);
+        let (_, change) = observe(&mut t, p, |t| t.accept_file(p).unwrap());
+        let change = change.unwrap();
+        assert_eq!((change.hunks, change.status), (0, FileStatus::Created));
+        // Nothing changed: no event.
+        let (_, change) = observe(&mut t, p, |t| {
+            t.record_user_edit(p, Some("y\n"));
+        });
+        assert_eq!(change, None);
+    }
+}

@@ -1,0 +1,326 @@
+//! Each session's worker task and its file watcher: the one place review
+//! reads the disk, and how it sees edits no diff reports.
+//!
+//! All disk reads happen in one worker task per session, never in the
+//! connection's read loop; one task also keeps the order of events per path.
+//!
+//! Disk changes with no diff at all (an agent running `sed -i`, or one that
+//! reports only `locations`) are caught by watching: the directory of every
+//! file a tool call mentions during a turn is watched (not recursively); a
+//! change, debounced, is recorded against the last known content. At the
+//! end of the turn every mentioned file is checked once more, then the
+//! watches are dropped.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::decisions::{emit, observe};
+use super::{Job, ReviewState};
+use crate::error::Error;
+use crate::fs;
+use crate::host::{EditorHost, EventSink};
+use crate::update::SessionId;
+
+/// Quiet time after the last change of a watched file before it is read:
+/// editors and agents often write a file in several steps.
+pub(super) const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// A file's content on disk, as far as review cares.
+pub(super) enum Disk {
+    /// Text, or `None` when there is no such file.
+    Known(Option<String>),
+    /// A directory, binary, huge or unreadable file: not reviewed.
+    Unreadable,
+}
+
+/// The file's text, read within `max_bytes`.
+pub(super) async fn read_disk(path: &Path, max_bytes: usize) -> Disk {
+    match fs::read_text_file(path, None, None, max_bytes).await {
+        Ok(text) => Disk::Known(Some(text)),
+        Err(Error::NotFound(_)) => Disk::Known(None),
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "not reviewing a file that cannot be read as text");
+            Disk::Unreadable
+        }
+    }
+}
+
+/// A change the file watcher saw.
+enum FsSignal {
+    Changed(PathBuf),
+    /// Events were lost (queue overflow): check every watched file.
+    Rescan,
+}
+
+/// The watcher and what it watches: directories (refcounted) for files.
+struct Watch {
+    watcher: RecommendedWatcher,
+    files: HashSet<PathBuf>,
+    dirs: HashMap<PathBuf, usize>,
+}
+
+/// One session's task: snapshots, tool diffs, watched files, in order.
+pub(super) struct Worker {
+    pub(super) session_id: SessionId,
+    pub(super) state: Arc<Mutex<ReviewState>>,
+    io: Arc<tokio::sync::Mutex<()>>,
+    pub(super) events: EventSink,
+    pub(super) host: Arc<dyn EditorHost>,
+    pub(super) max_read_bytes: usize,
+    /// Content of each file when first mentioned in the current turn.
+    pub(super) snapshots: HashMap<PathBuf, Option<String>>,
+    /// Prompts in flight.
+    pub(super) turns: usize,
+    /// When the first of the prompts in flight (or the last one) was sent.
+    pub(super) turn_started: Option<SystemTime>,
+    watch: Option<Watch>,
+    /// Watched files changed since the debounce timer started.
+    pub(super) changed: BTreeSet<PathBuf>,
+    /// Changed files found empty once, read again after another debounce.
+    retried: BTreeSet<PathBuf>,
+    /// Files found empty at their first mention, emptied during the turn,
+    /// with no editor copy: their "before" is lost, and the empty text may
+    /// be half a write. Snapshotted when the debounce fires instead.
+    pub(super) late: BTreeSet<PathBuf>,
+    pub(super) deadline: Option<Instant>,
+    fs_tx: mpsc::UnboundedSender<FsSignal>,
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Worker {
+    /// Starts a session's worker; it ends when the sender of `jobs` is
+    /// dropped (with the session's review).
+    pub(super) fn spawn(
+        session_id: SessionId,
+        state: Arc<Mutex<ReviewState>>,
+        io: Arc<tokio::sync::Mutex<()>>,
+        events: EventSink,
+        host: Arc<dyn EditorHost>,
+        max_read_bytes: usize,
+        jobs: mpsc::UnboundedReceiver<Job>,
+    ) {
+        let (fs_tx, fs_rx) = mpsc::unbounded_channel();
+        let worker = Worker {
+            session_id,
+            state,
+            io,
+            events,
+            host,
+            max_read_bytes,
+            snapshots: HashMap::new(),
+            turns: 0,
+            turn_started: None,
+            watch: None,
+            changed: BTreeSet::new(),
+            late: BTreeSet::new(),
+            retried: BTreeSet::new(),
+            deadline: None,
+            fs_tx,
+        };
+        tokio::spawn(worker.run(jobs, fs_rx));
+    }
+
+    async fn run(
+        mut self,
+        mut jobs: mpsc::UnboundedReceiver<Job>,
+        mut fs_rx: mpsc::UnboundedReceiver<FsSignal>,
+    ) {
+        loop {
+            let deadline = self.deadline;
+            tokio::select! {
+                job = jobs.recv() => match job {
+                    Some(job) => self.handle(job).await,
+                    None => break,
+                },
+                Some(signal) = fs_rx.recv() => self.on_fs(signal),
+                () = sleep_until(deadline) => {
+                    self.deadline = None;
+                    let paths = std::mem::take(&mut self.changed);
+                    let _io = self.io.clone().lock_owned().await;
+                    for path in std::mem::take(&mut self.late) {
+                        self.late_snapshot(path).await;
+                    }
+                    let retried = std::mem::take(&mut self.retried);
+                    for path in paths {
+                        if !retried.contains(&path) && self.emptied(&path).await {
+                            // Most likely an in-place rewrite between its
+                            // truncation and its write (a busy machine can
+                            // stall a writer past the debounce): look again.
+                            self.retried.insert(path.clone());
+                            self.changed.insert(path);
+                            self.deadline = Some(Instant::now() + DEBOUNCE);
+                            continue;
+                        }
+                        self.check_disk(&path).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn handle(&mut self, job: Job) {
+        let _io = self.io.clone().lock_owned().await;
+        match job {
+            Job::TurnStarted(at) => {
+                self.turns += 1;
+                if self.turns == 1 {
+                    self.turn_started = Some(at);
+                    self.snapshots.clear();
+                    self.late.clear();
+                    self.state.lock().known.clear();
+                }
+            }
+            Job::Mention(paths) => {
+                for path in paths {
+                    self.mention(path).await;
+                }
+            }
+            Job::Completed(diffs) => {
+                for diff in diffs {
+                    self.record_diff(diff).await;
+                }
+            }
+            Job::TurnEnded => {
+                self.turns = self.turns.saturating_sub(1);
+                if self.turns == 0 {
+                    // Changes the debounce has not delivered yet, and files
+                    // that could not be watched, are read now.
+                    let paths: Vec<PathBuf> = self.snapshots.keys().cloned().collect();
+                    for path in paths {
+                        self.check_disk(&path).await;
+                    }
+                    self.watch = None;
+                    self.changed.clear();
+                    // Their "before" is unknown and they were not seen again.
+                    self.late.clear();
+                    self.retried.clear();
+                    self.deadline = None;
+                }
+            }
+            Job::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Whether a file whose last known text is not empty is empty now.
+    async fn emptied(&self, path: &Path) -> bool {
+        let known_empty = match self.state.lock().known.get(path) {
+            Some(Some(text)) => text.is_empty(),
+            _ => true,
+        };
+        !known_empty
+            && tokio::fs::metadata(path)
+                .await
+                .is_ok_and(|m| m.is_file() && m.len() == 0)
+    }
+
+    /// Watches `path` (its directory) while the turn runs.
+    pub(super) fn watch(&mut self, path: &Path) {
+        if self.watch.as_ref().is_some_and(|w| w.files.contains(path)) {
+            return;
+        }
+        let Some(dir) = path.parent() else {
+            return;
+        };
+        if self.watch.is_none() {
+            let tx = self.fs_tx.clone();
+            let handler = move |result: notify::Result<notify::Event>| match result {
+                Ok(event) if event.need_rescan() => {
+                    let _ = tx.send(FsSignal::Rescan);
+                }
+                Ok(event) if !matches!(event.kind, EventKind::Access(_)) => {
+                    for path in event.paths {
+                        let _ = tx.send(FsSignal::Changed(path));
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "file watcher error; rechecking watched files");
+                    let _ = tx.send(FsSignal::Rescan);
+                }
+            };
+            match notify::recommended_watcher(handler) {
+                Ok(watcher) => {
+                    self.watch = Some(Watch {
+                        watcher,
+                        files: HashSet::new(),
+                        dirs: HashMap::new(),
+                    })
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch files; edits without a diff are only seen at the end of the turn");
+                    return;
+                }
+            }
+        }
+        let Some(watch) = self.watch.as_mut() else {
+            return;
+        };
+        let count = watch.dirs.get(dir).copied().unwrap_or(0);
+        if count == 0 {
+            if let Err(e) = watch.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                tracing::debug!(dir = %dir.display(), error = %e, "cannot watch directory; its files are checked at the end of the turn");
+                return;
+            }
+        }
+        watch.dirs.insert(dir.to_owned(), count + 1);
+        watch.files.insert(path.to_owned());
+    }
+
+    fn on_fs(&mut self, signal: FsSignal) {
+        let Some(watch) = &self.watch else {
+            return;
+        };
+        match signal {
+            FsSignal::Changed(path) if watch.files.contains(&path) => {
+                self.changed.insert(path);
+            }
+            FsSignal::Changed(_) => return,
+            FsSignal::Rescan => self.changed.extend(watch.files.iter().cloned()),
+        }
+        self.deadline = Some(Instant::now() + DEBOUNCE);
+    }
+
+    /// Records a disk change of a mentioned file against its last known
+    /// content.
+    async fn check_disk(&mut self, path: &Path) {
+        let Disk::Known(now) = read_disk(path, self.max_read_bytes).await else {
+            return;
+        };
+        let change = {
+            let mut st = self.state.lock();
+            let Some(before) = st.known.get(path).cloned() else {
+                return;
+            };
+            if before == now {
+                return;
+            }
+            st.known.insert(path.to_owned(), now.clone());
+            observe(&mut st.tracker, path, |t| match (&before, &now) {
+                (_, Some(new)) => {
+                    t.record_write(path, before.as_deref(), new);
+                }
+                (Some(old), None) => {
+                    t.record_delete(path, old);
+                }
+                (None, None) => {}
+            })
+            .1
+        };
+        emit(&self.events, &self.session_id, change);
+    }
+}
