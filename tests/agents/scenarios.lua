@@ -16,18 +16,7 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local START_MS = 90000
 local TURN_MS = 90000
 
---- 0-based rows of `buf` highlighted with `group` by the review.
-local function rows_with(buf, group)
-  local rows = {}
-  local ns = require("acp.review").ns
-  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
-    if m[4].line_hl_group == group then
-      rows[#rows + 1] = m[2]
-    end
-  end
-  table.sort(rows)
-  return rows
-end
+local rows_with = T.review_rows
 
 --- Read a JSON-lines file (nothing when it does not exist yet).
 local function jsonl(path)
