@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e tui test datasafety demo chat-demo clean bench bench-smoke
+.PHONY: all build release lint unit e2e tui test agents datasafety demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -32,6 +32,13 @@ tui: build
 	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/tui/run.sh
 
 test: lint unit e2e tui
+
+# acp.nvim against published agents (tests/agents/agents.json, installed
+# from npm into .cache/agents) whose model API is a scripted loopback mock.
+# Not part of `test`: it downloads the agents. `make agents AGENTS=claude-code-acp`
+# runs one. Skips with the reason when npm or its registry is unreachable.
+agents: build
+	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/agents/run.sh $(AGENTS)
 
 # The data-safety property test at scale, from a random seed (printed; a
 # failure names the case to replay): `make datasafety CASES=1000`. The run's

@@ -196,7 +196,7 @@ function M.render(tc, ctx)
 
   for _, loc in ipairs(tc.locations or {}) do
     local path = loc.path or "?"
-    local line = loc.line
+    local line = M.location_line(loc.line)
     local text = line and ("%s:%d"):format(shown(path), line) or shown(path)
     local row = add("  → " .. text)
     hls[#hls + 1] = { row, #"  → ", -1, "AcpLocation" }
@@ -280,6 +280,19 @@ function M.open_diff(action)
   vim.cmd("diffthis")
 end
 
+--- The line of a tool call location, nil when it names none. ACP lines
+--- are 1-based; claude-code-acp 0.16 sends `line: 0` for a read from the top
+--- of the file (its Read tool's missing offset), which is no line at all
+--- (shown as `file:0` it reads like a bug, and there is no line 0 to jump to).
+---@param line any
+---@return integer?
+function M.location_line(line)
+  line = tonumber(line)
+  if line and line >= 1 then
+    return math.floor(line)
+  end
+end
+
 --- Where a tool call works: its first location, else the file of its
 --- first diff.
 ---@param tc table
@@ -287,7 +300,7 @@ end
 function M.location(tc)
   local loc = (tc.locations or {})[1]
   if type(loc) == "table" and type(loc.path) == "string" then
-    return { path = loc.path, line = tonumber(loc.line) }
+    return { path = loc.path, line = M.location_line(loc.line) }
   end
   for _, item in ipairs(tc.content or {}) do
     if type(item) == "table" and item.type == "diff" and type(item.path) == "string" then

@@ -272,6 +272,23 @@ function T.cursor_on(chat, needle)
   vim.api.nvim_win_set_cursor(win, { l, 0 })
 end
 
+--- 0-based rows of `buf` the review highlights with `group` (its
+--- line_hl_group, e.g. "AcpReviewAdd"), in order.
+---@param buf integer
+---@param group string
+---@return integer[]
+function T.review_rows(buf, group)
+  local rows = {}
+  local ns = require("acp.review").ns
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    if m[4].line_hl_group == group then
+      rows[#rows + 1] = m[2]
+    end
+  end
+  table.sort(rows)
+  return rows
+end
+
 --- Skip marker: true when the binaries the end-to-end tests need are built.
 function T.have_binaries()
   return vim.fn.executable(T.backend_bin()) == 1 and vim.fn.executable(T.fake_agent()) == 1

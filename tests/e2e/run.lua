@@ -3,11 +3,14 @@
 --   nvim --headless -u NONE -i NONE --cmd 'set rtp^=.' -l tests/e2e/run.lua [pattern...]
 --
 -- Patterns (Lua patterns) select files by name. Prints one line per test and
--- `N passed, N failed`; exits 1 when anything failed.
+-- `N passed, N failed`; exits 1 when anything failed. ACP_TEST_DIR (relative
+-- to the checkout) runs another directory's test_*.lua the same way
+-- (tests/agents/run.sh: the published agents).
 
 local uv = vim.uv or vim.loop
 local root = vim.fn.getcwd()
-local files = vim.fn.glob(root .. "/tests/e2e/test_*.lua", false, true)
+local test_dir = os.getenv("ACP_TEST_DIR") or "tests/e2e"
+local files = vim.fn.glob(root .. "/" .. test_dir .. "/test_*.lua", false, true)
 table.sort(files)
 
 local patterns = {}

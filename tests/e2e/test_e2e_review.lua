@@ -239,16 +239,7 @@ local function marks(buf)
 end
 
 --- 0-based rows highlighted with `group` (line_hl_group).
-local function rows_with(buf, group)
-  local rows = {}
-  for _, m in ipairs(marks(buf)) do
-    if m[4].line_hl_group == group then
-      rows[#rows + 1] = m[2]
-    end
-  end
-  table.sort(rows)
-  return rows
-end
+local rows_with = T.review_rows
 
 --- Text of every virtual line drawn in a buffer.
 local function virt_text(buf)

@@ -57,6 +57,30 @@ T.test("streamed chunks are appended at the tail in order", function()
   T.eq(false, vim.bo[chat.bufnr].modifiable, "transcript is read-only between batches")
 end)
 
+T.test("a location at line 0 is shown and opened as the file (claude-code-acp's read from the top)", function()
+  local chat = T.fake_chat()
+  local path = T.tmpdir() .. "/zero.txt"
+  T.write_file(path, "one\ntwo\n")
+  events.dispatch({
+    session(chat, {
+      change = "entry_added",
+      index = 0,
+      entry = {
+        type = "tool_call",
+        id = "z1",
+        title = "Read zero.txt",
+        kind = "read",
+        status = "completed",
+        locations = { { path = path, line = 0 } },
+      },
+    }),
+  })
+  local l = T.truthy(T.find_line(chat.bufnr, "→ " .. path), "location line:\n" .. T.text(chat.bufnr))
+  T.eq("  → " .. path, T.lines(chat.bufnr)[l], "no `:0` after the file")
+  T.eq({ path = path }, require("acp.tool_call").location({ locations = { { path = path, line = 0 } } }), "no line to jump to")
+  T.eq(3, require("acp.tool_call").location({ locations = { { path = path, line = 3 } } }).line, "a real line stays")
+end)
+
 T.test("a tool call block is updated in place, later blocks stay intact", function()
   local chat = T.fake_chat()
   events.dispatch({

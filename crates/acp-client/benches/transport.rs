@@ -9,7 +9,9 @@
 //!   useful can be faster than parsing the JSON once, so this is the
 //!   practical limit the others are compared with (budget: >= 50% of it).
 //! - `decode_dispatch`: what the reader task does per line, without I/O:
-//!   `Incoming::decode`, `decode_session_notification`, `SessionState::apply`.
+//!   `decode_session_update_line` (envelope and params in one pass; lines
+//!   of other shapes: `Incoming::decode`, `decode_session_notification`),
+//!   `SessionState::apply`.
 //! - `connection`: the whole pipeline: bytes written into an in-memory pipe,
 //!   read by a `Connection` made with `from_streams`, until the `EditorHost`
 //!   has received one event per line.
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::rpc::Incoming;
 use acp_client::session::SessionState;
-use acp_client::update::{decode_session_notification, SessionId};
+use acp_client::update::{decode_session_notification, decode_session_update_line, SessionId};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
@@ -94,12 +96,20 @@ fn wire_bytes(lines: &[Vec<u8>]) -> u64 {
 }
 
 /// What the reader task does with one line, minus the I/O and the event sink.
+/// What the reader task does with one line, minus the I/O and the event
+/// sink: the one-pass decode of a streamed update, or the envelope and then
+/// the params for any other shape.
 fn decode_dispatch(state: &mut SessionState, line: &[u8]) -> usize {
-    let Incoming::Notification { method, params } = Incoming::decode(line).unwrap() else {
-        panic!("the bench lines are notifications");
+    let notification = match decode_session_update_line(line) {
+        Some(notification) => notification,
+        None => {
+            let Incoming::Notification { method, params } = Incoming::decode(line).unwrap() else {
+                panic!("the bench lines are notifications");
+            };
+            assert_eq!(method, "session/update");
+            decode_session_notification(params.as_deref().unwrap()).unwrap()
+        }
     };
-    assert_eq!(method, "session/update");
-    let notification = decode_session_notification(params.as_deref().unwrap()).unwrap();
     state.apply(notification.update).len()
 }
 

@@ -63,6 +63,18 @@ impl Handler for Sessions {
         }
     }
 
+    /// Streamed text and tool calls, decoded whole in one pass; any other
+    /// `session/update` comes to [`notification`](Handler::notification).
+    fn take_line(&self, line: &[u8]) -> bool {
+        match update::decode_session_update_line(line) {
+            Some(notification) => {
+                self.apply_update(notification);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn warn(&self, message: String) {
         Sessions::warn(self, message);
     }

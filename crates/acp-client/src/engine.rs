@@ -84,6 +84,16 @@ pub(crate) trait Handler: Send + Sync + 'static {
     /// engine serves). Runs on the reader task: it must not wait.
     fn notification(&self, method: &str, params: Option<&RawValue>);
 
+    /// Offers a line before the engine decodes it: a handler that decodes
+    /// a notification agents send in bulk in one pass, envelope and params
+    /// together ([`crate::rpc::notification_params`]), takes and handles
+    /// it here and returns true. Any other line it leaves (false) to
+    /// [`Incoming::decode`] and the methods above. Runs on the reader task:
+    /// it must not wait.
+    fn take_line(&self, _line: &[u8]) -> bool {
+        false
+    }
+
     /// Something the peer sent that does not follow the protocol; the
     /// engine ignored it.
     fn warn(&self, message: String);
@@ -493,7 +503,7 @@ async fn read_loop<R: AsyncRead + Unpin, H: Handler>(
     let failure = loop {
         match reader.next_line().await {
             Ok(Some(line)) => {
-                if line.iter().all(u8::is_ascii_whitespace) {
+                if line.iter().all(u8::is_ascii_whitespace) || engine.handler.take_line(line) {
                     continue;
                 }
                 match Incoming::decode(line) {

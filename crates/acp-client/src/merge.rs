@@ -12,9 +12,10 @@
 //! - `theirs`: the agent's new content.
 //!
 //! Changes on one side only are taken as they are. Changes on both sides
-//! that overlap (or that insert at the same place, or where one side inserts
-//! at the edge of the other's change) become a [`Conflict`] that keeps both
-//! sides; a conflict where both sides made the same change is no conflict,
+//! that overlap, or that insert at the same place, become a [`Conflict`]
+//! that keeps both sides. A line inserted right above or right below the
+//! lines the other side rewrote is no conflict: it stays above or below
+//! their replacement, as it stood against the base; a conflict where both sides made the same change is no conflict,
 //! nor is one where one side is the other plus lines of its own (an agent
 //! that read the unsaved buffer and added to it): the longer side is taken.
 //! Nothing the user typed is dropped silently: every line of `ours` that
@@ -282,15 +283,19 @@ struct Edit<'a> {
 /// True when `change` must be merged together with the group spanning base
 /// lines `lo..hi` (sorted by start, so `change` starts at or after `lo`).
 ///
-/// Overlapping ranges touch. So does an insertion at either edge of a
-/// changed range, or two insertions at one place: the order of the two
-/// sides' text there is a guess, and a wrong guess would hide the user's
-/// lines inside the agent's block. Two changed ranges that only meet
-/// (`..4` and `4..`) do not touch: each replaces its own lines.
+/// Overlapping ranges touch, and so do two insertions at one place: the
+/// order of the two sides' new lines there is a guess. An insertion at
+/// either edge of the other side's changed range does not touch it: the
+/// inserted lines sit before (or after) a base line the other side
+/// replaced, and they go before (or after) its replacement. Claude
+/// (claude-agent-acp) rewriting `hello world` while the user has typed a
+/// line below it is that case, and a conflict there hid both edits behind
+/// markers. Two changed ranges that only meet (`..4` and `4..`) do not touch
+/// either: each replaces its own lines.
 fn touches(lo: usize, hi: usize, change: &Change) -> bool {
     let start = change.old.start;
     let is_insertion = change.old.is_empty();
-    start < hi || (start == hi && (is_insertion || lo == hi))
+    start < hi || (start == hi && is_insertion && lo == hi)
 }
 
 /// True when `longer` is `shorter` plus lines of its own, and `shorter`
@@ -450,14 +455,52 @@ mod tests {
     }
 
     #[test]
-    fn insertion_at_the_edge_of_a_change_conflicts() {
-        // The user types a line right above the line the agent rewrites:
-        // which comes first is a guess, so the user decides.
-        let merged = merge3("a\nb\nc\n", "a\nuser\nb\nc\n", "a\nB\nc\n");
-        assert_eq!(merged.conflict_count(), 1);
+    fn insertion_at_the_edge_of_a_change_stays_on_its_side() {
+        // The user types a line right above the line the agent rewrites...
+        assert_eq!(
+            clean("a\nb\nc\n", "a\nuser\nb\nc\n", "a\nB\nc\n"),
+            "a\nuser\nB\nc\n"
+        );
         // ...and right below it.
-        let merged = merge3("a\nb\nc\n", "a\nb\nuser\nc\n", "a\nB\nc\n");
-        assert_eq!(merged.conflict_count(), 1);
+        assert_eq!(
+            clean("a\nb\nc\n", "a\nb\nuser\nc\n", "a\nB\nc\n"),
+            "a\nB\nuser\nc\n"
+        );
+        // The agent's side inserting at the edge of the user's rewrite.
+        assert_eq!(
+            clean("a\nb\nc\n", "a\nB\nc\n", "a\nb\nagent\nc\n"),
+            "a\nB\nagent\nc\n"
+        );
+        // claude-agent-acp rewrote the only line of a file whose buffer had
+        // an unsaved line below it (found by `make agents`).
+        assert_eq!(
+            clean(
+                "hello world\n",
+                "hello world\nunsaved line\n",
+                "hello ACP\n"
+            ),
+            "hello ACP\nunsaved line\n"
+        );
+        // A replacement that grew into a block keeps the user's line after
+        // the whole block, and one at the top of the file before it.
+        assert_eq!(
+            clean("x\ny\n", "x\ny\nmine\n", "x\nY1\nY2\n"),
+            "x\nY1\nY2\nmine\n"
+        );
+        assert_eq!(
+            clean("x\ny\n", "mine\nx\ny\n", "X1\nX2\ny\n"),
+            "mine\nX1\nX2\ny\n"
+        );
+    }
+
+    #[test]
+    fn a_deletion_next_to_an_insertion_keeps_the_insertion() {
+        // The agent deletes the line the user typed below: the typed line
+        // stays (nothing the user typed is dropped).
+        assert_eq!(
+            clean("a\nb\nc\n", "a\nb\nuser\nc\n", "a\nc\n"),
+            "a\nuser\nc\n"
+        );
     }
 
     #[test]
@@ -509,7 +552,7 @@ mod tests {
         );
         // A side that rewrote base lines still conflicts with a longer one.
         assert_eq!(
-            merge3("a\nb\nz\n", "a\nz\n", "a\nb\nagent\nz\n").conflict_count(),
+            merge3("a\nb\nz\n", "a\nB\nz\n", "a\nB\nagent\nz\n").conflict_count(),
             1
         );
     }

@@ -1,10 +1,13 @@
 //! JSON-RPC 2.0 wire types: the one decode point and the one encode point for
 //! every message that crosses the agent's stdio.
 //!
-//! Past [`Incoming::decode`] nothing in this crate looks at raw JSON-RPC
-//! framing; everything before [`Outgoing::encode`] is typed.
+//! Past [`Incoming::decode`] (and [`notification_params`], its one-pass
+//! twin for the notifications agents stream in bulk) nothing in this crate
+//! looks at raw JSON-RPC framing; everything before [`Outgoing::encode`] is
+//! typed.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -167,8 +170,8 @@ fn decode_id(id: Value) -> Result<RequestId, DecodeError> {
 }
 
 impl Incoming {
-    /// Decodes one line (without its newline). This is the only place that
-    /// interprets JSON-RPC framing.
+    /// Decodes one line (without its newline). With [`notification_params`],
+    /// the only place that interprets JSON-RPC framing.
     pub fn decode(line: &[u8]) -> Result<Incoming, DecodeError> {
         let env: Envelope<'_> = serde_json::from_slice(line)
             .map_err(|e| DecodeError(format!("not a JSON object: {e}")))?;
@@ -212,6 +215,165 @@ impl Incoming {
             (None, None) => Err(DecodeError(
                 "neither a request, a notification nor a response (no `method` and no `id`)".into(),
             )),
+        }
+    }
+}
+
+/// The params of `line` decoded as `P`, in one pass over the line, when the
+/// line is a notification of `method` that [`Incoming::decode`] would decode
+/// the same way (its framing rules, mirrored here); `None` for anything
+/// else: requests, responses, other methods, params `P` does not take,
+/// duplicate keys, lines [`Incoming::decode`] rejects. For the notifications
+/// agents send in bulk: scanning the envelope and then parsing its params
+/// again looked at every streamed chunk twice (bench/fixes.md section 11).
+pub fn notification_params<'de, P: Deserialize<'de>>(line: &'de [u8], method: &str) -> Option<P> {
+    // One UTF-8 check of the line instead of one per string (invalid UTF-8
+    // is an error there too).
+    let line = std::str::from_utf8(line).ok()?;
+    let mut de = serde_json::Deserializer::from_str(line);
+    let params = serde::de::DeserializeSeed::deserialize(
+        NotificationSeed {
+            method,
+            params: PhantomData,
+        },
+        &mut de,
+    )
+    .ok()?;
+    de.end().ok()?;
+    Some(params)
+}
+
+/// The fields of [`Envelope`]; a key may appear once, as there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl Field {
+    const ALL: [Field; 6] = [
+        Field::Jsonrpc,
+        Field::Id,
+        Field::Method,
+        Field::Params,
+        Field::Result,
+        Field::Error,
+    ];
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Field, E> {
+                Ok(match key {
+                    "jsonrpc" => Field::Jsonrpc,
+                    "id" => Field::Id,
+                    "method" => Field::Method,
+                    "params" => Field::Params,
+                    "result" => Field::Result,
+                    "error" => Field::Error,
+                    _ => Field::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(Visitor)
+    }
+}
+
+/// A method name compared where it lies (a `String` per line otherwise).
+struct MethodIs<'m>(&'m str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for MethodIs<'_> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for MethodIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a method name")
+    }
+    fn visit_str<E>(self, method: &str) -> Result<bool, E> {
+        Ok(method == self.0)
+    }
+}
+
+struct NotificationSeed<'m, P> {
+    method: &'m str,
+    params: PhantomData<P>,
+}
+
+impl<'de, P: Deserialize<'de>> serde::de::DeserializeSeed<'de> for NotificationSeed<'_, P> {
+    type Value = P;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<P, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, P: Deserialize<'de>> serde::de::Visitor<'de> for NotificationSeed<'_, P> {
+    type Value = P;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a `{}` notification", self.method)
+    }
+
+    // Each refusal is an error so that the parse stops where it is: a
+    // response or another method costs a few bytes of scanning.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<P, A::Error> {
+        use serde::de::{Error, IgnoredAny};
+        let mut seen = [false; Field::ALL.len()];
+        let mut method = false;
+        let mut params = None;
+        while let Some(field) = map.next_key::<Field>()? {
+            if let Some(i) = Field::ALL.iter().position(|f| *f == field) {
+                if std::mem::replace(&mut seen[i], true) {
+                    return Err(A::Error::custom("duplicate field"));
+                }
+            }
+            match field {
+                // As `Envelope`: a borrowed string (an escaped one fails
+                // there), absent or null, else "2.0".
+                Field::Jsonrpc => {
+                    if map
+                        .next_value::<Option<&'de str>>()?
+                        .is_some_and(|v| v != "2.0")
+                    {
+                        return Err(A::Error::custom("unsupported version"));
+                    }
+                }
+                // `"id": null` is a notification, as in `Incoming::decode`.
+                Field::Id => {
+                    if map.next_value::<Option<IgnoredAny>>()?.is_some() {
+                        return Err(A::Error::custom("a request"));
+                    }
+                }
+                Field::Method => {
+                    method = map.next_value_seed(MethodIs(self.method))?;
+                    if !method {
+                        return Err(A::Error::custom("another method"));
+                    }
+                }
+                Field::Params => params = Some(map.next_value::<P>()?),
+                Field::Result | Field::Error | Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        match params {
+            Some(params) if method => Ok(params),
+            _ => Err(A::Error::custom("no method or no params")),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! variant that an editor can still show.
 //!
 //! Entry points: [`decode_session_notification`] for `session/update` params,
+//! [`decode_session_update_line`] for a whole streamed line in one pass,
 //! [`decode_tool_call_fields`] for one tool call object (also the `toolCall`
 //! of a permission request), [`decode_content`] for one content block.
 
@@ -16,7 +17,10 @@ mod decode;
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
 
-pub use decode::{decode_content, decode_session_notification, decode_tool_call_fields};
+pub use decode::{
+    decode_content, decode_session_notification, decode_session_update_line,
+    decode_tool_call_fields,
+};
 
 use agent_client_protocol_schema::v1 as schema;
 use serde::Serialize;

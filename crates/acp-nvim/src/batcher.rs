@@ -289,7 +289,7 @@ pub(crate) mod tests {
     /// An event that neither merges nor ends a turn.
     fn numbered(i: usize) -> Event {
         Event::PromptFailed {
-            chat_id: ChatId(i.to_string()),
+            chat_id: ChatId::from(i.to_string()),
             message: "failed".into(),
         }
     }

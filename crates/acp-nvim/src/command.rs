@@ -243,8 +243,8 @@ impl<'a> Params<'a> {
     fn chat_id(&self) -> Result<ChatId, BadCommand> {
         // Lua code may well use a counter as chat id: accept integers.
         match self.get("chat_id") {
-            Some(Value::Integer(i)) => Ok(ChatId(i.to_string())),
-            Some(v) => self.as_string("chat_id", v).map(ChatId),
+            Some(Value::Integer(i)) => Ok(ChatId::from(i.to_string())),
+            Some(v) => self.as_string("chat_id", v).map(ChatId::from),
             None => Err(self.bad("`chat_id` is missing")),
         }
     }

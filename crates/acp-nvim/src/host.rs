@@ -71,6 +71,8 @@ pub struct Routes {
     /// is shown in the newest.
     opening: Vec<ChatId>,
     warnings: usize,
+    /// Scratch space of [`NvimHost::with_routes`], empty between calls.
+    routed: Vec<Event>,
 }
 
 impl Routes {
@@ -85,6 +87,7 @@ impl Routes {
             elicitation_ids: HashMap::new(),
             opening: Vec::new(),
             warnings: 0,
+            routed: Vec::new(),
         }
     }
 
@@ -132,16 +135,19 @@ impl Routes {
     }
 
     fn route(&mut self, item: Item, out: &mut Vec<Event>) {
+        // Borrowed: this runs for every streamed chunk, and the ids are only
+        // copied (a reference count) into the event that leaves.
         let session = match &item {
             Item::Client(ev) => session_of(ev),
-            Item::Permission { request, .. } => Some(request.session_id.clone()),
-            Item::Elicitation { request, .. } => request.scope.session_id().cloned(),
+            Item::Permission { request, .. } => Some(&request.session_id),
+            Item::Elicitation { request, .. } => request.scope.session_id(),
         };
         let Some(session) = session else {
             self.translate_agent_wide(item, out);
             return;
         };
-        let Some(chat) = self.sessions.get(&session).cloned() else {
+        let Some(chat) = self.sessions.get(session).cloned() else {
+            let session = session.clone();
             if self.closed.contains(&session) {
                 tracing::debug!(%session, "dropping a late event of a closed session");
                 self.drop_item(item);
@@ -322,15 +328,15 @@ impl Routes {
 }
 
 /// The session a client event belongs to; `None` for agent-wide events.
-fn session_of(event: &ClientEvent) -> Option<SessionId> {
+fn session_of(event: &ClientEvent) -> Option<&SessionId> {
     match event {
         ClientEvent::Session { session_id, .. }
-        | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id.clone()),
+        | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id),
         ClientEvent::ElicitationCancelled { scope, .. }
-        | ClientEvent::ElicitationCompleted { scope, .. } => scope.session_id().cloned(),
-        ClientEvent::PermissionAutoAnswered { request, .. } => Some(request.session_id.clone()),
-        ClientEvent::FileEdited(edit) => Some(edit.session_id.clone()),
-        ClientEvent::ReviewChanged { session_id, .. } => Some(session_id.clone()),
+        | ClientEvent::ElicitationCompleted { scope, .. } => scope.session_id(),
+        ClientEvent::PermissionAutoAnswered { request, .. } => Some(&request.session_id),
+        ClientEvent::FileEdited(edit) => Some(&edit.session_id),
+        ClientEvent::ReviewChanged { session_id, .. } => Some(session_id),
         ClientEvent::Terminal(terminal) => terminal_session(terminal),
         _ => None,
     }
@@ -379,12 +385,12 @@ fn elicitation_event(
     }
 }
 
-fn terminal_session(event: &TerminalEvent) -> Option<SessionId> {
+fn terminal_session(event: &TerminalEvent) -> Option<&SessionId> {
     match event {
         TerminalEvent::Started { session_id, .. }
         | TerminalEvent::Output { session_id, .. }
         | TerminalEvent::Exited { session_id, .. }
-        | TerminalEvent::Released { session_id, .. } => Some(session_id.clone()),
+        | TerminalEvent::Released { session_id, .. } => Some(session_id),
         _ => None,
     }
 }
@@ -434,11 +440,14 @@ impl NvimHost {
     /// while queueing so that events keep the order in which they were routed.
     fn with_routes(&self, f: impl FnOnce(&mut Routes, &mut Vec<Event>)) {
         let mut routes = self.routes();
-        let mut out = Vec::new();
+        // The routes' own vector, reused: one allocation per streamed chunk
+        // otherwise.
+        let mut out = std::mem::take(&mut routes.routed);
         f(&mut routes, &mut out);
-        for ev in out {
+        for ev in out.drain(..) {
             self.events.push(ev);
         }
+        routes.routed = out;
     }
 
     /// Routes a session to a chat; `started` is queued first, then the

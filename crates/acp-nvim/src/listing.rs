@@ -39,7 +39,7 @@ pub struct ListRequest {
 pub fn start(agents: Arc<Agents>, events: EventQueue, request: ListRequest, linger: Duration) {
     tokio::spawn(async move {
         // A user of the agent that is no chat: keeps it alive while listing.
-        let user = ChatId(format!("list:{}", request.request_id));
+        let user = ChatId::from(format!("list:{}", request.request_id));
         let mut deleted = None;
         let answer =
             |capabilities, sessions, message: Option<String>, deleted| Event::SessionsListed {

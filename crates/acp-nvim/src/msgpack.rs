@@ -7,6 +7,9 @@
 //! [`crate::protocol::wire`]. JSON `null` becomes msgpack nil and an empty
 //! JSON object stays a map.
 
+use std::borrow::Cow;
+use std::io::{self, Write};
+
 use rmpv::Value;
 use serde_json::Value as Json;
 
@@ -72,6 +75,68 @@ pub fn to_json(value: &Value) -> Json {
     }
 }
 
+/// Writes the JSON text of [`to_json`]`(value)` (the same values, keys in
+/// the map's order) without building the JSON tree, leaving out the key
+/// `skip_key` of the top-level map. For transcript records: converting a
+/// streamed answer's text into a tree to write it copied and checked it
+/// twice more (bench/fixes.md section 11).
+pub fn write_json(out: &mut impl Write, value: &Value, skip_key: Option<&str>) -> io::Result<()> {
+    match value {
+        Value::Nil | Value::Ext(..) => out.write_all(b"null"),
+        Value::Boolean(b) => out.write_all(if *b { b"true" } else { b"false" }),
+        Value::Integer(i) => match (i.as_i64(), i.as_u64()) {
+            (Some(n), _) => json_text(out, &n),
+            (_, Some(n)) => json_text(out, &n),
+            _ => out.write_all(b"null"),
+        },
+        Value::F32(f) => json_text(out, &float(f64::from(*f))),
+        Value::F64(f) => json_text(out, &float(*f)),
+        Value::String(s) => json_text(out, &text(s.as_bytes())),
+        Value::Binary(b) => json_text(out, &text(b)),
+        Value::Array(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_json(out, item, None)?;
+            }
+            out.write_all(b"]")
+        }
+        Value::Map(entries) => {
+            out.write_all(b"{")?;
+            let mut first = true;
+            for (k, v) in entries {
+                let key = key_text(k);
+                if skip_key == Some(key.as_str()) {
+                    continue;
+                }
+                if !first {
+                    out.write_all(b",")?;
+                }
+                first = false;
+                json_text(out, &key)?;
+                out.write_all(b":")?;
+                write_json(out, v, None)?;
+            }
+            out.write_all(b"}")
+        }
+    }
+}
+
+/// Bytes as text: borrowed when they are UTF-8 (the checked fast path), as
+/// [`to_json`] reads them otherwise.
+fn text(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+fn json_text<T: serde::Serialize + ?Sized>(out: &mut impl Write, value: &T) -> io::Result<()> {
+    serde_json::to_writer(out, value).map_err(io::Error::from)
+}
+
 fn float(f: f64) -> Json {
     serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
 }
@@ -125,6 +190,34 @@ mod tests {
             "list": [true, false, {"empty": {}}, []],
         });
         assert_eq!(to_json(&from_json(&j)), j);
+    }
+
+    #[test]
+    fn written_json_is_the_text_of_the_json_view() {
+        let v = Value::Map(vec![
+            (Value::from("chat_id"), Value::from("c1")),
+            (Value::from("text"), Value::from("héllo \"q\" \\ \n\u{1}")),
+            (
+                Value::from(7),
+                Value::Array(vec![Value::Nil, Value::from(true), Value::from(-3)]),
+            ),
+            (Value::from("big"), Value::from(u64::MAX)),
+            (Value::from("f"), Value::from(1.5)),
+            (Value::from("nan"), Value::from(f64::NAN)),
+            (Value::from("bin"), Value::Binary(b"ab\xff".to_vec())),
+            (Value::Binary(b"k\xff".to_vec()), Value::Ext(0, vec![1])),
+            (Value::from("empty"), Value::Map(Vec::new())),
+        ]);
+        let mut out = Vec::new();
+        write_json(&mut out, &v, None).unwrap();
+        let written: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(written, to_json(&v));
+
+        out.clear();
+        write_json(&mut out, &v, Some("chat_id")).unwrap();
+        let mut expected = to_json(&v);
+        expected.as_object_mut().unwrap().remove("chat_id");
+        assert_eq!(serde_json::from_slice::<Json>(&out).unwrap(), expected);
     }
 
     #[test]

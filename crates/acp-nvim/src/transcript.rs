@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 
 use serde_json::{json, Value as Json};
 
+use crate::msgpack;
 use crate::protocol::{ChatId, Event};
 
 /// Buffered records are written at least this often while events flow.
@@ -125,19 +126,21 @@ impl Writer {
             return Ok(());
         }
         self.write_pending()?;
-        self.write(&line(event))
+        self.write(event)
     }
 
     fn write_pending(&mut self) -> std::io::Result<()> {
         match self.pending.take() {
-            Some(event) => self.write(&line(&event)),
+            Some(event) => self.write(&event),
             None => Ok(()),
         }
     }
 
-    fn write(&mut self, record: &Json) -> std::io::Result<()> {
+    /// Writes an event as its record: what Lua gets, without `chat_id`.
+    fn write(&mut self, event: &Event) -> std::io::Result<()> {
         if let Some(file) = &mut self.file {
-            write_line(file, record)?;
+            msgpack::write_json(file, &event.encode(), Some("chat_id"))?;
+            file.write_all(b"\n")?;
             self.dirty = true;
         }
         Ok(())
@@ -156,15 +159,6 @@ impl Writer {
 fn write_line(out: &mut impl Write, record: &Json) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, record)?;
     out.write_all(b"\n")
-}
-
-/// An event as its record: what Lua gets, without `chat_id`.
-fn line(event: &Event) -> Json {
-    let mut record = event.json_view();
-    if let Json::Object(m) = &mut record {
-        m.remove("chat_id");
-    }
-    record
 }
 
 /// Whether an event ends a unit worth having on disk at once.

@@ -363,7 +363,7 @@ async fn http_mcp_servers_reach_only_agents_that_advertise_them() {
         let changes: Vec<Json> = rig
             .seen
             .iter()
-            .filter(|e| e.chat_id() == Some(&ChatId(chat.clone())) && e.kind() == "session")
+            .filter(|e| e.chat_id() == Some(&ChatId::from(chat.as_str())) && e.kind() == "session")
             .map(|e| e.json_view()["change"].clone())
             .collect();
         let text = agent_text(changes.iter());

@@ -13,6 +13,8 @@ use tokio::sync::Notify;
 #[derive(Default)]
 struct Recorder {
     notifications: Mutex<Vec<(String, Option<String>)>>,
+    /// Lines of the method `bulk`, taken whole by `take_line`.
+    taken: Mutex<Vec<Value>>,
     warnings: Mutex<Vec<String>>,
     closing: Mutex<Vec<String>>,
     closed: Mutex<Vec<bool>>,
@@ -40,6 +42,16 @@ impl Handler for Recorder {
         self.notifications
             .lock()
             .push((method.to_owned(), params.map(|p| p.get().to_owned())));
+    }
+
+    fn take_line(&self, line: &[u8]) -> bool {
+        match crate::rpc::notification_params::<Value>(line, "bulk") {
+            Some(params) => {
+                self.taken.lock().push(params);
+                true
+            }
+            None => false,
+        }
     }
 
     fn warn(&self, message: String) {
@@ -239,18 +251,28 @@ async fn notifications_and_bad_lines_go_to_the_handler_and_get_no_reply() {
     let (engine, _tasks, handler, mut peer) = start();
     peer.send(json!({ "jsonrpc": "2.0", "method": "session/update", "params": { "x": 1 } }))
         .await;
+    peer.send(json!({ "jsonrpc": "2.0", "method": "bulk", "params": [1] }))
+        .await;
+    // A request of that method is not the handler's to take.
+    peer.send(json!({ "jsonrpc": "2.0", "id": 8, "method": "bulk", "params": [2] }))
+        .await;
     peer.send_raw("not json\n\n").await;
     peer.send(json!({ "jsonrpc": "2.0", "method": "$/cancel_request" }))
         .await;
     // A request after them proves they were all read.
     peer.send(json!({ "jsonrpc": "2.0", "id": 9, "method": "echo" }))
         .await;
-    assert_eq!(peer.next().await["id"], 9);
+    let mut answered = [peer.next().await, peer.next().await];
+    answered.sort_by_key(|m| m["id"].as_i64());
+    assert_eq!(answered[0]["error"]["code"], codes::METHOD_NOT_FOUND);
+    assert_eq!(answered[1]["id"], 9);
     peer.assert_nothing_else(&engine).await;
     assert_eq!(
         *handler.notifications.lock(),
         vec![("session/update".to_owned(), Some(r#"{"x":1}"#.to_owned()))]
     );
+    // The handler took the notification it decodes in one pass.
+    assert_eq!(*handler.taken.lock(), vec![json!([1])]);
     let warnings = handler.warnings.lock();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("not JSON-RPC"));

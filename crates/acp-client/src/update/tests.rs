@@ -1007,6 +1007,79 @@ fn fast_path_declines_tool_calls_it_cannot_decode_the_same() {
     assert_eq!(f.status, Some(ToolStatus::Completed));
 }
 
+// ---------------------------------------------------------------------------
+// The one-pass decode of a whole `session/update` line must decode what it
+// takes exactly as the envelope (`Incoming::decode`) and then the params do,
+// and leave every other line to them.
+
+/// The general path of a line: the envelope, then its params.
+fn decode_line_general(line: &str) -> Result<SessionNotification, String> {
+    match crate::rpc::Incoming::decode(line.as_bytes()) {
+        Ok(crate::rpc::Incoming::Notification {
+            method,
+            params: Some(params),
+        }) if method == crate::methods::SESSION_UPDATE => {
+            decode_general_for_test(params.get()).map_err(|e| e.to_string())
+        }
+        Ok(other) => Err(format!("not a session/update with params: {other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn line_path_takes_streamed_lines_and_agrees_with_the_general_path() {
+    let chunk = r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a \"b\"\n"}}}"#;
+    let tool = r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}}"#;
+    let lines = [
+        format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{chunk}}}"#),
+        format!(r#"{{"params":{chunk},"method":"session/update","jsonrpc":"2.0"}}"#),
+        format!(r#"{{"method":"session/update","params":{tool}}}"#),
+        format!(
+            r#"{{"jsonrpc":null,"id":null,"method":"session\/update","params":{chunk},"_meta":{{"a":[1]}}}}"#
+        ),
+        // A notification with a `result` or `error` is still a notification.
+        format!(
+            r#"{{"method":"session/update","result":5,"error":{{"code":1}},"params":{chunk}}}  "#
+        ),
+    ];
+    for line in &lines {
+        let fast = decode_session_update_line(line.as_bytes())
+            .unwrap_or_else(|| panic!("line path taken: {line}"));
+        assert_eq!(Ok(fast), decode_line_general(line), "{line}");
+    }
+}
+
+#[test]
+fn line_path_leaves_every_other_line_to_the_envelope() {
+    let chunk = r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}"#;
+    let plan = r#"{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}"#;
+    let lines = [
+        // A request, a response, another method.
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"session/update","params":{chunk}}}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"x":1}}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","method":"session/updates","params":{chunk}}}"#),
+        // Framing the envelope rejects: a version, an escaped version (not
+        // borrowable there), duplicate keys, a trailing value, no object.
+        format!(r#"{{"jsonrpc":"1.0","method":"session/update","params":{chunk}}}"#),
+        format!(r#"{{"jsonrpc":"2\u002e0","method":"session/update","params":{chunk}}}"#),
+        format!(r#"{{"method":"session/update","params":{chunk},"params":{chunk}}}"#),
+        format!(r#"{{"method":"session/update","method":"session/update","params":{chunk}}}"#),
+        format!(r#"{{"method":"session/update","result":1,"result":2,"params":{chunk}}}"#),
+        format!(r#"{{"method":"session/update","params":{chunk}}} 1"#),
+        format!(r#"["2.0",null,"session/update",{chunk}]"#),
+        // No params, and params the one pass does not take.
+        r#"{"method":"session/update","params":null}"#.to_owned(),
+        r#"{"method":"session/update"}"#.to_owned(),
+        format!(r#"{{"method":"session/update","params":{plan}}}"#),
+    ];
+    for line in &lines {
+        assert!(
+            decode_session_update_line(line.as_bytes()).is_none(),
+            "{line}"
+        );
+    }
+}
+
 mod fast_path_properties {
     use proptest::prelude::*;
     use serde_json::{json, Map, Value};
@@ -1140,8 +1213,72 @@ mod fast_path_properties {
             )
     }
 
+    /// One member of a JSON-RPC envelope, as text: the usual values, odd
+    /// ones, and keys the envelope knows or not.
+    fn member() -> impl Strategy<Value = (String, String)> {
+        let params = (update(), field(text().prop_map(Value::from))).prop_map(|(update, sid)| {
+            let mut params = json!({"update": update});
+            if let Some(sid) = sid {
+                params["sessionId"] = sid;
+            }
+            params.to_string()
+        });
+        prop_oneof![
+            4 => params.prop_map(|p| ("params".to_owned(), p)),
+            3 => prop_oneof![
+                6 => Just(r#""session/update""#.to_owned()),
+                1 => Just(r#""session\/update""#.to_owned()),
+                1 => Just(r#""session/prompt""#.to_owned()),
+                1 => Just("null".to_owned()),
+            ].prop_map(|m| ("method".to_owned(), m)),
+            2 => prop_oneof![
+                4 => Just(r#""2.0""#.to_owned()),
+                1 => Just(r#""2\u002e0""#.to_owned()),
+                1 => Just(r#""1.0""#.to_owned()),
+                1 => Just("null".to_owned()),
+                1 => Just("2".to_owned()),
+            ].prop_map(|v| ("jsonrpc".to_owned(), v)),
+            1 => prop_oneof![Just("null"), Just("1"), Just(r#""a""#), Just("1.5")]
+                .prop_map(|v| ("id".to_owned(), v.to_owned())),
+            1 => (prop_oneof![Just("result"), Just("error"), Just("_meta")], odd())
+                .prop_map(|(k, v)| (k.to_owned(), v.to_string())),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whenever the one pass over a whole line decodes, the envelope and
+        /// then the params decode the same.
+        #[test]
+        fn line_path_decodes_like_the_envelope_then_the_params(
+            members in proptest::collection::vec(member(), 0..6),
+        ) {
+            let body: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            let line = format!("{{{}}}", body.join(","));
+            if let Some(fast) = crate::update::decode_session_update_line(line.as_bytes()) {
+                prop_assert_eq!(Ok(fast), super::decode_line_general(&line));
+            }
+        }
+
+        /// Streamed text chunks always take the one pass.
+        #[test]
+        fn chunk_lines_take_the_line_path(
+            sid in text(),
+            t in text(),
+            message_id in proptest::option::of(text()),
+        ) {
+            let mut update = json!({"sessionUpdate": "agent_message_chunk",
+                                    "content": {"type": "text", "text": t}});
+            if let Some(id) = message_id {
+                update["messageId"] = json!(id);
+            }
+            let line = json!({"jsonrpc": "2.0", "method": "session/update",
+                              "params": {"sessionId": sid, "update": update}}).to_string();
+            let fast = crate::update::decode_session_update_line(line.as_bytes());
+            prop_assert!(fast.is_some(), "{}", line);
+            prop_assert_eq!(fast.ok_or_else(String::new), super::decode_line_general(&line));
+        }
 
         /// Whenever the fast path decodes, the general path decodes the
         /// same; and well-formed tool calls do take the fast path.

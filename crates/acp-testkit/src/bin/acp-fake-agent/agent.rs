@@ -20,7 +20,7 @@ use crate::cancel::CancelToken;
 use crate::scenario::{pick_turn, InitFault, Scenario, Turn};
 use crate::sessions::{self, Job, Live, Record, Store};
 use crate::turn::Player;
-use crate::wire::{self, codes, Incoming, Out, Pending, Reply, RpcError};
+use crate::wire::{self, codes, update_notification, Incoming, Out, Pending, Reply, RpcError};
 
 /// The whole fake agent.
 #[derive(Debug)]
@@ -674,11 +674,19 @@ impl Agent {
     pub fn notify_update(&self, session_id: &str, update: Value) {
         let mut out = self.out.lock();
         self.record(session_id, std::slice::from_ref(&update));
-        out.message(&json!({
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": { "sessionId": session_id, "update": update },
-        }));
+        out.message(&update_notification(session_id, update));
+        out.flush();
+    }
+
+    /// Sends a `session/update` line rendered by the caller (one write, as
+    /// [`notify_update`](Self::notify_update)); `update` builds the same
+    /// update as a value, only when the history is recorded.
+    pub fn notify_rendered(&self, session_id: &str, line: &[u8], update: impl FnOnce() -> Value) {
+        let mut out = self.out.lock();
+        if self.scenario.record_history {
+            self.record(session_id, &[update()]);
+        }
+        out.bytes(line);
         out.flush();
     }
 

@@ -10,7 +10,7 @@ use crate::agent::{exit_with, Agent};
 use crate::cancel::CancelToken;
 use crate::step::{parse_hex, Step};
 use crate::subst::substitute;
-use crate::wire::Reply;
+use crate::wire::{ChunkLine, Reply};
 
 mod bench;
 mod client;
@@ -544,18 +544,23 @@ impl<'a> Player<'a> {
         delay_ms: u64,
         message_id: Option<String>,
     ) -> Flow {
-        for (i, chunk) in chunks(text, chunk_size).into_iter().enumerate() {
+        let mut line = ChunkLine::new(&self.session_id, kind, message_id.as_deref());
+        for (i, chunk) in chunks(text, chunk_size).enumerate() {
             if i > 0 && delay_ms > 0 && self.cancel.sleep(Duration::from_millis(delay_ms)) {
                 return Flow::End("cancelled".to_owned());
             }
-            let mut update = json!({
-                "sessionUpdate": kind,
-                "content": { "type": "text", "text": chunk },
-            });
-            if let Some(id) = &message_id {
-                update["messageId"] = json!(id);
-            }
-            self.update(update);
+            // One line, one write per chunk, as an agent streams.
+            self.agent
+                .notify_rendered(&self.session_id, line.render(chunk), || {
+                    let mut update = json!({
+                        "sessionUpdate": kind,
+                        "content": { "type": "text", "text": chunk },
+                    });
+                    if let Some(id) = &message_id {
+                        update["messageId"] = json!(id);
+                    }
+                    update
+                });
         }
         Flow::Next
     }
@@ -571,16 +576,12 @@ impl<'a> Player<'a> {
         } else {
             "agent_message_chunk"
         };
-        let update = json!({ "sessionUpdate": kind, "content": { "type": "text", "text": text } });
-        let mut line = json!({
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": { "sessionId": self.session_id, "update": update },
-        })
-        .to_string()
-        .into_bytes();
-        line.push(b'\n');
+        let line = ChunkLine::new(&self.session_id, kind, None)
+            .render(&text)
+            .to_vec();
         if self.agent.scenario.record_history {
+            let update =
+                json!({ "sessionUpdate": kind, "content": { "type": "text", "text": text } });
             self.agent.record(&self.session_id, &vec![update; count]);
         }
         let mut out = self.agent.out.lock();
@@ -767,19 +768,24 @@ fn reply_value(reply: &Reply) -> Value {
     }
 }
 
-/// Splits text into chunks of `size` characters (never inside a character).
-/// No size (or 0) means one chunk; empty text means no chunk.
-pub fn chunks(text: &str, size: Option<usize>) -> Vec<String> {
-    match size {
-        _ if text.is_empty() => Vec::new(),
-        Some(size) if size > 0 => text
-            .chars()
-            .collect::<Vec<_>>()
-            .chunks(size)
-            .map(|c| c.iter().collect())
-            .collect(),
-        _ => vec![text.to_owned()],
-    }
+/// Splits text into chunks of `size` characters (never inside a character),
+/// borrowed from `text`. No size (or 0) means one chunk; empty text means no
+/// chunk.
+pub fn chunks(text: &str, size: Option<usize>) -> impl Iterator<Item = &str> {
+    let size = size.filter(|&s| s > 0).unwrap_or(usize::MAX);
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .char_indices()
+            .nth(size)
+            .map_or(rest.len(), |(at, _)| at);
+        let (chunk, tail) = rest.split_at(end);
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 #[cfg(test)]
@@ -789,9 +795,11 @@ mod tests {
 
     #[test]
     fn chunks_split_on_characters() {
-        assert_eq!(chunks("héllo", Some(2)), ["hé", "ll", "o"]);
-        assert_eq!(chunks("abc", None), ["abc"]);
-        assert_eq!(chunks("abc", Some(0)), ["abc"]);
-        assert!(chunks("", Some(3)).is_empty());
+        let split = |text, size| chunks(text, size).collect::<Vec<_>>();
+        assert_eq!(split("héllo", Some(2)), ["hé", "ll", "o"]);
+        assert_eq!(split("héllo", Some(5)), ["héllo"]);
+        assert_eq!(split("abc", None), ["abc"]);
+        assert_eq!(split("abc", Some(0)), ["abc"]);
+        assert!(split("", Some(3)).is_empty());
     }
 }

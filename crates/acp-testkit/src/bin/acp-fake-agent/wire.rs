@@ -160,6 +160,70 @@ fn client_gone(err: &io::Error) -> ! {
     std::process::exit(0)
 }
 
+/// The `session/update` notification carrying `update` for `session_id`.
+pub fn update_notification(session_id: &str, update: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": { "sessionId": session_id, "update": update },
+    })
+}
+
+/// The `session/update` line of one streamed text chunk, rendered by
+/// splicing the chunk's JSON-escaped text into a line prepared once per
+/// step. Building a `Value` (a `preserve_order` map per object) and
+/// formatting it for every chunk made this agent use more CPU than the
+/// client it benchmarks (bench/fixes.md section 10); the bytes are the same
+/// as [`Agent::notify_update`](crate::agent::Agent::notify_update) writes
+/// for the same update (a test holds them equal).
+#[derive(Debug)]
+pub struct ChunkLine {
+    /// Everything before the text: `{"jsonrpc":...,"text":`.
+    head: Vec<u8>,
+    /// Everything after it: the closing braces, the `messageId`, a newline.
+    tail: Vec<u8>,
+    line: Vec<u8>,
+}
+
+impl ChunkLine {
+    /// The line of a `kind` chunk (`agent_message_chunk`, ...) in
+    /// `session_id`, with a `messageId` when given.
+    pub fn new(session_id: &str, kind: &str, message_id: Option<&str>) -> Self {
+        let mut head =
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#.to_vec();
+        push_json_str(&mut head, session_id);
+        head.extend_from_slice(br#","update":{"sessionUpdate":"#);
+        push_json_str(&mut head, kind);
+        head.extend_from_slice(br#","content":{"type":"text","text":"#);
+        let mut tail = b"}".to_vec();
+        if let Some(id) = message_id {
+            tail.extend_from_slice(br#","messageId":"#);
+            push_json_str(&mut tail, id);
+        }
+        tail.extend_from_slice(b"}}}\n");
+        Self {
+            head,
+            tail,
+            line: Vec::new(),
+        }
+    }
+
+    /// The whole line (newline included) carrying `text`.
+    pub fn render(&mut self, text: &str) -> &[u8] {
+        self.line.clear();
+        self.line.extend_from_slice(&self.head);
+        push_json_str(&mut self.line, text);
+        self.line.extend_from_slice(&self.tail);
+        &self.line
+    }
+}
+
+/// Appends `s` as a JSON string (quoted, escaped as serde_json escapes).
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
 /// Builds a response message.
 pub fn response(id: &Value, reply: &Reply) -> Value {
     match reply {
@@ -319,6 +383,32 @@ mod tests {
             classify(json!({"id": 7, "method": 5})),
             Incoming::Invalid { id: Some(json!(7)) }
         );
+    }
+
+    #[test]
+    fn a_chunk_line_is_the_line_of_the_same_update_as_a_value() {
+        let texts = [
+            "",
+            "plain words\n",
+            "quote \" backslash \\ tab \t return \r",
+            "héllo ✓ 😀 \u{1} \u{1f} \u{7f}",
+            "</script> {{not a placeholder}}",
+        ];
+        for message_id in [None, Some("msg \"1\"")] {
+            let mut line = ChunkLine::new("sess-1 \\", "agent_thought_chunk", message_id);
+            for text in texts {
+                let mut update = json!({
+                    "sessionUpdate": "agent_thought_chunk",
+                    "content": { "type": "text", "text": text },
+                });
+                if let Some(id) = message_id {
+                    update["messageId"] = json!(id);
+                }
+                let expected = format!("{}\n", update_notification("sess-1 \\", update));
+                let rendered = line.render(text);
+                assert_eq!(std::str::from_utf8(rendered).unwrap(), expected);
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::{Flow, Player};
+use crate::wire::update_notification;
 
 impl Player<'_> {
     /// `count` tool calls, each a `tool_call` (`execute`, `in_progress`, one
@@ -30,14 +31,10 @@ impl Player<'_> {
                 "content": [{ "type": "content", "content": { "type": "text", "text": format!("step {n}: ok") } }],
             });
             for update in [call, done] {
-                out.message(&json!({
-                    "jsonrpc": "2.0",
-                    "method": "session/update",
-                    "params": { "sessionId": self.session_id, "update": update },
-                }));
                 if self.agent.scenario.record_history {
-                    updates.push(update);
+                    updates.push(update.clone());
                 }
+                out.message(&update_notification(&self.session_id, update));
             }
         }
         out.flush();
