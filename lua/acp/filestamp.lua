@@ -89,6 +89,15 @@ function M.merged(buf, disk)
   merged[buf] = disk
 end
 
+--- Whether the buffer holds the agent text now on disk (merged into it, or
+--- applied to it): Neovim's "file changed" question about it is noise.
+---@param buf integer
+---@return boolean
+function M.holds_disk(buf)
+  local text = merged[buf]
+  return text ~= nil and require("acp.fs").read_disk(api.nvim_buf_get_name(buf)) == text
+end
+
 --- BufWritePre: quiet Neovim's question when the only change on disk is the
 --- agent text merged into the buffer.
 ---@param buf integer

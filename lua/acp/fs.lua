@@ -4,8 +4,9 @@
 --- The backend calls these with nvim_exec_lua and awaits the result; both are
 --- quick and never wait for anything. The backend owns each file's state
 --- (acp_client::buffer_sync): what the agent saw, the buffer's text as last
---- reported with its `b:changedtick`, the merge of an agent's write; this
---- module reports the buffer and applies the backend's instructions.
+--- reported with its `b:changedtick`, the disk text the buffer is in sync
+--- with, the merge of an agent's write or of its edit on disk; this module
+--- reports the buffer and applies the backend's instructions.
 
 local api = vim.api
 local util = require("acp.util")
@@ -227,42 +228,99 @@ function M.apply_text(buf, content)
   vim.bo[buf].modifiable = was_modifiable
 end
 
---- The three-way merge of `ours` and `theirs` (both changed from `base`),
---- as the backend makes it (`acp.merge`), without applying it.
----@param base string
----@param ours string
----@param theirs string
----@return string text, integer conflicts
-function M.merge_text(base, ours, theirs)
-  local res, err = require("acp.backend").request("acp.merge", { base = base, ours = ours, theirs = theirs })
-  if type(res) ~= "table" or type(res.text) ~= "string" then
-    error(("acp.nvim: could not merge the agent's edit into your unsaved buffer: %s"):format(tostring(err)), 0)
-  end
-  return res.text, tonumber(res.conflicts) or 0
-end
-
 ---@class acp.FsApplyArgs one instruction of the backend for a write
 ---@field path string
 ---@field revision integer the file's instruction count, echoed in the reply
----@field content string the text an unmodified buffer takes (then saved)
+---@field content string the text an unmodified buffer takes (then saved, unless `disk`)
 ---@field merged? string the text a modified buffer takes, only at changedtick `tick`
 ---@field tick? integer the b:changedtick `merged` was made against
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
+---@field disk? boolean the agent changed the file on disk itself: `content` is on disk already
 
 ---@class acp.FsApplyReply
----@field status "no_buffer"|"saved"|"merged"|"waiting"|"stale"
+---@field status "no_buffer"|"saved"|"reloaded"|"merged"|"waiting"|"stale"
 ---@field revision integer
 ---@field tick? integer the buffer's b:changedtick now
 ---@field old_content? string saved: the buffer's text before (nil: a new file)
 ---@field text? string stale: the buffer's text now
 
+--- The notice of a merge that kept both sides of conflicting lines.
+---@param path string
+---@param conflicts integer
+local function notify_conflicts(path, conflicts)
+  util.notify(
+    ("the agent changed %s where your unsaved edits are: %d conflict(s) kept both sides in the buffer; accept (agent's side) or reject (yours) them"):format(
+      vim.fn.fnamemodify(path, ":~:."),
+      conflicts
+    ),
+    vim.log.levels.WARN
+  )
+end
+
+--- Apply an instruction for the agent's edit on disk (`args.disk`): the
+--- text is on disk already, so nothing is saved.
+--- - unmodified buffer: `content` with minimal edits, marked unmodified:
+---   `reloaded`;
+--- - modified buffer not at `tick` (or no merge offered): `stale`;
+--- - modified buffer whose merge would open conflicts next to the open
+---   ones (nesting them): left alone, `waiting`; the backend sends it again
+---   after the report that has no conflict blocks left;
+--- - else `merged` applied as one undo step, left unsaved: `merged`.
+---@param buf integer
+---@param args acp.FsApplyArgs
+---@return acp.FsApplyReply
+local function apply_disk(buf, args)
+  local rev, path, content = args.revision, args.path, args.content or ""
+  local review = require("acp.review")
+  if not vim.bo[buf].modified then
+    if M.buffer_text(buf) ~= content then
+      M.apply_text(buf, content)
+    end
+    vim.bo[buf].modified = false
+    -- Neovim remembers when it last read or wrote the file and would ask
+    -- "changed since reading it" at the next :write; acp.filestamp quiets
+    -- that while the disk holds this text. Saving the identical text instead
+    -- would race the agent: one that rewrites the file in place (truncate,
+    -- then write) can be read half way, and saving that clobbered its
+    -- finished write (found by the data-safety property test).
+    require("acp.filestamp").merged(buf, content)
+    review.disk_applied(buf, path)
+    return { status = "reloaded", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+  end
+  local tick = api.nvim_buf_get_changedtick(buf)
+  if type(args.merged) ~= "string" or args.tick ~= tick then
+    return { status = "stale", revision = rev, text = M.buffer_text(buf), tick = tick }
+  end
+  local conflicts = tonumber(args.conflicts) or 0
+  if conflicts > 0 and review.has_conflicts(buf) then
+    -- New conflict blocks next to (or inside) the open ones would nest
+    -- them: the agent's text waits on disk, and resolving the open
+    -- conflicts merges it.
+    review.disk_waiting(path)
+    return { status = "waiting", revision = rev, tick = tick }
+  end
+  local before = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local resolved = review.resolved_rows(buf)
+  if args.merged ~= M.buffer_text(buf) then
+    M.apply_text(buf, args.merged)
+  end
+  require("acp.filestamp").merged(buf, content)
+  if conflicts > 0 then
+    notify_conflicts(path, conflicts)
+  end
+  review.disk_applied(buf, path, before, resolved)
+  return { status = "merged", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+end
+
 --- Apply one instruction of the backend, in one go and without asking it
 --- anything back (this runs inside the backend's request):
 --- - no loaded buffer: `no_buffer` (the backend writes the disk);
+--- - the agent's edit on disk (`disk`): see apply_disk;
 --- - unmodified buffer: `content` with minimal edits, saved: `saved`;
 --- - modified buffer with open conflict blocks (an agent write): left
----   alone, `waiting` (the review merges it once they are resolved);
+---   alone, `waiting` (the backend then sends it as a disk edit, merged
+---   unless that conflicts with the open ones);
 --- - modified buffer still at `tick`: `merged` applied as one undo step,
 ---   left unsaved: `merged` (the backend writes the agent's text to disk);
 --- - else (the user typed since the backend's last report): `stale` with
@@ -275,14 +333,17 @@ function M.apply(args)
   if not buf then
     return { status = "no_buffer", revision = rev }
   end
+  if args.disk then
+    return apply_disk(buf, args)
+  end
   local content = args.content or ""
   local review = require("acp.review")
   if vim.bo[buf].modified then
     if not args.restore and review.has_conflicts(buf) then
       -- New conflict blocks next to the open ones would nest them: the
-      -- disk gets the agent's text, and the review's sync merges it
-      -- unless that conflicts with the open ones (it then waits for them:
-      -- acp.review's pending).
+      -- disk gets the agent's text, and the backend sends it again as a
+      -- disk edit, merged unless that conflicts with the open ones (it then
+      -- waits for them: acp.review's pending).
       return { status = "waiting", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
     end
     local tick = api.nvim_buf_get_changedtick(buf)
@@ -293,20 +354,11 @@ function M.apply(args)
       M.apply_text(buf, args.merged)
     end
     if not args.restore then
-      -- Synced now: the review's refresh that follows this write must not
-      -- merge the same change a second time.
-      review.set_synced(args.path, content)
       -- The backend writes `content` to disk next; the next :write of the
       -- buffer must not ask whether to overwrite it (acp.filestamp).
       require("acp.filestamp").merged(buf, content)
       if (tonumber(args.conflicts) or 0) > 0 then
-        util.notify(
-          ("the agent changed %s where your unsaved edits are: %d conflict(s) kept both sides in the buffer; accept (agent's side) or reject (yours) them"):format(
-            vim.fn.fnamemodify(args.path, ":~:."),
-            args.conflicts
-          ),
-          vim.log.levels.WARN
-        )
+        notify_conflicts(args.path, args.conflicts)
       end
     end
     return { status = "merged", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
@@ -321,7 +373,6 @@ function M.apply(args)
   if not ok then
     error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
   end
-  review.set_synced(args.path, content)
   return { status = "saved", revision = rev, old_content = old_content, tick = api.nvim_buf_get_changedtick(buf) }
 end
 

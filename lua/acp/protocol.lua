@@ -304,10 +304,6 @@ local M = {}
 ---@field current? string
 ---@field hunks acp.ReviewHunk[]
 
----@class acp.MergeReply The backend's answer to `acp.merge`.
----@field text string
----@field conflicts integer
-
 ---@class acp.ElicitationRequestEvent The agent asks the user (lua/acp/elicitation.lua).
 ---@field type "elicitation_request"
 ---@field chat_id? string absent when no chat is known for it

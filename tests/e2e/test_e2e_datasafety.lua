@@ -58,6 +58,21 @@ local uv = vim.uv or vim.loop
 local root = T.tmpdir()
 local review = require("acp.review")
 local fs = require("acp.fs")
+--- The disk text each file's buffer last took from the backend (path ->
+--- text): an instruction applied (acp.fs.apply) that left the buffer in
+--- sync with the disk. Kept here, by watching, to know when an agent's disk
+--- edit reached the buffer; the plugin itself keeps no such copy (the
+--- backend owns it).
+local took = {}
+local orig_apply = fs.apply
+fs.apply = function(args)
+  local reply = orig_apply(args)
+  local status = type(reply) == "table" and reply.status
+  if not args.restore and (status == "saved" or status == "reloaded" or status == "merged" or status == "no_buffer") then
+    took[review.normalize(args.path)] = args.content
+  end
+  return reply
+end
 --- Review decisions that acted on something, by kind, for the summary line.
 local decided = { accept = 0, reject = 0, reported = 0, undone = 0 }
 -- The debounce is what a typist waits for; the test waits on its effect,
@@ -613,7 +628,7 @@ function Case:agent_disk_edit(chat, f, s, diff)
   -- the agent's write and the backend's record of it.
   vim.wait(2000, function()
     local disk = read_or_nil(f.path)
-    if review.pending[key] == nil and review.synced[key] ~= disk then
+    if review.pending[key] == nil and took[key] ~= disk and fs.buffer_text(f.buf) ~= disk then
       return false
     end
     local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })

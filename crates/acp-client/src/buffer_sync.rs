@@ -1,26 +1,44 @@
-//! The sync of agent writes with an editor's open buffers.
+//! The sync of agent edits with an editor's open buffers.
 //!
 //! The client owns each file's state; the editor applies and draws. For
 //! every file an agent touches, [`FileSyncs`] keeps what the agent last
 //! saw of it (per session: what `fs/read_text_file` answered, what a
 //! mention embedded, what it wrote), the buffer's text as the editor last
 //! reported it with the editor's version of it (Neovim's `b:changedtick`),
-//! and a revision number per file. An agent's write to a buffer with
-//! unsaved edits is merged here ([`merge3`], base = what the agent saw)
-//! against the reported text, and the editor gets ONE [`Instruction`]:
-//! "revision N: if your buffer is unmodified, set `content` and save; if it
-//! is modified and still at version V, set the merge". The editor answers
-//! once ([`Applied`]); [`Applied::Stale`] (the user typed since the last
-//! report) carries the buffer's text, and the caller plans again from it,
-//! at most [`MAX_ATTEMPTS`] times.
+//! the disk text the buffer was last in sync with, the agent's newer disk
+//! text the buffer has not taken yet, and a revision number per file.
+//!
+//! An agent's edit reaches a buffer as ONE [`Instruction`]: "revision N: if
+//! your buffer is unmodified, set `content` (and save it, unless it is on
+//! disk already); if it is modified and still at version V, set the merge".
+//! Two kinds of edit are planned here:
+//!
+//! - `fs/write_text_file` ([`Origin::Write`]): merged ([`merge3`]) with
+//!   base = what the agent saw, so the user's unsaved lines it read and
+//!   wrote back are not a conflict;
+//! - a change the agent made on disk with its own tools, seen by review
+//!   ([`Origin::Disk`], [`FileSyncs::disk_changed`]): merged with base = the
+//!   disk text the buffer was last in sync with; an unmodified buffer takes
+//!   it without saving (the text is on disk already).
+//!
+//! The editor answers once ([`Applied`]); [`Applied::Stale`] (the user typed
+//! since the last report) carries the buffer's text, and the caller plans
+//! again from it, at most [`MAX_ATTEMPTS`] times. A buffer with open
+//! conflict blocks answers [`Applied::Waiting`]: the agent's text waits
+//! ([`FileSyncs::pending`]) until the user's next report without conflict
+//! blocks, and is planned again then.
 //!
 //! ```text
-//!                 report(text, version)            plan(write)
-//!   (unknown) ───────────────────────────▶ Known ─────────────▶ Sent(rev N)
-//!       ▲                                   ▲  ▲                 │
-//!       │ NoBuffer                          │  └── Saved/Merged ─┤
-//!       └───────────────────────────────────┼─────── NoBuffer ───┤
-//!                                           └──── Stale(text) ───┘ (plan again)
+//!                 report(text, version)          plan(write | disk edit)
+//!   (unknown) ───────────────────────────▶ Known ─────────────────────▶ Sent(rev N)
+//!       ▲                                  ▲ ▲ ▲                         │
+//!       │ NoBuffer                         │ │ └ Saved/Reloaded/Merged ──┤
+//!       └──────────────────────────────────┼─┼────────── NoBuffer ───────┤
+//!                                          │ └──── Stale(text) ──────────┤ (plan again)
+//!                                          │                             │
+//!                                          └─ report without ── Pending ◀┘ Waiting
+//!                                             conflict blocks   (disk text kept)
+//!                                             (plan again)
 //! ```
 
 use std::collections::HashMap;
@@ -58,6 +76,20 @@ pub struct PlannedMerge {
     pub conflicts: usize,
 }
 
+/// Where the text of an [`Instruction`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The agent's `fs/write_text_file`: an unmodified buffer takes it and
+    /// is saved; with unsaved edits, the caller writes the disk.
+    Write,
+    /// A review reject restores text (not the agent's write): a buffer with
+    /// open conflicts takes it too, and the disk is left alone.
+    Restore,
+    /// The agent changed the file on disk itself: the text is on disk
+    /// already, so an unmodified buffer takes it without saving.
+    Disk,
+}
+
 /// What the editor is told to do with one write of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instruction {
@@ -65,14 +97,15 @@ pub struct Instruction {
     pub path: PathBuf,
     /// Counts the instructions of this file; the answer names it.
     pub revision: u64,
-    /// The text a buffer without unsaved edits takes (and is saved with).
+    /// The text a buffer without unsaved edits takes (and is saved with,
+    /// unless it is on disk already).
     pub content: String,
     /// The text a buffer with unsaved edits takes, when the client knows
-    /// that buffer's text: valid only at `merge.version`.
+    /// that buffer's text (and, for a disk edit, the base): valid only at
+    /// `merge.version`.
     pub merge: Option<PlannedMerge>,
-    /// A review reject restores text (not the agent's write): a buffer with
-    /// open conflicts takes it too, and the disk is left alone.
-    pub restore: bool,
+    /// Whose text it is.
+    pub origin: Origin,
 }
 
 /// The editor's one answer to an [`Instruction`].
@@ -84,6 +117,12 @@ pub enum Applied {
     Saved {
         /// The buffer's text before (`None`: a file not created yet).
         old_content: Option<String>,
+        /// The buffer's version now.
+        version: u64,
+    },
+    /// The buffer had no unsaved edits and took the text of a disk edit
+    /// ([`Origin::Disk`]) without saving it; it is marked unmodified.
+    Reloaded {
         /// The buffer's version now.
         version: u64,
     },
@@ -106,6 +145,38 @@ struct FileSync {
     revision: u64,
     buffer: Option<BufferText>,
     seen: HashMap<SessionId, String>,
+    /// The disk text the buffer was last in sync with: the base of merging
+    /// the agent's next disk edit into its unsaved edits.
+    disk: Option<String>,
+    /// The agent's disk text the buffer has not taken yet.
+    pending: Option<String>,
+    /// The buffer answered [`Applied::Waiting`] (open conflict blocks):
+    /// `pending` is planned again once a report has none.
+    waiting: bool,
+}
+
+/// What to do with a report of the user's buffer ([`FileSyncs::user_reported`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The report is the user's edit of the file's current text (review
+    /// records it). `false` while an agent's disk text waits for the
+    /// buffer: the buffer would pass for the user undoing that change; it
+    /// is reported again once merged.
+    pub record: bool,
+    /// Plan the waiting disk text again now ([`FileSyncs::plan_disk`]):
+    /// the buffer has no conflict blocks any more.
+    pub sync: bool,
+}
+
+/// How the buffer in a user's report relates to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDisk {
+    /// Unsaved text (typing, undo, a resolution).
+    No,
+    /// The user saved the buffer: the disk holds its text.
+    Saved,
+    /// The buffer was just read from disk: not an edit, only its state.
+    Read,
 }
 
 /// The sync state of every file the agents of one connection touched.
@@ -160,30 +231,140 @@ impl FileSyncs {
         for file in self.files.values_mut() {
             file.seen.remove(session);
         }
-        self.files
-            .retain(|_, f| f.buffer.is_some() || !f.seen.is_empty());
+        self.files.retain(|_, f| {
+            f.buffer.is_some() || !f.seen.is_empty() || f.disk.is_some() || f.pending.is_some()
+        });
+    }
+
+    /// The user's report of a buffer (`on_disk`: saved or just read, so the
+    /// disk holds its text): says whether review records it and whether the
+    /// agent's waiting disk text is planned again.
+    pub fn user_reported(&mut self, path: &Path, buffer: BufferText, on_disk: OnDisk) -> Report {
+        let file = self.files.entry(path.to_owned()).or_default();
+        let outdated = file
+            .buffer
+            .as_ref()
+            .is_some_and(|known| buffer.version < known.version);
+        if outdated && on_disk != OnDisk::Read {
+            // Sent before an instruction the buffer took since (the editor's
+            // versions only grow; a buffer read anew starts over with a
+            // `Read` report): the buffer's text then is in the answer, and
+            // the editor reports the result again.
+            return Report {
+                record: false,
+                sync: false,
+            };
+        }
+        if on_disk != OnDisk::No {
+            // The buffer is the disk's text now (a save overwrote the
+            // agent's waiting text, or a read took it).
+            file.disk = Some(buffer.text.clone());
+            file.pending = None;
+            file.waiting = false;
+        }
+        let sync = file.pending.is_some() && !has_conflict_blocks(&buffer.text);
+        file.buffer = Some(buffer);
+        Report {
+            record: file.pending.is_none() && on_disk != OnDisk::Read,
+            sync,
+        }
+    }
+
+    /// The disk text the buffer of `path` was last in sync with.
+    pub fn disk(&self, path: &Path) -> Option<&str> {
+        self.files.get(path)?.disk.as_deref()
+    }
+
+    /// The agent's disk text the buffer has not taken yet.
+    pub fn pending(&self, path: &Path) -> Option<&str> {
+        self.files.get(path)?.pending.as_deref()
+    }
+
+    /// The agent changed `path` on disk from `before` (`None`: unknown or
+    /// no file) to `after`. Returns whether the buffer needs an instruction
+    /// ([`FileSyncs::plan_disk`]): not when it is in sync with `after`
+    /// already.
+    pub fn disk_changed(&mut self, path: &Path, before: Option<&str>, after: &str) -> bool {
+        let file = self.files.entry(path.to_owned()).or_default();
+        if file.disk.as_deref() == Some(after) {
+            file.pending = None;
+            file.waiting = false;
+            return false;
+        }
+        if file.disk.is_none() {
+            // Never in sync through us: the buffer had the text before the
+            // change (the editor reloads a clean buffer; unsaved edits were
+            // made on it).
+            file.disk = before.map(str::to_owned);
+        }
+        file.pending = Some(after.to_owned());
+        true
+    }
+
+    /// The instruction for the agent's waiting disk text of `path`, if any:
+    /// merged with base = the disk text the buffer was last in sync with
+    /// (no merge when that is unknown: the buffer's unsaved edits are left
+    /// alone).
+    pub fn plan_disk(&mut self, path: &Path) -> Option<Instruction> {
+        let file = self.files.get(path)?;
+        let content = file.pending.clone()?;
+        let base = file.disk.clone();
+        Some(self.plan_from(path, base.as_deref(), &content, Origin::Disk))
+    }
+
+    /// The editor answered every attempt of `instruction` (planned with
+    /// `base`) stale: a write goes to disk and waits for the buffer, like a
+    /// disk edit (merged on the synced text, else on `base`); a disk edit
+    /// without a base gives up (the buffer keeps the user's text).
+    pub fn gave_up(&mut self, instruction: &Instruction, base: &str) {
+        let file = self.files.entry(instruction.path.clone()).or_default();
+        match instruction.origin {
+            Origin::Write => {
+                file.pending = Some(instruction.content.clone());
+                file.disk.get_or_insert_with(|| base.to_owned());
+            }
+            Origin::Disk if instruction.merge.is_none() && file.disk.is_none() => {
+                if file.pending.as_deref() == Some(instruction.content.as_str()) {
+                    file.pending = None;
+                }
+            }
+            Origin::Disk | Origin::Restore => {}
+        }
     }
 
     /// The instruction for writing `content` to `path`: `base` is the text
     /// the writer changed (what the agent saw; for a restore, the text the
     /// review knew). The merge is made against the buffer's reported text.
-    pub fn plan(&mut self, path: &Path, base: &str, content: &str, restore: bool) -> Instruction {
+    pub fn plan(&mut self, path: &Path, base: &str, content: &str, origin: Origin) -> Instruction {
+        self.plan_from(path, Some(base), content, origin)
+    }
+
+    fn plan_from(
+        &mut self,
+        path: &Path,
+        base: Option<&str>,
+        content: &str,
+        origin: Origin,
+    ) -> Instruction {
         let file = self.files.entry(path.to_owned()).or_default();
         file.revision += 1;
-        let merge = file.buffer.as_ref().map(|buffer| {
-            let merged = merge3(base, &buffer.text, content);
-            PlannedMerge {
-                version: buffer.version,
-                text: merged.render(&ConflictLabels::default()),
-                conflicts: merged.conflict_count(),
+        let merge = match (&file.buffer, base) {
+            (Some(buffer), Some(base)) => {
+                let merged = merge3(base, &buffer.text, content);
+                Some(PlannedMerge {
+                    version: buffer.version,
+                    text: merged.render(&ConflictLabels::default()),
+                    conflicts: merged.conflict_count(),
+                })
             }
-        });
+            _ => None,
+        };
         Instruction {
             path: path.to_owned(),
             revision: file.revision,
             content: content.to_owned(),
             merge,
-            restore,
+            origin,
         }
     }
 
@@ -191,10 +372,11 @@ impl FileSyncs {
     /// (or there is none).
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
+        let content = &instruction.content;
         file.buffer = match applied {
             Applied::NoBuffer => None,
-            Applied::Saved { version, .. } => Some(BufferText {
-                text: instruction.content.clone(),
+            Applied::Saved { version, .. } | Applied::Reloaded { version } => Some(BufferText {
+                text: content.clone(),
                 version: *version,
             }),
             Applied::Merged { version } => instruction.merge.as_ref().map(|m| BufferText {
@@ -204,7 +386,41 @@ impl FileSyncs {
             Applied::Waiting => file.buffer.take(),
             Applied::Stale(buffer) => Some(buffer.clone()),
         };
+        // The disk text the buffer is in sync with now. A restore merged
+        // into unsaved edits leaves the disk alone; every other taken text
+        // is the disk's (saved, on disk already, or written by the caller
+        // next). A newer disk text that came meanwhile stays pending.
+        let synced = match applied {
+            Applied::Merged { .. } if instruction.origin == Origin::Restore => false,
+            Applied::NoBuffer
+            | Applied::Saved { .. }
+            | Applied::Reloaded { .. }
+            | Applied::Merged { .. } => true,
+            Applied::Waiting => {
+                file.waiting = true;
+                if instruction.origin == Origin::Write {
+                    // Written to disk by the caller; the buffer takes it
+                    // once its conflicts are resolved.
+                    file.pending = Some(content.clone());
+                }
+                false
+            }
+            Applied::Stale(_) => false,
+        };
+        if synced {
+            file.disk = Some(content.clone());
+            if instruction.origin != Origin::Disk || file.pending.as_ref() == Some(content) {
+                file.pending = None;
+                file.waiting = false;
+            }
+        }
     }
+}
+
+/// Whether a buffer's text holds a conflict block's first marker line.
+fn has_conflict_blocks(text: &str) -> bool {
+    let start = format!("<<<<<<< {}", ConflictLabels::default().ours);
+    text.lines().any(|l| l == start)
 }
 
 #[cfg(test)]
@@ -232,7 +448,7 @@ mod tests {
         );
         s.saw(&sid("s"), p, Some(unsaved.into()));
         let base = s.seen(&sid("s"), p).unwrap().to_owned();
-        let i = s.plan(p, &base, "hello ACP\nunsaved line\n", false);
+        let i = s.plan(p, &base, "hello ACP\nunsaved line\n", Origin::Write);
         assert_eq!(
             i.merge,
             Some(PlannedMerge {
@@ -249,15 +465,19 @@ mod tests {
         // What the merge was before the agent's view was its base.
         let mut s = FileSyncs::new();
         let p = Path::new("/w/hello.txt");
+        // The user changed the line the agent read from the buffer and
+        // changed again.
         s.reported(
             p,
             BufferText {
-                text: "hello world\nunsaved line\n".into(),
+                text: "hello world!\n".into(),
                 version: 7,
             },
         );
-        let i = s.plan(p, "hello world\n", "hello ACP\nunsaved line\n", false);
+        let i = s.plan(p, "hello world\n", "hello ACP!\n", Origin::Write);
         assert_eq!(i.merge.unwrap().conflicts, 1);
+        let i = s.plan(p, "hello world!\n", "hello ACP!\n", Origin::Write);
+        assert_eq!(i.merge.unwrap().conflicts, 0);
     }
 
     #[test]
@@ -265,7 +485,7 @@ mod tests {
         let mut s = FileSyncs::new();
         let p = Path::new("/w/a.txt");
         // Unknown buffer: no merge to offer; the editor answers stale.
-        let i = s.plan(p, "a\nx\n", "b\nx\n", false);
+        let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
         assert_eq!(i.merge, None);
         let now = BufferText {
             text: "a\nx\nmine\n".into(),
@@ -273,7 +493,7 @@ mod tests {
         };
         s.answered(&i, &Applied::Stale(now.clone()));
         assert_eq!(s.buffer(p), Some(&now));
-        let i = s.plan(p, "a\nx\n", "b\nx\n", false);
+        let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
         assert_eq!(i.revision, 2);
         let merge = i.merge.clone().unwrap();
         assert_eq!((merge.version, merge.text.as_str()), (3, "b\nx\nmine\n"));
@@ -300,5 +520,174 @@ mod tests {
         assert_eq!(s.seen(&sid("s2"), p), Some("y\n"));
         s.saw(&sid("s2"), p, None);
         assert_eq!(s.seen(&sid("s2"), p), None);
+    }
+
+    fn buffer(text: &str, version: u64) -> BufferText {
+        BufferText {
+            text: text.into(),
+            version,
+        }
+    }
+
+    #[test]
+    fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        // An agent write the buffer saved: the disk holds it.
+        let i = s.plan(p, "a\nb\nc\n", "a\nB\nc\n", Origin::Write);
+        s.answered(
+            &i,
+            &Applied::Saved {
+                old_content: Some("a\nb\nc\n".into()),
+                version: 2,
+            },
+        );
+        assert_eq!(s.disk(p), Some("a\nB\nc\n"));
+        // The user types; the agent then edits the file on disk itself.
+        let r = s.user_reported(p, buffer("mine\na\nB\nc\n", 3), OnDisk::No);
+        assert_eq!(
+            r,
+            Report {
+                record: true,
+                sync: false
+            }
+        );
+        assert!(s.disk_changed(p, Some("stale before"), "a\nB\nC\n"));
+        assert_eq!(s.pending(p), Some("a\nB\nC\n"));
+        let i = s.plan_disk(p).unwrap();
+        assert_eq!(i.origin, Origin::Disk);
+        assert_eq!(i.content, "a\nB\nC\n");
+        // Base = the synced disk text, not the `before` review passed.
+        assert_eq!(
+            i.merge,
+            Some(PlannedMerge {
+                version: 3,
+                text: "mine\na\nB\nC\n".into(),
+                conflicts: 0
+            })
+        );
+        s.answered(&i, &Applied::Merged { version: 4 });
+        assert_eq!(s.disk(p), Some("a\nB\nC\n"));
+        assert_eq!(s.pending(p), None);
+        assert_eq!(s.buffer(p), Some(&buffer("mine\na\nB\nC\n", 4)));
+        // The same text seen again (the watcher after a diff): nothing to do.
+        assert!(!s.disk_changed(p, None, "a\nB\nC\n"));
+        assert_eq!(s.plan_disk(p), None);
+    }
+
+    #[test]
+    fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        s.user_reported(p, buffer("x\nmine\n", 5), OnDisk::No);
+        assert!(s.disk_changed(p, Some("x\n"), "X\n"));
+        let merge = s.plan_disk(p).unwrap().merge.unwrap();
+        assert_eq!((merge.text.as_str(), merge.conflicts), ("X\nmine\n", 0));
+        // No base at all: no merge, and giving up leaves the buffer alone.
+        let q = Path::new("/w/b.txt");
+        s.user_reported(q, buffer("mine\n", 1), OnDisk::No);
+        assert!(s.disk_changed(q, None, "agent\n"));
+        let i = s.plan_disk(q).unwrap();
+        assert_eq!(i.merge, None);
+        s.answered(&i, &Applied::Stale(buffer("mine\n", 1)));
+        s.gave_up(&i, "");
+        assert_eq!(s.pending(q), None);
+    }
+
+    #[test]
+    fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        assert!(s.disk_changed(p, Some("a\n"), "b\n"));
+        let i = s.plan_disk(p).unwrap();
+        // The buffer's text is not known: only an unmodified buffer can
+        // take it (a modified one answers stale and gets the merge next).
+        assert_eq!(i.merge, None);
+        s.answered(&i, &Applied::Reloaded { version: 9 });
+        assert_eq!(s.disk(p), Some("b\n"));
+        assert_eq!(s.buffer(p), Some(&buffer("b\n", 9)));
+        assert_eq!(s.pending(p), None);
+    }
+
+    #[test]
+    fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
+        s.user_reported(p, buffer("old\nz\n", 1), OnDisk::Saved);
+        s.user_reported(p, buffer(blocks, 2), OnDisk::No);
+        assert!(s.disk_changed(p, None, "agent\nZ\n"));
+        let i = s.plan_disk(p).unwrap();
+        s.answered(&i, &Applied::Waiting);
+        assert_eq!(s.pending(p), Some("agent\nZ\n"));
+        // Typing with the blocks still open: not recorded (the buffer lacks
+        // the agent's newer text), not planned.
+        assert_eq!(
+            s.user_reported(p, buffer(&format!("{blocks}typed\n"), 3), OnDisk::No),
+            Report {
+                record: false,
+                sync: false
+            }
+        );
+        // Resolved: planned again, from the synced base.
+        assert_eq!(
+            s.user_reported(p, buffer("mine\nz\n", 4), OnDisk::No),
+            Report {
+                record: false,
+                sync: true
+            }
+        );
+        let i = s.plan_disk(p).unwrap();
+        let merge = i.merge.clone().unwrap();
+        assert_eq!((merge.version, merge.conflicts), (4, 1));
+        // A newer disk text arriving while this one was out stays pending.
+        assert!(s.disk_changed(p, None, "agent\nZ2\n"));
+        s.answered(&i, &Applied::Merged { version: 5 });
+        assert_eq!(s.disk(p), Some("agent\nZ\n"));
+        assert_eq!(s.pending(p), Some("agent\nZ2\n"));
+    }
+
+    #[test]
+    fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        s.user_reported(p, buffer("a\n", 1), OnDisk::Read);
+        s.user_reported(p, buffer("a\nmine\n", 2), OnDisk::No);
+        assert!(s.disk_changed(p, None, "A\n"));
+        let i = s.plan_disk(p).unwrap();
+        s.answered(&i, &Applied::Merged { version: 4 });
+        // Typed at 3, merged over at 4: the merge has that text already.
+        let late = s.user_reported(p, buffer("a\nmine\nmore\n", 3), OnDisk::No);
+        assert!(!late.record);
+        assert_eq!(s.buffer(p).unwrap().version, 4);
+        // A buffer read anew starts its versions over.
+        assert!(!s.user_reported(p, buffer("A\n", 1), OnDisk::Read).record);
+        assert!(s.user_reported(p, buffer("A\nx\n", 2), OnDisk::No).record);
+    }
+
+    #[test]
+    fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        s.user_reported(p, buffer("old\n", 1), OnDisk::Read);
+        let i = s.plan(p, "old\n", "new\n", Origin::Write);
+        s.answered(&i, &Applied::Waiting);
+        assert_eq!((s.pending(p), s.disk(p)), (Some("new\n"), Some("old\n")));
+        // The user saves over it (Neovim asked whether to): the disk is theirs.
+        let r = s.user_reported(p, buffer("mine\n", 2), OnDisk::Saved);
+        assert_eq!(
+            r,
+            Report {
+                record: true,
+                sync: false
+            }
+        );
+        assert_eq!((s.pending(p), s.disk(p)), (None, Some("mine\n")));
+        // A read is the buffer's state, never the user's edit.
+        assert!(!s.user_reported(p, buffer("mine\n", 3), OnDisk::Read).record);
+        // A restore merged into unsaved edits leaves the disk alone.
+        let i = s.plan(p, "mine\n", "restored\n", Origin::Restore);
+        s.answered(&i, &Applied::Merged { version: 4 });
+        assert_eq!(s.disk(p), Some("mine\n"));
     }
 }

@@ -309,6 +309,24 @@ pub trait EditorHost: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The agent changed `path` on disk with its own tools (claude-agent-acp
+    /// and Codex edit files themselves and only report diffs): review read
+    /// `after` from the disk, a tool call diff or the file watcher told it.
+    /// `before` is the text review knew the file had before (`None`: unknown,
+    /// or no file). Called from the session's review worker before the
+    /// change's [`ClientEvent::ReviewChanged`], for every change it records,
+    /// also when the editor's buffer already holds the text. An editor with
+    /// buffers brings them up to date; it must not block: queue the work.
+    fn disk_changed(
+        &self,
+        session_id: &SessionId,
+        path: &std::path::Path,
+        before: Option<&str>,
+        after: &str,
+    ) {
+        let _ = (session_id, path, before, after);
+    }
+
     /// Called for every event, in order, from the connection's tasks. Keep it
     /// short: push to a channel.
     fn on_event(&self, event: ClientEvent) {

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use acp_client::buffer_sync::OnDisk;
 use acp_client::elicitation::ElicitationResponse;
 use acp_client::review::HunkId;
 use acp_client::schema;
@@ -165,7 +166,7 @@ pub enum Command {
         /// The chat concerned.
         chat_id: ChatId,
     },
-    /// `acp.review_*`, `acp.user_edit`, `acp.merge`: edit review.
+    /// `acp.review_*`, `acp.user_edit`: edit review.
     Review(ReviewCommand),
     /// `acp.agents_*`: the agent registry.
     Registry(crate::registry::RegistryCommand),
@@ -790,28 +791,21 @@ pub enum ReviewCommand {
         /// agent's next write against this text (see
         /// `acp_client::buffer_sync`).
         tick: Option<u64>,
-    },
-    /// `acp.merge` (request): three-way merge of a buffer with unsaved
-    /// edits and the agent's new text; pure, answered at once.
-    Merge {
-        /// The text the agent changed from.
-        base: String,
-        /// The buffer's text.
-        ours: String,
-        /// The agent's new text.
-        theirs: String,
+        /// `content` is the file's text on disk: the user saved the buffer
+        /// (`saved`), or it was just read (`read`: not an edit, only the
+        /// buffer's state, the base of merging the agent's next disk edit).
+        disk: OnDisk,
     },
 }
 
 impl ReviewCommand {
-    const METHODS: [&'static str; 7] = [
+    const METHODS: [&'static str; 6] = [
         "acp.review_files",
         "acp.review_file",
         "acp.review_accept",
         "acp.review_reject",
         "acp.review_delete",
         "acp.user_edit",
-        "acp.merge",
     ];
 
     fn handles(method: &str) -> bool {
@@ -827,20 +821,18 @@ impl ReviewCommand {
             ReviewCommand::Reject { .. } => "acp.review_reject",
             ReviewCommand::Delete { .. } => "acp.review_delete",
             ReviewCommand::UserEdit { .. } => "acp.user_edit",
-            ReviewCommand::Merge { .. } => "acp.merge",
         }
     }
 
-    /// The chat concerned; `None` for the pure `acp.merge`.
-    pub fn chat_id(&self) -> Option<&ChatId> {
+    /// The chat concerned.
+    pub fn chat_id(&self) -> &ChatId {
         match self {
             ReviewCommand::Files { chat_id }
             | ReviewCommand::File { chat_id, .. }
             | ReviewCommand::Accept { chat_id, .. }
             | ReviewCommand::Reject { chat_id, .. }
             | ReviewCommand::Delete { chat_id, .. }
-            | ReviewCommand::UserEdit { chat_id, .. } => Some(chat_id),
-            ReviewCommand::Merge { .. } => None,
+            | ReviewCommand::UserEdit { chat_id, .. } => chat_id,
         }
     }
 
@@ -883,6 +875,16 @@ fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
             path: path("path")?,
             content: p.opt_string("content")?,
             tick: p.opt_u64("tick")?,
+            disk: match p.opt_string("disk")?.as_deref() {
+                None => OnDisk::No,
+                Some("saved") => OnDisk::Saved,
+                Some("read") => OnDisk::Read,
+                Some(other) => {
+                    return Err(p.bad(format!(
+                        "`disk` must be \"saved\" or \"read\", got \"{other}\""
+                    )))
+                }
+            },
             accept_lines: match p.get("accept_lines") {
                 None => None,
                 Some(Value::Array(pair)) => match &pair[..] {
@@ -903,11 +905,6 @@ fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
                     )))
                 }
             },
-        },
-        "acp.merge" => ReviewCommand::Merge {
-            base: p.string("base")?,
-            ours: p.string("ours")?,
-            theirs: p.string("theirs")?,
         },
         _ => return Err(p.bad("no such method")),
     })
@@ -1300,7 +1297,7 @@ mod tests {
         assert_eq!(
             decode(
                 "acp.user_edit",
-                json!({"chat_id": "c", "path": "/p/a.rs", "content": "x\n", "accept_lines": [2, 5], "tick": 12})
+                json!({"chat_id": "c", "path": "/p/a.rs", "content": "x\n", "accept_lines": [2, 5], "tick": 12, "disk": "saved"})
             )
             .unwrap(),
             Command::Review(ReviewCommand::UserEdit {
@@ -1309,6 +1306,7 @@ mod tests {
                 content: Some("x\n".into()),
                 accept_lines: Some((2, 5)),
                 tick: Some(12),
+                disk: OnDisk::Saved,
             })
         );
         // No content: the user deleted the file.
@@ -1320,19 +1318,15 @@ mod tests {
                 content: None,
                 accept_lines: None,
                 tick: None,
+                disk: OnDisk::No,
             })
         );
-        let merge = decode(
+        // The merge of a disk edit is the backend's now: no `acp.merge`.
+        assert!(decode(
             "acp.merge",
-            json!({"base": "a\n", "ours": "b\n", "theirs": "c\n"}),
+            json!({"base": "a\n", "ours": "b\n", "theirs": "c\n"})
         )
-        .unwrap();
-        assert_eq!(merge.name(), "acp.merge");
-        let Command::Review(m) = merge else {
-            panic!("not a review command");
-        };
-        assert_eq!(m.chat_id(), None);
-        assert!(!m.is_query());
+        .is_err());
     }
 
     #[test]
@@ -1389,9 +1383,9 @@ mod tests {
                 "must be a string",
             ),
             (
-                "acp.merge",
-                json!({"base": "a", "ours": "b"}),
-                "`theirs` is missing",
+                "acp.user_edit",
+                json!({"chat_id": "c", "path": "/a", "disk": "yes"}),
+                "`disk` must be",
             ),
             ("acp.review_files", json!({}), "`chat_id` is missing"),
         ];

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Routed;
 use crate::batcher::EventQueue;
-use crate::command::{BadCommand, Command, ReviewCommand};
+use crate::command::{BadCommand, Command};
 use crate::files::{FileQuery, WorkspaceFiles};
 use crate::msgpack;
 use crate::prompts::Prompts;
@@ -210,9 +210,6 @@ impl<W> NvimHandler<W> {
                 Ok(()) => Reply::Now(Value::Boolean(true)),
                 Err(message) => Reply::Error(Value::from(message)),
             },
-            Ok(Command::Review(ReviewCommand::Merge { base, ours, theirs })) => {
-                Reply::Now(crate::review::merge_reply(&base, &ours, &theirs))
-            }
             Ok(Command::Review(query)) if query.is_query() => {
                 let (tx, rx) = oneshot::channel();
                 self.forward(Routed::Query(query, tx));
@@ -242,12 +239,10 @@ impl<W> NvimHandler<W> {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
-            Ok(Command::Review(r)) if r.is_query() || matches!(r, ReviewCommand::Merge { .. }) => {
-                self.warn(&BadCommand {
-                    method: method.to_owned(),
-                    reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
-                })
-            }
+            Ok(Command::Review(r)) if r.is_query() => self.warn(&BadCommand {
+                method: method.to_owned(),
+                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
+            }),
             Ok(cmd) => self.forward(Routed::Command(cmd)),
         }
     }
@@ -291,7 +286,7 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Handler for NvimHandler<W> {
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
-    use crate::command::ChatId;
+    use crate::command::{ChatId, ReviewCommand};
     use crate::msgpack::{from_json, map};
     use serde_json::json;
 
@@ -423,23 +418,8 @@ mod tests {
     }
 
     #[test]
-    fn merge_is_answered_at_once_and_queries_wait_for_the_loop() {
+    fn queries_wait_for_the_loop() {
         let (h, mut rx, _events) = handler();
-        let reply = h.request(
-            "acp.merge",
-            &[from_json(
-                &json!({"base": "a\nx\nc\n", "ours": "A\nx\nc\n", "theirs": "a\nx\nC\n"}),
-            )],
-        );
-        let Reply::Now(v) = reply else {
-            panic!("merge must answer at once");
-        };
-        assert_eq!(
-            msgpack::field(&v, "text").and_then(Value::as_str),
-            Some("A\nx\nC\n")
-        );
-        assert!(rx.try_recv().is_err());
-
         let reply = h.request("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]);
         let Reply::Later(answer) = reply else {
             panic!("queries wait for the command loop");

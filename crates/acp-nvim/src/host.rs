@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -14,7 +14,7 @@ use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event, PromptId, ReviewView};
-use acp_client::buffer_sync::{self, BufferText, FileSyncs};
+use acp_client::buffer_sync::{self, BufferText, FileSyncs, OnDisk, Origin};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
@@ -28,6 +28,7 @@ use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
 use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
 
 /// Most events kept for sessions that are not registered yet.
 const HELD_MAX: usize = 2_000;
@@ -404,7 +405,86 @@ pub struct NvimHost {
     /// The state of the files this agent read or wrote through Neovim:
     /// the one owner of what the agent saw and of the buffers' reported
     /// text (see `acp_client::buffer_sync`).
-    files: Mutex<FileSyncs>,
+    files: Arc<Mutex<FileSyncs>>,
+    /// The task bringing buffers up to date with the agent's disk edits,
+    /// started with the first one (see [`DiskSync`]).
+    disk_sync: OnceLock<mpsc::UnboundedSender<DiskJob>>,
+}
+
+/// Work for the [`DiskSync`] task, done in order.
+#[derive(Debug)]
+enum DiskJob {
+    /// Send the buffer of this file the agent's waiting disk text.
+    Sync(PathBuf),
+    /// Answered once the jobs before it are done.
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Brings buffers up to date with the agent's disk edits (its own tools,
+/// not `fs/write_text_file`): one task per agent, so neither review's
+/// worker nor the read loop waits on Lua, and the instructions of a file
+/// go out in the order of its changes.
+struct DiskSync {
+    editor: Arc<dyn Editor>,
+    files: Arc<Mutex<FileSyncs>>,
+    events: EventQueue,
+}
+
+impl DiskSync {
+    async fn run(self, mut jobs: mpsc::UnboundedReceiver<DiskJob>) {
+        while let Some(job) = jobs.recv().await {
+            match job {
+                DiskJob::Sync(path) => self.sync(&path).await,
+                DiskJob::Barrier(done) => {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// One instruction for the file's waiting disk text (again after each
+    /// stale answer, at most `MAX_ATTEMPTS`); nothing when it has none
+    /// (taken by an earlier job, or overwritten by a save).
+    async fn sync(&self, path: &Path) {
+        let Some(lua_path) = lua_path(path) else {
+            return;
+        };
+        for _ in 0..buffer_sync::MAX_ATTEMPTS {
+            let Some(instruction) = self.files.lock().plan_disk(path) else {
+                return;
+            };
+            match apply(&*self.editor, &self.files, lua_path, &instruction).await {
+                Ok(buffer_sync::Applied::Stale(_)) => {
+                    if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
+                        // No base to merge on: the unsaved edits stay as
+                        // they are (the agent's text is on disk).
+                        tracing::info!(
+                            path = lua_path,
+                            "no base to merge the agent's disk edit into unsaved edits"
+                        );
+                        self.files.lock().gave_up(&instruction, "");
+                        return;
+                    }
+                }
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(path = lua_path, "disk edit not applied to its buffer: {e}");
+                    self.events.push(Event::Warning {
+                        chat_id: None,
+                        message: format!(
+                            "could not bring the buffer of {lua_path} up to date with the agent's edit on disk ({e}); :edit reloads it"
+                        ),
+                    });
+                    return;
+                }
+            }
+        }
+        // The user typed under every merge: the next report plans it again.
+        tracing::info!(
+            path = lua_path,
+            "the buffer changed under every merge of a disk edit; it waits for the next report"
+        );
+    }
 }
 
 impl std::fmt::Debug for NvimHost {
@@ -428,8 +508,42 @@ impl NvimHost {
             editor,
             prompts,
             routes: Mutex::new(Routes::new(agent_name)),
-            files: Mutex::new(FileSyncs::new()),
+            files: Arc::new(Mutex::new(FileSyncs::new())),
+            disk_sync: OnceLock::new(),
         }
+    }
+
+    /// Queues the instruction of a file's waiting disk text (needs a tokio
+    /// runtime: the task starts with the first one).
+    fn queue_disk_sync(&self, path: &Path) {
+        self.disk_job(DiskJob::Sync(path.to_owned()));
+    }
+
+    fn disk_job(&self, job: DiskJob) {
+        let jobs = self.disk_sync.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let task = DiskSync {
+                editor: self.editor.clone(),
+                files: self.files.clone(),
+                events: self.events.clone(),
+            };
+            tokio::spawn(task.run(rx));
+            tx
+        });
+        if jobs.send(job).is_err() {
+            tracing::warn!("disk edit not synced: the task has stopped");
+        }
+    }
+
+    /// Waits until the disk edits queued so far were sent to Lua and
+    /// answered.
+    async fn disk_synced(&self) {
+        if self.disk_sync.get().is_none() {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.disk_job(DiskJob::Barrier(tx));
+        let _ = rx.await;
     }
 
     fn routes(&self) -> MutexGuard<'_, Routes> {
@@ -463,16 +577,36 @@ impl NvimHost {
     }
 
     /// Lua reported a buffer's text with its `b:changedtick` (the user's
-    /// edit of a reviewed buffer): the next merge into it is made against
-    /// that text.
-    pub fn buffer_reported(&self, path: &Path, text: String, tick: u64) {
-        self.files.lock().reported(
+    /// edit of a reviewed buffer; `on_disk`: saved or just read): the next
+    /// merge into it is made against that text. Returns whether review
+    /// records it as the user's edit: not while the agent's disk text waits
+    /// for the buffer (it is reported again once merged). A report without
+    /// conflict blocks sends that waiting text again.
+    pub async fn buffer_reported(
+        &self,
+        path: &Path,
+        text: String,
+        tick: u64,
+        on_disk: OnDisk,
+    ) -> bool {
+        if self.files.lock().pending(path).is_some() {
+            // An instruction for the agent's disk text may be out: its
+            // answer is taken first, so a report Lua sent after applying it
+            // is not judged by the state before.
+            self.disk_synced().await;
+        }
+        let report = self.files.lock().user_reported(
             path,
             BufferText {
                 text,
                 version: tick,
             },
+            on_disk,
         );
+        if report.sync {
+            self.queue_disk_sync(path);
+        }
+        report.record
     }
 
     /// The chats whose sessions live in this agent.
@@ -552,20 +686,29 @@ impl NvimHost {
         path: &str,
         instruction: &buffer_sync::Instruction,
     ) -> acp_client::Result<buffer_sync::Applied> {
-        let reply = self
-            .editor
-            .fs_apply(lua::Apply::of(path, instruction).encode())
-            .await
-            .map_err(|e| {
-                acp_client::Error::Host(format!(
-                    "Neovim could not write `{path}` through its buffer: {e}"
-                ))
-            })?;
-        let applied = lua::decode_apply(&reply, instruction.revision)
-            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
-        self.files.lock().answered(instruction, &applied);
-        Ok(applied)
+        apply(&*self.editor, &self.files, path, instruction).await
     }
+}
+
+/// Sends one instruction to Lua (`acp.fs.apply`) and records its answer.
+async fn apply(
+    editor: &dyn Editor,
+    files: &Mutex<FileSyncs>,
+    path: &str,
+    instruction: &buffer_sync::Instruction,
+) -> acp_client::Result<buffer_sync::Applied> {
+    let reply = editor
+        .fs_apply(lua::Apply::of(path, instruction).encode())
+        .await
+        .map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not write `{path}` through its buffer: {e}"
+            ))
+        })?;
+    let applied = lua::decode_apply(&reply, instruction.revision)
+        .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
+    files.lock().answered(instruction, &applied);
+    Ok(applied)
 }
 
 /// A `file://` URI's path with its `%XX` escapes decoded (Lua's
@@ -722,6 +865,7 @@ impl EditorHost for NvimHost {
             },
         };
         let mut outcome = None;
+        let mut last = None;
         // Once per stale answer: the user typed between Lua's last report of
         // the buffer and the instruction's arrival, so the merge is made
         // again from the text the answer carries.
@@ -738,7 +882,13 @@ impl EditorHost for NvimHost {
                     // An agent's write of a file that is not on disk.
                     (None, None) => String::new(),
                 };
-                files.plan(&request.path, &base, &request.content, restore.is_some())
+                let origin = match restore {
+                    Some(_) => Origin::Restore,
+                    None => Origin::Write,
+                };
+                let instruction = files.plan(&request.path, &base, &request.content, origin);
+                last = Some((instruction.clone(), base));
+                instruction
             };
             match self.apply(path, &instruction).await? {
                 buffer_sync::Applied::NoBuffer => {
@@ -762,25 +912,42 @@ impl EditorHost for NvimHost {
                     break;
                 }
                 buffer_sync::Applied::Waiting => {
+                    // Open conflict blocks: the write goes to disk and waits
+                    // (FileSyncs::pending); its merge is tried as a disk
+                    // edit once the client recorded it (`on_event`).
                     outcome = Some(WriteOutcome::KeptUnsaved {
                         seen: seen.clone(),
                         buffer: None,
                     });
                     break;
                 }
+                buffer_sync::Applied::Reloaded { .. } => {
+                    return Err(acp_client::Error::Host(format!(
+                        "Neovim took the agent's write of `{path}` as a disk edit and did not save it; update the acp.nvim plugin and backend together"
+                    )));
+                }
                 buffer_sync::Applied::Stale(_) => {}
             }
         }
-        let outcome = outcome.unwrap_or_else(|| {
-            tracing::info!(
-                path,
-                "the buffer changed under every merge; the write goes to disk and waits"
-            );
-            WriteOutcome::KeptUnsaved {
-                seen: seen.clone(),
-                buffer: None,
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => {
+                tracing::info!(
+                    path,
+                    "the buffer changed under every merge; the write goes to disk and waits"
+                );
+                if let Some((instruction, base)) = &last {
+                    // Tried again as a disk edit once the client wrote and
+                    // recorded it (`on_event`), and after the user's next
+                    // report.
+                    self.files.lock().gave_up(instruction, base);
+                }
+                WriteOutcome::KeptUnsaved {
+                    seen: seen.clone(),
+                    buffer: None,
+                }
             }
-        });
+        };
         if restore.is_none() {
             // It knows what it wrote.
             self.files.lock().saw(
@@ -823,7 +990,32 @@ impl EditorHost for NvimHost {
         }
     }
 
+    fn disk_changed(
+        &self,
+        _session_id: &SessionId,
+        path: &Path,
+        before: Option<&str>,
+        after: &str,
+    ) {
+        if lua_path(path).is_none() {
+            return;
+        }
+        if self.files.lock().disk_changed(path, before, after) {
+            self.queue_disk_sync(path);
+        }
+    }
+
     fn on_event(&self, event: ClientEvent) {
+        if let ClientEvent::FileEdited(edit) = &event {
+            if edit.applied == Applied::Waiting && lua_path(&edit.path).is_some() {
+                // The agent's write waited for the buffer (open conflicts,
+                // or typing under every merge): now that the client wrote
+                // it and review recorded it, its merge is tried as a disk
+                // edit. Not earlier: the merged buffer's report would reach
+                // review before the write and be overwritten by it.
+                self.queue_disk_sync(&edit.path);
+            }
+        }
         self.with_routes(|r, out| r.translate(event, out));
     }
 }
@@ -1335,7 +1527,7 @@ mod tests {
         let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
         let outcome = host.write_text_file(&write("y\n")).await.unwrap();
         // The buffer is left alone; the client writes the disk and the
-        // review's sync merges it into the buffer later.
+        // write is merged into the buffer later, as a disk edit.
         assert_eq!(
             outcome,
             WriteOutcome::KeptUnsaved {
@@ -1344,6 +1536,220 @@ mod tests {
             }
         );
         assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
+        assert_eq!(
+            host.files.lock().pending(Path::new("/p/a.txt")),
+            Some("y\n")
+        );
+        // Tried again as a disk edit once the client wrote and recorded it
+        // (bounded too); the user's next report tries it after that.
+        host.on_event(waited("/p/a.txt", "y\n"));
+        host.disk_synced().await;
+        assert_eq!(
+            *lua.instructions.lock() as usize,
+            2 * buffer_sync::MAX_ATTEMPTS
+        );
+        assert_eq!(
+            host.files.lock().pending(Path::new("/p/a.txt")),
+            Some("y\n")
+        );
+    }
+
+    /// The client's event of an agent write that waited for the buffer.
+    fn waited(path: &str, content: &str) -> ClientEvent {
+        ClientEvent::FileEdited(FileEdit {
+            session_id: sid("s1"),
+            path: PathBuf::from(path),
+            old_content: None,
+            new_content: content.into(),
+            applied: Applied::Waiting,
+        })
+    }
+
+    /// A Lua side answering instructions from a script, in order (the
+    /// revision echoed), and keeping every instruction it got.
+    struct Scripted {
+        replies: Mutex<VecDeque<Json>>,
+        seen: Mutex<Vec<Json>>,
+    }
+
+    impl Scripted {
+        fn new(replies: Vec<Json>) -> Arc<Self> {
+            Arc::new(Self {
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::default(),
+            })
+        }
+    }
+
+    #[async_trait]
+    impl Editor for Scripted {
+        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
+            Ok(())
+        }
+        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
+            Ok(Value::Nil)
+        }
+        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            let args = msgpack::to_json(&args);
+            let mut reply = self
+                .replies
+                .lock()
+                .pop_front()
+                .expect("an instruction the script did not expect");
+            reply["revision"] = args["revision"].clone();
+            self.seen.lock().push(args);
+            Ok(msgpack::from_json(&reply))
+        }
+    }
+
+    fn scripted_host(replies: Vec<Json>) -> (NvimHost, Arc<Scripted>) {
+        let lua = Scripted::new(replies);
+        let (events, _rx) = EventQueue::new();
+        let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
+        (host, lua)
+    }
+
+    #[tokio::test]
+    async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
+        let (host, lua) = scripted_host(vec![json!({"status": "reloaded", "tick": 3})]);
+        let path = Path::new("/p/a.txt");
+        host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
+        host.disk_synced().await;
+        // The text is on disk already: the unmodified buffer takes it
+        // without saving (`disk`); its text is not known, so no merge.
+        assert_eq!(
+            *lua.seen.lock(),
+            [json!({"path": "/p/a.txt", "revision": 1, "content": "new\n", "disk": true})]
+        );
+        {
+            let files = host.files.lock();
+            assert_eq!(files.disk(path), Some("new\n"));
+            assert_eq!(
+                files.buffer(path),
+                Some(&BufferText {
+                    text: "new\n".into(),
+                    version: 3
+                })
+            );
+        }
+        // The watcher reading the same text after the diff: nothing sent.
+        host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
+        host.disk_synced().await;
+        assert_eq!(lua.seen.lock().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_disk_edit_merges_into_unsaved_edits_on_the_synced_text_with_one_instruction() {
+        let (host, lua) = scripted_host(vec![json!({"status": "merged", "tick": 5})]);
+        let path = Path::new("/p/a.txt");
+        // Saved by the user (the disk text), then typed in.
+        assert!(
+            host.buffer_reported(path, "a\nb\n".into(), 2, OnDisk::Saved)
+                .await
+        );
+        assert!(
+            host.buffer_reported(path, "mine\na\nb\n".into(), 4, OnDisk::No)
+                .await
+        );
+        // Review's "before" is older than what the buffer was in sync with.
+        host.disk_changed(&sid("s1"), path, Some("a\n"), "a\nB\n");
+        host.disk_synced().await;
+        assert_eq!(
+            *lua.seen.lock(),
+            [
+                json!({"path": "/p/a.txt", "revision": 1, "content": "a\nB\n", "disk": true,
+                    "merged": "mine\na\nB\n", "tick": 4})
+            ]
+        );
+        let files = host.files.lock();
+        assert_eq!(files.disk(path), Some("a\nB\n"));
+        assert_eq!(files.buffer(path).unwrap().version, 5);
+        assert_eq!(files.pending(path), None);
+    }
+
+    #[tokio::test]
+    async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolved() {
+        let (host, lua) = scripted_host(vec![
+            json!({"status": "waiting", "tick": 3}),
+            json!({"status": "merged", "tick": 6}),
+        ]);
+        let path = Path::new("/p/a.txt");
+        let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
+        host.buffer_reported(path, "old\nz\n".into(), 1, OnDisk::Read)
+            .await;
+        host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
+            .await;
+        host.disk_changed(&sid("s1"), path, None, "old\nZ\n");
+        host.disk_synced().await;
+        // One instruction, answered waiting.
+        assert_eq!(lua.seen.lock().len(), 1);
+        assert_eq!(lua.seen.lock()[0]["tick"], 2);
+        // Typing with the blocks open: not the user's edit of the agent's
+        // text, and nothing sent.
+        let typed = format!("{blocks}typed\n");
+        assert!(!host.buffer_reported(path, typed, 3, OnDisk::No).await);
+        host.disk_synced().await;
+        assert_eq!(lua.seen.lock().len(), 1);
+        // Resolved: the waiting text goes out again, merged on the synced
+        // text; the report itself is not recorded (Lua reports the merge).
+        assert!(
+            !host
+                .buffer_reported(path, "mine\nz\n".into(), 5, OnDisk::No)
+                .await
+        );
+        host.disk_synced().await;
+        assert_eq!(
+            lua.seen.lock()[1],
+            json!({"path": "/p/a.txt", "revision": 2, "content": "old\nZ\n", "disk": true,
+                   "merged": "mine\nZ\n", "tick": 5})
+        );
+        assert_eq!(host.files.lock().pending(path), None);
+        // The next report is the user's again.
+        assert!(
+            host.buffer_reported(path, "mine\nZ\nmore\n".into(), 7, OnDisk::No)
+                .await
+        );
+    }
+
+    #[tokio::test]
+    async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit() {
+        let (host, lua) = scripted_host(vec![
+            json!({"status": "waiting", "tick": 2}),
+            json!({"status": "merged", "tick": 3}),
+        ]);
+        let path = Path::new("/p/a.txt");
+        let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
+        host.buffer_reported(path, "agent\nz\n".into(), 1, OnDisk::Read)
+            .await;
+        host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
+            .await;
+        let outcome = host
+            .write_text_file(&write("agent\nz\nmore\n"))
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            WriteOutcome::KeptUnsaved {
+                seen: None,
+                buffer: None
+            }
+        );
+        host.disk_synced().await;
+        assert_eq!(
+            lua.seen.lock().len(),
+            1,
+            "not before the client recorded it"
+        );
+        host.on_event(waited("/p/a.txt", "agent\nz\nmore\n"));
+        host.disk_synced().await;
+        // Its merge around the open blocks does not conflict: taken.
+        let seen = lua.seen.lock();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1]["disk"], true);
+        assert_eq!(
+            seen[1]["merged"],
+            "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\nmore\n"
+        );
     }
 
     #[tokio::test]
@@ -1431,7 +1837,13 @@ mod tests {
             Json::Null,
             json!({"status": "merged", "revision": 1, "tick": 5}),
         ));
-        host.buffer_reported(Path::new("/p/a.txt"), "a\nnew\nb\nmine\n".into(), 4);
+        host.buffer_reported(
+            Path::new("/p/a.txt"),
+            "a\nnew\nb\nmine\n".into(),
+            4,
+            OnDisk::No,
+        )
+        .await;
         let restore = WriteTextFile {
             kind: WriteKind::Restore {
                 current: Some("a\nnew\nb\n".into()),

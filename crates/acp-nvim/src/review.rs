@@ -1,6 +1,5 @@
-//! Edit review for the plugin: the review queries, the decisions (accept,
-//! reject, delete, user edits) applied through acp-client, and the
-//! three-way merge Lua uses for buffers with unsaved edits.
+//! Edit review for the plugin: the review queries and the decisions (accept,
+//! reject, delete, user edits) applied through acp-client.
 //!
 //! acp-client tracks the edits (`Connection::review_*`); this module only
 //! turns the plugin's commands into those calls and their results into the
@@ -13,11 +12,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use acp_client::merge::{merge3, ConflictLabels};
+use acp_client::buffer_sync::OnDisk;
 use acp_client::review::{FileReview, RejectOutcome};
 use acp_client::update::SessionId;
 use rmpv::Value;
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::{Agent, Agents};
@@ -25,41 +23,16 @@ use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
 use crate::protocol::{wire, Event, ReviewView};
 
-/// Marker labels of merge conflicts written into buffers. The plugin finds
-/// conflicts by these exact lines (`<<<<<<< buffer`, `=======`,
-/// `>>>>>>> agent`).
-pub fn conflict_labels() -> ConflictLabels {
-    ConflictLabels::default()
-}
-
 /// A file's full review, encoded for Lua.
 pub fn review_reply(review: &FileReview) -> Value {
     wire::encode(&ReviewView::from(review))
-}
-
-/// The answer to `acp.merge`.
-#[derive(Debug, Serialize)]
-struct MergeReply {
-    /// The merged text, conflicts written out with markers.
-    text: String,
-    /// How many conflicts the text holds.
-    conflicts: usize,
-}
-
-/// `acp.merge`: `{text, conflicts}`, conflicts written out with markers.
-pub fn merge_reply(base: &str, ours: &str, theirs: &str) -> Value {
-    let merged = merge3(base, ours, theirs);
-    wire::encode(&MergeReply {
-        text: merged.render(&conflict_labels()),
-        conflicts: merged.conflict_count(),
-    })
 }
 
 /// Answers `acp.review_files` (the files' summaries) and `acp.review_file`
 /// (one file's review, or nil). A chat without an open session has nothing
 /// under review.
 pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
-    let found = cmd.chat_id().and_then(|chat| agents.find_chat(chat));
+    let found = agents.find_chat(cmd.chat_id());
     match cmd {
         ReviewCommand::Files { .. } => match found {
             Some((agent, session)) => wire::encode(&agent.conn.review(&session).files()),
@@ -127,9 +100,7 @@ impl Decisions {
 
 /// Applies one decision; failures become a `warning` of the chat.
 pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
-    let Some(chat) = cmd.chat_id().cloned() else {
-        return;
-    };
+    let chat = cmd.chat_id().clone();
     let name = cmd.name();
     let Some((agent, session)) = agents.find_chat(&chat) else {
         events.push(Event::Warning {
@@ -151,16 +122,28 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
             content,
             accept_lines,
             tick,
+            disk,
             ..
         } => {
-            if let (Some(text), Some(tick)) = (&content, tick) {
-                agent.host.buffer_reported(&path, text.clone(), tick);
+            // While the agent's disk edit waits for this buffer, the report
+            // is not the user's edit of the file's text (it lacks the
+            // agent's change); Lua reports again once it is merged.
+            let record = match (&content, tick) {
+                (Some(text), Some(tick)) => {
+                    agent
+                        .host
+                        .buffer_reported(&path, text.clone(), tick, disk)
+                        .await
+                }
+                _ => disk != OnDisk::Read,
+            };
+            if record {
+                user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await
+            } else {
+                Ok(())
             }
-            user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await
         }
-        ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Merge { .. } => {
-            Ok(())
-        }
+        ReviewCommand::Files { .. } | ReviewCommand::File { .. } => Ok(()),
     };
     if let Err(e) = result {
         tracing::info!(%chat, command = name, "review decision failed: {e}");
@@ -269,18 +252,6 @@ mod tests {
         assert_eq!(
             s,
             json!({"path": "/w/a.txt", "status": "modified", "hunks": 2, "added": 2, "removed": 1, "first_line": 1})
-        );
-    }
-
-    #[test]
-    fn merge_keeps_both_sides_of_a_conflict_between_markers() {
-        let clean = msgpack::to_json(&merge_reply("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n"));
-        assert_eq!(clean, json!({"text": "A\nb\nC\n", "conflicts": 0}));
-        let conflict = msgpack::to_json(&merge_reply("x\n", "mine\n", "agent's\n"));
-        assert_eq!(conflict["conflicts"], 1);
-        assert_eq!(
-            conflict["text"],
-            "<<<<<<< buffer\nmine\n=======\nagent's\n>>>>>>> agent\n"
         );
     }
 }

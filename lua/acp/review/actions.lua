@@ -15,7 +15,7 @@ end
 local normalize = M.normalize
 -- Loaded before this part (acp.review's init loads them in order).
 local S = require("acp.review.sync")
-local send_user_edit, sync, schedule_refresh = S.send_user_edit, S.sync, S.schedule_refresh
+local send_user_edit, schedule_refresh = S.send_user_edit, S.schedule_refresh
 local rows_of = require("acp.review.render").rows_of
 local entry_of_buf = require("acp.review.keys").entry_of_buf
 
@@ -178,39 +178,92 @@ local function surviving_rows(before, after, ranges)
   return out
 end
 
---- The conflicts are resolved and an agent change waited (M.pending): merge
---- it now, then accept the rows the user resolved to (their choice is the
---- file's text now), as far as the agent's newer change left those rows
---- alone; what it changed there stays under review.
+--- `acp.fs.apply` answered `waiting` to the agent's disk edit of `path`:
+--- its buffer has open conflicts the edit would nest new ones in. The
+--- backend keeps the text and sends it again once a report of the buffer
+--- has no conflict blocks; until then only the conflicts are drawn.
+---@param path string
+function M.disk_waiting(path)
+  local key = normalize(path)
+  if M.pending[key] then
+    return
+  end
+  M.pending[key] = true
+  util.notify(
+    ("the agent changed %s again where conflicts are open; accept or reject them first, then its newer edit is merged"):format(
+      vim.fn.fnamemodify(path, ":~:.")
+    ),
+    vim.log.levels.WARN
+  )
+  schedule_refresh(key)
+end
+
+--- The rows the user resolved conflicts to while an agent edit waited, as
+--- [first, last) ranges (read before that edit is merged: the marks move).
 ---@param buf integer
----@param path string normalized
-local function merge_pending(buf, path)
-  local entry = M.files[path]
-  local before = api.nvim_buf_get_lines(buf, 0, -1, false)
+---@return integer[][]
+function M.resolved_rows(buf)
   local ranges = {}
   for _, m in ipairs(api.nvim_buf_get_extmarks(buf, M.resolved_ns, 0, -1, { details = true })) do
     ranges[#ranges + 1] = { m[2], math.max(m[2], m[4] and m[4].end_row or m[2]) }
   end
+  return ranges
+end
+
+--- `acp.fs.apply` applied the agent's disk edit of `path` to `buf` (reloaded,
+--- or merged into unsaved edits from the rows `before`, where the user had
+--- resolved conflicts to `ranges`: M.resolved_rows). Nothing waits any
+--- more. The rows the user resolved conflicts to while it waited are
+--- accepted (their choice is the file's text now), as far as the agent's
+--- newer change left them alone; what it changed there stays under review.
+--- The merged text is reported (not from inside the backend's request) and
+--- the review drawn again.
+---@param buf integer
+---@param path string
+---@param before? string[] the buffer's rows before a merge
+---@param ranges? integer[][] M.resolved_rows before the merge
+function M.disk_applied(buf, path, before, ranges)
+  local key = normalize(path)
+  M.pending[key] = nil
+  ranges = ranges or {}
   api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
-  -- No conflict is left: nothing waits any more (sync marks it again if
-  -- the merge cannot be done).
-  M.pending[path] = nil
-  if not entry then
-    return
+  local rows = (before and #ranges > 0) and surviving_rows(before, api.nvim_buf_get_lines(buf, 0, -1, false), ranges)
+    or {}
+  vim.schedule(function()
+    if not api.nvim_buf_is_valid(buf) then
+      return
+    end
+    if before then
+      -- The merged text is reported with each run of rows, so its hunks
+      -- there are accepted as a resolution's are (also the pure deletions
+      -- the marker lines leave at the run's edges).
+      if #rows == 0 then
+        send_user_edit(buf)
+      end
+      for _, run in ipairs(rows) do
+        send_user_edit(buf, run)
+      end
+    end
+    -- The review shown is fetched again after the reports.
+    schedule_refresh(key)
+  end)
+end
+
+--- The conflicts of `buf` are resolved while the agent's newer edit waited
+--- (M.pending): the report of the buffer without conflict blocks makes the
+--- backend send it (acp.fs.apply merges it: M.disk_applied). With `wait`,
+--- wait for that merge, which can open new conflicts (resolve_all holds the
+--- file's decision back then).
+---@param buf integer
+---@param path string normalized
+---@param wait? boolean
+local function merge_pending(buf, path, wait)
+  send_user_edit(buf)
+  if wait then
+    vim.wait(5000, function()
+      return not M.pending[path]
+    end, 10)
   end
-  sync(buf, entry)
-  local rows = surviving_rows(before, api.nvim_buf_get_lines(buf, 0, -1, false), ranges)
-  -- The merged text is reported with each run of rows, so its hunks there
-  -- are accepted as a resolution's are (also the pure deletions the marker
-  -- lines leave at the run's edges).
-  if #rows == 0 then
-    send_user_edit(buf)
-  end
-  for _, run in ipairs(rows) do
-    send_user_edit(buf, run)
-  end
-  -- The review shown is fetched again after the accepts.
-  schedule_refresh(path)
 end
 
 --- Resolve a conflict block in the buffer: `side` "theirs" keeps the
@@ -219,11 +272,11 @@ end
 ---@param buf integer
 ---@param c acp.ReviewItem
 ---@param side "ours"|"theirs"
-local function resolve(buf, c, side)
+---@param wait? boolean wait for the merge of an agent edit that waited for the conflicts
+local function resolve(buf, c, side, wait)
   local keep = side == "theirs" and c.theirs or c.ours
   local path = normalize(api.nvim_buf_get_name(buf))
-  local synced = M.synced[path]
-  if not M.pending[path] and (synced == nil or fs.read_disk(path) == synced) then
+  if not M.pending[path] then
     -- Typing not reported yet goes first, on its own: reported with the
     -- resolution, a line typed right next to the block reads as part of
     -- the agent's hunk there, and a later reject would take it.
@@ -247,7 +300,7 @@ local function resolve(buf, c, side)
       end_right_gravity = false,
     })
     if not M.has_conflicts(buf) then
-      merge_pending(buf, path)
+      merge_pending(buf, path, wait)
     end
     M.redraw(buf)
     return
@@ -273,7 +326,7 @@ local function resolve_all(buf, side)
     local it = items[i]
     if it.kind == "conflict" then
       it.first, it.last = rows_of(buf, it)
-      resolve(buf, it, side)
+      resolve(buf, it, side, true)
       any = true
     end
   end

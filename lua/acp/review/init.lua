@@ -4,15 +4,15 @@
 --- agent wrote on disk, and the preview of a proposed edit before approving.
 ---
 --- The backend tracks the edits (per chat) and reports `review_changed`
---- with the file's hunks; this module draws them in ONE namespace. An
---- agent's `fs/write_text_file` to an open buffer is merged by the backend
---- and applied by `acp.fs.apply` (one instruction). Keeping buffers in sync
---- with the agent's disk edits (its own tools):
+--- with the file's hunks; this module draws them in ONE namespace. The
+--- backend also keeps each file's sync state and sends one instruction per
+--- agent edit, applied by `acp.fs.apply`: for an `fs/write_text_file`, and
+--- for the agent's edits on disk (its own tools):
 --- - an unmodified buffer whose file the agent changed is reloaded with
 ---   minimal edits (no "file changed" prompt; cursor and folds survive);
---- - a buffer with unsaved edits gets the agent's change merged in
----   (`acp.merge`, base: the text the buffer was last in sync with) as one
----   undo step; it stays modified. Conflicts are written between
+--- - a buffer with unsaved edits gets the agent's change merged in (base:
+---   the text the buffer was last in sync with) as one undo step; it stays
+---   modified. Conflicts are written between
 ---   `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines and shown as
 ---   conflict hunks: accept keeps the agent's side, reject keeps yours;
 --- - what the user types in a reviewed buffer is reported (`acp.user_edit`),
@@ -26,7 +26,6 @@
 
 local api = vim.api
 local util = require("acp.util")
-local fs = require("acp.fs")
 
 local M = {}
 
@@ -69,14 +68,13 @@ M.CONFLICT_END = ">>>>>>> agent"
 
 ---@type table<string, acp.ReviewEntry>
 M.files = {}
---- Disk text each reviewed buffer was last in sync with (path -> text).
----@type table<string, string>
-M.synced = {}
 ---@type table<integer, acp.ReviewItem[]> buffer -> items drawn
 M.items = {}
 --- Files whose buffer still holds conflict blocks when the agent changed the
 --- file again: that change waits on disk until the conflicts are resolved
---- (merging it now would nest conflict blocks), path -> true.
+--- (merging it now would nest conflict blocks), path -> true. Set when
+--- `acp.fs.apply` answers `waiting`; the backend keeps the text and sends
+--- it again once a report has no conflict blocks.
 ---@type table<string, true>
 M.pending = {}
 --- Rows the user resolved a conflict to while the agent's newer change
@@ -94,14 +92,6 @@ local function normalize(path)
   return util.uv.fs_realpath(full) or full
 end
 M.normalize = normalize
-
---- The buffer's text was just synced with the disk text `text` (acp.fs.apply
---- calls this after applying or merging an agent's write).
----@param path string
----@param text string
-function M.set_synced(path, text)
-  M.synced[normalize(path)] = text
-end
 
 --- Run `fn` (which saves the buffer of `path`) without reporting the save
 --- as the user's edit.
@@ -139,8 +129,13 @@ function M.setup()
       if own_writes[path] or not M.files[path] then
         return
       end
-      M.synced[path] = fs.buffer_text(a.buf)
-      require("acp.review.sync").send_user_edit(a.buf)
+      if M.pending[path] then
+        -- The user saved over the agent's waiting text (Neovim asked):
+        -- the file is theirs now, nothing waits.
+        M.pending[path] = nil
+        api.nvim_buf_clear_namespace(a.buf, M.resolved_ns, 0, -1)
+      end
+      require("acp.review.sync").send_user_edit(a.buf, nil, "saved")
     end,
   })
   api.nvim_create_autocmd("BufReadPost", {
@@ -148,9 +143,10 @@ function M.setup()
     callback = function(a)
       local path = normalize(a.match)
       if M.files[path] then
-        -- A new buffer's changedtick starts over.
+        -- A new buffer's changedtick starts over. The backend learns the
+        -- text the buffer is in sync with now (not an edit).
         M.files[path].reported_tick = nil
-        M.synced[path] = fs.buffer_text(a.buf)
+        require("acp.review.sync").send_user_edit(a.buf, nil, "read")
         require("acp.review.sync").schedule_refresh(path)
       end
     end,
@@ -159,8 +155,10 @@ function M.setup()
     group = group,
     callback = function(a)
       local path = normalize(a.match)
-      if M.files[path] and next(M.files[path].chats) ~= nil then
-        -- The review syncs this buffer itself (reload or merge).
+      if (M.files[path] and next(M.files[path].chats) ~= nil) or require("acp.filestamp").holds_disk(a.buf) then
+        -- The backend syncs this buffer with the agent's edits (reload or
+        -- merge: acp.fs.apply), also before the edit's review_changed
+        -- arrives: the buffer holds the disk's text already.
         vim.v.fcs_choice = ""
         require("acp.review.sync").schedule_refresh(path)
       else

@@ -1,9 +1,9 @@
 ---@mod acp.review.sync Keeping the review and the buffers in sync: the
 --- user's edits reported to the backend (`acp.user_edit`, with the buffer's
---- changedtick), an agent's disk edits brought into the buffers (minimal
---- reload, or a merge into unsaved edits through `acp.merge`), the review
---- drawn from `review_changed` (asked for with `acp.review_file` only after
---- our own user edits or decisions).
+--- changedtick), the review drawn from `review_changed` (asked for with
+--- `acp.review_file` only after our own user edits or decisions). The
+--- agent's edits reach the buffers as the backend's instructions
+--- (`acp.fs.apply`): this part only draws and reports.
 
 local api = vim.api
 local util = require("acp.util")
@@ -27,28 +27,26 @@ local keys = require("acp.review.keys")
 local entry_of_buf, attach, detach = keys.entry_of_buf, keys.attach, keys.detach
 local draw = require("acp.review.render").draw
 
---- Tell the backend what the user made of a reviewed buffer, unless the
---- disk changed since the buffer was synced (the agent's change is then
---- merged first, by the refresh that follows).
+--- Tell the backend what the user made of a reviewed buffer. While the
+--- agent's newer disk text waits for this buffer, the backend keeps the
+--- report as the buffer's state only (it is not the user undoing that
+--- change) and sends the merge; the merged buffer is reported again.
 ---@param buf integer
 ---@param accept_lines? integer[] {start, end}: then accept those lines (a resolution)
-local function send_user_edit(buf, accept_lines)
+---@param disk? "saved"|"read" the buffer's text is the file's on disk (saved, or just read)
+local function send_user_edit(buf, accept_lines, disk)
   local entry = entry_of_buf(buf)
   if not entry then
     return
   end
-  local synced = M.synced[entry.path]
-  if synced ~= nil and fs.read_disk(entry.path) ~= synced then
-    if M.pending[entry.path] and M.has_conflicts(buf) then
-      -- The agent's newer text waits for the conflicts (see sync); the
-      -- buffer would pass for the user undoing it. Reported after the merge.
-      return
-    end
-    M.refresh(entry.path)
-    return
+  if not disk and not vim.bo[buf].modified and fs.buffer_text(buf) ~= fs.read_disk(entry.path) then
+    -- Undoing the agent's reload lands on the text Neovim read and so
+    -- reads as unmodified; the buffer differs from its file: say so, or
+    -- the agent's next disk edit would be reloaded over the undo.
+    vim.bo[buf].modified = true
   end
   local tick = api.nvim_buf_get_changedtick(buf)
-  if tick == entry.reported_tick and not accept_lines then
+  if tick == entry.reported_tick and not accept_lines and not disk then
     return
   end
   local text = fs.buffer_text(buf)
@@ -61,94 +59,13 @@ local function send_user_edit(buf, accept_lines)
       content = text,
       accept_lines = accept_lines,
       tick = tick,
+      disk = disk,
     })
   end
 end
 
 
---- Bring a loaded buffer up to date with what the agent wrote on disk.
----@param buf integer
----@param entry acp.ReviewEntry
-local function sync(buf, entry)
-  local disk = fs.read_disk(entry.path)
-  if disk == nil then
-    return
-  end
-  local text = fs.buffer_text(buf)
-  if text == disk then
-    M.synced[entry.path] = disk
-    return
-  end
-  if not vim.bo[buf].modified then
-    if M.synced[entry.path] == disk then
-      -- The disk did not change since the buffer was last in sync with it:
-      -- the difference is the user's. Undoing the agent's reload lands on
-      -- the text Neovim read and so reads as unmodified; reloading now would
-      -- take the undo back and lose its redo. The buffer differs from its
-      -- file: say so.
-      vim.bo[buf].modified = true
-      return
-    end
-    fs.apply_text(buf, disk)
-    vim.bo[buf].modified = false
-    -- Neovim remembers when it last read or wrote the file and would ask
-    -- "changed since reading it" at the next :write; acp.filestamp quiets
-    -- that while the disk holds this text. Saving the identical text instead
-    -- would race the agent: one that rewrites the file in place (truncate,
-    -- then write) can be read half way, and saving that clobbered its
-    -- finished write (found by the data-safety property test).
-    require("acp.filestamp").merged(buf, disk)
-    M.synced[entry.path] = disk
-    return
-  end
-  local base = M.synced[entry.path] or (entry.review and entry.review.baseline)
-  if base == nil or base == vim.NIL or base == disk then
-    -- The disk did not change since the buffer was in sync: the difference
-    -- is the user's unsaved work.
-    return
-  end
-  local ours = fs.buffer_text(buf)
-  local ok, merged, conflicts = pcall(fs.merge_text, base, ours, disk)
-  if not ok then
-    util.notify(tostring(merged), vim.log.levels.ERROR)
-    return
-  end
-  if conflicts > 0 and M.has_conflicts(buf) then
-    -- New conflict blocks next to (or inside) the open ones would nest
-    -- them: the agent's text waits on disk (M.synced keeps the older
-    -- text), and resolving the open conflicts merges it (merge_pending).
-    if not M.pending[entry.path] then
-      M.pending[entry.path] = true
-      util.notify(
-        ("the agent changed %s again where conflicts are open; accept or reject them first, then its newer edit is merged"):format(
-          vim.fn.fnamemodify(entry.path, ":~:.")
-        ),
-        vim.log.levels.WARN
-      )
-    end
-    return
-  end
-  M.pending[entry.path] = nil
-  if merged ~= ours then
-    fs.apply_text(buf, merged)
-  end
-  M.synced[entry.path] = disk
-  -- Resolutions waiting for this merge are done with (merge_pending read
-  -- them; a hand-made resolution leaves nothing to accept).
-  api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
-  require("acp.filestamp").merged(buf, disk)
-  if conflicts > 0 then
-    util.notify(
-      ("the agent changed %s where your unsaved edits are: %d conflict(s) kept both sides in the buffer; accept (agent's side) or reject (yours) them"):format(
-        vim.fn.fnamemodify(entry.path, ":~:."),
-        conflicts
-      ),
-      vim.log.levels.WARN
-    )
-  end
-end
-
---- Fetch the shown chat's review of a path, sync its buffer, draw.
+--- Fetch the shown chat's review of a path, report its buffer, draw.
 ---@param path string
 function M.refresh(path)
   local entry = M.files[path]
@@ -178,12 +95,11 @@ function M.refresh(path)
   if not buf then
     return
   end
-  sync(buf, entry)
   if entry.review and entry.review.current == fs.buffer_text(buf) then
     -- The review has the buffer's text: nothing of this tick to report.
     entry.reported_tick = api.nvim_buf_get_changedtick(buf)
   end
-  -- Unsaved user text (or a merge just made) the review does not know yet.
+  -- Unsaved user text the review does not know yet.
   if vim.bo[buf].modified then
     send_user_edit(buf)
   end
@@ -290,7 +206,6 @@ function M.drop_chat(chat_id)
   end
 end
 S.send_user_edit = send_user_edit
-S.sync = sync
 S.schedule_refresh = schedule_refresh
 
 return S

@@ -370,21 +370,38 @@ impl Worker {
             return;
         };
         let snapshot = self.snapshots.get(&path).cloned();
-        let change = {
+        let (before, change) = {
             let mut st = self.state.lock();
-            st.known.insert(path.clone(), now.clone());
-            observe(&mut st.tracker, &path, |t| {
+            let known = st.known.insert(path.clone(), now.clone());
+            let change = observe(&mut st.tracker, &path, |t| {
                 record_diff(
                     t,
                     &path,
                     diff.old_text.as_deref(),
                     &diff.new_text,
-                    snapshot,
+                    snapshot.clone(),
                     now.as_deref(),
                 )
             })
-            .1
+            .1;
+            // The text before this edit: the last known one, unless that is
+            // already the new text (a snapshot taken after the write), then
+            // the review's baseline.
+            let before = match known {
+                Some(known) if known != now => known,
+                _ => st
+                    .tracker
+                    .review(&path)
+                    .and_then(|r| r.baseline)
+                    .or_else(|| snapshot.flatten().filter(|s| Some(s) != now.as_ref())),
+            };
+            (before, change)
         };
+        if let Some(after) = &now {
+            // Before the event (see `Worker::check_disk`).
+            self.host
+                .disk_changed(&self.session_id, &path, before.as_deref(), after);
+        }
         emit(&self.events, &self.session_id, change);
     }
 }

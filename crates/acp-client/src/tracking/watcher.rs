@@ -301,7 +301,7 @@ impl Worker {
         let Disk::Known(now) = read_disk(path, self.max_read_bytes).await else {
             return;
         };
-        let change = {
+        let (before, change) = {
             let mut st = self.state.lock();
             let Some(before) = st.known.get(path).cloned() else {
                 return;
@@ -310,7 +310,7 @@ impl Worker {
                 return;
             }
             st.known.insert(path.to_owned(), now.clone());
-            observe(&mut st.tracker, path, |t| match (&before, &now) {
+            let change = observe(&mut st.tracker, path, |t| match (&before, &now) {
                 (_, Some(new)) => {
                     t.record_write(path, before.as_deref(), new);
                 }
@@ -319,8 +319,16 @@ impl Worker {
                 }
                 (None, None) => {}
             })
-            .1
+            .1;
+            (before, change)
         };
+        if let Some(after) = &now {
+            // Before the event: the editor's buffer is brought up to date
+            // first, so a report of it that follows the event is not taken
+            // for the user undoing this change.
+            self.host
+                .disk_changed(&self.session_id, path, before.as_deref(), after);
+        }
         emit(&self.events, &self.session_id, change);
     }
 }

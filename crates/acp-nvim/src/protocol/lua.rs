@@ -11,7 +11,7 @@
 use rmpv::Value;
 use serde::Serialize;
 
-use acp_client::buffer_sync::{Applied, BufferText, Instruction};
+use acp_client::buffer_sync::{Applied, BufferText, Instruction, Origin};
 
 use super::wire;
 use crate::msgpack;
@@ -27,15 +27,16 @@ pub struct FsRead<'a> {
     pub limit: Option<u32>,
 }
 
-/// `require('acp.fs').apply(args)`: the one instruction of a write to a
-/// file Neovim may have a buffer of (see `acp_client::buffer_sync`).
+/// `require('acp.fs').apply(args)`: the one instruction of a write, or of
+/// the agent's disk edit, to a file Neovim may have a buffer of (see
+/// `acp_client::buffer_sync`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Apply<'a> {
     /// Absolute path.
     pub path: &'a str,
     /// The file's instruction count; the reply names it.
     pub revision: u64,
-    /// The text an unmodified buffer takes (then saved).
+    /// The text an unmodified buffer takes (then saved, unless `disk`).
     pub content: &'a str,
     /// The text a modified buffer takes, only while its `b:changedtick` is
     /// still `tick`.
@@ -49,6 +50,10 @@ pub struct Apply<'a> {
     /// a buffer with open conflicts takes it too.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub restore: bool,
+    /// The agent changed the file on disk itself: `content` is on disk
+    /// already, so an unmodified buffer takes it without saving.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disk: bool,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -65,7 +70,8 @@ impl<'a> Apply<'a> {
             merged: i.merge.as_ref().map(|m| m.text.as_str()),
             tick: i.merge.as_ref().map(|m| m.version),
             conflicts: i.merge.as_ref().map_or(0, |m| m.conflicts),
-            restore: i.restore,
+            restore: i.origin == Origin::Restore,
+            disk: i.origin == Origin::Disk,
         }
     }
 
@@ -192,6 +198,9 @@ pub fn decode_apply(reply: &Value, revision: u64) -> Result<Applied, BadReply> {
             old_content: text_field(reply, "old_content")?,
             version: tick_field(reply)?,
         },
+        "reloaded" => Applied::Reloaded {
+            version: tick_field(reply)?,
+        },
         "merged" => Applied::Merged {
             version: tick_field(reply)?,
         },
@@ -226,11 +235,19 @@ mod tests {
             revision: 2,
             content: "x".into(),
             merge: None,
-            restore: false,
+            origin: Origin::Write,
         };
         assert_eq!(
             msgpack::to_json(&Apply::of("/a", &i).encode()),
             json!({"path": "/a", "revision": 2, "content": "x"})
+        );
+        let disk = Instruction {
+            origin: Origin::Disk,
+            ..i
+        };
+        assert_eq!(
+            msgpack::to_json(&Apply::of("/a", &disk).encode()),
+            json!({"path": "/a", "revision": 2, "content": "x", "disk": true})
         );
     }
 
@@ -270,6 +287,11 @@ mod tests {
             })
         );
         assert_eq!(decode_apply(&saved, 4), Err(BadReply::Missing("revision")));
+        let reloaded = msgpack::from_json(&json!({"status": "reloaded", "revision": 5, "tick": 2}));
+        assert_eq!(
+            decode_apply(&reloaded, 5),
+            Ok(Applied::Reloaded { version: 2 })
+        );
         let odd = msgpack::from_json(&json!({"status": "maybe", "revision": 1}));
         assert_eq!(decode_apply(&odd, 1), Err(BadReply::Status("maybe".into())));
         assert_eq!(
