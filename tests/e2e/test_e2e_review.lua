@@ -284,8 +284,37 @@ local function edited(name, prompt, hunks)
   return buf, path, chat
 end
 
+--- Counts the backend's instructions (acp.fs.apply) and Lua's requests to
+--- the backend (but opening a chat) while `fn` runs.
+local function counted(fn)
+  local backend, fs = require("acp.backend"), require("acp.fs")
+  local orig_request, orig_apply = backend.request, fs.apply
+  local n = { applies = {}, asked = {} }
+  backend.request = function(method, ...)
+    if method ~= "acp.open" then
+      n.asked[#n.asked + 1] = method
+    end
+    return orig_request(method, ...)
+  end
+  fs.apply = function(args)
+    local reply = orig_apply(args)
+    n.applies[#n.applies + 1] = (args.disk and "disk " or "write ") .. tostring(reply.status)
+    return reply
+  end
+  local ok, a, b, c = pcall(fn)
+  backend.request, fs.apply = orig_request, orig_apply
+  assert(ok, a)
+  return n, a, b, c
+end
+
 T.test("a disk edit reported by a tool call diff reloads the unmodified buffer and shows its hunks", function()
-  local buf = edited("three.txt", "edit three", 3)
+  local n, buf = counted(function()
+    return edited("three.txt", "edit three", 3)
+  end)
+  -- The backend owns the sync: one instruction, one reply; drawing the
+  -- review_changed event asks nothing.
+  T.eq({ "disk reloaded" }, n.applies, "one instruction for the disk edit")
+  T.eq({}, n.asked, "no acp.merge, no acp.review_file")
   T.eq(vim.split(THREE, "\n", { trimempty = true }), T.lines(buf), "buffer reloaded")
   T.eq(false, vim.bo[buf].modified, "not modified")
   T.eq({ 1, 4, 7 }, rows_with(buf, "AcpReviewAdd"), "added lines highlighted")
@@ -327,10 +356,16 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
   local buf, path = open_file("unsaved.txt", NINE)
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "L1 mine" })
   local chat = T.open_chat("review", dir)
-  T.eq("end_turn", T.turn(chat, "edit unsaved"), "stop reason")
-  T.wait(function()
-    return T.lines(buf)[8] == "L8 agent"
-  end, "agent edit merged")
+  local n = counted(function()
+    T.eq("end_turn", T.turn(chat, "edit unsaved"), "stop reason")
+    T.wait(function()
+      return T.lines(buf)[8] == "L8 agent"
+    end, "agent edit merged")
+  end)
+  -- The backend never saw this buffer's text: the first instruction finds
+  -- it out (stale), the second merges (a reported buffer takes one).
+  T.eq({ "disk stale", "disk merged" }, n.applies, "the disk edit's instructions")
+  T.eq({}, n.asked, "no acp.merge asked by Lua")
   T.eq("L1 mine", T.lines(buf)[1], "the user's edit stays")
   T.eq(true, vim.bo[buf].modified, "still modified")
   T.eq("l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n", T.read_file(path), "disk has the agent's text only")
