@@ -237,6 +237,7 @@ end
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
 ---@field disk? boolean the agent changed the file on disk itself: `content` is on disk already
+---@field chat_id? string disk: the chat whose agent made the edit
 
 ---@class acp.FsApplyReply
 ---@field status "no_buffer"|"saved"|"reloaded"|"merged"|"waiting"|"stale"
@@ -258,6 +259,20 @@ local function notify_conflicts(path, conflicts)
   )
 end
 
+--- The `stale` answer of an instruction for a modified buffer: no merge
+--- came, or the buffer changed since the one the merge was made against
+--- (the user typed since the backend's last report); nil when `merged`
+--- applies.
+---@param buf integer
+---@param args acp.FsApplyArgs
+---@return acp.FsApplyReply?
+local function stale_reply(buf, args)
+  local tick = api.nvim_buf_get_changedtick(buf)
+  if type(args.merged) ~= "string" or args.tick ~= tick then
+    return { status = "stale", revision = args.revision, text = M.buffer_text(buf), tick = tick }
+  end
+end
+
 --- Apply an instruction for the agent's edit on disk (`args.disk`): the
 --- text is on disk already, so nothing is saved.
 --- - unmodified buffer: `content` with minimal edits, marked unmodified:
@@ -273,6 +288,9 @@ end
 local function apply_disk(buf, args)
   local rev, path, content = args.revision, args.path, args.content or ""
   local review = require("acp.review")
+  if type(args.chat_id) == "string" then
+    review.disk_edit_by(path, args.chat_id)
+  end
   if not vim.bo[buf].modified then
     if M.buffer_text(buf) ~= content then
       M.apply_text(buf, content)
@@ -288,10 +306,11 @@ local function apply_disk(buf, args)
     review.disk_applied(buf, path)
     return { status = "reloaded", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
   end
-  local tick = api.nvim_buf_get_changedtick(buf)
-  if type(args.merged) ~= "string" or args.tick ~= tick then
-    return { status = "stale", revision = rev, text = M.buffer_text(buf), tick = tick }
+  local stale = stale_reply(buf, args)
+  if stale then
+    return stale
   end
+  local tick = api.nvim_buf_get_changedtick(buf)
   local conflicts = tonumber(args.conflicts) or 0
   if conflicts > 0 and review.has_conflicts(buf) then
     -- New conflict blocks next to (or inside) the open ones would nest
@@ -346,9 +365,9 @@ function M.apply(args)
       -- waits for them: acp.review's pending).
       return { status = "waiting", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
     end
-    local tick = api.nvim_buf_get_changedtick(buf)
-    if type(args.merged) ~= "string" or args.tick ~= tick then
-      return { status = "stale", revision = rev, text = M.buffer_text(buf), tick = tick }
+    local stale = stale_reply(buf, args)
+    if stale then
+      return stale
     end
     if args.merged ~= M.buffer_text(buf) then
       M.apply_text(buf, args.merged)

@@ -1024,6 +1024,11 @@ local REGRESSIONS = {
   -- Undoing the agent's reload of an unmodified buffer reads as unmodified,
   -- and the review reloaded the agent's text over the undo, losing its redo.
   { 542158645, 40, OPS },
+  -- The backend's reload of an agent's disk edit reached the buffer before
+  -- the edit's review_changed; a save right then was not reported, and a
+  -- reject took the saved line for the agent's (the instruction now names
+  -- the chat, whose reports start at once).
+  { 597261420, 311, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -414,8 +414,9 @@ pub struct NvimHost {
 /// Work for the [`DiskSync`] task, done in order.
 #[derive(Debug)]
 enum DiskJob {
-    /// Send the buffer of this file the agent's waiting disk text.
-    Sync(PathBuf),
+    /// Send the buffer of this file the agent's waiting disk text; the chat
+    /// whose agent made the edit, when known.
+    Sync(PathBuf, Option<ChatId>),
     /// Answered once the jobs before it are done.
     Barrier(oneshot::Sender<()>),
 }
@@ -434,7 +435,7 @@ impl DiskSync {
     async fn run(self, mut jobs: mpsc::UnboundedReceiver<DiskJob>) {
         while let Some(job) = jobs.recv().await {
             match job {
-                DiskJob::Sync(path) => self.sync(&path).await,
+                DiskJob::Sync(path, chat) => self.sync(&path, chat.as_ref()).await,
                 DiskJob::Barrier(done) => {
                     let _ = done.send(());
                 }
@@ -445,7 +446,7 @@ impl DiskSync {
     /// One instruction for the file's waiting disk text (again after each
     /// stale answer, at most `MAX_ATTEMPTS`); nothing when it has none
     /// (taken by an earlier job, or overwritten by a save).
-    async fn sync(&self, path: &Path) {
+    async fn sync(&self, path: &Path, chat: Option<&ChatId>) {
         let Some(lua_path) = lua_path(path) else {
             return;
         };
@@ -453,7 +454,7 @@ impl DiskSync {
             let Some(instruction) = self.files.lock().plan_disk(path) else {
                 return;
             };
-            match apply(&*self.editor, &self.files, lua_path, &instruction).await {
+            match apply(&*self.editor, &self.files, lua_path, &instruction, chat).await {
                 Ok(buffer_sync::Applied::Stale(_)) => {
                     if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
                         // No base to merge on: the unsaved edits stay as
@@ -515,8 +516,8 @@ impl NvimHost {
 
     /// Queues the instruction of a file's waiting disk text (needs a tokio
     /// runtime: the task starts with the first one).
-    fn queue_disk_sync(&self, path: &Path) {
-        self.disk_job(DiskJob::Sync(path.to_owned()));
+    fn queue_disk_sync(&self, path: &Path, chat: Option<ChatId>) {
+        self.disk_job(DiskJob::Sync(path.to_owned(), chat));
     }
 
     fn disk_job(&self, job: DiskJob) {
@@ -604,7 +605,7 @@ impl NvimHost {
             on_disk,
         );
         if report.sync {
-            self.queue_disk_sync(path);
+            self.queue_disk_sync(path, None);
         }
         report.record
     }
@@ -686,7 +687,7 @@ impl NvimHost {
         path: &str,
         instruction: &buffer_sync::Instruction,
     ) -> acp_client::Result<buffer_sync::Applied> {
-        apply(&*self.editor, &self.files, path, instruction).await
+        apply(&*self.editor, &self.files, path, instruction, None).await
     }
 }
 
@@ -696,15 +697,15 @@ async fn apply(
     files: &Mutex<FileSyncs>,
     path: &str,
     instruction: &buffer_sync::Instruction,
+    chat: Option<&ChatId>,
 ) -> acp_client::Result<buffer_sync::Applied> {
-    let reply = editor
-        .fs_apply(lua::Apply::of(path, instruction).encode())
-        .await
-        .map_err(|e| {
-            acp_client::Error::Host(format!(
-                "Neovim could not write `{path}` through its buffer: {e}"
-            ))
-        })?;
+    let mut call = lua::Apply::of(path, instruction);
+    call.chat_id = chat.map(|c| &*c.0);
+    let reply = editor.fs_apply(call.encode()).await.map_err(|e| {
+        acp_client::Error::Host(format!(
+            "Neovim could not write `{path}` through its buffer: {e}"
+        ))
+    })?;
     let applied = lua::decode_apply(&reply, instruction.revision)
         .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
     files.lock().answered(instruction, &applied);
@@ -990,18 +991,13 @@ impl EditorHost for NvimHost {
         }
     }
 
-    fn disk_changed(
-        &self,
-        _session_id: &SessionId,
-        path: &Path,
-        before: Option<&str>,
-        after: &str,
-    ) {
+    fn disk_changed(&self, session_id: &SessionId, path: &Path, before: Option<&str>, after: &str) {
         if lua_path(path).is_none() {
             return;
         }
         if self.files.lock().disk_changed(path, before, after) {
-            self.queue_disk_sync(path);
+            let chat = self.routes().sessions.get(session_id).cloned();
+            self.queue_disk_sync(path, chat);
         }
     }
 
@@ -1013,7 +1009,8 @@ impl EditorHost for NvimHost {
                 // it and review recorded it, its merge is tried as a disk
                 // edit. Not earlier: the merged buffer's report would reach
                 // review before the write and be overwritten by it.
-                self.queue_disk_sync(&edit.path);
+                let chat = self.routes().sessions.get(&edit.session_id).cloned();
+                self.queue_disk_sync(&edit.path, chat);
             }
         }
         self.with_routes(|r, out| r.translate(event, out));
@@ -1613,13 +1610,18 @@ mod tests {
     async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
         let (host, lua) = scripted_host(vec![json!({"status": "reloaded", "tick": 3})]);
         let path = Path::new("/p/a.txt");
+        host.register(sid("s1"), chat("c7"), None);
         host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
         host.disk_synced().await;
         // The text is on disk already: the unmodified buffer takes it
-        // without saving (`disk`); its text is not known, so no merge.
+        // without saving (`disk`); its text is not known, so no merge. The
+        // chat is named: the buffer's saves are reported to it at once.
         assert_eq!(
             *lua.seen.lock(),
-            [json!({"path": "/p/a.txt", "revision": 1, "content": "new\n", "disk": true})]
+            [
+                json!({"path": "/p/a.txt", "revision": 1, "content": "new\n", "disk": true,
+                    "chat_id": "c7"})
+            ]
         );
         {
             let files = host.files.lock();

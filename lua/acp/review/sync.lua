@@ -142,6 +142,21 @@ local function schedule_refresh(path)
 end
 
 
+--- The backend's instruction for the agent's disk edit of `path` names the
+--- chat whose agent made it (acp.fs.apply): the buffer's saves are reported
+--- to that chat from now on, also before the edit's `review_changed`
+--- arrives (the instruction can come first; a save in between, unreported,
+--- would be taken for part of the agent's edit).
+---@param path string
+---@param chat_id string
+function M.disk_edit_by(path, chat_id)
+  local key = normalize(path)
+  local entry = M.files[key] or { path = key, chats = {} }
+  M.files[key] = entry
+  entry.reviewed_by = entry.reviewed_by or {}
+  entry.reviewed_by[chat_id] = true
+end
+
 --- `review_changed` from the backend.
 ---@param chat_id string
 ---@param ev acp.ev.ReviewChanged

@@ -54,6 +54,10 @@ pub struct Apply<'a> {
     /// already, so an unmodified buffer takes it without saving.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk: bool,
+    /// The chat whose agent made a disk edit: the plugin reports the
+    /// buffer's next save to it also before the edit's `review_changed`
+    /// arrives (the instruction can come first).
+    pub chat_id: Option<&'a str>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -72,6 +76,7 @@ impl<'a> Apply<'a> {
             conflicts: i.merge.as_ref().map_or(0, |m| m.conflicts),
             restore: i.origin == Origin::Restore,
             disk: i.origin == Origin::Disk,
+            chat_id: None,
         }
     }
 
