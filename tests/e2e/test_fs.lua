@@ -141,6 +141,84 @@ T.test("an agent read reports the buffer's whole text and tick", function()
   T.eq(nil, fs.read_for_agent({ path = dir .. "/nobuf.txt" }), "no buffer")
 end)
 
+T.test("an agent's disk edit reloads an unmodified buffer without saving it, one undo step", function()
+  local path = dir .. "/disk-reload.txt"
+  T.write_file(path, "one\ntwo\n")
+  local buf = open(path)
+  -- The agent wrote the file itself; the backend sends its text.
+  T.write_file(path, "one\nTWO\n")
+  local old = vim.uv.fs_stat(path).mtime
+  local reply = fs.apply({ path = path, revision = 1, content = "one\nTWO\n", disk = true, chat_id = "c1" })
+  T.eq("reloaded", reply.status, "reloaded")
+  T.eq(vim.api.nvim_buf_get_changedtick(buf), reply.tick, "with the buffer's tick")
+  T.eq({ "one", "TWO" }, T.lines(buf), "the agent's text")
+  T.eq(false, vim.bo[buf].modified, "unmodified")
+  T.eq(old.nsec, vim.uv.fs_stat(path).mtime.nsec, "not saved: the file was not written again")
+  T.truthy(require("acp.review").files[require("acp.review").normalize(path)].reviewed_by.c1, "its saves go to the agent's chat")
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent undo")
+  end)
+  T.eq({ "one", "two" }, T.lines(buf), "one undo step")
+end)
+
+T.test("an agent's disk edit merges into a modified buffer at its tick, or answers stale or waiting", function()
+  local path = dir .. "/disk-merge.txt"
+  T.write_file(path, "a\nb\nc\n")
+  local buf = open(path)
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "A (mine)" })
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local stale = fs.apply({ path = path, revision = 1, content = "a\nb\nC\n", disk = true })
+  T.eq({ status = "stale", revision = 1, text = "A (mine)\nb\nc\n", tick = tick }, stale, "no merge offered: stale")
+  local merged = fs.apply({
+    path = path,
+    revision = 2,
+    content = "a\nb\nC\n",
+    disk = true,
+    merged = "A (mine)\nb\nC\n",
+    tick = tick,
+  })
+  T.eq("merged", merged.status, "merged")
+  T.eq({ "A (mine)", "b", "C" }, T.lines(buf), "both")
+  T.eq(true, vim.bo[buf].modified, "still modified")
+  -- Open conflict blocks, and a merge that would open more: it waits.
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "<<<<<<< buffer", "B (mine)", "=======", "B (agent)", ">>>>>>> agent" })
+  local before = T.lines(buf)
+  tick = vim.api.nvim_buf_get_changedtick(buf)
+  local waiting = fs.apply({
+    path = path,
+    revision = 3,
+    content = "x\n",
+    disk = true,
+    merged = "<<<<<<< buffer\nnested\n=======\nx\n>>>>>>> agent\n",
+    tick = tick,
+    conflicts = 1,
+  })
+  T.eq("waiting", waiting.status, "waiting")
+  T.eq(before, T.lines(buf), "left alone")
+  T.truthy(require("acp.review").pending[require("acp.review").normalize(path)], "the plugin knows it waits")
+end)
+
+T.test("an agent read after undo and redo of a merge with a conflict gets the agent's side", function()
+  local path = dir .. "/undo-conflict.txt"
+  T.write_file(path, "mine\nz\n")
+  local buf = open(path)
+  local review = require("acp.review")
+  T.eq(false, review.has_marker(buf), "no conflict yet")
+  vim.api.nvim_buf_call(buf, function()
+    vim.go.undolevels = vim.go.undolevels
+  end)
+  fs.apply_text(buf, "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n")
+  T.eq("agent\nz\n", fs.read({ path = path }), "the agent's side")
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent undo")
+    vim.cmd("silent redo")
+  end)
+  T.eq("<<<<<<< buffer", T.lines(buf)[1], "the conflict is back")
+  -- Undo and redo put extmarks back after the change: the marker line's
+  -- mark was lost, and the agent read the marker lines.
+  T.eq("agent\nz\n", fs.read({ path = path }), "still the agent's side after undo and redo")
+end)
+
 T.test("write without a buffer is left to the backend", function()
   T.eq({ status = "no_buffer", revision = 4 }, fs.apply({ path = dir .. "/nobuf.txt", revision = 4, content = "x" }), "not handled")
   T.eq(0, vim.fn.filereadable(dir .. "/nobuf.txt"), "nothing written by the plugin")

@@ -96,6 +96,10 @@ local marker_ns = api.nvim_create_namespace("acp_review_markers")
 local watched = {}
 --- Changes of more lines are not scanned inside on_lines.
 local SCAN_MAX = 2000
+--- The highest change number (`changenr()`) seen per watched buffer: a
+--- change that does not raise it is an undo or redo.
+---@type table<integer, integer>
+local newest_change = {}
 
 --- Mark every conflict start of the buffer (a search in C, run once per
 --- buffer and after reloads or huge edits).
@@ -131,6 +135,7 @@ local function watch(buf)
     return
   end
   scan_all(buf)
+  newest_change[buf] = api.nvim_buf_call(buf, vim.fn.changenr)
   api.nvim_buf_attach(buf, false, {
     on_lines = function(_, b, _, first, _, last_new)
       if not watched[b] then
@@ -142,6 +147,19 @@ local function watch(buf)
       if last_new - first > SCAN_MAX then
         watched[b] = "rescan"
         return
+      end
+      if b == api.nvim_get_current_buf() then
+        -- Undo and redo (only ever of the current buffer) put extmarks
+        -- back after this callback, moving a mark set here off its line:
+        -- an undo then redo of a merge lost its conflict's mark, and the
+        -- agent read the marker lines. Such changes are searched for at
+        -- the next query instead.
+        local nr = vim.fn.changenr()
+        if nr <= (newest_change[b] or -1) then
+          watched[b] = "rescan"
+          return
+        end
+        newest_change[b] = nr
       end
       api.nvim_buf_clear_namespace(b, marker_ns, first, last_new)
       for i, l in ipairs(api.nvim_buf_get_lines(b, first, last_new, false)) do
@@ -157,6 +175,7 @@ local function watch(buf)
     end,
     on_detach = function(_, b)
       watched[b] = nil
+      newest_change[b] = nil
     end,
   })
 end
