@@ -1029,6 +1029,13 @@ local REGRESSIONS = {
   -- reject took the saved line for the agent's (the instruction now names
   -- the chat, whose reports start at once).
   { 597261420, 311, OPS },
+  -- Undo then redo of a merge with a conflict lost the conflict's marker,
+  -- and the agent read the marker lines.
+  { 12307648, 539, OPS },
+  -- `:Acp reject` of the last conflict returned before the agent's waiting
+  -- edit was merged (it is the backend's now); the agent's next read saw
+  -- the merge land under it (the command waits for the merge again).
+  { 772221771, 270, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

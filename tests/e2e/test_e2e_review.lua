@@ -633,11 +633,13 @@ T.test("an edit that would conflict while conflicts are open waits for them, the
   vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L5 mine"), 0 })
   vim.cmd("Acp reject")
   -- The backend sends the newer edit once it has the report without
-  -- conflict blocks (one instruction, acp.fs.apply).
-  local merged = { "l1", "<<<<<<< buffer", "L2 mine", "=======", "L2 agent", ">>>>>>> agent", "l3", "l4", "L5 mine", "l6", "l7", "L8 agent", "l9" }
-  T.wait(function()
-    return vim.deep_equal(merged, T.lines(buf))
-  end, "the user's side, then the newer edit merged: " .. vim.inspect(T.lines(buf)))
+  -- conflict blocks (one instruction, acp.fs.apply); the command returns
+  -- once it is merged.
+  T.eq(
+    { "l1", "<<<<<<< buffer", "L2 mine", "=======", "L2 agent", ">>>>>>> agent", "l3", "l4", "L5 mine", "l6", "l7", "L8 agent", "l9" },
+    T.lines(buf),
+    "the user's side, then the newer edit merged"
+  )
   T.eq(nil, review.pending[review.normalize(path)], "nothing waits")
   vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L2 mine"), 0 })
   vim.cmd("Acp reject")

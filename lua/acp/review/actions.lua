@@ -249,20 +249,28 @@ function M.disk_applied(buf, path, before, ranges)
   end)
 end
 
+--- How long resolving the last conflict waits for the agent's newer edit
+--- to be merged (one instruction of the backend, a few milliseconds).
+local MERGE_WAIT_MS = 2000
+
 --- The conflicts of `buf` are resolved while the agent's newer edit waited
 --- (M.pending): the report of the buffer without conflict blocks makes the
---- backend send it (acp.fs.apply merges it: M.disk_applied). With `wait`,
---- wait for that merge, which can open new conflicts (resolve_all holds the
---- file's decision back then).
+--- backend send it (acp.fs.apply merges it: M.disk_applied). The command
+--- returns once it is merged, as the user sees it: what they do next acts
+--- on the merged buffer (and the merge can open new conflicts, which
+--- resolve_all holds the file's decision back for).
 ---@param buf integer
 ---@param path string normalized
----@param wait? boolean
-local function merge_pending(buf, path, wait)
+local function merge_pending(buf, path)
   send_user_edit(buf)
-  if wait then
-    vim.wait(5000, function()
-      return not M.pending[path]
-    end, 10)
+  local merged = vim.wait(MERGE_WAIT_MS, function()
+    return not M.pending[path]
+  end, 5)
+  if not merged then
+    util.notify(
+      ("the agent's newer edit of %s is not merged yet; it is shown once it is"):format(vim.fn.fnamemodify(path, ":~:.")),
+      vim.log.levels.WARN
+    )
   end
 end
 
@@ -272,8 +280,7 @@ end
 ---@param buf integer
 ---@param c acp.ReviewItem
 ---@param side "ours"|"theirs"
----@param wait? boolean wait for the merge of an agent edit that waited for the conflicts
-local function resolve(buf, c, side, wait)
+local function resolve(buf, c, side)
   local keep = side == "theirs" and c.theirs or c.ours
   local path = normalize(api.nvim_buf_get_name(buf))
   if not M.pending[path] then
@@ -300,7 +307,7 @@ local function resolve(buf, c, side, wait)
       end_right_gravity = false,
     })
     if not M.has_conflicts(buf) then
-      merge_pending(buf, path, wait)
+      merge_pending(buf, path)
     end
     M.redraw(buf)
     return
@@ -326,7 +333,7 @@ local function resolve_all(buf, side)
     local it = items[i]
     if it.kind == "conflict" then
       it.first, it.last = rows_of(buf, it)
-      resolve(buf, it, side, true)
+      resolve(buf, it, side)
       any = true
     end
   end

@@ -144,8 +144,11 @@ function M.setup()
       local path = normalize(a.match)
       if M.files[path] then
         -- A new buffer's changedtick starts over. The backend learns the
-        -- text the buffer is in sync with now (not an edit).
+        -- text the buffer is in sync with now (not an edit); nothing of the
+        -- agent's waits for this buffer any more.
         M.files[path].reported_tick = nil
+        M.pending[path] = nil
+        api.nvim_buf_clear_namespace(a.buf, M.resolved_ns, 0, -1)
         require("acp.review.sync").send_user_edit(a.buf, nil, "read")
         require("acp.review.sync").schedule_refresh(path)
       end
