@@ -150,8 +150,10 @@ struct FileSync {
     disk: Option<String>,
     /// The agent's disk text the buffer has not taken yet.
     pending: Option<String>,
-    /// The buffer answered [`Applied::Waiting`] (open conflict blocks):
-    /// `pending` is planned again once a report has none.
+    /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
+    /// edit (its merge conflicts next to open conflict blocks): planned
+    /// again once a report has none. Until then (an instruction on its way,
+    /// stale answers, a write that waited) any report plans it again.
     waiting: bool,
 }
 
@@ -164,7 +166,8 @@ pub struct Report {
     /// is reported again once merged.
     pub record: bool,
     /// Plan the waiting disk text again now ([`FileSyncs::plan_disk`]):
-    /// the buffer has no conflict blocks any more.
+    /// the buffer has no conflict blocks any more, or its merge was not
+    /// found to conflict with them yet.
     pub sync: bool,
 }
 
@@ -262,7 +265,7 @@ impl FileSyncs {
             file.pending = None;
             file.waiting = false;
         }
-        let sync = file.pending.is_some() && !has_conflict_blocks(&buffer.text);
+        let sync = file.pending.is_some() && (!file.waiting || !has_conflict_blocks(&buffer.text));
         file.buffer = Some(buffer);
         Report {
             record: file.pending.is_none() && on_disk != OnDisk::Read,
@@ -397,11 +400,13 @@ impl FileSyncs {
             | Applied::Reloaded { .. }
             | Applied::Merged { .. } => true,
             Applied::Waiting => {
-                file.waiting = true;
-                if instruction.origin == Origin::Write {
-                    // Written to disk by the caller; the buffer takes it
-                    // once its conflicts are resolved.
-                    file.pending = Some(content.clone());
+                match instruction.origin {
+                    // Its merge conflicts next to the open blocks.
+                    Origin::Disk => file.waiting = true,
+                    // Written to disk by the caller; tried as a disk edit
+                    // next (it may merge around the open blocks).
+                    Origin::Write => file.pending = Some(content.clone()),
+                    Origin::Restore => {}
                 }
                 false
             }
@@ -673,8 +678,18 @@ mod tests {
         let i = s.plan(p, "old\n", "new\n", Origin::Write);
         s.answered(&i, &Applied::Waiting);
         assert_eq!((s.pending(p), s.disk(p)), (Some("new\n"), Some("old\n")));
+        // Not known to conflict yet: a report plans it as a disk edit, even
+        // with conflict blocks open (it may merge around them).
+        let blocks = "<<<<<<< buffer\nmine\n=======\nold\n>>>>>>> agent\n";
+        assert_eq!(
+            s.user_reported(p, buffer(blocks, 2), OnDisk::No),
+            Report {
+                record: false,
+                sync: true
+            }
+        );
         // The user saves over it (Neovim asked whether to): the disk is theirs.
-        let r = s.user_reported(p, buffer("mine\n", 2), OnDisk::Saved);
+        let r = s.user_reported(p, buffer("mine\n", 3), OnDisk::Saved);
         assert_eq!(
             r,
             Report {
@@ -684,7 +699,7 @@ mod tests {
         );
         assert_eq!((s.pending(p), s.disk(p)), (None, Some("mine\n")));
         // A read is the buffer's state, never the user's edit.
-        assert!(!s.user_reported(p, buffer("mine\n", 3), OnDisk::Read).record);
+        assert!(!s.user_reported(p, buffer("mine\n", 4), OnDisk::Read).record);
         // A restore merged into unsaved edits leaves the disk alone.
         let i = s.plan(p, "mine\n", "restored\n", Origin::Restore);
         s.answered(&i, &Applied::Merged { version: 4 });
