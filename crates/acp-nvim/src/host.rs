@@ -1266,15 +1266,15 @@ mod tests {
             msgpack::to_json(&fs.seen.lock()[0]),
             json!({"path": "/p/a.txt", "line": 3, "limit": 1, "known": 3})
         );
-        assert_eq!(
-            host.files.lock().seen(&sid("s1"), path),
-            Some("a\nb\nc\n")
-        );
+        assert_eq!(host.files.lock().seen(&sid("s1"), path), Some("a\nb\nc\n"));
         // "Unchanged" at a tick the backend does not hold is a broken
         // contract, said as such.
         host.files.lock().read_at(path, 2, "old\n".into());
         let err = host.read_text_file(&read).await.unwrap_err().to_string();
-        assert!(err.contains("update the acp.nvim plugin and backend together"), "{err}");
+        assert!(
+            err.contains("update the acp.nvim plugin and backend together"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
