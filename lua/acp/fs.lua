@@ -61,6 +61,7 @@ end
 ---@field line? integer 1-based first line
 ---@field limit? integer number of lines
 ---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
+---@field known? integer the b:changedtick of the last read the backend keeps whole (see read_for_agent)
 
 --- Read from a loaded buffer. nil when no loaded buffer has the path (the
 --- backend then reads the disk). Only the requested lines are fetched.
@@ -95,6 +96,7 @@ end
 ---@field whole? string the whole text as the agent reads it, when `text` is a range
 ---@field buffer? string the buffer's rows as they are, when they differ from what the agent reads (open conflicts)
 ---@field tick integer the buffer's b:changedtick
+---@field unchanged? boolean the buffer is still at `known`: no `whole` or `buffer`
 
 --- An agent's read (`fs/read_text_file`): what it gets, with the buffer's
 --- text and changedtick for the backend (the base of merging its next write
@@ -107,6 +109,14 @@ function M.read_for_agent(args)
     return nil
   end
   local text = M.read(args)
+  local tick = api.nvim_buf_get_changedtick(buf)
+  if args.known == tick and not require("acp.review").has_marker(buf) then
+    -- The backend holds the whole text of this tick from an earlier read:
+    -- an agent paging through a big buffer costs its pages, not the buffer
+    -- each time. (With open conflicts the agent's view also depends on the
+    -- disk, which has no tick: sent whole.)
+    return { text = text, tick = tick, unchanged = true }
+  end
   local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil
   local whole = ranged and M.read({ path = args.path }) or text
   -- Only open conflicts make the rows differ from what the agent reads.
@@ -115,7 +125,7 @@ function M.read_for_agent(args)
     text = text,
     whole = ranged and whole or nil,
     buffer = buffer ~= whole and buffer or nil,
-    tick = api.nvim_buf_get_changedtick(buf),
+    tick = tick,
   }
 end
 

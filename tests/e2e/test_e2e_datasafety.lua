@@ -279,9 +279,17 @@ function Case:refresh_all()
   -- A refresh reports unsaved typing (acp.user_edit), which gives hunks new
   -- ids; wait until the review shown is the one that knows the buffer's text,
   -- as a user sees it settle before pressing a key.
-  T.wait(function()
+  local lagging = "?"
+  local ok, err = pcall(T.wait, function()
     for _, f in ipairs(self.files) do
       local entry = review.files[f.path]
+      lagging = ("%s: modified %s, pending %s, reported tick %s of %d"):format(
+        f.path,
+        tostring(vim.bo[f.buf].modified),
+        tostring(review.pending[f.path]),
+        tostring(entry and entry.reported_tick),
+        vim.api.nvim_buf_get_changedtick(f.buf)
+      )
       if entry and entry.chat_id and vim.bo[f.buf].modified and not review.pending[f.path] then
         local current = entry.review and entry.review.current
         if current ~= fs.buffer_text(f.buf) then
@@ -306,6 +314,10 @@ function Case:refresh_all()
     end
     return true
   end, "the review caught up with the buffers", 5000)
+  if not ok then
+    -- Which file lagged, to tell a lost report from a slow one.
+    error(("%s\n  last file checked: %s"):format(tostring(err), lagging), 0)
+  end
 end
 
 --- Lines of the review items (hunks: the agent's lines; conflicts: both
@@ -1047,7 +1059,7 @@ if not ONLY_CASE and not tonumber(SEED_ENV or "") then
       local ok, err = pcall(play_case, chat, r[2], r[3] or OPS_V1)
       if not ok then
         SEED = seed
-        error(err, 0)
+        error(("regression seed %d, case %d: %s"):format(r[1], r[2], err), 0)
       end
     end
     SEED = seed

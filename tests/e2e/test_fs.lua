@@ -138,6 +138,17 @@ T.test("an agent read reports the buffer's whole text and tick", function()
     fs.read_for_agent({ path = path, line = 2, limit = 1 }),
     "a range carries the whole text"
   )
+  T.eq(
+    { text = "c\n", tick = tick, unchanged = true },
+    fs.read_for_agent({ path = path, line = 3, limit = 1, known = tick }),
+    "a buffer still at the tick the backend holds sends the range only"
+  )
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "A" })
+  T.eq(
+    { text = "c\n", whole = "A\nb (unsaved)\nc\n", tick = vim.api.nvim_buf_get_changedtick(buf) },
+    fs.read_for_agent({ path = path, line = 3, limit = 1, known = tick }),
+    "after an edit the whole text again"
+  )
   T.eq(nil, fs.read_for_agent({ path = dir .. "/nobuf.txt" }), "no buffer")
 end)
 

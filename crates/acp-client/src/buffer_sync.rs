@@ -43,6 +43,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::merge::{merge3, ConflictLabels};
 use crate::update::SessionId;
@@ -144,7 +145,12 @@ pub enum Applied {
 struct FileSync {
     revision: u64,
     buffer: Option<BufferText>,
-    seen: HashMap<SessionId, String>,
+    /// Shared with `read`: one copy of a big buffer however many sessions
+    /// read it.
+    seen: HashMap<SessionId, Arc<str>>,
+    /// The whole text an agent's read of the buffer gave, at the buffer's
+    /// version then. A later read at the same version sends only its range.
+    read: Option<(u64, Arc<str>)>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
@@ -207,7 +213,7 @@ impl FileSyncs {
 
     /// The agent of `session` saw `text` of the file; `None`: it read the
     /// disk (then the disk is what it saw).
-    pub fn saw(&mut self, session: &SessionId, path: &Path, text: Option<String>) {
+    pub fn saw(&mut self, session: &SessionId, path: &Path, text: Option<Arc<str>>) {
         match text {
             Some(text) => {
                 self.files
@@ -226,7 +232,20 @@ impl FileSyncs {
 
     /// What the agent of `session` last saw of the file, if not the disk.
     pub fn seen(&self, session: &SessionId, path: &Path) -> Option<&str> {
-        self.files.get(path)?.seen.get(session).map(String::as_str)
+        self.files.get(path)?.seen.get(session).map(|t| &**t)
+    }
+
+    /// The whole text the last read of the file's buffer gave, and the
+    /// buffer's version then. An editor asked for a range of a buffer still
+    /// at that version sends the range only: reading 50 lines of a
+    /// 1,000,000-line buffer must not ship the buffer each time.
+    pub fn last_read(&self, path: &Path) -> Option<(u64, Arc<str>)> {
+        self.files.get(path)?.read.clone()
+    }
+
+    /// A read of the file's buffer at `version` gave `whole`.
+    pub fn read_at(&mut self, path: &Path, version: u64, whole: Arc<str>) {
+        self.files.entry(path.to_owned()).or_default().read = Some((version, whole));
     }
 
     /// Forgets what a closed session saw.
@@ -376,6 +395,9 @@ impl FileSyncs {
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
         let content = &instruction.content;
+        if *applied == Applied::NoBuffer {
+            file.read = None;
+        }
         file.buffer = match applied {
             Applied::NoBuffer => None,
             Applied::Saved { version, .. } | Applied::Reloaded { version } => Some(BufferText {

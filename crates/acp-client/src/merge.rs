@@ -236,7 +236,9 @@ pub fn merge3(base: &str, ours: &str, theirs: &str) -> MergeResult {
         let lo = edits[i].change.old.start;
         let mut hi = edits[i].change.old.end;
         let mut j = i + 1;
-        while j < edits.len() && touches(lo, hi, &edits[j].change) {
+        while j < edits.len()
+            && (touches(lo, hi, &edits[j].change) || echoes(&edits[i..j], &edits[j], lo, hi))
+        {
             hi = hi.max(edits[j].change.old.end);
             j += 1;
         }
@@ -296,6 +298,41 @@ fn touches(lo: usize, hi: usize, change: &Change) -> bool {
     let start = change.old.start;
     let is_insertion = change.old.is_empty();
     start < hi || (start == hi && is_insertion && lo == hi)
+}
+
+/// True when `next`, an edit at the edge of `group` (base lines `lo..hi`)
+/// that does not touch it, has lines the other side's change there already
+/// has at that edge: an insertion right below a replacement that ends with
+/// the inserted lines, or one right above a replacement that starts with
+/// them. Side by side they would show those lines twice; the group takes
+/// `next` so the merge sees both (the other side then usually extends this
+/// one, else it is a conflict). An agent whose view of the file we missed
+/// (it read the unsaved buffer some other way) and wrote it back with its
+/// change does this against the disk's base.
+fn echoes<'a>(group: &[Edit<'a>], next: &Edit<'a>, lo: usize, hi: usize) -> bool {
+    fn new_lines<'a>(e: &Edit<'a>) -> &'a [&'a str] {
+        &e.lines[e.change.new.clone()]
+    }
+    let start = next.change.old.start;
+    if start != hi {
+        return false;
+    }
+    if next.change.old.is_empty() {
+        // Below a replacement of the other side ending at `hi`.
+        return group.iter().any(|e| {
+            e.side != next.side
+                && e.change.old.end == hi
+                && !e.change.old.is_empty()
+                && new_lines(e).ends_with(new_lines(next))
+        });
+    }
+    // A replacement starting where the group's insertions are (`lo == hi`).
+    lo == hi
+        && group.iter().any(|e| {
+            e.side != next.side
+                && e.change.old.is_empty()
+                && new_lines(next).starts_with(new_lines(e))
+        })
 }
 
 /// True when `longer` is `shorter` plus lines of its own, and `shorter`
@@ -490,6 +527,27 @@ mod tests {
         assert_eq!(
             clean("x\ny\n", "mine\nx\ny\n", "X1\nX2\ny\n"),
             "mine\nX1\nX2\ny\n"
+        );
+    }
+
+    #[test]
+    fn an_insertion_the_other_side_already_has_at_that_edge_is_not_doubled() {
+        // The agent read the unsaved buffer (a line below `hello world`)
+        // without us knowing and wrote it back with its change: against the
+        // disk, the user's line and the agent's copy of it would both stay.
+        let merged = merge3(
+            "hello world\n",
+            "hello world\nunsaved line\n",
+            "hello ACP\nunsaved line\n",
+        );
+        assert_eq!(merged.conflict_count(), 1);
+        // The same above a replacement.
+        let merged = merge3("a\nb\n", "mine\na\nb\n", "mine\nA\nb\n");
+        assert_eq!(merged.conflict_count(), 1);
+        // Different lines at the edge are simply kept on their side.
+        assert_eq!(
+            clean("a\nb\n", "mine\na\nb\n", "other\nA\nb\n"),
+            "mine\nother\nA\nb\n"
         );
     }
 

@@ -654,7 +654,7 @@ impl NvimHost {
             };
             // Keyed like the agent's requests: resolved (symlinks followed).
             let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
-            files.saw(session, &path, Some(res.text.clone()));
+            files.saw(session, &path, Some(res.text.as_str().into()));
         }
     }
 
@@ -820,10 +820,12 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(None);
         };
+        let last = self.files.lock().last_read(&request.path);
         let args = lua::FsRead {
             path,
             line: request.line,
             limit: request.limit,
+            known: last.as_ref().map(|(tick, _)| *tick),
         };
         let read = self.buffer_read(&request.path, path, args).await?;
         let mut files = self.files.lock();
@@ -832,8 +834,30 @@ impl EditorHost for NvimHost {
             files.saw(&request.session_id, &request.path, None);
             return Ok(None);
         };
-        files.saw(&request.session_id, &request.path, Some(read.whole));
-        files.reported(&request.path, read.buffer);
+        let whole: Arc<str> = match read.view {
+            Some(view) => {
+                let whole: Arc<str> = view.whole.into();
+                files.read_at(&request.path, read.tick, whole.clone());
+                files.reported(
+                    &request.path,
+                    BufferText {
+                        text: view.buffer,
+                        version: read.tick,
+                    },
+                );
+                whole
+            }
+            // Lua said the buffer is still at the tick we asked with.
+            None => match last {
+                Some((tick, whole)) if tick == read.tick => whole,
+                _ => {
+                    return Err(acp_client::Error::Host(format!(
+                        "Neovim answered a read of `{path}` as unchanged at a version the backend does not hold; update the acp.nvim plugin and backend together"
+                    )))
+                }
+            },
+        };
+        files.saw(&request.session_id, &request.path, Some(whole));
         Ok(Some(read.text))
     }
 
@@ -954,7 +978,7 @@ impl EditorHost for NvimHost {
             self.files.lock().saw(
                 &request.session_id,
                 &request.path,
-                Some(request.content.clone()),
+                Some(request.content.as_str().into()),
             );
         }
         Ok(outcome)
@@ -1406,6 +1430,39 @@ mod tests {
                 text: "a\nb\nc\n".into(),
                 version: 3
             })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
+        // An agent paging through a 1,000,000-line buffer: the backend holds
+        // the whole text of the buffer's tick from the first read.
+        let (host, fs, _rx) = host_with(FakeFs::answering(
+            json!({"text": "c\n", "tick": 3, "unchanged": true}),
+            Json::Null,
+        ));
+        let path = Path::new("/p/a.txt");
+        host.files.lock().read_at(path, 3, "a\nb\nc\n".into());
+        let read = ReadTextFile {
+            session_id: sid("s1"),
+            path: path.into(),
+            line: Some(3),
+            limit: Some(1),
+        };
+        let got = host.read_text_file(&read).await.unwrap();
+        assert_eq!(got.as_deref(), Some("c\n"));
+        assert_eq!(
+            msgpack::to_json(&fs.seen.lock()[0]),
+            json!({"path": "/p/a.txt", "line": 3, "limit": 1, "known": 3})
+        );
+        assert_eq!(host.files.lock().seen(&sid("s1"), path), Some("a\nb\nc\n"));
+        // "Unchanged" at a tick the backend does not hold is a broken
+        // contract, said as such.
+        host.files.lock().read_at(path, 2, "old\n".into());
+        let err = host.read_text_file(&read).await.unwrap_err().to_string();
+        assert!(
+            err.contains("update the acp.nvim plugin and backend together"),
+            "{err}"
         );
     }
 

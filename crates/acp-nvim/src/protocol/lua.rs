@@ -25,6 +25,9 @@ pub struct FsRead<'a> {
     pub line: Option<u32>,
     /// Most lines to return.
     pub limit: Option<u32>,
+    /// The `b:changedtick` of the buffer's last read the backend keeps the
+    /// whole text of: a buffer still at it answers with the range only.
+    pub known: Option<u64>,
 }
 
 /// `require('acp.fs').apply(args)`: the one instruction of a write, or of
@@ -111,17 +114,26 @@ impl BeforeTurn<'_> {
 }
 
 /// The reply of a buffer read for the agent: `{text, tick, whole?,
-/// buffer?}`, or nil when no loaded buffer has the file.
+/// buffer?}`, or `{text, tick, unchanged = true}` when the buffer is still
+/// at the `known` tick, or nil when no loaded buffer has the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadReply {
     /// What the agent gets (the range it asked for).
     pub text: String,
+    /// The buffer's `b:changedtick`.
+    pub tick: u64,
+    /// The whole buffer; `None` when it is still at the `known` tick.
+    pub view: Option<ReadView>,
+}
+
+/// The whole of a buffer an agent read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadView {
     /// The whole text as the agent reads it (open conflicts as the agent's
     /// side); `text` when that is whole.
     pub whole: String,
-    /// The buffer's text as it is (conflict blocks included) and its
-    /// `b:changedtick`.
-    pub buffer: BufferText,
+    /// The buffer's text as it is (conflict blocks included).
+    pub buffer: String,
 }
 
 /// A reply from Lua that does not have the shape of the contract.
@@ -176,15 +188,20 @@ pub fn decode_read(reply: &Value) -> Result<Option<ReadReply>, BadReply> {
         return Ok(None);
     }
     let text = text_field(reply, "text")?.ok_or(BadReply::Missing("text"))?;
+    let tick = tick_field(reply)?;
+    if msgpack::field(reply, "unchanged").and_then(Value::as_bool) == Some(true) {
+        return Ok(Some(ReadReply {
+            text,
+            tick,
+            view: None,
+        }));
+    }
     let whole = text_field(reply, "whole")?.unwrap_or_else(|| text.clone());
     let buffer = text_field(reply, "buffer")?.unwrap_or_else(|| whole.clone());
     Ok(Some(ReadReply {
         text,
-        whole,
-        buffer: BufferText {
-            text: buffer,
-            version: tick_field(reply)?,
-        },
+        tick,
+        view: Some(ReadView { whole, buffer }),
     }))
 }
 
@@ -230,6 +247,7 @@ mod tests {
             path: "/a",
             line: None,
             limit: Some(3),
+            known: None,
         };
         assert_eq!(
             msgpack::to_json(&read.encode()),
@@ -269,11 +287,21 @@ mod tests {
             decode_read(&read),
             Ok(Some(ReadReply {
                 text: "b\n".into(),
-                whole: "a\nb\n".into(),
-                buffer: BufferText {
-                    text: "a\nb\n".into(),
-                    version: 4
-                }
+                tick: 4,
+                view: Some(ReadView {
+                    whole: "a\nb\n".into(),
+                    buffer: "a\nb\n".into(),
+                })
+            }))
+        );
+        // A buffer still at the tick the backend knows: the range only.
+        let read = msgpack::from_json(&json!({"text": "b\n", "tick": 4, "unchanged": true}));
+        assert_eq!(
+            decode_read(&read),
+            Ok(Some(ReadReply {
+                text: "b\n".into(),
+                tick: 4,
+                view: None,
             }))
         );
         assert_eq!(decode_read(&Value::Nil), Ok(None));
