@@ -397,7 +397,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         // there is the user's, so a reject never takes it.
         shared
             .review
-            .record_user_edit(&request.session_id, &request.path, Some(&text));
+            .record_user_edit(&request.session_id, &request.path, Some(&text), false);
     }
     shared
         .review

@@ -505,7 +505,9 @@ async fn paths_outside_the_workspace_are_refused() {
         Err(Error::OutsideWorkspace { .. })
     ));
     assert!(matches!(
-        s.conn.review(&s.sid).record_user_edit(&outside, Some("x")),
+        s.conn
+            .review(&s.sid)
+            .record_user_edit(&outside, Some("x"), false),
         Err(Error::OutsideWorkspace { .. })
     ));
 }
@@ -524,7 +526,7 @@ async fn accept_all_and_user_edits_emit_events() {
     let summary = s
         .conn
         .review(&s.sid)
-        .record_user_edit(&path, Some("a\nB\nc\nmine\n"))
+        .record_user_edit(&path, Some("a\nB\nc\nmine\n"), false)
         .unwrap()
         .unwrap();
     assert_eq!((summary.hunks, summary.added), (1, 1));
@@ -537,4 +539,42 @@ async fn accept_all_and_user_edits_emit_events() {
     );
     review_changed(&mut s.rx, &path, |f| f.hunks == 0).await;
     assert!(s.conn.review(&s.sid).files().is_empty());
+}
+
+#[tokio::test]
+async fn unsaved_typing_is_not_the_disk_so_a_later_look_at_the_disk_records_nothing() {
+    // The demo agent edits hello.lua on disk while its buffer has an unsaved
+    // line; the editor merges and reports the buffer (unsaved), and the
+    // tracker looks at the disk again at the end of the turn. Taken for the
+    // disk's text, the report made that look record the agent "deleting"
+    // the user's line, drawn as its deletion in the buffer.
+    let mut s = start(
+        &[("i.txt", "a\nb\n"), ("z.txt", "z\n")],
+        json!([
+            { "steps": [
+                { "type": "writeDisk", "path": "i.txt", "content": "a\nB\n" },
+                { "type": "waitForCancel" }
+            ] },
+            { "steps": [{ "type": "writeDisk", "path": "z.txt", "content": "Z\n" }] }
+        ]),
+    )
+    .await;
+    let path = s.root.join("i.txt");
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
+    s.conn
+        .review(&s.sid)
+        .record_user_edit(&path, Some("a\nB\nmine\n"), false)
+        .unwrap();
+    // The end of this turn reads i.txt again; the next turn's edit of z.txt
+    // is recorded after that (one worker, in order).
+    s.conn.cancel(&s.sid).unwrap();
+    let _ = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
+    turn(&s, "again").await;
+    review_changed(&mut s.rx, &s.root.join("z.txt"), |f| f.hunks == 1).await;
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
+    assert_eq!(review.current.as_deref(), Some("a\nB\nmine\n"));
+    assert_eq!(review.hunks.len(), 1, "{review:?}");
 }

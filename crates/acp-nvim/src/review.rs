@@ -138,7 +138,16 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
                 _ => disk != OnDisk::Read,
             };
             if record {
-                user_edit(&agent, &session, &path, content.as_deref(), accept_lines).await
+                let on_disk = disk != OnDisk::No;
+                user_edit(
+                    &agent,
+                    &session,
+                    &path,
+                    content.as_deref(),
+                    accept_lines,
+                    on_disk,
+                )
+                .await
             } else {
                 Ok(())
             }
@@ -217,9 +226,11 @@ async fn user_edit(
     path: &Path,
     content: Option<&str>,
     accept_lines: Option<(usize, usize)>,
+    on_disk: bool,
 ) -> acp_client::Result<()> {
     let conn = &agent.conn;
-    conn.review(session).record_user_edit(path, content)?;
+    conn.review(session)
+        .record_user_edit(path, content, on_disk)?;
     let Some((start, end)) = accept_lines else {
         return Ok(());
     };

@@ -267,14 +267,22 @@ impl Reviews {
         session_id: &SessionId,
         path: &Path,
         content: Option<&str>,
+        on_disk: bool,
     ) -> Option<FileSummary> {
         let review = self.get(session_id)?;
         let (summary, change) = {
             let mut st = review.state.lock();
-            if let Some(known) = st.known.get_mut(path) {
-                // The user's save must not look like the agent's edit.
-                *known = content.map(str::to_owned);
+            if on_disk || content.is_none() {
+                if let Some(known) = st.known.get_mut(path) {
+                    // The user's save must not look like the agent's edit.
+                    *known = content.map(str::to_owned);
+                }
             }
+            // Unsaved typing leaves `known` the disk's text: taken for the
+            // disk's, the next look at the disk (the watcher, a tool call's
+            // diff) saw the agent "delete" the user's unsaved lines and drew
+            // them as its deletion (the demo agent's disk edit of a buffer
+            // with an unsaved line, in a real terminal).
             let (_, change) = observe(&mut st.tracker, path, |t| {
                 t.record_user_edit(path, content);
             });

@@ -168,17 +168,21 @@ impl<'a> Review<'a> {
 
     /// Tells review that the user changed a file (typed in its buffer, or
     /// saved it; `None`: deleted it), so the user's text is not taken for
-    /// the agent's and survives rejects. Returns the file's summary after
+    /// the agent's and survives rejects. `on_disk`: the file holds `content`
+    /// now (the user saved it, or the editor just read it); unsaved typing
+    /// leaves the disk as it was, and the disk then differing from the
+    /// buffer is no edit of the agent's. Returns the file's summary after
     /// the change, `None` when it has nothing under review.
     pub fn record_user_edit(
         &self,
         path: &Path,
         content: Option<&str>,
+        on_disk: bool,
     ) -> Result<Option<FileSummary>> {
         let path = self.path(path)?;
         Ok(self
             .reviews
-            .record_user_edit(&self.session_id, &path, content))
+            .record_user_edit(&self.session_id, &path, content, on_disk))
     }
 }
 
