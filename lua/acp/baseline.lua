@@ -66,10 +66,18 @@ local function setup_autocmds()
   })
 end
 
+---@class acp.PromptBuffer a buffer with unsaved edits as a prompt goes out
+---@field path string
+---@field text string
+---@field tick integer its b:changedtick
+
 --- Copy the open files under `cwd` (see above), for the prompt the
---- chat is about to send.
+--- chat is about to send. Returns the buffers among them with unsaved
+--- edits, for the prompt itself: the backend then knows their text before
+--- the agent edits them, and merges its first edit in one instruction.
 ---@param chat_id string
 ---@param cwd string
+---@return acp.PromptBuffer[]
 function M.snapshot(chat_id, cwd)
   setup_autocmds()
   local root = normalize(cwd)
@@ -77,6 +85,7 @@ function M.snapshot(chat_id, cwd)
     root = root .. "/"
   end
   local copies, total = {}, 0
+  local unsaved, unsaved_total = {}, 0
   for _, buf in ipairs(api.nvim_list_bufs()) do
     local modified = vim.bo[buf].modified
     if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and (modified or round_trips(buf)) then
@@ -96,11 +105,21 @@ function M.snapshot(chat_id, cwd)
             copies[path] = text
             total = total + #text
           end
+          local bytes = modified and api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) or 0
+          if modified and bytes <= M.MAX_FILE_BYTES and unsaved_total + bytes <= M.MAX_TOTAL_BYTES then
+            unsaved[#unsaved + 1] = {
+              path = path,
+              text = require("acp.fs").buffer_text(buf),
+              tick = api.nvim_buf_get_changedtick(buf),
+            }
+            unsaved_total = unsaved_total + bytes
+          end
         end
       end
     end
   end
   M.copies[chat_id] = copies
+  return unsaved
 end
 
 ---@class acp.BaselineArgs

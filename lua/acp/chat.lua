@@ -558,8 +558,9 @@ function Chat:_flush()
   self.status = "busy"
   -- Before the agent can change anything: the "before" of edits that come
   -- without a diff (acp.baseline).
-  require("acp.baseline").snapshot(self.chat_id, self.cwd)
-  if not require("acp.backend").notify("acp.prompt", { chat_id = self.chat_id, blocks = blocks }) then
+  local unsaved = require("acp.baseline").snapshot(self.chat_id, self.cwd)
+  local args = { chat_id = self.chat_id, blocks = blocks, buffers = #unsaved > 0 and unsaved or nil }
+  if not require("acp.backend").notify("acp.prompt", args) then
     -- No backend (it just died): keep the prompt for after :Acp restart.
     table.insert(self.queue, 1, { blocks = blocks, text = entry.text })
     self.status = "ready"

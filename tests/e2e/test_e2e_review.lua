@@ -362,9 +362,9 @@ T.test("an agent edit to a buffer with unsaved edits keeps both; one undo step u
       return T.lines(buf)[8] == "L8 agent"
     end, "agent edit merged")
   end)
-  -- The backend never saw this buffer's text: the first instruction finds
-  -- it out (stale), the second merges (a reported buffer takes one).
-  T.eq({ "disk stale", "disk merged" }, n.applies, "the disk edit's instructions")
+  -- The prompt carried the unsaved buffer's text and tick, so the backend's
+  -- one instruction holds the merge (without it: stale, then merged).
+  T.eq({ "disk merged" }, n.applies, "one instruction for the disk edit")
   T.eq({}, n.asked, "no acp.merge asked by Lua")
   T.eq("L1 mine", T.lines(buf)[1], "the user's edit stays")
   T.eq(true, vim.bo[buf].modified, "still modified")

@@ -206,6 +206,19 @@ impl FileSyncs {
         self.files.entry(path.to_owned()).or_default().buffer = Some(buffer);
     }
 
+    /// The buffer's text when the editor sent a prompt; a report of a
+    /// newer version, or one the backend already has, wins.
+    pub fn known_at_prompt(&mut self, path: &Path, buffer: BufferText) {
+        let file = self.files.entry(path.to_owned()).or_default();
+        if file
+            .buffer
+            .as_ref()
+            .is_none_or(|known| known.version < buffer.version)
+        {
+            file.buffer = Some(buffer);
+        }
+    }
+
     /// The buffer's text as last reported.
     pub fn buffer(&self, path: &Path) -> Option<&BufferText> {
         self.files.get(path)?.buffer.as_ref()
@@ -534,6 +547,23 @@ mod tests {
         );
         s.answered(&i, &Applied::NoBuffer);
         assert_eq!(s.buffer(p), None);
+    }
+
+    #[test]
+    fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let unsaved = |text: &str, version| BufferText {
+            text: text.into(),
+            version,
+        };
+        s.known_at_prompt(p, unsaved("a\nx\nmine\n", 4));
+        let merge = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write).merge.unwrap();
+        assert_eq!((merge.version, merge.text.as_str()), (4, "b\nx\nmine\n"));
+        // A report newer than the prompt's copy is kept; an older one is not.
+        s.reported(p, unsaved("a\nx\nmine 2\n", 6));
+        s.known_at_prompt(p, unsaved("a\nx\nmine\n", 5));
+        assert_eq!(s.buffer(p).unwrap().version, 6);
     }
 
     #[test]

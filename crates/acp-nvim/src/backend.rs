@@ -121,7 +121,16 @@ impl Backend {
                 );
                 self.chats.insert(chat_id, handle);
             }
-            Command::Prompt { chat_id, blocks } => {
+            Command::Prompt {
+                chat_id,
+                blocks,
+                buffers,
+            } => {
+                if !buffers.is_empty() {
+                    if let Some((agent, _)) = self.agents.find_chat(&chat_id) {
+                        agent.host.buffers_at_prompt(buffers);
+                    }
+                }
                 if !self.send(&chat_id, ChatCommand::Prompt(blocks)) {
                     self.events.push(Event::PromptFailed {
                         message: format!(

@@ -99,6 +99,8 @@ pub enum Command {
         chat_id: ChatId,
         /// The user's content blocks.
         blocks: Vec<schema::ContentBlock>,
+        /// The chat's buffers with unsaved edits as the prompt goes out.
+        buffers: Vec<PromptBuffer>,
     },
     /// `acp.cancel`: cancel the running turn.
     Cancel {
@@ -192,6 +194,20 @@ impl fmt::Display for BadCommand {
 }
 
 impl std::error::Error for BadCommand {}
+
+/// A buffer with unsaved edits when a prompt is sent: the backend then
+/// knows its text before the agent edits the file, so its first write or
+/// disk edit there is merged in one instruction (without it, the first
+/// instruction can only find out the buffer's text: `stale`, then a second).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptBuffer {
+    /// Absolute path of the file.
+    pub path: PathBuf,
+    /// The buffer's whole text.
+    pub text: String,
+    /// Its `b:changedtick`.
+    pub tick: u64,
+}
 
 /// Decodes the fields of one message's parameter map.
 struct Params<'a> {
@@ -327,6 +343,7 @@ impl Command {
             "acp.prompt" => Ok(Command::Prompt {
                 chat_id: p.chat_id()?,
                 blocks: decode_blocks(&p)?,
+                buffers: decode_prompt_buffers(&p)?,
             }),
             "acp.cancel" => Ok(Command::Cancel {
                 chat_id: p.chat_id()?,
@@ -653,6 +670,45 @@ fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand
             })
         })
         .collect()
+}
+
+/// `buffers` of `acp.prompt`: optional. An entry that is not `{path, text,
+/// tick}` (text that is not UTF-8, a buffer of a binary file) is left out:
+/// the prompt still goes, and that buffer's first merge costs the extra
+/// round trip it costs without the list.
+fn decode_prompt_buffers(p: &Params<'_>) -> Result<Vec<PromptBuffer>, BadCommand> {
+    let items = match p.get("buffers") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(p.bad(format!("`buffers` must be a list, got {}", kind(other)))),
+    };
+    let decode = |item: &Value| -> Result<PromptBuffer, BadCommand> {
+        let b = Params {
+            method: p.method,
+            map: item,
+        };
+        let path = match b.get("path") {
+            Some(v) => b.path("path", v)?,
+            None => return Err(b.bad("`path` is missing")),
+        };
+        Ok(PromptBuffer {
+            path,
+            text: b.string("text")?,
+            tick: b
+                .opt_u64("tick")?
+                .ok_or_else(|| b.bad("`tick` is missing"))?,
+        })
+    };
+    Ok(items
+        .iter()
+        .filter_map(|item| match decode(item) {
+            Ok(buffer) => Some(buffer),
+            Err(e) => {
+                tracing::debug!("a buffer of acp.prompt left out: {}", e.reason);
+                None
+            }
+        })
+        .collect())
 }
 
 fn decode_complete_files(p: &Params<'_>) -> Result<Command, BadCommand> {
@@ -1085,11 +1141,51 @@ mod tests {
             json!({"chat_id": 7, "blocks": [{"type": "text", "text": "hi"}]}),
         )
         .unwrap();
-        let Command::Prompt { chat_id, blocks } = cmd else {
+        let Command::Prompt {
+            chat_id,
+            blocks,
+            buffers,
+        } = cmd
+        else {
             panic!("not a prompt");
         };
         assert_eq!(chat_id, ChatId("7".into()));
         assert!(matches!(&blocks[..], [schema::ContentBlock::Text(t)] if t.text == "hi"));
+        assert!(buffers.is_empty());
+    }
+
+    #[test]
+    fn a_prompt_carries_the_unsaved_buffers_and_leaves_out_bad_ones() {
+        let cmd = decode(
+            "acp.prompt",
+            json!({"chat_id": "c", "blocks": [{"type": "text", "text": "hi"}], "buffers": [
+                {"path": "/w/a.txt", "text": "mine\n", "tick": 9},
+                {"path": "rel.txt", "text": "x", "tick": 1},
+                {"path": "/w/b.txt", "tick": 2}
+            ]}),
+        )
+        .unwrap();
+        let Command::Prompt { buffers, .. } = cmd else {
+            panic!("not a prompt");
+        };
+        assert_eq!(
+            buffers,
+            vec![PromptBuffer {
+                path: "/w/a.txt".into(),
+                text: "mine\n".into(),
+                tick: 9
+            }]
+        );
+        let err = decode(
+            "acp.prompt",
+            json!({"chat_id": "c", "blocks": [{"type": "text", "text": "hi"}], "buffers": 3}),
+        )
+        .unwrap_err();
+        assert!(
+            err.reason.contains("`buffers` must be a list"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]

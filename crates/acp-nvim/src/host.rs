@@ -631,6 +631,22 @@ impl NvimHost {
         }
     }
 
+    /// A prompt goes out with these buffers unsaved: their text is known
+    /// from now on (unless a newer report came first), so the agent's first
+    /// write or disk edit of one is merged in one instruction.
+    pub fn buffers_at_prompt(&self, buffers: Vec<crate::command::PromptBuffer>) {
+        let mut files = self.files.lock();
+        for b in buffers {
+            files.known_at_prompt(
+                &b.path,
+                BufferText {
+                    text: b.text,
+                    version: b.tick,
+                },
+            );
+        }
+    }
+
     /// A prompt goes out: the files it embeds whole are what the agent
     /// saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {

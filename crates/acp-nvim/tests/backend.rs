@@ -202,6 +202,7 @@ impl Rig {
         self.send(Command::Prompt {
             chat_id: ChatId(chat.into()),
             blocks: vec![serde_json::from_value(json!({"type": "text", "text": text})).unwrap()],
+            buffers: Vec::new(),
         });
     }
 
