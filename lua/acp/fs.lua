@@ -61,7 +61,7 @@ end
 ---@field line? integer 1-based first line
 ---@field limit? integer number of lines
 ---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
----@field known? integer the b:changedtick of the buffer text the backend holds (see read_for_agent)
+---@field known? integer the b:changedtick of the last read the backend keeps whole (see read_for_agent)
 
 --- Read from a loaded buffer. nil when no loaded buffer has the path (the
 --- backend then reads the disk). Only the requested lines are fetched.
@@ -111,8 +111,8 @@ function M.read_for_agent(args)
   local text = M.read(args)
   local tick = api.nvim_buf_get_changedtick(buf)
   if args.known == tick and not require("acp.review").has_marker(buf) then
-    -- The backend holds the buffer's text of this tick (a read, a report,
-    -- an instruction), which is what the agent reads here: an agent paging through a big buffer costs its pages, not the buffer
+    -- The backend holds the whole text of this tick from an earlier read:
+    -- an agent paging through a big buffer costs its pages, not the buffer
     -- each time. (With open conflicts the agent's view also depends on the
     -- disk, which has no tick: sent whole.)
     return { text = text, tick = tick, unchanged = true }

@@ -599,7 +599,7 @@ impl NvimHost {
         let report = self.files.lock().user_reported(
             path,
             BufferText {
-                text: text.into(),
+                text,
                 version: tick,
             },
             on_disk,
@@ -640,7 +640,7 @@ impl NvimHost {
             files.known_at_prompt(
                 &b.path,
                 BufferText {
-                    text: b.text.into(),
+                    text: b.text,
                     version: b.tick,
                 },
             );
@@ -836,15 +836,12 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(None);
         };
-        // The backend's copy of the buffer, by its tick: a buffer still at
-        // it answers with the range only (an agent paging through a
-        // 1,000,000-line buffer must not ship it each time).
-        let known = self.files.lock().buffer(&request.path).cloned();
+        let last = self.files.lock().last_read(&request.path);
         let args = lua::FsRead {
             path,
             line: request.line,
             limit: request.limit,
-            known: known.as_ref().map(|b| b.version),
+            known: last.as_ref().map(|(tick, _)| *tick),
         };
         let read = self.buffer_read(&request.path, path, args).await?;
         let mut files = self.files.lock();
@@ -853,8 +850,10 @@ impl EditorHost for NvimHost {
             files.saw(&request.session_id, &request.path, None);
             return Ok(None);
         };
-        let whole = match read.view {
+        let whole: Arc<str> = match read.view {
             Some(view) => {
+                let whole: Arc<str> = view.whole.into();
+                files.read_at(&request.path, read.tick, whole.clone());
                 files.reported(
                     &request.path,
                     BufferText {
@@ -862,12 +861,11 @@ impl EditorHost for NvimHost {
                         version: read.tick,
                     },
                 );
-                view.whole
+                whole
             }
-            // Unchanged (Lua answers so only without open conflicts, when
-            // the agent reads the buffer as it is).
-            None => match known {
-                Some(known) if known.version == read.tick => known.text,
+            // Lua said the buffer is still at the tick we asked with.
+            None => match last {
+                Some((tick, whole)) if tick == read.tick => whole,
                 _ => {
                     return Err(acp_client::Error::Host(format!(
                         "Neovim answered a read of `{path}` as unchanged at a version the backend does not hold; update the acp.nvim plugin and backend together"
@@ -908,20 +906,19 @@ impl EditorHost for NvimHost {
             },
         };
         let mut outcome = None;
-        // The last instruction answered stale, with its base.
         let mut last = None;
         // Once per stale answer: the user typed between Lua's last report of
         // the buffer and the instruction's arrival, so the merge is made
         // again from the text the answer carries.
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let (instruction, base) = {
+            let instruction = {
                 let mut files = self.files.lock();
                 let base = match (&base, &restore) {
                     (Some(base), _) => base.clone(),
                     // A restore of text review did not know: taken whole.
                     (None, Some(_)) => files
                         .buffer(&request.path)
-                        .map(|b| b.text.to_string())
+                        .map(|b| b.text.clone())
                         .unwrap_or_default(),
                     // An agent's write of a file that is not on disk.
                     (None, None) => String::new(),
@@ -931,7 +928,8 @@ impl EditorHost for NvimHost {
                     None => Origin::Write,
                 };
                 let instruction = files.plan(&request.path, &base, &request.content, origin);
-                (instruction, base)
+                last = Some((instruction.clone(), base));
+                instruction
             };
             match self.apply(path, &instruction).await? {
                 buffer_sync::Applied::NoBuffer => {
@@ -969,7 +967,7 @@ impl EditorHost for NvimHost {
                         "Neovim took the agent's write of `{path}` as a disk edit and did not save it; update the acp.nvim plugin and backend together"
                     )));
                 }
-                buffer_sync::Applied::Stale(_) => last = Some((instruction, base)),
+                buffer_sync::Applied::Stale(_) => {}
             }
         }
         let outcome = match outcome {
@@ -1460,13 +1458,7 @@ mod tests {
             Json::Null,
         ));
         let path = Path::new("/p/a.txt");
-        host.files.lock().reported(
-            path,
-            BufferText {
-                text: "a\nb\nc\n".into(),
-                version: 3,
-            },
-        );
+        host.files.lock().read_at(path, 3, "a\nb\nc\n".into());
         let read = ReadTextFile {
             session_id: sid("s1"),
             path: path.into(),
@@ -1482,13 +1474,7 @@ mod tests {
         assert_eq!(host.files.lock().seen(&sid("s1"), path), Some("a\nb\nc\n"));
         // "Unchanged" at a tick the backend does not hold is a broken
         // contract, said as such.
-        host.files.lock().reported(
-            path,
-            BufferText {
-                text: "old\n".into(),
-                version: 2,
-            },
-        );
+        host.files.lock().read_at(path, 2, "old\n".into());
         let err = host.read_text_file(&read).await.unwrap_err().to_string();
         assert!(
             err.contains("update the acp.nvim plugin and backend together"),
