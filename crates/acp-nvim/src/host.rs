@@ -906,12 +906,13 @@ impl EditorHost for NvimHost {
             },
         };
         let mut outcome = None;
+        // The last instruction answered stale, with its base.
         let mut last = None;
         // Once per stale answer: the user typed between Lua's last report of
         // the buffer and the instruction's arrival, so the merge is made
         // again from the text the answer carries.
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let instruction = {
+            let (instruction, base) = {
                 let mut files = self.files.lock();
                 let base = match (&base, &restore) {
                     (Some(base), _) => base.clone(),
@@ -928,8 +929,7 @@ impl EditorHost for NvimHost {
                     None => Origin::Write,
                 };
                 let instruction = files.plan(&request.path, &base, &request.content, origin);
-                last = Some((instruction.clone(), base));
-                instruction
+                (instruction, base)
             };
             match self.apply(path, &instruction).await? {
                 buffer_sync::Applied::NoBuffer => {
@@ -967,7 +967,7 @@ impl EditorHost for NvimHost {
                         "Neovim took the agent's write of `{path}` as a disk edit and did not save it; update the acp.nvim plugin and backend together"
                     )));
                 }
-                buffer_sync::Applied::Stale(_) => {}
+                buffer_sync::Applied::Stale(_) => last = Some((instruction, base)),
             }
         }
         let outcome = match outcome {
