@@ -69,7 +69,7 @@ end
 ---@class acp.PromptBuffer a buffer with unsaved edits as a prompt goes out
 ---@field path string
 ---@field text string
----@field tick integer its b:changedtick
+---@field tick integer its tick (acp.fs.tick)
 
 --- Copy the open files under `cwd` (see above), for the prompt the
 --- chat is about to send. Returns the buffers among them with unsaved
@@ -110,7 +110,7 @@ function M.snapshot(chat_id, cwd)
             unsaved[#unsaved + 1] = {
               path = path,
               text = require("acp.fs").buffer_text(buf),
-              tick = api.nvim_buf_get_changedtick(buf),
+              tick = require("acp.fs").tick(buf),
             }
             unsaved_total = unsaved_total + bytes
           end

@@ -4,7 +4,7 @@
 --- The backend calls these with nvim_exec_lua and awaits the result; both are
 --- quick and never wait for anything. The backend owns each file's state
 --- (acp_client::buffer_sync): what the agent saw, the buffer's text as last
---- reported with its `b:changedtick`, the disk text the buffer is in sync
+--- reported with its tick (`b:changedtick` and buffer number), the disk text the buffer is in sync
 --- with, the merge of an agent's write or of its edit on disk; this module
 --- reports the buffer and applies the backend's instructions.
 
@@ -37,6 +37,19 @@ function M.find_buffer(path)
   end
 end
 
+--- A buffer's version as the backend knows it (the `tick` of reports,
+--- reads and instructions): `b:changedtick` tagged with the buffer number.
+--- A buffer wiped and opened again is a new buffer whose changedtick starts
+--- over; with the tick alone, its text at some tick could be taken for the
+--- old buffer's text at the same tick and a merge made on that applied over
+--- the user's edits. (Neovim never reuses a buffer number in a session, so
+--- the versions of a file only grow.)
+---@param buf integer
+---@return integer
+function M.tick(buf)
+  return buf * 4294967296 + api.nvim_buf_get_changedtick(buf)
+end
+
 --- Text of a buffer's lines as a file would hold them: every line ends with
 --- "\n", except the buffer's last line when it has 'noeol'.
 ---@param buf integer
@@ -61,7 +74,7 @@ end
 ---@field line? integer 1-based first line
 ---@field limit? integer number of lines
 ---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
----@field known? integer the b:changedtick of the last read the backend keeps whole (see read_for_agent)
+---@field known? integer the tick (M.tick) of the last read the backend keeps whole (see read_for_agent)
 
 --- Read from a loaded buffer. nil when no loaded buffer has the path (the
 --- backend then reads the disk). Only the requested lines are fetched.
@@ -95,11 +108,11 @@ end
 ---@field text string what the agent gets (the range it asked for)
 ---@field whole? string the whole text as the agent reads it, when `text` is a range
 ---@field buffer? string the buffer's rows as they are, when they differ from what the agent reads (open conflicts)
----@field tick integer the buffer's b:changedtick
+---@field tick integer the buffer's tick (M.tick)
 ---@field unchanged? boolean the buffer is still at `known`: no `whole` or `buffer`
 
 --- An agent's read (`fs/read_text_file`): what it gets, with the buffer's
---- text and changedtick for the backend (the base of merging its next write
+--- text and tick (M.tick) for the backend (the base of merging its next write
 --- into this buffer). nil when no loaded buffer has the path.
 ---@param args acp.FsReadArgs
 ---@return acp.FsReadReply?
@@ -109,7 +122,7 @@ function M.read_for_agent(args)
     return nil
   end
   local text = M.read(args)
-  local tick = api.nvim_buf_get_changedtick(buf)
+  local tick = M.tick(buf)
   if args.known == tick and not require("acp.review").has_marker(buf) then
     -- The backend holds the whole text of this tick from an earlier read:
     -- an agent paging through a big buffer costs its pages, not the buffer
@@ -242,8 +255,8 @@ end
 ---@field path string
 ---@field revision integer the file's instruction count, echoed in the reply
 ---@field content string the text an unmodified buffer takes (then saved, unless `disk`)
----@field merged? string the text a modified buffer takes, only at changedtick `tick`
----@field tick? integer the b:changedtick `merged` was made against
+---@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick)
+---@field tick? integer the tick (M.tick) `merged` was made against
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
 ---@field disk? boolean the agent changed the file on disk itself: `content` is on disk already
@@ -252,7 +265,7 @@ end
 ---@class acp.FsApplyReply
 ---@field status "no_buffer"|"saved"|"reloaded"|"merged"|"waiting"|"stale"
 ---@field revision integer
----@field tick? integer the buffer's b:changedtick now
+---@field tick? integer the buffer's tick (M.tick) now
 ---@field old_content? string saved: the buffer's text before (nil: a new file)
 ---@field text? string stale: the buffer's text now
 
@@ -277,7 +290,7 @@ end
 ---@param args acp.FsApplyArgs
 ---@return acp.FsApplyReply?
 local function stale_reply(buf, args)
-  local tick = api.nvim_buf_get_changedtick(buf)
+  local tick = M.tick(buf)
   if type(args.merged) ~= "string" or args.tick ~= tick then
     return { status = "stale", revision = args.revision, text = M.buffer_text(buf), tick = tick }
   end
@@ -314,13 +327,13 @@ local function apply_disk(buf, args)
     -- finished write (found by the data-safety property test).
     require("acp.filestamp").merged(buf, content)
     review.disk_applied(buf, path)
-    return { status = "reloaded", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+    return { status = "reloaded", revision = rev, tick = M.tick(buf) }
   end
   local stale = stale_reply(buf, args)
   if stale then
     return stale
   end
-  local tick = api.nvim_buf_get_changedtick(buf)
+  local tick = M.tick(buf)
   local conflicts = tonumber(args.conflicts) or 0
   if conflicts > 0 and review.has_conflicts(buf) then
     -- New conflict blocks next to (or inside) the open ones would nest
@@ -339,7 +352,7 @@ local function apply_disk(buf, args)
     notify_conflicts(path, conflicts)
   end
   review.disk_applied(buf, path, before, resolved)
-  return { status = "merged", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+  return { status = "merged", revision = rev, tick = M.tick(buf) }
 end
 
 --- Apply one instruction of the backend, in one go and without asking it
@@ -373,7 +386,7 @@ function M.apply(args)
       -- disk gets the agent's text, and the backend sends it again as a
       -- disk edit, merged unless that conflicts with the open ones (it then
       -- waits for them: acp.review's pending).
-      return { status = "waiting", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+      return { status = "waiting", revision = rev, tick = M.tick(buf) }
     end
     local stale = stale_reply(buf, args)
     if stale then
@@ -390,7 +403,7 @@ function M.apply(args)
         notify_conflicts(args.path, args.conflicts)
       end
     end
-    return { status = "merged", revision = rev, tick = api.nvim_buf_get_changedtick(buf) }
+    return { status = "merged", revision = rev, tick = M.tick(buf) }
   end
   local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil
   M.apply_text(buf, content)
@@ -402,7 +415,7 @@ function M.apply(args)
   if not ok then
     error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
   end
-  return { status = "saved", revision = rev, old_content = old_content, tick = api.nvim_buf_get_changedtick(buf) }
+  return { status = "saved", revision = rev, old_content = old_content, tick = M.tick(buf) }
 end
 
 return M

@@ -41,7 +41,9 @@
 --   4. right after a reject, the rejected hunks' agent lines are gone from
 --      the buffer, and from the disk when the buffer has no unsaved edits
 --      (a buffer with unsaved edits is restored in the buffer only: the
---      disk is the user's to save); lines around them stay (invariant 1).
+--      disk is the user's to save); lines around them stay (invariant 1);
+--   5. the text the backend holds of each buffer at a changedtick (the base
+--      of its next merge) is the buffer's text at that tick.
 -- Stated in what the user can see, not in how the plugin merges, so the test
 -- holds for any merge strategy that keeps the user's lines.
 -- Each agent edit starts from the file as it is at that moment (the buffer
@@ -217,6 +219,46 @@ function Case:check()
   if #self.torn > 0 then
     self:fail("a reader saw a half-written file: " .. vim.inspect(self.torn))
   end
+  self:check_sync()
+end
+
+--- Invariant 5: the text the backend holds of a buffer at a changedtick
+--- (the base of merging the agent's next write into it, `acp.file_sync`)
+--- is the buffer's text at that tick; it may lag (an older tick: the merge
+--- is then answered stale), never be wrong.
+function Case:check_sync()
+  if not self.chat then
+    return
+  end
+  for _, f in ipairs(self.files) do
+    local state, err = require("acp.backend").request("acp.file_sync", { chat_id = self.chat.chat_id, path = f.path })
+    if err then
+      self:fail("acp.file_sync: " .. err)
+    end
+    -- Read after the answer: an instruction applied meanwhile moved the tick on.
+    local tick = fs.tick(f.buf)
+    if type(state) == "table" and state.tick then
+      -- Ticks are acp.fs.tick's: the changedtick is the low 32 bits.
+      if state.tick > tick then
+        self:fail(
+          ("the backend holds %s at changedtick %d, newer than the buffer's %d"):format(
+            f.path,
+            state.tick % 4294967296,
+            tick % 4294967296
+          )
+        )
+      elseif state.tick == tick and state.text ~= fs.buffer_text(f.buf) then
+        self:fail(
+          ("the backend holds a text of %s at changedtick %d that the buffer does not have:\n  backend %s\n  buffer  %s"):format(
+            f.path,
+            tick % 4294967296,
+            vim.inspect(state.text),
+            vim.inspect(fs.buffer_text(f.buf))
+          )
+        )
+      end
+    end
+  end
 end
 
 -- User steps --------------------------------------------------------------
@@ -262,7 +304,7 @@ function Case:user_types_reported(f, s)
     local attached = entry and (entry.chat_id ~= nil or #(review.items[f.buf] or {}) > 0)
     -- While an agent change waits for conflicts to be resolved, typing is
     -- reported after that merge (acp.review's pending).
-    return not attached or review.pending[f.path] or entry.reported_tick == vim.api.nvim_buf_get_changedtick(f.buf)
+    return not attached or review.pending[f.path] or entry.reported_tick == fs.tick(f.buf)
   end, "the typed line reported to the review (acp.user_edit)", 5000)
 end
 
@@ -288,7 +330,7 @@ function Case:refresh_all()
         tostring(vim.bo[f.buf].modified),
         tostring(review.pending[f.path]),
         tostring(entry and entry.reported_tick),
-        vim.api.nvim_buf_get_changedtick(f.buf)
+        fs.tick(f.buf)
       )
       if entry and entry.chat_id and vim.bo[f.buf].modified and not review.pending[f.path] then
         local current = entry.review and entry.review.current
@@ -659,7 +701,7 @@ function Case:report(f)
   vim.wait(2000, function()
     local entry = review.files[f.path]
     local reviewed = entry and entry.reviewed_by and next(entry.reviewed_by) ~= nil
-    return not reviewed or review.pending[f.path] or entry.reported_tick == vim.api.nvim_buf_get_changedtick(f.buf)
+    return not reviewed or review.pending[f.path] or entry.reported_tick == fs.tick(f.buf)
   end, 5)
 end
 
@@ -913,6 +955,7 @@ local function pick_op(ops)
 end
 
 function Case:play(chat, ops)
+  self.chat = chat
   for s = 1, STEPS do
     local f = self.files[math.random(#self.files)]
     local op = pick_op(ops)

@@ -42,6 +42,30 @@ T.setup_fake({
           { type = "text", text = "write ok" },
         },
       },
+      {
+        match = "read wiped",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/wiped.txt" },
+            expect = { result = { content = "one\ntwo\nold unsaved\n" } },
+          },
+          { type = "text", text = "read ok" },
+        },
+      },
+      {
+        match = "write wiped",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/wiped.txt", content = "one\ntwo\nold unsaved\nagent line\n" },
+            expect = { ok = true },
+          },
+          { type = "text", text = "write ok" },
+        },
+      },
     },
   },
 }, dir)
@@ -100,6 +124,39 @@ T.test("fs write to a modified buffer merges, loses nothing and tells the user",
     end
   end
   T.truthy(told, "the user was told")
+end)
+
+T.test("a buffer wiped and opened again is not taken for the one the agent read", function()
+  -- The backend keeps the text of the buffer the agent read, at its tick.
+  -- A new buffer of the file starts its changedtick over; when it reaches
+  -- the old count, a merge made on the old text must not be applied to it.
+  local path = dir .. "/wiped.txt"
+  T.write_file(path, "one\ntwo\n")
+  vim.cmd("edit " .. path)
+  local old = vim.api.nvim_get_current_buf()
+  for i = 1, 30 do
+    vim.api.nvim_buf_set_lines(old, 2, -1, false, { "scratch " .. i })
+  end
+  vim.api.nvim_buf_set_lines(old, 2, -1, false, { "old unsaved" })
+  local old_tick = vim.api.nvim_buf_get_changedtick(old)
+  local chat = T.open_chat("fs", dir)
+  T.eq("end_turn", T.turn(chat, "read wiped"), "stop reason")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the agent read the unsaved buffer")
+  vim.cmd("bwipeout! " .. old)
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  T.truthy(buf ~= old, "a new buffer")
+  while vim.api.nvim_buf_get_changedtick(buf) < old_tick - 1 do
+    vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "one" })
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "new unsaved" })
+  T.eq(old_tick, vim.api.nvim_buf_get_changedtick(buf), "the new buffer at the old buffer's changedtick")
+  T.eq("end_turn", T.turn(chat, "write wiped"), "stop reason")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "write succeeded")
+  local lines = T.lines(buf)
+  T.truthy(vim.tbl_contains(lines, "new unsaved"), "the user's line in the new buffer survives: " .. vim.inspect(lines))
+  T.truthy(vim.tbl_contains(lines, "agent line"), "the agent's line is merged in: " .. vim.inspect(lines))
+  T.eq(true, vim.bo[buf].modified, "still unsaved")
 end)
 
 T.run()

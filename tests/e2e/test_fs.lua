@@ -68,7 +68,7 @@ T.test("write to an unmodified buffer edits minimally, one undo step, and saves"
   T.eq("saved", res.status, "saved")
   T.eq(1, res.revision, "names the instruction")
   T.eq(table.concat(old, "\n") .. "\n", res.old_content, "old content")
-  T.eq(vim.api.nvim_buf_get_changedtick(buf), res.tick, "the tick after")
+  T.eq(fs.tick(buf), res.tick, "the tick after")
   T.eq(content, T.read_file(path), "disk == content")
   T.eq(false, vim.bo[buf].modified, "saved")
   T.eq(new, T.lines(buf), "buffer == content")
@@ -103,7 +103,7 @@ T.test("write to a modified buffer applies the backend's merge at its tick, one 
   end
   backend.notify = backend.request
   local content = "one\ntwo\nTHREE (agent)\n"
-  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local tick = fs.tick(buf)
   -- Without the merge (the backend did not know the buffer): stale, with
   -- the buffer's text, so the backend merges and sends again.
   local res = fs.apply({ path = path, revision = 1, content = content })
@@ -116,7 +116,7 @@ T.test("write to a modified buffer applies the backend's merge at its tick, one 
   backend.request, backend.notify = orig_request, orig_notify
   T.eq({}, asked, "nothing asked of the backend from inside its call")
   T.eq("merged", res.status, "merged")
-  T.eq(vim.api.nvim_buf_get_changedtick(buf), res.tick, "the tick after")
+  T.eq(fs.tick(buf), res.tick, "the tick after")
   T.eq({ "ONE (mine)", "two", "THREE (agent)" }, T.lines(buf), "both edits")
   T.eq(true, vim.bo[buf].modified, "still modified")
   T.eq("one\ntwo\nthree\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
@@ -131,7 +131,7 @@ T.test("an agent read reports the buffer's whole text and tick", function()
   T.write_file(path, "a\n")
   local buf = open(path)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b (unsaved)", "c" })
-  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local tick = fs.tick(buf)
   T.eq({ text = "a\nb (unsaved)\nc\n", tick = tick }, fs.read_for_agent({ path = path }), "whole")
   T.eq(
     { text = "b (unsaved)\n", whole = "a\nb (unsaved)\nc\n", tick = tick },
@@ -145,7 +145,7 @@ T.test("an agent read reports the buffer's whole text and tick", function()
   )
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "A" })
   T.eq(
-    { text = "c\n", whole = "A\nb (unsaved)\nc\n", tick = vim.api.nvim_buf_get_changedtick(buf) },
+    { text = "c\n", whole = "A\nb (unsaved)\nc\n", tick = fs.tick(buf) },
     fs.read_for_agent({ path = path, line = 3, limit = 1, known = tick }),
     "after an edit the whole text again"
   )
@@ -161,7 +161,7 @@ T.test("an agent's disk edit reloads an unmodified buffer without saving it, one
   local old = vim.uv.fs_stat(path).mtime
   local reply = fs.apply({ path = path, revision = 1, content = "one\nTWO\n", disk = true, chat_id = "c1" })
   T.eq("reloaded", reply.status, "reloaded")
-  T.eq(vim.api.nvim_buf_get_changedtick(buf), reply.tick, "with the buffer's tick")
+  T.eq(fs.tick(buf), reply.tick, "with the buffer's tick")
   T.eq({ "one", "TWO" }, T.lines(buf), "the agent's text")
   T.eq(false, vim.bo[buf].modified, "unmodified")
   T.eq(old.nsec, vim.uv.fs_stat(path).mtime.nsec, "not saved: the file was not written again")
@@ -177,7 +177,7 @@ T.test("an agent's disk edit merges into a modified buffer at its tick, or answe
   T.write_file(path, "a\nb\nc\n")
   local buf = open(path)
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "A (mine)" })
-  local tick = vim.api.nvim_buf_get_changedtick(buf)
+  local tick = fs.tick(buf)
   local stale = fs.apply({ path = path, revision = 1, content = "a\nb\nC\n", disk = true })
   T.eq({ status = "stale", revision = 1, text = "A (mine)\nb\nc\n", tick = tick }, stale, "no merge offered: stale")
   local merged = fs.apply({
@@ -194,7 +194,7 @@ T.test("an agent's disk edit merges into a modified buffer at its tick, or answe
   -- Open conflict blocks, and a merge that would open more: it waits.
   vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "<<<<<<< buffer", "B (mine)", "=======", "B (agent)", ">>>>>>> agent" })
   local before = T.lines(buf)
-  tick = vim.api.nvim_buf_get_changedtick(buf)
+  tick = fs.tick(buf)
   local waiting = fs.apply({
     path = path,
     revision = 3,

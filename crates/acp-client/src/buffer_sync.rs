@@ -177,6 +177,21 @@ pub struct Report {
     pub sync: bool,
 }
 
+/// What [`FileSyncs`] holds of one file, for diagnostics
+/// ([`FileSyncs::state`]): a test or a bug report compares it with the
+/// editor's buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileState {
+    /// The file's instruction count.
+    pub revision: u64,
+    /// The buffer's text and version as last known.
+    pub buffer: Option<BufferText>,
+    /// The disk text the buffer was last in sync with.
+    pub disk: Option<String>,
+    /// The agent's disk text the buffer has not taken yet.
+    pub pending: Option<String>,
+}
+
 /// How the buffer in a user's report relates to the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnDisk {
@@ -200,15 +215,11 @@ impl FileSyncs {
         Self::default()
     }
 
-    /// The editor reported a buffer's text (in the answer of a read, or as
-    /// the user's edit).
+    /// The editor reported a buffer's text in the answer of a read, or when
+    /// it sent a prompt. The version held already wins when it is newer: an
+    /// instruction answered while the read's answer was on its way (the
+    /// editor's versions of a file only grow).
     pub fn reported(&mut self, path: &Path, buffer: BufferText) {
-        self.files.entry(path.to_owned()).or_default().buffer = Some(buffer);
-    }
-
-    /// The buffer's text when the editor sent a prompt; a report of a
-    /// newer version, or one the backend already has, wins.
-    pub fn known_at_prompt(&mut self, path: &Path, buffer: BufferText) {
         let file = self.files.entry(path.to_owned()).or_default();
         if file
             .buffer
@@ -222,6 +233,17 @@ impl FileSyncs {
     /// The buffer's text as last reported.
     pub fn buffer(&self, path: &Path) -> Option<&BufferText> {
         self.files.get(path)?.buffer.as_ref()
+    }
+
+    /// What is held of the file, if anything.
+    pub fn state(&self, path: &Path) -> Option<FileState> {
+        let file = self.files.get(path)?;
+        Some(FileState {
+            revision: file.revision,
+            buffer: file.buffer.clone(),
+            disk: file.disk.clone(),
+            pending: file.pending.clone(),
+        })
     }
 
     /// The agent of `session` saw `text` of the file; `None`: it read the
@@ -557,12 +579,13 @@ mod tests {
             text: text.into(),
             version,
         };
-        s.known_at_prompt(p, unsaved("a\nx\nmine\n", 4));
+        s.reported(p, unsaved("a\nx\nmine\n", 4));
         let merge = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write).merge.unwrap();
         assert_eq!((merge.version, merge.text.as_str()), (4, "b\nx\nmine\n"));
-        // A report newer than the prompt's copy is kept; an older one is not.
+        // A newer version held is kept over an older report (a read answered
+        // before an instruction, recorded after it).
         s.reported(p, unsaved("a\nx\nmine 2\n", 6));
-        s.known_at_prompt(p, unsaved("a\nx\nmine\n", 5));
+        s.reported(p, unsaved("a\nx\nmine\n", 5));
         assert_eq!(s.buffer(p).unwrap().version, 6);
     }
 

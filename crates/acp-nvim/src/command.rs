@@ -809,6 +809,14 @@ pub enum ReviewCommand {
         /// Absolute path of the file.
         path: PathBuf,
     },
+    /// `acp.file_sync` (request): what the backend holds of a file's sync
+    /// with its buffer (diagnostics: tests, bug reports).
+    Sync {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
     /// `acp.review_accept`: the changes stay, and leave the review.
     Accept {
         /// The chat concerned.
@@ -855,9 +863,10 @@ pub enum ReviewCommand {
 }
 
 impl ReviewCommand {
-    const METHODS: [&'static str; 6] = [
+    const METHODS: [&'static str; 7] = [
         "acp.review_files",
         "acp.review_file",
+        "acp.file_sync",
         "acp.review_accept",
         "acp.review_reject",
         "acp.review_delete",
@@ -873,6 +882,7 @@ impl ReviewCommand {
         match self {
             ReviewCommand::Files { .. } => "acp.review_files",
             ReviewCommand::File { .. } => "acp.review_file",
+            ReviewCommand::Sync { .. } => "acp.file_sync",
             ReviewCommand::Accept { .. } => "acp.review_accept",
             ReviewCommand::Reject { .. } => "acp.review_reject",
             ReviewCommand::Delete { .. } => "acp.review_delete",
@@ -885,6 +895,7 @@ impl ReviewCommand {
         match self {
             ReviewCommand::Files { chat_id }
             | ReviewCommand::File { chat_id, .. }
+            | ReviewCommand::Sync { chat_id, .. }
             | ReviewCommand::Accept { chat_id, .. }
             | ReviewCommand::Reject { chat_id, .. }
             | ReviewCommand::Delete { chat_id, .. }
@@ -896,7 +907,7 @@ impl ReviewCommand {
     pub fn is_query(&self) -> bool {
         matches!(
             self,
-            ReviewCommand::Files { .. } | ReviewCommand::File { .. }
+            ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Sync { .. }
         )
     }
 }
@@ -911,6 +922,10 @@ fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
             chat_id: p.chat_id()?,
         },
         "acp.review_file" => ReviewCommand::File {
+            chat_id: p.chat_id()?,
+            path: path("path")?,
+        },
+        "acp.file_sync" => ReviewCommand::Sync {
             chat_id: p.chat_id()?,
             path: path("path")?,
         },
@@ -1345,6 +1360,15 @@ mod tests {
                 path: "/p/a.rs".into()
             })
         );
+        let sync = decode("acp.file_sync", json!({"chat_id": "c", "path": "/p/a.rs"})).unwrap();
+        assert_eq!(
+            sync,
+            Command::Review(ReviewCommand::Sync {
+                chat_id: chat(),
+                path: "/p/a.rs".into()
+            })
+        );
+        assert!(matches!(&sync, Command::Review(r) if r.is_query()));
         assert_eq!(
             decode(
                 "acp.review_accept",

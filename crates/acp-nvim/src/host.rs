@@ -610,6 +610,11 @@ impl NvimHost {
         report.record
     }
 
+    /// What is held of a file's sync with its buffer (`acp.file_sync`).
+    pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
+        self.files.lock().state(path)
+    }
+
     /// The chats whose sessions live in this agent.
     pub fn chats(&self) -> Vec<ChatId> {
         self.routes().chats()
@@ -637,7 +642,7 @@ impl NvimHost {
     pub fn buffers_at_prompt(&self, buffers: Vec<crate::command::PromptBuffer>) {
         let mut files = self.files.lock();
         for b in buffers {
-            files.known_at_prompt(
+            files.reported(
                 &b.path,
                 BufferText {
                     text: b.text,

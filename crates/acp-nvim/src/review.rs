@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
-use crate::protocol::{wire, Event, ReviewView};
+use crate::protocol::{wire, Event, FileSyncView, ReviewView};
 
 /// A file's full review, encoded for Lua.
 pub fn review_reply(review: &FileReview) -> Value {
@@ -41,6 +41,9 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
         ReviewCommand::File { path, .. } => found
             .and_then(|(agent, session)| agent.conn.review(&session).file(path))
             .map_or(Value::Nil, |r| review_reply(&r)),
+        ReviewCommand::Sync { path, .. } => found
+            .and_then(|(agent, _)| agent.host.file_state(path))
+            .map_or(Value::Nil, |state| wire::encode(&FileSyncView::from(state))),
         other => {
             tracing::warn!(command = other.name(), "not a review query");
             Value::Nil
@@ -152,7 +155,9 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
                 Ok(())
             }
         }
-        ReviewCommand::Files { .. } | ReviewCommand::File { .. } => Ok(()),
+        ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Sync { .. } => {
+            Ok(())
+        }
     };
     if let Err(e) = result {
         tracing::info!(%chat, command = name, "review decision failed: {e}");

@@ -61,7 +61,7 @@ M.CONFLICT_END = ">>>>>>> agent"
 ---@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
 ---@field chat_id? string the chat whose review is shown
 ---@field review? table the last `acp.review_file` answer of that chat
----@field reported_tick? integer the buffer's b:changedtick whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
+---@field reported_tick? integer the buffer's tick (acp.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 ---@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)
 ---@field asked? boolean a user edit or decision of this file was sent since the last `acp.review_file`: the next refresh asks (its answer comes after them)
@@ -143,8 +143,8 @@ function M.setup()
     callback = function(a)
       local path = normalize(a.match)
       if M.files[path] then
-        -- A new buffer's changedtick starts over. The backend learns the
-        -- text the buffer is in sync with now (not an edit); nothing of the
+        -- The buffer was read anew (its tick moved on, or it is a new
+        -- buffer: acp.fs.tick). The backend learns the text the buffer is in sync with now (not an edit); nothing of the
         -- agent's waits for this buffer any more.
         M.files[path].reported_tick = nil
         M.pending[path] = nil

@@ -1,6 +1,6 @@
 ---@mod acp.review.sync Keeping the review and the buffers in sync: the
 --- user's edits reported to the backend (`acp.user_edit`, with the buffer's
---- changedtick), the review drawn from `review_changed` (asked for with
+--- tick, acp.fs.tick), the review drawn from `review_changed` (asked for with
 --- `acp.review_file` only after our own user edits or decisions). The
 --- agent's edits reach the buffers as the backend's instructions
 --- (`acp.fs.apply`): this part only draws and reports.
@@ -45,7 +45,7 @@ local function send_user_edit(buf, accept_lines, disk)
     -- the agent's next disk edit would be reloaded over the undo.
     vim.bo[buf].modified = true
   end
-  local tick = api.nvim_buf_get_changedtick(buf)
+  local tick = fs.tick(buf)
   if tick == entry.reported_tick and not accept_lines and not disk then
     return
   end
@@ -97,7 +97,7 @@ function M.refresh(path)
   end
   if entry.review and entry.review.current == fs.buffer_text(buf) then
     -- The review has the buffer's text: nothing of this tick to report.
-    entry.reported_tick = api.nvim_buf_get_changedtick(buf)
+    entry.reported_tick = fs.tick(buf)
   end
   -- Unsaved user text the review does not know yet.
   if vim.bo[buf].modified then

@@ -612,6 +612,35 @@ impl From<&FileReview> for ReviewView {
     }
 }
 
+/// What the backend holds of a file's sync (`acp.file_sync`'s answer): the
+/// data-safety test compares it with the buffer after every step, and a bug
+/// report can show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileSyncView {
+    revision: u64,
+    /// The buffer's text as last known, and its `b:changedtick` then.
+    text: Option<String>,
+    tick: Option<u64>,
+    disk: Option<String>,
+    pending: Option<String>,
+}
+
+impl From<acp_client::buffer_sync::FileState> for FileSyncView {
+    fn from(state: acp_client::buffer_sync::FileState) -> Self {
+        let (text, tick) = match state.buffer {
+            Some(b) => (Some(b.text), Some(b.version)),
+            None => (None, None),
+        };
+        Self {
+            revision: state.revision,
+            text,
+            tick,
+            disk: state.disk,
+            pending: state.pending,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {

@@ -19,6 +19,7 @@ pub mod lua;
 pub mod wire;
 
 pub use event::{
-    Event, InstalledListing, LoginMethod, RegistryListing, ReviewView, MAX_MERGED_TEXT,
+    Event, FileSyncView, InstalledListing, LoginMethod, RegistryListing, ReviewView,
+    MAX_MERGED_TEXT,
 };
 pub use ids::{ChatId, PromptId};
