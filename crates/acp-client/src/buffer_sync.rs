@@ -107,6 +107,10 @@ pub struct Instruction {
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
+    /// How many disk edits of the file had come when it was planned: one
+    /// that comes while the instruction is on its way is newer than its
+    /// text and stays pending after the answer.
+    pub disk_edits: u64,
 }
 
 /// The editor's one answer to an [`Instruction`].
@@ -156,6 +160,8 @@ struct FileSync {
     disk: Option<String>,
     /// The agent's disk text the buffer has not taken yet.
     pending: Option<String>,
+    /// Counts the agent's disk edits of the file ([`FileSyncs::disk_changed`]).
+    disk_edits: u64,
     /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
     /// edit (its merge conflicts next to open conflict blocks): planned
     /// again once a report has none. Until then (an instruction on its way,
@@ -355,6 +361,7 @@ impl FileSyncs {
             file.disk = before.map(str::to_owned);
         }
         file.pending = Some(after.to_owned());
+        file.disk_edits += 1;
         true
     }
 
@@ -422,6 +429,7 @@ impl FileSyncs {
             content: content.to_owned(),
             merge,
             origin,
+            disk_edits: file.disk_edits,
         }
     }
 
@@ -471,7 +479,14 @@ impl FileSyncs {
         };
         if synced {
             file.disk = Some(content.clone());
-            if instruction.origin != Origin::Disk || file.pending.as_ref() == Some(content) {
+            // A write supersedes the agent's older disk text, not one that
+            // came while it was on its way (claude-agent-acp edits on disk
+            // with its own tools, next to its fs/write_text_file).
+            let superseded = match instruction.origin {
+                Origin::Disk => file.pending.as_ref() == Some(content),
+                Origin::Write | Origin::Restore => file.disk_edits == instruction.disk_edits,
+            };
+            if superseded {
                 file.pending = None;
                 file.waiting = false;
             }
@@ -587,6 +602,39 @@ mod tests {
         s.reported(p, unsaved("a\nx\nmine 2\n", 6));
         s.reported(p, unsaved("a\nx\nmine\n", 5));
         assert_eq!(s.buffer(p).unwrap().version, 6);
+    }
+
+    #[test]
+    fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        s.reported(p, buffer("a\n", 2));
+        // The agent's disk edit before the write: the write supersedes it.
+        assert!(s.disk_changed(p, Some("a\n"), "d1\n"));
+        let w = s.plan(p, "a\n", "w\n", Origin::Write);
+        s.answered(
+            &w,
+            &Applied::Saved {
+                old_content: Some("a\n".into()),
+                version: 3,
+            },
+        );
+        assert_eq!(s.pending(p), None);
+        // One after the write was planned is newer than it: it stays, merged
+        // on the text the write left.
+        let w = s.plan(p, "w\n", "w2\n", Origin::Write);
+        assert!(s.disk_changed(p, Some("w2\n"), "d2\n"));
+        s.answered(
+            &w,
+            &Applied::Saved {
+                old_content: Some("w\n".into()),
+                version: 4,
+            },
+        );
+        assert_eq!(s.pending(p), Some("d2\n"));
+        assert_eq!(s.disk(p), Some("w2\n"));
+        let i = s.plan_disk(p).unwrap();
+        assert_eq!((i.content.as_str(), i.origin), ("d2\n", Origin::Disk));
     }
 
     #[test]

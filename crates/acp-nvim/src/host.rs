@@ -406,6 +406,12 @@ pub struct NvimHost {
     /// the one owner of what the agent saw and of the buffers' reported
     /// text (see `acp_client::buffer_sync`).
     files: Arc<Mutex<FileSyncs>>,
+    /// Held from planning an instruction to recording its answer, by the
+    /// agent's writes and by [`DiskSync`]: Lua applies instructions in the
+    /// order they arrive, and their answers must be recorded in that order
+    /// too. Two tasks woken by their answers could otherwise record an
+    /// older buffer text and synced disk text over a newer one.
+    instructions: Arc<tokio::sync::Mutex<()>>,
     /// The task bringing buffers up to date with the agent's disk edits,
     /// started with the first one (see [`DiskSync`]).
     disk_sync: OnceLock<mpsc::UnboundedSender<DiskJob>>,
@@ -428,6 +434,7 @@ enum DiskJob {
 struct DiskSync {
     editor: Arc<dyn Editor>,
     files: Arc<Mutex<FileSyncs>>,
+    instructions: Arc<tokio::sync::Mutex<()>>,
     events: EventQueue,
 }
 
@@ -451,6 +458,7 @@ impl DiskSync {
             return;
         };
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
+            let _turn = self.instructions.lock().await;
             let Some(instruction) = self.files.lock().plan_disk(path) else {
                 return;
             };
@@ -510,6 +518,7 @@ impl NvimHost {
             prompts,
             routes: Mutex::new(Routes::new(agent_name)),
             files: Arc::new(Mutex::new(FileSyncs::new())),
+            instructions: Arc::new(tokio::sync::Mutex::new(())),
             disk_sync: OnceLock::new(),
         }
     }
@@ -526,6 +535,7 @@ impl NvimHost {
             let task = DiskSync {
                 editor: self.editor.clone(),
                 files: self.files.clone(),
+                instructions: self.instructions.clone(),
                 events: self.events.clone(),
             };
             tokio::spawn(task.run(rx));
@@ -917,6 +927,7 @@ impl EditorHost for NvimHost {
         // the buffer and the instruction's arrival, so the merge is made
         // again from the text the answer carries.
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
+            let _turn = self.instructions.lock().await;
             let (instruction, base) = {
                 let mut files = self.files.lock();
                 let base = match (&base, &restore) {
@@ -1682,6 +1693,80 @@ mod tests {
         let (events, _rx) = EventQueue::new();
         let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
         (host, lua)
+    }
+
+    /// A Lua side that holds its answer to the first instruction until the
+    /// gate opens, and counts the instructions that reached it.
+    struct Gated {
+        gate: tokio::sync::Notify,
+        arrived: Mutex<Vec<Json>>,
+    }
+
+    #[async_trait]
+    impl Editor for Gated {
+        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
+            Ok(())
+        }
+        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
+            Ok(Value::Nil)
+        }
+        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
+            let args = msgpack::to_json(&args);
+            let first = {
+                let mut arrived = self.arrived.lock();
+                arrived.push(args.clone());
+                arrived.len() == 1
+            };
+            let reply = if first {
+                self.gate.notified().await;
+                json!({"status": "saved", "tick": 3, "revision": args["revision"]})
+            } else {
+                json!({"status": "reloaded", "tick": 4, "revision": args["revision"]})
+            };
+            Ok(msgpack::from_json(&reply))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
+        let lua = Arc::new(Gated {
+            gate: tokio::sync::Notify::new(),
+            arrived: Mutex::default(),
+        });
+        let (events, _rx) = EventQueue::new();
+        let host = Arc::new(NvimHost::new(
+            "demo",
+            events,
+            lua.clone(),
+            Arc::new(Prompts::new()),
+        ));
+        let path = Path::new("/p/a.txt");
+        let writer = {
+            let host = host.clone();
+            tokio::spawn(async move { host.write_text_file(&write("w\n")).await })
+        };
+        while lua.arrived.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // The agent's disk edit comes while the write's answer is on its
+        // way: its instruction waits, or its answer could be recorded first
+        // and the write's older one over it.
+        host.disk_changed(&sid("s1"), path, Some("w\n"), "d\n");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(lua.arrived.lock().len(), 1, "the disk edit waited");
+        lua.gate.notify_one();
+        writer.await.unwrap().unwrap();
+        host.disk_synced().await;
+        assert_eq!(lua.arrived.lock().len(), 2);
+        let files = host.files.lock();
+        assert_eq!(
+            files.buffer(path),
+            Some(&BufferText {
+                text: "d\n".into(),
+                version: 4
+            })
+        );
+        assert_eq!(files.disk(path), Some("d\n"));
     }
 
     #[tokio::test]

@@ -259,6 +259,7 @@ mod tests {
             content: "x".into(),
             merge: None,
             origin: Origin::Write,
+            disk_edits: 0,
         };
         assert_eq!(
             msgpack::to_json(&Apply::of("/a", &i).encode()),
