@@ -74,7 +74,7 @@ end
 ---@field line? integer 1-based first line
 ---@field limit? integer number of lines
 ---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
----@field known? integer the tick (M.tick) of the last read the backend keeps whole (see read_for_agent)
+---@field known? integer the tick (M.tick) of the buffer text the backend holds (see read_for_agent)
 
 --- Read from a loaded buffer. nil when no loaded buffer has the path (the
 --- backend then reads the disk). Only the requested lines are fetched.
@@ -124,10 +124,11 @@ function M.read_for_agent(args)
   local text = M.read(args)
   local tick = M.tick(buf)
   if args.known == tick and not require("acp.review").has_marker(buf) then
-    -- The backend holds the whole text of this tick from an earlier read:
-    -- an agent paging through a big buffer costs its pages, not the buffer
-    -- each time. (With open conflicts the agent's view also depends on the
-    -- disk, which has no tick: sent whole.)
+    -- The backend holds the buffer's text of this tick (from a read, a
+    -- report or an instruction's answer), which is what the agent reads
+    -- here: an agent paging through a big buffer costs its pages, not the
+    -- buffer each time. (With open conflicts the agent's view also depends
+    -- on the disk, which has no tick: sent whole.)
     return { text = text, tick = tick, unchanged = true }
   end
   local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil

@@ -58,8 +58,9 @@ pub const MAX_ATTEMPTS: usize = 3;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferText {
     /// The buffer's whole text, as the file would hold it (conflict blocks
-    /// included).
-    pub text: String,
+    /// included). Shared: what an agent read of the buffer is this text
+    /// (see [`FileSyncs::saw`]), and a big buffer is held once.
+    pub text: Arc<str>,
     /// The editor's version of the buffer when it had `text` (it changes
     /// with every edit, undo and redo).
     pub version: u64,
@@ -149,12 +150,9 @@ pub enum Applied {
 struct FileSync {
     revision: u64,
     buffer: Option<BufferText>,
-    /// Shared with `read`: one copy of a big buffer however many sessions
-    /// read it.
+    /// Shared with `buffer` when an agent read it: one copy of a big
+    /// buffer however many sessions read it.
     seen: HashMap<SessionId, Arc<str>>,
-    /// The whole text an agent's read of the buffer gave, at the buffer's
-    /// version then. A later read at the same version sends only its range.
-    read: Option<(u64, Arc<str>)>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
@@ -276,19 +274,6 @@ impl FileSyncs {
         self.files.get(path)?.seen.get(session).map(|t| &**t)
     }
 
-    /// The whole text the last read of the file's buffer gave, and the
-    /// buffer's version then. An editor asked for a range of a buffer still
-    /// at that version sends the range only: reading 50 lines of a
-    /// 1,000,000-line buffer must not ship the buffer each time.
-    pub fn last_read(&self, path: &Path) -> Option<(u64, Arc<str>)> {
-        self.files.get(path)?.read.clone()
-    }
-
-    /// A read of the file's buffer at `version` gave `whole`.
-    pub fn read_at(&mut self, path: &Path, version: u64, whole: Arc<str>) {
-        self.files.entry(path.to_owned()).or_default().read = Some((version, whole));
-    }
-
     /// Forgets what a closed session saw.
     pub fn drop_session(&mut self, session: &SessionId) {
         for file in self.files.values_mut() {
@@ -321,7 +306,7 @@ impl FileSyncs {
         if on_disk != OnDisk::No {
             // The buffer is the disk's text now (a save overwrote the
             // agent's waiting text, or a read took it).
-            file.disk = Some(buffer.text.clone());
+            file.disk = Some(buffer.text.to_string());
             file.pending = None;
             file.waiting = false;
         }
@@ -438,17 +423,14 @@ impl FileSyncs {
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
         let content = &instruction.content;
-        if *applied == Applied::NoBuffer {
-            file.read = None;
-        }
         file.buffer = match applied {
             Applied::NoBuffer => None,
             Applied::Saved { version, .. } | Applied::Reloaded { version } => Some(BufferText {
-                text: content.clone(),
+                text: content.as_str().into(),
                 version: *version,
             }),
             Applied::Merged { version } => instruction.merge.as_ref().map(|m| BufferText {
-                text: m.text.clone(),
+                text: m.text.as_str().into(),
                 version: *version,
             }),
             Applied::Waiting => file.buffer.take(),

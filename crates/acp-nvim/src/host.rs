@@ -609,7 +609,7 @@ impl NvimHost {
         let report = self.files.lock().user_reported(
             path,
             BufferText {
-                text,
+                text: text.into(),
                 version: tick,
             },
             on_disk,
@@ -655,7 +655,7 @@ impl NvimHost {
             files.reported(
                 &b.path,
                 BufferText {
-                    text: b.text,
+                    text: b.text.into(),
                     version: b.tick,
                 },
             );
@@ -851,12 +851,15 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(None);
         };
-        let last = self.files.lock().last_read(&request.path);
+        // The backend's copy of the buffer, by its tick: a buffer still at
+        // it answers with the range only (an agent paging through a
+        // 1,000,000-line buffer must not ship it each time).
+        let known = self.files.lock().buffer(&request.path).cloned();
         let args = lua::FsRead {
             path,
             line: request.line,
             limit: request.limit,
-            known: last.as_ref().map(|(tick, _)| *tick),
+            known: known.as_ref().map(|b| b.version),
         };
         let read = self.buffer_read(&request.path, path, args).await?;
         let mut files = self.files.lock();
@@ -865,10 +868,8 @@ impl EditorHost for NvimHost {
             files.saw(&request.session_id, &request.path, None);
             return Ok(None);
         };
-        let whole: Arc<str> = match read.view {
+        let whole = match read.view {
             Some(view) => {
-                let whole: Arc<str> = view.whole.into();
-                files.read_at(&request.path, read.tick, whole.clone());
                 files.reported(
                     &request.path,
                     BufferText {
@@ -876,11 +877,12 @@ impl EditorHost for NvimHost {
                         version: read.tick,
                     },
                 );
-                whole
+                view.whole
             }
-            // Lua said the buffer is still at the tick we asked with.
-            None => match last {
-                Some((tick, whole)) if tick == read.tick => whole,
+            // Unchanged (Lua answers so only without open conflicts, when
+            // the agent reads the buffer as it is).
+            None => match known {
+                Some(known) if known.version == read.tick => known.text,
                 _ => {
                     return Err(acp_client::Error::Host(format!(
                         "Neovim answered a read of `{path}` as unchanged at a version the backend does not hold; update the acp.nvim plugin and backend together"
@@ -935,7 +937,7 @@ impl EditorHost for NvimHost {
                     // A restore of text review did not know: taken whole.
                     (None, Some(_)) => files
                         .buffer(&request.path)
-                        .map(|b| b.text.clone())
+                        .map(|b| b.text.to_string())
                         .unwrap_or_default(),
                     // An agent's write of a file that is not on disk.
                     (None, None) => String::new(),
@@ -1474,7 +1476,13 @@ mod tests {
             Json::Null,
         ));
         let path = Path::new("/p/a.txt");
-        host.files.lock().read_at(path, 3, "a\nb\nc\n".into());
+        host.files.lock().reported(
+            path,
+            BufferText {
+                text: "a\nb\nc\n".into(),
+                version: 3,
+            },
+        );
         let read = ReadTextFile {
             session_id: sid("s1"),
             path: path.into(),
@@ -1490,7 +1498,13 @@ mod tests {
         assert_eq!(host.files.lock().seen(&sid("s1"), path), Some("a\nb\nc\n"));
         // "Unchanged" at a tick the backend does not hold is a broken
         // contract, said as such.
-        host.files.lock().read_at(path, 2, "old\n".into());
+        host.files.lock().reported(
+            path,
+            BufferText {
+                text: "newer\n".into(),
+                version: 4,
+            },
+        );
         let err = host.read_text_file(&read).await.unwrap_err().to_string();
         assert!(
             err.contains("update the acp.nvim plugin and backend together"),

@@ -633,7 +633,7 @@ impl From<acp_client::buffer_sync::FileState> for FileSyncView {
         };
         Self {
             revision: state.revision,
-            text,
+            text: text.map(|t| t.to_string()),
             tick,
             disk: state.disk,
             pending: state.pending,

@@ -9,6 +9,8 @@
 //! names the fix.
 
 use rmpv::Value;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use acp_client::buffer_sync::{Applied, BufferText, Instruction, Origin};
@@ -25,8 +27,9 @@ pub struct FsRead<'a> {
     pub line: Option<u32>,
     /// Most lines to return.
     pub limit: Option<u32>,
-    /// The `b:changedtick` of the buffer's last read the backend keeps the
-    /// whole text of: a buffer still at it answers with the range only.
+    /// The `b:changedtick` of the buffer text the backend holds (from a
+    /// read, a report or an instruction): a buffer still at it answers with
+    /// the range only.
     pub known: Option<u64>,
 }
 
@@ -131,9 +134,10 @@ pub struct ReadReply {
 pub struct ReadView {
     /// The whole text as the agent reads it (open conflicts as the agent's
     /// side); `text` when that is whole.
-    pub whole: String,
-    /// The buffer's text as it is (conflict blocks included).
-    pub buffer: String,
+    pub whole: Arc<str>,
+    /// The buffer's text as it is (conflict blocks included): the same
+    /// text as `whole` unless conflicts are open.
+    pub buffer: Arc<str>,
 }
 
 /// A reply from Lua that does not have the shape of the contract.
@@ -196,8 +200,14 @@ pub fn decode_read(reply: &Value) -> Result<Option<ReadReply>, BadReply> {
             view: None,
         }));
     }
-    let whole = text_field(reply, "whole")?.unwrap_or_else(|| text.clone());
-    let buffer = text_field(reply, "buffer")?.unwrap_or_else(|| whole.clone());
+    let whole: Arc<str> = match text_field(reply, "whole")? {
+        Some(whole) => whole.into(),
+        None => text.as_str().into(),
+    };
+    let buffer = match text_field(reply, "buffer")? {
+        Some(buffer) => buffer.into(),
+        None => whole.clone(),
+    };
     Ok(Some(ReadReply {
         text,
         tick,
@@ -228,7 +238,9 @@ pub fn decode_apply(reply: &Value, revision: u64) -> Result<Applied, BadReply> {
         },
         "waiting" => Applied::Waiting,
         "stale" => Applied::Stale(BufferText {
-            text: text_field(reply, "text")?.ok_or(BadReply::Missing("text"))?,
+            text: text_field(reply, "text")?
+                .ok_or(BadReply::Missing("text"))?
+                .into(),
             version: tick_field(reply)?,
         }),
         other => return Err(BadReply::Status(other.to_owned())),
