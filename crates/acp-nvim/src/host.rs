@@ -1666,10 +1666,12 @@ mod tests {
     }
 
     /// A Lua side answering instructions from a script, in order (the
-    /// revision echoed), and keeping every instruction it got.
+    /// revision echoed), and keeping every instruction it got. A gated one
+    /// holds its answer to the first instruction until the gate opens.
     struct Scripted {
         replies: Mutex<VecDeque<Json>>,
         seen: Mutex<Vec<Json>>,
+        gate: Option<tokio::sync::Notify>,
     }
 
     impl Scripted {
@@ -1677,6 +1679,15 @@ mod tests {
             Arc::new(Self {
                 replies: Mutex::new(replies.into()),
                 seen: Mutex::default(),
+                gate: None,
+            })
+        }
+
+        fn gated(replies: Vec<Json>) -> Arc<Self> {
+            Arc::new(Self {
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::default(),
+                gate: Some(tokio::sync::Notify::new()),
             })
         }
     }
@@ -1697,7 +1708,14 @@ mod tests {
                 .pop_front()
                 .expect("an instruction the script did not expect");
             reply["revision"] = args["revision"].clone();
-            self.seen.lock().push(args);
+            let first = {
+                let mut seen = self.seen.lock();
+                seen.push(args);
+                seen.len() == 1
+            };
+            if let (Some(gate), true) = (&self.gate, first) {
+                gate.notified().await;
+            }
             Ok(msgpack::from_json(&reply))
         }
     }
@@ -1709,44 +1727,12 @@ mod tests {
         (host, lua)
     }
 
-    /// A Lua side that holds its answer to the first instruction until the
-    /// gate opens, and counts the instructions that reached it.
-    struct Gated {
-        gate: tokio::sync::Notify,
-        arrived: Mutex<Vec<Json>>,
-    }
-
-    #[async_trait]
-    impl Editor for Gated {
-        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
-            Ok(())
-        }
-        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
-            Ok(Value::Nil)
-        }
-        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            let args = msgpack::to_json(&args);
-            let first = {
-                let mut arrived = self.arrived.lock();
-                arrived.push(args.clone());
-                arrived.len() == 1
-            };
-            let reply = if first {
-                self.gate.notified().await;
-                json!({"status": "saved", "tick": 3, "revision": args["revision"]})
-            } else {
-                json!({"status": "reloaded", "tick": 4, "revision": args["revision"]})
-            };
-            Ok(msgpack::from_json(&reply))
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
-        let lua = Arc::new(Gated {
-            gate: tokio::sync::Notify::new(),
-            arrived: Mutex::default(),
-        });
+        let lua = Scripted::gated(vec![
+            json!({"status": "saved", "tick": 3}),
+            json!({"status": "reloaded", "tick": 4}),
+        ]);
         let (events, _rx) = EventQueue::new();
         let host = Arc::new(NvimHost::new(
             "demo",
@@ -1759,7 +1745,7 @@ mod tests {
             let host = host.clone();
             tokio::spawn(async move { host.write_text_file(&write("w\n")).await })
         };
-        while lua.arrived.lock().is_empty() {
+        while lua.seen.lock().is_empty() {
             tokio::task::yield_now().await;
         }
         // The agent's disk edit comes while the write's answer is on its
@@ -1767,11 +1753,13 @@ mod tests {
         // and the write's older one over it.
         host.disk_changed(&sid("s1"), path, Some("w\n"), "d\n");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert_eq!(lua.arrived.lock().len(), 1, "the disk edit waited");
-        lua.gate.notify_one();
+        assert_eq!(lua.seen.lock().len(), 1, "the disk edit waited");
+        if let Some(gate) = &lua.gate {
+            gate.notify_one();
+        }
         writer.await.unwrap().unwrap();
         host.disk_synced().await;
-        assert_eq!(lua.arrived.lock().len(), 2);
+        assert_eq!(lua.seen.lock().len(), 2);
         let files = host.files.lock();
         assert_eq!(
             files.buffer(path),
