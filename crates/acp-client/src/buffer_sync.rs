@@ -4,7 +4,7 @@
 //! every file an agent touches, [`FileSyncs`] keeps what the agent last
 //! saw of it (per session: what `fs/read_text_file` answered, what a
 //! mention embedded, what it wrote), the buffer's text as the editor last
-//! reported it with the editor's version of it (Neovim's `b:changedtick`),
+//! reported it with the editor's version of it (for Neovim, `b:changedtick` tagged with the buffer number),
 //! the disk text the buffer was last in sync with, the agent's newer disk
 //! text the buffer has not taken yet, and a revision number per file.
 //!
@@ -269,9 +269,10 @@ impl FileSyncs {
         }
     }
 
-    /// What the agent of `session` last saw of the file, if not the disk.
-    pub fn seen(&self, session: &SessionId, path: &Path) -> Option<&str> {
-        self.files.get(path)?.seen.get(session).map(|t| &**t)
+    /// What the agent of `session` last saw of the file, if not the disk
+    /// (shared: a big file is not copied for each write).
+    pub fn seen(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+        self.files.get(path)?.seen.get(session).cloned()
     }
 
     /// Forgets what a closed session saw.
@@ -358,7 +359,7 @@ impl FileSyncs {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
         let base = file.disk.clone();
-        Some(self.plan_from(path, base.as_deref(), &content, Origin::Disk))
+        Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
     }
 
     /// The editor answered every attempt of `instruction` (planned with
@@ -385,21 +386,21 @@ impl FileSyncs {
     /// the writer changed (what the agent saw; for a restore, the text the
     /// review knew). The merge is made against the buffer's reported text.
     pub fn plan(&mut self, path: &Path, base: &str, content: &str, origin: Origin) -> Instruction {
-        self.plan_from(path, Some(base), content, origin)
+        self.plan_from(path, Some(base), content.to_owned(), origin)
     }
 
     fn plan_from(
         &mut self,
         path: &Path,
         base: Option<&str>,
-        content: &str,
+        content: String,
         origin: Origin,
     ) -> Instruction {
         let file = self.files.entry(path.to_owned()).or_default();
         file.revision += 1;
         let merge = match (&file.buffer, base) {
             (Some(buffer), Some(base)) => {
-                let merged = merge3(base, &buffer.text, content);
+                let merged = merge3(base, &buffer.text, &content);
                 Some(PlannedMerge {
                     version: buffer.version,
                     text: merged.render(&ConflictLabels::default()),
@@ -411,7 +412,7 @@ impl FileSyncs {
         Instruction {
             path: path.to_owned(),
             revision: file.revision,
-            content: content.to_owned(),
+            content,
             merge,
             origin,
             disk_edits: file.disk_edits,
@@ -423,19 +424,24 @@ impl FileSyncs {
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
         let content = &instruction.content;
-        file.buffer = match applied {
-            Applied::NoBuffer => None,
-            Applied::Saved { version, .. } | Applied::Reloaded { version } => Some(BufferText {
-                text: content.as_str().into(),
-                version: *version,
-            }),
-            Applied::Merged { version } => instruction.merge.as_ref().map(|m| BufferText {
-                text: m.text.as_str().into(),
-                version: *version,
-            }),
-            Applied::Waiting => file.buffer.take(),
-            Applied::Stale(buffer) => Some(buffer.clone()),
-        };
+        // The buffer's text now (a buffer left waiting did not change).
+        match applied {
+            Applied::NoBuffer => file.buffer = None,
+            Applied::Saved { version, .. } | Applied::Reloaded { version } => {
+                file.buffer = Some(BufferText {
+                    text: content.as_str().into(),
+                    version: *version,
+                });
+            }
+            Applied::Merged { version } => {
+                file.buffer = instruction.merge.as_ref().map(|m| BufferText {
+                    text: m.text.as_str().into(),
+                    version: *version,
+                });
+            }
+            Applied::Waiting => {}
+            Applied::Stale(buffer) => file.buffer = Some(buffer.clone()),
+        }
         // The disk text the buffer is in sync with now. A restore merged
         // into unsaved edits leaves the disk alone; every other taken text
         // is the disk's (saved, on disk already, or written by the caller
@@ -506,7 +512,7 @@ mod tests {
             },
         );
         s.saw(&sid("s"), p, Some(unsaved.into()));
-        let base = s.seen(&sid("s"), p).unwrap().to_owned();
+        let base = s.seen(&sid("s"), p).unwrap();
         let i = s.plan(p, &base, "hello ACP\nunsaved line\n", Origin::Write);
         assert_eq!(
             i.merge,
@@ -626,10 +632,10 @@ mod tests {
         s.saw(&sid("s1"), p, Some("x\n".into()));
         s.saw(&sid("s2"), p, Some("y\n".into()));
         s.drop_session(&sid("s1"));
-        assert_eq!(s.seen(&sid("s1"), p), None);
-        assert_eq!(s.seen(&sid("s2"), p), Some("y\n"));
+        assert_eq!(s.seen(&sid("s1"), p).as_deref(), None);
+        assert_eq!(s.seen(&sid("s2"), p).as_deref(), Some("y\n"));
         s.saw(&sid("s2"), p, None);
-        assert_eq!(s.seen(&sid("s2"), p), None);
+        assert_eq!(s.seen(&sid("s2"), p).as_deref(), None);
     }
 
     fn buffer(text: &str, version: u64) -> BufferText {

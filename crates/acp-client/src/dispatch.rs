@@ -52,7 +52,7 @@ impl Handler for Sessions {
                     self.warn("the agent sent a `session/update` without params".into());
                     return;
                 };
-                match update::decode_session_notification(params) {
+                match update::decode_declined_session_notification(params) {
                     Ok(n) => self.apply_update(n),
                     Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
                 }

@@ -17,6 +17,7 @@ mod decode;
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
 
+pub(crate) use decode::decode_declined_session_notification;
 pub use decode::{
     decode_content, decode_session_notification, decode_session_update_line,
     decode_tool_call_fields,

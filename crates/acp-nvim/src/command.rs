@@ -205,7 +205,7 @@ pub struct PromptBuffer {
     pub path: PathBuf,
     /// The buffer's whole text.
     pub text: String,
-    /// Its `b:changedtick`.
+    /// Its tick (`acp.fs.tick`).
     pub tick: u64,
 }
 
@@ -284,6 +284,14 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// A required absolute path.
+    fn required_path(&self, key: &str) -> Result<PathBuf, BadCommand> {
+        match self.get(key) {
+            Some(v) => self.path(key, v),
+            None => Err(self.bad(format!("`{key}` is missing"))),
+        }
+    }
+
     fn path(&self, key: &str, v: &Value) -> Result<PathBuf, BadCommand> {
         let p = PathBuf::from(self.as_string(key, v)?);
         if p.is_absolute() {
@@ -311,6 +319,18 @@ fn kind(v: &Value) -> &'static str {
 }
 
 impl Command {
+    /// The commands with an answer: sent as a notification, they are an
+    /// error of the plugin.
+    pub fn needs_request(&self) -> bool {
+        match self {
+            Command::Hello { .. }
+            | Command::ElicitationRespond { .. }
+            | Command::CompleteFiles(_) => true,
+            Command::Review(r) => r.is_query(),
+            _ => false,
+        }
+    }
+
     /// Decodes a request or notification from the plugin. `args` is the
     /// msgpack argument list; every command takes one map (none for
     /// `acp.shutdown`).
@@ -470,10 +490,7 @@ fn decode_list_sessions(p: &Params<'_>) -> Result<Command, BadCommand> {
         Some(v) => p.as_string("request_id", v)?,
         None => return Err(p.bad("`request_id` is missing")),
     };
-    let cwd = match p.get("cwd") {
-        Some(v) => p.path("cwd", v)?,
-        None => return Err(p.bad("`cwd` is missing")),
-    };
+    let cwd = p.required_path("cwd")?;
     let all = match p.get("all") {
         None => false,
         Some(Value::Boolean(b)) => *b,
@@ -570,10 +587,7 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
 fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
     let chat_id = p.chat_id()?;
     let agent = decode_agent(p)?;
-    let cwd = match p.get("cwd") {
-        Some(v) => p.path("cwd", v)?,
-        None => return Err(p.bad("`cwd` is missing")),
-    };
+    let cwd = p.required_path("cwd")?;
     let mcp_servers = p
         .list("mcp_servers")?
         .iter()
@@ -677,22 +691,14 @@ fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand
 /// the prompt still goes, and that buffer's first merge costs the extra
 /// round trip it costs without the list.
 fn decode_prompt_buffers(p: &Params<'_>) -> Result<Vec<PromptBuffer>, BadCommand> {
-    let items = match p.get("buffers") {
-        None => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(other) => return Err(p.bad(format!("`buffers` must be a list, got {}", kind(other)))),
-    };
+    let items = p.list("buffers")?;
     let decode = |item: &Value| -> Result<PromptBuffer, BadCommand> {
         let b = Params {
             method: p.method,
             map: item,
         };
-        let path = match b.get("path") {
-            Some(v) => b.path("path", v)?,
-            None => return Err(b.bad("`path` is missing")),
-        };
         Ok(PromptBuffer {
-            path,
+            path: b.required_path("path")?,
             text: b.string("text")?,
             tick: b
                 .opt_u64("tick")?
@@ -712,10 +718,7 @@ fn decode_prompt_buffers(p: &Params<'_>) -> Result<Vec<PromptBuffer>, BadCommand
 }
 
 fn decode_complete_files(p: &Params<'_>) -> Result<Command, BadCommand> {
-    let cwd = match p.get("cwd") {
-        Some(v) => p.path("cwd", v)?,
-        None => return Err(p.bad("`cwd` is missing")),
-    };
+    let cwd = p.required_path("cwd")?;
     let limit = match p.get("limit") {
         None => 50,
         Some(Value::Integer(i)) => i
@@ -851,7 +854,7 @@ pub enum ReviewCommand {
         /// Then accept the hunks of the new text touching these 0-based
         /// lines (`[start, end)`): a conflict the user just resolved.
         accept_lines: Option<(usize, usize)>,
-        /// The buffer's `b:changedtick` at `content`: the backend merges the
+        /// The buffer's tick (`acp.fs.tick`) at `content`: the backend merges the
         /// agent's next write against this text (see
         /// `acp_client::buffer_sync`).
         tick: Option<u64>,
@@ -913,10 +916,7 @@ impl ReviewCommand {
 }
 
 fn decode_review(p: &Params<'_>) -> Result<ReviewCommand, BadCommand> {
-    let path = |key: &str| match p.get(key) {
-        Some(v) => p.path(key, v),
-        None => Err(p.bad(format!("`{key}` is missing"))),
-    };
+    let path = |key: &str| p.required_path(key);
     Ok(match p.method {
         "acp.review_files" => ReviewCommand::Files {
             chat_id: p.chat_id()?,

@@ -226,23 +226,11 @@ impl<W> NvimHandler<W> {
     pub fn notify(&self, method: &str, args: &[Value]) {
         match Command::decode(method, args) {
             Err(bad) => self.warn(&bad),
-            Ok(Command::Hello { .. }) => self.warn(&BadCommand {
+            Ok(cmd) if cmd.needs_request() => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
-            Ok(Command::ElicitationRespond { .. }) => self.warn(&BadCommand {
-                method: method.to_owned(),
-                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
-            }),
-            Ok(Command::CompleteFiles(_)) => self.warn(&BadCommand {
-                method: method.to_owned(),
-                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
-            }),
-            Ok(Command::Review(r)) if r.is_query() => self.warn(&BadCommand {
-                method: method.to_owned(),
-                reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
-            }),
             Ok(cmd) => self.forward(Routed::Command(cmd)),
         }
     }

@@ -587,7 +587,7 @@ impl NvimHost {
         self.files.lock().drop_session(session);
     }
 
-    /// Lua reported a buffer's text with its `b:changedtick` (the user's
+    /// Lua reported a buffer's text with its tick (`acp.fs.tick`; the user's
     /// edit of a reviewed buffer; `on_disk`: saved or just read): the next
     /// merge into it is made against that text. Returns whether review
     /// records it as the user's edit: not while the agent's disk text waits
@@ -596,7 +596,7 @@ impl NvimHost {
     pub async fn buffer_reported(
         &self,
         path: &Path,
-        text: String,
+        text: Arc<str>,
         tick: u64,
         on_disk: OnDisk,
     ) -> bool {
@@ -609,7 +609,7 @@ impl NvimHost {
         let report = self.files.lock().user_reported(
             path,
             BufferText {
-                text: text.into(),
+                text,
                 version: tick,
             },
             on_disk,
@@ -665,27 +665,33 @@ impl NvimHost {
     /// A prompt goes out: the files it embeds whole are what the agent
     /// saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
+        let embedded: Vec<(PathBuf, &str)> = blocks
+            .iter()
+            .filter_map(|block| {
+                let schema::ContentBlock::Resource(embedded) = block else {
+                    return None;
+                };
+                let schema::EmbeddedResourceResource::TextResourceContents(res) =
+                    &embedded.resource
+                else {
+                    return None;
+                };
+                // A range (`#L3-9`) is not the whole file.
+                let path = res
+                    .uri
+                    .strip_prefix("file://")
+                    .filter(|p| !p.contains('#'))
+                    .map(percent_decode)?;
+                // Keyed like the agent's requests: resolved (symlinks
+                // followed). Resolved before the state is locked: it reads
+                // the file system.
+                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
+                Some((path, res.text.as_str()))
+            })
+            .collect();
         let mut files = self.files.lock();
-        for block in blocks {
-            let schema::ContentBlock::Resource(embedded) = block else {
-                continue;
-            };
-            let schema::EmbeddedResourceResource::TextResourceContents(res) = &embedded.resource
-            else {
-                continue;
-            };
-            // A range (`#L3-9`) is not the whole file.
-            let Some(path) = res
-                .uri
-                .strip_prefix("file://")
-                .filter(|p| !p.contains('#'))
-                .map(percent_decode)
-            else {
-                continue;
-            };
-            // Keyed like the agent's requests: resolved (symlinks followed).
-            let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
-            files.saw(session, &path, Some(res.text.as_str().into()));
+        for (path, text) in embedded {
+            files.saw(session, &path, Some(text.into()));
         }
     }
 
@@ -898,29 +904,33 @@ impl EditorHost for NvimHost {
         let Some(path) = lua_path(&request.path) else {
             return Ok(WriteOutcome::NotHandled);
         };
+        // A restore carries the text review knew the file had, if any.
         let restore = match &request.kind {
-            WriteKind::Restore { current } => Some(current.clone()),
+            WriteKind::Restore { current } => Some(current.as_deref()),
             _ => None,
         };
-        let seen = match &restore {
+        let seen = match restore {
             Some(_) => None,
-            None => self
-                .files
-                .lock()
-                .seen(&request.session_id, &request.path)
-                .map(str::to_owned),
+            None => self.files.lock().seen(&request.session_id, &request.path),
         };
         // The base of the merge into a buffer with unsaved edits: the text
         // the writer changed. For the agent, what it last saw, else the disk
         // (against the disk, the user's own lines it read from the buffer
         // and wrote back would read as a conflict). For a restore, the text
-        // review knew the file had.
-        let base = match &restore {
-            Some(current) => current.clone(),
+        // review knew the file had. Shared, not copied per attempt.
+        let base: Option<Arc<str>> = match restore {
+            Some(current) => current.map(Into::into),
             None => match &seen {
                 Some(seen) => Some(seen.clone()),
-                None => tokio::fs::read_to_string(&request.path).await.ok(),
+                None => tokio::fs::read_to_string(&request.path)
+                    .await
+                    .ok()
+                    .map(Into::into),
             },
+        };
+        let origin = match restore {
+            Some(_) => Origin::Restore,
+            None => Origin::Write,
         };
         let mut outcome = None;
         // The last instruction answered stale, with its base.
@@ -932,19 +942,14 @@ impl EditorHost for NvimHost {
             let _turn = self.instructions.lock().await;
             let (instruction, base) = {
                 let mut files = self.files.lock();
-                let base = match (&base, &restore) {
+                let base: Arc<str> = match (&base, restore) {
                     (Some(base), _) => base.clone(),
                     // A restore of text review did not know: taken whole.
                     (None, Some(_)) => files
                         .buffer(&request.path)
-                        .map(|b| b.text.to_string())
-                        .unwrap_or_default(),
+                        .map_or_else(|| "".into(), |b| b.text.clone()),
                     // An agent's write of a file that is not on disk.
-                    (None, None) => String::new(),
-                };
-                let origin = match restore {
-                    Some(_) => Origin::Restore,
-                    None => Origin::Write,
+                    (None, None) => "".into(),
                 };
                 let instruction = files.plan(&request.path, &base, &request.content, origin);
                 (instruction, base)
@@ -958,14 +963,14 @@ impl EditorHost for NvimHost {
                     outcome = Some(WriteOutcome::Handled { old_content });
                     break;
                 }
-                buffer_sync::Applied::Merged { .. } if restore.is_some() => {
+                buffer_sync::Applied::Merged { .. } if origin == Origin::Restore => {
                     // A restore leaves the disk alone.
                     outcome = Some(WriteOutcome::Handled { old_content: None });
                     break;
                 }
                 buffer_sync::Applied::Merged { .. } => {
                     outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.clone(),
+                        seen: seen.as_deref().map(str::to_owned),
                         buffer: instruction.merge.map(|m| m.text),
                     });
                     break;
@@ -975,7 +980,7 @@ impl EditorHost for NvimHost {
                     // (FileSyncs::pending); its merge is tried as a disk
                     // edit once the client recorded it (`on_event`).
                     outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.clone(),
+                        seen: seen.as_deref().map(str::to_owned),
                         buffer: None,
                     });
                     break;
@@ -1002,7 +1007,7 @@ impl EditorHost for NvimHost {
                     self.files.lock().gave_up(instruction, base);
                 }
                 WriteOutcome::KeptUnsaved {
-                    seen: seen.clone(),
+                    seen: seen.as_deref().map(str::to_owned),
                     buffer: None,
                 }
             }
@@ -1455,7 +1460,7 @@ mod tests {
         // The whole text is what it saw, and the buffer's state is known.
         let files = host.files.lock();
         assert_eq!(
-            files.seen(&sid("s1"), Path::new("/p/a.txt")),
+            files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
             Some("a\nb\nc\n")
         );
         assert_eq!(
@@ -1495,7 +1500,10 @@ mod tests {
             msgpack::to_json(&fs.seen.lock()[0]),
             json!({"path": "/p/a.txt", "line": 3, "limit": 1, "known": 3})
         );
-        assert_eq!(host.files.lock().seen(&sid("s1"), path), Some("a\nb\nc\n"));
+        assert_eq!(
+            host.files.lock().seen(&sid("s1"), path).as_deref(),
+            Some("a\nb\nc\n")
+        );
         // "Unchanged" at a tick the backend does not hold is a broken
         // contract, said as such.
         host.files.lock().reported(
@@ -1557,7 +1565,7 @@ mod tests {
         // It knows what it wrote; the buffer is known at its new tick.
         let files = host.files.lock();
         assert_eq!(
-            files.seen(&sid("s1"), Path::new("/p/a.txt")),
+            files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
             Some("new\nmine\n")
         );
         assert_eq!(files.buffer(Path::new("/p/a.txt")).unwrap().version, 5);
@@ -1854,7 +1862,11 @@ mod tests {
         // Typing with the blocks open: not the user's edit of the agent's
         // text, and nothing sent.
         let typed = format!("{blocks}typed\n");
-        assert!(!host.buffer_reported(path, typed, 3, OnDisk::No).await);
+        assert!(
+            !host
+                .buffer_reported(path, typed.as_str().into(), 3, OnDisk::No)
+                .await
+        );
         host.disk_synced().await;
         assert_eq!(lua.seen.lock().len(), 1);
         // Resolved: the waiting text goes out again, merged on the synced

@@ -24,7 +24,7 @@ use crate::command::{ChatId, ReviewCommand, ReviewTarget};
 use crate::protocol::{wire, Event, FileSyncView, ReviewView};
 
 /// A file's full review, encoded for Lua.
-pub fn review_reply(review: &FileReview) -> Value {
+fn review_reply(review: &FileReview) -> Value {
     wire::encode(&ReviewView::from(review))
 }
 
@@ -127,34 +127,7 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
             tick,
             disk,
             ..
-        } => {
-            // While the agent's disk edit waits for this buffer, the report
-            // is not the user's edit of the file's text (it lacks the
-            // agent's change); Lua reports again once it is merged.
-            let record = match (&content, tick) {
-                (Some(text), Some(tick)) => {
-                    agent
-                        .host
-                        .buffer_reported(&path, text.clone(), tick, disk)
-                        .await
-                }
-                _ => disk != OnDisk::Read,
-            };
-            if record {
-                let on_disk = disk != OnDisk::No;
-                user_edit(
-                    &agent,
-                    &session,
-                    &path,
-                    content.as_deref(),
-                    accept_lines,
-                    on_disk,
-                )
-                .await
-            } else {
-                Ok(())
-            }
-        }
+        } => user_edit(&agent, &session, &path, content, tick, accept_lines, disk).await,
         ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Sync { .. } => {
             Ok(())
         }
@@ -225,21 +198,41 @@ async fn reject(
     Ok(())
 }
 
+/// The user's edit of a reviewed buffer: the buffer's state for the sync,
+/// and the user's text for review. While the agent's disk edit waits for
+/// this buffer, the report is not the user's edit of the file's text (it
+/// lacks the agent's change); Lua reports again once it is merged.
 async fn user_edit(
     agent: &Agent,
     session: &SessionId,
     path: &Path,
-    content: Option<&str>,
+    content: Option<String>,
+    tick: Option<u64>,
     accept_lines: Option<(usize, usize)>,
-    on_disk: bool,
+    disk: OnDisk,
 ) -> acp_client::Result<()> {
-    let conn = &agent.conn;
-    conn.review(session)
-        .record_user_edit(path, content, on_disk)?;
-    let Some((start, end)) = accept_lines else {
-        return Ok(());
+    // One copy of the text, shared by the sync and review.
+    let content: Option<Arc<str>> = content.map(Into::into);
+    let record = match (&content, tick) {
+        (Some(text), Some(tick)) => {
+            agent
+                .host
+                .buffer_reported(path, text.clone(), tick, disk)
+                .await
+        }
+        _ => disk != OnDisk::Read,
     };
-    conn.review(session).accept_lines(path, start, end)
+    if !record {
+        return Ok(());
+    }
+    agent
+        .conn
+        .review(session)
+        .record_user_edit(path, content.as_deref(), disk != OnDisk::No)?;
+    match accept_lines {
+        Some((start, end)) => agent.conn.review(session).accept_lines(path, start, end),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ impl Handler for FakeNeovim {
     ) -> Result<Value, Value> {
         assert_eq!(name, "nvim_exec_lua");
         let code = args[0].as_str().unwrap().to_owned();
-        if code.contains("acp.events") {
+        if code == acp_nvim::editor::DISPATCH_LUA {
             let Value::Array(lua_args) = &args[1] else {
                 panic!("exec_lua args must be a list");
             };
@@ -47,7 +47,7 @@ impl Handler for FakeNeovim {
             return Ok(Value::Nil);
         }
         // acp.fs.read_for_agent / apply: no buffer has the file.
-        if code.contains("acp.fs').apply") {
+        if code == acp_nvim::editor::FS_APPLY_LUA {
             let revision = acp_nvim::msgpack::to_json(&args[1])[0]["revision"].clone();
             return Ok(acp_nvim::msgpack::from_json(
                 &serde_json::json!({"status": "no_buffer", "revision": revision}),

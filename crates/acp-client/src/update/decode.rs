@@ -35,6 +35,16 @@ pub fn decode_session_notification(params: &RawValue) -> Result<SessionNotificat
     decode_notification_value(params.get())
 }
 
+/// Decode the params of a `session/update` whose line
+/// [`decode_session_update_line`] turned down (the engine offers every line
+/// to it first): the one-pass shapes would be turned down again, so only
+/// the general decoder runs.
+pub(crate) fn decode_declined_session_notification(
+    params: &RawValue,
+) -> Result<SessionNotification, Error> {
+    decode_notification_value(params.get())
+}
+
 /// Decode one tool call object (as in `tool_call`, `tool_call_update` and the
 /// `toolCall` of a permission request) leniently: only a missing or non-text
 /// `toolCallId` is an error; odd values of other fields are dropped (or kept

@@ -618,7 +618,7 @@ impl From<&FileReview> for ReviewView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileSyncView {
     revision: u64,
-    /// The buffer's text as last known, and its `b:changedtick` then.
+    /// The buffer's text as last known, and its tick then (`acp.fs.tick`).
     text: Option<String>,
     tick: Option<u64>,
     disk: Option<String>,

@@ -27,7 +27,7 @@ pub struct FsRead<'a> {
     pub line: Option<u32>,
     /// Most lines to return.
     pub limit: Option<u32>,
-    /// The `b:changedtick` of the buffer text the backend holds (from a
+    /// The tick (`acp.fs.tick`) of the buffer text the backend holds (from a
     /// read, a report or an instruction): a buffer still at it answers with
     /// the range only.
     pub known: Option<u64>,
@@ -44,10 +44,10 @@ pub struct Apply<'a> {
     pub revision: u64,
     /// The text an unmodified buffer takes (then saved, unless `disk`).
     pub content: &'a str,
-    /// The text a modified buffer takes, only while its `b:changedtick` is
+    /// The text a modified buffer takes, only while its tick (`acp.fs.tick`) is
     /// still `tick`.
     pub merged: Option<&'a str>,
-    /// The `b:changedtick` `merged` was made against.
+    /// The tick (`acp.fs.tick`) `merged` was made against.
     pub tick: Option<u64>,
     /// How many conflict blocks `merged` holds.
     #[serde(skip_serializing_if = "is_zero")]
@@ -123,7 +123,7 @@ impl BeforeTurn<'_> {
 pub struct ReadReply {
     /// What the agent gets (the range it asked for).
     pub text: String,
-    /// The buffer's `b:changedtick`.
+    /// The buffer's tick (`acp.fs.tick`).
     pub tick: u64,
     /// The whole buffer; `None` when it is still at the `known` tick.
     pub view: Option<ReadView>,
