@@ -37,7 +37,7 @@ test: lint unit e2e tui
 # from npm into .cache/agents) whose model API is a scripted loopback mock.
 # Not part of `test`: it downloads the agents. `make agents AGENTS=claude-code-acp`
 # runs one. Skips with the reason when npm or its registry is unreachable.
-agents: build
+agents:
 	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/agents/run.sh $(AGENTS)
 
 # The data-safety property test at scale, from a random seed (printed; a

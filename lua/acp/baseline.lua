@@ -27,6 +27,7 @@
 
 local api = vim.api
 local util = require("acp.util")
+local fs = require("acp.fs")
 
 local M = {}
 
@@ -100,7 +101,7 @@ function M.snapshot(chat_id, cwd)
           -- agent names the file, and an agent that rewrites it in place
           -- (truncate, then write) can be caught in between: an empty
           -- "before" made every line look like the agent's.
-          local text = modified and require("acp.fs").read_disk(path) or require("acp.fs").buffer_text(buf)
+          local text = modified and fs.read_disk(path) or fs.buffer_text(buf)
           if text then
             copies[path] = text
             total = total + #text
@@ -109,8 +110,8 @@ function M.snapshot(chat_id, cwd)
           if modified and bytes <= M.MAX_FILE_BYTES and unsaved_total + bytes <= M.MAX_TOTAL_BYTES then
             unsaved[#unsaved + 1] = {
               path = path,
-              text = require("acp.fs").buffer_text(buf),
-              tick = require("acp.fs").tick(buf),
+              text = fs.buffer_text(buf),
+              tick = fs.tick(buf),
             }
             unsaved_total = unsaved_total + bytes
           end

@@ -116,7 +116,7 @@ function M.before_write(buf, target)
   if not now or (now.sec == stamp.sec and now.nsec == stamp.nsec) then
     return false
   end
-  if require("acp.fs").read_disk(path) ~= text then
+  if not M.holds_disk(buf) then
     -- Someone else changed the file too: let Neovim ask.
     return false
   end

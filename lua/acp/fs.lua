@@ -76,8 +76,40 @@ end
 ---@field as_shown? boolean the buffer's rows as they are (a mention of a selection), conflict blocks included
 ---@field known? integer the tick (M.tick) of the buffer text the backend holds (see read_for_agent)
 
---- Read from a loaded buffer. nil when no loaded buffer has the path (the
---- backend then reads the disk). Only the requested lines are fetched.
+--- The requested lines of a buffer, fetched alone (O(limit)).
+---@param buf integer
+---@param args acp.FsReadArgs
+---@return string
+local function read_rows(buf, args)
+  local first = math.max(1, tonumber(args.line) or 1) - 1
+  local limit = tonumber(args.limit)
+  if limit == 0 then
+    return ""
+  end
+  return join(buf, first, api.nvim_buf_get_lines(buf, first, limit and (first + limit) or -1, false))
+end
+
+--- The requested range of a buffer's whole `lines` (its rows, or the
+--- agent's view of them), as text.
+---@param buf integer
+---@param lines string[]
+---@param args acp.FsReadArgs
+---@return string
+local function range_of(buf, lines, args)
+  local first = math.max(1, tonumber(args.line) or 1) - 1
+  local limit = tonumber(args.limit)
+  if limit == 0 then
+    return ""
+  end
+  local n = #lines
+  local last = limit and math.min(first + limit, n) or n
+  return join(buf, first, vim.list_slice(lines, first + 1, last), n)
+end
+
+--- Read from a loaded buffer (a mention's text: context.lua). nil when no
+--- loaded buffer has the path. Only the requested lines are fetched, unless
+--- open conflicts are read as the agent's side (acp.review.agent_view: the
+--- whole text, then the range).
 ---@param args acp.FsReadArgs
 ---@return string?
 function M.read(args)
@@ -85,23 +117,11 @@ function M.read(args)
   if not buf then
     return nil
   end
-  local line = math.max(1, tonumber(args.line) or 1)
-  local limit = tonumber(args.limit)
-  local first = line - 1
-  local last = limit and (first + limit) or -1
-  if limit == 0 then
-    return ""
+  local review = require("acp.review")
+  if not args.as_shown and review.has_marker(buf) then
+    return range_of(buf, review.agent_view(api.nvim_buf_get_lines(buf, 0, -1, false), args.path), args)
   end
-  if not args.as_shown and require("acp.review").has_marker(buf) then
-    -- Open conflicts are read as the agent's side (acp.review.agent_view):
-    -- the whole text, then the range.
-    local lines = require("acp.review").agent_view(api.nvim_buf_get_lines(buf, 0, -1, false), args.path)
-    local n = #lines
-    lines = vim.list_slice(lines, first + 1, last == -1 and n or math.min(last, n))
-    return join(buf, first, lines, n)
-  end
-  local lines = api.nvim_buf_get_lines(buf, first, last, false)
-  return join(buf, first, lines)
+  return read_rows(buf, args)
 end
 
 ---@class acp.FsReadReply
@@ -113,7 +133,8 @@ end
 
 --- An agent's read (`fs/read_text_file`): what it gets, with the buffer's
 --- text and tick (M.tick) for the backend (the base of merging its next write
---- into this buffer). nil when no loaded buffer has the path.
+--- into this buffer). nil when no loaded buffer has the path. The buffer is
+--- read once.
 ---@param args acp.FsReadArgs
 ---@return acp.FsReadReply?
 function M.read_for_agent(args)
@@ -121,22 +142,25 @@ function M.read_for_agent(args)
   if not buf then
     return nil
   end
-  local text = M.read(args)
+  local review = require("acp.review")
+  local marker = review.has_marker(buf)
   local tick = M.tick(buf)
-  if args.known == tick and not require("acp.review").has_marker(buf) then
+  if args.known == tick and not marker then
     -- The backend holds the buffer's text of this tick (from a read, a
     -- report or an instruction's answer), which is what the agent reads
     -- here: an agent paging through a big buffer costs its pages, not the
     -- buffer each time. (With open conflicts the agent's view also depends
     -- on the disk, which has no tick: sent whole.)
-    return { text = text, tick = tick, unchanged = true }
+    return { text = read_rows(buf, args), tick = tick, unchanged = true }
   end
   local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil
-  local whole = ranged and M.read({ path = args.path }) or text
+  local rows = api.nvim_buf_get_lines(buf, 0, -1, false)
   -- Only open conflicts make the rows differ from what the agent reads.
-  local buffer = require("acp.review").has_marker(buf) and M.buffer_text(buf) or whole
+  local view = marker and review.agent_view(rows, args.path) or rows
+  local whole = join(buf, 0, view, #view)
+  local buffer = view ~= rows and join(buf, 0, rows) or whole
   return {
-    text = text,
+    text = ranged and range_of(buf, view, args) or whole,
     whole = ranged and whole or nil,
     buffer = buffer ~= whole and buffer or nil,
     tick = tick,
@@ -297,6 +321,25 @@ local function stale_reply(buf, args)
   end
 end
 
+--- Take the backend's merge into a modified buffer, as one undo step, left
+--- unsaved. Unless it is a restore (the disk is left alone), the disk holds
+--- the agent's `content` (a disk edit), or the backend writes it next: the
+--- next :write of the buffer must not ask whether to overwrite it
+--- (acp.filestamp), and the user hears of the conflicts it kept.
+---@param buf integer
+---@param args acp.FsApplyArgs
+local function take_merge(buf, args)
+  M.apply_text(buf, args.merged)
+  if args.restore then
+    return
+  end
+  require("acp.filestamp").merged(buf, args.content or "")
+  local conflicts = tonumber(args.conflicts) or 0
+  if conflicts > 0 then
+    notify_conflicts(args.path, conflicts)
+  end
+end
+
 --- Apply an instruction for the agent's edit on disk (`args.disk`): the
 --- text is on disk already, so nothing is saved.
 --- - unmodified buffer: `content` with minimal edits, marked unmodified:
@@ -316,9 +359,7 @@ local function apply_disk(buf, args)
     review.disk_edit_by(path, args.chat_id)
   end
   if not vim.bo[buf].modified then
-    if M.buffer_text(buf) ~= content then
-      M.apply_text(buf, content)
-    end
+    M.apply_text(buf, content)
     vim.bo[buf].modified = false
     -- Neovim remembers when it last read or wrote the file and would ask
     -- "changed since reading it" at the next :write; acp.filestamp quiets
@@ -343,15 +384,11 @@ local function apply_disk(buf, args)
     review.disk_waiting(path)
     return { status = "waiting", revision = rev, tick = tick }
   end
-  local before = api.nvim_buf_get_lines(buf, 0, -1, false)
   local resolved = review.resolved_rows(buf)
-  if args.merged ~= M.buffer_text(buf) then
-    M.apply_text(buf, args.merged)
-  end
-  require("acp.filestamp").merged(buf, content)
-  if conflicts > 0 then
-    notify_conflicts(path, conflicts)
-  end
+  -- The rows before the merge matter only where the user resolved
+  -- conflicts meanwhile (disk_applied: which of them survive).
+  local before = #resolved > 0 and api.nvim_buf_get_lines(buf, 0, -1, false) or {}
+  take_merge(buf, args)
   review.disk_applied(buf, path, before, resolved)
   return { status = "merged", revision = rev, tick = M.tick(buf) }
 end
@@ -393,17 +430,7 @@ function M.apply(args)
     if stale then
       return stale
     end
-    if args.merged ~= M.buffer_text(buf) then
-      M.apply_text(buf, args.merged)
-    end
-    if not args.restore then
-      -- The backend writes `content` to disk next; the next :write of the
-      -- buffer must not ask whether to overwrite it (acp.filestamp).
-      require("acp.filestamp").merged(buf, content)
-      if (tonumber(args.conflicts) or 0) > 0 then
-        notify_conflicts(args.path, args.conflicts)
-      end
-    end
+    take_merge(buf, args)
     return { status = "merged", revision = rev, tick = M.tick(buf) }
   end
   local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil

@@ -4,7 +4,7 @@
     report.py AGENT LOG_DIR
 
 LOG_DIR holds wire.jsonl (tests/agents/wire_tap.py: every ACP line both
-ways), model-requests.jsonl (tests/agents/anthropic_mock.py: every HTTP
+ways), model-requests.jsonl (tests/agents/model_mock.py: every HTTP
 request to the model API) and acp.log (the backend's log, debug level).
 Prints the agent's identity and capabilities, the methods it called and
 the session/update kinds it sent (extension methods, i.e. names starting

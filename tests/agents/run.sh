@@ -92,7 +92,7 @@ $list
 LIST
 [ -n "$selected" ] || fail "no agent named $* in $agents_json"
 
-cargo build --quiet -p acp-nvim -p acp-testkit --bins
+cargo build --quiet -p acp-nvim --bins
 
 # Nothing of this machine's agent set-up reaches the agents: a HOME of our
 # own, no inherited Anthropic, Claude, OpenAI or Codex settings (the

@@ -262,8 +262,9 @@ return function(agent_name)
     return out
   end
 
-  --- Text of the tool results the agent sent the model for the tool uses
-  --- whose ids start with `prefix`.
+  --- Text of the tool results (by tool use id) the agent sent the model in
+  --- the Anthropic requests whose messages mention `key` (codex-acp plays
+  --- no scenario that needs them).
   local function tool_results(key)
     local results = {}
     for _, e in ipairs(model_requests(key)) do

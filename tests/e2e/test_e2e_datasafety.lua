@@ -679,8 +679,9 @@ function Case:agent_disk_edit(chat, f, s, diff)
   -- means both: the buffer synced with the disk, and the backend recorded
   -- the edit (its review's text is the disk's or the buffer's). The disk
   -- can be synced first: a refresh for an earlier event may run between
-  -- the agent's write and the backend's record of it.
-  vim.wait(2000, function()
+  -- the agent's write and the backend's record of it. Not an assertion (an
+  -- edit that changes nothing is never "seen"), but a later failure names it.
+  local seen = vim.wait(2000, function()
     local disk = read_or_nil(f.path)
     if review.pending[key] == nil and took[key] ~= disk and fs.buffer_text(f.buf) ~= disk then
       return false
@@ -689,6 +690,9 @@ function Case:agent_disk_edit(chat, f, s, diff)
     local current = type(r) == "table" and r.current or nil
     return current ~= nil and (current == disk or current == fs.buffer_text(f.buf))
   end, 10)
+  if not seen then
+    self.log[#self.log + 1] = "  (the disk edit was not seen in the buffer and the review within 2 s)"
+  end
 end
 
 --- Reports a buffer's edit as typing does (TextChanged, then the review's

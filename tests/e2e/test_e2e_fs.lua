@@ -145,7 +145,6 @@ T.test("a buffer wiped and opened again is not taken for the one the agent read"
   vim.cmd("bwipeout! " .. old)
   vim.cmd("edit " .. path)
   local buf = vim.api.nvim_get_current_buf()
-  T.truthy(buf ~= old, "a new buffer")
   while vim.api.nvim_buf_get_changedtick(buf) < old_tick - 1 do
     vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "one" })
   end

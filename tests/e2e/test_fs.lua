@@ -104,16 +104,23 @@ T.test("write to a modified buffer applies the backend's merge at its tick, one 
   backend.notify = backend.request
   local content = "one\ntwo\nTHREE (agent)\n"
   local tick = fs.tick(buf)
-  -- Without the merge (the backend did not know the buffer): stale, with
-  -- the buffer's text, so the backend merges and sends again.
-  local res = fs.apply({ path = path, revision = 1, content = content })
-  T.eq({ status = "stale", revision = 1, text = "ONE (mine)\ntwo\nthree\n", tick = tick }, res, "stale")
-  -- A merge made for an older tick: stale too (the user typed since).
-  res = fs.apply({ path = path, revision = 2, content = content, merged = "x\n", tick = tick - 1 })
-  T.eq("stale", res.status, "an older tick")
-  T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "nothing applied while stale")
-  res = fs.apply({ path = path, revision = 3, content = content, merged = "ONE (mine)\ntwo\nTHREE (agent)\n", tick = tick })
+  local res
+  -- The stubs go back whatever happens: the rest of the file needs the backend.
+  local ok, err = pcall(function()
+    -- Without the merge (the backend did not know the buffer): stale, with
+    -- the buffer's text, so the backend merges and sends again.
+    res = fs.apply({ path = path, revision = 1, content = content })
+    T.eq({ status = "stale", revision = 1, text = "ONE (mine)\ntwo\nthree\n", tick = tick }, res, "stale")
+    -- A merge made for an older tick: stale too (the user typed since).
+    res = fs.apply({ path = path, revision = 2, content = content, merged = "x\n", tick = tick - 1 })
+    T.eq("stale", res.status, "an older tick")
+    T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "nothing applied while stale")
+    res = fs.apply({ path = path, revision = 3, content = content, merged = "ONE (mine)\ntwo\nTHREE (agent)\n", tick = tick })
+  end)
   backend.request, backend.notify = orig_request, orig_notify
+  if not ok then
+    error(err, 0)
+  end
   T.eq({}, asked, "nothing asked of the backend from inside its call")
   T.eq("merged", res.status, "merged")
   T.eq(fs.tick(buf), res.tick, "the tick after")
@@ -164,7 +171,8 @@ T.test("an agent's disk edit reloads an unmodified buffer without saving it, one
   T.eq(fs.tick(buf), reply.tick, "with the buffer's tick")
   T.eq({ "one", "TWO" }, T.lines(buf), "the agent's text")
   T.eq(false, vim.bo[buf].modified, "unmodified")
-  T.eq(old.nsec, vim.uv.fs_stat(path).mtime.nsec, "not saved: the file was not written again")
+  local now = vim.uv.fs_stat(path).mtime
+  T.eq({ old.sec, old.nsec }, { now.sec, now.nsec }, "not saved: the file was not written again")
   T.truthy(require("acp.review").files[require("acp.review").normalize(path)].reviewed_by.c1, "its saves go to the agent's chat")
   vim.api.nvim_buf_call(buf, function()
     vim.cmd("silent undo")

@@ -60,7 +60,7 @@ M.CONFLICT_END = ">>>>>>> agent"
 ---@field path string
 ---@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
 ---@field chat_id? string the chat whose review is shown
----@field review? table the last `acp.review_file` answer of that chat
+---@field review? table that chat's review as last drawn: the `review` of its last `review_changed`, or an `acp.review_file` answer
 ---@field reported_tick? integer the buffer's tick (acp.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 ---@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)
@@ -73,7 +73,8 @@ M.items = {}
 --- Files whose buffer still holds conflict blocks when the agent changed the
 --- file again: that change waits on disk until the conflicts are resolved
 --- (merging it now would nest conflict blocks), path -> true. Set when
---- `acp.fs.apply` answers `waiting`; the backend keeps the text and sends
+--- `acp.fs.apply` answers `waiting` to a disk instruction (an agent write
+--- answered `waiting` comes back as one); the backend keeps the text and sends
 --- it again once a report has no conflict blocks.
 ---@type table<string, true>
 M.pending = {}
@@ -144,9 +145,9 @@ function M.setup()
       local path = normalize(a.match)
       if M.files[path] then
         -- The buffer was read anew (its tick moved on, or it is a new
-        -- buffer: acp.fs.tick). The backend learns the text the buffer is in sync with now (not an edit); nothing of the
-        -- agent's waits for this buffer any more.
-        M.files[path].reported_tick = nil
+        -- buffer: acp.fs.tick). The backend learns the text the buffer is
+        -- in sync with now (not an edit; the report sets reported_tick);
+        -- nothing of the agent's waits for this buffer any more.
         M.pending[path] = nil
         api.nvim_buf_clear_namespace(a.buf, M.resolved_ns, 0, -1)
         require("acp.review.sync").send_user_edit(a.buf, nil, "read")

@@ -314,7 +314,6 @@ local function rows_of(buf, it)
 end
 
 
-R.find_conflicts = find_conflicts
 R.virt = virt
 R.set_mark = set_mark
 R.draw = draw

@@ -39,17 +39,21 @@ local function send_user_edit(buf, accept_lines, disk)
   if not entry then
     return
   end
-  if not disk and not vim.bo[buf].modified and fs.buffer_text(buf) ~= fs.read_disk(entry.path) then
-    -- Undoing the agent's reload lands on the text Neovim read and so
-    -- reads as unmodified; the buffer differs from its file: say so, or
-    -- the agent's next disk edit would be reloaded over the undo.
-    vim.bo[buf].modified = true
+  local text
+  if not disk and not vim.bo[buf].modified then
+    text = fs.buffer_text(buf)
+    if text ~= fs.read_disk(entry.path) then
+      -- Undoing the agent's reload lands on the text Neovim read and so
+      -- reads as unmodified; the buffer differs from its file: say so, or
+      -- the agent's next disk edit would be reloaded over the undo.
+      vim.bo[buf].modified = true
+    end
   end
   local tick = fs.tick(buf)
   if tick == entry.reported_tick and not accept_lines and not disk then
     return
   end
-  local text = fs.buffer_text(buf)
+  text = text or fs.buffer_text(buf)
   entry.reported_tick = tick
   entry.asked = true
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
@@ -95,9 +99,10 @@ function M.refresh(path)
   if not buf then
     return
   end
-  if entry.review and entry.review.current == fs.buffer_text(buf) then
+  local tick = fs.tick(buf)
+  if tick ~= entry.reported_tick and entry.review and entry.review.current == fs.buffer_text(buf) then
     -- The review has the buffer's text: nothing of this tick to report.
-    entry.reported_tick = fs.tick(buf)
+    entry.reported_tick = tick
   end
   -- Unsaved user text the review does not know yet.
   if vim.bo[buf].modified then
