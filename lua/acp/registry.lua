@@ -154,16 +154,17 @@ local function fire(pattern, data)
   vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
 end
 
---- A one-line status in the command line, not kept in :messages; replaces
---- the previous one.
+--- A one-line status in the command line, not kept in :messages (unless
+--- `hl`: a warning, kept); replaces the previous one.
 ---@param text string
-local function status(text)
+---@param hl? string
+local function status(text, hl)
   -- Cut to the screen so that it never scrolls into a hit-enter prompt.
   local width = math.max(vim.o.columns - 12, 10)
   if vim.fn.strdisplaywidth(text) > width then
     text = vim.fn.strcharpart(text, 0, width - 1) .. "…"
   end
-  vim.api.nvim_echo({ { text } }, false, {})
+  vim.api.nvim_echo({ { text, hl } }, hl ~= nil, {})
 end
 
 local function progress_text(id, p)
@@ -346,7 +347,9 @@ local function with_listing(mode, fn)
       return
     end
     if ev.message then
-      util.notify(ev.message, vim.log.levels.WARN)
+      -- Offline this came with every listing: one line, no Enter to press
+      -- before the picker (the log has the details).
+      status("acp.nvim: " .. ev.message, "WarningMsg")
     end
     fn(ev)
   end)

@@ -310,6 +310,49 @@ impl RegistrySource {
     fn cache_file(&self) -> PathBuf {
         self.cache_dir.join("registry.json")
     }
+
+    /// When the last fetch failed, so that a listing soon after does not
+    /// wait for the network to fail again.
+    fn failure_file(&self) -> PathBuf {
+        self.cache_dir.join("registry.failed")
+    }
+}
+
+/// How long a failed fetch stands before a listing asks the network again
+/// (`LoadMode::Refresh` always asks).
+pub const FAILURE_RETRY: Duration = Duration::from_secs(300);
+
+/// The remembered failure of the index's URL: when, if younger than
+/// [`FAILURE_RETRY`].
+#[derive(Debug, Serialize, Deserialize)]
+struct FailureFile {
+    url: String,
+    failed_at: u64,
+}
+
+fn read_failure(source: &RegistrySource) -> Option<u64> {
+    let bytes = std::fs::read(source.failure_file()).ok()?;
+    let failure: FailureFile = serde_json::from_slice(&bytes).ok()?;
+    let age = now_secs().checked_sub(failure.failed_at)?;
+    (failure.url == source.url && age < FAILURE_RETRY.as_secs()).then_some(failure.failed_at)
+}
+
+fn write_failure(source: &RegistrySource) {
+    let failure = FailureFile {
+        url: source.url.clone(),
+        failed_at: now_secs(),
+    };
+    let written = serde_json::to_vec(&failure)
+        .map_err(|e| Error::Registry(e.to_string()))
+        .and_then(|text| install::write_atomic(&source.failure_file(), &text));
+    if let Err(e) = written {
+        tracing::warn!("agent registry failure not remembered: {e}");
+    }
+}
+
+/// A message on one line: the editor shows it in its command line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// How much [`load`] may use the network.
@@ -408,14 +451,32 @@ pub fn load(source: &RegistrySource, mode: LoadMode) -> Result<Loaded> {
             }
         }
     }
+    let recent_failure = (mode == LoadMode::Cached)
+        .then(|| read_failure(source))
+        .flatten();
     let failure = if mode == LoadMode::Offline {
         "working offline".to_owned()
+    } else if let Some(failed_at) = recent_failure {
+        // Offline, every listing waited seconds for the network to fail
+        // again: a recent failure stands for a while.
+        format!(
+            "the agent registry was unreachable {} (:Acp agents update tries again)",
+            ago(failed_at)
+        )
     } else {
         match fetch(source) {
-            Ok(loaded) => return Ok(loaded),
+            Ok(loaded) => {
+                let _ = std::fs::remove_file(source.failure_file());
+                return Ok(loaded);
+            }
             Err(e) => {
                 tracing::warn!(url = %source.url, "agent registry not fetched: {e}");
-                format!("could not fetch {}: {e}", source.url)
+                write_failure(source);
+                // The download error names the URL already.
+                format!(
+                    "could not fetch the agent registry: {}",
+                    one_line(&e.to_string())
+                )
             }
         }
     };

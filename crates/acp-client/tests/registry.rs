@@ -883,3 +883,59 @@ fn the_chat_example_installs_and_runs_a_registry_agent_by_id() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_unreachable_registry_is_not_asked_again_for_a_while() {
+    // Offline, every `:Acp agents` waited 3-10 s for the network to fail
+    // again and showed the URL twice (issue 29).
+    let f = Fixture::new();
+    let snapshot = f.dir.path().join("bundled.json");
+    std::fs::write(
+        &snapshot,
+        r#"{"version": "1.0.0", "agents": [{"id": "x", "version": "1.0.0"}]}"#,
+    )
+    .unwrap();
+    // No route: the server answers 404, and counts the asks.
+    let url = format!("{}/registry.json", f.server.base());
+    let source = RegistrySource {
+        url: url.clone(),
+        cache_dir: f.dir.path().join("cache"),
+        bundled: Some(snapshot),
+        max_age: Duration::from_secs(3600),
+    };
+    let first = registry::load(&source, LoadMode::Cached).unwrap();
+    assert_eq!(first.origin, Origin::Bundled);
+    assert_eq!(f.server.hits("/registry.json"), 1);
+    let warning = first.warning.unwrap();
+    assert_eq!(warning.matches(&url).count(), 1, "the URL once: {warning}");
+    assert!(!warning.contains('\n'), "one line: {warning}");
+
+    let second = registry::load(&source, LoadMode::Cached).unwrap();
+    assert_eq!(second.origin, Origin::Bundled);
+    assert_eq!(
+        f.server.hits("/registry.json"),
+        1,
+        "a recent failure is not tried again"
+    );
+    let warning = second.warning.unwrap();
+    assert!(warning.contains("unreachable"), "{warning}");
+    assert!(warning.contains(":Acp agents update"), "{warning}");
+    assert!(!warning.contains('\n'), "one line: {warning}");
+
+    // Asking for the newest tries again, and a success forgets the failure.
+    let _ = registry::load(&source, LoadMode::Refresh).unwrap();
+    assert_eq!(f.server.hits("/registry.json"), 2);
+    f.server.route(
+        "/registry.json",
+        Route::Body(Arc::new(f.registry_json("1.0.0").into_bytes())),
+    );
+    let fetched = registry::load(&source, LoadMode::Refresh).unwrap();
+    assert_eq!(fetched.origin, Origin::Network);
+    let stale = RegistrySource {
+        max_age: Duration::ZERO,
+        ..source.clone()
+    };
+    let again = registry::load(&stale, LoadMode::Cached).unwrap();
+    assert_eq!(again.origin, Origin::Network, "no failure remembered");
+    assert_eq!(f.server.hits("/registry.json"), 4);
+}
