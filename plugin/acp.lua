@@ -10,3 +10,17 @@ if vim.fn.has("nvim-0.10") ~= 1 then
 end
 
 require("acp.commands").setup()
+
+-- `@selection` offers the last visual selection in a file, also one made
+-- before the first chat (the modules load at the first selection only).
+vim.g.acp_tracks_selection = true
+vim.api.nvim_create_autocmd("ModeChanged", {
+  group = vim.api.nvim_create_augroup("acp_context_selection", { clear = true }),
+  pattern = { "[vV\x16]*:*" },
+  callback = function()
+    local buf = vim.api.nvim_get_current_buf()
+    if vim.bo[buf].buftype == "" then
+      require("acp.context").selection_made(buf)
+    end
+  end,
+})

@@ -79,6 +79,10 @@ local function on_exit(job, code)
   state.hello = nil
   -- Installs and listings ran in that backend: they will not answer.
   require("acp.registry").on_backend_exit()
+  -- So did the review: never drawn but dead (issue 29).
+  if package.loaded["acp.review"] then
+    require("acp.review").backend_stopped()
+  end
   if state.stopping or state.exit_reported[job] then
     return
   end

@@ -18,6 +18,8 @@ local M = {}
 ---@field bufnr integer transcript buffer
 ---@field prompt_buf integer prompt input buffer
 ---@field session_id? string set when `session_started` arrives
+---@field restart_note? string what a restart did, written once the session is back
+---@field backend_died? boolean the chat is dead because the backend stopped (`:Acp restart`, not `R`)
 ---@field agent acp.ResolvedAgent
 ---@field cwd string
 ---@field status acp.ChatStatus
@@ -525,7 +527,12 @@ function Chat:send(blocks, text)
     return false, err
   end
   if self.status == "dead" or self.status == "failed" or self.status == "closed" then
-    local err = ("this chat is %s; start a new one with :Acp new, or :Acp restart"):format(self.status)
+    -- The way out the transcript names (it named other commands).
+    local err = self.status == "closed" and "this chat is closed; start a new one with :Acp new"
+      or ("this chat's agent %s; %s, or start a new chat with :Acp new"):format(
+        self.status == "dead" and "stopped" or "did not start",
+        self:way_out()
+      )
     util.notify(err, vim.log.levels.ERROR)
     return false, err
   end
@@ -707,6 +714,13 @@ function Chat:on_session_started(ev)
   self.capabilities = ev.capabilities
   self.transcript_path = ev.transcript_path
   self.opening = nil
+  self.backend_died = nil
+  if self.restart_note then
+    -- Said once the outcome is known: "session resumed" came before the
+    -- agent answered that it no longer knew the session.
+    self.transcript:note(self.restart_note)
+    self.restart_note = nil
+  end
   self:_flush()
   self:update_winbar()
 end
@@ -716,14 +730,19 @@ function Chat:on_open_failed(ev)
   local opening = self.opening
   self.opening = nil
   self.status = "failed"
-  self.transcript:error(ev.message or "the session could not start", ev.stderr_tail)
+  self.restart_note = nil
   if opening and opening.fallback_new then
-    -- A restart could not continue the session (the agent forgot it):
-    -- carry on in a new one rather than leave the chat dead.
-    self.transcript:note("— continuing in a new session —")
+    -- A restart could not continue the session (the agent forgot it, e.g.
+    -- a killed fake or claude-agent-acp answering -32002): carry on in a
+    -- new one rather than leave the chat dead, and say so once.
+    local why = tostring(ev.message or "no reason given"):gsub("\n", " ")
+    -- The agent's answer, not the whole sentence around it.
+    why = why:match("with (error %-?%d+[^;]*)") or why
+    self.transcript:note(("— restarted: new session, the agent could not take the old one back (%s) —"):format(why))
     self:start()
     return
   end
+  self.transcript:error(ev.message or "the session could not start", ev.stderr_tail)
   self:_unqueue()
   self:update_winbar()
 end
@@ -956,9 +975,22 @@ function Chat:on_prompt_failed(ev)
   self:update_winbar()
 end
 
+--- How to bring the chat back, as its transcript says it: the agent
+--- restarted by the transcript's key or `:Acp continue`, or, when the
+--- backend stopped, `:Acp restart`.
+---@return string
+function Chat:way_out()
+  if self.backend_died then
+    return "run :Acp restart to continue"
+  end
+  local key = config.options.keymaps.restart
+  return (key and ("press %s in the transcript or run"):format(key) or "run") .. " :Acp continue to restart it"
+end
+
 ---@param ev acp.ev.AgentExited
 function Chat:on_agent_exited(ev)
   self.status = "dead"
+  self.backend_died = nil
   self:_unqueue()
   self:_close_permissions("the agent exited")
   self:update_permission_keys()
@@ -993,6 +1025,7 @@ function Chat:on_backend_died(log_file)
     return
   end
   self.status = "dead"
+  self.backend_died = true
   self:_unqueue()
   self:_close_permissions("the backend stopped")
   self:update_permission_keys()
@@ -1017,17 +1050,22 @@ function Chat:reopen()
   local session_caps = caps.session_capabilities or {}
   local id = self.session_id
   local opts, note
+  self.restart_note = nil
   if id and session_caps.resume ~= nil then
     opts = { resume_session_id = id, fallback_new = true }
-    note = "— restarted: session resumed —"
+    -- Written once the agent took the session back (on_session_started).
+    self.restart_note = "— restarted: session resumed —"
   elseif id and caps.load_session == true then
     opts = { load_session_id = id, fallback_new = true }
+    -- Before the history it announces.
     note = "— restarted: the session is loaded again; its history is replayed below —"
   else
-    note = "— restarted: new session (the agent cannot resume or load sessions) —"
+    self.restart_note = "— restarted: new session (the agent cannot resume or load sessions) —"
   end
   self.transcript.view:batch(function()
-    self.transcript:note(note)
+    if note then
+      self.transcript:note(note)
+    end
     -- The new session numbers its entries from 0 again.
     self.transcript:forget_entries()
   end)

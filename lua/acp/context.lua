@@ -52,9 +52,20 @@ local function is_file_buffer(buf)
   return api.nvim_buf_get_name(buf) ~= "" and require("acp.chat").of_buf(buf) == nil
 end
 
---- Remember the buffer of every visual selection (for `@selection`).
+--- A visual selection was made in `buf` (the `ModeChanged` autocommand of
+--- plugin/acp.lua, set before any chat exists: a selection made before the
+--- first chat was not offered after `@`).
+---@param buf integer
+function M.selection_made(buf)
+  if is_file_buffer(buf) then
+    last_selection_buf = buf
+  end
+end
+
+--- Remember the buffer of every visual selection (for `@selection`); the
+--- plugin file does it from the start, this covers a setup without it.
 function M.track_selection()
-  if tracking then
+  if tracking or vim.g.acp_tracks_selection then
     return
   end
   tracking = true
@@ -62,10 +73,7 @@ function M.track_selection()
     group = api.nvim_create_augroup("acp_context_selection", { clear = true }),
     pattern = { "[vV\x16]*:*" },
     callback = function()
-      local buf = api.nvim_get_current_buf()
-      if is_file_buffer(buf) then
-        last_selection_buf = buf
-      end
+      M.selection_made(api.nvim_get_current_buf())
     end,
   })
 end

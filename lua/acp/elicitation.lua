@@ -190,15 +190,21 @@ local function redraw(e)
   end)
 end
 
---- Replace the inline prompt by a one-line note.
+--- Replace the inline prompt by a note (a line, or the question then the
+--- answer).
 ---@param e acp.Elicitation
----@param note string
+---@param note string|string[]
 local function settle(e, note)
   M.pending[e.request_id] = nil
   local chat = chat_of(e)
   if chat and e.block then
+    local lines = type(note) == "table" and note or { note }
+    local hls = {}
+    for i = 1, #lines do
+      hls[i] = { i - 1, 0, -1, "AcpPermissionAnswer" }
+    end
     chat.transcript.view:batch(function()
-      chat.transcript.view:replace(e.block, { note }, { { 0, 0, -1, "AcpPermissionAnswer" } }, {})
+      chat.transcript.view:replace(e.block, lines, hls, {})
     end)
   end
   if chat then
@@ -362,7 +368,12 @@ function M.respond(request_id, response)
         shown[#shown + 1] = f.label .. " = " .. show_value(v, f)
       end
     end
-    note = "✓ answered: " .. (#shown > 0 and table.concat(shown, ", ") or "(nothing)")
+    -- The question stays with its answer (it was gone, leaving
+    -- "answered: Greeting = ..." without what was asked).
+    note = {
+      "✓ The agent asked: " .. (e.message ~= "" and e.message or "(no message)"),
+      "  answered: " .. (#shown > 0 and table.concat(shown, ", ") or "(nothing)"),
+    }
   elseif response.action == "decline" then
     note = "✗ declined: " .. e.message
   else

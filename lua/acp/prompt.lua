@@ -133,11 +133,16 @@ function M.omnifunc(findstart, base)
   local col = api.nvim_win_get_cursor(0)[2]
   if findstart == 1 then
     local before = line:sub(1, col)
-    for _, pat in ipairs({ '@"[^"]*$', "@[^%s]*$", "/[^%s/]*$" }) do
+    for _, pat in ipairs({ '@"[^"]*$', "@[^%s]*$" }) do
       local start = before:find(pat)
       if start and (start == 1 or before:sub(start - 1, start - 1):match("%s")) then
         return start - 1
       end
+    end
+    -- A slash command means something only at the start of the prompt
+    -- (`files under /` is a path).
+    if api.nvim_win_get_cursor(0)[1] == 1 and before:find("^/[^%s/]*$") then
+      return 0
     end
     return -3
   end
@@ -149,13 +154,18 @@ function M.omnifunc(findstart, base)
 end
 
 --- Whether typing `char` after `before` (the line up to the cursor) starts
---- a completion: `@` or `/` at the start of a word. Mid-word characters
---- (`me@example.com`, `src/main.rs`) never do.
+--- a completion: `@` at the start of a word, `/` at the start of the prompt
+--- (its first line, `row` 1). Mid-word characters (`me@example.com`,
+--- `src/main.rs`) and `/` in a sentence (`files under /`) never do.
 ---@param before string
 ---@param char string
+---@param row? integer the cursor's line (1-based; default 1)
 ---@return boolean
-function M.starts_completion(before, char)
-  if char ~= "@" and char ~= "/" then
+function M.starts_completion(before, char, row)
+  if char == "/" then
+    return before == "" and (row or 1) == 1
+  end
+  if char ~= "@" then
     return false
   end
   return before == "" or before:sub(-1):match("%s") ~= nil
@@ -173,8 +183,8 @@ local function auto_complete(buf)
       if not config.options.context.auto_complete then
         return
       end
-      local col = api.nvim_win_get_cursor(0)[2]
-      if not M.starts_completion(api.nvim_get_current_line():sub(1, col), vim.v.char) then
+      local row, col = unpack(api.nvim_win_get_cursor(0))
+      if not M.starts_completion(api.nvim_get_current_line():sub(1, col), vim.v.char, row) then
         return
       end
       -- The character is not in the buffer yet: complete once it is.
@@ -183,7 +193,10 @@ local function auto_complete(buf)
           -- Where 'completeopt' is global (Neovim 0.10) the menu inserts its
           -- first entry (`/` became `/plan`, then typing `explain` gave
           -- `/planexplain`): <C-p> goes back to what was typed.
-          local keys = M.completeopt_local and "<C-x><C-o>" or "<C-x><C-o><C-p>"
+          -- With "noselect" nothing is inserted and <C-p> would pick the
+          -- last entry.
+          local plain = M.completeopt_local or vim.tbl_contains(vim.opt.completeopt:get(), "noselect")
+          local keys = plain and "<C-x><C-o>" or "<C-x><C-o><C-p>"
           api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "n", false)
         end
       end)
@@ -191,9 +204,11 @@ local function auto_complete(buf)
   })
 end
 
---- The prompt's 'completeopt': the user's, but never inserting an entry
---- the user did not pick (with the default "menu,popup" the first entry was
---- inserted while typing), and a menu even for one match.
+--- The prompt's 'completeopt': the user's, but never inserting nor
+--- selecting an entry the user did not pick (with the default "menu,popup"
+--- the first entry was inserted while typing; with it only selected, <CR>
+--- after `files under /` took `/update-config`), and a menu even for one
+--- match.
 ---@param global string the global 'completeopt'
 ---@return string
 function M.completeopt(global)
@@ -204,7 +219,7 @@ function M.completeopt(global)
       flags[#flags + 1] = f
     end
   end
-  for _, f in ipairs({ "menuone", "noinsert" }) do
+  for _, f in ipairs({ "menuone", "noinsert", "noselect" }) do
     if not seen[f] then
       flags[#flags + 1] = f
     end

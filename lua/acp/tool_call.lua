@@ -377,7 +377,14 @@ function M.jump(action)
   else
     vim.cmd("leftabove vsplit")
   end
-  vim.cmd("edit " .. vim.fn.fnameescape(action.path))
+  -- A loaded buffer is shown, not `:edit`ed: editing the file shown
+  -- reloads it, an undo step that changes nothing (`gd` on a preview).
+  local open = require("acp.fs").find_buffer(action.path)
+  if open then
+    vim.api.nvim_win_set_buf(0, open)
+  else
+    vim.cmd("edit " .. vim.fn.fnameescape(action.path))
+  end
   if action.line then
     local count = vim.api.nvim_buf_line_count(0)
     pcall(vim.api.nvim_win_set_cursor, 0, { math.max(1, math.min(action.line, count)), 0 })

@@ -145,7 +145,7 @@ T.test("the documented API: autocmd data, a refused answer, then an accepted one
   })
   T.eq(true, ok, err)
   T.wait_text(chat, [[elicitation: accept {"target":"prod","replicas":2,"tags":["a","c"]}]])
-  T.contains(T.text(chat.bufnr), "✓ answered: Target = Production, replicas = 2, tags = a, c", "note")
+  T.contains(T.text(chat.bufnr), "✓ The agent asked: Where to deploy?\n  answered: Target = Production, replicas = 2, tags = a, c", "note")
   T.eq(nil, T.find_line(chat.bufnr, "? The agent asks"), "prompt gone")
 end)
 

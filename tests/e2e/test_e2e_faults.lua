@@ -225,7 +225,7 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
   local ok = asking:send({ { type = "text", text = "anyone?" } })
   stop()
   T.eq(false, ok, "a dead chat takes no prompt")
-  T.contains(msgs[1] or "", ":Acp restart", "the user is told how to recover")
+  T.contains(msgs[1] or "", ":Acp continue", "the user is told how to recover, as the transcript does")
 
   restart_and_wait({ asking, crasher })
   assert(asking:send({ { type = "text", text = "ask again" } }))

@@ -736,10 +736,10 @@ T.test("the prompt completes the agent's slash commands", function()
     }),
   })
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
-  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "do /pl" })
-  vim.api.nvim_win_set_cursor(0, { 1, 6 })
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "/pl" })
+  vim.api.nvim_win_set_cursor(0, { 1, 3 })
   local omni = require("acp.prompt").omnifunc
-  T.eq(3, omni(1, ""), "completion starts at the slash")
+  T.eq(0, omni(1, ""), "completion starts at the slash, at the start of the prompt")
   T.eq(
     { { word = "/plan", menu = "Make a plan", info = "Make a plan", kind = "command", icase = 1 } },
     omni(0, "/pl"),

@@ -108,6 +108,30 @@ function M.own_write(path, fn)
   end
 end
 
+--- The backend stopped (`:Acp restart`, a crash): the review it kept went
+--- with it, and nothing would answer the keys of what is drawn. Clear the
+--- drawing and say so once; the edits stay in the buffers.
+function M.backend_stopped()
+  local n = vim.tbl_count(M.files)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) then
+      api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+      api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
+    end
+  end
+  for _, t in ipairs({ M.files, M.items, M.pending, M.previews }) do
+    for k in pairs(t) do
+      t[k] = nil
+    end
+  end
+  if n > 0 then
+    util.notify(
+      ("the review of %d file%s ended with the backend; the agent's edits stay in them (undo or git bring back what was there)"):format(n, n == 1 and "" or "s"),
+      vim.log.levels.WARN
+    )
+  end
+end
+
 -- The parts extend M: it must be findable while they load.
 package.loaded["acp.review"] = M
 require("acp.review.render")

@@ -63,7 +63,7 @@ function M.preview(req)
   M.previews[buf] = { request_id = req.request_id, path = path, opened = unborn and not existed }
   local count = api.nvim_buf_line_count(buf)
   local width = math.max(vim.o.columns - 10, 20)
-  local first_row
+  local first_row, above = nil, 0
   for _, h in ipairs(util.diff_indices(norm(text), norm(proposed))) do
     local sa, ca, sb, cb = unpack(h)
     local start = ca == 0 and sa or (sa - 1)
@@ -76,6 +76,7 @@ function M.preview(req)
       local anchor = start + ca - 1
       if anchor < 0 then
         set_mark(buf, 0, 0, { virt_lines = virt(added, "AcpReviewPreviewAdd", width), virt_lines_above = true, sign_text = "+", sign_hl_group = "AcpReviewSignAdd" })
+        above = #added
       else
         set_mark(buf, math.min(anchor, count - 1), 0, { virt_lines = virt(added, "AcpReviewPreviewAdd", width) })
       end
@@ -84,6 +85,11 @@ function M.preview(req)
   end
   if first_row then
     pcall(api.nvim_win_set_cursor, 0, { first_row + 1, 0 })
+  end
+  if above > 0 then
+    -- Lines above line 1 stay hidden until scrolled up (a new file looked
+    -- empty): show them as the window's top filler.
+    vim.fn.winrestview({ topline = 1, topfill = above })
   end
   util.notify("preview of the proposed edit (nothing applied); answer the permission request in the chat")
 end
