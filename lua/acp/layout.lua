@@ -89,6 +89,18 @@ function M.show(chat, opts)
     api.nvim_set_current_win(pwin)
     return
   end
+  if pwin and not twin then
+    -- A prompt window left without its transcript (closed on another
+    -- tab page, or before the prompt closed with it): the transcript goes
+    -- above it, never into another chat's windows beside it.
+    api.nvim_set_current_win(pwin)
+    vim.cmd("aboveleft split")
+    twin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(twin, chat.bufnr)
+    api.nvim_win_set_height(pwin, math.max(1, math.floor(config.options.layout.input_height)))
+    finish(chat, twin, pwin)
+    return
+  end
   if twin then
     -- The user closed the prompt window: a new one under the transcript.
     api.nvim_set_current_win(twin)
@@ -150,6 +162,79 @@ function M.show(chat, opts)
   end
   finish(chat, twin, pwin)
 end
+
+--- The chat windows of every tab page fitted to the new size of the
+--- screen (`VimResized`): from 200 to 80 columns the chat kept one column,
+--- and growing back it took 157.
+function M.relayout()
+  local layout = config.options.layout
+  for _, chat in ipairs(require("acp.chat").list) do
+    for _, twin in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
+      local cfg = api.nvim_win_get_config(twin)
+      if cfg.relative ~= "" then
+        if layout.position == "float" then
+          local tab = api.nvim_win_get_tabpage(twin)
+          local pwin
+          for _, w in ipairs(vim.fn.win_findbuf(chat.prompt_buf)) do
+            if api.nvim_win_get_tabpage(w) == tab then
+              pwin = w
+            end
+          end
+          local input_h = math.max(1, math.floor(layout.input_height))
+          local w = size(layout.width, vim.o.columns)
+          local h = size(layout.height, vim.o.lines - 2)
+          local th = math.max(1, h - input_h - 2)
+          local row = math.max(0, math.floor((vim.o.lines - h) / 2) - 1)
+          local col = math.max(0, math.floor((vim.o.columns - w) / 2))
+          pcall(api.nvim_win_set_config, twin, { relative = "editor", row = row, col = col, width = w, height = th })
+          if pwin then
+            pcall(api.nvim_win_set_config, pwin, { relative = "editor", row = row + th + 2, col = col, width = w, height = input_h })
+          end
+        end
+      elseif layout.position ~= "tab" and api.nvim_win_get_width(twin) < vim.o.columns then
+        -- A column beside the editor windows (the prompt under it follows).
+        pcall(api.nvim_win_set_width, twin, size(layout.width, vim.o.columns))
+      end
+    end
+  end
+end
+
+local group = api.nvim_create_augroup("acp_layout", { clear = true })
+api.nvim_create_autocmd("VimResized", {
+  group = group,
+  callback = function()
+    M.relayout()
+  end,
+})
+-- A transcript window closed (`:q` in it): its prompt window goes with it
+-- (it stayed at full height, and `:Acp chats` then put the chat in another
+-- chat's windows: two prompts on screen).
+api.nvim_create_autocmd("WinClosed", {
+  group = group,
+  callback = function(a)
+    local chat = require("acp.chat").of_buf(a.buf)
+    if not chat or a.buf ~= chat.bufnr then
+      return
+    end
+    local closed = tonumber(a.match)
+    local tab = closed and api.nvim_win_is_valid(closed) and api.nvim_win_get_tabpage(closed)
+    vim.schedule(function()
+      if not (tab and api.nvim_tabpage_is_valid(tab)) then
+        return
+      end
+      for _, win in ipairs(api.nvim_tabpage_list_wins(tab)) do
+        if api.nvim_win_get_buf(win) == chat.bufnr then
+          return -- still shown in this tab
+        end
+      end
+      for _, win in ipairs(vim.fn.win_findbuf(chat.prompt_buf)) do
+        if api.nvim_win_get_tabpage(win) == tab and #api.nvim_tabpage_list_wins(tab) > 1 then
+          pcall(api.nvim_win_close, win, false)
+        end
+      end
+    end)
+  end,
+})
 
 --- Close the chat windows (all tabs); the chat keeps running.
 ---@param chat acp.Chat

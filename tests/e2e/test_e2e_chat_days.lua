@@ -222,4 +222,23 @@ T.test(":Acp restart does not leave a review drawn but dead", function()
   T.eq({ "l1", "L2 agent", "l3", "l4", "l5", "l6", "l7", "l8", "l9" }, T.lines(buf), "the edit stays in the buffer")
 end)
 
+T.test("a prompt window left without its transcript gets the transcript back above it", function()
+  local chat = T.open_chat("days", dir)
+  chat:show()
+  local twin = vim.fn.win_findbuf(chat.bufnr)[1]
+  local pwin = vim.fn.win_findbuf(chat.prompt_buf)[1]
+  vim.api.nvim_set_current_win(twin)
+  -- As when closed where no autocommand ran (another tab page, a plugin).
+  vim.cmd("noautocmd close")
+  T.eq({ pwin }, vim.fn.win_findbuf(chat.prompt_buf), "the prompt window stayed")
+  local wins = #vim.api.nvim_tabpage_list_wins(0)
+  chat:show()
+  T.eq({ pwin }, vim.fn.win_findbuf(chat.prompt_buf), "the same prompt window, no second one")
+  T.eq(wins + 1, #vim.api.nvim_tabpage_list_wins(0), "one window more: the transcript")
+  local t = vim.fn.win_findbuf(chat.bufnr)[1]
+  T.eq(vim.api.nvim_win_get_position(pwin)[2], vim.api.nvim_win_get_position(t)[2], "in the prompt's column")
+  T.truthy(vim.api.nvim_win_get_position(t)[1] < vim.api.nvim_win_get_position(pwin)[1], "above it")
+  vim.cmd("stopinsert")
+end)
+
 T.run()

@@ -114,6 +114,13 @@ function H.eq(expected, actual, what)
   end
 end
 
+function H.truthy(v, what)
+  if not v then
+    error(what or "expected a true value", 2)
+  end
+  return v
+end
+
 --- Count the occurrences of a plain string.
 function H.count(haystack, needle)
   local n, i = 0, 1
