@@ -56,9 +56,14 @@ vim.api.nvim_create_autocmd("VimEnter", {
   callback = function()
     vim.cmd.edit(project .. "/README.md")
     vim.cmd.split(project .. "/hello.lua")
-    require("acp").open({ agent = "demo", cwd = project })
-    -- One short line: a message wider than the screen (120 columns) stopped
-    -- the demo at a hit-Enter prompt.
-    vim.notify("acp.nvim demo: type a prompt, <C-s> sends it. :help acp", vim.log.levels.INFO)
+    local chat = require("acp").open({ agent = "demo", cwd = project })
+    -- In the transcript: a message in the command line was hidden at once
+    -- by "-- INSERT --" (and one wider than the screen stopped the demo at
+    -- a hit-Enter prompt).
+    if chat then
+      chat.transcript.view:batch(function()
+        chat.transcript:note("Welcome to the acp.nvim demo: type a prompt, <C-s> sends it (:help acp).")
+      end)
+    end
   end,
 })

@@ -29,6 +29,8 @@ local M = {}
 ---@field config_options? table[]
 ---@field usage? table {used, size, cost?}
 ---@field title? string
+---@field listed_title? string the session's title in the agent's session list (`:Acp sessions`)
+---@field first_prompt? string the first line of the first prompt sent, a name until there is a title
 ---@field commands table[]
 ---@field capabilities? table
 ---@field terminals table<string, acp.TerminalState>
@@ -256,7 +258,7 @@ function Chat:describe()
   return ("%d  %s  %s  [%s%s]%s"):format(
     self.n,
     self.agent.name,
-    self.title or self.session_id or "(new session)",
+    self.title or self.listed_title or self.first_prompt or self.session_id or "(new session)",
     status,
     pending > 0 and (", " .. pending .. " waiting for you") or "",
     self:is_visible() and "  (shown)" or ""
@@ -544,6 +546,14 @@ function Chat:send(blocks, text)
       end
     end
     text = table.concat(parts, "\n")
+  end
+  if not self.first_prompt and type(text) == "string" then
+    -- A name for pickers until the agent gives a title (Claude gives none
+    -- in the session, only in its session list: `:Acp chats` showed ids).
+    local line = vim.trim((text:match("[^\n]*%S[^\n]*") or ""))
+    if line ~= "" then
+      self.first_prompt = vim.fn.strcharlen(line) > 60 and (vim.fn.strcharpart(line, 0, 59) .. "…") or line
+    end
   end
   self.queue[#self.queue + 1] = { blocks = blocks, text = text }
   -- The user sent something: show it, wherever the transcript was scrolled.
@@ -912,7 +922,7 @@ function Chat:on_permission_auto(ev)
     tool_call = ev.tool_call or {},
     options = {},
   }
-  self.transcript:permission_settled(req, permission.auto_note(ev.option))
+  self.transcript:permission_settled(req, permission.auto_note(ev.option, ev.tool_call))
 end
 
 --- Most bytes of terminal output kept per terminal.

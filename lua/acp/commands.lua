@@ -121,22 +121,35 @@ M.subcommands.log = {
 }
 
 --- `:Acp agents list`: the configured agents and whether their command runs.
-local function list_agents()
+---@return string[] lines of `:Acp agents list`
+function M.agent_lines()
   local config = require("acp.config")
   local default = config.default_agent()
+  local names = config.agent_names()
+  -- The name column as wide as the longest name (a fixed 10 let longer
+  -- names push their command out of line).
+  local width = 0
+  for _, name in ipairs(names) do
+    width = math.max(width, vim.fn.strdisplaywidth(name))
+  end
   local lines = {}
-  for _, name in ipairs(config.agent_names()) do
+  for _, name in ipairs(names) do
     local agent = config.agent(name)
     local cmd = agent and agent.cmd or {}
     local found = cmd[1] and vim.fn.executable(cmd[1]) == 1
-    lines[#lines + 1] = ("%s %-10s %s  (%s)"):format(
+    lines[#lines + 1] = ("%s %s%s  %s  (%s)"):format(
       name == default and "*" or " ",
       name,
+      (" "):rep(width - vim.fn.strdisplaywidth(name)),
       table.concat(cmd, " "),
       found and "found" or "not found on PATH"
     )
   end
-  vim.api.nvim_echo({ { table.concat(lines, "\n") } }, true, {})
+  return lines
+end
+
+local function list_agents()
+  vim.api.nvim_echo({ { table.concat(M.agent_lines(), "\n") } }, true, {})
 end
 
 M.subcommands.agents = {
@@ -246,7 +259,21 @@ M.subcommands.mode = {
       chat:set_mode(id)
     end
     if args[1] then
-      set(args[1])
+      -- Checked here: the agent's answer to an unknown id was a raw -32602.
+      for _, m in ipairs(modes) do
+        if m.id == args[1] or (m.name or ""):lower() == args[1]:lower() then
+          set(m.id)
+          return
+        end
+      end
+      local ids = {}
+      for _, m in ipairs(modes) do
+        ids[#ids + 1] = m.name and m.name ~= m.id and ("%s (%s)"):format(m.id, m.name) or m.id
+      end
+      util.notify(
+        ("%s has no mode %q; its modes: %s"):format(chat.agent.name, args[1], table.concat(ids, ", ")),
+        vim.log.levels.WARN
+      )
       return
     end
     local current = (chat.modes or {}).current_mode_id

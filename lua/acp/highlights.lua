@@ -77,8 +77,47 @@ M.links = {
   AcpMdBullet = "@markup.list",
 }
 
+--- The colours a group resolves to (links followed).
+---@param name string
+---@return table
+local function resolved(name)
+  local ok, hl = pcall(vim.api.nvim_get_hl, 0, { name = name, link = false })
+  return ok and hl or {}
+end
+
+--- The first three heading levels, drawn apart from each other and from the
+--- message headers (Title): with most colorschemes (habamax, the default)
+--- every `@markup.heading.N` is Title, so H1, H2, H3 and "You" looked alike.
+--- A colorscheme that styles the levels apart keeps its colours.
+local function headings()
+  local title = resolved("Title")
+  local levels = {}
+  for i = 1, 3 do
+    levels[i] = resolved("@markup.heading." .. i)
+  end
+  local apart = not vim.deep_equal(levels[1], levels[2])
+    and not vim.deep_equal(levels[2], levels[3])
+    and not vim.deep_equal(levels[1], title)
+  if apart then
+    return
+  end
+  local function fg(name)
+    return resolved(name).fg or title.fg
+  end
+  local own = {
+    AcpMdH1 = { fg = title.fg, bold = true, underline = true },
+    AcpMdH2 = { fg = fg("Function"), bold = true },
+    AcpMdH3 = { fg = fg("Type"), bold = true, italic = true },
+  }
+  for group, attrs in pairs(own) do
+    attrs.default = true
+    vim.api.nvim_set_hl(0, group, attrs)
+  end
+end
+
 --- Define every group (links with default = true).
 function M.apply()
+  headings()
   for group, link in pairs(M.links) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })
   end

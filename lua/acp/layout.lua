@@ -43,6 +43,14 @@ local function finish(chat, twin, pwin)
   -- Start at the tail so the transcript follows new output.
   api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
   chat:update_winbar()
+  if chat.readonly then
+    -- A read-only transcript takes no prompt: the cursor goes where there
+    -- is something to read, in Normal mode (it opened in Insert mode in
+    -- the prompt).
+    api.nvim_set_current_win(twin)
+    vim.cmd("stopinsert")
+    return
+  end
   api.nvim_set_current_win(pwin)
   -- A new window starts on line 1: go to the end, after any mention that
   -- `:Acp add` put there.

@@ -84,13 +84,24 @@ end
 
 --- The note for a request the backend answered by itself (a remembered
 --- "always" answer or an auto-allow rule): says whether it was allowed or
---- rejected, from the chosen option's kind.
+--- rejected, and why. Not the option it answered the agent with: after an
+--- "Always allow" that is "Allow once" ("allowed by memory: Allow once"
+--- read as if the user's answer had been forgotten).
 ---@param opt acp.PermissionOption? the option chosen
+---@param tool_call? table the request's tool call
 ---@return string
-function M.auto_note(opt)
+function M.auto_note(opt, tool_call)
   local kind = opt and tostring(opt.kind or "") or ""
+  if not opt then
+    return "dismissed without asking"
+  end
+  local tool_kind = (tool_call or {}).kind
+  local auto = require("acp.config").options.permission.auto_allow or {}
+  if not kind:find("^reject") and tool_kind and vim.tbl_contains(auto, tool_kind) then
+    return ("allowed by permission.auto_allow (%s tools)"):format(tool_kind)
+  end
   local verb = kind:find("^reject") and "rejected" or "allowed"
-  return ("%s by memory: %s"):format(verb, M.describe(opt))
+  return ("%s by memory: you answered “always %s” to this before"):format(verb, verb == "rejected" and "reject" or "allow")
 end
 
 local function chat_of(req)

@@ -99,6 +99,11 @@ function M.items(ev, transcripts)
         listed[id] = true
         local title = s.title
         local updated = s.updated_at
+        -- The chat on this session shows the same name in `:Acp chats`.
+        local open = type(title) == "string" and require("acp.chat").of_session(name, id)
+        if open then
+          open.listed_title = title
+        end
         items[#items + 1] = {
           action = action,
           session_id = id,

@@ -69,11 +69,11 @@ function M.model_name(chat)
   return search(opt.options) or (value ~= nil and tostring(value) or nil)
 end
 
---- The parts of the winbar, each with how soon it goes when the window is
---- too narrow (higher goes first; the agent's name, the title, the queue and
---- the state never go).
+--- The parts of the winbar, each with how soon it is shortened (to `short`)
+--- then goes when the window is too narrow (higher goes first; the agent's
+--- name, the title, the queue, the chat number and the state never go).
 ---@param chat acp.Chat
----@return {text: string, drop?: integer, title?: boolean}[] parts, string? status
+---@return {text: string, short?: string, drop?: integer, title?: boolean}[] parts, string? status
 local function parts_of(chat)
   local parts = { { text = chat.agent.name } }
   local status_text = ({
@@ -89,18 +89,18 @@ local function parts_of(chat)
   end
   local mode = M.mode_name(chat)
   if mode then
-    parts[#parts + 1] = { text = "mode: " .. mode, drop = 2 }
+    parts[#parts + 1] = { text = "mode: " .. mode, short = mode, drop = 2 }
   end
   local model = M.model_name(chat)
   if model then
-    parts[#parts + 1] = { text = "model: " .. model, drop = 1 }
+    parts[#parts + 1] = { text = "model: " .. model, short = model, drop = 4 }
   end
   if chat.usage then
     local used = chat.usage.used
     local total = chat.usage.size
     if used and total then
       local pct = (tonumber(total) or 0) > 0 and math.floor(100 * used / total) or 0
-      parts[#parts + 1] = { text = ("ctx %s/%s (%d%%)"):format(human(used), human(total), pct), drop = 3 }
+      parts[#parts + 1] = { text = ("ctx %s/%s (%d%%)"):format(human(used), human(total), pct), drop = 5 }
     end
     local cost = chat.usage.cost
     local cost_text
@@ -114,14 +114,18 @@ local function parts_of(chat)
       cost_text = ("$%.2f"):format(cost)
     end
     if cost_text then
-      parts[#parts + 1] = { text = cost_text, drop = 4 }
+      parts[#parts + 1] = { text = cost_text, drop = 6 }
     end
   end
   if #chat.queue > 0 then
     parts[#parts + 1] = { text = ("queued: %d"):format(#chat.queue) }
   end
   if chat.following then
-    parts[#parts + 1] = { text = "following", drop = 5 }
+    parts[#parts + 1] = { text = "following", short = "↓", drop = 3 }
+  end
+  if #require("acp.chat").list > 1 then
+    -- Which chat this is, as `:Acp chats` numbers them.
+    parts[#parts + 1] = { text = "#" .. chat.n }
   end
   return parts, status_text
 end
@@ -146,17 +150,43 @@ function M.text(chat, width)
     return w
   end
   width = width or math.huge
-  while total() > width do
-    local worst
-    for i, p in ipairs(parts) do
-      if p.drop and (not worst or p.drop > parts[worst].drop) then
-        worst = i
+  -- Parts go in short forms (`Code` for `mode: Code`) before any is
+  -- dropped: at 80 columns the chat column lost `mode:` and `following`
+  -- while the short forms fit.
+  local order = {}
+  for _, p in ipairs(parts) do
+    if p.drop then
+      order[#order + 1] = p
+    end
+  end
+  table.sort(order, function(a, b)
+    return a.drop > b.drop
+  end)
+  -- Least useful first: a part with a short form is shortened, one
+  -- without goes; then the shortened ones go in the same order.
+  local function drop(p)
+    for i, q in ipairs(parts) do
+      if q == p then
+        table.remove(parts, i)
+        return
       end
     end
-    if not worst then
+  end
+  for _, p in ipairs(order) do
+    if total() <= width then
       break
     end
-    table.remove(parts, worst)
+    if p.short then
+      p.text = p.short
+    else
+      drop(p)
+    end
+  end
+  for _, p in ipairs(order) do
+    if total() <= width then
+      break
+    end
+    drop(p)
   end
   local over = total() - width
   if over > 0 then

@@ -349,7 +349,7 @@ T.test('an "always" answer survives :Acp restart, and a remembered rejection rea
   T.wait_text(chat, "permission: reject_once")
   T.eq(0, #require("acp.permission").for_chat(chat.chat_id), "nothing was asked")
   T.truthy(
-    T.find_line(chat.bufnr, "rejected by memory: Reject [reject_once]"),
+    T.find_line(chat.bufnr, "rejected by memory: you answered “always reject” to this before"),
     "the note says rejected; transcript:\n" .. T.text(chat.bufnr)
   )
   T.eq(nil, T.find_line(chat.bufnr, "allowed by memory"), "never reads allowed")

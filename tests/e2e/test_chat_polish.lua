@@ -1,0 +1,130 @@
+-- The polish of issue 29 (the chat as users live it, round three), with
+-- hand-made events and no backend: headings, the window bar at 80 columns,
+-- names in :Acp chats, notes of remembered answers, :Acp mode with an
+-- unknown mode, read-only transcripts, :Acp agents list.
+local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
+
+local sent = T.fake_backend()
+local NOTES = {}
+vim.notify = function(m)
+  NOTES[#NOTES + 1] = m
+end
+
+T.test("headings H1, H2, H3 look apart from each other and from the message headers", function()
+  vim.cmd.colorscheme("habamax")
+  require("acp.highlights").setup()
+  local function hl(name)
+    return vim.api.nvim_get_hl(0, { name = name, link = false })
+  end
+  local h1, h2, h3, you = hl("AcpMdH1"), hl("AcpMdH2"), hl("AcpMdH3"), hl("AcpUserHeader")
+  T.truthy(not vim.deep_equal(h1, h2), "H1 and H2 differ: " .. vim.inspect({ h1, h2 }))
+  T.truthy(not vim.deep_equal(h2, h3), "H2 and H3 differ: " .. vim.inspect({ h2, h3 }))
+  for _, h in ipairs({ h1, h2, h3 }) do
+    T.truthy(not vim.deep_equal(h, you), "a heading is no message header: " .. vim.inspect({ h, you }))
+  end
+  -- And again after the colorscheme changes (which clears every group).
+  vim.cmd.colorscheme("default")
+  T.truthy(not vim.deep_equal(hl("AcpMdH1"), hl("AcpMdH2")), "apart under the default colorscheme")
+end)
+
+T.test("at 80 columns the window bar keeps the mode and following, shortened, and numbers the chats", function()
+  local chat = T.fake_chat({
+    modes = { current_mode_id = "code", available_modes = { { id = "code", name = "Code" } } },
+    config_options = {
+      { id = "model", name = "Model", category = "model", type = "select", current_value = "s", options = { { value = "s", name = "Fake Swift" } } },
+    },
+  })
+  T.fake_chat()
+  chat.following = true
+  local winbar = require("acp.winbar")
+  local wide = winbar.text(chat, 200)
+  T.contains(wide, "mode: Code", "the whole mode when there is room")
+  T.contains(wide, "following", "following when there is room")
+  -- The chat column at 80 columns: 0.4 of them.
+  local narrow = winbar.text(chat, 32)
+  T.contains(narrow, "Code", "the mode, short: " .. narrow)
+  T.contains(narrow, "↓", "following, short: " .. narrow)
+  T.contains(narrow, "#" .. chat.n, "the chat's number: " .. narrow)
+  T.contains(narrow, "demo", "the agent: " .. narrow)
+end)
+
+T.test(":Acp chats names a chat by its first prompt, or the title :Acp sessions lists", function()
+  local chat = T.fake_chat()
+  chat.session_id = "0d9f1e2a-5b6c-4d7e-8f90-123456789abc"
+  T.not_contains(chat:describe(), "(new session)", "")
+  assert(chat:send({ { type = "text", text = "  \nFix the flaky parser test in src/parse.rs\nand more" } }))
+  T.contains(chat:describe(), "Fix the flaky parser test in src/parse.rs", "named by its first prompt")
+  T.not_contains(chat:describe(), chat.session_id, "not by its id")
+  -- What `:Acp sessions` makes of the agent's list.
+  require("acp.sessions").items({
+    agent_name = "demo",
+    capabilities = { load_session = true },
+    sessions = { { session_id = chat.session_id, title = "Parser test fix" } },
+  }, {})
+  T.contains(chat:describe(), "Parser test fix", "the listed title")
+end)
+
+T.test("a remembered always-answer is noted as such, not as the option sent", function()
+  local permission = require("acp.permission")
+  local note = permission.auto_note({ option_id = "o1", name = "Allow once", kind = "allow_once" }, { kind = "edit" })
+  T.not_contains(note, "Allow once", "not the option sent to the agent")
+  T.contains(note, "always allow", "the user's own answer")
+  local rejected = permission.auto_note({ option_id = "o2", name = "Reject", kind = "reject_once" }, { kind = "edit" })
+  T.contains(rejected, "rejected", "rejected")
+  require("acp.config").options.permission.auto_allow = { "read" }
+  local auto = permission.auto_note({ option_id = "o1", name = "Allow once", kind = "allow_once" }, { kind = "read" })
+  T.contains(auto, "auto_allow", "the config's rule")
+  require("acp.config").options.permission.auto_allow = {}
+end)
+
+T.test(":Acp mode with an unknown mode lists the modes and asks nothing", function()
+  local chat = T.fake_chat({
+    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+  })
+  chat:show()
+  for i = #sent, 1, -1 do
+    sent[i] = nil
+  end
+  local n = #NOTES
+  vim.cmd("Acp mode nosuch")
+  T.eq({}, sent, "nothing sent to the agent")
+  T.contains(NOTES[n + 1] or "", "ask (Ask), code (Code)", "the modes named")
+  vim.cmd("Acp mode Code")
+  T.eq({ "acp.set_mode", { chat_id = chat.chat_id, mode_id = "code" } }, sent[1], "a mode by its name")
+  vim.cmd("stopinsert")
+end)
+
+T.test("a read-only transcript opens with the cursor in the transcript, not typing in its prompt", function()
+  local path = T.tmpdir() .. "/t.jsonl"
+  vim.fn.writefile({
+    vim.json.encode({ type = "transcript", version = 1, agent_name = "demo", session_id = "s-ro", cwd = T.root }),
+    vim.json.encode({ type = "session_started", session_id = "s-ro", capabilities = {} }),
+  }, path)
+  local chat = assert(require("acp.history").open_readonly(path))
+  T.eq(chat.bufnr, vim.api.nvim_get_current_buf(), "in the transcript")
+  vim.wait(50)
+  T.eq("n", vim.api.nvim_get_mode().mode, "Normal mode")
+end)
+
+T.test(":Acp agents list lines up the commands whatever the names' length", function()
+  local config = require("acp.config")
+  require("acp").setup({
+    agents = {
+      a = { cmd = { "true" } },
+      ["a-very-long-agent-name"] = { cmd = { "true" } },
+    },
+  })
+  local lines = require("acp.commands").agent_lines()
+  local cols = {}
+  for _, l in ipairs(lines) do
+    local name = l:match("^. (%S+)")
+    if name == "a" or name == "a-very-long-agent-name" then
+      cols[#cols + 1] = l:find("true", 1, true)
+    end
+  end
+  T.eq(2, #cols, "both listed: " .. table.concat(lines, "\n"))
+  T.eq(cols[1], cols[2], "the command column lines up:\n" .. table.concat(lines, "\n"))
+  config.setup({})
+end)
+
+T.run()
