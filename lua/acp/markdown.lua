@@ -12,7 +12,8 @@
 ---   headings       `#` markers concealed, text in AcpMdH1..AcpMdH6
 ---   emphasis       `*`/`_`/`~~` delimiters concealed, text bold/italic/struck
 ---   inline code    backticks concealed, text in AcpMdCodeSpan
----   links          `[text](url)` shows `text` in AcpMdLink
+---   links          `[text](url)` shows `text` in AcpMdLink; the URLs of
+---                  the cursor line are shown at its end
 ---   fenced code    fences concealed (the language shown), every line on
 ---                  AcpMdCode, highlighted by the language's treesitter
 ---                  parser when one is installed; the open block is parsed
@@ -20,6 +21,7 @@
 ---                  `SEGMENT` lines, so a long block costs no more per batch
 ---   tables         pipes drawn as box lines, the delimiter row as a rule,
 ---                  the header row bold, cells padded to the column width
+---                  (on the side the delimiter row's colons ask for)
 ---                  while the table has at most `ALIGN_MAX` rows
 ---   quotes, lists, rules   `>` as a bar, bullets as `•`, `---` as a line
 ---
@@ -349,19 +351,81 @@ local function align(ctx, start, t, last, lines)
     end
     rows[#rows + 1] = { off = off, ps = ps, cells = cells, delimiter = delimiter }
   end
+  -- Each column's alignment, from the delimiter row (`---:` right, `:---:`
+  -- centre): right-aligned columns (numbers) were padded on the right.
+  local aligns = {}
+  for _, r in ipairs(rows) do
+    if r.delimiter then
+      local line = lines[r.off - t.first + 1]
+      for n = 1, #r.ps - 1 do
+        local cell = vim.trim(line:sub(r.ps[n] + 1, r.ps[n + 1] - 1))
+        local left, right = cell:sub(1, 1) == ":", cell:sub(-1) == ":"
+        aligns[n] = (left and right) and "center" or (right and "right" or "left")
+      end
+      break
+    end
+  end
   api.nvim_buf_clear_namespace(ctx.buf, ctx.code_ns, start + t.first, start + last + 1)
+  local function pad_at(r, col, n)
+    pcall(api.nvim_buf_set_extmark, ctx.buf, ctx.code_ns, start + r.off, col, {
+      virt_text = { { string.rep(r.delimiter and "─" or " ", n), "AcpMdTableBorder" } },
+      virt_text_pos = "inline",
+      priority = PRIORITY,
+    })
+  end
   for _, r in ipairs(rows) do
     for n, w in ipairs(r.cells) do
       local pad = (width[n] or w) - w
       if pad > 0 then
-        pcall(api.nvim_buf_set_extmark, ctx.buf, ctx.code_ns, start + r.off, r.ps[n + 1] - 1, {
-          virt_text = { { string.rep(r.delimiter and "─" or " ", pad), "AcpMdTableBorder" } },
-          virt_text_pos = "inline",
-          priority = PRIORITY,
-        })
+        local how = r.delimiter and "left" or aligns[n] or "left"
+        -- Before the cell (after its opening pipe) and/or before its
+        -- closing pipe.
+        local before = how == "right" and pad or (how == "center" and math.floor(pad / 2) or 0)
+        if before > 0 then
+          pad_at(r, r.ps[n], before)
+        end
+        if pad - before > 0 then
+          pad_at(r, r.ps[n + 1] - 1, pad - before)
+        end
       end
     end
   end
+end
+
+local link_ns = api.nvim_create_namespace("acp.markdown.links")
+
+--- Show where the links of the cursor line lead, at the end of that line:
+--- the URLs are concealed with the markup (also on the cursor line, so
+--- that the streaming tail stays put), and so were nowhere to be seen.
+---@param buf integer a transcript buffer
+function M.link_hints(buf)
+  api.nvim_create_autocmd({ "CursorMoved", "BufLeave" }, {
+    buffer = buf,
+    callback = function(a)
+      if not api.nvim_buf_is_valid(buf) then
+        return true
+      end
+      api.nvim_buf_clear_namespace(buf, link_ns, 0, -1)
+      if a.event == "BufLeave" or api.nvim_get_current_buf() ~= buf then
+        return
+      end
+      local row = api.nvim_win_get_cursor(0)[1] - 1
+      local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
+      if #line > INLINE_MAX or not line:find("](", 1, true) then
+        return
+      end
+      local urls = {}
+      for url in line:gmatch("%b[]%(([^%s%)]+)%)") do
+        urls[#urls + 1] = url
+      end
+      if #urls > 0 then
+        api.nvim_buf_set_extmark(buf, link_ns, row, 0, {
+          virt_text = { { "  → " .. table.concat(urls, "  "), "AcpNote" } },
+          virt_text_pos = "eol",
+        })
+      end
+    end,
+  })
 end
 
 --- Treesitter highlights of code lines `first`..`last` (buffer rows).

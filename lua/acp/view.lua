@@ -81,6 +81,7 @@ function View.new(buf)
     md_dirty = {},
   }, View)
   by_buf[buf] = self
+  require("acp.markdown").link_hints(buf)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
     once = true,

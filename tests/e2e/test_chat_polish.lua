@@ -127,4 +127,59 @@ T.test(":Acp agents list lines up the commands whatever the names' length", func
   config.setup({})
 end)
 
+--- Send an agent message of `text` to a chat (hand-made events).
+local function agent_says(chat, text)
+  require("acp.events").dispatch({
+    {
+      type = "session",
+      chat_id = chat.chat_id,
+      change = { change = "entry_added", index = 0, entry = { type = "agent_message", content = { { type = "text", text = text } } } },
+    },
+  })
+end
+
+T.test("a right-aligned table column is padded on the left, a centred one on both sides", function()
+  local chat = T.fake_chat()
+  agent_says(chat, "| name | n | mid |\n|:---|---:|:---:|\n| alpha | 1 | x |\n| b | 12345 | wide |\n\nafter\n")
+  local buf = chat.bufnr
+  local row = T.find_line(buf, "| alpha | 1 | x |") - 1
+  local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  local ns = vim.api.nvim_create_namespace("acp.view.code." .. buf)
+  local pads = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+    if m[4].virt_text then
+      pads[#pads + 1] = { col = m[3], width = #m[4].virt_text[1][1] }
+    end
+  end
+  table.sort(pads, function(a, b)
+    return a.col < b.col
+  end)
+  local p2 = line:find("| 1 |", 1, true) -- the pipe opening the `n` cell
+  local p3 = line:find("| x |", 1, true) -- the pipe opening the `mid` cell
+  T.eq({
+    { col = p2, width = 4 }, -- before ` 1 `: right-aligned under `12345`
+    { col = p3, width = 1 }, -- centred: 1 left of ` x `
+    { col = #line - 1, width = 2 }, -- and 2 right of it
+  }, pads, "the pads of " .. line)
+end)
+
+T.test("the URLs of links on the cursor line are shown at its end", function()
+  local chat = T.fake_chat()
+  agent_says(chat, "See [the docs](https://example.com/docs) and [code](https://example.com/src).\n\nplain line\n")
+  local buf = chat.bufnr
+  local win = vim.fn.win_findbuf(buf)[1]
+  vim.api.nvim_set_current_win(win)
+  local l = T.find_line(buf, "See [the docs]")
+  vim.api.nvim_win_set_cursor(win, { l, 0 })
+  vim.api.nvim_exec_autocmds("CursorMoved", { buffer = buf })
+  local ns = vim.api.nvim_create_namespace("acp.markdown.links")
+  local marks = vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
+  T.eq(1, #marks, "one hint")
+  T.eq(l - 1, marks[1][2], "on the cursor line")
+  T.eq("  → https://example.com/docs  https://example.com/src", marks[1][4].virt_text[1][1], "both URLs")
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "plain line"), 0 })
+  vim.api.nvim_exec_autocmds("CursorMoved", { buffer = buf })
+  T.eq({}, vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {}), "gone from other lines")
+end)
+
 T.run()
