@@ -115,7 +115,7 @@ end
 --- Lines, highlights and line actions of a tool call block.
 ---@param tc acp.ToolCall|acp.ToolCallFields the tool call state
 ---@param ctx acp.ToolCallContext
----@return string[] lines, acp.Highlight[] hls, table<integer, table> actions
+---@return string[] lines, acp.Highlight[] hls, table<integer, table> actions, integer[][] md row ranges {first, last} of text content, to draw as markdown
 function M.render(tc, ctx)
   local lines, hls, actions = {}, {}, {}
   local function add(line, hl, hl_from)
@@ -143,6 +143,9 @@ function M.render(tc, ctx)
   hls[#hls + 1] = { 0, #s[1] + 1, #s[1] + 1 + #kind, "AcpToolKind" }
 
   local content = tc.content or {}
+  -- Rows of text content, drawn as markdown by the transcript: tool results
+  -- come with code fences (Claude's), which showed as literal ```.
+  local md = {}
   for _, item in ipairs(content) do
     local t = item.type
     if t == "content" then
@@ -151,12 +154,19 @@ function M.render(tc, ctx)
       if parts[#parts] == "" then
         parts[#parts] = nil
       end
+      local first, last
       for i, p in ipairs(parts) do
         if i > M.MAX_TEXT_LINES then
           add(("  … %d more lines"):format(#parts - M.MAX_TEXT_LINES), "AcpNote")
           break
         end
-        add("  " .. p, "AcpToolContent")
+        -- No AcpToolContent (Normal) over it: it would cover the code's
+        -- colours.
+        last = add("  " .. p)
+        first = first or last
+      end
+      if first then
+        md[#md + 1] = { first, last }
       end
     elseif t == "diff" then
       local path = item.path or "?"
@@ -233,7 +243,7 @@ function M.render(tc, ctx)
   for _, note in ipairs(ctx.notes or {}) do
     add("  · " .. note, "AcpPermissionAnswer")
   end
-  return lines, hls, actions
+  return lines, hls, actions, md
 end
 
 --- Open a diff of old and new text in a new tab page (two scratch buffers in

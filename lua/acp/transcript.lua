@@ -199,13 +199,14 @@ end
 ---@param block acp.Block
 function Transcript:_render_tool(block)
   local d = block.data
-  local lines, hls, actions = tool_call.render(d.state, {
+  local lines, hls, actions, md = tool_call.render(d.state, {
     permission = d.permission,
     notes = d.notes,
     terminals = self.chat.terminals,
     cwd = self.chat.cwd,
   })
   self.view:replace(block, lines, hls, actions)
+  self.view:markdown_rows(block, md)
 end
 
 --- The block of a tool call, created at the end of the transcript when the
@@ -221,8 +222,9 @@ function Transcript:_tool_block(state, fresh)
   end
   self:_header("agent")
   local data = { state = state, notes = {}, turn = self.turn }
-  local lines, hls, actions = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
+  local lines, hls, actions, md = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
   block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
+  self.view:markdown_rows(block, md)
   self.tools[id] = block
   return block
 end

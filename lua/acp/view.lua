@@ -41,6 +41,7 @@ local markdown = require("acp.markdown")
 ---@field hl_group? string highlight of the whole range
 ---@field data table owner data
 ---@field md? acp.MdState markdown drawn on the block (acp.markdown)
+---@field md_rows? boolean rows of the block drawn as markdown once (`View:markdown_rows`)
 
 ---@class acp.View
 ---@field buf integer
@@ -303,6 +304,23 @@ function View:add(kind, lines, hls, opts)
   return block
 end
 
+--- Draw rows of a block as markdown now, once (a tool call's text content:
+--- the block is drawn whole on every change, nothing streams into it).
+---@param block acp.Block
+---@param ranges? integer[][] {first, last} row offsets in the block
+function View:markdown_rows(block, ranges)
+  if not ranges or #ranges == 0 then
+    return
+  end
+  local sr = self:range(block)
+  for _, r in ipairs(ranges) do
+    -- Every row final: a fresh state past the end, then the last row.
+    local st = markdown.new_state()
+    markdown.render(self.md, st, sr + r[1], sr + r[2])
+  end
+  block.md_rows = true
+end
+
 --- Replace the lines of a block in place (other blocks do not move except by
 --- the change in line count).
 ---@param block acp.Block
@@ -319,6 +337,9 @@ function View:replace(block, lines, hls, actions)
     markdown.clear(self.md, sr, er)
     block.md = markdown.new_state()
     self.md_dirty[block.id] = true
+  elseif block.md_rows then
+    markdown.clear(self.md, sr, er)
+    block.md_rows = nil
   end
   api.nvim_buf_set_text(self.buf, sr, 0, er, ec, lines)
   self:_set_mark(block, sr, lines)

@@ -182,4 +182,41 @@ T.test("the URLs of links on the cursor line are shown at its end", function()
   T.eq({}, vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {}), "gone from other lines")
 end)
 
+T.test("a tool result with a code fence is drawn as markdown: fences hidden, code on its background", function()
+  local chat = T.fake_chat()
+  local function tool(status, text)
+    local state = {
+      id = "md1",
+      title = "Read main.lua",
+      kind = "read",
+      status = status,
+      content = text and { { type = "content", content = { type = "text", text = text } } } or nil,
+    }
+    local change = status == "pending" and { change = "entry_added", index = 0, entry = vim.tbl_extend("force", state, { type = "tool_call" }) }
+      or { change = "tool_call_changed", index = 0, tool_call = state }
+    return { type = "session", chat_id = chat.chat_id, change = change }
+  end
+  require("acp.events").dispatch({ tool("pending") })
+  require("acp.events").dispatch({ tool("completed", "Here it is:\n```lua\nlocal answer = 42\n```\n") })
+  local buf = chat.bufnr
+  local fence = T.truthy(T.find_line(buf, "  ```lua"), "the fence line:\n" .. T.text(buf)) - 1
+  local code = fence + 1
+  local ns = vim.api.nvim_create_namespace("acp.view.md." .. buf)
+  local function marks(row)
+    local out = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+      out[#out + 1] = m[4].conceal and ("conceal@" .. m[3]) or m[4].line_hl_group or m[4].hl_group
+    end
+    return out
+  end
+  T.truthy(vim.tbl_contains(marks(fence), "conceal@2"), "the fence's backticks hidden: " .. vim.inspect(marks(fence)))
+  T.truthy(vim.tbl_contains(marks(code), "AcpMdCode"), "the code on its background: " .. vim.inspect(marks(code)))
+  -- Redrawn whole on the next change, without marks left over.
+  require("acp.events").dispatch({ tool("completed", "plain now\n") })
+  T.eq(nil, T.find_line(buf, "```"), "the old content gone")
+  local head = T.find_line(buf, "Read main.lua") - 1
+  local left = vim.api.nvim_buf_get_extmarks(buf, ns, { head, 0 }, -1, { details = true })
+  T.eq({}, left, "no markdown marks left over in the tool call")
+end)
+
 T.run()
