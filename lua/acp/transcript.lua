@@ -6,7 +6,8 @@
 ---   <prompt text>
 ---   ## <agent>             header block before the first agent output of a turn
 ---   <streamed text>        message block, grows at its end
----   ▸ Thinking             thought block: dimmed, folded
+---   ▸ Thinking             thought block: dimmed, folded ("▸ Thought" drawn
+---                          over it once the agent moved on)
 ---   ✓ edit · Edit foo.rs   tool call block, replaced in place
 ---   Plan (1/3 done)        the plan block, one per turn, replaced in place
 ---   — end turn —           note blocks (stop reasons, errors)
@@ -22,6 +23,7 @@ local plan = require("acp.plan")
 ---@field entries table<integer, acp.Block> entry index (from the backend) -> block
 ---@field tools table<string, acp.Block> tool call id -> block
 ---@field plan_block? acp.Block the plan of the current turn
+---@field thinking? acp.Block the thought being streamed (its header says "Thinking" until it is over)
 ---@field turn integer number of user messages so far (blocks record theirs)
 ---@field compactions? table<string, acp.Block> compaction id -> block
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
@@ -71,6 +73,31 @@ local function hold_trailing_breaks(text)
     i = i - 1
   end
   return text:sub(1, i), text:sub(i + 1)
+end
+
+--- The header of a thought while it streams, and once the agent moved on
+--- (an opened thought read "Thinking" long after the agent had stopped).
+local THINKING, THOUGHT = "▸ Thinking", "▸ Thought "
+local thought_ns = vim.api.nvim_create_namespace("acp.transcript.thought")
+
+--- The thought being streamed is over (another entry came, or the turn
+--- ended): its header says so, drawn over "Thinking" (not an edit of the
+--- line: an edit of a fold's first line moved the end of the fold).
+function Transcript:_end_thinking()
+  local block = self.thinking
+  self.thinking = nil
+  if not block or not self.view.blocks[block.id] then
+    return
+  end
+  local sr = self.view:range(block)
+  local line = vim.api.nvim_buf_get_lines(self.view.buf, sr, sr + 1, false)[1]
+  if line == THINKING then
+    vim.api.nvim_buf_set_extmark(self.view.buf, thought_ns, sr, 0, {
+      virt_text = { { THOUGHT, "AcpThoughtHeader" } },
+      virt_text_pos = "overlay",
+      priority = 120,
+    })
+  end
 end
 
 --- Add a block of streamed text (message or thought) after `prefix` lines.
@@ -169,6 +196,7 @@ end
 --- error, and the note's highlight cannot clear that red background.
 ---@param reason string
 function Transcript:turn_ended(reason)
+  self:_end_thinking()
   self:note(("— %s —"):format((reason:gsub("_", " "))), reason == "end_turn" and "AcpNote" or "AcpError")
 end
 
@@ -284,6 +312,7 @@ end
 ---@param index integer
 ---@param entry table
 function Transcript:_entry_added(index, entry)
+  self:_end_thinking()
   local t = entry.type
   if t == "user_message" then
     -- A new turn: its tool calls and its plan get blocks of their own.
@@ -301,7 +330,8 @@ function Transcript:_entry_added(index, entry)
     self:_header("agent")
     local text = content_text(entry.content)
     self.entries[index] =
-      self:_text_block("thought", { "▸ Thinking" }, text, { hl_group = "AcpThought", foldable = true })
+      self:_text_block("thought", { THINKING }, text, { hl_group = "AcpThought", foldable = true })
+    self.thinking = self.entries[index]
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.
     local state = entry.tool_call or entry

@@ -219,4 +219,24 @@ T.test("a tool result with a code fence is drawn as markdown: fences hidden, cod
   T.eq({}, left, "no markdown marks left over in the tool call")
 end)
 
+T.test("a thought says Thinking while it streams, Thought once the agent moved on", function()
+  local chat = T.fake_chat()
+  local function add(index, entry)
+    require("acp.events").dispatch({
+      { type = "session", chat_id = chat.chat_id, change = { change = "entry_added", index = index, entry = entry } },
+    })
+  end
+  add(0, { type = "thought", content = { { type = "text", text = "pondering" } } })
+  local buf = chat.bufnr
+  local row = T.find_line(buf, "▸ Thinking") - 1
+  local ns = vim.api.nvim_create_namespace("acp.transcript.thought")
+  local function shown()
+    local m = vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })[1]
+    return m and m[4].virt_text[1][1] or T.lines(buf)[row + 1]
+  end
+  T.eq("▸ Thinking", shown(), "while it streams")
+  add(1, { type = "agent_message", content = { { type = "text", text = "answer" } } })
+  T.eq("▸ Thought ", shown(), "once over")
+end)
+
 T.run()
