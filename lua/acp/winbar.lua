@@ -132,6 +132,9 @@ end
 
 local SEP = " │ "
 
+--- Columns a session title keeps before the mode or `following` go.
+M.TITLE_MIN = 12
+
 --- The winbar of a chat's transcript windows, fitted to `width` columns:
 --- the least useful parts go first (cost, context, mode, model), then the
 --- title is shortened. Neovim itself would cut from the left, losing the
@@ -182,21 +185,35 @@ function M.text(chat, width)
       drop(p)
     end
   end
-  for _, p in ipairs(order) do
-    if total() <= width then
-      break
+  -- The title is cut to fit, first down to TITLE_MIN columns (before the
+  -- mode and `following` go: a long title took the whole bar at 80
+  -- columns), then as far as needed once nothing else can go.
+  local function cut_title(min)
+    local over = total() - width
+    if over <= 0 then
+      return
     end
-    drop(p)
-  end
-  local over = total() - width
-  if over > 0 then
     for _, p in ipairs(parts) do
-      if p.title then
-        local keep = math.max(1, fn.strdisplaywidth(p.text) - over - 1)
+      local w = fn.strdisplaywidth(p.text)
+      if p.title and w > min then
+        local keep = math.max(min - 1, w - over - 1)
         p.text = fn.strcharpart(p.text, 0, keep) .. "…"
       end
     end
   end
+  for _, p in ipairs(order) do
+    if total() <= width then
+      break
+    end
+    if p.drop <= 3 then
+      cut_title(M.TITLE_MIN)
+      if total() <= width then
+        break
+      end
+    end
+    drop(p)
+  end
+  cut_title(2)
   local texts = {}
   for _, p in ipairs(parts) do
     texts[#texts + 1] = (p.text:gsub("%%", "%%%%"))

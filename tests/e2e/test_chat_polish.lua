@@ -46,6 +46,12 @@ T.test("at 80 columns the window bar keeps the mode and following, shortened, an
   T.contains(narrow, "↓", "following, short: " .. narrow)
   T.contains(narrow, "#" .. chat.n, "the chat's number: " .. narrow)
   T.contains(narrow, "demo", "the agent: " .. narrow)
+  -- A long title is cut before the mode goes (it took the whole bar).
+  chat.title = "Tour of the fake agent"
+  local titled = winbar.text(chat, 32)
+  T.contains(titled, "Code", "the mode stays: " .. titled)
+  T.contains(titled, "Tour of", "the title's start: " .. titled)
+  T.contains(titled, "…", "cut: " .. titled)
 end)
 
 T.test(":Acp chats names a chat by its first prompt, or the title :Acp sessions lists", function()

@@ -91,7 +91,8 @@ function M.preview(req)
     -- empty): show them as the window's top filler.
     vim.fn.winrestview({ topline = 1, topfill = above })
   end
-  util.notify("preview of the proposed edit (nothing applied); answer the permission request in the chat")
+  -- Short: at 80 columns a longer line stopped at a hit-Enter prompt.
+  util.notify("a preview, nothing applied: answer the request in the chat")
 end
 
 --- The permission request was answered or withdrawn: drop its preview.
