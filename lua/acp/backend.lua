@@ -18,7 +18,7 @@ local M = {}
 ---@field exit_reported table<integer, boolean> jobs whose death was reported
 
 ---@type acp.BackendState
-local state = { job = nil, hello = nil, stopping = false, stderr = {}, exit_reported = {} }
+local state = { job = nil, hello = nil, stopping = false, stderr = {}, exit_reported = {}, review_ended = 0 }
 
 --- Most stderr lines kept for messages.
 local STDERR_LINES = 20
@@ -79,9 +79,10 @@ local function on_exit(job, code)
   state.hello = nil
   -- Installs and listings ran in that backend: they will not answer.
   require("acp.registry").on_backend_exit()
-  -- So did the review: never drawn but dead (issue 29).
+  -- So did the review: never drawn but dead (issue 29). A stop asked for
+  -- (`:Acp restart`) says it in its own message.
   if package.loaded["acp.review"] then
-    require("acp.review").backend_stopped()
+    state.review_ended = (state.review_ended or 0) + require("acp.review").backend_stopped(state.stopping)
   end
   if state.stopping or state.exit_reported[job] then
     return
@@ -202,6 +203,7 @@ end
 --- Stop the backend (agents are shut down by it first).
 function M.stop()
   local job = state.job
+  state.review_ended = 0
   if not job then
     return
   end
@@ -210,9 +212,20 @@ function M.stop()
   pcall(vim.fn.jobstop, job)
   -- Wait for the exit so a restart never overlaps two backends.
   vim.fn.jobwait({ job }, 2000)
+  -- Its exit may come later than the wait (and is then ignored): the
+  -- review goes now.
+  if package.loaded["acp.review"] then
+    state.review_ended = state.review_ended + require("acp.review").backend_stopped(true)
+  end
   state.job = nil
   state.hello = nil
   require("acp.registry").on_backend_exit()
+end
+
+--- Files whose review ended with the backend the last `stop()` stopped.
+---@return integer
+function M.review_ended()
+  return state.review_ended or 0
 end
 
 --- Stop the backend if it runs, start a new one and open every chat again

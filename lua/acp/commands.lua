@@ -102,9 +102,12 @@ M.subcommands.close = {
 M.subcommands.restart = {
   desc = "start a new backend; every chat continues its session (resumed or loaded when the agent can)",
   run = function()
-    local ok, err = require("acp.backend").restart()
+    local backend = require("acp.backend")
+    local ok, err = backend.restart()
     if ok then
-      util.notify("backend restarted")
+      -- One message (two stopped at a hit-Enter prompt).
+      local ended = backend.review_ended()
+      util.notify(ended > 0 and ("backend restarted; " .. require("acp.review").ended_message(ended)) or "backend restarted")
     else
       util.notify(tostring(err), vim.log.levels.ERROR)
     end

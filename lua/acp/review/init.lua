@@ -110,8 +110,11 @@ end
 
 --- The backend stopped (`:Acp restart`, a crash): the review it kept went
 --- with it, and nothing would answer the keys of what is drawn. Clear the
---- drawing and say so once; the edits stay in the buffers.
-function M.backend_stopped()
+--- drawing and say so once (unless `quiet`: the caller says it); the edits
+--- stay in the buffers. Returns how many files were under review.
+---@param quiet? boolean
+---@return integer
+function M.backend_stopped(quiet)
   local n = vim.tbl_count(M.files)
   for _, buf in ipairs(api.nvim_list_bufs()) do
     if api.nvim_buf_is_loaded(buf) then
@@ -124,12 +127,16 @@ function M.backend_stopped()
       t[k] = nil
     end
   end
-  if n > 0 then
-    util.notify(
-      ("the review of %d file%s ended with the backend; the agent's edits stay in them (undo or git bring back what was there)"):format(n, n == 1 and "" or "s"),
-      vim.log.levels.WARN
-    )
+  if n > 0 and not quiet then
+    util.notify(M.ended_message(n), vim.log.levels.WARN)
   end
+  return n
+end
+
+---@param n integer files whose review ended
+---@return string
+function M.ended_message(n)
+  return ("the review of %d file%s ended with the backend; the edits stay in them"):format(n, n == 1 and "" or "s")
 end
 
 -- The parts extend M: it must be findable while they load.
