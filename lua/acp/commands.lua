@@ -107,7 +107,7 @@ M.subcommands.restart = {
     if ok then
       -- One message (two stopped at a hit-Enter prompt).
       local ended = backend.review_ended()
-      util.notify(ended > 0 and ("backend restarted; " .. require("acp.review").ended_message(ended)) or "backend restarted")
+      util.notify(ended > 0 and ("backend restarted; review of %d file%s ended (edits kept)"):format(ended, ended == 1 and "" or "s") or "backend restarted")
     else
       util.notify(tostring(err), vim.log.levels.ERROR)
     end

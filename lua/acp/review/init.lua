@@ -136,7 +136,8 @@ end
 ---@param n integer files whose review ended
 ---@return string
 function M.ended_message(n)
-  return ("the review of %d file%s ended with the backend; the edits stay in them"):format(n, n == 1 and "" or "s")
+  -- Short: one line at 80 columns (68 with showcmd), no hit-Enter prompt.
+  return ("review of %d file%s ended with the backend (edits kept)"):format(n, n == 1 and "" or "s")
 end
 
 -- The parts extend M: it must be findable while they load.

@@ -92,7 +92,7 @@ function M.preview(req)
     vim.fn.winrestview({ topline = 1, topfill = above })
   end
   -- Short: at 80 columns a longer line stopped at a hit-Enter prompt.
-  util.notify("a preview, nothing applied: answer the request in the chat")
+  util.notify("preview only, nothing applied: answer in the chat")
 end
 
 --- The permission request was answered or withdrawn: drop its preview.
