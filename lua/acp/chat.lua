@@ -342,6 +342,12 @@ function Chat:_keymaps()
   map(tb, "n", k.open_review, function()
     self:open_review(api.nvim_win_get_cursor(0)[1] - 1)
   end, "open the edited file with its inline diff (or preview a pending edit)")
+  map(tb, "n", k.yank_code, function()
+    require("acp.code_block").yank(self)
+  end, "yank the code block under the cursor")
+  map(tb, "n", k.open_code, function()
+    require("acp.code_block").open(self)
+  end, "open the code block under the cursor in a split")
 end
 
 --- The tool call block at `row`: with a pending permission whose tool call

@@ -41,6 +41,8 @@ local M = {}
 ---@field focus_prompt string|false transcript: jump to the prompt input
 ---@field restart string|false transcript: restart a stopped agent and continue the session
 ---@field open_review string|false transcript: open the file of the tool call under the cursor with its inline diff (a pending edit: preview it)
+---@field yank_code string|false transcript: yank the fenced code block under the cursor
+---@field open_code string|false transcript: open the fenced code block under the cursor in a split, with its language's filetype
 ---@field history_prev string|false prompt, both modes, on its first line: the previous prompt sent
 ---@field history_next string|false prompt, both modes, on its last line: the next prompt sent (then the draft)
 ---@field review_next string|false reviewed buffers: next agent hunk
@@ -108,6 +110,8 @@ M.defaults = {
     focus_prompt = "i",
     restart = "R",
     open_review = "gd",
+    yank_code = "yc",
+    open_code = "gC",
     history_prev = "<Up>",
     history_next = "<Down>",
     review_next = "]h",

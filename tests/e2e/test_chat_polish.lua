@@ -245,4 +245,58 @@ T.test("a thought says Thinking while it streams, Thought once the agent moved o
   T.eq("▸ Thought ", shown(), "once over")
 end)
 
+T.test("yc yanks the code block under the cursor, gC opens it in a split with its filetype", function()
+  local chat = T.fake_chat()
+  agent_says(chat, "Try this:\n\n```lua\nlocal x = 1\nreturn x\n```\n\nDone.\n")
+  local buf = chat.bufnr
+  local win = vim.fn.win_findbuf(buf)[1]
+  vim.api.nvim_set_current_win(win)
+  vim.fn.setreg('"', "before")
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "return x"), 0 })
+  vim.api.nvim_feedkeys("yc", "x", false)
+  T.eq("local x = 1\nreturn x\n", vim.fn.getreg('"'), "the code, no fences")
+  T.eq("V", vim.fn.getregtype('"'), "linewise")
+  -- On the fence line too, into a named register.
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "```lua"), 0 })
+  vim.api.nvim_feedkeys('"ayc', "x", false)
+  T.eq("local x = 1\nreturn x\n", vim.fn.getreg("a"), "register a")
+  local n = #NOTES
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "Done."), 0 })
+  vim.api.nvim_feedkeys("yc", "x", false)
+  T.contains(NOTES[n + 1] or "", "no code block under the cursor", "outside a block")
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "local x = 1"), 0 })
+  vim.api.nvim_feedkeys("gC", "x", false)
+  local code = vim.api.nvim_get_current_buf()
+  T.truthy(code ~= buf, "a new window")
+  T.eq({ "local x = 1", "return x" }, vim.api.nvim_buf_get_lines(code, 0, -1, false), "the code")
+  T.eq("lua", vim.bo[code].filetype, "its filetype")
+  T.eq(nil, require("acp.chat").of_buf(vim.api.nvim_win_get_buf(vim.fn.win_getid(vim.fn.winnr("j")))) and "chat" or nil, "not in the chat's column")
+  vim.cmd("close")
+end)
+
+T.test("a code block in a tool result is yanked without the result's indent", function()
+  local chat = T.fake_chat()
+  require("acp.events").dispatch({
+    {
+      type = "session",
+      chat_id = chat.chat_id,
+      change = {
+        change = "entry_added",
+        index = 0,
+        entry = {
+          type = "tool_call",
+          id = "y1",
+          title = "Read a.py",
+          kind = "read",
+          status = "completed",
+          content = { { type = "content", content = { type = "text", text = "```py\ndef f():\n    return 1\n```" } } },
+        },
+      },
+    },
+  })
+  local cb = require("acp.code_block").at(chat.transcript.view, T.find_line(chat.bufnr, "def f():") - 1)
+  T.eq({ "def f():", "    return 1" }, cb and cb.lines, "the code as written")
+  T.eq("python", require("acp.code_block").filetype("py"), "py is python")
+end)
+
 T.run()
