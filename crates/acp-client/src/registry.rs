@@ -460,7 +460,7 @@ pub fn load(source: &RegistrySource, mode: LoadMode) -> Result<Loaded> {
         // Offline, every listing waited seconds for the network to fail
         // again: a recent failure stands for a while.
         format!(
-            "the agent registry was unreachable {} (:Acp agents update tries again)",
+            "registry unreachable {}, :Acp agents update retries",
             ago(failed_at)
         )
     } else {
@@ -485,8 +485,9 @@ pub fn load(source: &RegistrySource, mode: LoadMode) -> Result<Loaded> {
             registry,
             origin: Origin::Cache,
             fetched_at: Some(fetched_at),
+            // Which list first: the editor shows one line, cut to its width.
             warning: (mode != LoadMode::Offline)
-                .then(|| format!("{failure}; using the copy fetched {}", ago(fetched_at))),
+                .then(|| format!("using the copy fetched {}: {failure}", ago(fetched_at))),
         });
     }
     if let Some(bundled) = &source.bundled {
@@ -497,7 +498,7 @@ pub fn load(source: &RegistrySource, mode: LoadMode) -> Result<Loaded> {
                 origin: Origin::Bundled,
                 fetched_at: None,
                 warning: Some(format!(
-                    "{failure}; using the list bundled with the plugin, which may be out of date"
+                    "using the list bundled with the plugin (may be out of date): {failure}"
                 )),
             });
         }
