@@ -348,6 +348,9 @@ function Chat:_keymaps()
   map(tb, "n", k.open_code, function()
     require("acp.code_block").open(self)
   end, "open the code block under the cursor in a split")
+  map(tb, "n", k.edit_prompt, function()
+    require("acp.prompt").edit_again(self, api.nvim_win_get_cursor(0)[1] - 1)
+  end, "edit the prompt under the cursor to send it again")
 end
 
 --- The tool call block at `row`: with a pending permission whose tool call

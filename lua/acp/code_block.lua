@@ -1,6 +1,7 @@
 ---@mod acp.code_block The fenced code blocks of the transcript, as the
---- user acts on them: yank the one under the cursor (`yc`), or open it in a
---- split of the editor with its language's filetype (`gC`).
+--- user acts on them: yank the one under the cursor (`yc`; on a prompt of
+--- the user, its text), or open it in a split of the editor with its
+--- language's filetype (`gC`).
 
 local api = vim.api
 local util = require("acp.util")
@@ -80,15 +81,23 @@ local function under_cursor(chat)
 end
 
 --- Yank the code block under the cursor (the register the user named,
---- else the unnamed one), linewise.
+--- else the unnamed one), linewise; on a prompt of the user, its text.
 ---@param chat acp.Chat
 ---@return acp.CodeBlock?
 function M.yank(chat)
-  local cb = under_cursor(chat)
+  local reg = vim.v.register ~= "" and vim.v.register or '"'
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local cb = M.at(chat.transcript.view, row)
+  local prompt = not cb and require("acp.prompt").message_text(chat, row)
+  if prompt then
+    vim.fn.setreg(reg, vim.split(prompt, "\n", { plain = true }), "l")
+    util.notify("yanked your prompt")
+    return nil
+  end
+  cb = cb or under_cursor(chat)
   if not cb then
     return nil
   end
-  local reg = vim.v.register ~= "" and vim.v.register or '"'
   vim.fn.setreg(reg, cb.lines, "l")
   util.notify(("yanked %d line%s%s"):format(#cb.lines, #cb.lines == 1 and "" or "s", cb.lang ~= "" and (" of " .. cb.lang) or ""))
   return cb

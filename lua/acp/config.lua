@@ -43,6 +43,7 @@ local M = {}
 ---@field open_review string|false transcript: open the file of the tool call under the cursor with its inline diff (a pending edit: preview it)
 ---@field yank_code string|false transcript: yank the fenced code block under the cursor
 ---@field open_code string|false transcript: open the fenced code block under the cursor in a split, with its language's filetype
+---@field edit_prompt string|false transcript: on a prompt you sent, put its text in the prompt input to edit and send again
 ---@field history_prev string|false prompt, both modes, on its first line: the previous prompt sent
 ---@field history_next string|false prompt, both modes, on its last line: the next prompt sent (then the draft)
 ---@field review_next string|false reviewed buffers: next agent hunk
@@ -112,6 +113,7 @@ M.defaults = {
     open_review = "gd",
     yank_code = "yc",
     open_code = "gC",
+    edit_prompt = "cc",
     history_prev = "<Up>",
     history_next = "<Down>",
     review_next = "]h",

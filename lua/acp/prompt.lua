@@ -274,6 +274,58 @@ function M.recall(chat, dir)
   return true
 end
 
+--- The text of the user's prompt at `row` of the transcript, as typed (its
+--- text blocks; mentions are in the text), nil when the row holds none.
+---@param chat acp.Chat
+---@param row integer 0-based
+---@return string?
+function M.message_text(chat, row)
+  local block = chat.transcript.view:block_at(row)
+  local content = block and block.data.user_content
+  if not content then
+    return nil
+  end
+  local parts = {}
+  for _, b in ipairs(content) do
+    if b.type == "text" and type(b.text) == "string" then
+      parts[#parts + 1] = b.text
+    end
+  end
+  return table.concat(parts, "")
+end
+
+--- Edit a prompt sent before, to send it again: its text goes into the
+--- prompt input (what was being written there goes to the history, <Up>
+--- brings it back), the cursor at its end in Insert mode.
+---@param chat acp.Chat
+---@param row integer 0-based row of the transcript
+---@return boolean
+function M.edit_again(chat, row)
+  local text = M.message_text(chat, row)
+  if not text then
+    require("acp.util").notify("no prompt of yours under the cursor")
+    return false
+  end
+  if chat.readonly then
+    require("acp.util").notify("this chat is a read-only transcript; yc copies the prompt", vim.log.levels.WARN)
+    return false
+  end
+  local buf = chat.prompt_buf
+  local draft = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  if vim.trim(draft) ~= "" and draft ~= text then
+    M.remember(draft)
+  end
+  chat.history_pos = nil
+  local lines = vim.split(text, "\n", { plain = true })
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  chat:focus_prompt()
+  local win = api.nvim_get_current_win()
+  if api.nvim_win_get_buf(win) == buf then
+    api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
+  end
+  return true
+end
+
 --- Map the history keys: they recall prompts on the first (older) or last
 --- (newer) line of the input, and move the cursor everywhere else.
 ---@param chat acp.Chat

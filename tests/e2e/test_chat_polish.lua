@@ -274,6 +274,44 @@ T.test("yc yanks the code block under the cursor, gC opens it in a split with it
   vim.cmd("close")
 end)
 
+T.test("on a prompt sent before, yc yanks it and cc puts it in the prompt input to send again", function()
+  local chat = T.fake_chat()
+  require("acp.events").dispatch({
+    {
+      type = "session",
+      chat_id = chat.chat_id,
+      change = {
+        change = "entry_added",
+        index = 0,
+        entry = { type = "user_message", content = { { type = "text", text = "fix @a.lua\nplease" } } },
+      },
+    },
+  })
+  agent_says(chat, "done")
+  local buf = chat.bufnr
+  local win = vim.fn.win_findbuf(buf)[1]
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "please"), 0 })
+  vim.api.nvim_feedkeys("yc", "x", false)
+  T.eq("fix @a.lua\nplease\n", vim.fn.getreg('"'), "the prompt yanked")
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "half written" })
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "fix @a.lua"), 0 })
+  vim.api.nvim_feedkeys("cc", "x", false)
+  T.eq({ "fix @a.lua", "please" }, vim.api.nvim_buf_get_lines(chat.prompt_buf, 0, -1, false), "in the prompt input")
+  T.eq(chat.prompt_buf, vim.api.nvim_get_current_buf(), "the cursor in the prompt")
+  local history = require("acp.prompt").history
+  T.eq("half written", history[#history], "the draft kept in the history")
+  vim.cmd("stopinsert")
+  -- Not on a prompt: said so, nothing changed.
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { T.find_line(buf, "done"), 0 })
+  local n = #NOTES
+  vim.api.nvim_feedkeys("cc", "x", false)
+  T.contains(NOTES[n + 1] or "", "no prompt of yours under the cursor", "told")
+  T.eq({ "fix @a.lua", "please" }, vim.api.nvim_buf_get_lines(chat.prompt_buf, 0, -1, false), "unchanged")
+end)
+
 T.test("a code block in a tool result is yanked without the result's indent", function()
   local chat = T.fake_chat()
   require("acp.events").dispatch({
