@@ -49,7 +49,10 @@ local function is_file_buffer(buf)
   if not api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= "" then
     return false
   end
-  return api.nvim_buf_get_name(buf) ~= "" and require("acp.chat").of_buf(buf) == nil
+  -- Without the chat module loaded there is no chat buffer (the plugin
+  -- file's selection tracking must not load every module).
+  local chat = package.loaded["acp.chat"]
+  return api.nvim_buf_get_name(buf) ~= "" and (not chat or chat.of_buf(buf) == nil)
 end
 
 --- A visual selection was made in `buf` (the `ModeChanged` autocommand of
