@@ -335,6 +335,24 @@ local function actions(a)
   end)
 end
 
+--- The notice of a listing served from a copy: which copy, in a line that
+--- fits 80 columns (the backend's message, with the reason, is logged).
+---@param ev table an `agents_listed` event with a `message`
+---@return string
+function M.copy_notice(ev)
+  if ev.origin == "bundled" then
+    return "registry not fetched; bundled list shown (see :Acp log)"
+  elseif ev.origin == "cache" and tonumber(ev.fetched_at) then
+    local age = math.max(0, os.time() - ev.fetched_at)
+    local when = age < 120 and "just now"
+      or age < 7200 and ("%d min ago"):format(age / 60)
+      or age < 172800 and ("%d h ago"):format(age / 3600)
+      or ("%d days ago"):format(age / 86400)
+    return ("registry not fetched; list of %s shown (see :Acp log)"):format(when)
+  end
+  return tostring(ev.message)
+end
+
 --- List the registry for a command: its failure, or why a copy was used,
 --- is told to the user; `fn` gets a listing that has agents.
 ---@param mode "cached"|"refresh"|"offline"
@@ -347,9 +365,9 @@ local function with_listing(mode, fn)
       return
     end
     if ev.message then
-      -- Offline this came with every listing: one line, no Enter to press
-      -- before the picker (the log has the details).
-      status("acp.nvim: " .. ev.message, "WarningMsg")
+      -- Offline this came with every listing, two lines that needed Enter
+      -- before the picker: now one short line (the reason is in the log).
+      status("acp.nvim: " .. M.copy_notice(ev), "WarningMsg")
     end
     fn(ev)
   end)

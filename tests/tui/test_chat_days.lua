@@ -160,3 +160,38 @@ H.test(":q in a second chat's transcript closes its prompt; :Acp chats brings it
     H.eq(1, H.count(screen, "Ask ux"), "one prompt on screen:\n" .. screen)
   end)
 end)
+
+H.test("offline, :Acp agents lists the bundled agents at once with a one-line notice, twice", function()
+  local home = H.tmpdir()
+  -- A port nothing listens on: the fetch fails at once.
+  local init = home .. "/init.lua"
+  vim.fn.writefile({
+    ("dofile(%q)"):format(H.root .. "/tests/tui/init.lua"),
+    'require("acp.config").options.registry = { url = "http://127.0.0.1:9/registry.json" }',
+  }, init)
+  local t = H.nvim({ width = 80, height = 24, init = init })
+  local ok, err = pcall(function()
+    for round = 1, 2 do
+      t:type(":Acp agents")
+      t:keys("Enter")
+      local screen = t:wait_for("ACP registry agents", "the picker, round " .. round)
+      H.not_contains(screen, "Press ENTER", "no hit-Enter prompt before the list")
+      t:keys("Escape")
+      t:wait_for(function(s)
+        return not s:find("ACP registry agents", 1, true)
+      end, "the picker closed")
+      local messages = t:lua([[return vim.api.nvim_exec2("messages", { output = true }).output]])
+      local last = vim.split(messages, "\n", { trimempty = true })
+      H.contains(last[#last] or "", "bundled list shown", "which list, round " .. round)
+      H.truthy(vim.fn.strdisplaywidth(last[#last]) <= 68, "one line at 80 columns: " .. last[#last])
+    end
+    -- The backend's log has the reason, and one fetch: the second listing
+    -- used the remembered failure.
+    local log = table.concat(vim.fn.readfile(t:lua("return require('acp.backend').log_file()")), "\n")
+    H.eq(1, H.count(log, "agent registry not fetched"), "one fetch:\n" .. log)
+    H.contains(log, "registry unreachable", "the remembered failure")
+  end)
+  t:kill()
+  vim.fn.delete(home, "rf")
+  assert(ok, err)
+end)

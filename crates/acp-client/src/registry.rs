@@ -481,25 +481,31 @@ pub fn load(source: &RegistrySource, mode: LoadMode) -> Result<Loaded> {
         }
     };
     if let Some((registry, fetched_at)) = cached {
+        // Which list first: an editor may show one line, cut to its width.
+        let warning = (mode != LoadMode::Offline)
+            .then(|| format!("using the copy fetched {}: {failure}", ago(fetched_at)));
+        if let Some(w) = &warning {
+            // The editor shows a short notice and points to the log.
+            tracing::warn!("agent registry: {w}");
+        }
         return Ok(Loaded {
             registry,
             origin: Origin::Cache,
             fetched_at: Some(fetched_at),
-            // Which list first: the editor shows one line, cut to its width.
-            warning: (mode != LoadMode::Offline)
-                .then(|| format!("using the copy fetched {}: {failure}", ago(fetched_at))),
+            warning,
         });
     }
     if let Some(bundled) = &source.bundled {
         if let Ok(bytes) = std::fs::read(bundled) {
             let registry = Registry::parse(&bytes)?;
+            let warning =
+                format!("using the list bundled with the plugin (may be out of date): {failure}");
+            tracing::warn!("agent registry: {warning}");
             return Ok(Loaded {
                 registry,
                 origin: Origin::Bundled,
                 fetched_at: None,
-                warning: Some(format!(
-                    "using the list bundled with the plugin (may be out of date): {failure}"
-                )),
+                warning: Some(warning),
             });
         }
     }
