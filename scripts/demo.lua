@@ -62,7 +62,7 @@ vim.api.nvim_create_autocmd("VimEnter", {
     -- a hit-Enter prompt).
     if chat then
       chat.transcript.view:batch(function()
-        chat.transcript:note("Welcome to the acp.nvim demo: type a prompt, <C-s> sends it (:help acp).")
+        chat.transcript:note("Welcome to the acp.nvim demo: type a prompt and send it with <C-s>. Help: :help acp")
       end)
     end
   end,
