@@ -261,6 +261,7 @@ impl Connection {
         let limits = Limits {
             max_line_bytes: options.max_line_bytes,
             outgoing_queue: options.outgoing_queue,
+            max_outgoing_bytes: options.max_outgoing_bytes,
         };
         let sessions = Arc::new(Sessions::new(host, options, process));
         let (engine, tasks) = Engine::start(reader, writer, sessions, limits);

@@ -219,6 +219,17 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
+    // An answer names one option by its id, so two options sharing an id
+    // (say an `allow_always` and a `reject_once`, as a hostile agent sent)
+    // make the answer ambiguous: the client could remember "always allow"
+    // when the user rejected. Nothing the user picks can be told apart, so
+    // the request is refused before anyone is asked.
+    if let Some(dup) = duplicate_option_id(&options) {
+        shared.warn(format!(
+            "the agent asked for permission with two options sharing the id `{dup}`; the request was answered `cancelled` without asking you, because an answer could not say which option you chose"
+        ));
+        return Ok(decision_to_wire(&PermissionDecision::Cancelled));
+    }
     // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
     if shared.always_refused.lock().contains(&wire.session_id)
         && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
@@ -287,6 +298,15 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
     Ok(decision_to_wire(&decision))
 }
 
+/// The first option id offered twice, if any.
+fn duplicate_option_id(options: &[PermissionOption]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    options
+        .iter()
+        .map(|o| o.option_id.as_str())
+        .find(|id| !seen.insert(*id))
+}
+
 fn decision_to_wire(decision: &PermissionDecision) -> Value {
     match decision {
         PermissionDecision::Selected { option_id } => {
@@ -328,6 +348,8 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
         line: wire.line,
         limit: wire.limit,
     };
+    // Never closed, so `acquire` cannot fail.
+    let _permit = shared.reads.acquire().await;
     let content = match shared.host.read_text_file(&request).await? {
         Some(text) => text,
         None => {

@@ -24,11 +24,18 @@ pub struct ConnectionOptions {
     /// Messages queued for an agent that stopped reading before calls fail
     /// with [`Error::Backpressure`](crate::Error::Backpressure).
     pub outgoing_queue: usize,
+    /// Bytes queued for an agent that stopped reading (replies it has not
+    /// read) past which the client stops serving its requests: they are
+    /// answered with a short error until the agent reads again, and the
+    /// user is told. One reply larger than this still goes out alone.
+    pub max_outgoing_bytes: usize,
     /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
     pub shutdown_grace: Duration,
     /// Upper bound for one whole-file `fs/read_text_file` from disk.
     pub max_read_bytes: usize,
-    /// Memory bound of a terminal's output when the agent gives no limit.
+    /// The most output one terminal keeps, whatever `outputByteLimit` the
+    /// agent asks for (without one it keeps
+    /// [`DEFAULT_OUTPUT_LIMIT`](crate::terminal::DEFAULT_OUTPUT_LIMIT)).
     pub terminal_output_cap: usize,
     /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
     /// allowed without asking. Empty by default: ask for everything.
@@ -61,6 +68,7 @@ impl Default for ConnectionOptions {
             initialize_timeout: Some(Duration::from_secs(60)),
             request_timeout: None,
             outgoing_queue: 4096,
+            max_outgoing_bytes: 32 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),
             max_read_bytes: 64 * 1024 * 1024,
             terminal_output_cap: DEFAULT_OUTPUT_CAP,

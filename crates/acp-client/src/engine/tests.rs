@@ -119,6 +119,7 @@ fn start() -> (Arc<Engine<Recorder>>, Tasks, Arc<Recorder>, Peer) {
     let limits = Limits {
         max_line_bytes: 1 << 16,
         outgoing_queue: 64,
+        max_outgoing_bytes: 1 << 20,
     };
     let (engine, tasks) = Engine::start(our_read, our_write, handler.clone(), limits);
     let peer = Peer {
