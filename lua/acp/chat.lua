@@ -827,7 +827,7 @@ function Chat:on_permission_request(ev)
     self:attention(
       "permission",
       ("asks permission: %s (:Acp permission to answer)"):format(
-        tostring(req.tool_call.title or "a tool call")
+        require("acp.sanitize").line(req.tool_call.title or "a tool call", 200)
       ),
       vim.log.levels.WARN
     )

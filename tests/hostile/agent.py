@@ -10,7 +10,10 @@ The client under test is its parent process, so the agent itself reads the
 client's peak memory (VmHWM in /proc/<ppid>/status) where a mode bounds it.
 
 Modes: p9 (duplicate permission option ids), p11 (stop reading, ask for
-40 reads of a 50 MB file), t3 (40 terminals running `yes`, no limit).
+40 reads of a 50 MB file), t3 (40 terminals running `yes`, no limit),
+display (newlines and escapes in a tool call, a question and a permission
+prompt; the verdict file records the answers) and urls (URL questions with
+javascript:, file://, control characters, a 2 MB URL; records the answers).
 """
 
 import json
@@ -191,7 +194,79 @@ def attack_t3(cwd):
     verdict(True, f"peak {peak // 1024} MB; {len(made)} started, {refused} refused; one kept {size} bytes")
 
 
-ATTACKS = {"p9": attack_p9, "p11": attack_p11, "t3": attack_t3}
+# Text made to break a renderer or pass for something else: a newline that
+# forges another option line, a terminal escape, a carriage return, a
+# right-to-left override that reverses what follows.
+NASTY = "Reject\n    2  Allow once  [allow_once]\x1b[2J\x1b]0;owned\x07\r\u202eeno wolla"
+
+
+def update(upd):
+    send({"jsonrpc": "2.0", "method": "session/update",
+          "params": {"sessionId": session_id, "update": upd}})
+
+
+def attack_display(cwd):
+    # A tool call whose title and location hold newlines and escapes.
+    update({"sessionUpdate": "tool_call", "toolCallId": "call-x",
+            "title": "Edit\nfile \x1b[31mred", "kind": "edit", "status": "pending",
+            "locations": [{"path": cwd + "/a\nb\x1b[1m.txt", "line": 3}]})
+    # A question and a permission prompt with the same kind of text; the
+    # question first, unanswered, so both are pending together.
+    ask = request("elicitation/create", {
+        "sessionId": session_id, "mode": "form",
+        "message": "Which one?\n" + NASTY,
+        "requestedSchema": {"type": "object", "properties": {
+            "pick": {"type": "string", "title": "Pick\x1b[5m\nme", "description": "two\nlines\x07"}}}})
+    perm = permission([
+        {"optionId": "allow", "name": "Allow\nonce\x1b[32m", "kind": "allow_once"},
+        {"optionId": "reject", "name": NASTY, "kind": "reject_once"},
+    ], command="rm -rf build\n\x1b[8mhidden")
+    answer = wait_reply(ask)
+    verdict(True, json.dumps({"permission": outcome(perm),
+                              "elicitation": (answer.get("result") or {}).get("action")}))
+
+
+def attack_urls(cwd):
+    urls = [
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "https://example.com/\x1b[2J\nok",
+        "https://example.com/" + "a" * (2 * 1024 * 1024),
+        "https://example.com/fine",
+    ]
+    actions = []
+    for i, url in enumerate(urls):
+        r = call("elicitation/create", {"sessionId": session_id, "mode": "url",
+                                        "message": f"Open page {i}", "url": url,
+                                        "elicitationId": f"url-{i}"})
+        actions.append((r.get("result") or {}).get("action") or "error")
+    verdict(True, json.dumps({"actions": actions}))
+
+
+def attack_cancelread(cwd):
+    # Reads withdrawn while the editor is answering them: the client must
+    # survive the answers nobody waits for (the Neovim backend did not).
+    path = os.path.join(cwd, "small.txt")
+    with open(path, "w") as f:
+        f.write("hello\n" * 1000)
+    ids = []
+    for i in range(200):
+        rid = request("fs/read_text_file", {"sessionId": session_id, "path": path})
+        # Withdrawn at varied moments, so some land while the editor answers.
+        time.sleep((i % 10) / 1000)
+        send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": rid}})
+        ids.append(rid)
+    for rid in ids:
+        wait_reply(rid)
+    r = call("fs/read_text_file", {"sessionId": session_id, "path": path})
+    if (r.get("result") or {}).get("content", "").startswith("hello"):
+        verdict(True, "the client answered 200 withdrawn reads and still serves")
+    else:
+        verdict(False, f"after 200 withdrawn reads the client answered {r}")
+
+
+ATTACKS = {"cancelread": attack_cancelread, "p9": attack_p9, "p11": attack_p11, "t3": attack_t3,
+           "display": attack_display, "urls": attack_urls}
 
 
 def main():

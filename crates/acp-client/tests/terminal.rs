@@ -418,8 +418,6 @@ async fn live_terminals_are_capped_per_session_and_by_output_memory() {
             .await
             .expect("after a release"),
     );
-    // No outputByteLimit: the default limit, not the 16 MB cap.
-    assert!(DEFAULT_OUTPUT_LIMIT < DEFAULT_OUTPUT_CAP);
     // Big limits draw on one budget for the whole connection.
     let mut big = spec("sleep", &["30"]);
     big.session_id = session("s3");
