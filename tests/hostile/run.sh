@@ -49,8 +49,11 @@ run_chat() {
 }
 
 run_chat p9_duplicate_option_ids p9 --permission reject
-run_chat p11_unread_replies_flood p11 --permission reject
-run_chat t3_terminal_flood t3 --permission reject
+run_chat p11_unread_replies_flood p11 --permission reject --jsonl
+run_chat t3_terminal_flood t3 --permission reject --jsonl
+run_chat policy_git_write_asks gitwrite --permission reject
+run_chat policy_loader_env_denied ldpreload --permission reject
+run_chat policy_ask_before_terminal askterm --permission reject --ask-terminal
 
 # The plugin's cases (display, URL elicitations, permissions through Lua).
 if ls tests/hostile/test_*"$PATTERN"*.lua >/dev/null 2>&1; then

@@ -125,6 +125,11 @@ pub enum Error {
     #[error("permission memory `{}`: {reason}", path.display())]
     PermissionState { path: PathBuf, reason: String },
 
+    /// The user refused (or dismissed) a prompt the client raised itself:
+    /// a terminal command with `ask_before_terminal`, a write into `.git/`.
+    #[error("{0}")]
+    RefusedByUser(String),
+
     /// A `terminal/create` past the live-terminal or output-memory bounds
     /// (see `TerminalManager::create`); the sentence says what to release.
     #[error("{0}")]
