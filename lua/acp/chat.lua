@@ -191,6 +191,7 @@ function Chat:start(resume)
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
       missing_file_read = (self.agent.quirks or {}).missing_file_read,
+      ask_terminal = cfg.permission.ask_terminal or nil,
     },
     cwd = self.cwd,
     additional_directories = self.additional_directories or {},

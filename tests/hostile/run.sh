@@ -7,9 +7,13 @@
 #
 # - agent.py: a stdlib Python ACP agent, one attack per mode (p9 duplicate
 #   permission option ids, p11 a flood of unread 50 MB replies, t3 40 `yes`
-#   terminals). It is driven by the chat example (crates/acp-client/examples/
-#   chat.rs) and writes a PASS/FAIL verdict; where the issue bounds memory it
-#   reads its parent's (the client's) VmHWM and fails above 400 MB.
+#   terminals, a .git hook write, LD_PRELOAD in a terminal's env, a terminal
+#   under --ask-terminal; display, urls and cancelled reads for the plugin).
+#   It is driven by the chat example (crates/acp-client/examples/chat.rs)
+#   and writes a PASS/FAIL verdict; where the issue bounds memory it reads
+#   its parent's (the client's) VmHWM and fails above 400 MB.
+# - doc/security.md ("Hostile agents") lists each attack, its promise and
+#   its case.
 # - test_*.lua: the Neovim plugin against the same kind of agent, through
 #   the e2e harness (tests/e2e/run.lua with ACP_TEST_DIR=tests/hostile).
 # - Archive and process attacks (registry symlink chains and bombs, setsid

@@ -2,7 +2,9 @@
 -- real backend and plugin. Agent text with newlines and escapes must render
 -- and leave every prompt answerable by its key (U1/E1); URL questions open
 -- only plain http(s) links, shown safe and shortened (E2); a duplicated
--- permission option id is refused (P9); the backend's memory stays bounded
+-- permission option id is refused (P9); writes into .git/ and, with
+-- permission.ask_terminal, terminal commands are asked for (Policies); reads
+-- an agent cancels do not stop the backend; the backend's memory stays bounded
 -- under the read and terminal floods (P11, T3).
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 
@@ -19,7 +21,7 @@ local dir = T.tmpdir()
 local AGENT = T.root .. "/tests/hostile/agent.py"
 
 local agents = {}
-for _, mode in ipairs({ "display", "urls", "p9", "p11", "t3", "cancelread" }) do
+for _, mode in ipairs({ "display", "urls", "p9", "p11", "t3", "cancelread", "gitwrite", "askterm" }) do
   agents[mode] = { cmd = { "python3", AGENT, mode, dir .. "/verdict-" .. mode } }
 end
 assert(require("acp").setup({
@@ -175,6 +177,34 @@ T.test("X: reads the agent withdraws while Neovim answers them do not stop the b
   assert(chat:send({ { type = "text", text = "go" } }))
   T.contains(verdict("cancelread", 60000), "PASS", "the agent's verdict")
   T.eq(true, require("acp.backend").running(), "the backend still runs")
+end)
+
+--- Wait for the one prompt of `chat`, check it names `needle`, press its reject key.
+local function reject_prompt(chat, needle)
+  T.wait(function()
+    return #require("acp.permission").for_chat(chat.chat_id) == 1
+  end, "the client's own prompt; transcript:\n" .. T.text(chat.bufnr))
+  T.wait_text(chat, needle)
+  T.cursor_on(chat, "Permission needed")
+  vim.api.nvim_feedkeys("2", "x", false)
+end
+
+T.test("Policies: a write into .git/ is asked for first; rejected, nothing is written", function()
+  local chat = T.open_chat("gitwrite", dir)
+  assert(chat:send({ { type = "text", text = "go" } }))
+  reject_prompt(chat, "inside .git (hooks and config there run code)")
+  T.contains(verdict("gitwrite"), "PASS", "the agent's verdict")
+end)
+
+T.test("Policies: permission.ask_terminal asks before a terminal command; rejected, it never runs", function()
+  local cfg = require("acp.config").options
+  cfg.permission.ask_terminal = true
+  local chat = T.open_chat("askterm", dir)
+  assert(chat:send({ { type = "text", text = "go" } }))
+  local ok, err = pcall(reject_prompt, chat, "Run `touch ")
+  cfg.permission.ask_terminal = false
+  assert(ok, err)
+  T.contains(verdict("askterm"), "PASS", "the agent's verdict")
 end)
 
 --- Peak memory (VmHWM) of the backend, in MB.
