@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e tui test agents datasafety demo chat-demo clean bench bench-smoke
+.PHONY: all build release lint unit e2e tui hostile test agents datasafety demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -31,7 +31,12 @@ e2e: build
 tui: build
 	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/tui/run.sh
 
-test: lint unit e2e tui
+# Crafted hostile agents against the chat example and the plugin (issue 25;
+# needs python3); under two minutes.
+hostile: build
+	ACP_NVIM="$$(scripts/find-nvim.sh)" tests/hostile/run.sh
+
+test: lint unit e2e tui hostile
 
 # acp.nvim against published agents (tests/agents/agents.json, installed
 # from npm into .cache/agents) whose model API is a scripted loopback mock.

@@ -195,6 +195,7 @@ function Chat:start(resume)
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
       missing_file_read = (self.agent.quirks or {}).missing_file_read,
+      ask_terminal = cfg.permission.ask_terminal or nil,
     },
     cwd = self.cwd,
     additional_directories = self.additional_directories or {},
@@ -865,7 +866,7 @@ function Chat:on_permission_request(ev)
     self:attention(
       "permission",
       ("asks permission: %s (:Acp permission to answer)"):format(
-        tostring(req.tool_call.title or "a tool call")
+        require("acp.sanitize").line(req.tool_call.title or "a tool call", 200)
       ),
       vim.log.levels.WARN
     )

@@ -56,6 +56,7 @@ local M = {}
 ---@class acp.PermissionConfig
 ---@field auto_allow string[] tool kinds answered "allow" without asking (e.g. "read")
 ---@field remember boolean remember "always" answers for the project (saved under stdpath("state"), kept across restarts)
+---@field ask_terminal boolean ask before every command an agent runs in a terminal (terminal/create), even when the agent did not ask; off by default
 
 ---@class acp.ContextConfig
 ---@field hidden_files boolean `@` completion also offers hidden files (names starting with ".")
@@ -123,7 +124,7 @@ M.defaults = {
     review_accept_file = "<localleader>aA",
     review_reject_file = "<localleader>aR",
   },
-  permission = { auto_allow = {}, remember = true },
+  permission = { auto_allow = {}, remember = true, ask_terminal = false },
   log_level = "info",
   backend = { cmd = nil },
   mcp_servers = {},
@@ -410,6 +411,9 @@ function M.validate(opts)
     end
     if p.remember ~= nil and type(p.remember) ~= "boolean" then
       return ("`permission.remember` must be true or false (got %s)"):format(describe(p.remember))
+    end
+    if p.ask_terminal ~= nil and type(p.ask_terminal) ~= "boolean" then
+      return ("`permission.ask_terminal` must be true or false (got %s)"):format(describe(p.ask_terminal))
     end
   end
   if opts.log_level ~= nil and not LEVELS[opts.log_level] then

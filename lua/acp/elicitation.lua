@@ -12,8 +12,11 @@
 --- the cursor, else the oldest of the chat): `a` answers (fills the form
 --- field by field with vim.ui.input / vim.ui.select, or opens the URL with
 --- vim.ui.open), `D` declines, `X` cancels (capitals: `d` is the diff key,
---- and both would edit text in an ordinary buffer). `<CR>` answers too.
+--- and both would edit text in an ordinary buffer). `<CR>` answers too. `y`
+--- copies a URL whole (it is shown shortened and made safe; only plain
+--- http(s) links are ever opened, see acp.sanitize).
 
+local sanitize = require("acp.sanitize")
 local util = require("acp.util")
 
 local M = {}
@@ -130,24 +133,34 @@ end
 ---@return string[] lines, acp.Highlight[] hls, table<integer, table> actions
 function M.render(e)
   local lines, hls, actions = {}, {}, {}
+  -- Every line holds agent text (message, labels, choices, the URL).
   local function add(line, hl)
-    lines[#lines + 1] = line
+    lines[#lines + 1] = sanitize.line(line, 1000)
     actions[#lines - 1] = { type = "elicitation", request_id = e.request_id }
     if hl then
       hls[#hls + 1] = { #lines - 1, 0, -1, hl }
     end
   end
   local head = e.mode == "url" and "? The agent asks you to open a page: " or "? The agent asks: "
-  add(head .. (e.message ~= "" and e.message or "(no message)"), "AcpPermissionTitle")
+  local message = sanitize.lines(e.message ~= "" and e.message or "(no message)")
+  add(head .. message[1], "AcpPermissionTitle")
+  -- Marked as the agent's text, so a line of it cannot pass for a key line.
+  for i = 2, #message do
+    add("  │ " .. message[i], "AcpPermissionTitle")
+  end
   if e.tool_title or e.tool_call_id then
     add("  for tool call: " .. (e.tool_title or e.tool_call_id), "AcpNote")
   end
   if e.mode == "url" then
-    add("  " .. (e.url or "?"), "Underlined")
+    add("  " .. sanitize.url(e.url or "?"), "Underlined")
+    local openable, why = sanitize.openable(e.url)
     if e.waiting then
       add("  … opened; waiting for the agent to finish (X stops waiting)", "AcpNote")
+    elseif openable then
+      add("  a open it in the browser   y copy the link   D decline   X cancel", "AcpPermissionKey")
     else
-      add("  a open it in the browser   D decline   X cancel", "AcpPermissionKey")
+      add("  ✗ not opened: " .. why, "AcpError")
+      add("  y copy the link   D decline   X cancel", "AcpPermissionKey")
     end
   else
     for _, f in ipairs(e.fields or {}) do
@@ -161,7 +174,7 @@ function M.render(e)
       end
       add(line)
       if f.description and f.description ~= "" then
-        add("      " .. f.description:gsub("\n", " "), "AcpNote")
+        add("      " .. f.description, "AcpNote")
       end
     end
     if e.error then
@@ -198,9 +211,11 @@ local function settle(e, note)
   M.pending[e.request_id] = nil
   local chat = chat_of(e)
   if chat and e.block then
+    -- Notes quote the agent's message or URL.
     local lines = type(note) == "table" and note or { note }
     local hls = {}
     for i = 1, #lines do
+      lines[i] = sanitize.line(lines[i], 300)
       hls[i] = { i - 1, 0, -1, "AcpPermissionAnswer" }
     end
     chat.transcript.view:batch(function()
@@ -249,6 +264,7 @@ function M.update_keys(chat)
   mapped[buf] = want or nil
   local keys = {
     a = { M.activate, "answer the agent's question" },
+    y = { M.copy_url, "copy the link the agent asks you to open" },
     D = {
       function(id)
         M.respond(id, { action = "decline" })
@@ -304,7 +320,7 @@ function M.add(ev)
     e.block = chat.transcript:_add("elicitation", lines, hls, { actions = actions })
     M.update_keys(chat)
   end
-  local msg = ("is waiting for your answer: %s (:Acp elicitation to answer)"):format(e.message)
+  local msg = ("is waiting for your answer: %s (:Acp elicitation to answer)"):format(sanitize.line(e.message, 300))
   if chat then
     -- The `notify.question` option decides, like permissions and turn ends.
     chat:attention("question", msg, vim.log.levels.WARN)
@@ -514,16 +530,43 @@ function M.activate(request_id)
   if e.mode == "form" then
     M.fill(e)
   elseif not e.waiting then
+    local openable, why = sanitize.openable(e.url)
+    if not openable then
+      util.notify(
+        ("the link was not opened: %s. Press `y` to copy it if you want to look at it, `D` to decline"):format(why),
+        vim.log.levels.WARN
+      )
+      return
+    end
     local ok, cmd, err = pcall(vim.ui.open, e.url)
     if not ok or not cmd then
       util.notify(
-        ("could not open %s (%s); open it yourself, then press `a` again"):format(e.url, tostring(err or cmd)),
+        ("could not open %s (%s); open it yourself, then press `a` again"):format(
+          sanitize.url(e.url),
+          sanitize.line(tostring(err or cmd), 200)
+        ),
         vim.log.levels.ERROR
       )
       return
     end
     M.respond(e.request_id, { action = "accept" })
   end
+end
+
+--- Copy a URL elicitation's link, whole and as the agent sent it, to the
+--- unnamed register (and the clipboard when there is one): the transcript
+--- shows it shortened and made safe.
+---@param request_id integer
+function M.copy_url(request_id)
+  local e = M.pending[request_id]
+  if not (e and e.mode == "url" and e.url) then
+    return
+  end
+  vim.fn.setreg('"', e.url)
+  if vim.fn.has("clipboard") == 1 then
+    pcall(vim.fn.setreg, "+", e.url)
+  end
+  util.notify(("copied the link (%d bytes)"):format(#e.url))
 end
 
 --- `:Acp elicitation`: answer the oldest pending elicitation of `chat_id`

@@ -7,6 +7,7 @@
 --- which the backend turns into "cancelled"). A `permission_cancelled` event
 --- (the turn was cancelled) removes the prompt without an answer.
 
+local sanitize = require("acp.sanitize")
 local util = require("acp.util")
 
 local M = {}
@@ -60,8 +61,8 @@ function M.render(req)
   local hls = { { 0, 2, -1, "AcpPermissionTitle" } }
   for i, opt in ipairs(req.options) do
     local key = i <= 9 and tostring(i) or " "
-    local kind = tostring(opt.kind or "?")
-    local name = tostring(opt.name or M.option_id(opt) or "?")
+    local kind = sanitize.line(opt.kind or "?", 40)
+    local name = sanitize.line(opt.name or M.option_id(opt) or "?", 200)
     local prefix = "    " .. key .. "  "
     local line = prefix .. name .. "  [" .. kind .. "]"
     local row = #lines
@@ -79,7 +80,7 @@ function M.describe(opt)
   if not opt then
     return "dismissed"
   end
-  return ("%s [%s]"):format(tostring(opt.name or "?"), tostring(opt.kind or "?"))
+  return ("%s [%s]"):format(sanitize.line(opt.name or "?", 200), sanitize.line(opt.kind or "?", 40))
 end
 
 --- The note for a request the backend answered by itself (a remembered
@@ -224,7 +225,7 @@ function M.select(chat_id, req)
     util.notify("no permission request is waiting in this chat")
     return
   end
-  local title = req.tool_call.title or "tool call"
+  local title = sanitize.line(req.tool_call.title or "tool call", 200)
   vim.ui.select(req.options, {
     prompt = "acp.nvim: allow " .. title .. "?",
     format_item = function(opt)

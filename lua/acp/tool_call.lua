@@ -1,6 +1,7 @@
 ---@mod acp.tool_call Rendering of one tool call block, and the actions on its
 --- lines (open a diff, jump to a location).
 
+local sanitize = require("acp.sanitize")
 local util = require("acp.util")
 
 local M = {}
@@ -101,14 +102,14 @@ function M.command(tc)
   end
   local cmd = input.command or input.cmd
   if type(cmd) == "string" and cmd ~= "" then
-    return (cmd:gsub("\n", " "))
+    return sanitize.line(cmd:gsub("\n", " "), 2000)
   end
   if type(cmd) == "table" and #cmd > 0 then
     local words = {}
     for _, w in ipairs(cmd) do
       words[#words + 1] = tostring(w)
     end
-    return table.concat(words, " ")
+    return sanitize.line(table.concat(words, " "), 2000)
   end
 end
 
@@ -132,11 +133,11 @@ function M.render(tc, ctx)
     return require("acp.context").display_path(path, ctx.cwd)
   end
   local command = M.command(tc)
-  local kind = tc.kind or "other"
-  local title = (tc.title or M.id(tc) or "Tool call"):gsub("\n", " ")
+  local kind = sanitize.line(tc.kind or "other", 40)
+  local title = sanitize.line(tc.title or M.id(tc) or "Tool call", 400)
   local header = ("%s %s · %s"):format(s[1], kind, title)
   if not M.STATUS[status] then
-    header = header .. " [" .. tostring(status) .. "]"
+    header = header .. " [" .. sanitize.line(status, 40) .. "]"
   end
   add(header)
   hls[#hls + 1] = { 0, 0, #s[1], s[2] }
@@ -170,7 +171,7 @@ function M.render(tc, ctx)
       end
     elseif t == "diff" then
       local path = item.path or "?"
-      local label_path = shown(path)
+      local label_path = sanitize.line(shown(path), 400)
       local old = item.old_text
       local new = item.new_text or ""
       local added, removed = util.diff_stat(old, new)
@@ -207,7 +208,7 @@ function M.render(tc, ctx)
   for _, loc in ipairs(tc.locations or {}) do
     local path = loc.path or "?"
     local line = M.location_line(loc.line)
-    local text = line and ("%s:%d"):format(shown(path), line) or shown(path)
+    local text = sanitize.line(line and ("%s:%d"):format(shown(path), line) or shown(path), 400)
     local row = add("  → " .. text)
     hls[#hls + 1] = { row, #"  → ", -1, "AcpLocation" }
     actions[row] = { type = "location", path = path, line = line }

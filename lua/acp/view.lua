@@ -239,6 +239,28 @@ end
 ---@field actions? table<integer, table>
 ---@field data? table
 
+--- The last guard before the buffer: a line item holding a newline (agent
+--- text a caller did not pass through acp.sanitize) would make
+--- nvim_buf_set_lines fail and the block never appear (issue 25: a
+--- permission prompt stayed pending, unseen). Such items are shown with
+--- their newlines visible instead.
+---@param lines string[]
+---@return string[]
+local function whole_lines(lines)
+  for i, l in ipairs(lines) do
+    if l:find("\n", 1, true) then
+      local copy = vim.list_slice(lines)
+      for j = i, #copy do
+        if copy[j]:find("\n", 1, true) then
+          copy[j] = require("acp.sanitize").line(copy[j])
+        end
+      end
+      return copy
+    end
+  end
+  return lines
+end
+
 --- Add a block at the end of the buffer.
 ---@param kind string
 ---@param lines string[] at least one line
@@ -250,6 +272,7 @@ function View:add(kind, lines, hls, opts)
   if #lines == 0 then
     lines = { "" }
   end
+  lines = whole_lines(lines)
   self:begin()
   local start
   local sep = opts.sep ~= false and not self.empty
@@ -331,6 +354,7 @@ function View:replace(block, lines, hls, actions)
   if #lines == 0 then
     lines = { "" }
   end
+  lines = whole_lines(lines)
   self:begin()
   local sr, er, ec = self:range(block)
   if block.md then

@@ -85,7 +85,7 @@ local function parts_of(chat)
     readonly = "read-only",
   })[chat.status]
   if chat.title then
-    parts[#parts + 1] = { text = chat.title, title = true }
+    parts[#parts + 1] = { text = require("acp.sanitize").line(chat.title, 200), title = true }
   end
   local mode = M.mode_name(chat)
   if mode then

@@ -17,6 +17,8 @@
 //!                             (gemini-cli reads files before creating them, its issue 9280),
 //!                             or with the spec's error (default)
 //!   --jsonl                   print one JSON object per line for every event
+//!   --ask-terminal            ask (as a permission prompt) before each command the agent
+//!                             runs with terminal/create
 //!   --agent ID                an agent of the ACP registry, installed first when it is not
 //!   --agents-dir DIR          where registry agents are installed (default: the directory
 //!                             acp.nvim uses, $XDG_DATA_HOME/nvim/acp/agents)
@@ -69,6 +71,8 @@ struct Options {
     permission: PermissionMode,
     cancel_after: Option<Duration>,
     missing_file_read_empty: bool,
+    /// `--ask-terminal`: `ConnectionOptions::ask_before_terminal`.
+    ask_terminal: bool,
     jsonl: bool,
     command: Vec<String>,
     /// `--agent`: a registry agent instead of `command`.
@@ -77,7 +81,7 @@ struct Options {
     registry: Option<String>,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -88,6 +92,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         permission: PermissionMode::Ask,
         cancel_after: None,
         missing_file_read_empty: false,
+        ask_terminal: false,
         jsonl: false,
         command: Vec::new(),
         agent: None,
@@ -134,6 +139,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 }
             }
             "--jsonl" => opts.jsonl = true,
+            "--ask-terminal" => opts.ask_terminal = true,
             "--agent" => opts.agent = Some(value("--agent")?),
             "--agents-dir" => opts.agents_dir = Some(PathBuf::from(value("--agents-dir")?)),
             "--registry" => opts.registry = Some(value("--registry")?),
@@ -662,6 +668,7 @@ async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Er
     let options = ConnectionOptions {
         client_name: "acp-client chat example".into(),
         missing_file_read_empty: opts.missing_file_read_empty,
+        ask_before_terminal: opts.ask_terminal,
         ..ConnectionOptions::default()
     };
     let conn = Connection::spawn(&command, host.clone(), options)?;

@@ -31,7 +31,7 @@ use crate::sessions::{SessionSlot, Sessions};
 use crate::tracking::Review;
 use crate::update::{Content, SessionId};
 
-pub use crate::options::ConnectionOptions;
+pub use crate::options::{env_denied, ConnectionOptions, DENIED_ENV_DEFAULT};
 
 /// The ACP protocol version this client speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -261,6 +261,7 @@ impl Connection {
         let limits = Limits {
             max_line_bytes: options.max_line_bytes,
             outgoing_queue: options.outgoing_queue,
+            max_outgoing_bytes: options.max_outgoing_bytes,
         };
         let sessions = Arc::new(Sessions::new(host, options, process));
         let (engine, tasks) = Engine::start(reader, writer, sessions, limits);
@@ -357,11 +358,34 @@ impl Connection {
                 .auth_methods
                 .into_iter()
                 .map(legacy_terminal_auth)
+                .map(|m| self.without_denied_env(m))
                 .collect(),
             implementation: response.agent_info,
         };
         *self.inner.agent.lock() = Some(info.clone());
         Ok(info)
+    }
+
+    /// Drops the entries of a terminal auth method's `env` that
+    /// `ConnectionOptions::denied_env` names (`LD_PRELOAD` in a login
+    /// command would load the agent's code into it), and says so.
+    fn without_denied_env(&self, method: schema::AuthMethod) -> schema::AuthMethod {
+        let schema::AuthMethod::Terminal(mut terminal) = method else {
+            return method;
+        };
+        let sessions = self.sessions();
+        let denied = &sessions.options.denied_env;
+        let before = terminal.env.len();
+        terminal
+            .env
+            .retain(|name, _| !crate::options::env_denied(name, denied));
+        if terminal.env.len() != before {
+            sessions.warn(format!(
+                "the agent's login method `{}` sets loader variables (such as LD_PRELOAD); they were dropped",
+                terminal.name
+            ));
+        }
+        schema::AuthMethod::Terminal(terminal)
     }
 
     /// What the agent answered to `initialize`, once it did.

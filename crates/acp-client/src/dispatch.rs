@@ -185,22 +185,7 @@ impl Drop for PromptGuard<'_> {
 async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
-    let (tool_call, changes) = {
-        let mut sessions = shared.slots.lock();
-        let slot = sessions
-            .get_mut(&wire.session_id)
-            .ok_or_else(|| unknown_session(&wire.session_id))?;
-        // Some agents (gemini-cli) ask about a tool call before announcing
-        // it: record it, so its later `tool_call_update`s have a title,
-        // kind, locations and diff to update.
-        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
-            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
-        } else {
-            Vec::new()
-        };
-        (slot.state.merged_tool_call(&fields), changes)
-    };
-    shared.emit_changes(&wire.session_id, changes);
+    let tool_call = record_tool_call(shared, &wire.session_id, &fields)?;
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
         .review
@@ -219,6 +204,17 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
             kind: OptionKind::from_wire(&o.kind),
         })
         .collect();
+    // An answer names one option by its id, so two options sharing an id
+    // (say an `allow_always` and a `reject_once`, as a hostile agent sent)
+    // make the answer ambiguous: the client could remember "always allow"
+    // when the user rejected. Nothing the user picks can be told apart, so
+    // the request is refused before anyone is asked.
+    if let Some(dup) = duplicate_option_id(&options) {
+        shared.warn(format!(
+            "the agent asked for permission with two options sharing the id `{dup}`; the request was answered `cancelled` without asking you, because an answer could not say which option you chose"
+        ));
+        return Ok(decision_to_wire(&PermissionDecision::Cancelled));
+    }
     // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
     if shared.always_refused.lock().contains(&wire.session_id)
         && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
@@ -241,29 +237,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
         return Ok(decision_to_wire(&decision));
     }
 
-    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-    shared.permissions_pending.lock().insert(
-        request.id,
-        PendingPermission {
-            session_id: request.session_id.clone(),
-            cancel: cancel_tx,
-        },
-    );
-    let mut guard = PromptGuard {
-        shared,
-        id: request.id,
-        session_id: request.session_id.clone(),
-        answered_by_editor: false,
-    };
-    let decision = tokio::select! {
-        decision = shared.host.request_permission(request.clone()) => {
-            guard.answered_by_editor = true;
-            decision
-        }
-        _ = cancel_rx => PermissionDecision::Cancelled,
-    };
-    drop(guard);
-
+    let decision = prompt_user(shared, &request).await;
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
             if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
@@ -285,6 +259,113 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
         PermissionDecision::Cancelled => PermissionDecision::Cancelled,
     };
     Ok(decision_to_wire(&decision))
+}
+
+/// Records a tool call the session does not know yet and returns it merged
+/// with what the session knew. Some agents (gemini-cli) ask about a tool
+/// call before announcing it: recorded, its later `tool_call_update`s have a
+/// title, kind, locations and diff to update.
+fn record_tool_call(
+    shared: &Arc<Sessions>,
+    session_id: &SessionId,
+    fields: &update::ToolCallFields,
+) -> Result<update::ToolCallFields> {
+    let (tool_call, changes) = {
+        let mut sessions = shared.slots.lock();
+        let slot = sessions
+            .get_mut(session_id)
+            .ok_or_else(|| unknown_session(session_id))?;
+        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
+            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
+        } else {
+            Vec::new()
+        };
+        (slot.state.merged_tool_call(fields), changes)
+    };
+    shared.emit_changes(session_id, changes);
+    Ok(tool_call)
+}
+
+/// Shows a prompt to the editor and waits for its answer, or for the
+/// prompt to be withdrawn (turn cancelled, agent gone): `Cancelled` then.
+async fn prompt_user(shared: &Arc<Sessions>, request: &PermissionRequest) -> PermissionDecision {
+    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
+    shared.permissions_pending.lock().insert(
+        request.id,
+        PendingPermission {
+            session_id: request.session_id.clone(),
+            cancel: cancel_tx,
+        },
+    );
+    let mut guard = PromptGuard {
+        shared,
+        id: request.id,
+        session_id: request.session_id.clone(),
+        answered_by_editor: false,
+    };
+    tokio::select! {
+        decision = shared.host.request_permission(request.clone()) => {
+            guard.answered_by_editor = true;
+            decision
+        }
+        _ = cancel_rx => PermissionDecision::Cancelled,
+    }
+}
+
+/// The option ids of prompts the client raises itself.
+const CLIENT_ALLOW: &str = "acp-client-allow";
+const CLIENT_REJECT: &str = "acp-client-reject";
+
+/// Asks the user about something the client itself holds needs consent
+/// (not the agent: it may not have asked). Shown like an agent's prompt,
+/// as the tool call `tool_call` (wire JSON), with "allow once" and "reject"
+/// only; never answered from memory or auto-allow rules, never remembered.
+/// `Ok(())` when the user allowed it, else [`Error::RefusedByUser`] with
+/// `refused` as the sentence.
+async fn ask_user(
+    shared: &Arc<Sessions>,
+    session_id: &SessionId,
+    tool_call: Value,
+    refused: String,
+) -> Result<()> {
+    let fields = update::decode_tool_call_fields(&tool_call)?;
+    let tool_call = record_tool_call(shared, session_id, &fields)?;
+    let request = PermissionRequest {
+        id: shared.next_permission_id(),
+        session_id: session_id.clone(),
+        tool_call,
+        options: vec![
+            PermissionOption {
+                option_id: CLIENT_ALLOW.into(),
+                name: "Allow once".into(),
+                kind: OptionKind::AllowOnce,
+            },
+            PermissionOption {
+                option_id: CLIENT_REJECT.into(),
+                name: "Reject".into(),
+                kind: OptionKind::RejectOnce,
+            },
+        ],
+    };
+    match prompt_user(shared, &request).await {
+        PermissionDecision::Selected { option_id } if option_id == CLIENT_ALLOW => Ok(()),
+        _ => Err(Error::RefusedByUser(refused)),
+    }
+}
+
+/// The first option id offered twice, if any.
+fn duplicate_option_id(options: &[PermissionOption]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    options
+        .iter()
+        .map(|o| o.option_id.as_str())
+        .find(|id| !seen.insert(*id))
+}
+
+/// Whether a resolved path lies inside a `.git` directory (or is one).
+fn in_git_dir(path: &Path) -> bool {
+    path.components()
+        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
 }
 
 fn decision_to_wire(decision: &PermissionDecision) -> Value {
@@ -328,6 +409,8 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
         line: wire.line,
         limit: wire.limit,
     };
+    // Never closed, so `acquire` cannot fail.
+    let _permit = shared.reads.acquire().await;
     let content = match shared.host.read_text_file(&request).await? {
         Some(text) => text,
         None => {
@@ -356,6 +439,26 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
     let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
     let (workspace, _) = shared.workspace(&wire.session_id)?;
     let path = workspace.resolve(&wire.path)?;
+    if in_git_dir(&path) {
+        // `.git/hooks/*` and `.git/config` (core.fsmonitor, aliases) run
+        // code at the user's next git command: a write there is a command
+        // the user did not see, so it is asked for first, as Zed asks before
+        // an agent edits its own settings files.
+        let shown = path.display().to_string();
+        ask_user(
+            shared,
+            &wire.session_id,
+            json!({
+                "toolCallId": format!("acp-client-git-write-{}", shared.next_permission_id().0),
+                "title": format!("Write `{shown}` inside .git (hooks and config there run code)"),
+                "kind": "edit",
+                "status": "pending",
+                "locations": [{ "path": shown }],
+            }),
+            format!("the user did not allow writing `{shown}` inside .git; ask them to make this change themselves"),
+        )
+        .await?;
+    }
     let request = WriteTextFile {
         session_id: wire.session_id,
         path,
@@ -453,6 +556,16 @@ fn terminal_cwd(workspace: &Workspace, cwd: Option<&Path>, session_cwd: &Path) -
 
 async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireCreate = parse(methods::TERMINAL_CREATE, params)?;
+    if let Some(e) = wire
+        .env
+        .iter()
+        .find(|e| crate::options::env_denied(&e.name, &shared.options.denied_env))
+    {
+        return Err(Error::InvalidParams(format!(
+            "the agent may not set `{}`: loader variables make every program the command starts load other code; run the command without it (the user can allow it with ConnectionOptions::denied_env)",
+            e.name
+        )));
+    }
     let (workspace, session_cwd) = shared.workspace(&wire.session_id)?;
     let cwd = terminal_cwd(&workspace, wire.cwd.as_deref(), &session_cwd)?;
     let mut spec = TerminalSpec {
@@ -464,6 +577,22 @@ async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         output_byte_limit: wire.output_byte_limit,
     };
     spec.pin_env(&shared.options.pinned_env);
+    if shared.options.ask_before_terminal {
+        let line = spec.command_line();
+        ask_user(
+            shared,
+            &spec.session_id,
+            json!({
+                "toolCallId": format!("acp-client-terminal-{}", shared.next_permission_id().0),
+                "title": format!("Run `{line}` in {}", spec.cwd.display()),
+                "kind": "execute",
+                "status": "pending",
+                "rawInput": { "command": line },
+            }),
+            format!("the user did not allow running `{line}`"),
+        )
+        .await?;
+    }
     let id = shared.terminals.create(spec).await?;
     Ok(json!({ "terminalId": id.to_string() }))
 }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -123,6 +123,9 @@ pub(crate) struct Limits {
     pub max_line_bytes: usize,
     /// Lines queued for a peer that stopped reading before sends fail.
     pub outgoing_queue: usize,
+    /// Bytes queued for a peer that stopped reading past which its
+    /// requests are no longer served (see [`Engine::reply`]).
+    pub max_outgoing_bytes: usize,
 }
 
 struct Pending {
@@ -135,6 +138,14 @@ pub(crate) struct Engine<H> {
     handler: Arc<H>,
     outgoing: mpsc::Sender<Vec<u8>>,
     outgoing_queue: usize,
+    /// Bytes handed to the writer and not yet written: the memory a peer
+    /// that stops reading makes us hold. Counted here, not in the channel,
+    /// because one reply can be 64 MB (a whole-file read).
+    queued_bytes: Arc<AtomicUsize>,
+    max_outgoing_bytes: usize,
+    /// Set while the byte bound is exceeded, so the user is told once per
+    /// episode, not once per refused request.
+    saturated: AtomicBool,
     next_id: AtomicI64,
     pending: Mutex<HashMap<RequestId, Pending>>,
     incoming: Mutex<HashMap<RequestId, AbortHandle>>,
@@ -213,13 +224,21 @@ impl<H: Handler> Engine<H> {
             handler,
             outgoing: out_tx,
             outgoing_queue: limits.outgoing_queue,
+            queued_bytes: Arc::new(AtomicUsize::new(0)),
+            max_outgoing_bytes: limits.max_outgoing_bytes,
+            saturated: AtomicBool::new(false),
             next_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             incoming: Mutex::new(HashMap::new()),
             closed: Mutex::new(None),
             closed_tx,
         });
-        let w = tokio::spawn(write_loop(writer, out_rx, engine.closed_tx.subscribe()));
+        let w = tokio::spawn(write_loop(
+            writer,
+            out_rx,
+            engine.closed_tx.subscribe(),
+            engine.queued_bytes.clone(),
+        ));
         let line_reader = LineReader::new(reader, limits.max_line_bytes);
         let r = tokio::spawn(read_loop(engine.clone(), line_reader));
         let weak: Weak<Engine<H>> = Arc::downgrade(&engine);
@@ -263,26 +282,83 @@ impl<H: Handler> Engine<H> {
         if let Some(r) = self.close_reason() {
             return Err(r.to_error());
         }
-        self.outgoing.try_send(line).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => Error::Backpressure {
-                queued: self.outgoing_queue,
-            },
-            mpsc::error::TrySendError::Closed(_) => self.close_error(),
+        if self.over_byte_bound() {
+            return Err(self.backpressure());
+        }
+        self.queue_line(line)
+    }
+
+    /// Queues without looking at the byte bound (a short error reply).
+    fn queue_line(&self, line: Vec<u8>) -> Result<()> {
+        let len = line.len();
+        self.queued_bytes.fetch_add(len, Ordering::Relaxed);
+        self.outgoing.try_send(line).map_err(|e| {
+            self.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            match e {
+                mpsc::error::TrySendError::Full(_) => self.backpressure(),
+                mpsc::error::TrySendError::Closed(_) => self.close_error(),
+            }
         })
+    }
+
+    fn backpressure(&self) -> Error {
+        Error::Backpressure {
+            queued: self.outgoing_queue - self.outgoing.capacity(),
+            queued_bytes: self.queued_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether the peer has more unread bytes waiting than the bound. The
+    /// first time (per episode) the handler is told, so the user learns
+    /// why the agent's requests fail.
+    fn over_byte_bound(&self) -> bool {
+        let queued = self.queued_bytes.load(Ordering::Relaxed);
+        let over = queued >= self.max_outgoing_bytes;
+        if over != self.saturated.swap(over, Ordering::Relaxed) && over {
+            self.handler.warn(format!(
+                "the agent is not reading its input: {} MB of replies wait for it, so its requests are refused until it reads them (restart the agent if it stays stuck)",
+                queued / (1024 * 1024)
+            ));
+        }
+        over
     }
 
     pub(crate) fn notify(&self, method: &'static str, params: &Value) -> Result<()> {
         self.send_line(Outgoing::Notification { method, params }.encode())
     }
 
+    /// Sends the one reply to the peer's request `id`. Past the byte bound
+    /// a reply is replaced by a short error, so a peer that asks for 50 MB
+    /// reads and never reads the answers (the issue 25 attack) costs at
+    /// most the bound plus one reply, not every reply it asked for.
     fn reply(&self, id: &RequestId, result: Result<Value, RpcError>) {
-        let line = match &result {
-            Ok(v) => Outgoing::Response { id, result: Ok(v) }.encode(),
-            Err(e) => Outgoing::Response { id, result: Err(e) }.encode(),
+        let line = if self.over_byte_bound() {
+            drop(result);
+            Outgoing::Response {
+                id,
+                result: Err(&self.unserved()),
+            }
+            .encode()
+        } else {
+            match &result {
+                Ok(v) => Outgoing::Response { id, result: Ok(v) }.encode(),
+                Err(e) => Outgoing::Response { id, result: Err(e) }.encode(),
+            }
         };
-        if let Err(e) = self.send_line(line) {
+        if let Err(e) = self.queue_line(line) {
             tracing::warn!("could not send the reply to request {id}: {e}");
         }
+    }
+
+    /// The error a request gets while the peer does not read its replies.
+    fn unserved(&self) -> RpcError {
+        RpcError::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "not served: {} MB of earlier replies are waiting for you to read them",
+                self.queued_bytes.load(Ordering::Relaxed) / (1024 * 1024)
+            ),
+        )
     }
 
     /// Sends a request and waits for its typed result.
@@ -429,6 +505,12 @@ impl<H: Handler> Engine<H> {
             );
             return;
         }
+        if self.over_byte_bound() {
+            drop(incoming);
+            tracing::debug!(%id, method, "not served: the agent is not reading its replies");
+            self.reply(&id, Err(self.unserved()));
+            return;
+        }
         let engine = self.clone();
         let task_id = id.clone();
         let served = self.handler.clone().request(method, params);
@@ -469,6 +551,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut closed: watch::Receiver<bool>,
+    queued_bytes: Arc<AtomicUsize>,
 ) {
     let mut writer = tokio::io::BufWriter::new(writer);
     loop {
@@ -481,7 +564,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // a graceful shutdown.
             _ = closed.wait_for(|c| *c) => break,
         };
-        if let Err(e) = writer.write_all(&line).await {
+        let written = writer.write_all(&line).await;
+        queued_bytes.fetch_sub(line.len(), Ordering::Relaxed);
+        drop(line);
+        if let Err(e) = written {
             // The reader notices the peer is gone and closes the engine.
             tracing::warn!("writing to the agent failed: {e}");
             return;

@@ -59,9 +59,10 @@ pub enum Error {
     #[error("could not decode {what}: {reason}")]
     Decode { what: String, reason: String },
 
-    /// The agent stopped reading its stdin and our outgoing queue is full.
-    #[error("the agent is not reading its input ({queued} messages queued); it is probably stuck: restart it")]
-    Backpressure { queued: usize },
+    /// The agent stopped reading its stdin and our outgoing queue is full
+    /// (by count, or by bytes: see `ConnectionOptions::max_outgoing_bytes`).
+    #[error("the agent is not reading its input ({queued} messages, {} MB queued); it is probably stuck: restart it", queued_bytes / (1024 * 1024))]
+    Backpressure { queued: usize, queued_bytes: usize },
 
     /// The connection was shut down.
     #[error("the connection to the agent is closed; start a new one")]
@@ -123,6 +124,16 @@ pub enum Error {
     /// The saved permission memory could not be loaded or saved.
     #[error("permission memory `{}`: {reason}", path.display())]
     PermissionState { path: PathBuf, reason: String },
+
+    /// The user refused (or dismissed) a prompt the client raised itself:
+    /// a terminal command with `ask_before_terminal`, a write into `.git/`.
+    #[error("{0}")]
+    RefusedByUser(String),
+
+    /// A `terminal/create` past the live-terminal or output-memory bounds
+    /// (see `TerminalManager::create`); the sentence says what to release.
+    #[error("{0}")]
+    TerminalLimit(String),
 
     /// A `terminal/create` command could not be started.
     #[error("could not start terminal command `{command}`: {reason}; check that the program exists and that the terminal's cwd is a directory")]

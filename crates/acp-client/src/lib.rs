@@ -100,8 +100,8 @@ pub mod update;
 pub use agent_client_protocol_schema::v1 as schema;
 
 pub use connection::{
-    AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
-    SessionStarted, StopReason,
+    env_denied, AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
+    SessionStarted, StopReason, DENIED_ENV_DEFAULT,
 };
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};

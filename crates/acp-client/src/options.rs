@@ -7,6 +7,24 @@ use std::time::Duration;
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::terminal::DEFAULT_OUTPUT_CAP;
 
+/// The default of [`ConnectionOptions::denied_env`]: the variables with
+/// which the Linux and macOS dynamic loaders load or redirect libraries.
+pub const DENIED_ENV_DEFAULT: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_*",
+    "DYLD_*",
+];
+
+/// Whether `name` is in a deny-list of names and `PREFIX*` patterns.
+pub fn env_denied(name: &str, denied: &[String]) -> bool {
+    denied.iter().any(|d| match d.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == d,
+    })
+}
+
 /// Tunables of a connection. `Default` gives sensible values for editors.
 #[derive(Debug, Clone)]
 pub struct ConnectionOptions {
@@ -24,11 +42,18 @@ pub struct ConnectionOptions {
     /// Messages queued for an agent that stopped reading before calls fail
     /// with [`Error::Backpressure`](crate::Error::Backpressure).
     pub outgoing_queue: usize,
+    /// Bytes queued for an agent that stopped reading (replies it has not
+    /// read) past which the client stops serving its requests: they are
+    /// answered with a short error until the agent reads again, and the
+    /// user is told. One reply larger than this still goes out alone.
+    pub max_outgoing_bytes: usize,
     /// Grace period at each shutdown step (stdin closed, SIGTERM, SIGKILL).
     pub shutdown_grace: Duration,
     /// Upper bound for one whole-file `fs/read_text_file` from disk.
     pub max_read_bytes: usize,
-    /// Memory bound of a terminal's output when the agent gives no limit.
+    /// The most output one terminal keeps, whatever `outputByteLimit` the
+    /// agent asks for (without one it keeps
+    /// [`DEFAULT_OUTPUT_LIMIT`](crate::terminal::DEFAULT_OUTPUT_LIMIT)).
     pub terminal_output_cap: usize,
     /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
     /// allowed without asking. Empty by default: ask for everything.
@@ -40,6 +65,19 @@ pub struct ConnectionOptions {
     /// applied after the agent's `env`, so an agent can neither change nor
     /// blank them (e.g. `PATH`, `GIT_SSH_COMMAND`, a proxy).
     pub pinned_env: Vec<(String, String)>,
+    /// Ask the user before running each `terminal/create` (off by default:
+    /// ACP has the agent ask, and agents do, before a shell call). With it
+    /// on, the client raises its own permission prompt naming the command
+    /// line; a rejected or dismissed prompt fails the request and nothing
+    /// runs. Never remembered or auto-allowed.
+    pub ask_before_terminal: bool,
+    /// Environment variables an agent may not set, in `terminal/create` and
+    /// in a terminal auth method's `env`: a name, or a prefix ending in `*`.
+    /// By default the dynamic loader's ([`DENIED_ENV_DEFAULT`]): they load
+    /// code into every program the command starts. A `terminal/create`
+    /// naming one is refused (nothing runs); an auth method's entry is
+    /// dropped with a warning. Empty allows everything.
+    pub denied_env: Vec<String>,
     /// Advertise `clientCapabilities.auth.terminal`: the editor can run the
     /// agent's own command with a `terminal` auth method's args and env in
     /// an interactive terminal. Agents offer such methods only then.
@@ -61,12 +99,15 @@ impl Default for ConnectionOptions {
             initialize_timeout: Some(Duration::from_secs(60)),
             request_timeout: None,
             outgoing_queue: 4096,
+            max_outgoing_bytes: 32 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),
             max_read_bytes: 64 * 1024 * 1024,
             terminal_output_cap: DEFAULT_OUTPUT_CAP,
             auto_allow_kinds: Vec::new(),
             allowed_paths: Vec::new(),
             pinned_env: Vec::new(),
+            ask_before_terminal: false,
+            denied_env: DENIED_ENV_DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             terminal_auth: false,
             missing_file_read_empty: false,
         }

@@ -52,6 +52,9 @@ pub(crate) struct SessionSlot {
 const MAX_WARNING_EVENTS: usize = 100;
 
 /// Everything above the engine that one connection owns.
+/// See [`Sessions::reads`]: two, so one slow file does not stall the rest.
+const READS_AT_ONCE: usize = 2;
+
 pub(crate) struct Sessions {
     pub host: Arc<dyn EditorHost>,
     pub options: ConnectionOptions,
@@ -79,6 +82,11 @@ pub(crate) struct Sessions {
     pub sessions_opening: AtomicUsize,
     warned_sessions: Mutex<HashSet<String>>,
     warnings_sent: AtomicUsize,
+    /// `fs/read_text_file` requests being read at once. A read can be 64 MB
+    /// and the agent may send 40 of them together (the issue 25 flood): one
+    /// at a time each costs memory only until its reply is queued, where the
+    /// engine's byte bound takes over.
+    pub reads: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -107,6 +115,7 @@ impl Sessions {
         let mut policy = PermissionPolicy::new();
         policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());
         Sessions {
+            reads: tokio::sync::Semaphore::new(READS_AT_ONCE),
             host,
             events,
             slots: Mutex::new(HashMap::new()),

@@ -45,8 +45,27 @@ pub use crate::schema::TerminalId;
 /// them into [`ClientEvent::Terminal`](crate::host::ClientEvent::Terminal)).
 pub type TerminalSink = Arc<dyn Fn(TerminalEvent) + Send + Sync>;
 
-/// Output bound for a terminal whose agent gave no `outputByteLimit`.
+/// The most output one terminal may keep, whatever `outputByteLimit` the
+/// agent asks for (the manager's `default_cap`).
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024 * 1024;
+
+/// Output kept by a terminal whose agent gave no `outputByteLimit`. An
+/// agent that starts 40 `yes` terminals without a limit (issue 25) must not
+/// make the editor hold 16 MB (twice: stored and not yet shown) for each.
+pub const DEFAULT_OUTPUT_LIMIT: usize = 1024 * 1024;
+
+/// Live (not released) terminals one session may hold; `terminal/create`
+/// past it is an error that says to release some. Agents run a handful
+/// (a build, a server, a test watcher); a thousand is a flood.
+pub const MAX_TERMINALS_PER_SESSION: usize = 16;
+
+/// The sum of the output limits of every live terminal of a connection:
+/// whatever the agent asks, stored terminal output stays within it.
+pub const OUTPUT_BUDGET: usize = 64 * 1024 * 1024;
+
+/// Output not yet shown to the editor, per terminal: a flood shows its
+/// newest megabyte per event (the stored output keeps the whole limit).
+const BACKLOG_CAP: usize = 1024 * 1024;
 
 /// How long a release waits for a killed process to be reaped before it
 /// gives up on the final output and exit event. A hang guard: SIGKILL ends a
@@ -216,12 +235,57 @@ struct Inner {
     default_cap: usize,
     next_id: AtomicU64,
     terminals: Mutex<HashMap<TerminalId, Arc<Terminal>>>,
+    /// Live terminals per session and the sum of their limits, reserved
+    /// before a process starts so concurrent creates cannot overshoot.
+    usage: Mutex<Usage>,
+}
+
+#[derive(Default)]
+struct Usage {
+    per_session: HashMap<SessionId, usize>,
+    bytes: usize,
+}
+
+impl Inner {
+    fn reserve(&self, session_id: &SessionId, limit: usize) -> Result<(), Error> {
+        let mut usage = self.usage.lock();
+        let live = usage.per_session.get(session_id).copied().unwrap_or(0);
+        if live >= MAX_TERMINALS_PER_SESSION {
+            return Err(Error::TerminalLimit(format!(
+                "this session already has {live} live terminals, the most it may hold; release finished ones with terminal/release before creating more"
+            )));
+        }
+        if usage.bytes + limit > OUTPUT_BUDGET {
+            return Err(Error::TerminalLimit(format!(
+                "live terminals already keep up to {} MB of output, and this one's {} MB would pass the {} MB the client allows; release terminals with terminal/release or ask for a smaller outputByteLimit",
+                usage.bytes / (1024 * 1024),
+                limit.div_ceil(1024 * 1024),
+                OUTPUT_BUDGET / (1024 * 1024)
+            )));
+        }
+        *usage.per_session.entry(session_id.clone()).or_default() += 1;
+        usage.bytes += limit;
+        Ok(())
+    }
+
+    fn unreserve(&self, session_id: &SessionId, limit: usize) {
+        let mut usage = self.usage.lock();
+        usage.bytes = usage.bytes.saturating_sub(limit);
+        if let Some(n) = usage.per_session.get_mut(session_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                usage.per_session.remove(session_id);
+            }
+        }
+    }
 }
 
 /// The manager's handle on one terminal; the process itself belongs to the
 /// terminal's reader task.
 struct Terminal {
     session_id: SessionId,
+    /// The output limit reserved in [`Inner::usage`].
+    limit: usize,
     pgid: libc::pid_t,
     output: Arc<Mutex<TailBuffer>>,
     exit: watch::Receiver<Option<TerminalExit>>,
@@ -249,6 +313,7 @@ impl TerminalManager {
                 default_cap,
                 next_id: AtomicU64::new(1),
                 terminals: Mutex::new(HashMap::new()),
+                usage: Mutex::new(Usage::default()),
             }),
         }
     }
@@ -260,22 +325,36 @@ impl TerminalManager {
     /// containing whitespace or shell syntax runs through `/bin/sh -c`.
     /// `env` overlays the inherited environment, which also gets
     /// `PAGER=cat` and `GIT_PAGER=cat` unless `env` sets them. Output is
-    /// kept within `output_byte_limit`, and never more than the manager's
-    /// `default_cap`, so memory stays bounded whatever the agent asks for.
+    /// kept within `output_byte_limit` ([`DEFAULT_OUTPUT_LIMIT`] when the
+    /// agent gives none), and never more than the manager's `default_cap`.
+    /// A session holds at most [`MAX_TERMINALS_PER_SESSION`] live terminals
+    /// and all of them at most [`OUTPUT_BUDGET`] of output: past either,
+    /// [`Error::TerminalLimit`] and nothing runs. So memory stays bounded
+    /// whatever the agent asks for.
     pub async fn create(&self, spec: TerminalSpec) -> Result<TerminalId, Error> {
-        let spawned = spawn::spawn(&spec)?;
         let limit = spec
             .output_byte_limit
-            .map_or(self.inner.default_cap, |l| {
+            .map_or(DEFAULT_OUTPUT_LIMIT, |l| {
                 usize::try_from(l).unwrap_or(usize::MAX)
             })
             .min(self.inner.default_cap);
+        self.inner.reserve(&spec.session_id, limit)?;
+        let spawned = match spawn::spawn(&spec) {
+            Ok(s) => s,
+            Err(e) => {
+                self.inner.unreserve(&spec.session_id, limit);
+                return Err(e);
+            }
+        };
         // SAFETY: the AsyncFd owns the File, so the descriptor stays open
         // and unchanged until the AsyncFd is dropped.
         let pipe = unsafe { AsyncFd::register_with_interest(spawned.output, Interest::READABLE) }
-            .map_err(|e| Error::TerminalSpawn {
-            command: spec.command.clone(),
-            reason: format!("could not watch its output: {e}"),
+            .map_err(|e| {
+            self.inner.unreserve(&spec.session_id, limit);
+            Error::TerminalSpawn {
+                command: spec.command.clone(),
+                reason: format!("could not watch its output: {e}"),
+            }
         })?;
         let id = TerminalId::new(format!(
             "term-{}",
@@ -301,7 +380,7 @@ impl TerminalManager {
                 session_id: spec.session_id.clone(),
                 terminal_id: id.clone(),
                 output: Arc::clone(&output),
-                backlog: TailBuffer::new(limit),
+                backlog: TailBuffer::new(limit.min(BACKLOG_CAP)),
                 events: Arc::clone(&self.inner.events),
                 last_event: None,
                 flush_at: None,
@@ -309,6 +388,7 @@ impl TerminalManager {
         };
         let terminal = Terminal {
             session_id: spec.session_id,
+            limit,
             pgid: spawned.pgid,
             output,
             exit: exit_rx,
@@ -418,6 +498,7 @@ impl TerminalManager {
             terminal.kill();
         }
         for (id, terminal) in released {
+            self.inner.unreserve(&terminal.session_id, terminal.limit);
             let mut exit = terminal.exit.clone();
             let waited = tokio::time::timeout(RELEASE_GRACE, async {
                 // Err only when the task ended without an exit: nothing to wait for.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use acp_client::terminal::{
     TerminalEvent, TerminalExit, TerminalId, TerminalManager, TerminalOutput, TerminalSink,
-    TerminalSpec, DEFAULT_OUTPUT_CAP,
+    TerminalSpec, DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_LIMIT, MAX_TERMINALS_PER_SESSION,
 };
 use acp_client::update::SessionId;
 use acp_client::Error;
@@ -373,7 +373,10 @@ async fn fifty_concurrent_terminals_complete_with_their_own_output() {
         let manager = manager.clone();
         tasks.spawn(async move {
             let script = "i=0; while [ $i -lt 200 ]; do echo \"$0:$i\"; i=$((i+1)); done";
-            let (_, out) = run(&manager, spec("sh", &["-c", script, &format!("t{n}")])).await;
+            // One session each: a session holds at most 16 live terminals.
+            let mut spec = spec("sh", &["-c", script, &format!("t{n}")]);
+            spec.session_id = session(&format!("s{n}"));
+            let (_, out) = run(&manager, spec).await;
             (n, out)
         });
     }
@@ -386,6 +389,65 @@ async fn fifty_concurrent_terminals_complete_with_their_own_output() {
         done += 1;
     }
     assert_eq!(done, 50);
+}
+
+#[tokio::test]
+async fn live_terminals_are_capped_per_session_and_by_output_memory() {
+    let (manager, _events) = manager();
+    let mut ids = Vec::new();
+    for _ in 0..MAX_TERMINALS_PER_SESSION {
+        ids.push(
+            manager
+                .create(spec("sleep", &["30"]))
+                .await
+                .expect("create"),
+        );
+    }
+    // The 17th of one session is refused, and nothing runs.
+    let err = manager.create(spec("sleep", &["30"])).await.unwrap_err();
+    assert!(matches!(err, Error::TerminalLimit(_)), "{err}");
+    assert!(err.to_string().contains("terminal/release"), "{err}");
+    // Another session still gets one; releasing one frees a slot.
+    let mut other = spec("sleep", &["30"]);
+    other.session_id = session("s2");
+    let other_id = manager.create(other).await.expect("another session");
+    manager.release(&ids.pop().unwrap()).await.unwrap();
+    ids.push(
+        manager
+            .create(spec("sleep", &["30"]))
+            .await
+            .expect("after a release"),
+    );
+    // Big limits draw on one budget for the whole connection.
+    let mut big = spec("sleep", &["30"]);
+    big.session_id = session("s3");
+    big.output_byte_limit = Some(DEFAULT_OUTPUT_CAP as u64);
+    let mut refused = None;
+    for _ in 0..MAX_TERMINALS_PER_SESSION {
+        match manager.create(big.clone()).await {
+            Ok(id) => ids.push(id),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let err = refused.expect("16 MB terminals past the output budget are refused");
+    assert!(err.to_string().contains("outputByteLimit"), "{err}");
+    manager.release(&other_id).await.unwrap();
+    manager.release_all().await;
+}
+
+#[tokio::test]
+async fn a_terminal_without_an_output_limit_keeps_the_default() {
+    let (manager, _events) = manager();
+    let (_, out) = run(
+        &manager,
+        spec("head -c 3000000 /dev/zero | tr '\\0' y", &[]),
+    )
+    .await;
+    assert_eq!(out.output.len(), DEFAULT_OUTPUT_LIMIT);
+    assert!(out.truncated);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

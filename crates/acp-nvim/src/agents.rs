@@ -228,6 +228,7 @@ impl Agents {
             ..ConnectionOptions::default()
         };
         options.missing_file_read_empty = spec.missing_file_read_empty;
+        options.ask_before_terminal = spec.ask_terminal;
         if let Some(timeout) = spec.init_timeout {
             options.initialize_timeout = Some(timeout);
         }

@@ -25,6 +25,8 @@ use rmpv::Value;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
+use acp_client::terminal::TerminalEvent;
+
 use crate::editor::Editor;
 use crate::protocol::Event;
 pub use crate::protocol::MAX_MERGED_TEXT;
@@ -95,6 +97,9 @@ impl EventQueue {
                 tracing::debug!("event dropped: the batcher has stopped");
                 return;
             }
+            let Some(event) = merge_terminal_output(&mut state.events, event) else {
+                return;
+            };
             let event = match state.events.back_mut() {
                 Some(last) => match last.merge(event) {
                     None => return,
@@ -162,6 +167,87 @@ impl Drop for EventReceiver {
         state.receiver_gone = true;
         state.events.clear();
     }
+}
+
+/// Terminal output kept per queued event: what the transcript keeps of a
+/// terminal (`MAX_TERMINAL_BYTES` in lua/acp/chat.lua), so nothing Lua would
+/// drop is queued.
+pub const MAX_QUEUED_TERMINAL_OUTPUT: usize = 64 * 1024;
+
+/// Queued events searched for an earlier output event of the same terminal.
+const TERMINAL_LOOKBACK: usize = 256;
+
+/// Folds a terminal's new output into its output event still queued, keeping
+/// the newest [`MAX_QUEUED_TERMINAL_OUTPUT`] bytes, or trims it to them when
+/// there is none. Without this, an agent running 16 `yes` terminals (issue
+/// 25) queued a megabyte per terminal per 50 ms faster than Neovim drew
+/// them, and the backend passed 600 MB. Only output events merge, and only
+/// while no other event of that terminal (started, exited, released) lies
+/// between them, so each terminal's events keep their order. Gives the
+/// event back when it still has to be queued.
+fn merge_terminal_output(queue: &mut VecDeque<Event>, mut event: Event) -> Option<Event> {
+    let Event::Terminal {
+        chat_id,
+        terminal:
+            TerminalEvent::Output {
+                terminal_id,
+                data,
+                truncated,
+                ..
+            },
+    } = &mut event
+    else {
+        return Some(event);
+    };
+    for queued in queue.iter_mut().rev().take(TERMINAL_LOOKBACK) {
+        let Event::Terminal {
+            chat_id: queued_chat,
+            terminal: queued_terminal,
+        } = queued
+        else {
+            continue;
+        };
+        if queued_chat != chat_id || terminal_id_of(queued_terminal) != Some(&*terminal_id) {
+            continue;
+        }
+        if let TerminalEvent::Output {
+            data: queued_data,
+            truncated: queued_truncated,
+            ..
+        } = queued_terminal
+        {
+            queued_data.push_str(data);
+            *queued_truncated |= *truncated | keep_tail(queued_data);
+            return None;
+        }
+        break;
+    }
+    *truncated |= keep_tail(data);
+    Some(event)
+}
+
+fn terminal_id_of(event: &TerminalEvent) -> Option<&acp_client::terminal::TerminalId> {
+    match event {
+        TerminalEvent::Started { terminal_id, .. }
+        | TerminalEvent::Output { terminal_id, .. }
+        | TerminalEvent::Exited { terminal_id, .. }
+        | TerminalEvent::Released { terminal_id, .. } => Some(terminal_id),
+        _ => None,
+    }
+}
+
+/// Drops the oldest bytes past [`MAX_QUEUED_TERMINAL_OUTPUT`] (at a
+/// character boundary); true when it dropped any.
+fn keep_tail(data: &mut String) -> bool {
+    if data.len() <= MAX_QUEUED_TERMINAL_OUTPUT {
+        return false;
+    }
+    let mut cut = data.len() - MAX_QUEUED_TERMINAL_OUTPUT;
+    while !data.is_char_boundary(cut) {
+        cut += 1;
+    }
+    data.drain(..cut);
+    true
 }
 
 /// Bytes of streamed text an event carries (for the batch size).

@@ -36,6 +36,11 @@ pub struct AgentSpec {
     /// of a missing file in the workspace answers empty content (for
     /// gemini-cli). The first chat of a process sets it.
     pub missing_file_read_empty: bool,
+    /// `permission.ask_terminal` of the plugin's config: ask before every
+    /// command the agent runs with `terminal/create`
+    /// (`ConnectionOptions::ask_before_terminal`). The first chat of a
+    /// process sets it.
+    pub ask_terminal: bool,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -574,6 +579,16 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
             )))
         }
     };
+    let ask_terminal = match a.get("ask_terminal") {
+        None => false,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.ask_terminal` must be true or false, got {}",
+                kind(other)
+            )))
+        }
+    };
     Ok(AgentSpec {
         name,
         cmd,
@@ -581,6 +596,7 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
         cwd: agent_cwd,
         init_timeout,
         missing_file_read_empty,
+        ask_terminal,
     })
 }
 

@@ -71,10 +71,17 @@ impl<W: AsyncWrite + Send + Unpin + 'static> NvimEditor<W> {
         Self { nvim }
     }
 
-    async fn exec_lua(&self, code: &str, arg: Value) -> Result<Value, LuaError> {
-        self.nvim
-            .exec_lua(code, vec![arg])
+    /// Runs the call in a task of its own: nvim-rs ends its whole I/O loop
+    /// (and the backend with it) when Neovim answers a call whose future was
+    /// dropped. A hostile agent did just that (issue 25): it sent
+    /// `$/cancel_request` for reads the backend was asking Neovim about, and
+    /// every chat died. The task keeps waiting for the answer; the caller may
+    /// leave.
+    async fn exec_lua(&self, code: &'static str, arg: Value) -> Result<Value, LuaError> {
+        let nvim = self.nvim.clone();
+        tokio::spawn(async move { nvim.exec_lua(code, vec![arg]).await })
             .await
+            .map_err(|e| LuaError(format!("the call to Neovim stopped: {e}")))?
             .map_err(|e| LuaError(e.to_string()))
     }
 }

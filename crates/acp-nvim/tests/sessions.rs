@@ -102,6 +102,7 @@ impl Rig {
             cwd: None,
             init_timeout: None,
             missing_file_read_empty: false,
+            ask_terminal: false,
         }
     }
 

@@ -30,6 +30,14 @@ impl Handler for Recorder {
     ) -> Result<Value, RpcError> {
         match method.as_str() {
             "echo" => Ok(json!({ "echo": params.map(|p| p.get().to_owned()) })),
+            // A reply of `n` bytes, as a whole-file read makes.
+            "big" => {
+                let n = params
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|p| p["n"].as_u64())
+                    .unwrap_or(0);
+                Ok(json!("x".repeat(n as usize)))
+            }
             "block" => {
                 self.release.notified().await;
                 Ok(json!("released"))
@@ -119,6 +127,7 @@ fn start() -> (Arc<Engine<Recorder>>, Tasks, Arc<Recorder>, Peer) {
     let limits = Limits {
         max_line_bytes: 1 << 16,
         outgoing_queue: 64,
+        max_outgoing_bytes: 1 << 20,
     };
     let (engine, tasks) = Engine::start(our_read, our_write, handler.clone(), limits);
     let peer = Peer {
@@ -336,4 +345,60 @@ async fn a_line_over_the_limit_closes_the_engine() {
         engine.closed().await,
         CloseReason::LineTooLong { limit } if limit == 1 << 16
     ));
+}
+
+#[tokio::test]
+async fn replies_a_peer_does_not_read_are_bounded_in_bytes_and_its_requests_refused() {
+    // The engine under test holds at most 1 MiB of unread replies
+    // (`start`); the peer asks for ten 400 KB replies and reads none.
+    let (engine, _tasks, handler, mut peer) = start();
+    for id in 0..10 {
+        peer.send(
+            json!({ "jsonrpc": "2.0", "id": id, "method": "big", "params": { "n": 400_000 } }),
+        )
+        .await;
+    }
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !handler
+            .warnings
+            .lock()
+            .iter()
+            .any(|w| w.contains("not reading"))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the user is told the agent does not read");
+    // Every request still gets its one reply: a result while the bound
+    // held, then a short error.
+    let (mut served, mut refused) = (0, 0);
+    for _ in 0..10 {
+        let reply = peer.next().await;
+        if reply["result"].is_string() {
+            served += 1;
+        } else {
+            assert!(
+                reply["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not served"),
+                "{reply}"
+            );
+            refused += 1;
+        }
+    }
+    assert!(
+        refused > 0 && served > 0,
+        "served {served}, refused {refused}"
+    );
+    assert!(
+        served <= 4,
+        "at most the bound plus the replies in flight: {served}"
+    );
+    // Read again: served again.
+    peer.send(json!({ "jsonrpc": "2.0", "id": 99, "method": "big", "params": { "n": 10 } }))
+        .await;
+    assert_eq!(peer.next().await["result"], json!("xxxxxxxxxx"));
+    drop(engine);
 }
