@@ -547,6 +547,8 @@ async fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .try_init();
     }
+    // A `setsid` daemon of the agent is adopted and killed with it (Linux).
+    acp_client::process::become_subreaper();
     let (line_tx, line_rx) = mpsc::unbounded_channel();
     // A plain thread, not tokio's stdin: tokio reads stdin on a blocking
     // task that runtime shutdown waits for, so the process would hang after
