@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use acp_client::registry::archive::{extract, Format};
-use acp_client::registry::install::CancelToken;
+use acp_client::registry::install::{CancelToken, InstallOptions, Installer};
 
 /// One tar entry, written by hand (the tar crate refuses `..` names and
 /// links through links).
@@ -262,4 +262,75 @@ fn many_hard_links_to_one_file_count_every_copy() {
     let e = p.unpack("a.tar.gz", &archive, Format::TarGz).unwrap_err();
     assert!(e.to_string().contains("decompression bomb"), "{e}");
     assert!(bytes_under(&p.dest) < 256 << 20);
+}
+
+/// A registry agent with one binary archive for this machine.
+fn agent_with(archive: &str, sha256: Option<&str>) -> acp_client::registry::RegistryAgent {
+    let platform = acp_client::registry::current_platform().unwrap();
+    let mut target = serde_json::json!({ "archive": archive, "cmd": "./agent" });
+    if let Some(sha) = sha256 {
+        target["sha256"] = sha.into();
+    }
+    let doc = serde_json::json!({
+        "version": "1.0.0",
+        "agents": [{
+            "id": "hostile", "name": "Hostile", "version": "1.0.0",
+            "description": "crafted", "distribution": { "binary": { platform: target } }
+        }]
+    });
+    let registry = acp_client::registry::Registry::parse(doc.to_string().as_bytes()).unwrap();
+    registry.agent("hostile").unwrap().clone()
+}
+
+fn installer(root: &Path, options: InstallOptions) -> Installer {
+    Installer::new(root, options)
+}
+
+#[test]
+fn a_plain_http_archive_is_refused_from_an_https_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 9 (discard): nothing would answer; the URL must be refused
+    // before any connection.
+    let agent = agent_with("http://127.0.0.1:9/agent.tar.gz", Some(&"0".repeat(64)));
+    let e = installer(dir.path(), InstallOptions::default())
+        .install(&agent, &CancelToken::new(), &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("https://"), "{e}");
+    assert!(!dir.path().join("hostile").exists());
+}
+
+#[test]
+fn a_binary_without_a_checksum_needs_the_users_consent() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with("https://127.0.0.1:9/agent.tar.gz", None);
+    let inst = installer(dir.path(), InstallOptions::default());
+    assert!(inst.unverified(&agent));
+    let e = inst
+        .install(&agent, &CancelToken::new(), &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("SHA-256"), "{e}");
+    assert!(!dir.path().join("hostile").exists());
+}
+
+#[test]
+fn a_bomb_install_leaves_nothing_behind() {
+    // The user's own plain index (a local mirror) allows file:// archives.
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("agent.tar.gz");
+    fs::write(&archive, gzip_bomb(1 << 30)).unwrap();
+    let agent = agent_with(&format!("file://{}", archive.display()), None);
+    let root = dir.path().join("agents");
+    let options = InstallOptions {
+        insecure_urls: true,
+        allow_unverified: true,
+        ..InstallOptions::default()
+    };
+    let e = installer(&root, options)
+        .install(&agent, &CancelToken::new(), &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("decompression bomb"), "{e}");
+    assert!(
+        !root.join("hostile").exists(),
+        "the partial install was kept"
+    );
 }
