@@ -334,3 +334,29 @@ fn a_bomb_install_leaves_nothing_behind() {
         "the partial install was kept"
     );
 }
+
+#[test]
+fn the_fuzz_seeds_unpack_without_escaping() {
+    // fuzz/seeds/archives (made by fuzz/seeds/archives.py): byte 0 is the
+    // format, as the `registry_archive` fuzz target reads them.
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/archives");
+    let mut count = 0;
+    for seed in fs::read_dir(&seeds).unwrap().flatten() {
+        let data = fs::read(seed.path()).unwrap();
+        let format = match data[0] % 4 {
+            0 => Format::Tar,
+            1 => Format::TarGz,
+            2 => Format::TarBz2,
+            _ => Format::Zip,
+        };
+        let p = Place::new();
+        let result = p.unpack("seed", &data[1..], format);
+        let name = seed.file_name().to_string_lossy().into_owned();
+        assert_eq!(p.outside(), Vec::<PathBuf>::new(), "{name}");
+        // Only the plain and zeros seeds are harmless archives.
+        let harmless = name.starts_with("plain") || name.starts_with("zeros");
+        assert_eq!(result.is_ok(), harmless, "{name}: {result:?}");
+        count += 1;
+    }
+    assert!(count >= 20, "{count} seeds");
+}
