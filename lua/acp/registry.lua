@@ -181,9 +181,13 @@ end
 --- command line and sent as `User AcpAgentProgress` autocommands (data:
 --- `{id, message, done?, total?}`), for fidget-style displays; `cb` runs
 --- when it ends.
+--- A binary the registry gives no SHA-256 for is refused by the backend
+--- until the user agrees (asked with vim.ui.select); `opts.allow_unverified`
+--- skips the question.
 ---@param id string
 ---@param cb? fun(ok: boolean, ev: table)
-function M.install(id, cb)
+---@param opts? { allow_unverified?: boolean }
+function M.install(id, cb, opts)
   if state.installing[id] then
     util.notify(("%s is already being installed; :Acp agents cancel %s stops it"):format(id, id), vim.log.levels.WARN)
     return
@@ -193,7 +197,11 @@ function M.install(id, cb)
     state.on_installed[id] = state.on_installed[id] or {}
     table.insert(state.on_installed[id], cb)
   end
-  local ok, err = send("acp.agents_install", { id = id, registry = M.places() })
+  local ok, err = send("acp.agents_install", {
+    id = id,
+    registry = M.places(),
+    allow_unverified = (opts and opts.allow_unverified) == true,
+  })
   if not ok then
     state.installing[id] = nil
     state.on_installed[id] = nil
@@ -271,6 +279,26 @@ function M.on_event(ev)
   elseif t == "agent_installed" then
     util.notify(("%s %s is installed; start it with :Acp new %s"):format(ev.name, ev.version, ev.id))
     finish(ev.id, true, ev)
+  elseif t == "agent_install_failed" and ev.unverified then
+    -- No checksum: the user decides, told why (the backend installs
+    -- nothing until then). Callbacks wait for the second attempt.
+    local cbs = state.on_installed[ev.id]
+    state.installing[ev.id] = nil
+    state.on_installed[ev.id] = nil
+    vim.schedule(function()
+      vim.ui.select({ "Install anyway", "Do not install" }, {
+        prompt = ev.message .. "\nInstall it anyway?",
+      }, function(choice)
+        if choice == "Install anyway" then
+          M.install(ev.id, nil, { allow_unverified = true })
+          state.on_installed[ev.id] = cbs
+        else
+          util.notify(("%s was not installed"):format(ev.id), vim.log.levels.WARN)
+          state.on_installed[ev.id] = cbs
+          finish(ev.id, false, ev)
+        end
+      end)
+    end)
   elseif t == "agent_install_failed" then
     util.notify(ev.message, ev.cancelled and vim.log.levels.WARN or vim.log.levels.ERROR)
     finish(ev.id, false, ev)
@@ -299,6 +327,9 @@ function M.format(a)
     status = "not installable here"
   else
     status = ("%s via %s"):format(a.version, table.concat(a.kinds, "/"))
+    if a.unverified then
+      status = status .. " (no checksum)"
+    end
   end
   local desc = a.description ~= vim.NIL and a.description or ""
   return ("%-22s %-14s %-32s %s"):format(a.name, a.id, status, desc)

@@ -69,13 +69,21 @@ local function platform()
   return os_name .. "-" .. arch
 end
 
-local function binary(archive)
+local function sha256(file)
+  local out = vim.system({ "sha256sum", file }):wait()
+  assert(out.code == 0, "sha256sum: " .. tostring(out.stderr))
+  return out.stdout:match("^(%x+)")
+end
+
+-- `checksum = false`: the registry gives no SHA-256, the user is asked.
+local function binary(archive, checksum)
   return {
     binary = {
       [platform()] = {
         archive = "file://" .. dir .. "/" .. archive,
         cmd = "./bin/acp-fake-agent",
         env = { ACP_FAKE_SCENARIO = scenario },
+        sha256 = checksum ~= false and sha256(dir .. "/" .. archive) or nil,
       },
     },
   }
@@ -112,7 +120,15 @@ local function write_registry(version)
         name = "Slow",
         version = "1.0.0",
         description = "served slowly",
-        distribution = { binary = { [platform()] = { archive = slow_url, cmd = "./bin/acp-fake-agent" } } },
+        distribution = { binary = { [platform()] = {
+          archive = slow_url, cmd = "./bin/acp-fake-agent", sha256 = sha256(dir .. "/fake.tar.gz") } } },
+      },
+      {
+        id = "nosum",
+        name = "No checksum",
+        version = "1.0.0",
+        description = "a binary the registry gives no SHA-256 for",
+        distribution = binary("fake.tar.gz", false),
       },
       { id = "elsewhere", name = "Elsewhere", version = "1.0.0", description = "no build here",
         distribution = { binary = { ["plan9-mips"] = { archive = "file:///x", cmd = "x" } } } },
@@ -309,6 +325,30 @@ T.test("a failed install says why and installs nothing", function()
   T.contains(vim.inspect(notes), "corrupt", "the user saw it")
   T.eq(nil, require("acp.registry").installed("broken"), "nothing installed")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/broken"), "no half-installed version, no empty directory")
+end)
+
+T.test("a binary without a checksum is installed only once the user agrees", function()
+  notes = {}
+  local asked
+  pick = function(items)
+    asked = items
+    return "Do not install"
+  end
+  local done = wait_install("nosum")
+  require("acp.registry").install("nosum")
+  local result = done()
+  T.eq(false, result.ok, "refused")
+  T.truthy(asked and vim.tbl_contains(asked, "Install anyway"), "the user was asked")
+  T.contains(menus[#menus].opts.prompt, "SHA-256", "the question says why")
+  T.eq(nil, require("acp.registry").installed("nosum"), "nothing installed")
+  pick = function()
+    return "Install anyway"
+  end
+  done = wait_install("nosum")
+  require("acp.registry").install("nosum")
+  result = done()
+  T.eq(true, result.ok, "installed after the user agreed: " .. tostring(result.message))
+  T.truthy(require("acp.registry").installed("nosum"), "installed")
 end)
 
 T.test(":Acp agents cancel stops a running install and leaves nothing", function()

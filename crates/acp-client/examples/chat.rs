@@ -22,7 +22,11 @@
 //!   --agent ID                an agent of the ACP registry, installed first when it is not
 //!   --agents-dir DIR          where registry agents are installed (default: the directory
 //!                             acp.nvim uses, $XDG_DATA_HOME/nvim/acp/agents)
-//!   --registry URL            the registry index (default: the published one)
+//!   --registry URL            the registry index (default: the published one); a plain
+//!                             http:// or file:// index may name http:// and file://
+//!                             archives, the published (https) one only https:// ones
+//!   --allow-unverified        install a registry binary that has no SHA-256 checksum
+//!                             (refused otherwise, with a message saying so)
 //! ```
 //!
 //! The example serves `fs/*` from disk and `terminal/*` with real processes
@@ -79,9 +83,11 @@ struct Options {
     agent: Option<String>,
     agents_dir: Option<PathBuf>,
     registry: Option<String>,
+    /// `--allow-unverified`: install a binary without a registry SHA-256.
+    allow_unverified: bool,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -98,6 +104,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         agent: None,
         agents_dir: None,
         registry: None,
+        allow_unverified: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -140,6 +147,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--jsonl" => opts.jsonl = true,
             "--ask-terminal" => opts.ask_terminal = true,
+            "--allow-unverified" => opts.allow_unverified = true,
             "--agent" => opts.agent = Some(value("--agent")?),
             "--agents-dir" => opts.agents_dir = Some(PathBuf::from(value("--agents-dir")?)),
             "--registry" => opts.registry = Some(value("--registry")?),
@@ -553,6 +561,8 @@ async fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .try_init();
     }
+    // A `setsid` daemon of the agent is adopted and killed with it (Linux).
+    acp_client::process::become_subreaper();
     let (line_tx, line_rx) = mpsc::unbounded_channel();
     // A plain thread, not tokio's stdin: tokio reads stdin on a blocking
     // task that runtime shutdown waits for, so the process would hang after
@@ -619,8 +629,16 @@ async fn registry_agent(
         source.url = url.clone();
     }
     let id = id.to_owned();
+    let allow_unverified = opts.allow_unverified;
     let installed = tokio::task::spawn_blocking(move || {
-        let installer = Installer::new(agents_dir, InstallOptions::default());
+        let installer = Installer::new(
+            agents_dir,
+            InstallOptions {
+                insecure_urls: registry::user_index_is_plain(&source.url),
+                allow_unverified,
+                ..InstallOptions::default()
+            },
+        );
         if let Some(installed) = installer.installed_agent(&id)? {
             return Ok(installed);
         }
@@ -640,6 +658,19 @@ async fn registry_agent(
                 ids.join(", ")
             ))
         })?;
+        if installer.unverified(agent) {
+            // Told before anything is downloaded.
+            if !allow_unverified {
+                return Err(Error::Registry(format!(
+                    "{}'s registry entry gives no SHA-256 checksum for its archive, so the download cannot be verified; it was not installed (pass --allow-unverified to install it anyway)",
+                    agent.name
+                )));
+            }
+            eprintln!(
+                "warning: {} has no SHA-256 checksum in the registry; installing it unverified (--allow-unverified)",
+                agent.name
+            );
+        }
         eprintln!("installing {} {}...", agent.name, agent.version);
         let mut last = String::new();
         installer.install(agent, &CancelToken::new(), &mut |p| {

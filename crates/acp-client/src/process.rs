@@ -2,14 +2,20 @@
 //!
 //! Unix only: agents run in their own process group so that wrappers such as
 //! `npx`, `uvx` or `sh -c` cannot leak their children when we stop the agent.
+//! Descendants that leave the group (`setsid` daemons) are stopped too when
+//! the program called [`become_subreaper`] (Linux; see `process/reaper.rs`
+//! for what other platforms get).
 //!
 //! Logging: each stderr line of the agent is logged at DEBUG under the target
 //! `acp::agent_stderr` (cut to 1 KiB); spawn, signals and exits are logged
 //! under `acp::process`.
 
 mod group;
+mod reaper;
 mod resolve;
 mod stderr;
+
+pub use reaper::{become_subreaper, MARKER};
 
 use std::fmt;
 use std::os::unix::process::ExitStatusExt;
@@ -141,6 +147,11 @@ pub struct AgentProcess {
     /// the group id may be reused by an unrelated process and must not be
     /// signalled any more.
     group_gone: AtomicBool,
+    /// The value of [`MARKER`] in the agent's environment, inherited by
+    /// its descendants: how daemons it left behind are recognised.
+    mark: String,
+    /// Set once the agent's adopted descendants were killed.
+    swept: AtomicBool,
 }
 
 impl fmt::Debug for AgentProcess {
@@ -184,11 +195,13 @@ impl AgentProcess {
         }
         let program = resolve::program(cmd).map_err(spawn_error)?;
 
+        let mark = reaper::new_mark();
         let mut command = tokio::process::Command::new(&program);
         command
             .arg0(&cmd.program)
             .args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .env(MARKER, &mark)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -254,6 +267,8 @@ impl AgentProcess {
             exit: exit_rx,
             tail,
             group_gone: AtomicBool::new(false),
+            mark,
+            swept: AtomicBool::new(false),
         };
         Ok((process, stdin, stdout))
     }
@@ -295,8 +310,20 @@ impl AgentProcess {
     /// asks an agent to quit. Waits `grace` for the group to end, then sends
     /// SIGTERM to the group and waits `grace` again, then sends SIGKILL.
     /// Processes left in the group after the agent itself exited (children of
-    /// a wrapper) are stopped the same way. Returns the agent's exit status.
+    /// a wrapper) are stopped the same way; then descendants that left the
+    /// group and were adopted by this process ([`become_subreaper`]) are
+    /// killed. Returns the agent's exit status.
     pub async fn shutdown(&self, grace: Duration) -> ExitInfo {
+        let info = self.stop_group(grace).await;
+        if !self.swept.swap(true, Ordering::AcqRel) {
+            let mark = self.mark.clone();
+            let _ = tokio::task::spawn_blocking(move || reaper::kill_adopted(&mark)).await;
+        }
+        info
+    }
+
+    /// [`shutdown`](Self::shutdown) of the process group.
+    async fn stop_group(&self, grace: Duration) -> ExitInfo {
         let Some(pgid) = self.pid else {
             return self.exited().await;
         };
@@ -342,6 +369,14 @@ impl Drop for AgentProcess {
                 // Even if the agent itself exited, wrapper children may live on.
                 group::signal_if_present(pgid, libc::SIGKILL);
             }
+        }
+        if !self.swept.swap(true, Ordering::AcqRel) && reaper::is_subreaper() {
+            // The sweep polls for up to 2 s: never in the caller's thread,
+            // which may be a runtime worker.
+            let mark = std::mem::take(&mut self.mark);
+            let _ = std::thread::Builder::new()
+                .name("acp-reaper".into())
+                .spawn(move || reaper::kill_adopted(&mark));
         }
     }
 }

@@ -34,6 +34,14 @@ use crate::error::{Error, Result};
 pub const DEFAULT_URL: &str =
     "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
 
+/// True when the index URL `url` is not https: since the default one is,
+/// the user set it (a local mirror, a test server), and its archives may
+/// then come over plain http or from files too
+/// ([`install::InstallOptions::insecure_urls`]).
+pub fn user_index_is_plain(url: &str) -> bool {
+    !url.starts_with("https://")
+}
+
 /// The largest index accepted, far above the real one (tens of kilobytes).
 const MAX_INDEX_BYTES: u64 = 16 * 1024 * 1024;
 

@@ -299,3 +299,38 @@ async fn write_refuses_a_directory() {
         })
     ));
 }
+
+#[tokio::test]
+async fn a_file_with_a_name_of_250_bytes_can_be_written() {
+    // Issue #25, S13: the longest legal names (255 bytes on ext4) failed
+    // with ENAMETOOLONG because the temporary name was longer still.
+    let f = fixture();
+    let name = "n".repeat(250);
+    let path = f.root.join(&name);
+    write_text_file_atomic(&path, "first\n").await.unwrap();
+    write_text_file_atomic(&path, "second\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "second\n");
+    let left: Vec<_> = std::fs::read_dir(&f.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.as_encoded_bytes() != name.as_bytes() && n != "src")
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[tokio::test]
+async fn skipping_to_a_line_of_a_huge_file_without_newlines_is_bounded() {
+    // Issue #25, S5: `line = 2` of a 5 GB sparse file (one line of NULs)
+    // scanned all of it, 16 s a read. The scan now stops at a bound and
+    // says why; set_len makes the file without writing it.
+    let f = fixture();
+    let path = f.root.join("sparse.bin");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(5 << 30).unwrap();
+    drop(file);
+    let e = read(&path, Some(2), Some(10)).await.unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("first") && text.contains("MiB"), "{text}");
+    assert_eq!(e.to_rpc_error().code, codes::INVALID_PARAMS);
+}

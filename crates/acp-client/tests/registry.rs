@@ -407,6 +407,10 @@ impl Fixture {
             InstallOptions {
                 env: npm_env(self.dir.path()),
                 path,
+                // The fixture's own index is served over plain http, and
+                // some of its entries have no checksum (the user agreed).
+                insecure_urls: true,
+                allow_unverified: true,
                 ..InstallOptions::default()
             },
         )

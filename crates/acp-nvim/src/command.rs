@@ -478,6 +478,11 @@ fn decode_registry(p: &Params<'_>) -> Result<crate::registry::RegistryCommand, B
         "acp.agents_install" => RegistryCommand::Install {
             id: p.string("id")?,
             places: places()?,
+            allow_unverified: match p.get("allow_unverified") {
+                None | Some(Value::Nil) => false,
+                Some(Value::Boolean(b)) => *b,
+                Some(_) => return Err(p.bad("`allow_unverified` must be a boolean")),
+            },
         },
         "acp.agents_remove" => RegistryCommand::Remove {
             id: p.string("id")?,
@@ -1684,6 +1689,7 @@ mod tests {
             Command::Registry(RegistryCommand::Install {
                 id: "gemini".into(),
                 places,
+                allow_unverified: false,
             })
         );
         assert_eq!(

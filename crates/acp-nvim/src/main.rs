@@ -23,6 +23,10 @@ fn main() -> ExitCode {
         }
         Cli::Serve { log_file, level } => {
             let warning = acp_nvim::logging::init(log_file.as_deref(), level);
+            // Before any agent starts: daemons an agent starts with
+            // `setsid` are adopted, and killed when their agent closes
+            // (Linux; elsewhere they outlive it, see doc/security.md).
+            acp_client::process::become_subreaper();
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

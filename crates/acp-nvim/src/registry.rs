@@ -44,8 +44,18 @@ impl Places {
         }
     }
 
-    fn installer(&self) -> Installer {
-        Installer::new(&self.dir, InstallOptions::default())
+    /// The installer; binaries without a SHA-256 only with
+    /// `allow_unverified` (the user was asked), archives from anything but
+    /// https only when the user set a plain index URL.
+    fn installer(&self, allow_unverified: bool) -> Installer {
+        Installer::new(
+            &self.dir,
+            InstallOptions {
+                insecure_urls: registry::user_index_is_plain(&self.url),
+                allow_unverified,
+                ..InstallOptions::default()
+            },
+        )
     }
 }
 
@@ -67,6 +77,10 @@ pub enum RegistryCommand {
         id: String,
         /// Where things are.
         places: Places,
+        /// The user agreed to install a binary the registry gives no
+        /// SHA-256 for (asked after an `agent_install_failed` with
+        /// `unverified`).
+        allow_unverified: bool,
     },
     /// `acp.agents_cancel`: stop the running install of `id`.
     Cancel {
@@ -127,7 +141,11 @@ impl Installs {
                     events.push(list(request_id, &places, mode, &installing));
                 });
             }
-            RegistryCommand::Install { id, places } => self.install(id, places),
+            RegistryCommand::Install {
+                id,
+                places,
+                allow_unverified,
+            } => self.install(id, places, allow_unverified),
             RegistryCommand::Cancel { id } => match self.running.lock().get(&id) {
                 Some(token) => token.cancel(),
                 None => tracing::debug!(%id, "cancel of an install that is not running"),
@@ -145,7 +163,7 @@ impl Installs {
                 }
                 let events = self.events.clone();
                 tokio::task::spawn_blocking(move || {
-                    let event = match places.installer().remove(&id) {
+                    let event = match places.installer(false).remove(&id) {
                         Ok(true) => Event::AgentRemoved {
                             id,
                             removed: true,
@@ -168,7 +186,7 @@ impl Installs {
         }
     }
 
-    fn install(&self, id: String, places: Places) {
+    fn install(&self, id: String, places: Places, allow_unverified: bool) {
         let token = CancelToken::new();
         {
             let mut running = self.running.lock();
@@ -183,7 +201,15 @@ impl Installs {
         }
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let result = install_blocking(&this.events, &id, &places, &token);
+            let mut unverified = false;
+            let result = install_blocking(
+                &this.events,
+                &id,
+                &places,
+                &token,
+                allow_unverified,
+                &mut unverified,
+            );
             this.running.lock().remove(&id);
             this.events.push(match result {
                 Ok(installed) => installed_event(&installed),
@@ -193,6 +219,7 @@ impl Installs {
                         cancelled: matches!(e, acp_client::Error::InstallCancelled { .. }),
                         id,
                         message: e.to_string(),
+                        unverified,
                     }
                 }
             });
@@ -207,11 +234,15 @@ impl Installs {
     }
 }
 
+/// Installs `id`; sets `unverified` when it was refused because the
+/// registry gives no SHA-256 for its binary and the user was not asked yet.
 fn install_blocking(
     events: &EventQueue,
     id: &str,
     places: &Places,
     cancel: &CancelToken,
+    allow_unverified: bool,
+    unverified: &mut bool,
 ) -> acp_client::Result<InstalledAgent> {
     events.push(Event::AgentInstallProgress {
         id: id.to_owned(),
@@ -225,8 +256,10 @@ fn install_blocking(
             "the agent registry has no agent `{id}`; see :Acp agents for the list"
         ))
     })?;
+    let installer = places.installer(allow_unverified);
+    *unverified = !allow_unverified && installer.unverified(agent);
     let mut last: Option<(String, Instant)> = None;
-    places.installer().install(agent, cancel, &mut |p| {
+    installer.install(agent, cancel, &mut |p| {
         // Steps always go out; byte counts at most every PROGRESS_EVERY.
         let now = Instant::now();
         let same_step = last.as_ref().is_some_and(|(m, _)| *m == p.message);
@@ -256,7 +289,7 @@ fn installed_event(installed: &InstalledAgent) -> Event {
 }
 
 fn list(request_id: String, places: &Places, mode: LoadMode, installing: &[String]) -> Event {
-    let installed = match places.installer().installed() {
+    let installed = match places.installer(false).installed() {
         Ok(list) => list,
         Err(e) => {
             tracing::warn!("installed agents not read: {e}");
@@ -275,7 +308,12 @@ fn list(request_id: String, places: &Places, mode: LoadMode, installing: &[Strin
     match registry::load(&places.source(), mode) {
         Ok(loaded) => Event::AgentsListed {
             request_id,
-            agents: Some(listings(&loaded, &installed, installing)),
+            agents: Some(listings(
+                &loaded,
+                &installed,
+                installing,
+                &places.installer(false),
+            )),
             installed: installed_listing,
             origin: Some(loaded.origin),
             fetched_at: loaded.fetched_at,
@@ -297,6 +335,7 @@ fn listings(
     loaded: &Loaded,
     installed: &[InstalledAgent],
     installing: &[String],
+    installer: &Installer,
 ) -> Vec<RegistryListing> {
     let platform = registry::current_platform();
     let mut agents: Vec<RegistryListing> = loaded
@@ -315,6 +354,7 @@ fn listings(
                 installed_version: mine.map(|i| i.version.clone()),
                 update: mine.is_some_and(|i| registry::version_cmp(&a.version, &i.version).is_gt()),
                 installing: installing.contains(&a.id),
+                unverified: installer.unverified(a),
             }
         })
         .collect();
@@ -350,7 +390,12 @@ mod tests {
             dir: "/x".into(),
             installed_at: 0,
         }];
-        let list = listings(&loaded, &installed, &["a".to_owned()]);
+        let list = listings(
+            &loaded,
+            &installed,
+            &["a".to_owned()],
+            &Installer::new("/nonexistent", InstallOptions::default()),
+        );
         let event = Event::AgentsListed {
             request_id: "r".into(),
             agents: Some(list),

@@ -495,6 +495,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                         installed_version: Some("0.9.1".into()),
                         update: true,
                         installing: false,
+                        unverified: false,
                     },
                     RegistryListing {
                         id: "gemini".into(),
@@ -506,6 +507,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                         installed_version: None,
                         update: false,
                         installing: true,
+                        unverified: false,
                     },
                 ]),
                 installed: vec![InstalledListing {
@@ -542,6 +544,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 id: "gemini".into(),
                 message: "installing Gemini CLI failed: `npm install --prefix /data/acp/agents/gemini/.tmp-0.27.3 @google/gemini-cli@0.27.3` exited with code 1; its last output was:\nnpm error code ENOTFOUND".into(),
                 cancelled: false,
+                unverified: false,
             },
         ),
         (

@@ -18,10 +18,15 @@ use crate::error::{Error, Result};
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-fn agent() -> &'static ureq::Agent {
+/// The HTTP client; with `https_only`, a plain http:// URL (also one a
+/// redirect leads to) is an error.
+fn agent(https_only: bool) -> &'static ureq::Agent {
     static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
-    AGENT.get_or_init(|| {
+    static STRICT: OnceLock<ureq::Agent> = OnceLock::new();
+    let cell = if https_only { &STRICT } else { &AGENT };
+    cell.get_or_init(|| {
         ureq::Agent::config_builder()
+            .https_only(https_only)
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .timeout_recv_response(Some(READ_TIMEOUT))
             .timeout_per_read(Some(READ_TIMEOUT))
@@ -40,7 +45,10 @@ fn local_path(url: &str) -> Option<&Path> {
 }
 
 /// The body of `url` and its announced length.
-fn open(url: &str) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+fn open(url: &str, https_only: bool) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+    if https_only && !url.starts_with("https://") {
+        return Err(Error::Registry(format!("`{url}` is not an https:// URL")));
+    }
     if let Some(path) = local_path(url) {
         let file = File::open(path)
             .map_err(|e| Error::Registry(format!("could not read {}: {e}", path.display())))?;
@@ -52,7 +60,7 @@ fn open(url: &str) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
             "`{url}` is not an http(s):// or file:// URL"
         )));
     }
-    let response = agent().get(url).call().map_err(|e| match e {
+    let response = agent(https_only).get(url).call().map_err(|e| match e {
         ureq::Error::StatusCode(code) => {
             Error::Registry(format!("{url} answered with HTTP status {code}"))
         }
@@ -66,9 +74,10 @@ fn open(url: &str) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
     Ok((Box::new(response.into_body().into_reader()), len))
 }
 
-/// The whole body of `url`, at most `limit` bytes.
+/// The whole body of `url`, at most `limit` bytes. Any scheme: the index
+/// URL is the user's choice.
 pub fn fetch_bytes(url: &str, limit: u64) -> Result<Vec<u8>> {
-    let (reader, _) = open(url)?;
+    let (reader, _) = open(url, false)?;
     let mut bytes = Vec::new();
     reader
         .take(limit + 1)
@@ -93,14 +102,16 @@ pub struct Downloaded {
 
 /// Downloads `url` into `dest`, calling `progress(done, total)` as bytes
 /// arrive. Fails when the body is shorter or longer than announced (a cut
-/// connection), and stops soon after `cancel` is set.
+/// connection), and stops soon after `cancel` is set. With `https_only`,
+/// anything but an https:// URL (and redirect) is refused.
 pub fn download(
     url: &str,
+    https_only: bool,
     dest: &Path,
     cancel: &CancelToken,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Downloaded> {
-    let (mut reader, total) = open(url)?;
+    let (mut reader, total) = open(url, https_only)?;
     let mut file = File::create(dest)
         .map_err(|e| Error::Registry(format!("could not create {}: {e}", dest.display())))?;
     let mut hash = Sha256::new();
@@ -160,6 +171,7 @@ mod tests {
         let mut seen = Vec::new();
         let d = download(
             &format!("file://{}", src.display()),
+            false,
             &dest,
             &CancelToken::new(),
             &mut |done, total| seen.push((done, total)),

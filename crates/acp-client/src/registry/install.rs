@@ -104,6 +104,15 @@ pub struct InstallOptions {
     /// Where `npm`, `uv` and `python3` are looked up; the process's `PATH`
     /// when `None`.
     pub path: Option<OsString>,
+    /// Accept binary archives from `http://`, `file://` and plain-path URLs
+    /// (otherwise only `https://`, also after redirects). Set it only when
+    /// the user chose a registry index that is itself not https (a local
+    /// mirror, a test server): [`super::user_index_is_plain`].
+    pub insecure_urls: bool,
+    /// Install a binary whose registry entry gives no SHA-256 (otherwise
+    /// refused before downloading, see [`Installer::unverified`]): set it
+    /// once the user was told and agreed.
+    pub allow_unverified: bool,
 }
 
 impl Default for InstallOptions {
@@ -112,6 +121,8 @@ impl Default for InstallOptions {
             platform: super::current_platform().map(str::to_owned),
             env: Vec::new(),
             path: None,
+            insecure_urls: false,
+            allow_unverified: false,
         }
     }
 }
@@ -324,6 +335,20 @@ impl Installer {
         )))
     }
 
+    /// True when [`install`](Self::install) would install `agent` from a
+    /// binary archive its registry entry gives no SHA-256 for: the download
+    /// cannot be verified, and the user must be told before installing.
+    pub fn unverified(&self, agent: &RegistryAgent) -> bool {
+        self.choose(agent)
+            .is_ok_and(|k| k == DistributionKind::Binary)
+            && self
+                .options
+                .platform
+                .as_deref()
+                .and_then(|p| agent.distribution.binary.get(p))
+                .is_some_and(|t| t.sha256.is_none())
+    }
+
     /// Installs `agent`'s registry version (replacing any installed one),
     /// reporting steps to `progress`. On error or cancel nothing of the new
     /// version is kept and the installed one, if any, still works.
@@ -523,6 +548,21 @@ impl Installer {
                     b.agent.name, target.cmd
                 ))
             })?;
+        // A registry answer could name any URL: a plain http:// archive can
+        // be swapped on the way (issue #25), a file:// one reads this
+        // machine. Only https unless the user's own index is not https.
+        if !self.options.insecure_urls && !target.archive.starts_with("https://") {
+            return Err(Error::Registry(format!(
+                "{}'s registry entry downloads from `{}`, which is not an https:// URL; it was not installed (only a registry URL you set yourself to http:// or a local file allows that)",
+                b.agent.name, target.archive
+            )));
+        }
+        if target.sha256.is_none() && !self.options.allow_unverified {
+            return Err(Error::Registry(format!(
+                "{}'s registry entry gives no SHA-256 checksum for its archive, so the download cannot be verified; it was not installed (install it anyway only if you trust {})",
+                b.agent.name, target.archive
+            )));
+        }
         let download_dir = b.tmp.join(".download");
         std::fs::create_dir(&download_dir).map_err(|e| io_err("create", &download_dir, e))?;
         let file_name = target
@@ -537,6 +577,7 @@ impl Installer {
         (b.progress)(Progress::step(label.clone()));
         let downloaded = download::download(
             &target.archive,
+            !self.options.insecure_urls,
             &archive_path,
             b.cancel,
             &mut |done, total| {

@@ -312,6 +312,10 @@ pub enum Event {
         message: String,
         /// True when the user cancelled it.
         cancelled: bool,
+        /// True when it was refused only because the registry gives no
+        /// SHA-256 for the binary: ask the user, then install again with
+        /// `allow_unverified`.
+        unverified: bool,
     },
     /// The answer to `acp.agents_remove`.
     AgentRemoved {
@@ -346,6 +350,9 @@ pub struct RegistryListing {
     pub update: bool,
     /// An install of it is running.
     pub installing: bool,
+    /// It would be installed from a binary the registry gives no SHA-256
+    /// for: the download cannot be verified.
+    pub unverified: bool,
 }
 
 /// One installed agent in `agents_listed`.
