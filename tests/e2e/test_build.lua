@@ -97,6 +97,30 @@ do
   sh({ "tar", "-czf", rel .. "/" .. ASSET, "-C", dir .. "/stage-symlink", (ASSET:gsub("%.tar%.gz$", "")) })
   T.write_file(rel .. "/" .. ASSET .. ".sha256", sha256_line(rel .. "/" .. ASSET))
 end
+do
+  -- A valid archive plus a member that climbs out of the unpack directory.
+  local rel = www .. "/traversal/v" .. VERSION
+  vim.fn.mkdir(rel, "p")
+  local top = ASSET:gsub("%.tar%.gz$", "")
+  sh({
+    "python3",
+    "-c",
+    [[
+import io, sys, tarfile
+out, top, script = sys.argv[1:4]
+with tarfile.open(out, "w:gz") as t:
+    for name, data in [(top + "/acp-nvim", script.encode()), (top + "/acp-fake-agent", b"#!/bin/sh\n"),
+                       ("../../../../escaped-by-tar", b"x")]:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode = len(data), 0o755
+        t.addfile(info, io.BytesIO(data))
+]],
+    rel .. "/" .. ASSET,
+    top,
+    stub_backend_script(VERSION),
+  })
+  T.write_file(rel .. "/" .. ASSET .. ".sha256", sha256_line(rel .. "/" .. ASSET))
+end
 vim.fn.mkdir(www .. "/nover", "p")
 
 -- The server lives as long as this Neovim: it stops when its stdin closes.
@@ -207,7 +231,7 @@ T.test("no network says so", function()
   nothing_installed(root)
 end)
 
-T.test("an archive whose backend is another version, or a symlink, is not installed", function()
+T.test("an archive whose backend is another version, a symlink, or a ../ member is not installed", function()
   local root = fresh_root()
   local res = run_build({ root = root, base_url = url("stale") })
   T.eq(false, res.ok, "stale refused")
@@ -217,6 +241,14 @@ T.test("an archive whose backend is another version, or a symlink, is not instal
   T.eq(false, res.ok, "symlink refused")
   T.contains(res.message, "/acp-nvim file", "names the missing file")
   nothing_installed(root)
+  res = run_build({ root = root, base_url = url("traversal") })
+  T.eq(false, res.ok, "traversal refused")
+  T.contains(res.message, "could not unpack " .. ASSET, "names the archive")
+  T.contains(res.message, "escaped-by-tar", "with tar's reason")
+  nothing_installed(root)
+  -- Four levels up from <root>/bin/.staging-*/unpacked is <root>'s parent.
+  T.eq({}, vim.fn.glob(vim.fn.fnamemodify(root, ":h") .. "/escaped-by-tar", true, true), "nothing escaped")
+  T.eq({}, vim.fn.glob(root .. "/escaped-by-tar", true, true), "nothing in the plugin directory either")
 end)
 
 T.test("without cargo the message says exactly what to install", function()
