@@ -120,7 +120,8 @@ function M.read_marker(dir)
 end
 
 --- Run a program to completion while Neovim keeps drawing; <C-c> kills it.
---- `on_line` gets each output line (stdout and stderr) as it comes.
+--- `on_line` gets stderr's lines as they come (where cargo and curl report
+--- progress), the newest of each wait tick.
 ---@param cmd string[]
 ---@param opts { cwd?: string, timeout: integer, on_line?: fun(line: string) }
 ---@return { code: integer, stdout: string, stderr: string, interrupted?: boolean, timed_out?: boolean, spawn_error?: string }
@@ -131,7 +132,7 @@ local function exec(cmd, opts)
     return function(_, data)
       if data then
         into[#into + 1] = data
-        if opts.on_line then
+        if opts.on_line and into == err then
           for line in data:gmatch("[^\r\n]+") do
             lines[#lines + 1] = line
           end
@@ -179,16 +180,17 @@ end
 ---@field not_found? boolean the server answered 404 (or the file:// path is missing)
 ---@field error? string why it failed, as a sentence fragment
 
---- Download `url` into `path` with curl.
+--- Download `url` into `path` with curl; `on_percent` gets curl's progress.
 ---@param url string
 ---@param path string
+---@param on_percent? fun(percent: string)
 ---@return acp.Fetched
-local function fetch(url, path)
+local function fetch(url, path, on_percent)
   local res = exec({
     "curl",
     "--fail",
     "--location",
-    "--silent",
+    "--progress-bar",
     "--show-error",
     "--connect-timeout",
     "20",
@@ -199,7 +201,15 @@ local function fetch(url, path)
     "--write-out",
     "%{http_code}",
     url,
-  }, { timeout = DOWNLOAD_TIMEOUT_MS })
+  }, {
+    timeout = DOWNLOAD_TIMEOUT_MS,
+    on_line = on_percent and function(line)
+      local pct = line:match("(%d+%.?%d*)%%%s*$")
+      if pct then
+        on_percent(pct)
+      end
+    end,
+  })
   if res.code == 0 then
     return { ok = true }
   end
@@ -211,14 +221,21 @@ local function fetch(url, path)
   end
   local status = tonumber(vim.trim(res.stdout or ""))
   -- curl exit 22: HTTP error (--fail); 37: a file:// path that is not there.
-  if status == 404 or (res.code == 37) then
+  if status == 404 or res.code == 37 then
     return { ok = false, not_found = true }
   end
-  local msg = vim.trim((res.stderr or ""):gsub("^curl: %(%d+%) ", ""))
   if res.code == 22 and status then
     return { ok = false, error = ("%s answered HTTP %d"):format(url, status) }
   end
-  return { ok = false, error = ("could not download %s (%s): no network?"):format(url, msg ~= "" and msg or ("curl exit " .. res.code)) }
+  -- The error is curl's last "curl: (N) ..." line; the rest is its progress bar.
+  local msg
+  for line in (res.stderr or ""):gmatch("[^\r\n]+") do
+    msg = line:match("^curl: %(%d+%) (.*)") or msg
+  end
+  return {
+    ok = false,
+    error = ("could not download %s (%s): no network?"):format(url, msg or res.spawn_error or ("curl exit " .. res.code)),
+  }
 end
 
 --- The sha256 of a file, by sha256sum or shasum (one of them ships with
@@ -268,7 +285,8 @@ end
 
 --- Write `text` to `path` through a temporary file and a rename.
 local function write_atomic(path, text)
-  local tmp = path .. ".tmp"
+  -- A name of its own: two Neovims may build at once.
+  local tmp = ("%s.%d.tmp"):format(path, vim.fn.getpid())
   local f, err = io.open(tmp, "wb")
   if not f then
     return false, err
@@ -340,7 +358,15 @@ local function download(ctx)
   end
 
   local archive = stage .. "/" .. asset
-  got = fetch(url, archive)
+  local last_shown = -10
+  got = fetch(url, archive, function(pct)
+    -- Every 10 %: enough to see it move, not a flood of redraws.
+    local n = tonumber(pct) or 0
+    if n >= last_shown + 10 or n >= 100 and last_shown < 100 then
+      last_shown = n
+      ctx.progress(("downloading %s: %s%%"):format(asset, pct))
+    end
+  end)
   if not got.ok then
     cleanup()
     return nil, got.not_found and ("%s is missing though its .sha256 is there"):format(url) or got.error
@@ -502,7 +528,13 @@ function M.run(opts)
     end
   end
   if result.ok then
-    if require("acp.backend").running() then
+    local env = vim.env.ACP_BACKEND
+    local cfg = require("acp.config").options.backend
+    if env and env ~= "" then
+      result.message = result.message .. ("; $ACP_BACKEND (%s) still takes precedence: unset it to use this one"):format(env)
+    elseif cfg and cfg.cmd then
+      result.message = result.message .. "; backend.cmd in setup() still takes precedence: remove it to use this one"
+    elseif require("acp.backend").running() then
       result.message = result.message .. "; run :Acp restart to use it"
     end
   end

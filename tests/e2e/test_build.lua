@@ -179,6 +179,7 @@ T.test("the archive for this platform is downloaded, checked and installed", fun
   T.eq(true, res.ok, "ok: " .. res.message)
   T.eq("downloaded", res.source, "source")
   T.contains(progress, "downloading the acp.nvim backend " .. VERSION .. " for " .. TARGET, "progress: download")
+  T.contains(progress, ("downloading %s: 100"):format(ASSET), "progress: curl's percentage")
   T.contains(progress, "checking the sha256", "progress: checksum")
   T.contains(res.message, "installed the acp.nvim backend " .. VERSION, "message")
   T.eq(stub_files["acp-nvim"], T.read_file(root .. "/bin/acp-nvim"), "backend installed")
@@ -190,6 +191,12 @@ T.test("the archive for this platform is downloaded, checked and installed", fun
   T.eq(root .. "/bin/acp-nvim", path, "the backend resolution picks it over the older cargo build")
   T.eq("downloaded", source.kind, "as downloaded")
   nothing_installed(fresh_root())
+  -- A hand-built backend set by $ACP_BACKEND still wins: the message says so.
+  vim.env.ACP_BACKEND = "/opt/acp-nvim"
+  res = run_build({ root = root, base_url = url("good") })
+  vim.env.ACP_BACKEND = nil
+  T.eq(true, res.ok, "reinstalled")
+  T.contains(res.message, "$ACP_BACKEND (/opt/acp-nvim) still takes precedence: unset it to use this one", "says which runs")
 end)
 
 T.test("a corrupted archive fails its checksum and leaves the installed backend alone", function()
