@@ -121,31 +121,39 @@ end
 
 --- Run a program to completion while Neovim keeps drawing; <C-c> kills it.
 --- `on_line` gets stderr's lines as they come (where cargo and curl report
---- progress), the newest of each wait tick.
+--- progress).
 ---@param cmd string[]
 ---@param opts { cwd?: string, timeout: integer, on_line?: fun(line: string) }
 ---@return { code: integer, stdout: string, stderr: string, interrupted?: boolean, timed_out?: boolean, spawn_error?: string }
 local function exec(cmd, opts)
   local out, err = {}, {}
-  local lines = {}
-  local function collect(into)
-    return function(_, data)
-      if data then
-        into[#into + 1] = data
-        if opts.on_line and into == err then
-          for line in data:gmatch("[^\r\n]+") do
-            lines[#lines + 1] = line
-          end
-        end
-      end
-    end
-  end
+  -- stderr cut into lines at \r or \n (curl redraws its bar with \r); a
+  -- chunk may end mid-line, so the tail waits for the next one.
+  local lines, partial = {}, ""
   local result
   local ok, proc = pcall(vim.system, cmd, {
     cwd = opts.cwd,
     text = true,
-    stdout = collect(out),
-    stderr = collect(err),
+    stdout = function(_, data)
+      out[#out + 1] = data
+    end,
+    stderr = function(_, data)
+      if not data then
+        return
+      end
+      err[#err + 1] = data
+      if opts.on_line then
+        partial = partial .. data
+        local last_end = 0
+        for line, stop in partial:gmatch("([^\r\n]*)[\r\n]()") do
+          if line ~= "" then
+            lines[#lines + 1] = line
+          end
+          last_end = stop
+        end
+        partial = partial:sub(last_end)
+      end
+    end,
   }, function(res)
     result = res
   end)
@@ -153,14 +161,24 @@ local function exec(cmd, opts)
     return { code = -1, stdout = "", stderr = "", spawn_error = tostring(proc) }
   end
   local shown = 0
-  local done, why = vim.wait(opts.timeout, function()
-    if opts.on_line and #lines > shown then
-      local last = lines[#lines]
-      shown = #lines
-      opts.on_line(last)
+  local function show_new()
+    if not opts.on_line then
+      return
     end
+    if result and partial ~= "" then
+      lines[#lines + 1] = partial
+      partial = ""
+    end
+    while shown < #lines do
+      shown = shown + 1
+      opts.on_line(lines[shown])
+    end
+  end
+  local done, why = vim.wait(opts.timeout, function()
+    show_new()
     return result ~= nil
   end, 50)
+  show_new()
   if not done then
     pcall(proc.kill, proc, "sigterm")
     pcall(proc.wait, proc, 2000)
@@ -323,11 +341,14 @@ local function download(ctx)
   local release = ("%s/v%s"):format(ctx.base, ctx.version)
   local url = release .. "/" .. asset
   local bin = M.bin_dir(ctx.root)
-  vim.fn.mkdir(bin, "p")
   -- The staging directory sits in bin/ so every rename stays on one file
   -- system (and is atomic); a name of its own so two builds never share it.
   local stage = ("%s/.staging-%d-%d"):format(bin, vim.fn.getpid(), (vim.uv or vim.loop).hrtime())
-  vim.fn.mkdir(stage, "p")
+  local made, merr = pcall(vim.fn.mkdir, stage, "p")
+  if not made then
+    -- A read-only plugin directory (a system package, a Nix store).
+    return nil, ("cannot write into %s (%s)"):format(bin, tostring(merr))
+  end
   local function cleanup()
     vim.fn.delete(stage, "rf")
   end

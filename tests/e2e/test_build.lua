@@ -258,6 +258,15 @@ T.test("an archive whose backend is another version, a symlink, or a ../ member 
   T.eq({}, vim.fn.glob(root .. "/escaped-by-tar", true, true), "nothing in the plugin directory either")
 end)
 
+T.test("a plugin directory it cannot write into says so", function()
+  local root = fresh_root()
+  T.write_file(root .. "/bin", "a file where bin/ should be")
+  local res = run_build({ root = root, base_url = url("good") })
+  T.eq(false, res.ok, "failed")
+  T.contains(res.message, "cannot write into " .. root .. "/bin", "names the directory")
+  T.contains(res.message, "ACP_BACKEND=/path/to/acp-nvim", "and the way out")
+end)
+
 T.test("without cargo the message says exactly what to install", function()
   local res = run_build({ root = fresh_root(true), base_url = url("nover") })
   T.eq(false, res.ok, "failed")
