@@ -555,7 +555,9 @@ function M.run(opts)
       result.message = result.message .. ("; $ACP_BACKEND (%s) still takes precedence: unset it to use this one"):format(env)
     elseif cfg and cfg.cmd then
       result.message = result.message .. "; backend.cmd in setup() still takes precedence: remove it to use this one"
-    elseif require("acp.backend").running() then
+    elseif require("acp.backend").running() or #require("acp.chat").list > 0 then
+      -- Open chats (a failed one after a version mismatch too) come back
+      -- with the new backend on :Acp restart.
       result.message = result.message .. "; run :Acp restart to use it"
     end
   end

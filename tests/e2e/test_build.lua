@@ -377,12 +377,21 @@ T.test("a stale downloaded backend is refused at start and in :checkhealth, nami
     T.contains(errors[1] or "", want, "notified with the fix")
     T.contains(T.text(chat.bufnr), want, "in the transcript")
     T.eq(false, backend.running(), "the stale backend was stopped")
-    chat:close()
+    vim.cmd("tabnew")
     vim.cmd("checkhealth acp")
     local text = T.text(0)
     T.contains(text, "downloaded by :Acp build (" .. VERSION .. " " .. TARGET, "says where it came from")
     T.contains(text, want, "the mismatch")
     vim.cmd("bwipeout!")
+    -- The fix it names: :Acp build (now a matching backend), then :Acp restart.
+    vim.env.STUB_HELLO_OK = nil
+    local res = run_build({ root = root, base_url = url("good") })
+    T.contains(res.message, "run :Acp restart to use it", "the build says how to use it")
+    vim.cmd("Acp restart")
+    T.wait(function()
+      return chat.status == "ready"
+    end, "the chat works with the matching backend")
+    chat:close()
   end)
   vim.env.STUB_HELLO_OK = nil
 end)
