@@ -44,7 +44,10 @@ if [ -z "$target" ]; then
   target="$(rustc -vV | sed -n 's/^host: //p')"
 fi
 if [ -z "$bin_dir" ]; then
-  cargo build --release --locked --target "$target" -p acp-nvim -p acp-testkit \
+  # Without the debug info [profile.release] keeps for benchmarks, and
+  # stripped: the download is a fraction of the size.
+  CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=symbols \
+    cargo build --release --locked --target "$target" -p acp-nvim -p acp-testkit \
     --bin acp-nvim --bin acp-fake-agent
   bin_dir="target/$target/release"
 fi

@@ -68,7 +68,7 @@ function M.plugin_binary(name, root)
             tostring(marker.url or "an unknown URL")
           )
         else
-          detail = "built with cargo in " .. root
+          detail = "built with cargo into " .. c[1]
         end
         best_source = { kind = c[2], detail = detail }
       end

@@ -18,6 +18,14 @@ local NVIM = vim.v.progpath
 
 local dir = T.tmpdir()
 local www = dir .. "/www"
+-- Every directory this file makes, deleted by its last test: the README
+-- test alone copies the debug build twice (hundreds of MB).
+local made = { dir }
+local function tmpdir()
+  local d = T.tmpdir()
+  made[#made + 1] = d
+  return d
+end
 
 --- PATH without the directories that hold a `cargo`, plus `extra` first.
 local function path_without_cargo(extra)
@@ -141,7 +149,7 @@ _G.acp_test_server = server
 
 --- A fresh plugin directory to install into.
 local function fresh_root(with_cargo_toml)
-  local root = T.tmpdir()
+  local root = tmpdir()
   if with_cargo_toml then
     T.write_file(root .. "/Cargo.toml", "[workspace]\n")
   end
@@ -279,7 +287,7 @@ end)
 --- A fake cargo in a directory of its own: records its arguments and
 --- working directory, exits with `code`.
 local function fake_cargo(code)
-  local bindir = T.tmpdir()
+  local bindir = tmpdir()
   local record = bindir .. "/calls"
   T.write_file(
     bindir .. "/cargo",
@@ -518,6 +526,14 @@ finish({
   T.eq(plugin .. "/bin/acp-nvim", out.backend, "the downloaded backend ran")
   T.eq("downloaded", out.source, "and says so")
   T.contains(out.text, "hello from a machine without cargo", "the prompt is in the transcript")
+end)
+
+T.test("leaves no files behind", function()
+  backend.stop()
+  for _, d in ipairs(made) do
+    vim.fn.delete(d, "rf")
+    T.eq(0, vim.fn.isdirectory(d), "deleted " .. d)
+  end
 end)
 
 T.run()
