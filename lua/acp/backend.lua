@@ -15,6 +15,7 @@ local M = {}
 ---@field hello? table the `acp.hello` answer
 ---@field stopping boolean an exit now is expected
 ---@field stderr string[] last stderr lines of the process
+---@field source? acp.BackendSource where the running backend came from
 ---@field exit_reported table<integer, boolean> jobs whose death was reported
 
 ---@type acp.BackendState
@@ -29,10 +30,64 @@ function M.log_file()
   return vim.fn.stdpath("log") .. "/acp.log"
 end
 
---- The backend command: `backend.cmd` from the config, else the release
---- build, else the debug build in the plugin directory.
----@return string[]? cmd, string? err
+---@class acp.BackendSource
+---@field kind "configured"|"downloaded"|"built"
+---@field detail string where it is from, for messages and :checkhealth
+
+--- The plugin's own backend or demo agent: of `<root>/bin/<name>` (installed
+--- by :Acp build), `<root>/target/release/<name>` and
+--- `<root>/target/debug/<name>` (cargo builds), the newest file. Newest, not a
+--- fixed order: whichever the user made last (:Acp build after a pull, or a
+--- cargo build after editing the Rust) is the one they expect to run.
+---@param name string "acp-nvim" or "acp-fake-agent"
+---@param root? string plugin directory
+---@return string? path, acp.BackendSource? source
+function M.plugin_binary(name, root)
+  root = root or util.plugin_root()
+  local build = require("acp.build")
+  local uv = vim.uv or vim.loop
+  local best, best_mtime, best_source
+  local candidates = {
+    { build.bin_dir(root), "downloaded" },
+    { root .. "/target/release", "built" },
+    { root .. "/target/debug", "built" },
+  }
+  for _, c in ipairs(candidates) do
+    local path = c[1] .. "/" .. name
+    local st = uv.fs_stat(path)
+    if st and vim.fn.executable(path) == 1 then
+      local mtime = st.mtime.sec + st.mtime.nsec / 1e9
+      if not best or mtime > best_mtime then
+        best, best_mtime = path, mtime
+        local detail
+        if c[2] == "downloaded" then
+          local marker = build.read_marker(c[1]) or {}
+          detail = ("downloaded by :Acp build (%s %s from %s)"):format(
+            tostring(marker.version or "unknown version"),
+            tostring(marker.target or "?"),
+            tostring(marker.url or "an unknown URL")
+          )
+        else
+          detail = "built with cargo into " .. c[1]
+        end
+        best_source = { kind = c[2], detail = detail }
+      end
+    end
+  end
+  return best, best_source
+end
+
+--- The backend command and where it comes from: $ACP_BACKEND, else
+--- `backend.cmd` from the config, else the plugin's own (see plugin_binary).
+---@return string[]? cmd, string? err, acp.BackendSource? source
 function M.find_cmd()
+  local env = vim.env.ACP_BACKEND
+  if env and env ~= "" then
+    if vim.fn.executable(env) ~= 1 then
+      return nil, ("ACP_BACKEND=%s is not an executable file; point it at an acp-nvim binary or unset it"):format(env)
+    end
+    return { env }, nil, { kind = "configured", detail = "configured by $ACP_BACKEND" }
+  end
   local c = config.options.backend and config.options.backend.cmd
   if type(c) == "string" then
     c = { c }
@@ -41,16 +96,43 @@ function M.find_cmd()
     if vim.fn.executable(c[1]) ~= 1 then
       return nil, ("backend.cmd %q is not an executable file; fix `backend.cmd` in setup()"):format(c[1])
     end
-    return vim.deepcopy(c)
+    return vim.deepcopy(c), nil, { kind = "configured", detail = "configured by backend.cmd in setup()" }
   end
-  local root = util.plugin_root()
-  for _, profile in ipairs({ "release", "debug" }) do
-    local bin = ("%s/target/%s/acp-nvim"):format(root, profile)
-    if vim.fn.executable(bin) == 1 then
-      return { bin }
-    end
+  local bin, source = M.plugin_binary("acp-nvim")
+  if bin then
+    return { bin }, nil, source
   end
-  return nil, ("backend not built; run `cargo build --release` in %s"):format(root)
+  return nil,
+    ("the backend is not installed; run :Acp build (it downloads the backend for %s, or builds it with cargo)"):format(
+      require("acp.version")
+    )
+end
+
+--- Where the running backend came from (nil when none runs).
+---@return acp.BackendSource?
+function M.source()
+  return state.job and state.source or nil
+end
+
+--- The sentence for a backend whose version is not the plugin's, naming
+--- the fix: :Acp build for the plugin's own backend; for one the user
+--- configured, rebuilding it or dropping the setting.
+---@param hello table the `acp.hello` answer
+---@param source? acp.BackendSource
+---@return string? message nil when the versions match
+function M.mismatch(hello, source)
+  local version = require("acp.version")
+  if hello.ok and hello.backend_version == version then
+    return nil
+  end
+  local head = ("acp.nvim backend %s does not match plugin %s"):format(tostring(hello.backend_version), version)
+  if source and source.kind == "configured" then
+    return ("%s (%s); rebuild that backend from this plugin's version, or remove the setting so :Acp build can install the matching one"):format(
+      head,
+      source.detail
+    )
+  end
+  return ("%s; run :Acp build to install the backend for %s"):format(head, version)
 end
 
 --- True while a backend process runs.
@@ -121,10 +203,11 @@ function M.start()
   if state.job then
     return true
   end
-  local cmd, err = M.find_cmd()
+  local cmd, err, source = M.find_cmd()
   if not cmd then
     return false, err
   end
+  state.source = source
   local log_file = M.log_file()
   vim.fn.mkdir(vim.fn.fnamemodify(log_file, ":h"), "p")
   vim.list_extend(cmd, { "--log-file", log_file, "--log-level", config.options.log_level or "info" })
@@ -147,9 +230,12 @@ function M.start()
         tail ~= "" and ("\n" .. tail) or ""
       )
   end
-  if not hello.ok then
+  -- Compared here too, not only by the backend: an old backend names an
+  -- old fix, and only the plugin knows where the backend came from.
+  local mismatch = M.mismatch(hello, source)
+  if mismatch then
     M.stop()
-    return false, tostring(hello.message or "the backend refused this plugin version")
+    return false, mismatch
   end
   state.hello = hello
   if not leave_autocmd then

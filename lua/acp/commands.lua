@@ -114,6 +114,17 @@ M.subcommands.restart = {
   end,
 }
 
+M.subcommands.build = {
+  desc = "install the backend for this plugin version: download it (sha256-checked), else build it with cargo",
+  run = function(args)
+    if #args > 0 then
+      util.notify("`:Acp build` takes no arguments; set backend.release_url or $ACP_RELEASE_URL for a mirror", vim.log.levels.ERROR)
+      return
+    end
+    require("acp.build").run()
+  end,
+}
+
 M.subcommands.log = {
   desc = "open the backend log file at its newest entries",
   run = function()

@@ -77,7 +77,7 @@ local M = {}
 ---@field keymaps acp.KeymapConfig
 ---@field permission acp.PermissionConfig
 ---@field log_level "error"|"warn"|"info"|"debug"|"trace"
----@field backend { cmd?: string[]|string }
+---@field backend { cmd?: string[]|string, release_url?: string }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field context acp.ContextConfig
 ---@field transcripts boolean keep a JSONL transcript of every session under stdpath("state")/acp/transcripts
@@ -142,19 +142,13 @@ M.defaults = {
 ---@type acp.Config
 M.options = vim.deepcopy(M.defaults)
 
---- Path of the bundled fake agent: release build, else debug build.
+--- Path of the bundled fake agent: the newest of the one `:Acp build`
+--- installed and the cargo builds (as for the backend), else where the
+--- release build would put it.
 ---@return string
 function M.demo_agent_path()
-  local root = util.plugin_root()
-  local release = root .. "/target/release/acp-fake-agent"
-  local debug = root .. "/target/debug/acp-fake-agent"
-  if vim.fn.executable(release) == 1 then
-    return release
-  end
-  if vim.fn.executable(debug) == 1 then
-    return debug
-  end
-  return release
+  return require("acp.backend").plugin_binary("acp-fake-agent")
+    or (util.plugin_root() .. "/target/release/acp-fake-agent")
 end
 
 local function describe(v)
@@ -425,13 +419,17 @@ function M.validate(opts)
         describe(opts.backend)
       )
     end
-    err = check_keys(opts.backend, { cmd = true }, "backend.")
+    err = check_keys(opts.backend, { cmd = true, release_url = true }, "backend.")
     if err then
       return err
     end
     local c = opts.backend.cmd
     if c ~= nil and type(c) ~= "string" and not is_list_of_strings(c, false) then
       return ("`backend.cmd` must be a path or a non-empty list of strings (got %s)"):format(describe(c))
+    end
+    local u = opts.backend.release_url
+    if u ~= nil and (type(u) ~= "string" or not (u:match("^https?://") or u:match("^file://"))) then
+      return ("`backend.release_url` must be an http(s):// or file:// URL of a release mirror (got %s)"):format(describe(u))
     end
   end
   if opts.mcp_servers ~= nil then

@@ -33,26 +33,7 @@ function M.check()
     health.error("Neovim >= 0.10 is required", { "Upgrade Neovim" })
   end
 
-  local cmd, err = backend.find_cmd()
-  if not cmd then
-    health.error(tostring(err))
-  else
-    health.ok("backend: " .. table.concat(cmd, " "))
-    local hello, perr = backend.info(), nil
-    if not hello then
-      hello, perr = probe_backend(cmd)
-    end
-    if not hello then
-      health.error("the backend did not answer the handshake: " .. tostring(perr), {
-        "Rebuild it with `cargo build --release` in " .. require("acp.util").plugin_root(),
-        "See the log: " .. backend.log_file(),
-      })
-    elseif hello.ok then
-      health.ok(("backend version %s matches the plugin"):format(tostring(hello.backend_version)))
-    else
-      health.error(tostring(hello.message or "backend version does not match the plugin"))
-    end
-  end
+  M.check_backend(health)
 
   health.start("acp.nvim agents")
   local default = config.default_agent()
@@ -89,6 +70,59 @@ function M.check()
   else
     health.warn("the log directory is not writable: " .. log)
   end
+end
+
+--- The backend: which one runs (or would), where it came from, whether its
+--- version is the plugin's, and where :Acp build downloads from.
+---@param health table vim.health
+function M.check_backend(health)
+  local backend = require("acp.backend")
+  local build = require("acp.build")
+  local version = require("acp.version")
+  local fix = { "Run :Acp build (it downloads the backend for " .. version .. ", or builds it with cargo)" }
+  local cmd, err, source
+  local hello = backend.info()
+  if hello then
+    -- The running one: what the user's chats talk to.
+    cmd, source = { "(running)" }, backend.source()
+  else
+    cmd, err, source = backend.find_cmd()
+  end
+  if not cmd then
+    health.error(tostring(err), fix)
+  else
+    local where = source and source.detail or "unknown origin"
+    if hello then
+      health.ok("backend running, " .. where)
+    else
+      health.ok(("backend: %s, %s"):format(table.concat(cmd, " "), where))
+    end
+    local perr
+    if not hello then
+      hello, perr = probe_backend(cmd)
+    end
+    if not hello then
+      health.error("the backend did not answer the handshake: " .. tostring(perr), {
+        fix[1],
+        "See the log: " .. backend.log_file(),
+      })
+    else
+      local mismatch = backend.mismatch(hello, source)
+      if mismatch then
+        health.error(mismatch, source and source.kind == "configured" and {} or fix)
+      else
+        health.ok(("backend version %s matches the plugin"):format(tostring(hello.backend_version)))
+      end
+    end
+  end
+  local target, platform = build.target()
+  health.info(
+    ("`:Acp build` downloads from %s (%s)"):format(
+      build.base_url(),
+      target and ("the " .. build.asset_name(version, target) .. " archive")
+        or ("no archive for " .. platform .. ": it builds with cargo")
+    )
+  )
 end
 
 --- Installed registry agents, and whether the registry (the cached copy,

@@ -109,7 +109,7 @@ T.test("a missing backend gives the one-line build hint", function()
     return
   end
   local _, err = backend.find_cmd()
-  T.eq(("backend not built; run `cargo build --release` in %s"):format(root), err, "message")
+  T.eq("the backend is not installed; run :Acp build (it downloads the backend for 0.1.0, or builds it with cargo)", err, "message")
 end)
 
 T.test(":checkhealth acp runs", function()

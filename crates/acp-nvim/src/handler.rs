@@ -8,7 +8,7 @@
 //! own task).
 
 use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,22 +39,14 @@ pub struct HelloInfo {
     pub backend_version: String,
     /// The log file, when logging goes to one.
     pub log_file: Option<PathBuf>,
-    /// Where to run `cargo build --release` to rebuild the backend.
-    pub plugin_dir: String,
 }
 
 impl HelloInfo {
-    /// Version of this build; `plugin_dir` guessed from the executable path.
+    /// The version of this build.
     pub fn new(log_file: Option<PathBuf>) -> Self {
-        let plugin_dir = std::env::current_exe()
-            .ok()
-            .and_then(|exe| plugin_dir_of(&exe))
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "the acp.nvim plugin directory".into());
         Self {
             backend_version: env!("CARGO_PKG_VERSION").into(),
             log_file,
-            plugin_dir,
         }
     }
 
@@ -68,10 +60,13 @@ impl HelloInfo {
                 .log_file
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
+            // `:Acp build` downloads the backend of the plugin's version
+            // (or builds it with cargo): the one fix that works for users
+            // with and without a Rust toolchain.
             message: (!ok).then(|| {
                 format!(
-                    "acp.nvim backend {} does not match plugin {plugin_version}: rebuild it with `cargo build --release` in {}",
-                    self.backend_version, self.plugin_dir
+                    "acp.nvim backend {} does not match plugin {plugin_version}; run :Acp build to install the backend for {plugin_version}",
+                    self.backend_version
                 )
             }),
         })
@@ -87,16 +82,6 @@ struct HelloReply<'a> {
     log_file: Option<String>,
     /// Why the versions differ, with the fix.
     message: Option<String>,
-}
-
-/// `<dir>` for an executable at `<dir>/target/<profile>/acp-nvim`.
-fn plugin_dir_of(exe: &Path) -> Option<PathBuf> {
-    let profile_dir = exe.parent()?;
-    let target = profile_dir.parent()?;
-    if target.file_name()? != "target" {
-        return None;
-    }
-    target.parent().map(Path::to_path_buf)
 }
 
 /// Routes the plugin's messages to the command loop.
@@ -282,7 +267,6 @@ mod tests {
         HelloInfo {
             backend_version: "0.1.0".into(),
             log_file: Some("/tmp/acp.log".into()),
-            plugin_dir: "/plugins/acp.nvim".into(),
         }
     }
 
@@ -313,17 +297,20 @@ mod tests {
         assert_eq!(msgpack::field(&reply, "ok"), Some(&Value::from(false)));
         assert_eq!(
             msgpack::field(&reply, "message").and_then(Value::as_str),
-            Some("acp.nvim backend 0.1.0 does not match plugin 0.2.0: rebuild it with `cargo build --release` in /plugins/acp.nvim")
+            Some("acp.nvim backend 0.1.0 does not match plugin 0.2.0; run :Acp build to install the backend for 0.2.0")
         );
     }
 
     #[test]
-    fn plugin_dir_is_found_from_a_cargo_target_path() {
-        assert_eq!(
-            plugin_dir_of(Path::new("/p/acp.nvim/target/release/acp-nvim")),
-            Some(PathBuf::from("/p/acp.nvim"))
-        );
-        assert_eq!(plugin_dir_of(Path::new("/usr/bin/acp-nvim")), None);
+    fn the_lua_side_declares_the_version_of_this_crate() {
+        // lua/acp/version.lua is what the plugin sends in acp.hello and what
+        // `:Acp build` downloads; a release tag must move both together.
+        let lua = include_str!("../../../lua/acp/version.lua");
+        let declared = lua
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .find_map(|l| l.split('"').nth(1));
+        assert_eq!(declared, Some(env!("CARGO_PKG_VERSION")));
     }
 
     #[test]
