@@ -16,6 +16,8 @@
 //!                             answer a read of a missing file inside --cwd with empty content
 //!                             (gemini-cli reads files before creating them, its issue 9280),
 //!                             or with the spec's error (default)
+//!   --system-prompt TEXT      instructions appended to the agent's system prompt (sent only
+//!                             when the agent advertises sessionCapabilities.systemPrompt)
 //!   --jsonl                   print one JSON object per line for every event
 //!   --agent ID                an agent of the ACP registry, installed first when it is not
 //!   --agents-dir DIR          where registry agents are installed (default: the directory
@@ -45,10 +47,10 @@ use acp_client::elicitation::{
 use acp_client::permission::{OptionKind, PermissionDecision, PermissionRequest};
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
-use acp_client::update::Content;
+use acp_client::update::{Content, PlanBody};
 use acp_client::{
     schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
-    HostCapabilities, SessionParams,
+    HostCapabilities, SessionParams, SystemPrompt,
 };
 use async_trait::async_trait;
 use serde_json::json;
@@ -70,6 +72,7 @@ struct Options {
     cancel_after: Option<Duration>,
     missing_file_read_empty: bool,
     jsonl: bool,
+    system_prompt: Option<String>,
     command: Vec<String>,
     /// `--agent`: a registry agent instead of `command`.
     agent: Option<String>,
@@ -77,7 +80,7 @@ struct Options {
     registry: Option<String>,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--system-prompt TEXT] [--jsonl] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -89,6 +92,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         cancel_after: None,
         missing_file_read_empty: false,
         jsonl: false,
+        system_prompt: None,
         command: Vec::new(),
         agent: None,
         agents_dir: None,
@@ -134,6 +138,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 }
             }
             "--jsonl" => opts.jsonl = true,
+            "--system-prompt" => opts.system_prompt = Some(value("--system-prompt")?),
             "--agent" => opts.agent = Some(value("--agent")?),
             "--agents-dir" => opts.agents_dir = Some(PathBuf::from(value("--agents-dir")?)),
             "--registry" => opts.registry = Some(value("--registry")?),
@@ -212,11 +217,64 @@ impl ChatHost {
                         t.status.as_str()
                     ));
                 }
+                Entry::SessionMessage(m) => {
+                    self.end_stream();
+                    self.out(&format!("[message {}]\n", message_text(&m.content)));
+                }
                 Entry::Unknown { kind, .. } => {
                     self.end_stream();
                     self.out(&format!("[unknown update `{kind}`]\n"));
                 }
             },
+            SessionChange::PlanUpdated { plan } => {
+                self.end_stream();
+                match &plan.body {
+                    PlanBody::Items { entries } => {
+                        self.out(&format!("[plan {}]\n", plan.plan_id));
+                        for e in entries {
+                            self.out(&format!("  [{}] {}\n", e.status, e.content));
+                        }
+                    }
+                    PlanBody::Markdown { content, path } => {
+                        let file = path
+                            .as_deref()
+                            .map(|p| format!(" ({p})"))
+                            .unwrap_or_default();
+                        self.out(&format!("[plan {}{file}]\n{content}\n", plan.plan_id));
+                    }
+                }
+            }
+            SessionChange::PlanRemoved { plan_id } => {
+                self.end_stream();
+                self.out(&format!("[plan {plan_id} removed]\n"));
+            }
+            SessionChange::SubagentChanged { subagent } => {
+                self.end_stream();
+                let state = subagent.state.as_ref().map_or("?", |s| s.state.as_str());
+                self.out(&format!(
+                    "[subagent {}: {}]\n",
+                    subagent.title.as_deref().unwrap_or(&subagent.session_id),
+                    state
+                ));
+            }
+            SessionChange::Child {
+                session_id,
+                child_change,
+            } => {
+                // A subagent's own output: on lines of its own, never glued
+                // to the parent's streamed answer.
+                self.end_stream();
+                if let SessionChange::EntryAdded { entry, .. } = &**child_change {
+                    if let Entry::AgentMessage(m) | Entry::Thought(m) = entry {
+                        self.out(&format!("  [{session_id}] {}\n", message_text(&m.content)));
+                    }
+                } else if let SessionChange::TextAppended { content, .. } = &**child_change {
+                    self.out(&format!(
+                        "  [{session_id}] {}\n",
+                        message_text(std::slice::from_ref(content))
+                    ));
+                }
+            }
             SessionChange::TextAppended { index, content, .. } => {
                 let mut streaming = self.streaming.lock();
                 if *streaming != Some(*index) {
@@ -682,7 +740,11 @@ async fn chat(
             host.out(&format!("Connected to {} {}\n", agent.name, agent.version));
         }
     }
-    let params = SessionParams::new(&opts.cwd);
+    let mut params = SessionParams::new(&opts.cwd);
+    params.system_prompt = opts.system_prompt.clone().map(|text| SystemPrompt {
+        text,
+        ..SystemPrompt::default()
+    });
     let session = match conn.new_session(params.clone()).await {
         Ok(s) => s,
         Err(e) if e.is_auth_required() => {
@@ -700,6 +762,11 @@ async fn chat(
         }
         Err(e) => return Err(e),
     };
+    if let Some(why) = &session.system_prompt_skipped {
+        if !opts.jsonl {
+            host.out(&format!("[note] {why}\n"));
+        }
+    }
     let sid = session.session_id;
     let mut prompts = opts.prompts.clone().into_iter();
     loop {

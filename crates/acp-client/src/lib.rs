@@ -101,7 +101,7 @@ pub use agent_client_protocol_schema::v1 as schema;
 
 pub use connection::{
     AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
-    SessionStarted, StopReason,
+    SessionStarted, StopReason, SystemPrompt, SystemPromptMode, SystemPromptSupport,
 };
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};

@@ -191,6 +191,7 @@ impl Rig {
             auth_method_id: None,
             transcript_dir: None,
             additional_directories: Vec::new(),
+            system_prompt: None,
         }
     }
 
@@ -402,6 +403,7 @@ async fn cancel_withdraws_the_pending_permission_prompt() {
     let req = rig.wait_type("a", "permission_request").await;
     rig.send(Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     });
     let cancelled = rig.wait_type("a", "permission_cancelled").await;
     assert_eq!(cancelled["request_id"], req["request_id"]);
@@ -459,6 +461,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         auth_method_id: None,
         transcript_dir: None,
         additional_directories: Vec::new(),
+        system_prompt: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -662,6 +665,7 @@ async fn a_cancel_sent_right_after_the_prompt_ends_that_turn() {
     rig.prompt("a", "work");
     rig.send(Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     });
     rig.wait_type("a", "session_started").await;
     // If the cancel overtook the prompt, the agent would wait forever.
@@ -697,6 +701,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         auth_method_id: None,
         transcript_dir: None,
         additional_directories: Vec::new(),
+        system_prompt: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
@@ -740,6 +745,7 @@ async fn a_second_cancel_gives_up_on_an_agent_that_ignores_the_first() {
     .await;
     let cancel = || Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     };
     rig.send(cancel());
     rig.send(cancel());
