@@ -647,7 +647,9 @@ impl Connection {
     ) -> Result<SessionStarted> {
         Self::check_cwd(&params)?;
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
-        // Registered before the request so the replay lands in a fresh model.
+        // Registered before the request so the replay lands in a fresh model
+        // (its subagents' too: the replay announces them again).
+        self.sessions().remove_session(session_id);
         self.sessions().slots.lock().insert(
             session_id.clone(),
             SessionSlot {
@@ -671,7 +673,7 @@ impl Connection {
                 Ok(self.started(session_id.clone(), &params, response))
             }
             Err(e) => {
-                self.sessions().slots.lock().remove(session_id);
+                self.sessions().remove_session(session_id);
                 Err(e)
             }
         }
@@ -767,7 +769,7 @@ impl Connection {
         } else {
             Ok(())
         };
-        self.sessions().slots.lock().remove(session_id);
+        self.sessions().remove_session(session_id);
         self.sessions().review.remove(session_id);
         result
     }
@@ -785,7 +787,7 @@ impl Connection {
                 self.timeout(),
             )
             .await?;
-        self.sessions().slots.lock().remove(session_id);
+        self.sessions().remove_session(session_id);
         self.sessions().review.remove(session_id);
         Ok(())
     }

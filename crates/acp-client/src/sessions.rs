@@ -173,6 +173,27 @@ impl Sessions {
         chain
     }
 
+    /// Forgets a session and the subagent sessions under it.
+    pub(crate) fn remove_session(&self, session_id: &SessionId) {
+        let mut slots = self.slots.lock();
+        slots.remove(session_id);
+        // Children whose parent is gone, level by level (bounded as
+        // `parents_of`).
+        for _ in 0..8 {
+            let orphans: Vec<SessionId> = slots
+                .iter()
+                .filter(|(_, s)| s.parent.as_ref().is_some_and(|p| !slots.contains_key(p)))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if orphans.is_empty() {
+                break;
+            }
+            for id in orphans {
+                slots.remove(&id);
+            }
+        }
+    }
+
     /// A `subagent_update` announced a child of `parent`: the child gets a
     /// session of its own (its updates, permission requests, fs and
     /// terminal requests carry its id), working in the parent's workspace,
