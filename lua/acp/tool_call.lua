@@ -90,6 +90,25 @@ local function terminal_status(term, status)
   return "running"
 end
 
+--- The terminal an agent ran itself for a tool call (reported in `_meta`),
+--- in the shape of a client terminal's state; nil when it reported none.
+---@param tc table
+---@param id string the terminal id of the tool call's content
+---@return acp.TerminalState?
+function M.agent_terminal(tc, id)
+  local at = tc.agent_terminal
+  if type(at) ~= "table" or at.terminal_id ~= id then
+    return nil
+  end
+  local exit = type(at.exit) == "table" and at.exit or nil
+  return {
+    output = type(at.output) == "string" and at.output or "",
+    truncated = at.truncated == true,
+    exit_status = exit and { exit_code = exit.exit_code, signal = exit.signal } or nil,
+    released = false,
+  }
+end
+
 --- The shell command of a tool call, from its raw input (`command` as a
 --- string, as Claude sends it, or an argv list, as Codex does).
 ---@param tc table
@@ -174,6 +193,11 @@ function M.render(tc, ctx)
     elseif t == "terminal" then
       local id = item.terminal_id or "?"
       local term = ctx.terminals[id]
+      if not term then
+        -- A terminal the agent runs itself (codex-acp 2.6.0): its output
+        -- came in the tool call's `_meta`, kept by the backend.
+        term = M.agent_terminal(tc, id)
+      end
       local shown_command = command or (term and term.command) or ("terminal " .. id)
       add(("  $ %s (%s)"):format(shown_command, terminal_status(term, status)), "AcpToolKind")
       if term and term.output ~= "" then
