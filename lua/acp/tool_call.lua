@@ -31,6 +31,7 @@ M.MAX_TERMINAL_LINES = 15
 ---@field notes? string[] one-line notes (answers, auto-allow)
 ---@field terminals table<string, acp.TerminalState>
 ---@field cwd? string the chat's workspace: paths under it are shown relative
+---@field subagents? table<string, acp.SubagentView> the chat's child sessions, to name the ones a call links to
 
 --- Id of a tool call state.
 ---@param tc table
@@ -213,6 +214,12 @@ function M.render(tc, ctx)
           add("  │ " .. out[i], "AcpToolOutput")
         end
       end
+    elseif t == "session" then
+      -- A link to the subagent this call started (its block is in the chat).
+      local sub = ctx.subagents and ctx.subagents[item.session_id]
+      local name = sub and require("acp.subagent").name(sub.info)
+        or ("subagent " .. tostring(item.session_id or "?"):gsub("[\r\n]", " "))
+      add("  ⧉ " .. (sub and ("subagent " .. name) or name), "AcpToolKind")
     else
       add("  [" .. tostring(t) .. " content] " .. util.json_oneline(item, 160), "AcpUnknown")
     end

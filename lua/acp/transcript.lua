@@ -207,6 +207,7 @@ function Transcript:_render_tool(block)
     notes = d.notes,
     terminals = self.chat.terminals,
     cwd = self.chat.cwd,
+    subagents = self.subagents,
   })
   self.view:replace(block, lines, hls, actions)
 end
@@ -517,8 +518,14 @@ function Transcript:apply(change)
     local info = change.subagent or {}
     if type(info.session_id) == "string" then
       local view = self:_subagent_view(info.session_id)
+      local renamed = view.info.title ~= info.title
       view.info = info
       self:_render_subagent(view)
+      -- The tool call that started it names it.
+      local tool = renamed and info.tool_call_id and self.tools[info.tool_call_id]
+      if tool then
+        self:_render_tool(tool)
+      end
     end
   elseif c == "child" then
     self:_child(change)

@@ -120,7 +120,12 @@ local turns = {
 
 T.setup_fake({
   -- vim.empty_dict(): `{}` would travel as a JSON array.
-  nov = { initialize = { agentCapabilities = { sessionCapabilities = { systemPrompt = vim.empty_dict() } } }, turns = turns },
+  -- Unique session ids: each test's agent process writes its own transcript.
+  nov = {
+    initialize = { agentCapabilities = { sessionCapabilities = { systemPrompt = vim.empty_dict() } } },
+    uniqueSessionIds = true,
+    turns = turns,
+  },
   plain = { initialize = { agentCapabilities = vim.empty_dict() }, turns = turns },
 }, dir)
 
@@ -196,6 +201,8 @@ T.test("a subagent streams into its own block, never into the parent's answer, f
   T.contains(text, "│ CHILD SAYS hello")
   T.contains(text, "│ (thinking) searching the tree")
   T.contains(text, "│ ✓ read · Read src/lib.rs")
+  -- The tool call that started it names it.
+  T.contains(text, "⧉ subagent Explorer")
   T.contains(text, "⇢ to Explorer")
   T.contains(text, "Look in src/")
   -- The parent's answer has only the parent's text.
@@ -209,6 +216,25 @@ T.test("a subagent streams into its own block, never into the parent's answer, f
   vim.api.nvim_win_call(win, function()
     T.truthy(vim.fn.foldclosed(l) ~= -1, "the idle child is folded")
   end)
+end)
+
+T.test("a transcript reopened read-only keeps the subagent's nesting", function()
+  T.reset()
+  local chat = T.open_chat("nov", dir)
+  T.eq("end_turn", T.turn(chat, "delegate"))
+  local path = assert(chat.transcript_path, "a transcript")
+  T.wait(function()
+    local ok, text = pcall(T.read_file, path)
+    return ok and text:find("Parent continues", 1, true) and text:find('"idle"', 1, true)
+  end, "the transcript is written")
+  local ro = assert(require("acp.history").open_readonly(path))
+  T.wait_text(ro, "Subagent · Explorer — idle")
+  local text = T.text(ro.bufnr)
+  T.contains(text, "│ CHILD SAYS hello")
+  T.not_contains(text, "Delegating now. CHILD")
+  -- One child block per time the session was shown (a transcript file
+  -- collects every opening of the same session id).
+  T.eq(T.count_lines(ro.bufnr, "Delegating now."), T.count_lines(ro.bufnr, "Subagent · Explorer"), text)
 end)
 
 T.test("a subagent's permission request is shown and answered in the parent chat", function()
