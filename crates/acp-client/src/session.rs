@@ -31,6 +31,11 @@
 //! | `commands_changed` | `availableCommands` | the complete slash command list (schema form) |
 //! | `usage_changed` | `usage` (`{used, size, cost?}`) | context usage |
 //! | `info_changed` | `title?`, `updatedAt?` | the session info after the change (absent = none) |
+//! | `plan_updated` | `plan` (`{planId, format: "items", entries}` or `{planId, format: "markdown", content, path?}`) | one plan of several (`plan_update`), whole |
+//! | `plan_removed` | `planId` | a plan this session had went away |
+//! | `subagent_changed` | `subagent` (`{sessionId, title?, description?, state?, canCancel, cwd?, toolCallId?}`) | a child session's whole known state |
+//! | `child` | `sessionId`, `childChange` | a change of a child session's own model (indexes are the child's) |
+//! | `session_message_changed` | `index`, `message` | a message between sessions, whole |
 //!
 //! An `entry` is tagged by `"type"`:
 //! - `user_message`, `agent_message`, `thought`: `{content: [block], messageId?}`,
@@ -41,7 +46,12 @@
 //!   (no `oldText` = new file), `{type: "terminal", terminalId}` or
 //!   `{type: "unknown", raw}`; `kind` and `status` are wire names (unknown
 //!   ones kept, plus the client-side status `cancelled`);
+//! - `session_message`: `{messageId, senderSessionId?, recipientSessionId?, content}`;
 //! - `unknown`: `{kind, raw}`, an update kind this client does not know.
+//!
+//! A prompt the client recorded ([`SessionState::push_user_prompt`]) that
+//! the agent echoes back as `user_message_chunk`s is not added twice: the
+//! echo only gives the local entry its `messageId`.
 //!
 //! Example: `{"change":"text_appended","index":3,"content":{"type":"text","text":"Hi"}}`.
 
