@@ -90,8 +90,8 @@ function M.render_document(plan)
     return lines, hls, {}
   end
   local content = type(plan.content) == "string" and plan.content or ""
-  local title = heading(content) or "Plan"
-  local header = "Plan · " .. title:gsub("[\r\n]", " ")
+  -- The document's own heading follows (drawn as markdown): not repeated.
+  local header = "Plan document"
   local actions = {}
   if type(plan.path) == "string" and plan.path ~= "" then
     header = header .. "  (" .. vim.fn.fnamemodify(plan.path, ":~:.") .. ")"

@@ -177,7 +177,8 @@ T.test("the plan document is drawn as markdown and its header opens the file", f
     })
   end)
   local text = T.text(chat.bufnr)
-  T.contains(text, "Plan · Refactor plan")
+  T.contains(text, "Plan document  (")
+  T.contains(text, "# Refactor plan")
   T.contains(text, "**split** it")
   local block = t.plans.x.block
   T.truthy(block.md, "drawn as markdown")
@@ -187,7 +188,7 @@ T.test("the plan document is drawn as markdown and its header opens the file", f
   t.view:batch(function()
     t:apply({ change = "plan_updated", plan = { plan_id = "x", format = "markdown", content = "# Refactor plan\n\n- done" } })
   end)
-  T.eq(1, T.count_lines(chat.bufnr, "Plan · Refactor plan"), T.text(chat.bufnr))
+  T.eq(1, T.count_lines(chat.bufnr, "Plan document"), T.text(chat.bufnr))
   T.contains(T.text(chat.bufnr), "- done")
 end)
 
