@@ -20,6 +20,28 @@ local turns = {
     },
   },
   {
+    -- codex-acp 2.6.0 on a command it classifies as a read: no terminal
+    -- content, the output only in the last update's `_meta` (seen in make
+    -- agents).
+    match = "cxread",
+    steps = {
+      {
+        type = "update",
+        update = { sessionUpdate = "tool_call", toolCallId = "r1", kind = "read", title = "List files", status = "in_progress" },
+      },
+      {
+        type = "update",
+        update = {
+          sessionUpdate = "tool_call_update",
+          toolCallId = "r1",
+          status = "completed",
+          rawOutput = { exit_code = 0 },
+          _meta = { terminal_output_delta = { data = "ran-by-agent\nlisted-file.txt\n", terminal_id = "r1" } },
+        },
+      },
+    },
+  },
+  {
     match = "echo",
     steps = {
       {
@@ -140,6 +162,18 @@ T.test("codex-acp 2.6.0's _meta terminal output shows live in its tool call", fu
   T.contains(text, "│ ran.txt")
   T.contains(text, "│ src")
   T.not_contains(text, "output not kept")
+end)
+
+T.test("codex-acp 2.6.0's read commands show their _meta output without terminal content", function()
+  T.reset()
+  local chat = T.open_chat("nov", dir)
+  T.eq("end_turn", T.turn(chat, "cxread"))
+  local text = T.text(chat.bufnr)
+  T.contains(text, "✓ read · List files")
+  T.contains(text, "  output (exited 0)")
+  T.not_contains(text, "(running)")
+  T.contains(text, "│ ran-by-agent")
+  T.contains(text, "│ listed-file.txt")
 end)
 
 T.test("a prompt echoed with a messageId is shown once", function()

@@ -391,3 +391,31 @@ async fn an_echoed_prompt_and_extension_notifications_change_nothing() {
         "an extension notification is no warning"
     );
 }
+
+#[tokio::test]
+async fn an_agent_cannot_make_a_session_the_client_opened_into_a_subagent() {
+    let s = spawn(
+        with_caps(
+            json!({}),
+            json!([
+                // Hostile: "announce" the other open session, and the parent itself.
+                {"type": "subagent", "childId": "fake-session-2", "title": "stolen"},
+                {"type": "subagent", "childId": "{{sessionId}}", "title": "myself"},
+                {"type": "asSession", "childId": "fake-session-2", "steps": [{"type": "text", "text": "for B"}]}
+            ]),
+        ),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    let a = open(&s, None).await.session_id;
+    let b = open(&s, None).await.session_id;
+    assert_eq!(b.0.as_ref(), "fake-session-2");
+    turn(&s, &a, "go").await;
+    // B's updates stay B's: shown in B's chat, not in A's as a child.
+    assert_eq!(agent_text(&s.conn, &b), "for B");
+    assert!(changes(&s.host, &a)
+        .iter()
+        .all(|(child, _)| child.is_none()));
+    // And cancelling B is still an ordinary cancel.
+    s.conn.cancel(&b).unwrap();
+}
