@@ -92,6 +92,21 @@ return function(agent_name)
         },
       },
       {
+        -- A plan approved in plan mode: claude-agent-acp 0.101.0 sends it
+        -- as a Markdown `plan_update` to clients that advertise
+        -- `clientCapabilities.plan` (its TodoWrite list is still the legacy
+        -- `plan`).
+        match = "scenario-e",
+        responses = {
+          {
+            tool_use = {
+              { name = "ExitPlanMode", input = { plan = "# Fix plan\n\n1. Read the code\n2. Write the fix" } },
+            },
+          },
+          { text = "Planned the work." },
+        },
+      },
+      {
         -- A command the agent runs itself (codex-acp reports its output
         -- only in `_meta`). `exec_command` is Codex's shell tool.
         match = "scenario-d",
@@ -454,6 +469,35 @@ return function(agent_name)
       end
     end, ("the tool call %q shown failed (✗):\n%s"):format(title, T.text(chat.bufnr)), 15000)
     T.eq(nil, require("acp.review").files[path] and require("acp.review").files[path].chats[chat.chat_id], "nothing to review")
+  end)
+
+  scenario("e. the agent's plan arrives as plan_update (the client opts in) and shows in place", function()
+    local chat = open_chat()
+    assert(chat:set_mode("plan"), "switching to plan mode")
+    T.wait(function()
+      return (chat.modes or {}).current_mode_id == "plan"
+    end, "plan mode", 15000)
+    T.eq("end_turn", turn(chat, "scenario-e: plan the fix", function(req)
+      -- Approve the plan (the first allowing option).
+      for _, o in ipairs(req.options) do
+        if o.kind:find("^allow") then
+          return o.kind
+        end
+      end
+      return "allow_once"
+    end), "stop reason")
+    T.wait_text(chat, "Planned the work.")
+    local kinds = {}
+    for _, e in ipairs(jsonl(wire_log)) do
+      local u = e.dir == "from_agent" and type(e.msg) == "table" and type(e.msg.params) == "table" and e.msg.params.update
+      if type(u) == "table" and (u.sessionUpdate == "plan" or u.sessionUpdate == "plan_update") then
+        kinds[u.sessionUpdate] = (kinds[u.sessionUpdate] or 0) + 1
+      end
+    end
+    T.truthy(kinds.plan_update, "plan_update sent: " .. vim.inspect(kinds))
+    local text = T.text(chat.bufnr)
+    T.truthy(text:find("Plan document", 1, true), "the plan document in the chat:\n" .. text)
+    T.truthy(text:find("Write the fix", 1, true), "the plan in the chat:\n" .. text)
   end)
 
   scenario("d. a command the agent runs itself: its output shown in its tool call", function()
