@@ -200,6 +200,7 @@ function Chat:start(resume)
     cwd = self.cwd,
     additional_directories = self.additional_directories or {},
     mcp_servers = self.agent.mcp_servers or {},
+    system_prompt = self.agent.system_prompt,
     auth_method_id = resume and resume.auth_method_id or nil,
     transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
     -- The backend answers auto_allow kinds itself (reported as
@@ -661,6 +662,10 @@ end
 --- it; cancelling again stops waiting for an agent that does not (the
 --- backend withdraws the prompt and ends the turn as cancelled).
 function Chat:cancel()
+  -- On a subagent's block, only that child (when the agent allows it).
+  if require("acp.subagent").cancel_at_cursor(self) then
+    return
+  end
   local dropped = self:_unqueue()
   if dropped > 0 then
     util.notify(

@@ -11,6 +11,7 @@ local M = {}
 ---@field init_timeout? integer ms the agent may take to answer `initialize` (default 60000)
 ---@field mcp_servers? table[] MCP servers for this agent's sessions (added to the global `mcp_servers`)
 ---@field quirks? acp.AgentQuirks workarounds for one agent's bugs (see :help acp-quirks)
+---@field system_prompt? string|acp.SystemPrompt instructions for the agent's system prompt (replaces the global `system_prompt`)
 
 ---@class acp.AgentQuirks
 ---@field missing_file_read? "error"|"empty" `fs/read_text_file` of a missing file inside the workspace: the spec's error (default), or empty content
@@ -23,6 +24,7 @@ local M = {}
 ---@field init_timeout? integer ms
 ---@field mcp_servers table[] ACP McpServer objects (global ones first)
 ---@field quirks acp.AgentQuirks
+---@field system_prompt? acp.SystemPrompt the agent's or the global `system_prompt`, normalized
 
 ---@class acp.LayoutConfig
 ---@field position "right"|"left"|"float"|"tab"
@@ -79,6 +81,7 @@ local M = {}
 ---@field log_level "error"|"warn"|"info"|"debug"|"trace"
 ---@field backend { cmd?: string[]|string, release_url?: string }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
+---@field system_prompt? string|acp.SystemPrompt instructions sent to every agent that takes a client system prompt (see :help acp-system-prompt)
 ---@field context acp.ContextConfig
 ---@field transcripts boolean keep a JSONL transcript of every session under stdpath("state")/acp/transcripts
 ---@field registry { url?: string, dir?: string } the ACP agent registry (`:Acp agents`): its index URL (default: the published one) and where agents are installed (default: stdpath("data")/acp/agents)
@@ -195,7 +198,7 @@ local function validate_agent(name, a)
   end
   local err = check_keys(
     a,
-    { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true, quirks = true },
+    { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true, quirks = true, system_prompt = true },
     path .. "."
   )
   if err then
@@ -244,9 +247,58 @@ local function validate_agent(name, a)
       return ("`%s.quirks.missing_file_read` must be \"empty\" or \"error\" (got %s)"):format(path, describe(m))
     end
   end
+  if a.system_prompt ~= nil then
+    local serr = M.validate_system_prompt(a.system_prompt, path .. ".system_prompt")
+    if serr then
+      return serr
+    end
+  end
   if a.mcp_servers ~= nil then
     return M.validate_mcp_servers(a.mcp_servers, path .. ".mcp_servers")
   end
+end
+
+---@class acp.SystemPrompt
+---@field mode "append"|"override" append to the agent's instructions (default), or replace them (only agents that offer it)
+---@field text string
+
+--- Check a `system_prompt`: a string, or `{ mode = "append"|"override", text = "..." }`.
+---@param sp any
+---@param path string
+---@return string? err
+function M.validate_system_prompt(sp, path)
+  if type(sp) == "string" then
+    return nil
+  end
+  if type(sp) ~= "table" then
+    return ("`%s` must be a string or a table like { mode = \"override\", text = \"...\" } (got %s)"):format(
+      path,
+      describe(sp)
+    )
+  end
+  local err = check_keys(sp, { mode = true, text = true }, path .. ".")
+  if err then
+    return err
+  end
+  if sp.mode ~= nil and sp.mode ~= "append" and sp.mode ~= "override" then
+    return ("`%s.mode` must be \"append\" or \"override\" (got %s)"):format(path, describe(sp.mode))
+  end
+  if type(sp.text) ~= "string" then
+    return ("`%s.text` must be a string (got %s)"):format(path, describe(sp.text))
+  end
+end
+
+--- A `system_prompt` as `{mode, text}`; nil for none or blank text.
+---@param sp string|acp.SystemPrompt|nil
+---@return acp.SystemPrompt?
+function M.system_prompt(sp)
+  if type(sp) == "string" then
+    sp = { text = sp }
+  end
+  if type(sp) ~= "table" or type(sp.text) ~= "string" or not sp.text:find("%S") then
+    return nil
+  end
+  return { mode = sp.mode or "append", text = sp.text }
 end
 
 --- Check a list of MCP servers: each needs a `name`, and `command` (stdio)
@@ -321,6 +373,7 @@ local TOP_KEYS = {
   transcripts = true,
   registry = true,
   notify = true,
+  system_prompt = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -434,6 +487,12 @@ function M.validate(opts)
   end
   if opts.mcp_servers ~= nil then
     err = M.validate_mcp_servers(opts.mcp_servers, "mcp_servers")
+    if err then
+      return err
+    end
+  end
+  if opts.system_prompt ~= nil then
+    err = M.validate_system_prompt(opts.system_prompt, "system_prompt")
     if err then
       return err
     end
@@ -688,6 +747,8 @@ function M.agent(name)
     init_timeout = merged.init_timeout,
     mcp_servers = servers,
     quirks = merged.quirks or {},
+    -- The agent's own replaces the global one (it is not appended to it).
+    system_prompt = M.system_prompt(user and user.system_prompt or M.options.system_prompt),
   }
 end
 

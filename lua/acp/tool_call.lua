@@ -26,12 +26,14 @@ M.MAX_TERMINAL_LINES = 15
 ---@field exit_status? table {exit_code?, signal?}
 ---@field released boolean
 ---@field truncated boolean
+---@field agent_run? boolean run by the agent itself, reported in `_meta`
 
 ---@class acp.ToolCallContext
 ---@field permission? acp.PermissionRequest pending request for this tool call
 ---@field notes? string[] one-line notes (answers, auto-allow)
 ---@field terminals table<string, acp.TerminalState>
 ---@field cwd? string the chat's workspace: paths under it are shown relative
+---@field subagents? table<string, acp.SubagentView> the chat's child sessions, to name the ones a call links to
 
 --- Id of a tool call state.
 ---@param tc table
@@ -80,6 +82,9 @@ local function terminal_status(term, status)
   if es then
     local code = es.exit_code
     local sig = es.signal
+    if sig and FINAL[sig] then
+      return sig
+    end
     if sig then
       return "killed by " .. tostring(sig)
     end
@@ -89,6 +94,32 @@ local function terminal_status(term, status)
     return "released"
   end
   return "running"
+end
+
+--- The terminal an agent ran itself for a tool call (reported in `_meta`),
+--- in the shape of a client terminal's state; nil when it reported none.
+---@param tc table
+---@param id string the terminal id of the tool call's content
+---@return acp.TerminalState?
+function M.agent_terminal(tc, id)
+  local at = tc.agent_terminal
+  if type(at) ~= "table" or at.terminal_id ~= id then
+    return nil
+  end
+  local exit = type(at.exit) == "table" and at.exit or nil
+  if not exit and FINAL[tc.status] then
+    -- No `terminal_exit` (codex-acp's reads): the exit code of rawOutput,
+    -- else the call's own end.
+    local code = type(tc.raw_output) == "table" and tonumber(tc.raw_output.exit_code) or nil
+    exit = { exit_code = code, signal = code == nil and tc.status or nil }
+  end
+  return {
+    agent_run = true,
+    output = type(at.output) == "string" and at.output or "",
+    truncated = at.truncated == true,
+    exit_status = exit and { exit_code = exit.exit_code, signal = exit.signal } or nil,
+    released = false,
+  }
 end
 
 --- The shell command of a tool call, from its raw input (`command` as a
@@ -143,6 +174,33 @@ function M.render(tc, ctx)
   hls[#hls + 1] = { 0, 0, #s[1], s[2] }
   hls[#hls + 1] = { 0, #s[1] + 1, #s[1] + 1 + #kind, "AcpToolKind" }
 
+  local function add_terminal(id, term)
+    local shown_command = command or (term and term.command)
+    if shown_command then
+      add(("  $ %s (%s)"):format(shown_command, terminal_status(term, status)), "AcpToolKind")
+    elseif term and term.agent_run then
+      -- codex-acp sends no command line for the ones it titles itself.
+      add(("  output (%s)"):format(terminal_status(term, status)), "AcpToolKind")
+    else
+      add(("  $ terminal %s (%s)"):format(id, terminal_status(term, status)), "AcpToolKind")
+    end
+    if term and term.output ~= "" then
+      local out = util.split_lines(term.output)
+      if out[#out] == "" then
+        out[#out] = nil
+      end
+      local first = math.max(1, #out - M.MAX_TERMINAL_LINES + 1)
+      if first > 1 or term.truncated then
+        add("  │ …", "AcpToolOutput")
+      end
+      for i = first, #out do
+        add("  │ " .. out[i], "AcpToolOutput")
+      end
+    end
+  end
+
+  ---@type string? the agent-run terminal a content item showed
+  local shown_terminal
   local content = tc.content or {}
   -- Rows of text content, drawn as markdown by the transcript: tool results
   -- come with code fences (Claude's), which showed as literal ```.
@@ -185,24 +243,30 @@ function M.render(tc, ctx)
     elseif t == "terminal" then
       local id = item.terminal_id or "?"
       local term = ctx.terminals[id]
-      local shown_command = command or (term and term.command) or ("terminal " .. id)
-      add(("  $ %s (%s)"):format(shown_command, terminal_status(term, status)), "AcpToolKind")
-      if term and term.output ~= "" then
-        local out = util.split_lines(term.output)
-        if out[#out] == "" then
-          out[#out] = nil
-        end
-        local first = math.max(1, #out - M.MAX_TERMINAL_LINES + 1)
-        if first > 1 or term.truncated then
-          add("  │ …", "AcpToolOutput")
-        end
-        for i = first, #out do
-          add("  │ " .. out[i], "AcpToolOutput")
-        end
+      if not term then
+        -- A terminal the agent runs itself (codex-acp 2.6.0): its output
+        -- came in the tool call's `_meta`, kept by the backend.
+        term = M.agent_terminal(tc, id)
+        shown_terminal = term and id or shown_terminal
       end
+      add_terminal(id, term)
+    elseif t == "session" then
+      -- A link to the subagent this call started (its block is in the chat).
+      local sub = ctx.subagents and ctx.subagents[item.session_id]
+      local name = sub and require("acp.subagent").name(sub.info)
+        or ("subagent " .. tostring(item.session_id or "?"):gsub("[\r\n]", " "))
+      add("  ⧉ " .. (sub and ("subagent " .. name) or name), "AcpToolKind")
     else
       add("  [" .. tostring(t) .. " content] " .. util.json_oneline(item, 160), "AcpUnknown")
     end
+  end
+
+  -- codex-acp 2.6.0 reports a command it classifies as a read or a search
+  -- (`ls`, `rg`) with no terminal content at all, its output only in the
+  -- final update's `_meta.terminal_output_delta`: shown all the same.
+  local at = tc.agent_terminal
+  if type(at) == "table" and type(at.terminal_id) == "string" and shown_terminal ~= at.terminal_id then
+    add_terminal(at.terminal_id, M.agent_terminal(tc, at.terminal_id))
   end
 
   for _, loc in ipairs(tc.locations or {}) do

@@ -16,6 +16,7 @@ local util = require("acp.util")
 local View = require("acp.view")
 local tool_call = require("acp.tool_call")
 local plan = require("acp.plan")
+local subagent = require("acp.subagent")
 
 ---@class acp.Transcript
 ---@field chat acp.Chat
@@ -26,6 +27,8 @@ local plan = require("acp.plan")
 ---@field thinking? acp.Block the thought being streamed (its header says "Thinking" until it is over)
 ---@field turn integer number of user messages so far (blocks record theirs)
 ---@field compactions? table<string, acp.Block> compaction id -> block
+---@field plans? table<string, {block: acp.Block, plan: acp.PlanDocument}> plan_update plans by id
+---@field subagents? table<string, acp.SubagentView> child session id -> its view
 ---@field side? "user"|"agent" who wrote the last entry (for headers)
 ---@field after_header boolean the last block is a header
 local Transcript = {}
@@ -232,6 +235,7 @@ function Transcript:_render_tool(block)
     notes = d.notes,
     terminals = self.chat.terminals,
     cwd = self.chat.cwd,
+    subagents = self.subagents,
   })
   self.view:replace(block, lines, hls, actions)
   self.view:markdown_rows(block, md)
@@ -396,6 +400,129 @@ function Transcript:_compaction(change)
   end
 end
 
+--- A plan of `plan_update`: one block per plan id, replaced in place; a
+--- Markdown plan is drawn as markdown.
+---@param doc acp.PlanDocument
+function Transcript:_plan_doc(doc)
+  self.plans = self.plans or {}
+  local lines, hls, actions = plan.render_document(doc)
+  local known = self.plans[doc.plan_id]
+  local markdown = doc.format == "markdown"
+  -- A block keeps its markdown drawing: a plan that changes format gets a
+  -- new block (in place of the old, which goes).
+  if known and (known.block.md ~= nil) == markdown and self.view.blocks[known.block.id] then
+    self.view:replace(known.block, lines, hls, actions)
+    known.plan = doc
+    return
+  end
+  if known and self.view.blocks[known.block.id] then
+    local rl, rh = plan.render_removed(known.plan)
+    self.view:replace(known.block, rl, rh)
+  end
+  self:_header("agent")
+  local block = self:_add("plan", lines, hls, { markdown = markdown, actions = actions })
+  self.plans[doc.plan_id] = { block = block, plan = doc }
+end
+
+--- `plan_removed`: the plan stays as one line marked removed.
+---@param plan_id string
+function Transcript:_plan_removed(plan_id)
+  local known = (self.plans or {})[plan_id]
+  if not known then
+    return
+  end
+  self.plans[plan_id] = nil
+  if self.view.blocks[known.block.id] then
+    local lines, hls = plan.render_removed(known.plan)
+    self.view:replace(known.block, lines, hls)
+  end
+end
+
+---@param view acp.SubagentView
+function Transcript:_render_subagent(view)
+  local ctx = { terminals = self.chat.terminals, cwd = self.chat.cwd, notes = {} }
+  local lines, hls, actions = subagent.render(view, ctx)
+  if view.block and self.view.blocks[view.block.id] then
+    self.view:replace(view.block, lines, hls, actions)
+  else
+    self:_header("agent")
+    view.block = self:_add("subagent", lines, hls, { actions = actions, data = { session_id = view.info.session_id } })
+  end
+  if subagent.is_idle(view.info) then
+    if not view.folded then
+      view.folded = true
+      subagent.fold(self.view, view.block)
+    end
+  else
+    view.folded = false
+  end
+end
+
+--- The view of a child session, created on first sight.
+---@param session_id string
+---@return acp.SubagentView
+function Transcript:_subagent_view(session_id)
+  self.subagents = self.subagents or {}
+  local view = self.subagents[session_id]
+  if not view then
+    view = { info = { session_id = session_id }, items = {}, by_index = {}, folded = false }
+    self.subagents[session_id] = view
+  end
+  return view
+end
+
+--- A message between sessions (`session_message`) in this session: one
+--- block per message, replaced in place as it streams.
+---@param index integer
+---@param message table
+function Transcript:_session_message(index, message)
+  local to = message.recipient_session_id
+  local from = message.sender_session_id
+  local function name(sid)
+    local v = sid and (self.subagents or {})[sid]
+    return v and subagent.name(v.info) or (sid and ("session " .. sid)) or "?"
+  end
+  local label
+  if to and (self.subagents or {})[to] then
+    label = "⇢ to " .. name(to)
+  elseif from and (self.subagents or {})[from] then
+    label = "⇠ from " .. name(from)
+  else
+    label = "✉ message"
+  end
+  local lines = { label }
+  vim.list_extend(lines, util.split_lines(content_text(message.content)))
+  local hls = { { 0, 0, -1, "AcpNote" } }
+  local block = self.entries[index]
+  if block and block.kind == "session_message" then
+    self.view:replace(block, lines, hls)
+  else
+    self:_header("agent")
+    self.entries[index] = self:_add("session_message", lines, hls)
+  end
+end
+
+--- A change of a child session (nested children flattened: each child has
+--- its own block).
+---@param change table {session_id, child_change}
+function Transcript:_child(change)
+  local sid, inner = change.session_id, change.child_change
+  while type(inner) == "table" and inner.change == "child" do
+    sid, inner = inner.session_id, inner.child_change
+  end
+  if type(inner) ~= "table" or type(sid) ~= "string" then
+    return
+  end
+  if inner.change == "subagent_changed" then
+    self:apply(inner)
+    return
+  end
+  local view = self:_subagent_view(sid)
+  if subagent.apply_child(view, inner) then
+    self:_render_subagent(view)
+  end
+end
+
 --- Apply one SessionChange (see doc/protocol.md): only the block it concerns
 --- is touched.
 ---@param change acp.SessionChange
@@ -415,6 +542,27 @@ function Transcript:apply(change)
     self:_upsert_tool(state, change.index)
   elseif c == "plan_replaced" then
     self:_plan(change.entries or {})
+  elseif c == "plan_updated" then
+    self:_plan_doc(change.plan or {})
+  elseif c == "plan_removed" then
+    self:_plan_removed(change.plan_id)
+  elseif c == "subagent_changed" then
+    local info = change.subagent or {}
+    if type(info.session_id) == "string" then
+      local view = self:_subagent_view(info.session_id)
+      local renamed = view.info.title ~= info.title
+      view.info = info
+      self:_render_subagent(view)
+      -- The tool call that started it names it.
+      local tool = renamed and info.tool_call_id and self.tools[info.tool_call_id]
+      if tool then
+        self:_render_tool(tool)
+      end
+    end
+  elseif c == "child" then
+    self:_child(change)
+  elseif c == "session_message_changed" then
+    self:_session_message(change.index, change.message or {})
   elseif c == "unknown" then
     self:_unknown(change.kind, change.raw)
   elseif c == "notice" then
@@ -542,6 +690,8 @@ function Transcript:forget_entries()
   self.entries = {}
   self.tools = {}
   self.compactions = {}
+  self.plans = {}
+  self.subagents = {}
   self.plan_block = nil
   self.side = nil
 end

@@ -91,6 +91,30 @@ return function(agent_name)
           { text = "Understood, I left deny.txt alone." },
         },
       },
+      {
+        -- A plan approved in plan mode: claude-agent-acp 0.101.0 sends it
+        -- as a Markdown `plan_update` to clients that advertise
+        -- `clientCapabilities.plan` (its TodoWrite list is still the legacy
+        -- `plan`).
+        match = "scenario-e",
+        responses = {
+          {
+            tool_use = {
+              { name = "ExitPlanMode", input = { plan = "# Fix plan\n\n1. Read the code\n2. Write the fix" } },
+            },
+          },
+          { text = "Planned the work." },
+        },
+      },
+      {
+        -- A command the agent runs itself (codex-acp reports its output
+        -- only in `_meta`). `exec_command` is Codex's shell tool.
+        match = "scenario-d",
+        responses = {
+          { tool_use = { { name = "exec_command", input = { cmd = "echo ran-by-agent && ls", workdir = "{{DIR}}" } } } },
+          { text = "Listed the files." },
+        },
+      },
     },
     side_text = "Mock session",
   }
@@ -147,6 +171,13 @@ return function(agent_name)
     -- auth settings needs no login. A model it knows, or it warns in the
     -- chat that it has no metadata for it.
     env.CODEX_HOME = home .. "/.codex"
+    -- codex-acp 2.x: the approval and sandbox preset is a session mode
+    -- (read-only, workspace-write, agent, agent-full-access), the first one
+    -- taken from INITIAL_AGENT_MODE; its default, "agent", has a model
+    -- review the approvals.
+    if spec.initial_mode then
+      env.INITIAL_AGENT_MODE = spec.initial_mode
+    end
     vim.fn.mkdir(env.CODEX_HOME, "p")
     T.write_file(
       env.CODEX_HOME .. "/config.toml",
@@ -168,9 +199,13 @@ return function(agent_name)
   if os.getenv("ACP_AGENTS_TAP") == "0" then
     cmd = { bin }
   end
+  -- The client system prompt (ACP of November 2026): sent to agents that
+  -- advertise it, checked in scenario a.
+  local SYSTEM_PROMPT = "acp.nvim test instructions: SP-MARKER-27."
   assert(require("acp").setup({
     backend = { cmd = { T.backend_bin() } },
     agents = { [agent_name] = { cmd = cmd, env = env } },
+    system_prompt = SYSTEM_PROMPT,
     log_level = "debug",
   }))
 
@@ -305,6 +340,38 @@ return function(agent_name)
     T.truthy(p1 < a1 and a1 < p2 and p2 < a2, ("order prompt 1 (%d) < answer 1 (%d) < prompt 2 (%d) < answer 2 (%d):\n%s"):format(p1, a1, p2, a2, T.text(buf)))
     T.eq(1, T.count_lines(buf, "First answer"), "the first answer once")
     T.eq(1, T.count_lines(buf, "Second answer"), "the second answer once")
+    -- An echoed prompt is not shown twice.
+    T.eq(1, T.count_lines(buf, "scenario-a one"), "the first prompt once:\n" .. T.text(buf))
+    -- The system prompt: sent exactly when the agent advertises it
+    -- (from the wire tap: the schema build of the backend does not pass the
+    -- capability on to Lua), and then part of what the model got.
+    if os.getenv("ACP_AGENTS_TAP") ~= "0" then
+      local advertised, sent
+      for _, e in ipairs(jsonl(wire_log)) do
+        local m = e.msg or {}
+        local caps = type(m.result) == "table" and m.result.agentCapabilities
+        if e.dir == "from_agent" and type(caps) == "table" then
+          local sc = caps.sessionCapabilities
+          advertised = type(sc) == "table" and type(sc.systemPrompt) == "table"
+        end
+        if e.dir == "to_agent" and m.method == "session/new" then
+          sent = type(m.params) == "table" and m.params.systemPrompt or false
+        end
+      end
+      if advertised then
+        T.truthy(sent, "systemPrompt sent on session/new")
+        T.eq("append", sent.mode, "systemPrompt mode")
+        local seen = false
+        for _, e in ipairs(jsonl(mock_log)) do
+          if vim.json.encode(e.body or {}):find("SP-MARKER-27", 1, true) then
+            seen = true
+          end
+        end
+        T.truthy(seen, "the model request carries the system prompt (mock log " .. mock_log .. ")")
+      else
+        T.eq(false, sent, "no systemPrompt to an agent that does not advertise it")
+      end
+    end
   end)
 
   scenario("b. read-modify-write of a file with an unsaved line (issue 14): merged, reviewed, no conflict", function()
@@ -402,6 +469,50 @@ return function(agent_name)
       end
     end, ("the tool call %q shown failed (✗):\n%s"):format(title, T.text(chat.bufnr)), 15000)
     T.eq(nil, require("acp.review").files[path] and require("acp.review").files[path].chats[chat.chat_id], "nothing to review")
+  end)
+
+  scenario("e. the agent's plan arrives as plan_update (the client opts in) and shows in place", function()
+    local chat = open_chat()
+    assert(chat:set_mode("plan"), "switching to plan mode")
+    T.wait(function()
+      return (chat.modes or {}).current_mode_id == "plan"
+    end, "plan mode", 15000)
+    T.eq("end_turn", turn(chat, "scenario-e: plan the fix", function(req)
+      -- Approve the plan (the first allowing option).
+      for _, o in ipairs(req.options) do
+        if o.kind:find("^allow") then
+          return o.kind
+        end
+      end
+      return "allow_once"
+    end), "stop reason")
+    T.wait_text(chat, "Planned the work.")
+    local kinds = {}
+    for _, e in ipairs(jsonl(wire_log)) do
+      local u = e.dir == "from_agent" and type(e.msg) == "table" and type(e.msg.params) == "table" and e.msg.params.update
+      if type(u) == "table" and (u.sessionUpdate == "plan" or u.sessionUpdate == "plan_update") then
+        kinds[u.sessionUpdate] = (kinds[u.sessionUpdate] or 0) + 1
+      end
+    end
+    T.truthy(kinds.plan_update, "plan_update sent: " .. vim.inspect(kinds))
+    local text = T.text(chat.bufnr)
+    T.truthy(text:find("Plan document", 1, true), "the plan document in the chat:\n" .. text)
+    T.truthy(text:find("Write the fix", 1, true), "the plan in the chat:\n" .. text)
+  end)
+
+  scenario("d. a command the agent runs itself: its output shown in its tool call", function()
+    T.write_file(dir .. "/listed-file.txt", "x\n")
+    local chat = open_chat()
+    local stop = turn(chat, "scenario-d: list the files here", function()
+      return "allow_once"
+    end)
+    T.eq("end_turn", stop, "stop reason")
+    T.wait_text(chat, "Listed the files.")
+    local text = T.text(chat.bufnr)
+    T.truthy(text:find("│ ran-by-agent", 1, true), "the command's output in the chat:\n" .. text)
+    T.truthy(text:find("│ listed-file.txt", 1, true), "the listing in the chat:\n" .. text)
+    T.truthy(not text:find("output not kept", 1, true), "no lost output:\n" .. text)
+    T.truthy(not text:find("(running)", 1, true), "the finished command is not shown running:\n" .. text)
   end)
 
   T.run()

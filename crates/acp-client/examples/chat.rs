@@ -16,6 +16,8 @@
 //!                             answer a read of a missing file inside --cwd with empty content
 //!                             (gemini-cli reads files before creating them, its issue 9280),
 //!                             or with the spec's error (default)
+//!   --system-prompt TEXT      instructions appended to the agent's system prompt (sent only
+//!                             when the agent advertises sessionCapabilities.systemPrompt)
 //!   --jsonl                   print one JSON object per line for every event
 //!   --ask-terminal            ask (as a permission prompt) before each command the agent
 //!                             runs with terminal/create
@@ -51,10 +53,10 @@ use acp_client::elicitation::{
 use acp_client::permission::{OptionKind, PermissionDecision, PermissionRequest};
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
-use acp_client::update::Content;
+use acp_client::update::{Content, PlanBody};
 use acp_client::{
     schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
-    HostCapabilities, SessionParams,
+    HostCapabilities, SessionParams, SystemPrompt,
 };
 use async_trait::async_trait;
 use serde_json::json;
@@ -78,6 +80,7 @@ struct Options {
     /// `--ask-terminal`: `ConnectionOptions::ask_before_terminal`.
     ask_terminal: bool,
     jsonl: bool,
+    system_prompt: Option<String>,
     command: Vec<String>,
     /// `--agent`: a registry agent instead of `command`.
     agent: Option<String>,
@@ -87,7 +90,7 @@ struct Options {
     allow_unverified: bool,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--system-prompt TEXT] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -100,6 +103,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         missing_file_read_empty: false,
         ask_terminal: false,
         jsonl: false,
+        system_prompt: None,
         command: Vec::new(),
         agent: None,
         agents_dir: None,
@@ -148,6 +152,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--jsonl" => opts.jsonl = true,
             "--ask-terminal" => opts.ask_terminal = true,
             "--allow-unverified" => opts.allow_unverified = true,
+            "--system-prompt" => opts.system_prompt = Some(value("--system-prompt")?),
             "--agent" => opts.agent = Some(value("--agent")?),
             "--agents-dir" => opts.agents_dir = Some(PathBuf::from(value("--agents-dir")?)),
             "--registry" => opts.registry = Some(value("--registry")?),
@@ -226,11 +231,64 @@ impl ChatHost {
                         t.status.as_str()
                     ));
                 }
+                Entry::SessionMessage(m) => {
+                    self.end_stream();
+                    self.out(&format!("[message {}]\n", message_text(&m.content)));
+                }
                 Entry::Unknown { kind, .. } => {
                     self.end_stream();
                     self.out(&format!("[unknown update `{kind}`]\n"));
                 }
             },
+            SessionChange::PlanUpdated { plan } => {
+                self.end_stream();
+                match &plan.body {
+                    PlanBody::Items { entries } => {
+                        self.out(&format!("[plan {}]\n", plan.plan_id));
+                        for e in entries {
+                            self.out(&format!("  [{}] {}\n", e.status, e.content));
+                        }
+                    }
+                    PlanBody::Markdown { content, path } => {
+                        let file = path
+                            .as_deref()
+                            .map(|p| format!(" ({p})"))
+                            .unwrap_or_default();
+                        self.out(&format!("[plan {}{file}]\n{content}\n", plan.plan_id));
+                    }
+                }
+            }
+            SessionChange::PlanRemoved { plan_id } => {
+                self.end_stream();
+                self.out(&format!("[plan {plan_id} removed]\n"));
+            }
+            SessionChange::SubagentChanged { subagent } => {
+                self.end_stream();
+                let state = subagent.state.as_ref().map_or("?", |s| s.state.as_str());
+                self.out(&format!(
+                    "[subagent {}: {}]\n",
+                    subagent.title.as_deref().unwrap_or(&subagent.session_id),
+                    state
+                ));
+            }
+            SessionChange::Child {
+                session_id,
+                child_change,
+            } => {
+                // A subagent's own output: on lines of its own, never glued
+                // to the parent's streamed answer.
+                self.end_stream();
+                if let SessionChange::EntryAdded { entry, .. } = &**child_change {
+                    if let Entry::AgentMessage(m) | Entry::Thought(m) = entry {
+                        self.out(&format!("  [{session_id}] {}\n", message_text(&m.content)));
+                    }
+                } else if let SessionChange::TextAppended { content, .. } = &**child_change {
+                    self.out(&format!(
+                        "  [{session_id}] {}\n",
+                        message_text(std::slice::from_ref(content))
+                    ));
+                }
+            }
             SessionChange::TextAppended { index, content, .. } => {
                 let mut streaming = self.streaming.lock();
                 if *streaming != Some(*index) {
@@ -720,7 +778,11 @@ async fn chat(
             host.out(&format!("Connected to {} {}\n", agent.name, agent.version));
         }
     }
-    let params = SessionParams::new(&opts.cwd);
+    let mut params = SessionParams::new(&opts.cwd);
+    params.system_prompt = opts.system_prompt.clone().map(|text| SystemPrompt {
+        text,
+        ..SystemPrompt::default()
+    });
     let session = match conn.new_session(params.clone()).await {
         Ok(s) => s,
         Err(e) if e.is_auth_required() => {
@@ -738,6 +800,11 @@ async fn chat(
         }
         Err(e) => return Err(e),
     };
+    if let Some(why) = &session.system_prompt_skipped {
+        if !opts.jsonl {
+            host.out(&format!("[note] {why}\n"));
+        }
+    }
     let sid = session.session_id;
     let mut prompts = opts.prompts.clone().into_iter();
     loop {

@@ -47,6 +47,81 @@ pub struct AgentInfo {
     pub auth_methods: Vec<schema::AuthMethod>,
     /// The agent's name and version.
     pub implementation: Option<schema::Implementation>,
+    /// Which client system prompt modes the agent takes
+    /// (`sessionCapabilities.systemPrompt`, stable since 2026-11-06).
+    pub system_prompt: SystemPromptSupport,
+}
+
+/// What `agentCapabilities.sessionCapabilities.systemPrompt` says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SystemPromptSupport {
+    /// Not advertised: a system prompt is not sent.
+    #[default]
+    None,
+    /// `{}`: `append` only.
+    Append,
+    /// `{mode: {override: {}}}`: `append` and `override`.
+    AppendAndOverride,
+}
+
+impl SystemPromptSupport {
+    /// Reads the raw `agentCapabilities` (the schema crate this build uses
+    /// predates the field).
+    fn of_capabilities(caps: Option<&Value>) -> Self {
+        let Some(sp) = caps
+            .and_then(|c| c.get("sessionCapabilities"))
+            .and_then(|s| s.get("systemPrompt"))
+            .filter(|s| s.is_object())
+        else {
+            return SystemPromptSupport::None;
+        };
+        if sp
+            .get("mode")
+            .and_then(|m| m.get("override"))
+            .is_some_and(Value::is_object)
+        {
+            SystemPromptSupport::AppendAndOverride
+        } else {
+            SystemPromptSupport::Append
+        }
+    }
+
+    fn allows(self, mode: SystemPromptMode) -> bool {
+        !matches!(
+            (self, mode),
+            (SystemPromptSupport::None, _)
+                | (SystemPromptSupport::Append, SystemPromptMode::Override)
+        )
+    }
+}
+
+/// How the agent combines the client's system prompt with its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SystemPromptMode {
+    /// Added to the agent's own instructions.
+    #[default]
+    Append,
+    /// Replaces the agent's built-in default instructions.
+    Override,
+}
+
+impl SystemPromptMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemPromptMode::Append => "append",
+            SystemPromptMode::Override => "override",
+        }
+    }
+}
+
+/// A client system prompt for `session/new`, `load` and `resume`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SystemPrompt {
+    /// How it combines with the agent's instructions.
+    pub mode: SystemPromptMode,
+    /// The instructions (non-empty: an empty prompt is not sent).
+    pub text: String,
 }
 
 /// Why a turn ended. Unknown reasons keep their wire name.
@@ -109,6 +184,9 @@ pub struct SessionParams {
     pub additional_directories: Vec<PathBuf>,
     /// MCP servers for the agent to connect to.
     pub mcp_servers: Vec<schema::McpServer>,
+    /// Instructions for the agent's system prompt, sent only when the agent
+    /// advertises the mode (see [`SessionStarted::system_prompt_skipped`]).
+    pub system_prompt: Option<SystemPrompt>,
 }
 
 impl SessionParams {
@@ -130,6 +208,9 @@ pub struct SessionStarted {
     pub modes: Option<schema::SessionModeState>,
     /// The session's configuration options (model, ...).
     pub config_options: Vec<schema::SessionConfigOption>,
+    /// Why the configured system prompt was not sent (the agent does not
+    /// advertise it, or not in that mode), as a sentence for the user.
+    pub system_prompt_skipped: Option<String>,
 }
 
 /// One page of `session/list`.
@@ -330,13 +411,21 @@ impl Connection {
                     "notices": {},
                     "compaction": {},
                 },
+                // `plan_update`/`plan_removed` and subagent sessions are
+                // decoded into `SessionChange`s (stable 2026-11-20).
+                "plan": {},
+                "subagents": {},
+                // codex-acp 2.6.0 streams the output of the commands it runs
+                // itself as `_meta.terminal_output_delta` to clients that
+                // say so (and as a single blob otherwise).
+                "_meta": { "terminal_output_delta": true },
             },
             "clientInfo": {
                 "name": self.sessions().options.client_name,
                 "version": self.sessions().options.client_version,
             },
         });
-        let response: schema::InitializeResponse = self
+        let raw: Value = self
             .engine()
             .request(
                 methods::INITIALIZE,
@@ -344,6 +433,12 @@ impl Connection {
                 self.sessions().options.initialize_timeout,
             )
             .await?;
+        let system_prompt = SystemPromptSupport::of_capabilities(raw.get("agentCapabilities"));
+        let response =
+            schema::InitializeResponse::deserialize(&raw).map_err(|e| Error::Decode {
+                what: "the agent's answer to `initialize`".into(),
+                reason: e.to_string(),
+            })?;
         let version = response.protocol_version.as_u16();
         if version != PROTOCOL_VERSION {
             return Err(Error::ProtocolVersion {
@@ -361,6 +456,7 @@ impl Connection {
                 .map(|m| self.without_denied_env(m))
                 .collect(),
             implementation: response.agent_info,
+            system_prompt,
         };
         *self.inner.agent.lock() = Some(info.clone());
         Ok(info)
@@ -438,7 +534,44 @@ impl Connection {
         if let Some(id) = session_id {
             v["sessionId"] = json!(id);
         }
+        if let Some(sp) = params
+            .system_prompt
+            .as_ref()
+            .filter(|sp| !sp.text.is_empty())
+        {
+            let support = self
+                .agent_info()
+                .map(|i| i.system_prompt)
+                .unwrap_or_default();
+            if support.allows(sp.mode) {
+                v["systemPrompt"] = json!({
+                    "mode": sp.mode.as_str(),
+                    "content": [{ "type": "text", "text": sp.text }],
+                });
+            }
+        }
         v
+    }
+
+    /// Why `params`' system prompt is not sent to this agent, if it is not.
+    fn system_prompt_skipped(&self, params: &SessionParams) -> Option<String> {
+        let sp = params
+            .system_prompt
+            .as_ref()
+            .filter(|sp| !sp.text.is_empty())?;
+        let support = self
+            .agent_info()
+            .map(|i| i.system_prompt)
+            .unwrap_or_default();
+        match support {
+            _ if support.allows(sp.mode) => None,
+            SystemPromptSupport::None => Some(
+                "this agent does not take a client system prompt (it does not advertise sessionCapabilities.systemPrompt), so `system_prompt` is not sent; put the instructions in your first message instead".into(),
+            ),
+            _ => Some(
+                "this agent takes a system prompt only in `append` mode, so the `override` one is not sent; set `system_prompt = { mode = \"append\", text = ... }` to send it".into(),
+            ),
+        }
     }
 
     fn workspace_for(&self, params: &SessionParams) -> Workspace {
@@ -474,6 +607,7 @@ impl Connection {
                     state: SessionState::new(session_id.clone()),
                     workspace: Workspace::new(Vec::new()),
                     cwd: PathBuf::new(),
+                    parent: None,
                 });
             slot.workspace = self.workspace_for(params);
             slot.cwd = params.cwd.clone();
@@ -489,8 +623,14 @@ impl Connection {
         self.sessions().emit_changes(session_id, changes);
     }
 
-    fn started(session_id: SessionId, response: WireSessionResponse) -> SessionStarted {
+    fn started(
+        &self,
+        session_id: SessionId,
+        params: &SessionParams,
+        response: WireSessionResponse,
+    ) -> SessionStarted {
         SessionStarted {
+            system_prompt_skipped: self.system_prompt_skipped(params),
             session_id,
             modes: response.modes,
             config_options: response.config_options.unwrap_or_default(),
@@ -519,7 +659,7 @@ impl Connection {
             reason: "it has no `sessionId`".into(),
         })?;
         self.register_session(&session_id, &params, &response);
-        Ok(Self::started(session_id, response))
+        Ok(self.started(session_id, &params, response))
     }
 
     /// `session/load`: the agent replays the session's history as updates
@@ -531,13 +671,16 @@ impl Connection {
     ) -> Result<SessionStarted> {
         Self::check_cwd(&params)?;
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
-        // Registered before the request so the replay lands in a fresh model.
+        // Registered before the request so the replay lands in a fresh model
+        // (its subagents' too: the replay announces them again).
+        self.sessions().remove_session(session_id);
         self.sessions().slots.lock().insert(
             session_id.clone(),
             SessionSlot {
                 state: SessionState::new(session_id.clone()),
                 workspace: self.workspace_for(&params),
                 cwd: params.cwd.clone(),
+                parent: None,
             },
         );
         let result: Result<WireSessionResponse> = self
@@ -551,10 +694,10 @@ impl Connection {
         match result {
             Ok(response) => {
                 self.register_session(session_id, &params, &response);
-                Ok(Self::started(session_id.clone(), response))
+                Ok(self.started(session_id.clone(), &params, response))
             }
             Err(e) => {
-                self.sessions().slots.lock().remove(session_id);
+                self.sessions().remove_session(session_id);
                 Err(e)
             }
         }
@@ -583,7 +726,7 @@ impl Connection {
             )
             .await?;
         self.register_session(session_id, &params, &response);
-        Ok(Self::started(session_id.clone(), response))
+        Ok(self.started(session_id.clone(), &params, response))
     }
 
     /// One page of `session/list`.
@@ -650,7 +793,7 @@ impl Connection {
         } else {
             Ok(())
         };
-        self.sessions().slots.lock().remove(session_id);
+        self.sessions().remove_session(session_id);
         self.sessions().review.remove(session_id);
         result
     }
@@ -668,7 +811,7 @@ impl Connection {
                 self.timeout(),
             )
             .await?;
-        self.sessions().slots.lock().remove(session_id);
+        self.sessions().remove_session(session_id);
         self.sessions().review.remove(session_id);
         Ok(())
     }
@@ -811,8 +954,28 @@ impl Connection {
     /// permission prompts `cancelled`, and marks its unfinished tool calls
     /// cancelled. The turn's [`Connection::prompt`] still resolves with the
     /// agent's stop reason; later updates are still applied.
+    ///
+    /// For a subagent's session, only when the agent's `subagent_update`
+    /// gave the client `capabilities.cancel` for it (the spec: support on
+    /// ordinary sessions grants nothing on a child).
     pub fn cancel(&self, session_id: &SessionId) -> Result<()> {
         self.require_session(session_id)?;
+        let allowed = {
+            let slots = self.sessions().slots.lock();
+            match slots.get(session_id).and_then(|s| s.parent.as_ref()) {
+                None => true,
+                Some(parent) => slots.get(parent).is_some_and(|p| {
+                    p.state
+                        .subagent(&session_id.0)
+                        .is_some_and(|child| child.can_cancel)
+                }),
+            }
+        };
+        if !allowed {
+            return Err(Error::SubagentCancelNotAllowed {
+                session: session_id.to_string(),
+            });
+        }
         let sent = self
             .engine()
             .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));

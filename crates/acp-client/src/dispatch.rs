@@ -58,6 +58,13 @@ impl Handler for Sessions {
                 }
             }
             methods::ELICITATION_COMPLETE => elicitation::completed(self, params),
+            // Extension notifications (`_` prefix; claude-agent-acp 0.101.0
+            // sends `_auth/status_update`): nothing for the user, but logged
+            // with their params to see what agents send.
+            ext if ext.starts_with('_') => tracing::info!(
+                params = params.map(RawValue::get).unwrap_or(""),
+                "ignoring extension notification `{ext}`"
+            ),
             // Unknown notifications are ignored, as the spec requires.
             other => tracing::debug!("ignoring notification `{other}`"),
         }

@@ -96,6 +96,11 @@ pub enum Error {
     #[error("{0}")]
     NotFound(String),
 
+    /// The agent did not allow this on a subagent session (its
+    /// `subagent_update` capabilities leave it out).
+    #[error("the agent does not allow cancelling subagent `{session}`; cancel the parent session's turn instead")]
+    SubagentCancelNotAllowed { session: String },
+
     /// A request's parameters were malformed.
     #[error("invalid parameters: {0}")]
     InvalidParams(String),

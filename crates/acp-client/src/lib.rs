@@ -101,7 +101,8 @@ pub use agent_client_protocol_schema::v1 as schema;
 
 pub use connection::{
     env_denied, AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
-    SessionStarted, StopReason, DENIED_ENV_DEFAULT,
+    SessionStarted, StopReason, SystemPrompt, SystemPromptMode, SystemPromptSupport,
+    DENIED_ENV_DEFAULT,
 };
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};

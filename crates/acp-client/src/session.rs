@@ -31,6 +31,11 @@
 //! | `commands_changed` | `availableCommands` | the complete slash command list (schema form) |
 //! | `usage_changed` | `usage` (`{used, size, cost?}`) | context usage |
 //! | `info_changed` | `title?`, `updatedAt?` | the session info after the change (absent = none) |
+//! | `plan_updated` | `plan` (`{planId, format: "items", entries}` or `{planId, format: "markdown", content, path?}`) | one plan of several (`plan_update`), whole |
+//! | `plan_removed` | `planId` | a plan this session had went away |
+//! | `subagent_changed` | `subagent` (`{sessionId, title?, description?, state?, canCancel, cwd?, toolCallId?}`) | a child session's whole known state |
+//! | `child` | `sessionId`, `childChange` | a change of a child session's own model (indexes are the child's) |
+//! | `session_message_changed` | `index`, `message` | a message between sessions, whole |
 //!
 //! An `entry` is tagged by `"type"`:
 //! - `user_message`, `agent_message`, `thought`: `{content: [block], messageId?}`,
@@ -41,7 +46,12 @@
 //!   (no `oldText` = new file), `{type: "terminal", terminalId}` or
 //!   `{type: "unknown", raw}`; `kind` and `status` are wire names (unknown
 //!   ones kept, plus the client-side status `cancelled`);
+//! - `session_message`: `{messageId, senderSessionId?, recipientSessionId?, content}`;
 //! - `unknown`: `{kind, raw}`, an update kind this client does not know.
+//!
+//! A prompt the client recorded ([`SessionState::push_user_prompt`]) that
+//! the agent echoes back as `user_message_chunk`s is not added twice: the
+//! echo only gives the local entry its `messageId`.
 //!
 //! Example: `{"change":"text_appended","index":3,"content":{"type":"text","text":"Hi"}}`.
 
@@ -52,9 +62,14 @@ use serde_json::Value;
 
 use crate::schema;
 use crate::update::{
-    Content, ContentChunk, PlanEntry, SessionId, SessionInfo, SessionUpdate, ToolCallFields,
+    Content, ContentChunk, PlanDocument, PlanEntry, SessionId, SessionInfo, SessionMessagePatch,
+    SessionUpdate, SubagentPatch, SubagentState, TerminalExit, TerminalMeta, ToolCallFields,
     ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
 };
+
+/// The newest output of an agent-run terminal kept per tool call: what the
+/// chat shows, like a client terminal's tail.
+pub const AGENT_TERMINAL_TAIL: usize = 64 * 1024;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
@@ -80,6 +95,9 @@ pub enum Entry {
     Thought(Message),
     /// A tool call and its latest state.
     ToolCall(ToolCallState),
+    /// A message between sessions (`session_message`), e.g. the parent's
+    /// instructions to a subagent.
+    SessionMessage(SessionMessage),
     /// An update of a kind this client does not know, kept for display.
     Unknown {
         /// The update's wire kind (empty when it had none).
@@ -87,6 +105,103 @@ pub enum Entry {
         /// The update as sent.
         raw: Value,
     },
+}
+
+/// A message between sessions, as merged from its upserts and chunks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMessage {
+    /// Its id in this session's transcript.
+    pub message_id: String,
+    /// The sending session, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_session_id: Option<String>,
+    /// The receiving session, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipient_session_id: Option<String>,
+    /// Its blocks; consecutive text chunks share one block.
+    pub content: Vec<Content>,
+}
+
+/// A terminal the agent runs itself, as its tool call's `_meta` reported it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTerminal {
+    /// The agent's id for it (the `terminalId` of the tool call content).
+    pub terminal_id: String,
+    /// The newest output, at most [`AGENT_TERMINAL_TAIL`] bytes.
+    pub output: String,
+    /// Older output was dropped to keep the tail.
+    pub truncated: bool,
+    /// How it ended, once it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<TerminalExit>,
+}
+
+impl AgentTerminal {
+    fn apply(&mut self, meta: TerminalMeta) {
+        if let Some(output) = meta.output {
+            self.output.push_str(&output);
+            if self.output.len() > AGENT_TERMINAL_TAIL {
+                // Keep the newest output, cut at a character boundary (as
+                // client terminals do, see terminal/buffer.rs).
+                let mut cut = self.output.len() - AGENT_TERMINAL_TAIL;
+                while !self.output.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                self.output.drain(..cut);
+                self.truncated = true;
+            }
+        }
+        if meta.exit.is_some() {
+            self.exit = meta.exit;
+        }
+    }
+}
+
+/// A child session the agent announced with `subagent_update`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subagent {
+    /// The child's session id.
+    pub session_id: String,
+    /// The parent's title for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its work state, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<SubagentState>,
+    /// The client may cancel its work.
+    pub can_cancel: bool,
+    /// Where it works, when it is not the parent's cwd.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The tool call of the parent that links to it (`session` content).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Subagent {
+    fn apply(&mut self, patch: SubagentPatch) {
+        if let Some(title) = patch.title {
+            self.title = title;
+        }
+        if let Some(description) = patch.description {
+            self.description = description;
+        }
+        if let Some(state) = patch.state {
+            self.state = state;
+        }
+        if let Some(can_cancel) = patch.can_cancel {
+            self.can_cancel = can_cancel;
+        }
+        if let Some(cwd) = patch.cwd {
+            self.cwd = cwd;
+        }
+    }
 }
 
 /// A message or thought: its chunks, with consecutive text merged.
@@ -144,6 +259,9 @@ pub struct ToolCallState {
     /// Raw output, as last sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
+    /// The terminal the agent runs itself for this call, from `_meta`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_terminal: Option<AgentTerminal>,
 }
 
 impl ToolCallState {
@@ -159,6 +277,7 @@ impl ToolCallState {
             locations: Vec::new(),
             raw_input: None,
             raw_output: None,
+            agent_terminal: None,
         }
     }
 
@@ -176,7 +295,22 @@ impl ToolCallState {
             locations,
             raw_input,
             raw_output,
+            terminal_meta,
         } = fields;
+        if let Some(meta) = terminal_meta {
+            match &mut self.agent_terminal {
+                // A new terminal id is a new command: its output starts over.
+                Some(t) if t.terminal_id == meta.terminal_id => t.apply(meta),
+                _ => {
+                    let mut t = AgentTerminal {
+                        terminal_id: meta.terminal_id.clone(),
+                        ..AgentTerminal::default()
+                    };
+                    t.apply(meta);
+                    self.agent_terminal = Some(t);
+                }
+            }
+        }
         if let Some(title) = title {
             self.title = title;
         }
@@ -215,6 +349,7 @@ impl ToolCallState {
             locations: Some(self.locations.clone()),
             raw_input: self.raw_input.clone(),
             raw_output: self.raw_output.clone(),
+            terminal_meta: None,
         }
     }
 }
@@ -258,6 +393,37 @@ pub enum SessionChange {
     PlanReplaced {
         /// The whole new plan.
         entries: Vec<PlanEntry>,
+    },
+    /// One plan of several was created or replaced (`plan_update`).
+    PlanUpdated {
+        /// The plan, whole.
+        plan: PlanDocument,
+    },
+    /// A plan was removed (`plan_removed` for a plan this session has).
+    PlanRemoved {
+        /// The plan's id.
+        plan_id: String,
+    },
+    /// A child session was announced or changed; its whole known state.
+    SubagentChanged {
+        /// The child.
+        subagent: Subagent,
+    },
+    /// A change of a child session's own model (its messages, thoughts,
+    /// tool calls...), shown inside the parent's chat. Indexes in `change`
+    /// are the child's.
+    Child {
+        /// The child's session id.
+        session_id: String,
+        /// The child's change.
+        child_change: Box<SessionChange>,
+    },
+    /// The message between sessions at `index` changed; its whole state.
+    SessionMessageChanged {
+        /// Position of the message entry.
+        index: usize,
+        /// The message now.
+        message: SessionMessage,
     },
     /// The active mode changed.
     ModeChanged {
@@ -376,6 +542,16 @@ pub struct SessionState {
     updated_at: Option<String>,
     /// Context compactions by id, in the order they started.
     compactions: Vec<Compaction>,
+    /// Plans of `plan_update`, in the order they appeared.
+    plans: Vec<PlanDocument>,
+    /// Children announced by `subagent_update`, in announcement order.
+    subagents: Vec<Subagent>,
+    /// Message id -> entry index of messages between sessions.
+    session_messages: HashMap<String, usize>,
+    /// The prompt the client recorded last, while the agent has not said
+    /// anything since: an echo of it as `user_message_chunk`s is the same
+    /// message, not a second one. `(entry index, text still to be echoed)`.
+    echo: Option<(usize, String)>,
 }
 
 /// Token counts of a turn, from the prompt response's `usage`.
@@ -443,14 +619,24 @@ impl SessionState {
             title: None,
             updated_at: None,
             compactions: Vec::new(),
+            plans: Vec::new(),
+            subagents: Vec::new(),
+            session_messages: HashMap::new(),
+            echo: None,
         }
     }
 
     /// Applies one update and says what changed (nothing, for an update
     /// that changes nothing, such as an empty `session_info_update`).
     pub fn apply(&mut self, update: SessionUpdate) -> Vec<SessionChange> {
+        if !matches!(update, SessionUpdate::UserMessageChunk(_)) {
+            self.echo = None;
+        }
         match update {
-            SessionUpdate::UserMessageChunk(chunk) => self.append_chunk(Speaker::User, chunk),
+            SessionUpdate::UserMessageChunk(chunk) => match self.take_echo(&chunk) {
+                Some(changes) => changes,
+                None => self.append_chunk(Speaker::User, chunk),
+            },
             SessionUpdate::AgentMessageChunk(chunk) => self.append_chunk(Speaker::Agent, chunk),
             SessionUpdate::AgentThoughtChunk(chunk) => self.append_chunk(Speaker::Thought, chunk),
             // A `tool_call` for a known id of this turn updates it (agents
@@ -518,8 +704,142 @@ impl SessionState {
                 }
                 vec![Self::compaction_change(c)]
             }
+            SessionUpdate::PlanUpdate(plan) => {
+                match self.plans.iter_mut().find(|p| p.plan_id == plan.plan_id) {
+                    Some(old) => *old = plan.clone(),
+                    None => self.plans.push(plan.clone()),
+                }
+                vec![SessionChange::PlanUpdated { plan }]
+            }
+            SessionUpdate::PlanRemoved { plan_id } => {
+                // The spec: a removal of an unknown id is ignored.
+                let before = self.plans.len();
+                self.plans.retain(|p| p.plan_id != plan_id);
+                if self.plans.len() == before {
+                    return Vec::new();
+                }
+                vec![SessionChange::PlanRemoved { plan_id }]
+            }
+            SessionUpdate::SubagentUpdate(patch) => {
+                let i = match self
+                    .subagents
+                    .iter()
+                    .position(|s| s.session_id == patch.session_id)
+                {
+                    Some(i) => i,
+                    None => {
+                        let tool_call_id = self.tool_call_linking(&patch.session_id);
+                        self.subagents.push(Subagent {
+                            session_id: patch.session_id.clone(),
+                            tool_call_id,
+                            ..Subagent::default()
+                        });
+                        self.subagents.len() - 1
+                    }
+                };
+                self.subagents[i].apply(patch);
+                vec![SessionChange::SubagentChanged {
+                    subagent: self.subagents[i].clone(),
+                }]
+            }
+            SessionUpdate::SessionMessage(patch) => self.upsert_session_message(patch, None),
+            SessionUpdate::SessionMessageChunk {
+                message_id,
+                content,
+            } => self.upsert_session_message(
+                SessionMessagePatch {
+                    message_id,
+                    ..SessionMessagePatch::default()
+                },
+                Some(content),
+            ),
             SessionUpdate::Unknown { kind, raw } => vec![self.push(Entry::Unknown { kind, raw })],
         }
+    }
+
+    /// The id of a tool call whose content links to `session_id`.
+    fn tool_call_linking(&self, session_id: &str) -> Option<String> {
+        self.entries.iter().rev().find_map(|e| match e {
+            Entry::ToolCall(tc) => tc
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Session { session_id: s } if s == session_id))
+                .then(|| tc.id.0.to_string()),
+            _ => None,
+        })
+    }
+
+    fn upsert_session_message(
+        &mut self,
+        patch: SessionMessagePatch,
+        chunk: Option<Content>,
+    ) -> Vec<SessionChange> {
+        let index = match self.session_messages.get(&patch.message_id) {
+            Some(&i) => i,
+            None => {
+                let index = self.entries.len();
+                self.entries.push(Entry::SessionMessage(SessionMessage {
+                    message_id: patch.message_id.clone(),
+                    ..SessionMessage::default()
+                }));
+                self.session_messages
+                    .insert(patch.message_id.clone(), index);
+                index
+            }
+        };
+        let Some(Entry::SessionMessage(m)) = self.entries.get_mut(index) else {
+            return Vec::new();
+        };
+        if let Some(sender) = patch.sender_session_id {
+            m.sender_session_id = sender;
+        }
+        if let Some(recipient) = patch.recipient_session_id {
+            m.recipient_session_id = recipient;
+        }
+        if let Some(content) = patch.content {
+            m.content = content;
+        }
+        if let Some(content) = chunk {
+            match (m.content.last_mut(), content.as_plain_text()) {
+                (Some(Content::Known(schema::ContentBlock::Text(last))), Some(text)) => {
+                    last.text.push_str(text)
+                }
+                _ => m.content.push(content),
+            }
+        }
+        vec![SessionChange::SessionMessageChanged {
+            index,
+            message: m.clone(),
+        }]
+    }
+
+    /// A `user_message_chunk` that repeats the prompt this client recorded
+    /// (agents that echo the prompt, with a `messageId` the local entry did
+    /// not have): the local entry takes the id and nothing is added.
+    fn take_echo(&mut self, chunk: &ContentChunk) -> Option<Vec<SessionChange>> {
+        let (index, rest) = self.echo.as_mut()?;
+        let text = chunk.content.as_text().unwrap_or_default();
+        if text.is_empty() || !rest.starts_with(text) {
+            // Not the prompt: a message of its own, not glued to the prompt.
+            self.echo = None;
+            return Some(vec![self.push(Entry::UserMessage(Message {
+                message_id: chunk.message_id.clone(),
+                content: vec![chunk.content.clone()],
+            }))]);
+        }
+        rest.drain(..text.len());
+        let index = *index;
+        if rest.is_empty() {
+            self.echo = None;
+        }
+        if let (Some(id), Some(Entry::UserMessage(m))) =
+            (&chunk.message_id, self.entries.get_mut(index))
+        {
+            if m.message_id.is_none() {
+                m.message_id = Some(id.clone());
+            }
+        }
+        Some(Vec::new())
     }
 
     /// The compaction `id`, created (`in_progress`) when new: a summary
@@ -552,10 +872,13 @@ impl SessionState {
     /// Records the user's prompt (the client knows it; agents don't echo
     /// it). Always a new entry: two prompts in a row are two messages.
     pub fn push_user_prompt(&mut self, content: Vec<Content>) -> Vec<SessionChange> {
-        vec![self.push(Entry::UserMessage(Message {
+        let text: String = content.iter().filter_map(Content::as_text).collect();
+        let change = self.push(Entry::UserMessage(Message {
             message_id: None,
             content,
-        }))]
+        }));
+        self.echo = (!text.is_empty()).then(|| (self.entries.len() - 1, text));
+        vec![change]
     }
 
     /// Marks every tool call that has not finished as cancelled (on
@@ -646,6 +969,21 @@ impl SessionState {
     /// The current plan (empty until the agent sends one).
     pub fn plan(&self) -> &[PlanEntry] {
         &self.plan
+    }
+
+    /// The plans of `plan_update`, in the order they appeared.
+    pub fn plans(&self) -> &[PlanDocument] {
+        &self.plans
+    }
+
+    /// The child sessions announced so far.
+    pub fn subagents(&self) -> &[Subagent] {
+        &self.subagents
+    }
+
+    /// A child session announced by this session.
+    pub fn subagent(&self, session_id: &str) -> Option<&Subagent> {
+        self.subagents.iter().find(|s| s.session_id == session_id)
     }
 
     /// The active mode, when known.

@@ -45,6 +45,9 @@ pub(crate) struct SessionSlot {
     pub state: SessionState,
     pub workspace: Workspace,
     pub cwd: PathBuf,
+    /// For a subagent's session: the session that announced it. Its
+    /// changes are shown in the parent's chat ([`SessionChange::Child`]).
+    pub parent: Option<SessionId>,
 }
 
 /// Cap on `ProtocolWarning` events, so an agent printing garbage in a loop
@@ -141,13 +144,103 @@ impl Sessions {
         (self.events)(event);
     }
 
-    /// Emits a session's model changes, in order.
+    /// Emits a session's model changes, in order. A subagent's changes go
+    /// to the chat of its parent, wrapped in [`SessionChange::Child`]
+    /// (nested children up to the top session).
     pub(crate) fn emit_changes(&self, session_id: &SessionId, changes: Vec<SessionChange>) {
-        for change in changes {
+        let chain = self.parents_of(session_id);
+        for mut change in changes {
+            let mut target = session_id.clone();
+            for parent in &chain {
+                change = SessionChange::Child {
+                    session_id: target.to_string(),
+                    child_change: Box::new(change),
+                };
+                target = parent.clone();
+            }
             self.emit(ClientEvent::Session {
-                session_id: session_id.clone(),
+                session_id: target,
                 change,
             });
+        }
+    }
+
+    /// The parent, grandparent... of a subagent session (empty for a top
+    /// session). Bounded: an agent that makes a cycle of parents gets its
+    /// changes shown one level up.
+    fn parents_of(&self, session_id: &SessionId) -> Vec<SessionId> {
+        let slots = self.slots.lock();
+        let mut chain: Vec<SessionId> = Vec::new();
+        let mut at = session_id;
+        while let Some(parent) = slots.get(at).and_then(|s| s.parent.as_ref()) {
+            if chain.len() >= 8 || parent == session_id || chain.contains(parent) {
+                break;
+            }
+            chain.push(parent.clone());
+            at = parent;
+        }
+        chain
+    }
+
+    /// Forgets a session and the subagent sessions under it.
+    pub(crate) fn remove_session(&self, session_id: &SessionId) {
+        let mut slots = self.slots.lock();
+        slots.remove(session_id);
+        // Children whose parent is gone, level by level (bounded as
+        // `parents_of`).
+        for _ in 0..8 {
+            let orphans: Vec<SessionId> = slots
+                .iter()
+                .filter(|(_, s)| s.parent.as_ref().is_some_and(|p| !slots.contains_key(p)))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if orphans.is_empty() {
+                break;
+            }
+            for id in orphans {
+                slots.remove(&id);
+            }
+        }
+    }
+
+    /// A `subagent_update` announced a child of `parent`: the child gets a
+    /// session of its own (its updates, permission requests, fs and
+    /// terminal requests carry its id), working in the parent's workspace,
+    /// or in the directory the agent placed it in when that is inside it.
+    fn register_child(
+        &self,
+        slots: &mut HashMap<SessionId, SessionSlot>,
+        parent: &SessionId,
+        child: &crate::session::Subagent,
+    ) {
+        let child_id = SessionId::new(child.session_id.as_str());
+        if child_id == *parent {
+            return;
+        }
+        let Some(p) = slots.get(parent) else {
+            return;
+        };
+        let workspace = p.workspace.clone();
+        let cwd = child
+            .cwd
+            .as_ref()
+            .and_then(|c| workspace.resolve(std::path::Path::new(c)).ok())
+            .unwrap_or_else(|| p.cwd.clone());
+        match slots.get_mut(&child_id) {
+            // A top session the client opened is never made a child.
+            Some(slot) if slot.parent.is_none() => {}
+            Some(slot) => slot.cwd = cwd,
+            None => {
+                slots.insert(
+                    child_id.clone(),
+                    SessionSlot {
+                        state: SessionState::new(child_id),
+                        workspace,
+                        cwd,
+                        parent: Some(parent.clone()),
+                    },
+                );
+            }
         }
     }
 
@@ -289,6 +382,11 @@ impl Sessions {
                             .tool_call(&id)
                             .map(|tc| ToolFacts::of_state(tc, completed))
                     });
+                    for change in &changes {
+                        if let SessionChange::SubagentChanged { subagent } = change {
+                            self.register_child(&mut slots, &session_id, subagent);
+                        }
+                    }
                     changes
                 }
                 None if self.sessions_opening.load(Ordering::Acquire) > 0 => {
@@ -300,6 +398,7 @@ impl Sessions {
                             state,
                             workspace: Workspace::new(Vec::new()),
                             cwd: PathBuf::new(),
+                            parent: None,
                         },
                     );
                     changes

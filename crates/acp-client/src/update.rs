@@ -114,6 +114,27 @@ pub enum SessionUpdate {
         /// The appended block.
         content: Content,
     },
+    /// One plan of several, by id, replaced whole (`plan_update`; sent only
+    /// to clients advertising `clientCapabilities.plan`).
+    PlanUpdate(PlanDocument),
+    /// A plan went away (`plan_removed`).
+    PlanRemoved {
+        /// The plan's id.
+        plan_id: String,
+    },
+    /// A child session of this one was announced or changed
+    /// (`subagent_update`; sent only to clients advertising
+    /// `clientCapabilities.subagents`).
+    SubagentUpdate(SubagentPatch),
+    /// An upsert of a message between sessions (`session_message`).
+    SessionMessage(SessionMessagePatch),
+    /// A block appended to a message between sessions (`session_message_chunk`).
+    SessionMessageChunk {
+        /// The message.
+        message_id: String,
+        /// The appended block.
+        content: Content,
+    },
     /// An update kind this client does not know, or a known kind whose
     /// required fields are missing, kept whole so an editor can still show it.
     Unknown {
@@ -223,6 +244,122 @@ pub struct ToolCallFields {
     /// The tool's raw output, as the agent sent it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
+    /// Command output the agent ran itself and reports in `_meta`
+    /// (`terminal_info`, `terminal_output(_delta)`, `terminal_exit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal_meta: Option<TerminalMeta>,
+}
+
+/// What one tool call update says in `_meta` about a terminal the agent runs
+/// itself. codex-acp 2.6.0 embeds `{type: "terminal", terminalId}` for a
+/// terminal the client never created and sends its output only this way
+/// (the convention Zed introduced: `terminal_info`, `terminal_output`,
+/// `terminal_exit`; codex-acp's `terminal_output_delta` for clients that
+/// advertise `_meta.terminal_output_delta`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TerminalMeta {
+    /// The agent's terminal id.
+    pub terminal_id: String,
+    /// Output to append (`terminal_output` and `terminal_output_delta`
+    /// both append: each carries only the new bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The command exited (`terminal_exit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<TerminalExit>,
+}
+
+/// How an agent-run command ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TerminalExit {
+    /// The exit code, when it exited normally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// The signal that ended it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
+/// A `plan_update`: one plan, by id, as a checklist or a Markdown document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDocument {
+    /// The plan's id (several plans can coexist).
+    pub plan_id: String,
+    /// The plan.
+    #[serde(flatten)]
+    pub body: PlanBody,
+}
+
+/// The content of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "format", rename_all = "snake_case")]
+pub enum PlanBody {
+    /// A checklist (`type: "items"`).
+    Items {
+        /// Every entry, in order.
+        entries: Vec<PlanEntry>,
+    },
+    /// The whole plan as Markdown (`type: "markdown"`).
+    Markdown {
+        /// The Markdown text.
+        content: String,
+        /// The absolute path of the plan's file, when it has one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+}
+
+/// A `subagent_update`: `None` = unchanged, `Some(None)` = cleared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentPatch {
+    /// The child session's id.
+    pub session_id: String,
+    /// The parent's display title for the child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<Option<String>>,
+    /// What the child is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<Option<String>>,
+    /// `running`, `idle`, `requires_action`, `unknown` (others kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<Option<SubagentState>>,
+    /// Whether the client may cancel the child (`capabilities.cancel`);
+    /// `Some(false)` when the capabilities were cleared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub can_cancel: Option<bool>,
+    /// The child's working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<Option<String>>,
+}
+
+/// The work state of a child session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentState {
+    /// `running`, `idle`, `requires_action`, `unknown` or a newer value.
+    pub state: String,
+    /// Why an idle child stopped, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// A `session_message`: `None` = unchanged, `Some(None)` = cleared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMessagePatch {
+    /// The message's id in this session's transcript.
+    pub message_id: String,
+    /// The sending session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_session_id: Option<Option<String>>,
+    /// The receiving session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipient_session_id: Option<Option<String>>,
+    /// The whole content, replacing the old one (`Some(vec![])` clears it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<Content>>,
 }
 
 /// The category of a tool call; unknown kinds keep their name.
@@ -265,6 +402,7 @@ impl ToolCallFields {
             locations: None,
             raw_input: None,
             raw_output: None,
+            terminal_meta: None,
         }
     }
 }
@@ -393,11 +531,19 @@ pub enum ToolContent {
         /// The text after.
         new_text: String,
     },
-    /// A client terminal whose output is shown live.
+    /// A client terminal whose output is shown live (or a terminal the
+    /// agent runs itself and reports in `_meta`, see [`TerminalMeta`]).
     #[serde(rename_all = "camelCase")]
     Terminal {
         /// The id returned by `terminal/create`.
         terminal_id: String,
+    },
+    /// A display-only link to another session, such as the subagent the
+    /// tool call started.
+    #[serde(rename_all = "camelCase")]
+    Session {
+        /// The referenced session.
+        session_id: String,
     },
     /// A content type this client does not know, or a known one missing a
     /// required field, kept whole.

@@ -445,3 +445,36 @@ async fn a_request_scoped_elicitation_closes_when_its_request_is_answered() {
     let reply = peer.recv_until(|m| m["id"] == "e1").await;
     assert_eq!(reply["result"], json!({"action": "cancel"}));
 }
+
+#[tokio::test]
+async fn a_subagents_question_is_asked_with_the_childs_session_and_answered() {
+    // ACP subagents: a child's elicitation carries the child's session id;
+    // the client serves it in the parent's workspace like the parent's own.
+    let steps = json!([
+        {"type": "subagent", "childId": "child-1", "title": "Asker", "state": "requires_action"},
+        {"type": "asSession", "childId": "child-1", "steps": [
+            form_step(json!({"onDecline": [{"type": "text", "text": " [child declined]"}]}))
+        ]}
+    ]);
+    let mut s = spawn(json!({"turns": [{"steps": steps}]}), both_modes()).await;
+    let sid = open(&s).await;
+    let turn = start_turn(&s, &sid);
+    let (req, answer) = next_ask(&mut s).await;
+    assert_eq!(
+        req.scope.session_id().map(|id| id.0.to_string()).as_deref(),
+        Some("child-1")
+    );
+    answer.send(ElicitationResponse::Decline).unwrap();
+    tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let child = agent_text(&s.conn, &acp_client::update::SessionId::new("child-1"));
+    assert!(
+        child.contains("elicitation: decline [child declined]"),
+        "{child}"
+    );
+    // Not in the parent's answer.
+    assert!(!agent_text(&s.conn, &sid).contains("declined"));
+}

@@ -444,6 +444,7 @@ async fn streamed_updates_land_in_the_session_model_exactly() {
             locations: vec![location],
             raw_input: Some(raw_input),
             raw_output: Some(json!({"ok": true})),
+            agent_terminal: None,
         }),
         Entry::ToolCall(ToolCallState {
             id: "write-1".into(),
@@ -459,6 +460,7 @@ async fn streamed_updates_land_in_the_session_model_exactly() {
             locations: vec![],
             raw_input: None,
             raw_output: None,
+            agent_terminal: None,
         }),
         Entry::ToolCall(ToolCallState {
             id: "run-1".into(),
@@ -477,6 +479,7 @@ async fn streamed_updates_land_in_the_session_model_exactly() {
             locations: vec![],
             raw_input: Some(json!({"command": "cargo build"})),
             raw_output: None,
+            agent_terminal: None,
         }),
     ];
     conn.with_session(&sid, |state| {

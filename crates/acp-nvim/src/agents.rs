@@ -71,6 +71,9 @@ pub struct Agent {
     /// The editor host serving its requests and routing its events.
     pub host: Arc<NvimHost>,
     init: OnceCell<Result<AgentInfo, String>>,
+    /// The user was told this agent ignores the configured system prompt:
+    /// once per agent process, not per chat.
+    pub system_prompt_warned: std::sync::atomic::AtomicBool,
 }
 
 impl Agent {
@@ -240,6 +243,7 @@ impl Agents {
             conn,
             host,
             init: OnceCell::new(),
+            system_prompt_warned: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(watch(self.clone(), agent.clone()));
         Ok(agent)

@@ -140,8 +140,12 @@ impl Backend {
                     });
                 }
             }
-            Command::Cancel { chat_id } => {
-                if !self.send(&chat_id, ChatCommand::Cancel) {
+            Command::Cancel { chat_id, subagent } => {
+                let cmd = match subagent {
+                    Some(child) => ChatCommand::CancelSubagent(child),
+                    None => ChatCommand::Cancel,
+                };
+                if !self.send(&chat_id, cmd) {
                     tracing::debug!(chat = %chat_id, "cancel for a chat without session");
                 }
             }

@@ -35,6 +35,8 @@ pub enum ChatCommand {
     Prompt(Vec<ContentBlock>),
     /// Cancel the running turn and drop queued prompts.
     Cancel,
+    /// Cancel the work of one subagent of the chat's session.
+    CancelSubagent(String),
     /// Switch the session to this mode id.
     SetMode(String),
     /// Set a session config option.
@@ -250,6 +252,7 @@ async fn open_session(
     }
     params.mcp_servers = servers;
     params.additional_directories = open.additional_directories.clone();
+    params.system_prompt = open.system_prompt.clone();
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());
@@ -269,6 +272,15 @@ async fn open_session(
     match result {
         Ok(started) => {
             let session = started.session_id.clone();
+            if let Some(why) = &started.system_prompt_skipped {
+                use std::sync::atomic::Ordering;
+                if !agent.system_prompt_warned.swap(true, Ordering::Relaxed) {
+                    events.push(Event::Warning {
+                        chat_id: Some(chat.clone()),
+                        message: format!("The agent {}: {why}.", agent.name),
+                    });
+                }
+            }
             let mut event = session_started(chat, &agent.name, &info, started);
             if let (Some(t), Some(dir)) = (transcripts, &open.transcript_dir) {
                 let path = transcript::path_for(dir, &agent.name, &session.to_string());
@@ -393,6 +405,7 @@ impl ChatLoop {
                 None | Some(ChatCommand::Close) => return,
                 Some(ChatCommand::Prompt(blocks)) => self.queued.push_back(blocks),
                 Some(ChatCommand::Cancel) => self.cancel(),
+                Some(ChatCommand::CancelSubagent(child)) => self.cancel_subagent(child),
                 Some(ChatCommand::SetMode(mode_id)) => self.set_mode(mode_id),
                 Some(ChatCommand::SetConfigOption { config_id, value }) => {
                     self.set_config_option(config_id, value)
@@ -467,6 +480,29 @@ impl ChatLoop {
             });
         }
         self.cancel_sent = self.turn.is_some();
+    }
+
+    /// `session/cancel` for one subagent of this chat's session, when the
+    /// agent allows it (acp-client checks its `capabilities.cancel`).
+    fn cancel_subagent(&self, child: String) {
+        let known = self
+            .agent
+            .conn
+            .with_session(&self.session, |s| s.subagent(&child).is_some())
+            .unwrap_or(false);
+        let result = if known {
+            self.agent.conn.cancel(&SessionId::new(child.as_str()))
+        } else {
+            Err(acp_client::Error::NotFound(format!(
+                "`{child}` is not a subagent of this chat's session"
+            )))
+        };
+        if let Err(e) = result {
+            self.events.push(Event::Warning {
+                chat_id: Some(self.chat.clone()),
+                message: format!("could not cancel the subagent: {e}"),
+            });
+        }
     }
 
     /// The agent did not answer `session/cancel` and the user cancelled

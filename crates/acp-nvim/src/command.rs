@@ -77,6 +77,9 @@ pub struct OpenChat {
     /// More workspace roots of the session (`additionalDirectories`, sent
     /// when the agent advertises them; always part of the fs sandbox).
     pub additional_directories: Vec<PathBuf>,
+    /// The client system prompt (`system_prompt` of the agent's config or
+    /// of setup()): `{mode = "append"|"override", text}`.
+    pub system_prompt: Option<acp_client::SystemPrompt>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -107,10 +110,14 @@ pub enum Command {
         /// The chat's buffers with unsaved edits as the prompt goes out.
         buffers: Vec<PromptBuffer>,
     },
-    /// `acp.cancel`: cancel the running turn.
+    /// `acp.cancel`: cancel the running turn, or with `session_id` the
+    /// work of one subagent of the chat.
     Cancel {
         /// The chat concerned.
         chat_id: ChatId,
+        /// A subagent's session id (`subagent_update` of the chat's
+        /// session): only its work is cancelled.
+        subagent: Option<String>,
     },
     /// `acp.permission_respond`; `option_id: None` = dismissed.
     PermissionRespond {
@@ -372,6 +379,7 @@ impl Command {
             }),
             "acp.cancel" => Ok(Command::Cancel {
                 chat_id: p.chat_id()?,
+                subagent: p.opt_string("session_id")?,
             }),
             "acp.permission_respond" => decode_permission_respond(&p),
             "acp.elicitation_respond" => decode_elicitation_respond(&p),
@@ -666,6 +674,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .iter()
         .map(|v| p.path("additional_directories", v))
         .collect::<Result<Vec<_>, _>>()?;
+    let system_prompt = decode_system_prompt(p)?;
     Ok(OpenChat {
         chat_id,
         agent,
@@ -679,7 +688,46 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         auth_method_id,
         transcript_dir,
         additional_directories,
+        system_prompt,
     })
+}
+
+/// `system_prompt`: a string (appended), or `{mode, text}`. Blank text is
+/// no system prompt.
+fn decode_system_prompt(p: &Params<'_>) -> Result<Option<acp_client::SystemPrompt>, BadCommand> {
+    use acp_client::{SystemPrompt, SystemPromptMode};
+    let Some(v) = p.get("system_prompt") else {
+        return Ok(None);
+    };
+    let (mode, text) = match v {
+        Value::String(_) => (SystemPromptMode::Append, p.as_string("system_prompt", v)?),
+        Value::Map(_) => {
+            let sp = Params {
+                method: p.method,
+                map: v,
+            };
+            let mode = match sp.opt_string("mode")?.as_deref() {
+                None | Some("append") => SystemPromptMode::Append,
+                Some("override") => SystemPromptMode::Override,
+                Some(other) => {
+                    return Err(p.bad(format!(
+                        "`system_prompt.mode` must be \"append\" or \"override\", got \"{other}\""
+                    )))
+                }
+            };
+            (mode, sp.string("text")?)
+        }
+        other => {
+            return Err(p.bad(format!(
+                "`system_prompt` must be a string or {{ mode = ..., text = ... }}, got {}",
+                kind(other)
+            )))
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(SystemPrompt { mode, text }))
 }
 
 fn decode_blocks(p: &Params<'_>) -> Result<Vec<schema::ContentBlock>, BadCommand> {
@@ -1277,7 +1325,19 @@ mod tests {
         assert_eq!(
             decode("acp.cancel", json!({"chat_id": "c"})).unwrap(),
             Command::Cancel {
-                chat_id: ChatId("c".into())
+                chat_id: ChatId("c".into()),
+                subagent: None,
+            }
+        );
+        assert_eq!(
+            decode(
+                "acp.cancel",
+                json!({"chat_id": "c", "session_id": "child-1"})
+            )
+            .unwrap(),
+            Command::Cancel {
+                chat_id: ChatId("c".into()),
+                subagent: Some("child-1".into()),
             }
         );
         assert_eq!(

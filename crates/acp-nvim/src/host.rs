@@ -257,10 +257,20 @@ impl Routes {
 
     fn translate_for_chat(&mut self, event: ClientEvent, chat: ChatId, out: &mut Vec<Event>) {
         match event {
-            ClientEvent::Session { change, .. } => out.push(Event::Session {
-                chat_id: chat,
-                change,
-            }),
+            ClientEvent::Session { change, .. } => {
+                // A subagent's own requests (permissions, elicitations) carry
+                // its session id: they go to the chat of its parent.
+                let child = subagent_announced(&change).map(SessionId::new);
+                out.push(Event::Session {
+                    chat_id: chat.clone(),
+                    change,
+                });
+                if let Some(child) = child {
+                    if !self.sessions.contains_key(&child) {
+                        self.register(child, chat, None, out);
+                    }
+                }
+            }
             ClientEvent::PermissionCancelled { id, .. } => match self.prompt_ids.remove(&id) {
                 Some(prompt) => out.push(Event::PermissionCancelled {
                     chat_id: chat,
@@ -1077,6 +1087,19 @@ impl EditorHost for NvimHost {
             }
         }
         self.with_routes(|r, out| r.translate(event, out));
+    }
+}
+
+/// The child session a change announces (`subagent_update`), at any depth.
+fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&str> {
+    match change {
+        acp_client::session::SessionChange::SubagentChanged { subagent } => {
+            Some(&subagent.session_id)
+        }
+        acp_client::session::SessionChange::Child { child_change, .. } => {
+            subagent_announced(child_change)
+        }
+        _ => None,
     }
 }
 

@@ -192,6 +192,7 @@ impl Rig {
             auth_method_id: None,
             transcript_dir: None,
             additional_directories: Vec::new(),
+            system_prompt: None,
         }
     }
 
@@ -403,6 +404,7 @@ async fn cancel_withdraws_the_pending_permission_prompt() {
     let req = rig.wait_type("a", "permission_request").await;
     rig.send(Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     });
     let cancelled = rig.wait_type("a", "permission_cancelled").await;
     assert_eq!(cancelled["request_id"], req["request_id"]);
@@ -461,6 +463,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         auth_method_id: None,
         transcript_dir: None,
         additional_directories: Vec::new(),
+        system_prompt: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -664,6 +667,7 @@ async fn a_cancel_sent_right_after_the_prompt_ends_that_turn() {
     rig.prompt("a", "work");
     rig.send(Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     });
     rig.wait_type("a", "session_started").await;
     // If the cancel overtook the prompt, the agent would wait forever.
@@ -700,6 +704,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         auth_method_id: None,
         transcript_dir: None,
         additional_directories: Vec::new(),
+        system_prompt: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
@@ -743,6 +748,7 @@ async fn a_second_cancel_gives_up_on_an_agent_that_ignores_the_first() {
     .await;
     let cancel = || Command::Cancel {
         chat_id: ChatId("a".into()),
+        subagent: None,
     };
     rig.send(cancel());
     rig.send(cancel());
@@ -776,4 +782,112 @@ async fn an_agent_that_never_answers_initialize_fails_the_open_within_its_timeou
     assert!(message.contains("did not answer `initialize`"), "{message}");
     assert!(message.contains("--acp"), "{message}");
     assert!(message.contains("init_timeout"), "{message}");
+}
+
+/// A fake agent that delegates to one child session, whose permission
+/// request must reach the parent's chat.
+fn subagent_scenario(dir: &Path) -> PathBuf {
+    acp_testkit::write_scenario(
+        dir,
+        &json!({"turns": [{"steps": [
+            {"type": "subagent", "childId": "child-1", "title": "Explorer", "state": "running", "cancel": true},
+            {"type": "subagent", "childId": "child-2", "title": "Locked", "state": "running"},
+            {"type": "asSession", "childId": "child-1", "steps": [
+                {"type": "text", "text": "child text"},
+                {"type": "requestPermission", "toolCall": {"toolCallId": "c-edit", "title": "Edit", "kind": "edit"}}
+            ]},
+            {"type": "sleep", "ms": 300000}
+        ]}]}),
+    )
+}
+
+#[tokio::test]
+async fn a_subagents_permission_request_and_its_cancel_go_through_the_parents_chat() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let scenario = subagent_scenario(rig.dir.path());
+    rig.open("a", &scenario);
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "delegate");
+    // The child's request carries the child's session id: routed to the
+    // chat of its parent, not held for a session no chat opened.
+    let req = rig.answer_permission("a", "allow_once").await;
+    assert_eq!(req["tool_call"]["tool_call_id"], "c-edit");
+    // The child's changes reach the chat wrapped, with the child's id.
+    rig.wait("the child's report", |e| {
+        let v = e.json_view();
+        v["change"]["change"] == "child"
+            && v["change"]["session_id"] == "child-1"
+            && v["change"]["child_change"]
+                .to_string()
+                .contains("permission: allow_once")
+    })
+    .await;
+    // Cancelling a child the agent lets the client cancel: no warning, the
+    // parent's turn goes on. One it does not: a warning naming the fix.
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+        subagent: Some("child-2".into()),
+    });
+    let warning = rig.wait_type("a", "warning").await;
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not allow cancelling subagent `child-2`"),
+        "{warning}"
+    );
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+        subagent: Some("child-1".into()),
+    });
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+        subagent: Some("not-a-child".into()),
+    });
+    let warning = rig.wait_type("a", "warning").await;
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("`not-a-child` is not a subagent"),
+        "{warning}"
+    );
+    assert!(!rig.seen.iter().any(|e| e.kind() == "turn_ended"));
+    rig.send(Command::Cancel {
+        chat_id: ChatId("a".into()),
+        subagent: None,
+    });
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_system_prompt_an_agent_ignores_is_named_once_per_agent() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({"initialize": {"agentCapabilities": {}},
+            "turns": [{"steps": [{"type": "systemPrompt"}]}]}),
+    );
+    let cwd = rig.cwd();
+    for chat in ["a", "b"] {
+        let mut open = rig.open_command(chat, &scenario, &cwd);
+        open.system_prompt = Some(acp_client::SystemPrompt {
+            mode: acp_client::SystemPromptMode::Append,
+            text: "Be terse.".into(),
+        });
+        rig.send(Command::Open(Box::new(open)));
+        rig.wait_type(chat, "session_started").await;
+    }
+    let warnings: Vec<String> = rig
+        .seen
+        .iter()
+        .filter(|e| e.kind() == "warning")
+        .map(|e| e.json_view()["message"].to_string())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("does not take a client system prompt"));
+    rig.prompt("b", "go");
+    rig.wait_type("b", "turn_ended").await;
+    assert!(rig.text_of("b").contains("system prompt: none"));
 }

@@ -120,6 +120,7 @@ impl Rig {
             auth_method_id: None,
             transcript_dir: None,
             additional_directories: Vec::new(),
+            system_prompt: None,
         };
         f(&mut open);
         self.send(Command::Open(Box::new(open)));

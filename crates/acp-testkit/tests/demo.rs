@@ -49,7 +49,7 @@ fn demo_runs_to_end_turn_when_the_client_allows_everything() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["plan", "explain", "test", "ask"]);
+    assert_eq!(names, ["plan", "explain", "test", "ask", "delegate"]);
 
     let mut writes = Vec::new();
     let turn = agent.prompt(&session, "hello", &mut generous(&mut writes));
@@ -148,6 +148,12 @@ fn demo_answers_slash_commands_briefly() {
     assert!(turn.text().contains("/explain the parser"));
     let turn = agent.prompt(&session, "/test", &mut refuse);
     assert!(turn.text().contains("42"));
+    // `/delegate` shows the protocol of November 2026.
+    let turn = agent.prompt(&session, "/delegate a feature", &mut refuse);
+    assert_eq!(turn.stop_reason, "end_turn");
+    assert_eq!(turn.of_kind("plan_update").len(), 2);
+    assert_eq!(turn.of_kind("subagent_update").len(), 2);
+    assert_eq!(turn.of_kind("session_message").len(), 1);
     // `/ask` asks a form; the answer shapes the reply.
     let mut answer = |method: &str, params: &Value| -> Answer {
         assert_eq!(method, "elicitation/create");

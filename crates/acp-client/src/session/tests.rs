@@ -45,6 +45,7 @@ fn messages(s: &SessionState) -> Vec<(&'static str, String)> {
             Entry::AgentMessage(m) => ("agent", m.text()),
             Entry::Thought(m) => ("thought", m.text()),
             Entry::ToolCall(tc) => ("tool", tc.id.0.to_string()),
+            Entry::SessionMessage(m) => ("session_message", m.message_id.clone()),
             Entry::Unknown { kind, .. } => ("unknown", kind.clone()),
         })
         .collect()
@@ -256,6 +257,7 @@ fn tool_call_is_upserted_by_id() {
         locations: vec![],
         raw_input: Some(json!({"path": "/a.rs"})),
         raw_output: Some(json!("fn main() {}")),
+        agent_terminal: None,
     };
     assert_eq!(
         changed,
@@ -965,4 +967,171 @@ fn compactions_accumulate_their_summary_and_status() {
         s.entries().is_empty(),
         "compactions are not transcript entries"
     );
+}
+
+// ---------------------------------------------------------------------------
+// November 2026.
+
+#[test]
+fn an_echoed_prompt_with_a_message_id_is_the_same_message() {
+    let mut s = state();
+    s.push_user_prompt(vec![Content::text("fix the bug")]);
+    // The agent echoes the prompt in two chunks carrying its id.
+    assert!(s
+        .apply(SessionUpdate::UserMessageChunk(chunk(
+            "fix the ",
+            Some("u1")
+        )))
+        .is_empty());
+    assert!(s
+        .apply(SessionUpdate::UserMessageChunk(chunk("bug", Some("u1"))))
+        .is_empty());
+    s.apply(agent("done"));
+    assert_eq!(
+        messages(&s),
+        pairs(&[("user", "fix the bug"), ("agent", "done")])
+    );
+    let Entry::UserMessage(m) = &s.entries()[0] else {
+        panic!()
+    };
+    assert_eq!(m.message_id.as_deref(), Some("u1"));
+    // A replayed user message that differs is still shown.
+    s.push_user_prompt(vec![Content::text("again")]);
+    s.apply(SessionUpdate::UserMessageChunk(chunk(
+        "something else",
+        Some("u2"),
+    )));
+    assert_eq!(messages(&s).len(), 4);
+}
+
+#[test]
+fn an_agent_run_terminal_accumulates_its_output_in_the_tool_call() {
+    let mut s = state();
+    let meta = |output: Option<&str>, exit: Option<i64>| TerminalMeta {
+        terminal_id: "t1".into(),
+        output: output.map(str::to_owned),
+        exit: exit.map(|c| TerminalExit {
+            exit_code: Some(c),
+            signal: None,
+        }),
+    };
+    s.apply(SessionUpdate::ToolCall(call("c1", |f| {
+        f.content = Some(vec![ToolContent::Terminal {
+            terminal_id: "t1".into(),
+        }]);
+        f.terminal_meta = Some(meta(None, None));
+    })));
+    s.apply(SessionUpdate::ToolCallUpdate(call("c1", |f| {
+        f.terminal_meta = Some(meta(Some("a\n"), None))
+    })));
+    let changes = s.apply(SessionUpdate::ToolCallUpdate(call("c1", |f| {
+        f.terminal_meta = Some(meta(Some("b\n"), Some(0)))
+    })));
+    let SessionChange::ToolCallChanged { tool_call, .. } = &changes[0] else {
+        panic!()
+    };
+    let t = tool_call.agent_terminal.as_ref().unwrap();
+    assert_eq!(t.output, "a\nb\n");
+    assert_eq!(t.exit.as_ref().unwrap().exit_code, Some(0));
+    // A flood keeps the newest output only, cut at a character boundary.
+    let big = "é".repeat(AGENT_TERMINAL_TAIL);
+    s.apply(SessionUpdate::ToolCallUpdate(call("c1", |f| {
+        f.terminal_meta = Some(meta(Some(&big), None))
+    })));
+    let t = tc(&s, "c1").agent_terminal.unwrap();
+    assert!(t.truncated);
+    assert!(t.output.len() <= AGENT_TERMINAL_TAIL);
+    assert!(t.output.ends_with('é'));
+}
+
+#[test]
+fn plans_by_id_replace_in_place_and_unknown_removals_are_ignored() {
+    let mut s = state();
+    let doc = |id: &str, text: &str| {
+        SessionUpdate::PlanUpdate(PlanDocument {
+            plan_id: id.into(),
+            body: crate::update::PlanBody::Markdown {
+                content: text.into(),
+                path: None,
+            },
+        })
+    };
+    s.apply(doc("a", "one"));
+    s.apply(doc("b", "two"));
+    s.apply(doc("a", "one, revised"));
+    assert_eq!(s.plans().len(), 2);
+    assert!(s
+        .apply(SessionUpdate::PlanRemoved {
+            plan_id: "nope".into()
+        })
+        .is_empty());
+    assert_eq!(
+        s.apply(SessionUpdate::PlanRemoved {
+            plan_id: "a".into()
+        }),
+        vec![SessionChange::PlanRemoved {
+            plan_id: "a".into()
+        }]
+    );
+    assert_eq!(s.plans().len(), 1);
+}
+
+#[test]
+fn a_subagent_is_linked_to_the_tool_call_that_started_it() {
+    let mut s = state();
+    s.apply(SessionUpdate::ToolCall(call("task", |f| {
+        f.content = Some(vec![ToolContent::Session {
+            session_id: "child".into(),
+        }]);
+    })));
+    let patch = |f: fn(&mut SubagentPatch)| {
+        let mut p = SubagentPatch {
+            session_id: "child".into(),
+            ..SubagentPatch::default()
+        };
+        f(&mut p);
+        SessionUpdate::SubagentUpdate(p)
+    };
+    s.apply(patch(|p| {
+        p.title = Some(Some("Explore".into()));
+        p.can_cancel = Some(true);
+    }));
+    let changes = s.apply(patch(|p| {
+        p.state = Some(Some(SubagentState {
+            state: "idle".into(),
+            stop_reason: None,
+        }))
+    }));
+    let SessionChange::SubagentChanged { subagent } = &changes[0] else {
+        panic!()
+    };
+    assert_eq!(subagent.title.as_deref(), Some("Explore"));
+    assert_eq!(subagent.tool_call_id.as_deref(), Some("task"));
+    assert!(subagent.can_cancel);
+    assert_eq!(subagent.state.as_ref().unwrap().state, "idle");
+}
+
+#[test]
+fn session_messages_merge_upserts_and_chunks() {
+    let mut s = state();
+    s.apply(SessionUpdate::SessionMessageChunk {
+        message_id: "m".into(),
+        content: Content::text("look "),
+    });
+    s.apply(SessionUpdate::SessionMessageChunk {
+        message_id: "m".into(),
+        content: Content::text("here"),
+    });
+    let changes = s.apply(SessionUpdate::SessionMessage(SessionMessagePatch {
+        message_id: "m".into(),
+        recipient_session_id: Some(Some("child".into())),
+        ..SessionMessagePatch::default()
+    }));
+    let SessionChange::SessionMessageChanged { index, message } = &changes[0] else {
+        panic!()
+    };
+    assert_eq!(*index, 0);
+    assert_eq!(message.content[0].as_text(), Some("look here"));
+    assert_eq!(message.recipient_session_id.as_deref(), Some("child"));
+    assert_eq!(s.entries().len(), 1);
 }

@@ -17,8 +17,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{
-    schema, Content, ContentChunk, Notice, PlanEntry, SessionId, SessionInfo, SessionNotification,
-    SessionUpdate, ToolCallFields, ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
+    schema, Content, ContentChunk, Notice, PlanBody, PlanDocument, PlanEntry, SessionId,
+    SessionInfo, SessionMessagePatch, SessionNotification, SessionUpdate, SubagentPatch,
+    SubagentState, TerminalExit, TerminalMeta, ToolCallFields, ToolCallId, ToolContent, ToolKind,
+    ToolStatus, Usage,
 };
 use crate::error::Error;
 
@@ -94,7 +96,34 @@ fn tool_call_from_map(obj: &Map<String, Value>) -> Result<ToolCallFields, Error>
     };
     fields.raw_input = non_null(obj.get("rawInput"));
     fields.raw_output = non_null(obj.get("rawOutput"));
+    fields.terminal_meta = obj.get("_meta").and_then(terminal_meta);
     Ok(fields)
+}
+
+/// The terminal an agent runs itself, from a tool call's `_meta`: codex-acp
+/// 2.6.0 sends `terminal_info {terminal_id}` when the command starts,
+/// `terminal_output_delta {terminal_id, data}` (or Zed's `terminal_output`)
+/// per chunk and `terminal_exit {terminal_id, exit_code, signal}` at the end.
+/// A key of the wrong shape is ignored on its own.
+fn terminal_meta(meta: &Value) -> Option<TerminalMeta> {
+    let meta = meta.as_object()?;
+    let part = |key: &str| meta.get(key).and_then(Value::as_object);
+    let id_of = |o: &Map<String, Value>| string_field(o, "terminal_id");
+    let info = part("terminal_info");
+    let delta = part("terminal_output_delta").or_else(|| part("terminal_output"));
+    let exit = part("terminal_exit");
+    let terminal_id = info
+        .and_then(id_of)
+        .or_else(|| delta.and_then(id_of))
+        .or_else(|| exit.and_then(id_of))?;
+    Some(TerminalMeta {
+        terminal_id,
+        output: delta.and_then(|d| string_field(d, "data")),
+        exit: exit.map(|e| TerminalExit {
+            exit_code: e.get("exit_code").and_then(Value::as_i64),
+            signal: string_field(e, "signal"),
+        }),
+    })
 }
 
 /// Decode a content block leniently: a block of a known `type` that matches
@@ -157,6 +186,10 @@ struct UpdatePeek<'a> {
     raw_input: Option<&'a RawValue>,
     #[serde(rename = "rawOutput", borrow, default)]
     raw_output: Option<&'a RawValue>,
+    /// Only looked at to leave a tool call with `_meta` (agent-run
+    /// terminal output) to the general path.
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
 }
 
 /// An update's `content`, parsed where it lies: a block (chunks) or a list
@@ -312,6 +345,9 @@ fn plain_text_fast(block: TextPeek<'_>) -> Option<Content> {
 /// small: they go through the general path's per-field decoders, parsed
 /// from their own slice of the input.
 fn tool_call_fast(update: UpdatePeek<'_>) -> Option<ToolCallFields> {
+    if update.meta.is_some() {
+        return None;
+    }
     let mut fields = ToolCallFields::new(ToolCallId::new(&*update.tool_call_id?.0));
     fields.title = update.title.map(|s| s.0.into_owned());
     fields.name = update.name.map(|s| s.0.into_owned());
@@ -502,7 +538,74 @@ fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
             id: u.get("compactionId")?.as_str()?.to_owned(),
             content: decode_content(u.get("content")?.clone()),
         },
+        "plan_update" => SessionUpdate::PlanUpdate(decode_plan_update(u.get("plan")?)?),
+        "plan_removed" => SessionUpdate::PlanRemoved {
+            plan_id: u.get("planId")?.as_str()?.to_owned(),
+        },
+        "subagent_update" => SessionUpdate::SubagentUpdate(decode_subagent(u)?),
+        "session_message" => SessionUpdate::SessionMessage(SessionMessagePatch {
+            message_id: u.get("messageId")?.as_str()?.to_owned(),
+            sender_session_id: nullable_string(u, "senderSessionId"),
+            recipient_session_id: nullable_string(u, "recipientSessionId"),
+            content: match u.get("content") {
+                None => None,
+                Some(Value::Null) => Some(Vec::new()),
+                Some(Value::Array(blocks)) => {
+                    Some(blocks.iter().cloned().map(decode_content).collect())
+                }
+                Some(_) => None,
+            },
+        }),
+        "session_message_chunk" => SessionUpdate::SessionMessageChunk {
+            message_id: u.get("messageId")?.as_str()?.to_owned(),
+            content: decode_content(u.get("content")?.clone()),
+        },
         _ => return None,
+    })
+}
+
+/// `plan_update.plan`: `{type: "items", planId, entries}` or
+/// `{type: "markdown", planId, content, path?}`.
+fn decode_plan_update(plan: &Value) -> Option<PlanDocument> {
+    let p = plan.as_object()?;
+    let plan_id = p.get("planId")?.as_str()?.to_owned();
+    let body = match p.get("type")?.as_str()? {
+        "items" => PlanBody::Items {
+            entries: decode_plan(p.get("entries")?.as_array()?),
+        },
+        "markdown" => PlanBody::Markdown {
+            content: p.get("content")?.as_str()?.to_owned(),
+            // The spec says absolute; a relative path is no file to open.
+            path: string_field(p, "path").filter(|path| std::path::Path::new(path).is_absolute()),
+        },
+        _ => return None,
+    };
+    Some(PlanDocument { plan_id, body })
+}
+
+/// `subagent_update`: patch semantics (omitted = unchanged, null = cleared).
+fn decode_subagent(u: &Map<String, Value>) -> Option<SubagentPatch> {
+    Some(SubagentPatch {
+        session_id: u.get("sessionId")?.as_str()?.to_owned(),
+        title: nullable_string(u, "title"),
+        description: nullable_string(u, "description"),
+        state: match u.get("state") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::Object(o)) => string_field(o, "state").map(|state| {
+                Some(SubagentState {
+                    state,
+                    stop_reason: string_field(o, "stopReason"),
+                })
+            }),
+            Some(_) => None,
+        },
+        can_cancel: match u.get("capabilities") {
+            None => None,
+            Some(Value::Object(c)) => Some(c.get("cancel").is_some_and(Value::is_object)),
+            Some(_) => Some(false),
+        },
+        cwd: nullable_string(u, "cwd"),
     })
 }
 
@@ -617,6 +720,9 @@ fn decode_tool_content_known(item: &Value) -> Option<ToolContent> {
         },
         "terminal" => ToolContent::Terminal {
             terminal_id: obj.get("terminalId")?.as_str()?.to_owned(),
+        },
+        "session" => ToolContent::Session {
+            session_id: obj.get("sessionId")?.as_str()?.to_owned(),
         },
         // A bare content block where a `{type: "content"}` wrapper belongs.
         t if CONTENT_BLOCK_TYPES.contains(&t) => ToolContent::Content {

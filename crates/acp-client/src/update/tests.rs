@@ -1314,3 +1314,152 @@ mod fast_path_properties {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// November 2026: agent-run terminals in `_meta`, plan operations, subagents.
+
+#[test]
+fn codex_terminal_meta_is_decoded_and_never_taken_by_the_fast_path() {
+    // codex-acp 2.6.0: the output of a command it runs itself, only in `_meta`.
+    let line = json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call_update",
+        "toolCallId": "c1", "_meta": {"terminal_output_delta": {"terminal_id": "t9", "data": "ran\n"}}}})
+    .to_string();
+    // The fast path would drop `_meta` (and the output with it).
+    assert!(decode_fast_for_test(&line).is_none());
+    let SessionUpdate::ToolCallUpdate(f) = decode_str(&line).unwrap().update else {
+        panic!()
+    };
+    assert_eq!(
+        f.terminal_meta,
+        Some(TerminalMeta {
+            terminal_id: "t9".into(),
+            output: Some("ran\n".into()),
+            exit: None,
+        })
+    );
+    let f = match wrapped(
+        json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "ls",
+        "content": [{"type": "terminal", "terminalId": "t9"}],
+        "_meta": {"terminal_info": {"terminal_id": "t9", "cwd": "/w"}}}),
+    ) {
+        SessionUpdate::ToolCall(f) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(f.terminal_meta.unwrap().terminal_id, "t9");
+    let SessionUpdate::ToolCallUpdate(f) = wrapped(json!({"sessionUpdate": "tool_call_update",
+        "toolCallId": "c1", "status": "completed",
+        "_meta": {"terminal_exit": {"terminal_id": "t9", "exit_code": 2, "signal": null}}}))
+    else {
+        panic!()
+    };
+    let meta = f.terminal_meta.unwrap();
+    assert_eq!(meta.exit.unwrap().exit_code, Some(2));
+    assert_eq!(meta.output, None);
+    // Hostile shapes: no terminal id, or a number where text belongs.
+    for odd in [
+        json!({"terminal_output_delta": {"data": "x"}}),
+        json!({"terminal_output_delta": "x"}),
+        json!("meta"),
+    ] {
+        let SessionUpdate::ToolCallUpdate(f) = wrapped(json!({"sessionUpdate": "tool_call_update",
+            "toolCallId": "c1", "_meta": odd}))
+        else {
+            panic!()
+        };
+        assert_eq!(f.terminal_meta, None);
+    }
+}
+
+#[test]
+fn plan_update_items_markdown_and_removed() {
+    let SessionUpdate::PlanUpdate(p) = wrapped(json!({"sessionUpdate": "plan_update",
+        "plan": {"type": "items", "planId": "p1",
+            "entries": [{"content": "a", "priority": "high", "status": "pending"}]}}))
+    else {
+        panic!()
+    };
+    assert_eq!(p.plan_id, "p1");
+    assert!(matches!(&p.body, PlanBody::Items { entries } if entries[0].content == "a"));
+    let SessionUpdate::PlanUpdate(p) = wrapped(json!({"sessionUpdate": "plan_update",
+        "plan": {"type": "markdown", "planId": "p2", "content": "# Plan\n- x", "path": "/w/PLAN.md"}}))
+    else {
+        panic!()
+    };
+    assert_eq!(
+        p.body,
+        PlanBody::Markdown {
+            content: "# Plan\n- x".into(),
+            path: Some("/w/PLAN.md".into())
+        }
+    );
+    // A relative path is no file to open (the spec requires absolute).
+    let SessionUpdate::PlanUpdate(p) = wrapped(json!({"sessionUpdate": "plan_update",
+        "plan": {"type": "markdown", "planId": "p2", "content": "x", "path": "../../etc/passwd"}}))
+    else {
+        panic!()
+    };
+    assert!(matches!(p.body, PlanBody::Markdown { path: None, .. }));
+    assert_eq!(
+        wrapped(json!({"sessionUpdate": "plan_removed", "planId": "p1"})),
+        SessionUpdate::PlanRemoved {
+            plan_id: "p1".into()
+        }
+    );
+    // An unknown plan type keeps the update whole.
+    assert_unknown(
+        &wrapped(json!({"sessionUpdate": "plan_update", "plan": {"type": "graph", "planId": "p"}})),
+        "plan_update",
+    );
+}
+
+#[test]
+fn subagent_update_is_a_patch() {
+    let SessionUpdate::SubagentUpdate(p) = wrapped(json!({"sessionUpdate": "subagent_update",
+        "sessionId": "child", "title": "Explore", "description": null,
+        "state": {"state": "idle", "stopReason": "end_turn"},
+        "capabilities": {"cancel": {}}}))
+    else {
+        panic!()
+    };
+    assert_eq!(p.session_id, "child");
+    assert_eq!(p.title, Some(Some("Explore".into())));
+    assert_eq!(p.description, Some(None));
+    assert_eq!(
+        p.state,
+        Some(Some(SubagentState {
+            state: "idle".into(),
+            stop_reason: Some("end_turn".into())
+        }))
+    );
+    assert_eq!(p.can_cancel, Some(true));
+    assert_eq!(p.cwd, None);
+    let SessionUpdate::SubagentUpdate(p) = wrapped(json!({"sessionUpdate": "subagent_update",
+        "sessionId": "child", "capabilities": null}))
+    else {
+        panic!()
+    };
+    assert_eq!(p.can_cancel, Some(false));
+    assert_eq!(p.title, None);
+}
+
+#[test]
+fn session_message_and_chunk() {
+    let SessionUpdate::SessionMessage(m) = wrapped(json!({"sessionUpdate": "session_message",
+        "messageId": "m1", "senderSessionId": "s", "recipientSessionId": "child",
+        "content": [{"type": "text", "text": "look at"}]}))
+    else {
+        panic!()
+    };
+    assert_eq!(m.recipient_session_id, Some(Some("child".into())));
+    assert_eq!(m.content.unwrap()[0].as_text(), Some("look at"));
+    assert_eq!(
+        wrapped(
+            json!({"sessionUpdate": "session_message_chunk", "messageId": "m1",
+            "content": {"type": "text", "text": " x"}})
+        ),
+        SessionUpdate::SessionMessageChunk {
+            message_id: "m1".into(),
+            content: Content::text(" x")
+        }
+    );
+}

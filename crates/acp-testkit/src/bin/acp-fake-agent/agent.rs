@@ -37,7 +37,16 @@ pub struct Agent {
 pub struct State {
     authenticated: bool,
     pub store: Store,
+    /// Child session -> the session that announced it (`subagent` step):
+    /// a child's updates are recorded in its parent's history, marked
+    /// with [`CHILD_MARK`], so a load replays them with the child's id.
+    pub children: std::collections::HashMap<String, String>,
+    /// The `systemPrompt` each session was opened with.
+    pub system_prompts: std::collections::HashMap<String, Value>,
 }
+
+/// The key that marks a recorded update as a child session's.
+pub const CHILD_MARK: &str = "_fakeChildSessionId";
 
 /// Answers one request exactly once: if it is dropped unanswered (a bug, or
 /// a job that could not run) it answers with an internal error.
@@ -90,6 +99,8 @@ impl Agent {
             state: Mutex::new(State {
                 authenticated: false,
                 store,
+                children: std::collections::HashMap::new(),
+                system_prompts: std::collections::HashMap::new(),
             }),
             stdin_stopped: AtomicBool::new(false),
         })
@@ -357,9 +368,14 @@ impl Agent {
         match self.try_open_session(params, how) {
             Ok((session_id, replay, result)) => {
                 for update in &replay {
+                    let mut update = update.clone();
+                    let sid = match update.as_object_mut().and_then(|m| m.remove(CHILD_MARK)) {
+                        Some(Value::String(child)) => child,
+                        _ => session_id.clone(),
+                    };
                     self.out.notify(
                         "session/update",
-                        json!({ "sessionId": session_id, "update": update }),
+                        json!({ "sessionId": sid, "update": update }),
                     );
                 }
                 // Saved before the answer: a client may stop the agent as
@@ -380,6 +396,7 @@ impl Agent {
         how: Open,
     ) -> Result<(String, Vec<Value>, Value), RpcError> {
         self.require_auth()?;
+        let system_prompt = self.check_system_prompt(params)?;
         let cwd = str_param(params, "cwd")?;
         if !Path::new(cwd).is_absolute() {
             return Err(RpcError::invalid_params(format!(
@@ -433,7 +450,53 @@ impl Agent {
             Open::Load => record.history.clone(),
             Open::New | Open::Resume => Vec::new(),
         };
+        match system_prompt {
+            Some(sp) => state.system_prompts.insert(session_id.clone(), sp),
+            None => state.system_prompts.remove(&session_id),
+        };
         Ok((session_id, replay, result))
+    }
+
+    /// `systemPrompt` of a new/load/resume, checked as the spec asks of an
+    /// agent: only when advertised, a mode it supports, text content only,
+    /// not empty; anything else is refused (`-32602`) and opens nothing.
+    fn check_system_prompt(&self, params: &Value) -> Result<Option<Value>, RpcError> {
+        let Some(sp) = params.get("systemPrompt").filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let caps = self.scenario.agent_capabilities();
+        let Some(support) = caps
+            .pointer("/sessionCapabilities/systemPrompt")
+            .filter(|v| v.is_object())
+        else {
+            return Err(RpcError::invalid_params(
+                "systemPrompt was sent, but this agent does not advertise sessionCapabilities.systemPrompt",
+            ));
+        };
+        match sp.get("mode").and_then(Value::as_str) {
+            Some("append") => {}
+            Some("override")
+                if support
+                    .pointer("/mode/override")
+                    .is_some_and(Value::is_object) => {}
+            other => {
+                return Err(RpcError::invalid_params(format!(
+                    "systemPrompt mode {other:?} is not supported"
+                )))
+            }
+        }
+        let content = sp.get("content").and_then(Value::as_array);
+        let text_only = content.is_some_and(|c| {
+            !c.is_empty()
+                && c.iter()
+                    .all(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        });
+        if !text_only {
+            return Err(RpcError::invalid_params(
+                "systemPrompt content must be a non-empty list of text blocks",
+            ));
+        }
+        Ok(Some(sp.clone()))
     }
 
     /// Queues the scenario's `sessionStart` steps on the session's thread.
@@ -696,8 +759,19 @@ impl Agent {
         if !self.scenario.record_history {
             return;
         }
-        if let Some(record) = self.state().store.get_mut(session_id) {
-            record.history.extend_from_slice(updates);
+        let mut state = self.state();
+        let (session_id, mark) = match state.children.get(session_id) {
+            Some(parent) => (parent.clone(), Some(session_id.to_owned())),
+            None => (session_id.to_owned(), None),
+        };
+        if let Some(record) = state.store.get_mut(&session_id) {
+            for update in updates {
+                let mut update = update.clone();
+                if let (Some(child), Value::Object(map)) = (&mark, &mut update) {
+                    map.insert(CHILD_MARK.into(), json!(child));
+                }
+                record.history.push(update);
+            }
         }
     }
 }

@@ -106,11 +106,76 @@ pub enum Step {
         #[serde(default, deserialize_with = "present")]
         updated_at: Option<Value>,
     },
+    /// `subagent_update` announcing or changing a child session; with
+    /// `toolCallId`, a `tool_call` linking to the child (`session` content)
+    /// goes first when `title` is given the first time.
+    Subagent {
+        child_id: String,
+        #[serde(default, deserialize_with = "present")]
+        title: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        description: Option<Value>,
+        /// `running`, `idle`, `requires_action`, `unknown`.
+        #[serde(default)]
+        state: Option<String>,
+        #[serde(default)]
+        stop_reason: Option<String>,
+        /// Give the client `capabilities.cancel` for the child.
+        #[serde(default)]
+        cancel: Option<bool>,
+        #[serde(default)]
+        tool_call_id: Option<String>,
+    },
+    /// Updates sent for a child session (`steps` of `text`, `thought`,
+    /// `toolCall`, `toolCallUpdate`, `update`, `requestPermission` run with
+    /// the child's session id).
+    AsSession { child_id: String, steps: Vec<Value> },
+    /// `session_message` (with `text` as its content) between sessions.
+    SessionMessage {
+        message_id: String,
+        #[serde(default)]
+        sender: Option<String>,
+        #[serde(default)]
+        recipient: Option<String>,
+        text: String,
+    },
+    /// `plan_update`: a checklist (`entries`) or a Markdown document
+    /// (`markdown`, with an optional `path`).
+    PlanUpdate {
+        plan_id: String,
+        #[serde(default)]
+        entries: Option<Value>,
+        #[serde(default)]
+        markdown: Option<String>,
+        #[serde(default)]
+        path: Option<String>,
+    },
+    /// `plan_removed`.
+    PlanRemoved { plan_id: String },
+    /// A command the agent runs itself, reported the codex-acp 2.6.0 way:
+    /// a `tool_call` embedding a terminal the client never created, its
+    /// output only in `_meta.terminal_output_delta`, the end in
+    /// `_meta.terminal_exit`.
+    AgentTerminal {
+        tool_call_id: String,
+        command: String,
+        output: Vec<String>,
+        #[serde(default)]
+        exit_code: i64,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// An agent message telling the client system prompt this session got
+    /// (`systemPrompt` of its new/load/resume), or that it got none.
+    SystemPrompt,
     /// The agent switches mode itself: `current_mode_update`.
     Mode { mode_id: String },
     /// `session/request_permission`, then the branch for the outcome.
     RequestPermission {
         tool_call: Value,
+        /// Asks for another session (a subagent's).
+        #[serde(default)]
+        session_id: Option<String>,
         #[serde(default)]
         options: Option<Vec<Value>>,
         #[serde(default)]
@@ -365,6 +430,7 @@ impl Step {
                 ("onError".to_owned(), on_error),
             ],
             Step::Late { steps, .. } => vec![("steps".to_owned(), steps)],
+            Step::AsSession { steps, .. } => vec![("steps".to_owned(), steps)],
             _ => Vec::new(),
         }
     }

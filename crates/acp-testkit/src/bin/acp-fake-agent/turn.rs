@@ -248,6 +248,7 @@ impl<'a> Player<'a> {
             }
             Step::RequestPermission {
                 tool_call,
+                session_id,
                 options,
                 on,
                 on_allow,
@@ -261,7 +262,176 @@ impl<'a> Player<'a> {
                     reject: on_reject,
                     cancelled: on_cancelled,
                 };
-                self.request_permission(tool_call, options, branches, report)
+                match session_id {
+                    Some(child) => {
+                        let parent = std::mem::replace(&mut self.session_id, child);
+                        let flow = self.request_permission(tool_call, options, branches, report);
+                        self.session_id = parent;
+                        flow
+                    }
+                    None => self.request_permission(tool_call, options, branches, report),
+                }
+            }
+            Step::Subagent {
+                child_id,
+                title,
+                description,
+                state,
+                stop_reason,
+                cancel,
+                tool_call_id,
+            } => {
+                let new = self
+                    .agent
+                    .state()
+                    .children
+                    .insert(child_id.clone(), self.session_id.clone())
+                    .is_none();
+                if let (true, Some(id)) = (new, &tool_call_id) {
+                    let title = title.as_ref().and_then(Value::as_str).unwrap_or("Subagent");
+                    self.update(json!({
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": id,
+                        "title": format!("Task: {title}"),
+                        "kind": "other",
+                        "status": "in_progress",
+                        "content": [{ "type": "session", "sessionId": child_id }],
+                    }));
+                }
+                let mut update =
+                    json!({ "sessionUpdate": "subagent_update", "sessionId": child_id });
+                put_fields(
+                    &mut update,
+                    [("title", title), ("description", description)],
+                );
+                if let Some(state) = state {
+                    let mut s = json!({ "state": state });
+                    put_fields(&mut s, [("stopReason", stop_reason.map(Value::from))]);
+                    update["state"] = s;
+                }
+                match cancel {
+                    Some(true) => update["capabilities"] = json!({ "cancel": {} }),
+                    Some(false) => update["capabilities"] = json!({}),
+                    None => {}
+                }
+                self.update(update);
+                Flow::Next
+            }
+            Step::AsSession { child_id, steps } => {
+                let parent = std::mem::replace(&mut self.session_id, child_id);
+                let flow = self.run(&steps);
+                self.session_id = parent;
+                flow
+            }
+            Step::SessionMessage {
+                message_id,
+                sender,
+                recipient,
+                text,
+            } => {
+                let mut update = json!({
+                    "sessionUpdate": "session_message",
+                    "messageId": message_id,
+                    "content": [{ "type": "text", "text": text }],
+                });
+                put_fields(
+                    &mut update,
+                    [
+                        ("senderSessionId", sender.map(Value::from)),
+                        ("recipientSessionId", recipient.map(Value::from)),
+                    ],
+                );
+                self.update(update);
+                Flow::Next
+            }
+            Step::PlanUpdate {
+                plan_id,
+                entries,
+                markdown,
+                path,
+            } => {
+                let plan = match (entries, markdown) {
+                    (_, Some(md)) => {
+                        let mut p = json!({ "type": "markdown", "planId": plan_id, "content": md });
+                        put_fields(&mut p, [("path", path.map(Value::from))]);
+                        p
+                    }
+                    (entries, None) => json!({
+                        "type": "items",
+                        "planId": plan_id,
+                        "entries": entries.unwrap_or_else(|| json!([])),
+                    }),
+                };
+                self.update(json!({ "sessionUpdate": "plan_update", "plan": plan }));
+                Flow::Next
+            }
+            Step::PlanRemoved { plan_id } => {
+                self.update(json!({ "sessionUpdate": "plan_removed", "planId": plan_id }));
+                Flow::Next
+            }
+            Step::AgentTerminal {
+                tool_call_id,
+                command,
+                output,
+                exit_code,
+                delay_ms,
+            } => {
+                let terminal_id = format!("{tool_call_id}-terminal");
+                self.update(json!({
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": tool_call_id,
+                    "title": command,
+                    "kind": "execute",
+                    "status": "in_progress",
+                    "rawInput": { "command": command },
+                    "content": [{ "type": "terminal", "terminalId": terminal_id }],
+                    "_meta": { "terminal_info": { "terminal_id": terminal_id } },
+                }));
+                for chunk in output {
+                    if delay_ms > 0 && self.cancel.sleep(Duration::from_millis(delay_ms)) {
+                        return Flow::End("cancelled".to_owned());
+                    }
+                    self.update(json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": tool_call_id,
+                        "_meta": { "terminal_output_delta": { "terminal_id": terminal_id, "data": chunk } },
+                    }));
+                }
+                self.update(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": tool_call_id,
+                    "status": if exit_code == 0 { "completed" } else { "failed" },
+                    "_meta": { "terminal_exit": { "terminal_id": terminal_id, "exit_code": exit_code, "signal": null } },
+                }));
+                Flow::Next
+            }
+            Step::SystemPrompt => {
+                let sp = self
+                    .agent
+                    .state()
+                    .system_prompts
+                    .get(&self.session_id)
+                    .cloned();
+                let text = match sp {
+                    Some(sp) => {
+                        let mode = sp
+                            .get("mode")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_owned();
+                        let text: String = sp
+                            .get("content")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|b| b.get("text").and_then(Value::as_str))
+                            .collect();
+                        format!("system prompt ({mode}): {text}")
+                    }
+                    None => "system prompt: none".to_owned(),
+                };
+                self.message(&text);
+                Flow::Next
             }
             Step::Elicit {
                 mode,
