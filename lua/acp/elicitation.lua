@@ -9,9 +9,9 @@
 --- user opened.
 ---
 --- Keys in the transcript while an elicitation is pending (on the one under
---- the cursor, else the oldest of the chat): `a` answers (fills the form
---- field by field with vim.ui.input / vim.ui.select, or opens the URL with
---- vim.ui.open), `D` declines, `X` cancels (capitals: `d` is the diff key,
+--- the cursor, else the oldest of the chat): `a` answers (opens the form,
+--- acp.form, or with `elicitation.ui = "vim.ui"` fills it field by field
+--- with vim.ui.input / vim.ui.select; opens a URL with vim.ui.open), `D` declines, `X` cancels (capitals: `d` is the diff key,
 --- and both would edit text in an ordinary buffer). `<CR>` answers too.
 
 local util = require("acp.util")
@@ -196,6 +196,9 @@ end
 ---@param note string|string[]
 local function settle(e, note)
   M.pending[e.request_id] = nil
+  if package.loaded["acp.form"] then
+    require("acp.form").closed(e.request_id)
+  end
   local chat = chat_of(e)
   if chat and e.block then
     local lines = type(note) == "table" and note or { note }
@@ -512,7 +515,13 @@ function M.activate(request_id)
     return
   end
   if e.mode == "form" then
-    M.fill(e)
+    -- One floating form (acp.form); the prompts of vim.ui field by field
+    -- when the user configured them.
+    if (require("acp.config").options.elicitation or {}).ui == "vim.ui" then
+      M.fill(e)
+    else
+      require("acp.form").open(e)
+    end
   elseif not e.waiting then
     local ok, cmd, err = pcall(vim.ui.open, e.url)
     if not ok or not cmd then
