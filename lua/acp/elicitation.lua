@@ -557,6 +557,16 @@ function M.pick(chat_id)
   M.activate(e.request_id)
 end
 
+--- Draw an elicitation's inline prompt again (its values changed in the
+--- form, acp.form).
+---@param request_id integer
+function M.refresh(request_id)
+  local e = M.pending[request_id]
+  if e then
+    redraw(e)
+  end
+end
+
 --- The backend withdrew an elicitation.
 ---@param request_id integer
 function M.cancelled(request_id)

@@ -873,6 +873,8 @@ function M.hide(request_id)
   end
   local win, ret = st.win, st.return_win
   st.win = nil
+  -- The chat's prompt shows the values typed so far.
+  require("acp.elicitation").refresh(request_id)
   if win and vim.api.nvim_win_is_valid(win) then
     pcall(vim.api.nvim_win_close, win, true)
   end
@@ -980,6 +982,8 @@ function M.open(e)
   st.buf = vim.api.nvim_create_buf(false, true)
   vim.bo[st.buf].bufhidden = "wipe"
   vim.bo[st.buf].filetype = "acp-form"
+  -- Named for the status line (a scratch buffer says "[Scratch]").
+  pcall(vim.api.nvim_buf_set_name, st.buf, ("acp://question/%d"):format(e.request_id))
   local cfg, width = placement(10)
   st.width = width
   cfg.border = "rounded"

@@ -174,6 +174,7 @@ T.test("q closes the form, the question stays; a reopens it with what was typed"
   keys("<Tab>iada@example.com<CR>q")
   T.eq(false, vim.api.nvim_win_is_valid(win), "closed")
   T.truthy(require("acp.elicitation").pending[e.request_id], "still waiting")
+  T.contains(T.text(chat.bufnr), "Email* (email) = ada@example.com", "the chat's prompt shows the value typed")
   T.cursor_on(chat, "? The agent asks")
   keys("a")
   T.contains(form_text(F.forms[e.request_id]), "[ada@example.com", "kept")
