@@ -125,18 +125,33 @@ end
 -- Validation: the rules of acp-client's FormSchema::validate (elicitation.rs),
 -- with its sentences, so what the form says is what the backend would say.
 
+-- Rust's char::is_whitespace: ASCII space and the Unicode spaces (U+0085,
+-- U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+local function has_space(s)
+  return s:find("%s") ~= nil
+    or s:find("\194[\133\160]") ~= nil
+    or s:find("\225\154\128") ~= nil
+    or s:find("\226\128[\128-\138\168\169\175]") ~= nil
+    or s:find("\226\129\159") ~= nil
+    or s:find("\227\128\128") ~= nil
+end
+
 local function is_email(s)
   local at = s:match("^.*()@")
   if not at then
     return false
   end
   local loc, domain = s:sub(1, at - 1), s:sub(at + 1)
-  return loc ~= "" and not s:find("%s") and domain:find(".", 1, true) ~= nil and domain:sub(1, 1) ~= "." and domain:sub(-1) ~= "."
+  return loc ~= ""
+    and not has_space(s)
+    and domain:find(".", 1, true) ~= nil
+    and domain:sub(1, 1) ~= "."
+    and domain:sub(-1) ~= "."
 end
 
 local function is_uri(s)
   local scheme, rest = s:match("^([^:]*):(.*)$")
-  return scheme ~= nil and scheme:match("^%a[%w+%-.]*$") ~= nil and rest ~= "" and not s:find("%s")
+  return scheme ~= nil and scheme:match("^%a[%w+%-.]*$") ~= nil and rest ~= "" and not has_space(s)
 end
 
 local function is_date(s)

@@ -192,6 +192,58 @@ T.test("a question withdrawn with the turn closes its form", function()
   T.wait_text(chat, "✗ question withdrawn")
 end)
 
+T.test("the form's checks agree with the backend's, value by value", function()
+  -- A form whose `guard` is never given: the backend names every problem of
+  -- an answer and never takes it, so each value is judged on its own.
+  local checks = dir .. "/checks.json"
+  T.write_file(
+    checks,
+    [[{"turns":[{"steps":[{"type":"elicit","message":"Checks","requestedSchema":{"type":"object","properties":{
+    "email":{"type":"string","format":"email"},"when":{"type":"string","format":"date"},
+    "at":{"type":"string","format":"date-time"},"site":{"type":"string","format":"uri"},
+    "s":{"type":"string","minLength":2,"maxLength":4},"n":{"type":"integer","minimum":1,"maximum":5},
+    "r":{"type":"number","minimum":0.5},"guard":{"type":"boolean"}},"required":["guard"]}}]}]}]]
+  )
+  T.setup_fake({ form = scenario, checks = checks }, dir)
+  local chat = T.open_chat("checks", dir)
+  assert(chat:send({ { type = "text", text = "check" } }))
+  T.wait_text(chat, "? The agent asks: Checks")
+  local e = require("acp.elicitation").for_chat(chat.chat_id)[1]
+  local by_name = {}
+  for _, f in ipairs(e.fields) do
+    by_name[f.name] = f
+  end
+  local cases = {
+    email = { "a@b.c", "a@b", "@b.c", "a b@c.d", "a@.c", "a@c.", "x@y@z.com", "a\194\160b@c.d", "a@b\226\128\131c.d" },
+    when = { "2024-02-29", "2023-02-29", "2026-13-01", "2026-1-01", "2026-04-31", "2026-04-30", "0000-01-01" },
+    at = {
+      "2026-07-28T14:30:00Z",
+      "2026-07-28T14:30:00.5+02:00",
+      "2026-07-28 14:30",
+      "2026-07-28T24:00:00Z",
+      "2026-07-28t14:30:60z",
+      "2026-07-28T14:30:00",
+      "2026-07-28T14:30:00.+02:00",
+      "2026-07-28T14:30:00-2:00",
+    },
+    site = { "https://x", "no scheme", "mailto:a@b", "1http://x", "x:", "a b:c", "a+b.c-d:x", "ht\226\128\168tp:x" },
+    s = { "é", "ab", "abcd", "abcde", "日本語", "e\204\129e" },
+    n = { 0, 1, 5, 6, 2.5, -1 },
+    r = { 0.4, 0.5, 10 },
+  }
+  for name, values in pairs(cases) do
+    local f = by_name[name]
+    for _, v in ipairs(values) do
+      local ok, err = require("acp").elicitation_respond(e.request_id, { action = "accept", content = { [name] = v } })
+      T.eq(false, ok, "never taken (guard)")
+      local backend_ok = not err:find("`" .. f.label .. "`", 1, true)
+      local form_ok = F.check(f, v) == nil
+      T.eq(backend_ok, form_ok, ("%s = %s: backend says %s"):format(name, vim.inspect(v), err))
+    end
+  end
+  require("acp").elicitation_respond(e.request_id, { action = "cancel" })
+end)
+
 T.test('elicitation.ui = "vim.ui" asks field by field instead', function()
   local cfg = require("acp.config").options
   cfg.elicitation = { ui = "vim.ui" }
