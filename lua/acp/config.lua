@@ -71,7 +71,11 @@ local M = {}
 ---@field permission boolean a permission request waits (same condition)
 ---@field question boolean the agent asks the user a question (same condition)
 
+---@class acp.ElicitationConfig
+---@field ui "form"|"vim.ui" how an agent's question (a form) is answered: one floating form, or vim.ui.input / vim.ui.select field by field
+
 ---@class acp.Config
+---@field elicitation acp.ElicitationConfig
 ---@field notify acp.NotifyConfig vim.notify when a chat needs you and you may not see it
 ---@field agents table<string, acp.AgentConfig|false>
 ---@field default_agent? string
@@ -140,6 +144,7 @@ M.defaults = {
   transcripts = true,
   registry = {},
   notify = { turn_end = true, permission = true, question = true },
+  elicitation = { ui = "form" },
 }
 
 ---@type acp.Config
@@ -374,6 +379,7 @@ local TOP_KEYS = {
   registry = true,
   notify = true,
   system_prompt = true,
+  elicitation = true,
 }
 local LEVELS = { error = true, warn = true, info = true, debug = true, trace = true }
 local POSITIONS = { right = true, left = true, float = true, tab = true }
@@ -513,6 +519,19 @@ function M.validate(opts)
       end
     end
   end
+  if opts.elicitation ~= nil then
+    if type(opts.elicitation) ~= "table" then
+      return ("`elicitation` must be a table like { ui = \"form\" } (got %s)"):format(describe(opts.elicitation))
+    end
+    err = check_keys(opts.elicitation, M.defaults.elicitation, "elicitation.")
+    if err then
+      return err
+    end
+    local ui = opts.elicitation.ui
+    if ui ~= nil and ui ~= "form" and ui ~= "vim.ui" then
+      return ("`elicitation.ui` must be \"form\" or \"vim.ui\" (got %s)"):format(describe(ui))
+    end
+  end
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
     return ("`transcripts` must be true or false (got %s)"):format(describe(opts.transcripts))
   end
@@ -563,7 +582,16 @@ function M.validate(opts)
 end
 
 -- Tables whose keys are checked one by one (one bad key drops only itself).
-local NESTED = { layout = true, keymaps = true, permission = true, context = true, backend = true, notify = true, registry = true }
+local NESTED = {
+  layout = true,
+  keymaps = true,
+  permission = true,
+  context = true,
+  backend = true,
+  notify = true,
+  registry = true,
+  elicitation = true,
+}
 
 --- The valid part of user options, and one sentence per option left out.
 --- One typo must not cost the user every other option (agents included).

@@ -9,12 +9,13 @@
 --- user opened.
 ---
 --- Keys in the transcript while an elicitation is pending (on the one under
---- the cursor, else the oldest of the chat): `a` answers (fills the form
---- field by field with vim.ui.input / vim.ui.select, or opens the URL with
---- vim.ui.open), `D` declines, `X` cancels (capitals: `d` is the diff key,
---- and both would edit text in an ordinary buffer). `<CR>` answers too. `y`
---- copies a URL whole (it is shown shortened and made safe; only plain
---- http(s) links are ever opened, see acp.sanitize).
+--- the cursor, else the oldest of the chat): `a` answers (opens the form,
+--- acp.form, or with `elicitation.ui = "vim.ui"` fills it field by field
+--- with vim.ui.input / vim.ui.select; opens a URL with vim.ui.open), `D`
+--- declines, `X` cancels (capitals: `d` is the diff key, and both would edit
+--- text in an ordinary buffer). `<CR>` answers too. `y` copies a URL whole
+--- (it is shown shortened and made safe; only plain http(s) links are ever
+--- opened, see acp.sanitize).
 
 local sanitize = require("acp.sanitize")
 local util = require("acp.util")
@@ -209,6 +210,9 @@ end
 ---@param note string|string[]
 local function settle(e, note)
   M.pending[e.request_id] = nil
+  if package.loaded["acp.form"] then
+    require("acp.form").closed(e.request_id)
+  end
   local chat = chat_of(e)
   if chat and e.block then
     -- Notes quote the agent's message or URL.
@@ -528,7 +532,13 @@ function M.activate(request_id)
     return
   end
   if e.mode == "form" then
-    M.fill(e)
+    -- One floating form (acp.form); the prompts of vim.ui field by field
+    -- when the user configured them.
+    if (require("acp.config").options.elicitation or {}).ui == "vim.ui" then
+      M.fill(e)
+    else
+      require("acp.form").open(e)
+    end
   elseif not e.waiting then
     local openable, why = sanitize.openable(e.url)
     if not openable then
@@ -589,6 +599,16 @@ function M.pick(chat_id)
     return
   end
   M.activate(e.request_id)
+end
+
+--- Draw an elicitation's inline prompt again (its values changed in the
+--- form, acp.form).
+---@param request_id integer
+function M.refresh(request_id)
+  local e = M.pending[request_id]
+  if e then
+    redraw(e)
+  end
 end
 
 --- The backend withdrew an elicitation.

@@ -55,6 +55,11 @@ M.links = {
   AcpReviewConflictTheirs = "DiffAdd",
   AcpReviewPreviewAdd = "DiffAdd",
   AcpReviewPreviewDelete = "DiffDelete",
+  -- The form of an agent's question (acp.form).
+  AcpFormLabel = "Title",
+  AcpFormInput = "Pmenu",
+  AcpFormPicked = "DiagnosticOk",
+  AcpFormBorder = "FloatBorder",
   -- Markdown of the transcript (acp.markdown): the treesitter markup groups,
   -- so colorschemes style the chat as they style markdown files.
   AcpMdH1 = "@markup.heading.1",

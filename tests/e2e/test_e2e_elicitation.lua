@@ -1,7 +1,7 @@
 -- End to end: real backend + fake agent. The agent asks questions
 -- (elicitation): answered through the documented API (AcpElicitationRequest
 -- + require("acp").elicitation_respond) and through the inline prompt's keys
--- with vim.ui.input / vim.ui.select; URLs opened with vim.ui.open; cancelled
+-- with vim.ui.input / vim.ui.select (`elicitation.ui = "vim.ui"`); URLs opened with vim.ui.open; cancelled
 -- with the turn; asked during a login, before any session exists.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 
@@ -149,7 +149,9 @@ T.test("the documented API: autocmd data, a refused answer, then an accepted one
   T.eq(nil, T.find_line(chat.bufnr, "? The agent asks"), "prompt gone")
 end)
 
-T.test("the inline prompt: `a` fills the form with vim.ui, `D` declines", function()
+T.test("the inline prompt: `a` fills the form with vim.ui (elicitation.ui), `D` declines", function()
+  -- The floating form is tests/e2e/test_e2e_form.lua's.
+  require("acp.config").options.elicitation = { ui = "vim.ui" }
   local chat = T.open_chat("ask", dir)
   assert(chat:send({ { type = "text", text = "form please" } }))
   T.wait_text(chat, "? The agent asks: Where to deploy?")
@@ -187,6 +189,7 @@ T.test("the inline prompt: `a` fills the form with vim.ui, `D` declines", functi
   vim.api.nvim_feedkeys("D", "x", false)
   T.wait_text(chat, "elicitation: decline")
   T.truthy(T.find_line(chat.bufnr, "✗ declined: Where to deploy?"), "declined note")
+  require("acp.config").options.elicitation = { ui = "form" }
 end)
 
 T.test("a URL opens with vim.ui.open and the chat waits for the agent to finish", function()

@@ -22,10 +22,12 @@ function H.tmpdir()
   return vim.fn.resolve(d)
 end
 
---- Write a scenario for the fake agent; returns its path.
+--- Write a scenario for the fake agent (a table, or JSON text when the order
+--- of an object's keys matters, as a form's fields do); returns its path.
 function H.scenario(dir, name, scenario)
   local path = ("%s/%s.json"):format(dir, name)
-  vim.fn.writefile({ vim.json.encode(scenario) }, path)
+  local text = type(scenario) == "string" and scenario or vim.json.encode(scenario)
+  vim.fn.writefile(vim.split(text, "\n", { plain = true }), path)
   return path
 end
 
