@@ -55,9 +55,9 @@ local group = vim.api.nvim_create_augroup("acp.form", { clear = true })
 
 local HELP = " Tab next · Enter edit/pick · C-s submit · D decline · X cancel · q close "
 
---- Agent text drawn on one line: newlines, tabs and other control
---- characters become spaces (they broke the row layout, and a carriage
---- return or escape sequence could rewrite the screen).
+--- Agent text drawn on one line: newlines and other control characters are
+--- shown as their pictures (they broke the row layout, and a carriage return
+--- or escape sequence could rewrite the screen).
 ---@param s any
 ---@return string
 local function clean(s)

@@ -73,7 +73,7 @@ T.test("every field is shown with its type, default, required mark, choices and 
   for _, want in ipairs({
     "Deploy where?",
     "Deploy settings",
-    "Where and how",
+    "Where⏎and how",
     "Name *",
     "text, 2-10 chars",
     "[Ada ",
@@ -92,9 +92,9 @@ T.test("every field is shown with its type, default, required mark, choices and 
     "yes or no",
     "(•) yes",
     "( ) no",
-    "Tags line two [2J",
+    "Tags line two␛[2J",
     "[ ] Alpha",
-    "[ ] Be ta",
+    "[ ] Be␍ta",
     "Blob",
     "(type `object`: cannot be filled here)",
     "[ Submit ]   [ Decline ]   [ Cancel ]",
@@ -138,7 +138,7 @@ T.test("a value that does not fit shows its problem under the field and blocks t
   -- Notify: no; Tags: both, then Alpha off again.
   keys("<Tab>j<CR><Tab><Space>j<Space>k<Space>")
   T.contains(form_text(st), "[ ] Alpha", "toggled off")
-  T.contains(form_text(st), "[x] Be ta", "toggled on")
+  T.contains(form_text(st), "[x] Be␍ta", "toggled on")
   keys("<C-s>")
   T.wait_text(
     chat,
