@@ -222,6 +222,11 @@ impl AgentProcess {
             spawn_error(format!("running `{}` failed: {e}{hint}", program.display()))
         })?;
         let pid = child.id();
+        if let Some(pid) = pid {
+            // Our own child: its exit status is collected by the task below,
+            // never by the reaper of adopted daemons.
+            reaper::own(pid);
+        }
         tracing::debug!(target: "acp::process", command = %cmd, ?pid, "spawned agent");
 
         let (Some(stdin), Some(stdout), Some(stderr_pipe)) =
@@ -229,6 +234,7 @@ impl AgentProcess {
         else {
             // Unreachable with piped stdio; still, never leave a child behind.
             if let Some(pid) = pid {
+                reaper::disown(pid);
                 group::signal_if_present(pid, libc::SIGKILL);
             }
             return Err(spawn_error(
@@ -254,6 +260,9 @@ impl AgentProcess {
                     ExitInfo::UNKNOWN
                 }
             };
+            if let Some(pid) = pid {
+                reaper::disown(pid);
+            }
             // Let the drain take in the last words of a crash before anyone
             // reads the tail for the error message.
             let _ = tokio::time::timeout(STDERR_SETTLE, drain).await;

@@ -49,6 +49,33 @@ pub(super) fn is_subreaper() -> bool {
 /// Adopted pids killed but not reaped yet.
 static KILLED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
+/// The agents this process started itself: our children that carry a mark
+/// but are waited for by their owner (`AgentProcess`'s exit task). Waiting
+/// for one here would take its exit status from that owner, and the user
+/// would read "the agent exited (?)" instead of its code or signal.
+static OWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+/// Notes an agent this process spawned: never waited for or killed here.
+pub(super) fn own(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        OWN.lock().get_or_insert_with(HashSet::new).insert(pid);
+    }
+}
+
+/// Forgets an agent once its owner has waited for it.
+pub(super) fn disown(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        if let Some(set) = OWN.lock().as_mut() {
+            set.remove(&pid);
+        }
+    }
+}
+
+/// True for an agent this process spawned and still owns.
+fn is_own(pid: i32) -> bool {
+    OWN.lock().as_ref().is_some_and(|set| set.contains(&pid))
+}
+
 /// A mark no other agent of this process has.
 pub(super) fn new_mark() -> String {
     format!(
@@ -132,6 +159,7 @@ fn watch_adopted() {
         let mut seen = Vec::new();
         for_each_child(|pid, state, env| {
             if state != 'Z'
+                && !is_own(pid)
                 && env
                     .split(|&b| b == 0)
                     .any(|v| v.starts_with(prefix.as_bytes()))
@@ -143,7 +171,8 @@ fn watch_adopted() {
         let mut adopted = ADOPTED.lock();
         let set = adopted.get_or_insert_with(HashSet::new);
         set.extend(seen);
-        set.retain(|&pid| !reaped(pid));
+        // An agent noted as ours after it was seen is left to its owner.
+        set.retain(|&pid| !is_own(pid) && !reaped(pid));
     }
 }
 
@@ -201,7 +230,7 @@ fn for_each_child(mut f: impl FnMut(i32, char, &[u8]) -> bool) {
 fn kill_marked_children(wanted: &[u8]) -> usize {
     let mut found = 0;
     for_each_child(|pid, state, env| {
-        if state != 'Z' && env.split(|&b| b == 0).any(|var| var == wanted) {
+        if state != 'Z' && !is_own(pid) && env.split(|&b| b == 0).any(|var| var == wanted) {
             found += 1;
             tracing::info!(target: "acp::process", pid,
                 "killing a process that left its agent's group (setsid) and outlived the agent");
@@ -248,6 +277,26 @@ mod tests {
             Some(('S', 4240))
         );
         assert_eq!(state_and_parent("x"), None);
+    }
+
+    /// The agent itself carries its mark; the sweep of adopted daemons must
+    /// leave it (and its exit status) to its owner.
+    #[test]
+    fn an_agent_of_our_own_is_never_killed_or_waited_for_by_the_sweep() {
+        let mark = new_mark();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env(MARKER, &mark)
+            .spawn()
+            .unwrap();
+        let wanted = format!("{MARKER}={mark}");
+        own(child.id());
+        assert_eq!(kill_marked_children(wanted.as_bytes()), 0);
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        disown(child.id());
+        assert_eq!(kill_marked_children(wanted.as_bytes()), 1);
+        reap_killed();
+        let _ = child.wait();
     }
 
     #[test]
