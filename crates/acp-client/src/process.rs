@@ -16,6 +16,7 @@ mod resolve;
 mod stderr;
 
 pub use reaper::{become_subreaper, MARKER};
+pub(crate) use reaper::{disown, own};
 
 use std::fmt;
 use std::os::unix::process::ExitStatusExt;
@@ -165,6 +166,14 @@ impl fmt::Debug for AgentProcess {
 }
 
 impl AgentProcess {
+    /// The value of [`MARKER`] this agent and its descendants carry. Give it
+    /// to the processes started on the agent's behalf (client terminals,
+    /// [`crate::TerminalManager::with_agent_mark`]) so a daemon one of them
+    /// leaves behind is stopped with the agent too.
+    pub fn mark(&self) -> &str {
+        &self.mark
+    }
+
     /// Starts the agent with piped stdio in its own process group, keeping a
     /// [`DEFAULT_STDERR_TAIL_BYTES`] stderr tail. Returns the process handle
     /// and the agent's stdin and stdout.

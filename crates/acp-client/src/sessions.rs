@@ -110,10 +110,18 @@ impl Sessions {
         let host_for_events = host.clone();
         let events: EventSink = Arc::new(move |e| host_for_events.on_event(e));
         let terminal_events = events.clone();
-        let terminals = TerminalManager::new(
-            Arc::new(move |e| terminal_events(ClientEvent::Terminal(e))),
-            options.terminal_output_cap,
-        );
+        let terminal_sink: crate::terminal::TerminalSink =
+            Arc::new(move |e| terminal_events(ClientEvent::Terminal(e)));
+        // Commands run for the agent carry its mark: a daemon one of them
+        // starts with `setsid` is swept when the agent closes (issue #25, X2).
+        let terminals = match &process {
+            Some(process) => TerminalManager::with_agent_mark(
+                terminal_sink,
+                options.terminal_output_cap,
+                process.mark().to_owned(),
+            ),
+            None => TerminalManager::new(terminal_sink, options.terminal_output_cap),
+        };
         let review = Reviews::new(events.clone(), host.clone(), options.max_read_bytes);
         let mut policy = PermissionPolicy::new();
         policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());

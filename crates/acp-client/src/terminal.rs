@@ -235,6 +235,9 @@ struct Inner {
     default_cap: usize,
     next_id: AtomicU64,
     terminals: Mutex<HashMap<TerminalId, Arc<Terminal>>>,
+    /// The agent's [`crate::process::MARKER`] value, given to every command
+    /// so a `setsid` daemon one leaves behind is swept with the agent.
+    mark: Option<String>,
     /// Live terminals per session and the sum of their limits, reserved
     /// before a process starts so concurrent creates cannot overshoot.
     usage: Mutex<Usage>,
@@ -313,9 +316,23 @@ impl TerminalManager {
                 default_cap,
                 next_id: AtomicU64::new(1),
                 terminals: Mutex::new(HashMap::new()),
+                mark: None,
                 usage: Mutex::new(Usage::default()),
             }),
         }
+    }
+
+    /// A manager whose commands carry the agent's mark
+    /// ([`crate::process::AgentProcess::mark`]): a daemon a terminal command
+    /// starts with `setsid` is then killed when the agent closes, like the
+    /// agent's own (Linux, in a process that called
+    /// [`crate::process::become_subreaper`]).
+    pub fn with_agent_mark(events: TerminalSink, default_cap: usize, mark: String) -> Self {
+        let mut manager = Self::new(events, default_cap);
+        if let Some(inner) = Arc::get_mut(&mut manager.inner) {
+            inner.mark = Some(mark);
+        }
+        manager
     }
 
     /// Starts the command and returns at once with a fresh id (`term-1`,
@@ -339,7 +356,7 @@ impl TerminalManager {
             })
             .min(self.inner.default_cap);
         self.inner.reserve(&spec.session_id, limit)?;
-        let spawned = match spawn::spawn(&spec) {
+        let spawned = match spawn::spawn(&spec, self.inner.mark.as_deref()) {
             Ok(s) => s,
             Err(e) => {
                 self.inner.unreserve(&spec.session_id, limit);
@@ -372,6 +389,7 @@ impl TerminalManager {
         let (exit_tx, exit_rx) = watch::channel(None);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let task = TerminalTask {
+            pid: u32::try_from(spawned.pgid).ok(),
             child: spawned.child,
             pipe,
             control: control_rx,

@@ -32,6 +32,10 @@ async fn read_pid(path: &Path) -> u32 {
     panic!("the daemon never wrote its pid");
 }
 
+/// The tests adopt daemons and look for leftovers among this process's
+/// children: one at a time, so one never counts the other's.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Kills `pid` if a failed test left it running.
 struct KillOnDrop(u32);
 
@@ -46,6 +50,7 @@ impl Drop for KillOnDrop {
 
 #[tokio::test]
 async fn a_setsid_daemon_does_not_outlive_its_agent() {
+    let _serial = SERIAL.lock().await;
     assert!(
         become_subreaper(),
         "the test process must become a subreaper"
@@ -88,4 +93,59 @@ async fn a_setsid_daemon_does_not_outlive_its_agent() {
         })
         .collect();
     assert!(leftovers.is_empty(), "left: {leftovers:?}");
+}
+
+/// A client terminal's command is started by the client, not the agent, so
+/// it does not inherit the agent's mark by itself: a `setsid` daemon it
+/// started lived on after the agent closed. The manager gives every command
+/// the agent's mark, and the terminal's own exit status still reaches it.
+#[tokio::test]
+async fn a_setsid_daemon_of_a_client_terminal_does_not_outlive_the_agent() {
+    use acp_client::terminal::{TerminalManager, TerminalSpec};
+    use acp_client::update::SessionId;
+    use std::sync::Arc;
+
+    let _serial = SERIAL.lock().await;
+    assert!(
+        become_subreaper(),
+        "the test process must become a subreaper"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("daemon.pid");
+    let (agent, stdin, _stdout) =
+        AgentProcess::spawn(&AgentCommand::new("sh").arg("-c").arg("exec sleep 300")).unwrap();
+    let terminals =
+        TerminalManager::with_agent_mark(Arc::new(|_| {}), 1 << 20, agent.mark().to_owned());
+    let script = format!(
+        "setsid sh -c 'echo $$ > {pf}.tmp; mv {pf}.tmp {pf}; exec sleep 302' & exit 3",
+        pf = pidfile.display()
+    );
+    let id = terminals
+        .create(TerminalSpec {
+            session_id: SessionId::new("s"),
+            command: script,
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: dir.path().to_path_buf(),
+            output_byte_limit: None,
+        })
+        .await
+        .unwrap();
+    let daemon = read_pid(&pidfile).await;
+    let _guard = KillOnDrop(daemon);
+    let exit = terminals.wait_for_exit(&id).await.unwrap();
+    assert_eq!(exit.exit_code, Some(3), "the terminal's own exit status");
+    assert!(running(daemon));
+    drop(stdin);
+    agent.shutdown(Duration::from_millis(200)).await;
+    for _ in 0..300 {
+        if !running(daemon) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !running(daemon),
+        "the setsid daemon {daemon} of a terminal outlived its agent"
+    );
 }

@@ -55,15 +55,16 @@ static KILLED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 /// would read "the agent exited (?)" instead of its code or signal.
 static OWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
-/// Notes an agent this process spawned: never waited for or killed here.
-pub(super) fn own(pid: u32) {
+/// Notes a process this process spawned and waits for itself (an agent, a
+/// client terminal): never waited for or killed here.
+pub(crate) fn own(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
         OWN.lock().get_or_insert_with(HashSet::new).insert(pid);
     }
 }
 
-/// Forgets an agent once its owner has waited for it.
-pub(super) fn disown(pid: u32) {
+/// Forgets a process once its owner has waited for it.
+pub(crate) fn disown(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
         if let Some(set) = OWN.lock().as_mut() {
             set.remove(&pid);

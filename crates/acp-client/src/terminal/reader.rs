@@ -42,6 +42,8 @@ pub(super) enum Control {
 /// Everything the task needs; [`TerminalTask::run`] consumes it.
 pub(super) struct TerminalTask {
     pub child: Child,
+    /// The leader's pid, known after `child` was waited for (tokio forgets it).
+    pub pid: Option<u32>,
     pub pipe: AsyncFd<File>,
     pub control: mpsc::UnboundedReceiver<Control>,
     pub exit: watch::Sender<Option<TerminalExit>>,
@@ -85,6 +87,9 @@ impl TerminalTask {
                 },
                 status = self.child.wait(), if !exited => {
                     exited = true;
+                    if let Some(pid) = self.pid {
+                        crate::process::disown(pid);
+                    }
                     let exit = match status {
                         Ok(status) => exit_of(status),
                         Err(error) => {

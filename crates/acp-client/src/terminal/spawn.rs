@@ -32,7 +32,7 @@ pub(super) struct Spawned {
 /// and stderr on one pipe, so their interleaving is the order the kernel saw
 /// the writes (two pipes read by two tasks could reorder `a`, `b` on stderr,
 /// `c`).
-pub(super) fn spawn(spec: &TerminalSpec) -> Result<Spawned, Error> {
+pub(super) fn spawn(spec: &TerminalSpec, mark: Option<&str>) -> Result<Spawned, Error> {
     validate_env(spec)?;
     let spawn_error = |e: io::Error| Error::TerminalSpawn {
         command: spec.command.clone(),
@@ -40,7 +40,7 @@ pub(super) fn spawn(spec: &TerminalSpec) -> Result<Spawned, Error> {
     };
     let (read, write) = output_pipe().map_err(spawn_error)?;
     let child = {
-        let mut command = build_command(spec);
+        let mut command = build_command(spec, mark);
         command
             .stdout(Stdio::from(write.try_clone().map_err(spawn_error)?))
             .stderr(Stdio::from(write));
@@ -55,6 +55,11 @@ pub(super) fn spawn(spec: &TerminalSpec) -> Result<Spawned, Error> {
             command: spec.command.clone(),
             reason: "the process ended before its id could be read".to_owned(),
         })?;
+    if let Ok(pid) = u32::try_from(pgid) {
+        // Marked, and our child: the reaper of adopted daemons must leave
+        // its exit status to the terminal's task (reader.rs disowns it).
+        crate::process::own(pid);
+    }
     Ok(Spawned {
         child,
         pgid,
@@ -62,7 +67,7 @@ pub(super) fn spawn(spec: &TerminalSpec) -> Result<Spawned, Error> {
     })
 }
 
-fn build_command(spec: &TerminalSpec) -> Command {
+fn build_command(spec: &TerminalSpec, mark: Option<&str>) -> Command {
     let mut command = if spec.args.is_empty() && needs_shell(&spec.command) {
         // An absolute path: the agent's env may set PATH, and the shell
         // itself must not be looked up through it.
@@ -78,6 +83,10 @@ fn build_command(spec: &TerminalSpec) -> Command {
     // a terminal that does not exist. The agent's own env still wins.
     command.env("PAGER", "cat").env("GIT_PAGER", "cat");
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if let Some(mark) = mark {
+        // After the agent's env: the agent cannot unmark its commands.
+        command.env(crate::process::MARKER, mark);
+    }
     command
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
