@@ -168,6 +168,8 @@ for _, n in ipairs({ 200, 2000 }) do
   local l = medians(("tui_long_%d"):format(n), {
     "last_turn_ms", "total_ms", "stall_max_ms", "stalls_16", "key_max_ms", "dispatch_max_ms",
     "nvim_cpu_s", "backend_cpu_s", "nvim_rss_mb", "backend_rss_mb", "lines",
+    "chat_G_ms", "chat_gg_ms", "chat_ctrl_d_ms", "plain_G_ms", "plain_gg_ms", "plain_ctrl_d_ms",
+    "prompt_key_ms", "idle_nvim_cpu_ms", "idle_backend_cpu_ms",
   })
   summary["long_" .. n] = l
   local label = ("TUI load of %d turns"):format(n)
@@ -177,6 +179,13 @@ for _, n in ipairs({ 200, 2000 }) do
         l.stall_max_ms, l.stalls_16, l.dispatch_max_ms, l.key_max_ms, l.runs))
     budget(label .. ": last turn on screen within 100 ms", l.last_turn_ms < 100,
       ("%.0f ms; whole history %.0f ms, %d lines"):format(l.last_turn_ms, l.total_ms, l.lines))
+    local worst = math.max(l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms)
+    budget(label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms", worst < 16,
+      ("G %.2f, gg %.2f, <C-d> %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
+        l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms, l.plain_G_ms, l.plain_gg_ms, l.plain_ctrl_d_ms))
+    budget(label .. ": a letter in the prompt redrawn in < 16 ms", l.prompt_key_ms < 16,
+      ("%.2f ms; idle CPU %.1f ms/s Neovim, %.1f ms/s backend"):format(
+        l.prompt_key_ms, l.idle_nvim_cpu_ms, l.idle_backend_cpu_ms))
   else
     budget(label, nil, "not run")
   end

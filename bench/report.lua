@@ -345,6 +345,23 @@ for _, n in ipairs({ 200, 2000 }) do
 end
 if not any_long then
   add("Long-session loads in the TUI: not run.")
+else
+  add()
+  add("Once loaded, each redrawn at once (`:redraw` in the span): motions in the transcript window")
+  add("against a plain buffer of the same lines in the same window, a letter typed in the prompt,")
+  add("and the CPU of one idle second.")
+  add()
+  add("| loaded | G ms | gg ms | <C-d> ms | plain G ms | plain gg ms | plain <C-d> ms | prompt letter ms | idle CPU ms/s nvim | idle CPU ms/s backend |")
+  add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+  for _, n in ipairs({ 200, 2000 }) do
+    local l = sum["long_" .. n]
+    if l then
+      add(("| %d turns | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(n, num(l.chat_G_ms, "%.2f"),
+        num(l.chat_gg_ms, "%.2f"), num(l.chat_ctrl_d_ms, "%.2f"), num(l.plain_G_ms, "%.2f"),
+        num(l.plain_gg_ms, "%.2f"), num(l.plain_ctrl_d_ms, "%.2f"), num(l.prompt_key_ms, "%.2f"),
+        num(l.idle_nvim_cpu_ms, "%.1f"), num(l.idle_backend_cpu_ms, "%.1f")))
+    end
+  end
 end
 add()
 

@@ -19,6 +19,12 @@
 --   dispatch_max_ms longest call of an event batch from the backend
 --   open_ms         the open() call (spawn of the agent, session/load sent)
 --   nvim_cpu_s, backend_cpu_s, nvim_rss_mb, backend_rss_mb, lines
+-- then, once loaded (medians, each redrawn at once, `:redraw` included):
+--   chat_G_ms, chat_gg_ms, chat_ctrl_d_ms   motions in the transcript window
+--   plain_G_ms, plain_gg_ms, plain_ctrl_d_ms the same in a plain buffer of the
+--                   same lines shown in that window
+--   prompt_key_ms   a letter typed in the prompt (Insert mode and back)
+--   idle_nvim_cpu_ms, idle_backend_cpu_ms  CPU over one idle second
 
 local uv = vim.uv
 local api = vim.api
@@ -198,8 +204,76 @@ local function pending()
   return ok and replay.pending(chat.chat_id)
 end
 
+--- Median milliseconds of `fn(); redraw` over `n` runs, each after
+--- `before(); redraw` (untimed).
+local function timed(n, fn, before)
+  local v = {}
+  for i = 1, n do
+    if before then
+      before()
+      vim.cmd("redraw")
+    end
+    local t = uv.hrtime()
+    fn(i)
+    vim.cmd("redraw")
+    v[#v + 1] = (uv.hrtime() - t) / 1e6
+  end
+  table.sort(v)
+  return v[math.ceil(n / 2)]
+end
+
+--- After the load, in the chat's windows: motions in the transcript against
+--- a plain buffer of the same lines shown in the same window, a letter typed
+--- in the prompt (each redrawn at once: the time to the new screen), and
+--- the CPU of an idle minute's second.
+local function after_load(backend_pid)
+  local m = {}
+  local win = vim.fn.bufwinid(chat.bufnr)
+  if win == -1 then
+    return m
+  end
+  -- Each motion from where it moves the view: G from the top, gg from the
+  -- end, <C-d> from the middle.
+  local motions = {
+    G = { "normal! G", "normal! gg" },
+    gg = { "normal! gg", "normal! G" },
+    ctrl_d = { "exe \"normal! \\<C-d>\"", "normal! 50%" },
+  }
+  local function measure_in(buf, prefix)
+    api.nvim_win_set_buf(win, buf)
+    api.nvim_set_current_win(win)
+    for name, c in pairs(motions) do
+      m[prefix .. name .. "_ms"] = timed(9, function()
+        vim.cmd(c[1])
+      end, function()
+        vim.cmd(c[2])
+      end)
+    end
+  end
+  measure_in(chat.bufnr, "chat_")
+  local plain = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(plain, 0, -1, false, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false))
+  measure_in(plain, "plain_")
+  api.nvim_win_set_buf(win, chat.bufnr)
+  local pwin = vim.fn.bufwinid(chat.prompt_buf)
+  if pwin ~= -1 then
+    api.nvim_set_current_win(pwin)
+    m.prompt_key_ms = timed(21, function()
+      api.nvim_feedkeys("ax\27", "nx", false)
+    end)
+  end
+  -- Idle: nothing happens for a second.
+  local c0, b0 = self_cpu(), proc_cpu(backend_pid)
+  vim.wait(1000, function()
+    return false
+  end, 100)
+  m.idle_nvim_cpu_ms = (self_cpu() - c0) * 1000
+  m.idle_backend_cpu_ms = (proc_cpu(backend_pid) - b0) * 1000
+  return m
+end
+
 local function finish(backend_pid, cpu0, bcpu0)
-  write_out("RESULT " .. vim.json.encode({
+  local result = {
     turns = TURNS,
     lines = api.nvim_buf_line_count(chat.bufnr),
     last_turn_ms = last_turn_ms,
@@ -217,7 +291,11 @@ local function finish(backend_pid, cpu0, bcpu0)
     backend_cpu_s = proc_cpu(backend_pid) - bcpu0,
     nvim_rss_mb = rss_mb("self"),
     backend_rss_mb = rss_mb(backend_pid),
-  }))
+  }
+  for k, v in pairs(after_load(backend_pid)) do
+    result[k] = v
+  end
+  write_out("RESULT " .. vim.json.encode(result))
   pcall(require("acp.backend").stop)
   vim.fn.delete(dir, "rf")
   vim.cmd("qall!")
