@@ -39,6 +39,7 @@ local M = {}
 ---@field followed? string the last location shown while following
 ---@field history_pos? integer position in the prompt history while recalling
 ---@field history_draft? string[] what was in the prompt when recalling began
+---@field prompt_ft? string the prompt's filetype, until it is set (set_prompt_filetype)
 local Chat = {}
 Chat.__index = Chat
 
@@ -167,15 +168,14 @@ function M.create(agent, cwd)
   vim.bo[self.bufnr].modifiable = false
   -- The prompt is markdown for the user's own markdown set-up, which an
   -- ordinary config makes cost 30-80 ms (the regex syntax, a FileType
-  -- autocommand starting treesitter): set once the chat is drawn, off the
-  -- `:Acp` path.
+  -- autocommand starting treesitter): set once the session started
+  -- (acp.events), off the `:Acp` path and after the agent's answer instead
+  -- of in front of it; after a second when no session starts.
   self.prompt_buf = scratch("acp://prompt/" .. n)
-  local pb = self.prompt_buf
+  self.prompt_ft = "markdown"
   vim.defer_fn(function()
-    if api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
-      set_filetype_keeping_ours(pb, "markdown")
-    end
-  end, 0)
+    self:set_prompt_filetype()
+  end, 1000)
   self.transcript = Transcript.new(self, self.bufnr)
   M.chats[self.chat_id] = self
   M.list[#M.list + 1] = self
@@ -199,6 +199,15 @@ function M.create(agent, cwd)
     })
   end
   return self
+end
+
+--- Give the prompt its filetype, once (see M.create).
+function Chat:set_prompt_filetype()
+  local pb, ft = self.prompt_buf, self.prompt_ft
+  self.prompt_ft = nil
+  if ft and api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
+    set_filetype_keeping_ours(pb, ft)
+  end
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.

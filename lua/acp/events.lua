@@ -45,6 +45,12 @@ local handlers = {}
 
 function handlers.session_started(chat, ev)
   chat:on_session_started(ev)
+  if chat.prompt_ft then
+    -- After the redraw that shows the chat ready: a timer (see acp.replay).
+    vim.defer_fn(function()
+      chat:set_prompt_filetype()
+    end, 0)
+  end
 end
 
 function handlers.open_failed(chat, ev)
