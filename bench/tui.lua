@@ -46,6 +46,7 @@ local t = Tmux.start({
     ACP_BENCH_PLUGIN = os.getenv("ACP_BENCH_PLUGIN") or "",
     ACP_BENCH_TRACE = os.getenv("ACP_BENCH_TRACE"),
     ACP_BENCH_TURNS = os.getenv("ACP_BENCH_TURNS"),
+    ACP_BENCH_SLICE_MS = os.getenv("ACP_BENCH_SLICE_MS"),
     COMPARE_DIR = os.getenv("COMPARE_DIR") or "",
     PLENARY_DIR = os.getenv("PLENARY_DIR") or "",
     AGENTIC_DIR = os.getenv("AGENTIC_DIR") or "",

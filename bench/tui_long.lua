@@ -304,6 +304,11 @@ end
 local function run()
   vim.opt.rtp:prepend(plugin_root)
   dofile(plugin_root .. "/plugin/acp.lua")
+  -- ACP_BENCH_SLICE_MS: another slice length (acp.replay), to weigh it.
+  local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
+  if slice then
+    require("acp.replay").SLICE_MS = slice
+  end
   require("acp").setup({
     agents = { long = { cmd = { AGENT, "--scenario", scenario } } },
     backend = { cmd = { release .. "acp-nvim" } },
