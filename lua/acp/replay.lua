@@ -145,7 +145,11 @@ end
 
 pump = function()
   scheduled = false
-  run(M.start())
+  -- An error here must not leave the rest of the history waiting forever.
+  local ok, err = xpcall(run, debug.traceback, M.start())
+  if not ok then
+    require("acp.util").notify("history could not be shown: " .. tostring(err), vim.log.levels.ERROR)
+  end
   if #order > 0 then
     schedule()
   end
