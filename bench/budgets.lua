@@ -125,6 +125,72 @@ else
   budget("TUI 20k at least 20x faster than CodeCompanion.nvim", nil, "run `make bench COMPARE=1`")
 end
 
+--- Medians of the runs saved as `<prefix>_<i>.json` (nil when none ran).
+---@param prefix string
+---@param keys string[]
+---@return table?
+local function medians(prefix, keys)
+  local runs = {}
+  for i = 1, 20 do
+    local r = json(("%s_%d.json"):format(prefix, i))
+    if r then
+      runs[#runs + 1] = r
+    end
+  end
+  if #runs == 0 then
+    return nil
+  end
+  local m = { runs = #runs }
+  for _, k in ipairs(keys) do
+    local v = {}
+    for _, r in ipairs(runs) do
+      v[#v + 1] = r[k] or math.huge
+    end
+    m[k] = median(v)
+  end
+  return m
+end
+
+-- `:Acp` in the terminal with the ordinary config (bench/tui_startup.lua).
+local st = medians("tui_startup", { "command_ms", "drawn_ms", "ready_ms", "require_ms" })
+summary.startup = st
+if st then
+  budget("TUI :Acp returns in < 10 ms", st.command_ms < 10,
+    ("%.1f ms (of which loading modules %.1f ms), window drawn at %.1f ms, median of %d runs"):format(
+      st.command_ms, st.require_ms, st.drawn_ms, st.runs))
+  budget("TUI :Acp session ready in < 50 ms", st.ready_ms < 50, ("%.1f ms"):format(st.ready_ms))
+else
+  budget("TUI :Acp returns in < 10 ms, ready in < 50 ms", nil, "not run")
+end
+
+-- Loading a long session in the terminal (bench/tui_long.lua).
+for _, n in ipairs({ 200, 2000 }) do
+  local l = medians(("tui_long_%d"):format(n), {
+    "last_turn_ms", "total_ms", "stall_max_ms", "stalls_16", "key_max_ms", "dispatch_max_ms",
+    "nvim_cpu_s", "backend_cpu_s", "nvim_rss_mb", "backend_rss_mb", "lines",
+    "chat_G_ms", "chat_gg_ms", "chat_ctrl_d_ms", "plain_G_ms", "plain_gg_ms", "plain_ctrl_d_ms",
+    "prompt_key_ms", "idle_nvim_cpu_ms", "idle_backend_cpu_ms",
+  })
+  summary["long_" .. n] = l
+  local label = ("TUI load of %d turns"):format(n)
+  if l then
+    budget(label .. ": no vim.schedule stall >= 16 ms", l.stall_max_ms < 16,
+      ("longest %.1f ms, %d stalls >= 16 ms; longest event batch %.1f ms; a key waited at most %.1f ms (median of %d runs)"):format(
+        l.stall_max_ms, l.stalls_16, l.dispatch_max_ms, l.key_max_ms, l.runs))
+    budget(label .. ": last turn on screen within 100 ms", l.last_turn_ms < 100,
+      ("%.0f ms; whole history %.0f ms, %d lines"):format(l.last_turn_ms, l.total_ms, l.lines))
+    local worst = math.max(l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms)
+    budget(label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms", worst < 16,
+      ("G %.2f, gg %.2f, <C-d> %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
+        l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms, l.plain_G_ms, l.plain_gg_ms, l.plain_ctrl_d_ms))
+    budget(label .. ": a letter in the prompt redrawn in < 16 ms", l.prompt_key_ms < 16,
+      ("%.2f ms; idle CPU %.1f ms/s Neovim, %.1f ms/s backend"):format(
+        l.prompt_key_ms, l.idle_nvim_cpu_ms, l.idle_backend_cpu_ms))
+  else
+    budget(label, nil, "not run")
+  end
+end
+
 local f = assert(io.open(dir .. "/budgets.json", "w"))
 f:write(vim.json.encode({ budgets = results, tui = summary }))
 f:close()

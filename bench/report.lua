@@ -304,6 +304,67 @@ else
   add("CodeCompanion.nvim and agentic.nvim: not run in this report (`make bench COMPARE=1`).")
 end
 add()
+add("## 8. `:Acp` and long sessions in a real TUI")
+add()
+add("The same tmux pane and ordinary config as section 7. `:Acp` is typed (nvim_input) once the")
+add("editor is idle, with the default configuration (the demo agent): when the command returned,")
+add("when the redraw showing the chat ended, when `session_started` was handled (bench/tui_startup.lua).")
+add("A long session is a stored session of the fake agent (each turn: a prompt, ~30 lines of markdown")
+add("with a code block and a table, a plan, a read with output, an edit with a diff) loaded with")
+add("`session/load` (bench/tui_long.lua). Stall: the longest wait of a vim.schedule callback queued")
+add("every 5 ms; key: the longest wait of a key typed every 20 ms for its mapping. Medians of the runs.")
+add("On a machine loaded by other work a millisecond of CPU takes several of wall time: compare")
+add("these with the other TUI numbers of the same run, not across runs.")
+add()
+local sum = bj.tui or {}
+local st = sum.startup
+if st then
+  add("| :Acp | returned ms | modules ms | window drawn ms | ready ms | runs |")
+  add("| --- | ---: | ---: | ---: | ---: | ---: |")
+  add(("| demo agent | %s | %s | %s | %s | %d |"):format(num(st.command_ms, "%.1f"), num(st.require_ms, "%.1f"),
+    num(st.drawn_ms, "%.1f"), num(st.ready_ms, "%.1f"), st.runs))
+  add()
+else
+  add("`:Acp` in the TUI: not run.")
+  add()
+end
+local any_long = false
+for _, n in ipairs({ 200, 2000 }) do
+  local l = sum["long_" .. n]
+  if l then
+    if not any_long then
+      add("| load | lines | last turn drawn ms | whole history ms | stall max ms | stalls >= 16 ms | key max ms | longest batch ms | nvim CPU s | backend CPU s | nvim RSS MB | backend RSS MB |")
+      add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+      any_long = true
+    end
+    add(("| %d turns | %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |"):format(n, l.lines or 0,
+      num(l.last_turn_ms, "%.0f"), num(l.total_ms, "%.0f"), num(l.stall_max_ms, "%.1f"), l.stalls_16 or 0,
+      num(l.key_max_ms, "%.1f"), num(l.dispatch_max_ms, "%.1f"), num(l.nvim_cpu_s, "%.2f"),
+      num(l.backend_cpu_s, "%.2f"), num(l.nvim_rss_mb, "%.0f"), num(l.backend_rss_mb, "%.0f")))
+  end
+end
+if not any_long then
+  add("Long-session loads in the TUI: not run.")
+else
+  add()
+  add("Once loaded, each redrawn at once (`:redraw` in the span): motions in the transcript window")
+  add("against a plain buffer of the same lines in the same window, a letter typed in the prompt,")
+  add("and the CPU of one idle second.")
+  add()
+  add("| loaded | G ms | gg ms | <C-d> ms | plain G ms | plain gg ms | plain <C-d> ms | prompt letter ms | idle CPU ms/s nvim | idle CPU ms/s backend |")
+  add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+  for _, n in ipairs({ 200, 2000 }) do
+    local l = sum["long_" .. n]
+    if l then
+      add(("| %d turns | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(n, num(l.chat_G_ms, "%.2f"),
+        num(l.chat_gg_ms, "%.2f"), num(l.chat_ctrl_d_ms, "%.2f"), num(l.plain_G_ms, "%.2f"),
+        num(l.plain_gg_ms, "%.2f"), num(l.plain_ctrl_d_ms, "%.2f"), num(l.prompt_key_ms, "%.2f"),
+        num(l.idle_nvim_cpu_ms, "%.1f"), num(l.idle_backend_cpu_ms, "%.1f")))
+    end
+  end
+end
+add()
+
 add("## Budgets")
 add()
 add("Checked by bench/budgets.lua at the end of the run (one PASS/FAIL line each in its output).")

@@ -54,6 +54,8 @@ if [ "$smoke" = 1 ]; then
   scripts/ensure-tmux.sh
   run_nvim bench/tui.lua cheap 200
   run_nvim bench/tui.lua acp 200
+  ACP_BENCH_SCRIPT=bench/tui_startup.lua run_nvim bench/tui.lua acp 0
+  ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=20 run_nvim bench/tui.lua acp 0
   echo "bench-smoke: ok"
   exit 0
 fi
@@ -94,6 +96,15 @@ for n in 20000 100000; do
   for i in $(seq 1 "${TUI_RUNS:-3}"); do
     save_tui "tui_cheap_${n}_$i" cheap "$n" || failed=1
     save_tui "tui_acp_${n}_$i" acp "$n" || failed=1
+  done
+done
+
+# 2c. `:Acp` typed in the TUI with the ordinary config (the demo agent), and
+# loading long stored sessions there (bench/tui_startup.lua, bench/tui_long.lua).
+for i in $(seq 1 "${TUI_RUNS:-3}"); do
+  ACP_BENCH_SCRIPT=bench/tui_startup.lua save_tui "tui_startup_$i" acp 0 || failed=1
+  for n in 200 2000; do
+    ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=$n save_tui "tui_long_${n}_$i" acp 0 || failed=1
   done
 done
 

@@ -7,6 +7,9 @@
 --
 -- CLIENT: acp | cheap | codecompanion | agentic (the last two need
 -- COMPARE_DIR + PLENARY_DIR and AGENTIC_DIR, checkouts; see bench/run.sh).
+-- ACP_BENCH_SCRIPT runs another script in the TUI instead of
+-- bench/tui_stream.lua (bench/tui_startup.lua, bench/tui_long.lua), with the
+-- same environment.
 -- Prints the `RESULT {json}` line the run wrote; on an error, the error and
 -- the pane's last screen, and exits 1. tmux: scripts/ensure-tmux.sh.
 
@@ -16,6 +19,7 @@ local client = assert(_G.arg[1], "client")
 local count = assert(_G.arg[2], "count")
 local bytes = _G.arg[3] or "100"
 local nvim = vim.v.progpath
+local script = (os.getenv("ACP_BENCH_SCRIPT") or "") ~= "" and os.getenv("ACP_BENCH_SCRIPT") or "bench/tui_stream.lua"
 
 local out = vim.fn.tempname()
 -- A fresh home for Neovim's cache, state and data (no shada, logs or
@@ -26,7 +30,7 @@ for _, d in ipairs({ "cache", "state", "data" }) do
 end
 
 local t = Tmux.start({
-  cmd = { nvim, "-u", "bench/tui_init.lua", "-i", "NONE", "-n", "-c", "luafile bench/tui_stream.lua" },
+  cmd = { nvim, "-u", "bench/tui_init.lua", "-i", "NONE", "-n", "-c", "luafile " .. script },
   width = 200,
   height = 50,
   cwd = root,
@@ -41,6 +45,8 @@ local t = Tmux.start({
     ACP_BENCH_OUT = out,
     ACP_BENCH_PLUGIN = os.getenv("ACP_BENCH_PLUGIN") or "",
     ACP_BENCH_TRACE = os.getenv("ACP_BENCH_TRACE"),
+    ACP_BENCH_TURNS = os.getenv("ACP_BENCH_TURNS"),
+    ACP_BENCH_SLICE_MS = os.getenv("ACP_BENCH_SLICE_MS"),
     COMPARE_DIR = os.getenv("COMPARE_DIR") or "",
     PLENARY_DIR = os.getenv("PLENARY_DIR") or "",
     AGENTIC_DIR = os.getenv("AGENTIC_DIR") or "",

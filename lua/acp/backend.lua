@@ -170,6 +170,12 @@ local function on_exit(job, code)
     return
   end
   state.exit_reported[job] = true
+  -- History still being drawn came before the death: show it first, so a
+  -- queued `session_started` cannot mark the chat ready after it died.
+  local replay = package.loaded["acp.replay"]
+  if replay then
+    replay.flush()
+  end
   local tail = table.concat(state.stderr, "\n")
   local msg = ("the backend exited (code %d); its log is %s. Run :Acp restart to start it again."):format(
     code,

@@ -43,6 +43,7 @@ local M = {}
 ---@field followed? string the last location shown while following
 ---@field history_pos? integer position in the prompt history while recalling
 ---@field history_draft? string[] what was in the prompt when recalling began
+---@field prompt_ft? string the prompt's filetype, until it is set (set_prompt_filetype)
 local Chat = {}
 Chat.__index = Chat
 
@@ -101,13 +102,44 @@ function M.current()
   end
 end
 
+--- Options a filetype change must not take back.
+local NOT_OURS = { filetype = true, syntax = true, modified = true }
+
+--- Set a buffer's filetype after the plugin set its own buffer options
+--- (the prompt's 'omnifunc', 'completeopt', ...): every option the plugin
+--- gave a value other than the default keeps it, as when the filetype came
+--- first (the markdown ftplugin sets the HTML 'omnifunc').
+---@param buf integer
+---@param ft string
+local function set_filetype_keeping_ours(buf, ft)
+  local ours = {}
+  for name, info in pairs(api.nvim_get_all_options_info()) do
+    if info.scope == "buf" and not NOT_OURS[name] then
+      local v = api.nvim_get_option_value(name, { buf = buf })
+      if v ~= api.nvim_get_option_value(name, { scope = "global" }) then
+        ours[name] = v
+      end
+    end
+  end
+  vim.bo[buf].filetype = ft
+  for name, v in pairs(ours) do
+    if api.nvim_get_option_value(name, { buf = buf }) ~= v then
+      pcall(api.nvim_set_option_value, name, v, { buf = buf })
+    end
+  end
+end
+
+---@param name string
+---@param ft? string
 local function scratch(name, ft)
   local buf = api.nvim_create_buf(false, true)
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   pcall(api.nvim_buf_set_name, buf, name)
-  vim.bo[buf].filetype = ft
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
   return buf
 end
 
@@ -138,7 +170,16 @@ function M.create(agent, cwd)
   vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
   vim.bo[self.bufnr].undolevels = -1
   vim.bo[self.bufnr].modifiable = false
-  self.prompt_buf = scratch("acp://prompt/" .. n, "markdown")
+  -- The prompt is markdown for the user's own markdown set-up, which an
+  -- ordinary config makes cost 30-80 ms (the regex syntax, a FileType
+  -- autocommand starting treesitter): set once the session started
+  -- (acp.events), off the `:Acp` path and after the agent's answer instead
+  -- of in front of it; after a second when no session starts.
+  self.prompt_buf = scratch("acp://prompt/" .. n)
+  self.prompt_ft = "markdown"
+  vim.defer_fn(function()
+    self:set_prompt_filetype()
+  end, 1000)
   self.transcript = Transcript.new(self, self.bufnr)
   M.chats[self.chat_id] = self
   M.list[#M.list + 1] = self
@@ -162,6 +203,15 @@ function M.create(agent, cwd)
     })
   end
   return self
+end
+
+--- Give the prompt its filetype, once (see M.create).
+function Chat:set_prompt_filetype()
+  local pb, ft = self.prompt_buf, self.prompt_ft
+  self.prompt_ft = nil
+  if ft and api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
+    set_filetype_keeping_ours(pb, ft)
+  end
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.

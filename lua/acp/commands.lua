@@ -37,7 +37,7 @@ end
 M.subcommands.new = {
   desc = "open a new chat in place of the one shown: :Acp new [agent] [--split] (--split: beside it)",
   run = function(args)
-    local opts = {}
+    local opts = { background = true }
     for _, a in ipairs(args) do
       if a == "--split" then
         opts.split = true

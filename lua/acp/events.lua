@@ -11,8 +11,15 @@
 --- the backend joins the chunks of one message that queue up while a
 --- frame fills (one rule, `Event::merge` in the backend), so one event is
 --- one buffer edit here.
+---
+--- A session's history (the `session/load` replay, which arrives before
+--- `session_started`) can be thousands of events: those of a chat still
+--- opening are handled while the batch is within its slice of time
+--- (acp.replay), the rest are queued and rendered in later slices, and every
+--- later event of that chat waits behind them, so order holds.
 
 local protocol = require("acp.protocol")
+local replay = require("acp.replay")
 local util = require("acp.util")
 
 local M = {}
@@ -38,6 +45,12 @@ local handlers = {}
 
 function handlers.session_started(chat, ev)
   chat:on_session_started(ev)
+  if chat.prompt_ft then
+    -- After the redraw that shows the chat ready: a timer (see acp.replay).
+    vim.defer_fn(function()
+      chat:set_prompt_filetype()
+    end, 0)
+  end
 end
 
 function handlers.open_failed(chat, ev)
@@ -199,16 +212,47 @@ local function handle(ev, ctx)
   handler(chat, ev, ctx)
 end
 
+--- A queued event (acp.replay), handled as if it came now.
+---@param ev acp.Event
+---@param ctx table
+local function handle_later(ev, ctx)
+  handle(ev, ctx)
+end
+
+--- True when the event belongs to a chat whose history is being rendered
+--- in slices, or would start to be: its chat is still opening (the replay
+--- of a loaded session) and this batch used up its slice.
+---@param ev acp.Event
+---@param t0 integer
+---@return boolean
+local function later(ev, t0)
+  local chat_id = ev.chat_id
+  if not chat_id then
+    return false
+  end
+  if replay.pending(chat_id) then
+    return true
+  end
+  if not replay.over(t0) then
+    return false
+  end
+  local chat = require("acp.chat").get(chat_id)
+  return chat ~= nil and chat.status == "opening"
+end
+
 --- Handle a batch of events from the backend, in order.
 ---@param events table[]
 function M.dispatch(events)
   events = events or {}
+  local t0 = replay.start()
   local ctx = { want_update = has_user_autocmd("AcpSessionUpdate") }
   local first_err
   for _, raw in ipairs(events) do
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
-    if ev then
+    if ev and later(ev, t0) then
+      replay.push(ev.chat_id, handle_later, ev, ctx)
+    elseif ev then
       ok, err = xpcall(handle, debug.traceback, ev, ctx)
     end
     if (not ok or bad) and not first_err then

@@ -104,54 +104,92 @@ function M.list(agent_name, cwd)
   return out
 end
 
---- Render the records of a transcript file into a chat.
----@param chat acp.Chat
----@param records table[]
-local function replay(chat, records)
+--- A transcript's records rendered into a chat, one record at a time (in
+--- slices, see acp.replay): the state a record depends on (the format
+--- version of its opening, the openings seen) travels with the player.
+---@class acp.TranscriptPlayer
+---@field chat acp.Chat
+---@field headers integer openings seen
+---@field version any format version of the current opening
+
+---@param player acp.TranscriptPlayer
+---@param record table
+local function play(player, record)
+  local chat = player.chat
   local protocol = require("acp.protocol")
-  local headers = 0
-  local version = protocol.TRANSCRIPT_VERSION
-  for _, record in ipairs(records) do
-    if record.type == "transcript" then
-      version = record.version
+  if record.type == "transcript" then
+    player.version = record.version
+  end
+  local r = protocol.decode_record(record, player.version)
+  local t = r.type
+  if t == "transcript" then
+    player.headers = player.headers + 1
+    if player.headers > 1 then
+      chat.transcript:note(("— session %s again (%s) —"):format(
+        r.opening == "load" and "loaded" or r.opening == "resume" and "resumed" or "opened",
+        r.opened_at and os.date("%Y-%m-%d %H:%M", r.opened_at) or "?"
+      ))
+      chat.transcript:forget_entries()
     end
-    local r = protocol.decode_record(record, version)
-    local t = r.type
-    if t == "transcript" then
-      headers = headers + 1
-      if headers > 1 then
-        chat.transcript:note(("— session %s again (%s) —"):format(
-          r.opening == "load" and "loaded" or r.opening == "resume" and "resumed" or "opened",
-          r.opened_at and os.date("%Y-%m-%d %H:%M", r.opened_at) or "?"
-        ))
-        chat.transcript:forget_entries()
-      end
-    elseif t == "session_started" then
-      chat.modes = r.modes
-      chat.config_options = r.config_options
-      chat.capabilities = r.capabilities
-    elseif t == "session" then
-      chat:on_session_change(r.change or {})
-    elseif t == "turn_ended" then
-      local reason = r.stop_reason or "end_turn"
-      chat.transcript:turn_ended(reason)
-    elseif t == "prompt_failed" then
-      chat.transcript:error(r.message or "the prompt failed")
-    elseif t == "permission_auto" then
-      chat:on_permission_auto(r)
-    elseif t == "terminal" then
-      chat:on_terminal(r)
-    elseif t == "agent_exited" then
-      chat.transcript:error(
-        ("The agent %s exited (%s)."):format(chat.agent.name, tostring(r.status or "?")),
-        r.stderr_tail
-      )
-    end
+  elseif t == "session_started" then
+    chat.modes = r.modes
+    chat.config_options = r.config_options
+    chat.capabilities = r.capabilities
+  elseif t == "session" then
+    chat:on_session_change(r.change or {})
+  elseif t == "turn_ended" then
+    local reason = r.stop_reason or "end_turn"
+    chat.transcript:turn_ended(reason)
+  elseif t == "prompt_failed" then
+    chat.transcript:error(r.message or "the prompt failed")
+  elseif t == "permission_auto" then
+    chat:on_permission_auto(r)
+  elseif t == "terminal" then
+    chat:on_terminal(r)
+  elseif t == "agent_exited" then
+    chat.transcript:error(
+      ("The agent %s exited (%s)."):format(chat.agent.name, tostring(r.status or "?")),
+      r.stderr_tail
+    )
   end
 end
 
+--- Render the lines of a transcript file into a chat: as many as fit in
+--- one slice now, the rest queued (acp.replay); each line is decoded when
+--- its turn comes, so a long file costs no up-front pass. A line that is not
+--- a JSON object is skipped. `done` runs once all are drawn.
+---@param chat acp.Chat
+---@param lines string[]
+---@param done fun()
+local function replay(chat, lines, done)
+  local slices = require("acp.replay")
+  ---@type acp.TranscriptPlayer
+  local player = { chat = chat, headers = 0, version = require("acp.protocol").TRANSCRIPT_VERSION }
+  local i = 1
+  local function step()
+    local r = decode(lines[i])
+    if r then
+      play(player, r)
+    end
+    i = i + 1
+    return i <= #lines
+  end
+  local t0 = slices.start()
+  chat.transcript.view:batch(function()
+    while i <= #lines and not slices.over(t0) do
+      step()
+    end
+  end)
+  if i <= #lines then
+    -- One queued job that plays a line per call, not one job per line.
+    slices.push(chat.chat_id, step)
+  end
+  slices.when_done(chat.chat_id, done)
+end
+
 --- Reopen a transcript read-only: a chat rendered with the same code as a
---- live one, with no session and the prompt disabled.
+--- live one, with no session and the prompt disabled. A long transcript is
+--- still being drawn when this returns (acp.replay: `pending(chat_id)`).
 ---@param path string
 ---@param opts? {show?: boolean}
 ---@return acp.Chat? chat, string? err
@@ -160,14 +198,13 @@ function M.open_readonly(path, opts)
   if not ok then
     return nil, ("cannot read the transcript %s: %s"):format(path, tostring(lines))
   end
-  local records = {}
+  local header
   for _, line in ipairs(lines) do
-    local r = decode(line)
-    if r then
-      records[#records + 1] = r
+    header = decode(line)
+    if header then
+      break
     end
   end
-  local header = records[1]
   if not header or header.type ~= "transcript" then
     return nil, ("%s is not an acp.nvim transcript"):format(path)
   end
@@ -197,8 +234,10 @@ function M.open_readonly(path, opts)
     virt_text = { { "read-only transcript: :Acp sessions to continue the session", "AcpNote" } },
     virt_text_pos = "overlay",
   })
-  chat.transcript.view:batch(function()
-    replay(chat, records)
+  -- A long transcript is drawn in slices after this returns; the chat is
+  -- shown at once and fills in.
+  replay(chat, lines, function()
+    chat:update_winbar()
   end)
   if not opts or opts.show ~= false then
     chat:show()

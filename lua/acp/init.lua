@@ -52,6 +52,7 @@ end
 ---@field load_session_id? string continue a stored session with session/load (history replayed)
 ---@field resume_session_id? string continue a stored session with session/resume (no replay)
 ---@field additional_directories? string[] more workspace directories of the session (see :help acp-dirs)
+---@field background? boolean start the backend and the session after returning (the chat is drawn first, its winbar says "starting…"); what `:Acp` does. Default: started before returning
 
 --- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
 --- the session has started; filled in by the `session_started` event).
@@ -108,14 +109,36 @@ function M.open(opts)
     end
     dirs[#dirs + 1] = full
   end
-  local chat = require("acp.chat").create(agent, cwd)
+  local resume = { load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id }
+  ---@type acp.Chat
+  local chat
+  local function start()
+    local ok, serr = chat:start(resume)
+    if not ok then
+      util.notify(tostring(serr), vim.log.levels.ERROR)
+    end
+  end
+  if opts.background then
+    -- Spawning the backend and waiting for its handshake and for `acp.open`
+    -- took 30-60 ms of the command: done once the window is drawn. A timer,
+    -- not vim.schedule: scheduled callbacks run before the redraw that
+    -- follows the command, a timer's after it. Armed before the chat is
+    -- created so it comes before the chat's own deferred work (the prompt's
+    -- filetype): the backend and the agent start while that runs. A chat
+    -- closed meanwhile is not started.
+    vim.defer_fn(function()
+      if chat and require("acp.chat").get(chat.chat_id) and chat.status == "opening" and not chat.session_id then
+        start()
+      end
+    end, 0)
+  end
+  chat = require("acp.chat").create(agent, cwd)
   chat.additional_directories = dirs
   if opts.show ~= false then
     chat:show({ split = opts.split })
   end
-  local ok, serr = chat:start({ load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id })
-  if not ok then
-    util.notify(tostring(serr), vim.log.levels.ERROR)
+  if not opts.background then
+    start()
   end
   return chat
 end
@@ -127,7 +150,7 @@ function M.toggle()
   if chat then
     chat:toggle()
   else
-    M.open()
+    M.open({ background = true })
   end
 end
 

@@ -1,0 +1,403 @@
+-- Loading a long stored session inside a real TUI Neovim (started by
+-- bench/tui.lua in tmux, with the ordinary config of bench/tui_init.lua):
+--
+--   ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=2000 nvim -l bench/tui.lua acp 0
+--
+-- The fake agent's session store gets one session of ACP_BENCH_TURNS turns,
+-- each like a real one: a prompt, ~30 lines of markdown with a code block
+-- and a table, a plan, a read with its output and an edit with a diff. The
+-- session is loaded (`session/load`: the agent replays it, the backend
+-- forwards it in event batches) while Neovim runs its event loop and redraws
+-- as it would for a user. Measured from the load's start:
+--   last_turn_ms    the last turn's closing line drawn on screen
+--   total_ms        the whole history drawn and the session ready
+--   stall_max_ms    longest wait of a vim.schedule callback queued every
+--                   5 ms (how long a key typed meanwhile would wait)
+--   stalls_16       waits of 16 ms or more
+--   key_max_ms      longest wait of a key typed every 20 ms for its mapping
+--   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
+--   dispatch_max_ms longest call of an event batch from the backend
+--   open_ms         the open() call (spawn of the agent, session/load sent)
+--   nvim_cpu_s, backend_cpu_s, nvim_rss_mb, backend_rss_mb, lines
+-- then, once loaded (medians, each redrawn at once, `:redraw` included):
+--   chat_G_ms, chat_gg_ms, chat_ctrl_d_ms   motions in the transcript window
+--   plain_G_ms, plain_gg_ms, plain_ctrl_d_ms the same in a plain buffer of the
+--                   same lines shown in that window
+--   prompt_key_ms   a letter typed in the prompt (Insert mode and back)
+--   idle_nvim_cpu_ms, idle_backend_cpu_ms  CPU over one idle second
+
+local uv = vim.uv
+local api = vim.api
+
+local root = vim.fn.getcwd()
+local release = root .. "/target/release/"
+local plugin_root = (os.getenv("ACP_BENCH_PLUGIN") or "") ~= "" and os.getenv("ACP_BENCH_PLUGIN") or root
+local TURNS = tonumber(os.getenv("ACP_BENCH_TURNS")) or 200
+local OUT = os.getenv("ACP_BENCH_OUT") or (root .. "/target/bench-results/tui_long.out")
+local AGENT = release .. "acp-fake-agent"
+
+local function write_out(line)
+  local f = assert(io.open(OUT, "w"))
+  f:write(line .. "\n")
+  f:close()
+end
+
+local function fail(msg)
+  write_out("ERROR long: " .. msg)
+  vim.cmd("qall!")
+end
+
+-- ---------------------------------------------------------------------------
+-- The stored session.
+
+local dir = vim.fn.resolve(vim.fn.tempname())
+vim.fn.mkdir(dir .. "/src", "p")
+
+local function text(t)
+  return { type = "text", text = t }
+end
+
+local function answer(i)
+  local l = {
+    ("## Step %d: the parser"):format(i),
+    "",
+    ("The parser reads tokens from the **lexer** and builds the tree for turn %d."):format(i),
+    "It keeps a stack of open nodes; each `close` token pops one and attaches it.",
+    "",
+    "- the lexer yields `Token` values",
+    "- the parser never backtracks",
+    "- errors carry the byte offset",
+    "",
+    "```rust",
+    "fn parse(tokens: &[Token]) -> Result<Node, Error> {",
+    "    let mut stack = vec![Node::root()];",
+    "    for t in tokens {",
+    "        match t.kind {",
+    "            Kind::Open => stack.push(Node::new(t)),",
+    "            Kind::Close => attach(&mut stack)?,",
+    "            _ => stack.last_mut().unwrap().push(t),",
+    "        }",
+    "    }",
+    "    finish(stack)",
+    "}",
+    "```",
+    "",
+    "| case | before | after |",
+    "|---|---|---|",
+    "| empty input | panic | `Ok(root)` |",
+    "| unclosed node | hang | `Err(Unclosed)` |",
+    "",
+    "Next I will run the tests and fix what fails.",
+    ("End of answer %d."):format(i),
+  }
+  return table.concat(l, "\n") .. "\n"
+end
+
+local history = {}
+for i = 1, TURNS do
+  history[#history + 1] = { sessionUpdate = "user_message_chunk", content = text(("Turn %d: explain the parser and fix it"):format(i)) }
+  history[#history + 1] = { sessionUpdate = "agent_message_chunk", content = text(answer(i)) }
+  history[#history + 1] = {
+    sessionUpdate = "plan",
+    entries = {
+      { content = "Read the parser", priority = "high", status = "completed" },
+      { content = "Fix the unclosed node", priority = "high", status = "completed" },
+      { content = "Run the tests", priority = "medium", status = "pending" },
+    },
+  }
+  history[#history + 1] = {
+    sessionUpdate = "tool_call",
+    toolCallId = "r" .. i,
+    title = "Read src/parser.rs",
+    kind = "read",
+    status = "completed",
+    locations = { { path = dir .. "/src/parser.rs" } },
+    content = { { type = "content", content = text("fn parse() {}\nfn finish() {}\n") } },
+  }
+  history[#history + 1] = {
+    sessionUpdate = "tool_call",
+    toolCallId = "e" .. i,
+    title = "Edit src/parser.rs",
+    kind = "edit",
+    status = "completed",
+    content = {
+      {
+        type = "diff",
+        path = dir .. "/src/parser.rs",
+        oldText = "fn parse() {}\nfn finish() {}\n",
+        newText = ("fn parse() { /* %d */ }\nfn finish() {}\n"):format(i),
+      },
+    },
+  }
+end
+local store = dir .. "/store.json"
+local scenario = dir .. "/scenario.json"
+do
+  local f = assert(io.open(store, "w"))
+  f:write(vim.json.encode({ { sessionId = "long", cwd = dir, title = "a long session", history = history } }))
+  f:close()
+  f = assert(io.open(scenario, "w"))
+  f:write(vim.json.encode({ sessionStore = store, replayUserMessages = true, turns = { { steps = { text("ok") } } } }))
+  f:close()
+end
+history = nil
+
+-- ---------------------------------------------------------------------------
+-- Meters.
+
+local function proc_cpu(pid)
+  local ns = 0
+  for name in vim.fs.dir(("/proc/%d/task"):format(pid)) do
+    local f = io.open(("/proc/%d/task/%s/schedstat"):format(pid, name), "r")
+    if f then
+      ns = ns + (tonumber(f:read("*a"):match("^(%d+)")) or 0)
+      f:close()
+    end
+  end
+  return ns / 1e9
+end
+
+local function self_cpu()
+  local r = uv.getrusage()
+  return r.utime.sec + r.utime.usec / 1e6 + r.stime.sec + r.stime.usec / 1e6
+end
+
+local function rss_mb(pid)
+  local f = io.open(("/proc/%s/status"):format(pid), "r")
+  if not f then
+    return 0
+  end
+  local kb = tonumber(f:read("*a"):match("VmRSS:%s*(%d+)")) or 0
+  f:close()
+  return kb / 1024
+end
+
+local t0, last_turn_ms, total_ms, open_ms
+local dispatch_max = 0
+local key_max, key_n = 0, 0
+local stall_max, stalls_16, stall_n = 0, 0, 0
+local last_marker = ("End of answer %d."):format(TURNS)
+local marker_in_buf = false
+local chat
+local ns = api.nvim_create_namespace("acp.bench.long")
+local redraw_max, redraw_t = 0, nil
+local redraws = 0
+api.nvim_set_decoration_provider(ns, {
+  on_start = function()
+    redraw_t = uv.hrtime()
+    if t0 and not total_ms then
+      redraws = redraws + 1
+    end
+  end,
+  on_end = function()
+    if t0 and redraw_t and not total_ms then
+      redraw_max = math.max(redraw_max, (uv.hrtime() - redraw_t) / 1e6)
+    end
+    if marker_in_buf and not last_turn_ms then
+      last_turn_ms = (uv.hrtime() - t0) / 1e6
+    end
+  end,
+})
+
+local function pending()
+  local ok, replay = pcall(require, "acp.replay")
+  return ok and replay.pending(chat.chat_id)
+end
+
+--- Median milliseconds of `fn(); redraw` over `n` runs, each after
+--- `before(); redraw` (untimed).
+local function timed(n, fn, before)
+  local v = {}
+  for i = 1, n do
+    if before then
+      before()
+      vim.cmd("redraw")
+    end
+    local t = uv.hrtime()
+    fn(i)
+    vim.cmd("redraw")
+    v[#v + 1] = (uv.hrtime() - t) / 1e6
+  end
+  table.sort(v)
+  return v[math.ceil(n / 2)]
+end
+
+--- After the load, in the chat's windows: motions in the transcript against
+--- a plain buffer of the same lines shown in the same window, a letter typed
+--- in the prompt (each redrawn at once: the time to the new screen), and
+--- the CPU of an idle minute's second.
+local function after_load(backend_pid)
+  local m = {}
+  local win = vim.fn.bufwinid(chat.bufnr)
+  if win == -1 then
+    return m
+  end
+  -- Each motion from where it moves the view: G from the top, gg from the
+  -- end, <C-d> from the middle.
+  local motions = {
+    G = { "normal! G", "normal! gg" },
+    gg = { "normal! gg", "normal! G" },
+    ctrl_d = { "exe \"normal! \\<C-d>\"", "normal! 50%" },
+  }
+  local function measure_in(buf, prefix)
+    api.nvim_win_set_buf(win, buf)
+    api.nvim_set_current_win(win)
+    for name, c in pairs(motions) do
+      m[prefix .. name .. "_ms"] = timed(9, function()
+        vim.cmd(c[1])
+      end, function()
+        vim.cmd(c[2])
+      end)
+    end
+  end
+  measure_in(chat.bufnr, "chat_")
+  local plain = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(plain, 0, -1, false, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false))
+  measure_in(plain, "plain_")
+  api.nvim_win_set_buf(win, chat.bufnr)
+  local pwin = vim.fn.bufwinid(chat.prompt_buf)
+  if pwin ~= -1 then
+    api.nvim_set_current_win(pwin)
+    m.prompt_key_ms = timed(21, function()
+      api.nvim_feedkeys("ax\27", "nx", false)
+    end)
+  end
+  -- Idle: nothing happens for a second.
+  local c0, b0 = self_cpu(), proc_cpu(backend_pid)
+  vim.wait(1000, function()
+    return false
+  end, 100)
+  m.idle_nvim_cpu_ms = (self_cpu() - c0) * 1000
+  m.idle_backend_cpu_ms = (proc_cpu(backend_pid) - b0) * 1000
+  return m
+end
+
+local function finish(backend_pid, cpu0, bcpu0)
+  local result = {
+    turns = TURNS,
+    lines = api.nvim_buf_line_count(chat.bufnr),
+    last_turn_ms = last_turn_ms,
+    total_ms = total_ms,
+    stall_max_ms = stall_max,
+    stalls_16 = stalls_16,
+    stall_samples = stall_n,
+    redraw_max_ms = redraw_max,
+    redraws = redraws,
+    key_max_ms = key_max,
+    keys = key_n,
+    dispatch_max_ms = dispatch_max,
+    open_ms = open_ms,
+    nvim_cpu_s = self_cpu() - cpu0,
+    backend_cpu_s = proc_cpu(backend_pid) - bcpu0,
+    nvim_rss_mb = rss_mb("self"),
+    backend_rss_mb = rss_mb(backend_pid),
+  }
+  for k, v in pairs(after_load(backend_pid)) do
+    result[k] = v
+  end
+  write_out("RESULT " .. vim.json.encode(result))
+  pcall(require("acp.backend").stop)
+  vim.fn.delete(dir, "rf")
+  vim.cmd("qall!")
+end
+
+local function run()
+  vim.opt.rtp:prepend(plugin_root)
+  dofile(plugin_root .. "/plugin/acp.lua")
+  -- ACP_BENCH_SLICE_MS: another slice length (acp.replay), to weigh it.
+  local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
+  if slice then
+    require("acp.replay").SLICE_MS = slice
+  end
+  require("acp").setup({
+    agents = { long = { cmd = { AGENT, "--scenario", scenario } } },
+    backend = { cmd = { release .. "acp-nvim" } },
+  })
+  -- The backend runs before the clock starts (its start is measured by
+  -- bench/tui_startup.lua): a warm-up chat, closed.
+  local warm = require("acp").open({ agent = "long", cwd = dir, show = false })
+  if not warm then
+    return fail("open failed")
+  end
+  local backend_pid = vim.fn.jobpid(require("acp.backend").channel())
+  vim.wait(10000, function()
+    return warm.session_id ~= nil
+  end)
+  warm:close()
+
+  local timer = assert(uv.new_timer())
+  local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
+  t0 = uv.hrtime()
+  local events = require("acp.events")
+  local dispatch = events.dispatch
+  events.dispatch = function(evs)
+    local t = uv.hrtime()
+    dispatch(evs)
+    if not total_ms then
+      dispatch_max = math.max(dispatch_max, (uv.hrtime() - t) / 1e6)
+    end
+  end
+  chat = require("acp").open({ agent = "long", cwd = dir, load_session_id = "long" })
+  open_ms = (uv.hrtime() - t0) / 1e6
+  if not chat then
+    return fail("the load failed")
+  end
+  api.nvim_buf_attach(chat.bufnr, false, {
+    on_lines = function(_, buf, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(buf, first, last, false)) do
+        if l:find(last_marker, 1, true) then
+          marker_in_buf = true
+          return true
+        end
+      end
+    end,
+  })
+  -- A key "typed" every 20 ms (nvim_input, as the terminal would): how long
+  -- it waits before its mapping runs is the freeze a user feels.
+  local keys = {}
+  vim.keymap.set({ "n", "i" }, "<F20>", function()
+    local t = table.remove(keys, 1)
+    if t then
+      key_max = math.max(key_max, (uv.hrtime() - t) / 1e6)
+      key_n = key_n + 1
+    end
+  end)
+  local key_timer = assert(uv.new_timer())
+  key_timer:start(20, 20, function()
+    if total_ms then
+      key_timer:stop()
+      key_timer:close()
+      return
+    end
+    keys[#keys + 1] = uv.hrtime()
+    api.nvim_input("<F20>")
+  end)
+  timer:start(5, 5, function()
+    local t = uv.hrtime()
+    vim.schedule(function()
+      if timer:is_closing() then
+        return
+      end
+      local d = (uv.hrtime() - t) / 1e6
+      stall_n = stall_n + 1
+      stall_max = math.max(stall_max, d)
+      if d >= 16 then
+        stalls_16 = stalls_16 + 1
+      end
+      if not total_ms and chat.status == "ready" and not pending() then
+        total_ms = (uv.hrtime() - t0) / 1e6
+      end
+      if total_ms and last_turn_ms and #keys == 0 then
+        timer:stop()
+        timer:close()
+        finish(backend_pid, cpu0, bcpu0)
+      elseif (uv.hrtime() - t0) / 1e6 > 300000 then
+        timer:stop()
+        timer:close()
+        fail("timed out loading the session")
+      end
+    end)
+  end)
+end
+
+vim.defer_fn(run, 300)

@@ -1,0 +1,175 @@
+-- `:Acp` inside a real TUI Neovim (started by bench/tui.lua in tmux, with the
+-- ordinary config of bench/tui_init.lua): the command a user types, with the
+-- default configuration (the demo agent, release binaries when built), once
+-- the editor is idle.
+--
+--   ACP_BENCH_SCRIPT=bench/tui_startup.lua nvim -l bench/tui.lua acp 0
+--
+--   ACP_BENCH_OUT   file that gets the line `RESULT {json}` (or `ERROR msg`)
+--
+-- Measured (milliseconds from the start of `:Acp`):
+--   command_ms      the command returned (the editor takes keys again)
+--   drawn_ms        the first redraw that showed the chat's window ended
+--   ready_ms        `session_started` handled (backend spawned and greeted,
+--                   the agent initialized, the session opened)
+-- and where the command's time went (each on the command path only):
+--   require_ms      loading the plugin's modules (first `require`s)
+--   spawn_ms        jobstart of the backend
+--   rpc_ms          requests the command waited for (acp.hello, acp.open)
+
+local uv = vim.uv
+local api = vim.api
+
+local root = vim.fn.getcwd()
+local plugin_root = (os.getenv("ACP_BENCH_PLUGIN") or "") ~= "" and os.getenv("ACP_BENCH_PLUGIN") or root
+local OUT = os.getenv("ACP_BENCH_OUT") or (root .. "/target/bench-results/tui_startup.out")
+
+local function write_out(line)
+  local f = assert(io.open(OUT, "w"))
+  f:write(line .. "\n")
+  f:close()
+end
+
+local function fail(msg)
+  write_out("ERROR startup: " .. msg)
+  vim.cmd("qall!")
+end
+
+-- What the command path spends, by kind. Counted only while `on` (the
+-- command runs), so the measuring itself stays out of the way afterwards.
+local spent = { require_ms = 0, spawn_ms = 0, rpc_ms = 0 }
+local on = false
+local depth = 0
+local orig_require = require
+_G.require = function(name)
+  if not on or package.loaded[name] ~= nil then
+    return orig_require(name)
+  end
+  depth = depth + 1
+  local t = uv.hrtime()
+  local ok, mod = pcall(orig_require, name)
+  depth = depth - 1
+  if depth == 0 then
+    spent.require_ms = spent.require_ms + (uv.hrtime() - t) / 1e6
+  end
+  if not ok then
+    error(mod, 0)
+  end
+  return mod
+end
+local orig_jobstart = vim.fn.jobstart
+vim.fn.jobstart = function(...)
+  local t = uv.hrtime()
+  local r = orig_jobstart(...)
+  if on then
+    spent.spawn_ms = spent.spawn_ms + (uv.hrtime() - t) / 1e6
+  end
+  return r
+end
+local orig_rpcrequest = vim.rpcrequest
+vim.rpcrequest = function(...)
+  local t = uv.hrtime()
+  local r = { pcall(orig_rpcrequest, ...) }
+  if on then
+    spent.rpc_ms = spent.rpc_ms + (uv.hrtime() - t) / 1e6
+  end
+  if not r[1] then
+    error(r[2], 0)
+  end
+  return unpack(r, 2)
+end
+
+vim.opt.rtp:prepend(plugin_root)
+dofile(plugin_root .. "/plugin/acp.lua")
+
+local t0, command_ms, drawn_ms, ready_ms
+local chat_buf
+local ns = api.nvim_create_namespace("acp.bench.startup")
+local saw_chat = false
+api.nvim_set_decoration_provider(ns, {
+  on_win = function(_, _, buf)
+    if chat_buf and buf == chat_buf then
+      saw_chat = true
+    end
+  end,
+  on_end = function()
+    if saw_chat and not drawn_ms then
+      drawn_ms = (uv.hrtime() - t0) / 1e6
+    end
+  end,
+})
+
+local function finish()
+  pcall(require("acp.backend").stop)
+  write_out("RESULT " .. vim.json.encode({
+    command_ms = command_ms,
+    drawn_ms = drawn_ms,
+    ready_ms = ready_ms,
+    require_ms = spent.require_ms,
+    spawn_ms = spent.spawn_ms,
+    rpc_ms = spent.rpc_ms,
+  }))
+  vim.cmd("qall!")
+end
+
+local function run()
+  -- The chat's buffer is not known before the command creates it.
+  api.nvim_create_autocmd("BufNew", {
+    callback = function(a)
+      if not chat_buf and vim.startswith(api.nvim_buf_get_name(a.buf), "acp://chat/") then
+        chat_buf = a.buf
+      end
+    end,
+  })
+  -- Typed, as a user would: the keys go through the editor's input loop,
+  -- which redraws after the command as it does for a user (a command run
+  -- from a callback would be drawn only once the callbacks queued after it
+  -- ran). The clock starts when the command's handler is entered.
+  local commands = require("acp.commands")
+  local orig_run = commands.run
+  commands.run = function(...)
+    commands.run = orig_run
+    on = true
+    t0 = uv.hrtime()
+    local ok, err = pcall(orig_run, ...)
+    command_ms = (uv.hrtime() - t0) / 1e6
+    on = false
+    if not ok then
+      return fail(":Acp failed: " .. tostring(err))
+    end
+    local chat = require("acp.chat").current()
+    if not chat then
+      return fail(":Acp opened no chat")
+    end
+    chat_buf = chat.bufnr
+    local orig = chat.on_session_started
+    chat.on_session_started = function(self, ev)
+      orig(self, ev)
+      ready_ms = ready_ms or (uv.hrtime() - t0) / 1e6
+    end
+  end
+  api.nvim_input(":Acp<CR>")
+  local timer = assert(uv.new_timer())
+  local waited = 0
+  timer:start(5, 5, function()
+    waited = waited + 5
+    vim.schedule(function()
+      if timer:is_closing() then
+        return
+      end
+      if ready_ms and drawn_ms then
+        timer:stop()
+        timer:close()
+        finish()
+      elseif waited > 30000 then
+        timer:stop()
+        timer:close()
+        fail(("timed out: drawn %s, ready %s"):format(tostring(drawn_ms), tostring(ready_ms)))
+      end
+    end)
+  end)
+end
+
+-- Once the editor is up and idle (the first screen drawn, the config's
+-- autocommands run).
+vim.defer_fn(run, 500)
