@@ -66,11 +66,15 @@ pub struct BufferText {
     pub version: u64,
 }
 
-/// The merge an [`Instruction`] carries for a buffer with unsaved edits.
+/// The merge an [`Instruction`] carries: the writer's change merged into
+/// the buffer's text (unsaved edits, or text the user saved after the
+/// writer read the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedMerge {
-    /// The version the buffer must still be at.
-    pub version: u64,
+    /// The version the buffer must still be at. `None`: made against the
+    /// disk's text (the buffer's is not known), so only a buffer without
+    /// unsaved edits takes it.
+    pub version: Option<u64>,
     /// The buffer's new text; conflicts are written between
     /// `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines.
     pub text: String,
@@ -102,9 +106,12 @@ pub struct Instruction {
     /// The text a buffer without unsaved edits takes (and is saved with,
     /// unless it is on disk already).
     pub content: String,
-    /// The text a buffer with unsaved edits takes, when the client knows
-    /// that buffer's text (and, for a disk edit, the base): valid only at
-    /// `merge.version`.
+    /// The text the buffer takes instead of `content` when the client
+    /// knows its text (and, for a disk edit, the base): valid only at
+    /// `merge.version`. A buffer with unsaved edits keeps it unsaved; for an
+    /// agent's write ([`Origin::Write`]) a buffer without them takes it too
+    /// (the user saved lines the agent had not seen), saved when it has no
+    /// conflict blocks.
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
@@ -140,9 +147,13 @@ pub enum Applied {
     /// The buffer has open conflict blocks: left alone, it takes the write
     /// once they are resolved.
     Waiting,
-    /// The buffer has unsaved edits and is not at the version the merge was
-    /// made for: its text now.
+    /// The buffer is not at the version the merge was made for (the user
+    /// typed, or saved, since the editor's last report): its text now.
     Stale(BufferText),
+    /// The buffer is read-only or not modifiable (`'readonly'`,
+    /// `'nomodifiable'` in Neovim): left alone, and the user told. The
+    /// agent's write is refused; the disk is left alone too.
+    Locked,
 }
 
 /// One file's state.
@@ -153,6 +164,10 @@ struct FileSync {
     /// Shared with `buffer` when an agent read it: one copy of a big
     /// buffer however many sessions read it.
     seen: HashMap<SessionId, Arc<str>>,
+    /// The file's text when each session's current prompt went out (the
+    /// disk's, for a buffer with unsaved edits): the base of a write by an
+    /// agent that saw nothing of the file (a blind whole-file write).
+    turn_start: HashMap<SessionId, Arc<str>>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
@@ -275,13 +290,48 @@ impl FileSyncs {
         self.files.get(path)?.seen.get(session).cloned()
     }
 
+    /// The base of a write by the agent of `session`: what it last saw of
+    /// the file, else the file's text when its current prompt went out.
+    /// A save is the user's text, never a base: after `:w`, the agent's
+    /// write-back of what it read is merged against what it read, so the
+    /// saved lines it never saw stay. `None`: nothing known (the caller
+    /// takes the disk).
+    pub fn base_of_write(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+        let file = self.files.get(path)?;
+        file.seen
+            .get(session)
+            .or_else(|| file.turn_start.get(session))
+            .cloned()
+    }
+
+    /// A prompt of `session` goes out: `texts` are the files' texts now
+    /// (the disk's, for buffers with unsaved edits); the texts of its
+    /// previous prompt go.
+    pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
+        for file in self.files.values_mut() {
+            file.turn_start.remove(session);
+        }
+        for (path, text) in texts {
+            self.files
+                .entry(path)
+                .or_default()
+                .turn_start
+                .insert(session.clone(), text);
+        }
+    }
+
     /// Forgets what a closed session saw.
     pub fn drop_session(&mut self, session: &SessionId) {
         for file in self.files.values_mut() {
             file.seen.remove(session);
+            file.turn_start.remove(session);
         }
         self.files.retain(|_, f| {
-            f.buffer.is_some() || !f.seen.is_empty() || f.disk.is_some() || f.pending.is_some()
+            f.buffer.is_some()
+                || !f.seen.is_empty()
+                || !f.turn_start.is_empty()
+                || f.disk.is_some()
+                || f.pending.is_some()
         });
     }
 
@@ -359,7 +409,14 @@ impl FileSyncs {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
         let base = file.disk.clone();
-        Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
+        Some(self.plan_from(path, base.as_deref(), content, Origin::Disk, None))
+    }
+
+    /// The client wrote `text` to the disk of `path`, which no buffer has
+    /// (an agent's write merged with the user's saved text).
+    pub fn wrote_disk(&mut self, path: &Path, text: &str) {
+        let file = self.files.entry(path.to_owned()).or_default();
+        file.disk = Some(text.to_owned());
     }
 
     /// The editor answered every attempt of `instruction` (planned with
@@ -386,7 +443,28 @@ impl FileSyncs {
     /// the writer changed (what the agent saw; for a restore, the text the
     /// review knew). The merge is made against the buffer's reported text.
     pub fn plan(&mut self, path: &Path, base: &str, content: &str, origin: Origin) -> Instruction {
-        self.plan_from(path, Some(base), content.to_owned(), origin)
+        self.plan_from(path, Some(base), content.to_owned(), origin, None)
+    }
+
+    /// The instruction for the agent's write of `content` to `path`, made
+    /// from `base` ([`FileSyncs::base_of_write`]) while the disk holds
+    /// `disk`. The merge is made against the buffer's reported text; when
+    /// that is not known and the disk is not the base (the user saved
+    /// since), against the disk, for a buffer without unsaved edits.
+    pub fn plan_write(
+        &mut self,
+        path: &Path,
+        base: &str,
+        content: &str,
+        disk: Option<&str>,
+    ) -> Instruction {
+        self.plan_from(
+            path,
+            Some(base),
+            content.to_owned(),
+            Origin::Write,
+            disk.filter(|d| *d != base),
+        )
     }
 
     fn plan_from(
@@ -395,14 +473,20 @@ impl FileSyncs {
         base: Option<&str>,
         content: String,
         origin: Origin,
+        disk: Option<&str>,
     ) -> Instruction {
         let file = self.files.entry(path.to_owned()).or_default();
         file.revision += 1;
-        let merge = match (&file.buffer, base) {
-            (Some(buffer), Some(base)) => {
-                let merged = merge3(base, &buffer.text, &content);
+        let current = match (&file.buffer, disk) {
+            (Some(buffer), _) => Some((Some(buffer.version), &*buffer.text)),
+            (None, Some(disk)) => Some((None, disk)),
+            (None, None) => None,
+        };
+        let merge = match (current, base) {
+            (Some((version, current)), Some(base)) => {
+                let merged = merge3(base, current, &content);
                 Some(PlannedMerge {
-                    version: buffer.version,
+                    version,
                     text: merged.render(&ConflictLabels::default()),
                     conflicts: merged.conflict_count(),
                 })
@@ -424,10 +508,20 @@ impl FileSyncs {
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
         let content = &instruction.content;
+        // The text a buffer without unsaved edits saved: the merge for an
+        // agent's write (made against the text the user saved since the
+        // agent read it), else the content.
+        let saved = instruction.saved_text();
         // The buffer's text now (a buffer left waiting did not change).
         match applied {
             Applied::NoBuffer => file.buffer = None,
-            Applied::Saved { version, .. } | Applied::Reloaded { version } => {
+            Applied::Saved { version, .. } => {
+                file.buffer = Some(BufferText {
+                    text: saved.into(),
+                    version: *version,
+                });
+            }
+            Applied::Reloaded { version } => {
                 file.buffer = Some(BufferText {
                     text: content.as_str().into(),
                     version: *version,
@@ -439,7 +533,7 @@ impl FileSyncs {
                     version: *version,
                 });
             }
-            Applied::Waiting => {}
+            Applied::Waiting | Applied::Locked => {}
             Applied::Stale(buffer) => file.buffer = Some(buffer.clone()),
         }
         // The disk text the buffer is in sync with now. A restore merged
@@ -463,10 +557,13 @@ impl FileSyncs {
                 }
                 false
             }
-            Applied::Stale(_) => false,
+            Applied::Stale(_) | Applied::Locked => false,
         };
         if synced {
-            file.disk = Some(content.clone());
+            file.disk = Some(match applied {
+                Applied::Saved { .. } => saved.to_owned(),
+                _ => content.clone(),
+            });
             // A write supersedes the agent's older disk text, not one that
             // came while it was on its way (claude-agent-acp edits on disk
             // with its own tools, next to its fs/write_text_file).
@@ -478,6 +575,19 @@ impl FileSyncs {
                 file.pending = None;
                 file.waiting = false;
             }
+        }
+    }
+}
+
+impl Instruction {
+    /// The text a buffer without unsaved edits takes and saves: for an
+    /// agent's write, a merge without conflicts when it carries one (the
+    /// editor takes the merge whenever it is at its version), else
+    /// `content`.
+    pub fn saved_text(&self) -> &str {
+        match &self.merge {
+            Some(m) if self.origin == Origin::Write && m.conflicts == 0 => &m.text,
+            _ => &self.content,
         }
     }
 }
@@ -517,12 +627,81 @@ mod tests {
         assert_eq!(
             i.merge,
             Some(PlannedMerge {
-                version: 7,
+                version: Some(7),
                 text: "hello ACP\nunsaved line\n".into(),
                 conflicts: 0
             })
         );
         assert_eq!(i.revision, 1);
+    }
+
+    #[test]
+    fn a_save_after_the_agent_read_is_merged_not_overwritten() {
+        // The agent reads the buffer, the user types a line and saves (:w),
+        // the agent writes back what it read plus its own line: the save is
+        // the user's text, so the base stays what the agent read.
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let read = "one\ntwo\n";
+        s.reported(p, buffer(read, 1));
+        s.saw(&sid("s"), p, Some(read.into()));
+        s.user_reported(p, buffer("mine\none\ntwo\n", 3), OnDisk::Saved);
+        let base = s.base_of_write(&sid("s"), p).unwrap();
+        assert_eq!(&*base, read);
+        let i = s.plan_write(p, &base, "one\ntwo\nagent\n", Some("mine\none\ntwo\n"));
+        let merge = i.merge.clone().unwrap();
+        assert_eq!(
+            (merge.version, merge.text.as_str(), merge.conflicts),
+            (Some(3), "mine\none\ntwo\nagent\n", 0)
+        );
+        // An unmodified buffer saves the merge: that is the disk's text now.
+        assert_eq!(i.saved_text(), "mine\none\ntwo\nagent\n");
+        s.answered(
+            &i,
+            &Applied::Saved {
+                old_content: Some("mine\none\ntwo\n".into()),
+                version: 4,
+            },
+        );
+        assert_eq!(s.disk(p), Some("mine\none\ntwo\nagent\n"));
+        assert_eq!(s.buffer(p), Some(&buffer("mine\none\ntwo\nagent\n", 4)));
+    }
+
+    #[test]
+    fn a_blind_write_merges_against_the_text_at_the_prompt() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let q = Path::new("/w/b.txt");
+        s.turn_started(&sid("s"), vec![(p.into(), "one\ntwo\n".into())]);
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+        assert_eq!(s.base_of_write(&sid("other"), p), None);
+        // The buffer is not known: merged against the disk the user saved,
+        // for an unmodified buffer (no version).
+        let i = s.plan_write(
+            p,
+            "one\ntwo\n",
+            "one\ntwo\nagent\n",
+            Some("one\nmine\ntwo\n"),
+        );
+        let merge = i.merge.clone().unwrap();
+        assert_eq!(
+            (merge.version, merge.text.as_str()),
+            (None, "one\nmine\ntwo\nagent\n")
+        );
+        // The disk is the base: nothing to merge.
+        let i = s.plan_write(q, "x\n", "y\n", Some("x\n"));
+        assert_eq!(i.merge, None);
+        assert_eq!(i.saved_text(), "y\n");
+        // What the agent read wins over the text at the prompt; the next
+        // prompt replaces the texts; a closed session's go.
+        s.saw(&sid("s"), p, Some("read\n".into()));
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
+        s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);
+        s.saw(&sid("s"), p, None);
+        assert_eq!(s.base_of_write(&sid("s"), p), None);
+        assert_eq!(s.base_of_write(&sid("s"), q).as_deref(), Some("q\n"));
+        s.drop_session(&sid("s"));
+        assert_eq!(s.base_of_write(&sid("s"), q), None);
     }
 
     #[test]
@@ -561,7 +740,10 @@ mod tests {
         let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
         assert_eq!(i.revision, 2);
         let merge = i.merge.clone().unwrap();
-        assert_eq!((merge.version, merge.text.as_str()), (3, "b\nx\nmine\n"));
+        assert_eq!(
+            (merge.version, merge.text.as_str()),
+            (Some(3), "b\nx\nmine\n")
+        );
         s.answered(&i, &Applied::Merged { version: 4 });
         assert_eq!(
             s.buffer(p),
@@ -584,7 +766,10 @@ mod tests {
         };
         s.reported(p, unsaved("a\nx\nmine\n", 4));
         let merge = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write).merge.unwrap();
-        assert_eq!((merge.version, merge.text.as_str()), (4, "b\nx\nmine\n"));
+        assert_eq!(
+            (merge.version, merge.text.as_str()),
+            (Some(4), "b\nx\nmine\n")
+        );
         // A newer version held is kept over an older report (a read answered
         // before an instruction, recorded after it).
         s.reported(p, unsaved("a\nx\nmine 2\n", 6));
@@ -677,7 +862,7 @@ mod tests {
         assert_eq!(
             i.merge,
             Some(PlannedMerge {
-                version: 3,
+                version: Some(3),
                 text: "mine\na\nB\nC\n".into(),
                 conflicts: 0
             })
@@ -755,7 +940,7 @@ mod tests {
         );
         let i = s.plan_disk(p).unwrap();
         let merge = i.merge.clone().unwrap();
-        assert_eq!((merge.version, merge.conflicts), (4, 1));
+        assert_eq!((merge.version, merge.conflicts), (Some(4), 1));
         // A newer disk text arriving while this one was out stays pending.
         assert!(s.disk_changed(p, None, "agent\nZ2\n"));
         s.answered(&i, &Applied::Merged { version: 5 });

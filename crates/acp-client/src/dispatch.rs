@@ -372,13 +372,33 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
             fs::write_text_file_atomic(&request.path, &request.content).await?,
             Applied::Disk,
         ),
+        WriteOutcome::Merged {
+            base,
+            text,
+            written,
+        } => {
+            if !written {
+                fs::write_text_file_atomic(&request.path, &text).await?;
+            }
+            // The merge holds the user's lines the agent did not see: they
+            // are the user's, on disk, never part of its edit.
+            user_text = Some((text, true));
+            (
+                Some(base),
+                if written {
+                    Applied::Buffer
+                } else {
+                    Applied::Disk
+                },
+            )
+        }
         WriteOutcome::KeptUnsaved { seen, buffer } => {
             let old = fs::write_text_file_atomic(&request.path, &request.content).await?;
             let applied = match &buffer {
                 Some(_) => Applied::MergedUnsaved,
                 None => Applied::Waiting,
             };
-            user_text = buffer;
+            user_text = buffer.map(|b| (b, false));
             // Its change is the difference from what it saw (the unsaved
             // buffer claude-code-acp reads and writes back), not from the
             // disk: the user's unsaved lines there are the user's.
@@ -392,12 +412,12 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         old_content.as_deref(),
         &request.content,
     );
-    if let Some(text) = user_text {
+    if let Some((text, on_disk)) = user_text {
         // The buffer holds the merge: what differs from the agent's text
         // there is the user's, so a reject never takes it.
         shared
             .review
-            .record_user_edit(&request.session_id, &request.path, Some(&text), false);
+            .record_user_edit(&request.session_id, &request.path, Some(&text), on_disk);
     }
     shared
         .review

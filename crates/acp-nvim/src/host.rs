@@ -646,20 +646,33 @@ impl NvimHost {
         }
     }
 
-    /// A prompt goes out with these buffers unsaved: their text is known
-    /// from now on (unless a newer report came first), so the agent's first
-    /// write or disk edit of one is merged in one instruction.
-    pub fn buffers_at_prompt(&self, buffers: Vec<crate::command::PromptBuffer>) {
+    /// A prompt of `session` goes out with these buffers: their text is
+    /// known from now on (unless a newer report came first), so the agent's
+    /// first write or disk edit of one is merged in one instruction; their
+    /// files' texts are the base of a write by an agent that reads nothing
+    /// first (`FileSyncs::base_of_write`).
+    pub fn buffers_at_prompt(
+        &self,
+        session: &SessionId,
+        buffers: Vec<crate::command::PromptBuffer>,
+    ) {
         let mut files = self.files.lock();
+        let mut texts = Vec::with_capacity(buffers.len());
         for b in buffers {
+            let text: Arc<str> = b.text.into();
+            texts.push((
+                b.path.clone(),
+                b.disk.map_or_else(|| text.clone(), Into::into),
+            ));
             files.reported(
                 &b.path,
                 BufferText {
-                    text: b.text.into(),
+                    text,
                     version: b.tick,
                 },
             );
         }
+        files.turn_started(session, texts);
     }
 
     /// A prompt goes out: the files it embeds whole are what the agent
@@ -716,6 +729,44 @@ impl NvimHost {
             }),
             Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
+    }
+
+    /// An agent's write of a file no buffer has: from `base`, while the
+    /// disk holds `disk`. When the disk is not the base (the user saved
+    /// lines the agent did not see, then closed the buffer), the agent's
+    /// change is merged into the disk's text; a merge that conflicts is
+    /// refused (the file is left alone, the agent told to read it again),
+    /// as no buffer can show the conflict blocks.
+    fn write_without_buffer(
+        &self,
+        request: &WriteTextFile,
+        path: &str,
+        base: &str,
+        disk: Option<&str>,
+    ) -> acp_client::Result<WriteOutcome> {
+        let Some(disk) = disk.filter(|d| *d != base) else {
+            return Ok(WriteOutcome::NotHandled);
+        };
+        let merged = acp_client::merge::merge3(base, disk, &request.content);
+        if merged.conflict_count() > 0 {
+            let chat = self.routes().sessions.get(&request.session_id).cloned();
+            self.events.push(Event::Warning {
+                chat_id: chat,
+                message: format!(
+                    "the agent's write of {path} was refused: it changes lines you saved after it last saw the file; the agent was asked to read the file again"
+                ),
+            });
+            return Err(acp_client::Error::Host(format!(
+                "`{path}` changed since you last read it (the user saved it), and your write changes the same lines; read the file again and redo the change"
+            )));
+        }
+        let text = merged.render(&acp_client::merge::ConflictLabels::default());
+        self.files.lock().wrote_disk(&request.path, &text);
+        Ok(WriteOutcome::Merged {
+            base: base.to_owned(),
+            text,
+            written: false,
+        })
     }
 
     /// Sends one instruction and decodes its answer.
@@ -913,20 +964,29 @@ impl EditorHost for NvimHost {
             Some(_) => None,
             None => self.files.lock().seen(&request.session_id, &request.path),
         };
-        // The base of the merge into a buffer with unsaved edits: the text
-        // the writer changed. For the agent, what it last saw, else the disk
-        // (against the disk, the user's own lines it read from the buffer
-        // and wrote back would read as a conflict). For a restore, the text
-        // review knew the file had. Shared, not copied per attempt.
+        // What the disk holds now: the text an agent's write replaces when
+        // no buffer has unsaved edits.
+        let disk: Option<Arc<str>> = match restore {
+            Some(_) => None,
+            None => tokio::fs::read_to_string(&request.path)
+                .await
+                .ok()
+                .map(Into::into),
+        };
+        // The base of the merge: the text the writer changed. For the
+        // agent, what it last saw, else the file's text when its prompt went
+        // out (a blind whole-file write must not drop the lines the user
+        // typed and saved during the turn), else the disk. Never the user's
+        // save: against the saved file, the user's lines the agent never
+        // saw would read as its deletions. For a restore, the text review
+        // knew the file had. Shared, not copied per attempt.
         let base: Option<Arc<str>> = match restore {
             Some(current) => current.map(Into::into),
-            None => match &seen {
-                Some(seen) => Some(seen.clone()),
-                None => tokio::fs::read_to_string(&request.path)
-                    .await
-                    .ok()
-                    .map(Into::into),
-            },
+            None => self
+                .files
+                .lock()
+                .base_of_write(&request.session_id, &request.path)
+                .or_else(|| disk.clone()),
         };
         let origin = match restore {
             Some(_) => Origin::Restore,
@@ -935,9 +995,9 @@ impl EditorHost for NvimHost {
         let mut outcome = None;
         // The last instruction answered stale, with its base.
         let mut last = None;
-        // Once per stale answer: the user typed between Lua's last report of
-        // the buffer and the instruction's arrival, so the merge is made
-        // again from the text the answer carries.
+        // Once per stale answer: the user typed (or saved) between Lua's
+        // last report of the buffer and the instruction's arrival, so the
+        // merge is made again from the text the answer carries.
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
             let _turn = self.instructions.lock().await;
             let (instruction, base) = {
@@ -951,16 +1011,35 @@ impl EditorHost for NvimHost {
                     // An agent's write of a file that is not on disk.
                     (None, None) => "".into(),
                 };
-                let instruction = files.plan(&request.path, &base, &request.content, origin);
+                let instruction = match origin {
+                    Origin::Write => {
+                        files.plan_write(&request.path, &base, &request.content, disk.as_deref())
+                    }
+                    _ => files.plan(&request.path, &base, &request.content, origin),
+                };
                 (instruction, base)
             };
             match self.apply(path, &instruction).await? {
+                buffer_sync::Applied::NoBuffer if origin == Origin::Write => {
+                    outcome =
+                        Some(self.write_without_buffer(request, path, &base, disk.as_deref())?);
+                    break;
+                }
                 buffer_sync::Applied::NoBuffer => {
                     outcome = Some(WriteOutcome::NotHandled);
                     break;
                 }
                 buffer_sync::Applied::Saved { old_content, .. } => {
-                    outcome = Some(WriteOutcome::Handled { old_content });
+                    let saved = instruction.saved_text();
+                    outcome = Some(if origin == Origin::Write && saved != request.content {
+                        WriteOutcome::Merged {
+                            base: base.to_string(),
+                            text: saved.to_owned(),
+                            written: true,
+                        }
+                    } else {
+                        WriteOutcome::Handled { old_content }
+                    });
                     break;
                 }
                 buffer_sync::Applied::Merged { .. } if origin == Origin::Restore => {
@@ -970,7 +1049,7 @@ impl EditorHost for NvimHost {
                 }
                 buffer_sync::Applied::Merged { .. } => {
                     outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.as_deref().map(str::to_owned),
+                        seen: Some(base.to_string()),
                         buffer: instruction.merge.map(|m| m.text),
                     });
                     break;
@@ -984,6 +1063,12 @@ impl EditorHost for NvimHost {
                         buffer: None,
                     });
                     break;
+                }
+                buffer_sync::Applied::Locked => {
+                    // Lua told the user, naming the option.
+                    return Err(acp_client::Error::Host(format!(
+                        "the user has `{path}` open read-only in the editor ('readonly' or 'nomodifiable'); the file was not written: ask the user to make the buffer writable, then write again"
+                    )));
                 }
                 buffer_sync::Applied::Reloaded { .. } => {
                     return Err(acp_client::Error::Host(format!(

@@ -44,10 +44,13 @@ pub struct Apply<'a> {
     pub revision: u64,
     /// The text an unmodified buffer takes (then saved, unless `disk`).
     pub content: &'a str,
-    /// The text a modified buffer takes, only while its tick (`acp.fs.tick`) is
-    /// still `tick`.
+    /// The text the buffer takes instead of `content`, only while its tick
+    /// (`acp.fs.tick`) is still `tick`: a modified buffer keeps it unsaved;
+    /// for an agent's write an unmodified one takes it too (saved unless it
+    /// has conflict blocks).
     pub merged: Option<&'a str>,
-    /// The tick (`acp.fs.tick`) `merged` was made against.
+    /// The tick (`acp.fs.tick`) `merged` was made against; `None` with
+    /// `merged`: made against the disk, for an unmodified buffer only.
     pub tick: Option<u64>,
     /// How many conflict blocks `merged` holds.
     #[serde(skip_serializing_if = "is_zero")]
@@ -78,7 +81,7 @@ impl<'a> Apply<'a> {
             revision: i.revision,
             content: &i.content,
             merged: i.merge.as_ref().map(|m| m.text.as_str()),
-            tick: i.merge.as_ref().map(|m| m.version),
+            tick: i.merge.as_ref().and_then(|m| m.version),
             conflicts: i.merge.as_ref().map_or(0, |m| m.conflicts),
             restore: i.origin == Origin::Restore,
             disk: i.origin == Origin::Disk,
@@ -237,6 +240,7 @@ pub fn decode_apply(reply: &Value, revision: u64) -> Result<Applied, BadReply> {
             version: tick_field(reply)?,
         },
         "waiting" => Applied::Waiting,
+        "locked" => Applied::Locked,
         "stale" => Applied::Stale(BufferText {
             text: text_field(reply, "text")?
                 .ok_or(BadReply::Missing("text"))?
