@@ -281,7 +281,7 @@ end
 ---@field revision integer the file's instruction count, echoed in the reply
 ---@field content string the text an unmodified buffer takes (then saved, unless `disk`)
 ---@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick); for an agent's write an unmodified buffer takes it too (saved unless it has conflicts)
----@field tick? integer the tick (M.tick) `merged` was made against (nil: against the disk, for an unmodified buffer)
+---@field tick? integer the tick (M.tick) `merged` was made against
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
 ---@field disk? boolean the agent changed the file on disk itself: `content` is on disk already
@@ -400,10 +400,11 @@ end
 --- - a buffer with 'readonly' or 'nomodifiable' (not a restore): left
 ---   alone, the user told: `locked` (the agent's write is refused, the disk
 ---   left alone);
---- - unmodified buffer: `merged` when offered (the user saved text the
----   agent had not seen) at its tick (or made against the disk), else
----   `content`, with minimal edits, saved: `saved`; a merge with conflict
----   blocks is left unsaved: `merged`; not at the merge's tick: `stale`;
+--- - unmodified buffer, an agent's write: `merged` at its tick (the user
+---   may have saved lines the agent never saw), with minimal edits, saved:
+---   `saved`; a merge with conflict blocks is left unsaved: `merged`; no
+---   merge, or not at its tick: `stale` (the backend merges again);
+--- - unmodified buffer, a restore: `content`, saved: `saved`;
 --- - modified buffer with open conflict blocks (an agent write): left
 ---   alone, `waiting` (the backend then sends it as a disk edit, merged
 ---   unless that conflicts with the open ones);
@@ -453,12 +454,14 @@ function M.apply(args)
     return { status = "merged", revision = rev, tick = M.tick(buf) }
   end
   local text, conflicts = content, 0
-  if not args.restore and type(args.merged) == "string" then
-    -- The agent's change merged into the text the user saved after it read
-    -- the file (or typed during a turn in which it read nothing): valid at
-    -- the tick it was made for (nil: against the disk's text).
-    if args.tick ~= nil and args.tick ~= M.tick(buf) then
-      return { status = "stale", revision = rev, text = M.buffer_text(buf), tick = M.tick(buf) }
+  if not args.restore then
+    -- The agent's change merged into the buffer's text (the user may have
+    -- saved lines it never saw since it read the file, or typed them during
+    -- a turn in which it read nothing): applied only at the tick it was
+    -- made for; else the backend merges again from the text answered.
+    local stale = stale_reply(buf, args)
+    if stale then
+      return stale
     end
     text, conflicts = args.merged, tonumber(args.conflicts) or 0
   end

@@ -45,6 +45,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use async_trait::async_trait;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::host::{WriteKind, WriteOutcome, WriteTextFile};
 use crate::merge::{merge3, ConflictLabels};
 use crate::update::SessionId;
 
@@ -71,10 +76,8 @@ pub struct BufferText {
 /// writer read the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedMerge {
-    /// The version the buffer must still be at. `None`: made against the
-    /// disk's text (the buffer's is not known), so only a buffer without
-    /// unsaved edits takes it.
-    pub version: Option<u64>,
+    /// The version the buffer must still be at.
+    pub version: u64,
     /// The buffer's new text; conflicts are written between
     /// `<<<<<<< buffer` / `=======` / `>>>>>>> agent` lines.
     pub text: String,
@@ -108,10 +111,11 @@ pub struct Instruction {
     pub content: String,
     /// The text the buffer takes instead of `content` when the client
     /// knows its text (and, for a disk edit, the base): valid only at
-    /// `merge.version`. A buffer with unsaved edits keeps it unsaved; for an
+    /// `merge.version`. A buffer with unsaved edits keeps it unsaved. For an
     /// agent's write ([`Origin::Write`]) a buffer without them takes it too
-    /// (the user saved lines the agent had not seen), saved when it has no
-    /// conflict blocks.
+    /// (the user may have saved lines the agent never saw), saved when it
+    /// has no conflict blocks; without a merge at its version, any buffer
+    /// answers [`Applied::Stale`] (the write is planned again from its text).
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
@@ -164,9 +168,10 @@ struct FileSync {
     /// Shared with `buffer` when an agent read it: one copy of a big
     /// buffer however many sessions read it.
     seen: HashMap<SessionId, Arc<str>>,
-    /// The file's text when each session's current prompt went out (the
-    /// disk's, for a buffer with unsaved edits): the base of a write by an
-    /// agent that saw nothing of the file (a blind whole-file write).
+    /// The file's text when each session's first prompt that carried it
+    /// went out (the disk's, for a buffer with unsaved edits): the base of
+    /// a write by an agent that saw nothing of the file (a blind whole-file
+    /// write; see [`FileSyncs::turn_started`]).
     turn_start: HashMap<SessionId, Arc<str>>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
@@ -305,18 +310,22 @@ impl FileSyncs {
     }
 
     /// A prompt of `session` goes out: `texts` are the files' texts now
-    /// (the disk's, for buffers with unsaved edits); the texts of its
-    /// previous prompt go.
+    /// (the disk's, for buffers with unsaved edits). The first text of a
+    /// file the session's prompts carried stays: an agent writes blind from
+    /// whatever it remembers, which may be the file as the session's first
+    /// turn showed it, and an older base only keeps more of the user's lines
+    /// (their edits since read as theirs; at worst, a conflict). Found by
+    /// the in-memory property test: with the newest prompt's text as base,
+    /// an agent writing from what it knew a turn earlier dropped the line
+    /// the user saved in between.
     pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
-        for file in self.files.values_mut() {
-            file.turn_start.remove(session);
-        }
         for (path, text) in texts {
             self.files
                 .entry(path)
                 .or_default()
                 .turn_start
-                .insert(session.clone(), text);
+                .entry(session.clone())
+                .or_insert(text);
         }
     }
 
@@ -409,7 +418,7 @@ impl FileSyncs {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
         let base = file.disk.clone();
-        Some(self.plan_from(path, base.as_deref(), content, Origin::Disk, None))
+        Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
     }
 
     /// The client wrote `text` to the disk of `path`, which no buffer has
@@ -443,28 +452,7 @@ impl FileSyncs {
     /// the writer changed (what the agent saw; for a restore, the text the
     /// review knew). The merge is made against the buffer's reported text.
     pub fn plan(&mut self, path: &Path, base: &str, content: &str, origin: Origin) -> Instruction {
-        self.plan_from(path, Some(base), content.to_owned(), origin, None)
-    }
-
-    /// The instruction for the agent's write of `content` to `path`, made
-    /// from `base` ([`FileSyncs::base_of_write`]) while the disk holds
-    /// `disk`. The merge is made against the buffer's reported text; when
-    /// that is not known and the disk is not the base (the user saved
-    /// since), against the disk, for a buffer without unsaved edits.
-    pub fn plan_write(
-        &mut self,
-        path: &Path,
-        base: &str,
-        content: &str,
-        disk: Option<&str>,
-    ) -> Instruction {
-        self.plan_from(
-            path,
-            Some(base),
-            content.to_owned(),
-            Origin::Write,
-            disk.filter(|d| *d != base),
-        )
+        self.plan_from(path, Some(base), content.to_owned(), origin)
     }
 
     fn plan_from(
@@ -473,20 +461,14 @@ impl FileSyncs {
         base: Option<&str>,
         content: String,
         origin: Origin,
-        disk: Option<&str>,
     ) -> Instruction {
         let file = self.files.entry(path.to_owned()).or_default();
         file.revision += 1;
-        let current = match (&file.buffer, disk) {
-            (Some(buffer), _) => Some((Some(buffer.version), &*buffer.text)),
-            (None, Some(disk)) => Some((None, disk)),
-            (None, None) => None,
-        };
-        let merge = match (current, base) {
-            (Some((version, current)), Some(base)) => {
-                let merged = merge3(base, current, &content);
+        let merge = match (&file.buffer, base) {
+            (Some(buffer), Some(base)) => {
+                let merged = merge3(base, &buffer.text, &content);
                 Some(PlannedMerge {
-                    version,
+                    version: buffer.version,
                     text: merged.render(&ConflictLabels::default()),
                     conflicts: merged.conflict_count(),
                 })
@@ -592,6 +574,264 @@ impl Instruction {
     }
 }
 
+/// An editor's buffers, as the sync drives them: the one narrow trait an
+/// editor implements to get agent writes merged into its unsaved buffers.
+#[async_trait]
+pub trait Buffers: Send + Sync {
+    /// Applies one instruction to the loaded buffer of its file (see
+    /// [`Instruction`] for what each kind of buffer takes) and answers. It
+    /// must not wait on the user.
+    async fn apply(&self, instruction: &Instruction) -> Result<Applied>;
+
+    /// The file's text on disk (`None`: no file, or not UTF-8). Defaults
+    /// to reading it; an editor with its own file system (a test's memory,
+    /// a remote one) overrides it.
+    async fn disk_text(&self, path: &Path) -> Option<String> {
+        tokio::fs::read_to_string(path).await.ok()
+    }
+
+    /// Tells the user something about a file an agent wrote (a refused
+    /// write). Defaults to the log.
+    fn tell_user(&self, path: &Path, message: String) {
+        tracing::warn!(path = %path.display(), "{message}");
+    }
+}
+
+/// The buffer sync of one connection's agents: the one owner of every
+/// file's state ([`FileSyncs`]), and the order of instructions.
+#[derive(Debug, Default)]
+pub struct BufferSync {
+    files: Mutex<FileSyncs>,
+    /// Held from planning an instruction to recording its answer: an
+    /// editor applies instructions in the order they arrive, and their
+    /// answers must be recorded in that order too. Two tasks woken by their
+    /// answers could otherwise record an older buffer text and synced disk
+    /// text over a newer one.
+    instructions: tokio::sync::Mutex<()>,
+}
+
+impl BufferSync {
+    /// Nothing known yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The files' state (held briefly: never across an await).
+    pub fn files(&self) -> MutexGuard<'_, FileSyncs> {
+        self.files.lock()
+    }
+
+    /// Waits for the turn to send an instruction; the turn lasts until the
+    /// guard drops, after the answer was recorded ([`BufferSync::send`]).
+    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.instructions.lock().await
+    }
+
+    /// Sends one instruction (within a [`BufferSync::turn`]) and records
+    /// its answer.
+    pub async fn send(&self, buffers: &dyn Buffers, instruction: &Instruction) -> Result<Applied> {
+        let applied = buffers.apply(instruction).await?;
+        self.files.lock().answered(instruction, &applied);
+        Ok(applied)
+    }
+
+    /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
+    /// or a review reject's restore) through the editor's buffers: one
+    /// instruction, again after each stale answer (at most
+    /// [`MAX_ATTEMPTS`]). The base of the merge is what the writer
+    /// changed: for the agent, what it last saw of the file, else the
+    /// file's text when its prompt went out, else the disk
+    /// ([`FileSyncs::base_of_write`]); never the user's save, whose lines
+    /// the agent never saw would read as its deletions. For a restore, the
+    /// text review knew the file had.
+    pub async fn write(
+        &self,
+        buffers: &dyn Buffers,
+        request: &WriteTextFile,
+    ) -> Result<WriteOutcome> {
+        let path = request.path.as_path();
+        let restore = match &request.kind {
+            WriteKind::Restore { current } => Some(current.as_deref()),
+            WriteKind::Agent => None,
+        };
+        let seen = match restore {
+            Some(_) => None,
+            None => self.files.lock().seen(&request.session_id, path),
+        };
+        // What the disk holds now: the text an agent's write replaces when
+        // no buffer has unsaved edits.
+        let disk: Option<Arc<str>> = match restore {
+            Some(_) => None,
+            None => buffers.disk_text(path).await.map(Into::into),
+        };
+        // Shared, not copied per attempt.
+        let base: Option<Arc<str>> = match restore {
+            Some(current) => current.map(Into::into),
+            None => self
+                .files
+                .lock()
+                .base_of_write(&request.session_id, path)
+                .or_else(|| disk.clone()),
+        };
+        let origin = match restore {
+            Some(_) => Origin::Restore,
+            None => Origin::Write,
+        };
+        let mut outcome = None;
+        // The last instruction answered stale, with its base.
+        let mut last = None;
+        // Once per stale answer: the user typed (or saved) between the
+        // editor's last report of the buffer and the instruction's arrival,
+        // so the merge is made again from the text the answer carries.
+        for _ in 0..MAX_ATTEMPTS {
+            let _turn = self.turn().await;
+            let (instruction, base) = {
+                let mut files = self.files.lock();
+                let base: Arc<str> = match (&base, restore) {
+                    (Some(base), _) => base.clone(),
+                    // A restore of text review did not know: taken whole.
+                    (None, Some(_)) => files
+                        .buffer(path)
+                        .map_or_else(|| "".into(), |b| b.text.clone()),
+                    // An agent's write of a file that is not on disk.
+                    (None, None) => "".into(),
+                };
+                let instruction = files.plan(path, &base, &request.content, origin);
+                (instruction, base)
+            };
+            match self.send(buffers, &instruction).await? {
+                Applied::NoBuffer if origin == Origin::Write => {
+                    outcome = Some(self.write_without_buffer(
+                        buffers,
+                        request,
+                        &base,
+                        disk.as_deref(),
+                    )?);
+                    break;
+                }
+                Applied::NoBuffer => {
+                    outcome = Some(WriteOutcome::NotHandled);
+                    break;
+                }
+                Applied::Saved { old_content, .. } => {
+                    let saved = instruction.saved_text();
+                    outcome = Some(if origin == Origin::Write && saved != request.content {
+                        WriteOutcome::Merged {
+                            base: base.to_string(),
+                            text: saved.to_owned(),
+                            written: true,
+                        }
+                    } else {
+                        WriteOutcome::Handled { old_content }
+                    });
+                    break;
+                }
+                Applied::Merged { .. } if origin == Origin::Restore => {
+                    // A restore leaves the disk alone.
+                    outcome = Some(WriteOutcome::Handled { old_content: None });
+                    break;
+                }
+                Applied::Merged { .. } => {
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: Some(base.to_string()),
+                        buffer: instruction.merge.map(|m| m.text),
+                    });
+                    break;
+                }
+                Applied::Waiting => {
+                    // Open conflict blocks: the write goes to disk and waits
+                    // (FileSyncs::pending); its merge is tried as a disk edit
+                    // once the client recorded it.
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: seen.as_deref().map(str::to_owned),
+                        buffer: None,
+                    });
+                    break;
+                }
+                Applied::Locked => {
+                    // The editor told the user, naming the option.
+                    return Err(Error::Host(format!(
+                        "the user has `{}` open read-only in the editor; the file was not written: ask the user to make the buffer writable, then write again",
+                        path.display()
+                    )));
+                }
+                Applied::Reloaded { .. } => {
+                    return Err(Error::Host(format!(
+                        "the editor took the agent's write of `{}` as a disk edit and did not save it; update the editor plugin and the client together",
+                        path.display()
+                    )));
+                }
+                Applied::Stale(_) => last = Some((instruction, base)),
+            }
+        }
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => {
+                tracing::info!(
+                    path = %path.display(),
+                    "the buffer changed under every merge; the write goes to disk and waits"
+                );
+                if let Some((instruction, base)) = &last {
+                    // Tried again as a disk edit once the client wrote and
+                    // recorded it, and after the user's next report.
+                    self.files.lock().gave_up(instruction, base);
+                }
+                WriteOutcome::KeptUnsaved {
+                    seen: seen.as_deref().map(str::to_owned),
+                    buffer: None,
+                }
+            }
+        };
+        if restore.is_none() {
+            // It knows what it wrote.
+            self.files.lock().saw(
+                &request.session_id,
+                path,
+                Some(request.content.as_str().into()),
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// An agent's write of a file no buffer has: from `base`, while the
+    /// disk holds `disk`. When the disk is not the base (the user saved
+    /// lines the agent did not see, then closed the buffer), the agent's
+    /// change is merged into the disk's text; a merge that conflicts is
+    /// refused (the file is left alone, the agent told to read it again),
+    /// as no buffer can show the conflict blocks.
+    fn write_without_buffer(
+        &self,
+        buffers: &dyn Buffers,
+        request: &WriteTextFile,
+        base: &str,
+        disk: Option<&str>,
+    ) -> Result<WriteOutcome> {
+        let Some(disk) = disk.filter(|d| *d != base) else {
+            return Ok(WriteOutcome::NotHandled);
+        };
+        let path = request.path.display();
+        let merged = merge3(base, disk, &request.content);
+        if merged.conflict_count() > 0 {
+            buffers.tell_user(
+                &request.path,
+                format!(
+                    "the agent's write of {path} was refused: it changes lines you saved after it last saw the file; the agent was asked to read the file again"
+                ),
+            );
+            return Err(Error::Host(format!(
+                "`{path}` changed since you last read it (the user saved it), and your write changes the same lines; read the file again and redo the change"
+            )));
+        }
+        let text = merged.render(&ConflictLabels::default());
+        self.files.lock().wrote_disk(&request.path, &text);
+        Ok(WriteOutcome::Merged {
+            base: base.to_owned(),
+            text,
+            written: false,
+        })
+    }
+}
+
 /// Whether a buffer's text holds a conflict block's first marker line.
 fn has_conflict_blocks(text: &str) -> bool {
     let start = format!("<<<<<<< {}", ConflictLabels::default().ours);
@@ -627,7 +867,7 @@ mod tests {
         assert_eq!(
             i.merge,
             Some(PlannedMerge {
-                version: Some(7),
+                version: 7,
                 text: "hello ACP\nunsaved line\n".into(),
                 conflicts: 0
             })
@@ -648,11 +888,11 @@ mod tests {
         s.user_reported(p, buffer("mine\none\ntwo\n", 3), OnDisk::Saved);
         let base = s.base_of_write(&sid("s"), p).unwrap();
         assert_eq!(&*base, read);
-        let i = s.plan_write(p, &base, "one\ntwo\nagent\n", Some("mine\none\ntwo\n"));
+        let i = s.plan(p, &base, "one\ntwo\nagent\n", Origin::Write);
         let merge = i.merge.clone().unwrap();
         assert_eq!(
             (merge.version, merge.text.as_str(), merge.conflicts),
-            (Some(3), "mine\none\ntwo\nagent\n", 0)
+            (3, "mine\none\ntwo\nagent\n", 0)
         );
         // An unmodified buffer saves the merge: that is the disk's text now.
         assert_eq!(i.saved_text(), "mine\none\ntwo\nagent\n");
@@ -675,30 +915,25 @@ mod tests {
         s.turn_started(&sid("s"), vec![(p.into(), "one\ntwo\n".into())]);
         assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
         assert_eq!(s.base_of_write(&sid("other"), p), None);
-        // The buffer is not known: merged against the disk the user saved,
-        // for an unmodified buffer (no version).
-        let i = s.plan_write(
-            p,
-            "one\ntwo\n",
-            "one\ntwo\nagent\n",
-            Some("one\nmine\ntwo\n"),
-        );
+        // The buffer not known: no merge (the editor answers stale with its
+        // text, the user's saved line in it, and the write is planned again).
+        let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
+        assert_eq!(i.merge, None);
+        s.answered(&i, &Applied::Stale(buffer("one\nmine\ntwo\n", 5)));
+        let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
         let merge = i.merge.clone().unwrap();
         assert_eq!(
             (merge.version, merge.text.as_str()),
-            (None, "one\nmine\ntwo\nagent\n")
+            (5, "one\nmine\ntwo\nagent\n")
         );
-        // The disk is the base: nothing to merge.
-        let i = s.plan_write(q, "x\n", "y\n", Some("x\n"));
-        assert_eq!(i.merge, None);
-        assert_eq!(i.saved_text(), "y\n");
-        // What the agent read wins over the text at the prompt; the next
-        // prompt replaces the texts; a closed session's go.
+        assert_eq!(i.saved_text(), "one\nmine\ntwo\nagent\n");
+        // What the agent read wins over the text at the prompt; a newer
+        // prompt adds texts, older ones stay; a closed session's go.
         s.saw(&sid("s"), p, Some("read\n".into()));
         assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
         s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);
         s.saw(&sid("s"), p, None);
-        assert_eq!(s.base_of_write(&sid("s"), p), None);
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
         assert_eq!(s.base_of_write(&sid("s"), q).as_deref(), Some("q\n"));
         s.drop_session(&sid("s"));
         assert_eq!(s.base_of_write(&sid("s"), q), None);
@@ -740,10 +975,7 @@ mod tests {
         let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
         assert_eq!(i.revision, 2);
         let merge = i.merge.clone().unwrap();
-        assert_eq!(
-            (merge.version, merge.text.as_str()),
-            (Some(3), "b\nx\nmine\n")
-        );
+        assert_eq!((merge.version, merge.text.as_str()), (3, "b\nx\nmine\n"));
         s.answered(&i, &Applied::Merged { version: 4 });
         assert_eq!(
             s.buffer(p),
@@ -766,10 +998,7 @@ mod tests {
         };
         s.reported(p, unsaved("a\nx\nmine\n", 4));
         let merge = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write).merge.unwrap();
-        assert_eq!(
-            (merge.version, merge.text.as_str()),
-            (Some(4), "b\nx\nmine\n")
-        );
+        assert_eq!((merge.version, merge.text.as_str()), (4, "b\nx\nmine\n"));
         // A newer version held is kept over an older report (a read answered
         // before an instruction, recorded after it).
         s.reported(p, unsaved("a\nx\nmine 2\n", 6));
@@ -862,7 +1091,7 @@ mod tests {
         assert_eq!(
             i.merge,
             Some(PlannedMerge {
-                version: Some(3),
+                version: 3,
                 text: "mine\na\nB\nC\n".into(),
                 conflicts: 0
             })
@@ -940,7 +1169,7 @@ mod tests {
         );
         let i = s.plan_disk(p).unwrap();
         let merge = i.merge.clone().unwrap();
-        assert_eq!((merge.version, merge.conflicts), (Some(4), 1));
+        assert_eq!((merge.version, merge.conflicts), (4, 1));
         // A newer disk text arriving while this one was out stays pending.
         assert!(s.disk_changed(p, None, "agent\nZ2\n"));
         s.answered(&i, &Applied::Merged { version: 5 });

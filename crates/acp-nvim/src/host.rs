@@ -14,14 +14,12 @@ use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event, PromptId, ReviewView};
-use acp_client::buffer_sync::{self, BufferText, FileSyncs, OnDisk, Origin};
+use acp_client::buffer_sync::{self, BufferSync, BufferText, OnDisk};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
     ElicitationScope,
 };
-use acp_client::host::{
-    Applied, HostCapabilities, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
-};
+use acp_client::host::{Applied, HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use acp_client::schema;
 use acp_client::terminal::TerminalEvent;
@@ -402,16 +400,10 @@ pub struct NvimHost {
     editor: Arc<dyn Editor>,
     prompts: Arc<Prompts>,
     routes: Mutex<Routes>,
-    /// The state of the files this agent read or wrote through Neovim:
-    /// the one owner of what the agent saw and of the buffers' reported
-    /// text (see `acp_client::buffer_sync`).
-    files: Arc<Mutex<FileSyncs>>,
-    /// Held from planning an instruction to recording its answer, by the
-    /// agent's writes and by [`DiskSync`]: Lua applies instructions in the
-    /// order they arrive, and their answers must be recorded in that order
-    /// too. Two tasks woken by their answers could otherwise record an
-    /// older buffer text and synced disk text over a newer one.
-    instructions: Arc<tokio::sync::Mutex<()>>,
+    /// The state of the files this agent read or wrote through Neovim,
+    /// and the order of the instructions (see `acp_client::buffer_sync`):
+    /// shared by the agent's writes and [`DiskSync`].
+    sync: Arc<BufferSync>,
     /// The task bringing buffers up to date with the agent's disk edits,
     /// started with the first one (see [`DiskSync`]).
     disk_sync: OnceLock<mpsc::UnboundedSender<DiskJob>>,
@@ -433,8 +425,7 @@ enum DiskJob {
 /// go out in the order of its changes.
 struct DiskSync {
     editor: Arc<dyn Editor>,
-    files: Arc<Mutex<FileSyncs>>,
-    instructions: Arc<tokio::sync::Mutex<()>>,
+    sync: Arc<BufferSync>,
     events: EventQueue,
 }
 
@@ -458,20 +449,25 @@ impl DiskSync {
             return;
         };
         for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let _turn = self.instructions.lock().await;
-            let Some(instruction) = self.files.lock().plan_disk(path) else {
+            let _turn = self.sync.turn().await;
+            let Some(instruction) = self.sync.files().plan_disk(path) else {
                 return;
             };
-            match apply(&*self.editor, &self.files, lua_path, &instruction, chat).await {
+            let buffers = LuaBuffers {
+                editor: &*self.editor,
+                events: &self.events,
+                chat,
+            };
+            match self.sync.send(&buffers, &instruction).await {
                 Ok(buffer_sync::Applied::Stale(_)) => {
-                    if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
+                    if instruction.merge.is_none() && self.sync.files().disk(path).is_none() {
                         // No base to merge on: the unsaved edits stay as
                         // they are (the agent's text is on disk).
                         tracing::info!(
                             path = lua_path,
                             "no base to merge the agent's disk edit into unsaved edits"
                         );
-                        self.files.lock().gave_up(&instruction, "");
+                        self.sync.files().gave_up(&instruction, "");
                         return;
                     }
                 }
@@ -517,8 +513,7 @@ impl NvimHost {
             editor,
             prompts,
             routes: Mutex::new(Routes::new(agent_name)),
-            files: Arc::new(Mutex::new(FileSyncs::new())),
-            instructions: Arc::new(tokio::sync::Mutex::new(())),
+            sync: Arc::new(BufferSync::new()),
             disk_sync: OnceLock::new(),
         }
     }
@@ -534,8 +529,7 @@ impl NvimHost {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = DiskSync {
                 editor: self.editor.clone(),
-                files: self.files.clone(),
-                instructions: self.instructions.clone(),
+                sync: self.sync.clone(),
                 events: self.events.clone(),
             };
             tokio::spawn(task.run(rx));
@@ -584,7 +578,7 @@ impl NvimHost {
     /// Stops routing a session.
     pub fn unregister(&self, session: &SessionId) {
         self.routes().unregister(session);
-        self.files.lock().drop_session(session);
+        self.sync.files().drop_session(session);
     }
 
     /// Lua reported a buffer's text with its tick (`acp.fs.tick`; the user's
@@ -600,13 +594,13 @@ impl NvimHost {
         tick: u64,
         on_disk: OnDisk,
     ) -> bool {
-        if self.files.lock().pending(path).is_some() {
+        if self.sync.files().pending(path).is_some() {
             // An instruction for the agent's disk text may be out: its
             // answer is taken first, so a report Lua sent after applying it
             // is not judged by the state before.
             self.disk_synced().await;
         }
-        let report = self.files.lock().user_reported(
+        let report = self.sync.files().user_reported(
             path,
             BufferText {
                 text,
@@ -622,7 +616,7 @@ impl NvimHost {
 
     /// What is held of a file's sync with its buffer (`acp.file_sync`).
     pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
-        self.files.lock().state(path)
+        self.sync.files().state(path)
     }
 
     /// The chats whose sessions live in this agent.
@@ -656,7 +650,7 @@ impl NvimHost {
         session: &SessionId,
         buffers: Vec<crate::command::PromptBuffer>,
     ) {
-        let mut files = self.files.lock();
+        let mut files = self.sync.files();
         let mut texts = Vec::with_capacity(buffers.len());
         for b in buffers {
             let text: Arc<str> = b.text.into();
@@ -702,7 +696,7 @@ impl NvimHost {
                 Some((path, res.text.as_str()))
             })
             .collect();
-        let mut files = self.files.lock();
+        let mut files = self.sync.files();
         for (path, text) in embedded {
             files.saw(session, &path, Some(text.into()));
         }
@@ -730,74 +724,48 @@ impl NvimHost {
             Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
     }
-
-    /// An agent's write of a file no buffer has: from `base`, while the
-    /// disk holds `disk`. When the disk is not the base (the user saved
-    /// lines the agent did not see, then closed the buffer), the agent's
-    /// change is merged into the disk's text; a merge that conflicts is
-    /// refused (the file is left alone, the agent told to read it again),
-    /// as no buffer can show the conflict blocks.
-    fn write_without_buffer(
-        &self,
-        request: &WriteTextFile,
-        path: &str,
-        base: &str,
-        disk: Option<&str>,
-    ) -> acp_client::Result<WriteOutcome> {
-        let Some(disk) = disk.filter(|d| *d != base) else {
-            return Ok(WriteOutcome::NotHandled);
-        };
-        let merged = acp_client::merge::merge3(base, disk, &request.content);
-        if merged.conflict_count() > 0 {
-            let chat = self.routes().sessions.get(&request.session_id).cloned();
-            self.events.push(Event::Warning {
-                chat_id: chat,
-                message: format!(
-                    "the agent's write of {path} was refused: it changes lines you saved after it last saw the file; the agent was asked to read the file again"
-                ),
-            });
-            return Err(acp_client::Error::Host(format!(
-                "`{path}` changed since you last read it (the user saved it), and your write changes the same lines; read the file again and redo the change"
-            )));
-        }
-        let text = merged.render(&acp_client::merge::ConflictLabels::default());
-        self.files.lock().wrote_disk(&request.path, &text);
-        Ok(WriteOutcome::Merged {
-            base: base.to_owned(),
-            text,
-            written: false,
-        })
-    }
-
-    /// Sends one instruction and decodes its answer.
-    async fn apply(
-        &self,
-        path: &str,
-        instruction: &buffer_sync::Instruction,
-    ) -> acp_client::Result<buffer_sync::Applied> {
-        apply(&*self.editor, &self.files, path, instruction, None).await
-    }
 }
 
-/// Sends one instruction to Lua (`acp.fs.apply`) and records its answer.
-async fn apply(
-    editor: &dyn Editor,
-    files: &Mutex<FileSyncs>,
-    path: &str,
-    instruction: &buffer_sync::Instruction,
-    chat: Option<&ChatId>,
-) -> acp_client::Result<buffer_sync::Applied> {
-    let mut call = lua::Apply::of(path, instruction);
-    call.chat_id = chat.map(|c| &*c.0);
-    let reply = editor.fs_apply(call.encode()).await.map_err(|e| {
-        acp_client::Error::Host(format!(
-            "Neovim could not write `{path}` through its buffer: {e}"
-        ))
-    })?;
-    let applied = lua::decode_apply(&reply, instruction.revision)
-        .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
-    files.lock().answered(instruction, &applied);
-    Ok(applied)
+/// Neovim's buffers as the buffer sync drives them: instructions go to
+/// `acp.fs.apply`.
+struct LuaBuffers<'a> {
+    editor: &'a dyn Editor,
+    events: &'a EventQueue,
+    /// The chat whose agent made the edit, when known: named in a disk
+    /// edit's instruction, and told of a refused write.
+    chat: Option<&'a ChatId>,
+}
+
+#[async_trait]
+impl buffer_sync::Buffers for LuaBuffers<'_> {
+    async fn apply(
+        &self,
+        instruction: &buffer_sync::Instruction,
+    ) -> acp_client::Result<buffer_sync::Applied> {
+        let path = lua_path(&instruction.path).ok_or_else(|| {
+            acp_client::Error::Host(format!(
+                "`{}` is not UTF-8: Neovim cannot match it to a buffer",
+                instruction.path.display()
+            ))
+        })?;
+        let mut call = lua::Apply::of(path, instruction);
+        call.chat_id = self.chat.map(|c| &*c.0);
+        let reply = self.editor.fs_apply(call.encode()).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not write `{path}` through its buffer: {e}"
+            ))
+        })?;
+        lua::decode_apply(&reply, instruction.revision)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))
+    }
+
+    fn tell_user(&self, path: &Path, message: String) {
+        tracing::warn!(path = %path.display(), "{message}");
+        self.events.push(Event::Warning {
+            chat_id: self.chat.cloned(),
+            message,
+        });
+    }
 }
 
 /// A `file://` URI's path with its `%XX` escapes decoded (Lua's
@@ -911,20 +879,31 @@ impl EditorHost for NvimHost {
         // The backend's copy of the buffer, by its tick: a buffer still at
         // it answers with the range only (an agent paging through a
         // 1,000,000-line buffer must not ship it each time).
-        let known = self.files.lock().buffer(&request.path).cloned();
+        let known = self.sync.files().buffer(&request.path).cloned();
         let args = lua::FsRead {
             path,
             line: request.line,
             limit: request.limit,
             known: known.as_ref().map(|b| b.version),
         };
-        let read = self.buffer_read(&request.path, path, args).await?;
-        let mut files = self.files.lock();
-        let Some(read) = read else {
-            // Read from disk: the disk is what it saw.
-            files.saw(&request.session_id, &request.path, None);
+        let Some(read) = self.buffer_read(&request.path, path, args).await? else {
+            // Read from disk (by the client, next): the disk is what it saw.
+            // A whole read is kept as the base of its next write, which is
+            // then merged with what the user saves meanwhile; a range is not
+            // the file (the base falls back to the text at the prompt).
+            let whole = match (request.line, request.limit) {
+                (None, None) => tokio::fs::read_to_string(&request.path)
+                    .await
+                    .ok()
+                    .map(Into::into),
+                _ => None,
+            };
+            self.sync
+                .files()
+                .saw(&request.session_id, &request.path, whole);
             return Ok(None);
         };
+        let mut files = self.sync.files();
         let whole = match read.view {
             Some(view) => {
                 files.reported(
@@ -952,160 +931,16 @@ impl EditorHost for NvimHost {
     }
 
     async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
-        let Some(path) = lua_path(&request.path) else {
+        if lua_path(&request.path).is_none() {
             return Ok(WriteOutcome::NotHandled);
-        };
-        // A restore carries the text review knew the file had, if any.
-        let restore = match &request.kind {
-            WriteKind::Restore { current } => Some(current.as_deref()),
-            _ => None,
-        };
-        let seen = match restore {
-            Some(_) => None,
-            None => self.files.lock().seen(&request.session_id, &request.path),
-        };
-        // What the disk holds now: the text an agent's write replaces when
-        // no buffer has unsaved edits.
-        let disk: Option<Arc<str>> = match restore {
-            Some(_) => None,
-            None => tokio::fs::read_to_string(&request.path)
-                .await
-                .ok()
-                .map(Into::into),
-        };
-        // The base of the merge: the text the writer changed. For the
-        // agent, what it last saw, else the file's text when its prompt went
-        // out (a blind whole-file write must not drop the lines the user
-        // typed and saved during the turn), else the disk. Never the user's
-        // save: against the saved file, the user's lines the agent never
-        // saw would read as its deletions. For a restore, the text review
-        // knew the file had. Shared, not copied per attempt.
-        let base: Option<Arc<str>> = match restore {
-            Some(current) => current.map(Into::into),
-            None => self
-                .files
-                .lock()
-                .base_of_write(&request.session_id, &request.path)
-                .or_else(|| disk.clone()),
-        };
-        let origin = match restore {
-            Some(_) => Origin::Restore,
-            None => Origin::Write,
-        };
-        let mut outcome = None;
-        // The last instruction answered stale, with its base.
-        let mut last = None;
-        // Once per stale answer: the user typed (or saved) between Lua's
-        // last report of the buffer and the instruction's arrival, so the
-        // merge is made again from the text the answer carries.
-        for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let _turn = self.instructions.lock().await;
-            let (instruction, base) = {
-                let mut files = self.files.lock();
-                let base: Arc<str> = match (&base, restore) {
-                    (Some(base), _) => base.clone(),
-                    // A restore of text review did not know: taken whole.
-                    (None, Some(_)) => files
-                        .buffer(&request.path)
-                        .map_or_else(|| "".into(), |b| b.text.clone()),
-                    // An agent's write of a file that is not on disk.
-                    (None, None) => "".into(),
-                };
-                let instruction = match origin {
-                    Origin::Write => {
-                        files.plan_write(&request.path, &base, &request.content, disk.as_deref())
-                    }
-                    _ => files.plan(&request.path, &base, &request.content, origin),
-                };
-                (instruction, base)
-            };
-            match self.apply(path, &instruction).await? {
-                buffer_sync::Applied::NoBuffer if origin == Origin::Write => {
-                    outcome =
-                        Some(self.write_without_buffer(request, path, &base, disk.as_deref())?);
-                    break;
-                }
-                buffer_sync::Applied::NoBuffer => {
-                    outcome = Some(WriteOutcome::NotHandled);
-                    break;
-                }
-                buffer_sync::Applied::Saved { old_content, .. } => {
-                    let saved = instruction.saved_text();
-                    outcome = Some(if origin == Origin::Write && saved != request.content {
-                        WriteOutcome::Merged {
-                            base: base.to_string(),
-                            text: saved.to_owned(),
-                            written: true,
-                        }
-                    } else {
-                        WriteOutcome::Handled { old_content }
-                    });
-                    break;
-                }
-                buffer_sync::Applied::Merged { .. } if origin == Origin::Restore => {
-                    // A restore leaves the disk alone.
-                    outcome = Some(WriteOutcome::Handled { old_content: None });
-                    break;
-                }
-                buffer_sync::Applied::Merged { .. } => {
-                    outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: Some(base.to_string()),
-                        buffer: instruction.merge.map(|m| m.text),
-                    });
-                    break;
-                }
-                buffer_sync::Applied::Waiting => {
-                    // Open conflict blocks: the write goes to disk and waits
-                    // (FileSyncs::pending); its merge is tried as a disk
-                    // edit once the client recorded it (`on_event`).
-                    outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.as_deref().map(str::to_owned),
-                        buffer: None,
-                    });
-                    break;
-                }
-                buffer_sync::Applied::Locked => {
-                    // Lua told the user, naming the option.
-                    return Err(acp_client::Error::Host(format!(
-                        "the user has `{path}` open read-only in the editor ('readonly' or 'nomodifiable'); the file was not written: ask the user to make the buffer writable, then write again"
-                    )));
-                }
-                buffer_sync::Applied::Reloaded { .. } => {
-                    return Err(acp_client::Error::Host(format!(
-                        "Neovim took the agent's write of `{path}` as a disk edit and did not save it; update the acp.nvim plugin and backend together"
-                    )));
-                }
-                buffer_sync::Applied::Stale(_) => last = Some((instruction, base)),
-            }
         }
-        let outcome = match outcome {
-            Some(outcome) => outcome,
-            None => {
-                tracing::info!(
-                    path,
-                    "the buffer changed under every merge; the write goes to disk and waits"
-                );
-                if let Some((instruction, base)) = &last {
-                    // Tried again as a disk edit once the client wrote and
-                    // recorded it (`on_event`), and after the user's next
-                    // report.
-                    self.files.lock().gave_up(instruction, base);
-                }
-                WriteOutcome::KeptUnsaved {
-                    seen: seen.as_deref().map(str::to_owned),
-                    buffer: None,
-                }
-            }
+        let chat = self.routes().sessions.get(&request.session_id).cloned();
+        let buffers = LuaBuffers {
+            editor: &*self.editor,
+            events: &self.events,
+            chat: chat.as_ref(),
         };
-        if restore.is_none() {
-            // It knows what it wrote.
-            self.files.lock().saw(
-                &request.session_id,
-                &request.path,
-                Some(request.content.as_str().into()),
-            );
-        }
-        Ok(outcome)
+        self.sync.write(&buffers, request).await
     }
 
     async fn text_before_turn(
@@ -1143,7 +978,7 @@ impl EditorHost for NvimHost {
         if lua_path(path).is_none() {
             return;
         }
-        if self.files.lock().disk_changed(path, before, after) {
+        if self.sync.files().disk_changed(path, before, after) {
             let chat = self.routes().sessions.get(session_id).cloned();
             self.queue_disk_sync(path, chat);
         }
@@ -1168,7 +1003,7 @@ impl EditorHost for NvimHost {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
-    use acp_client::host::FileEdit;
+    use acp_client::host::{FileEdit, WriteKind};
     use acp_client::permission::{OptionKind, PermissionOption};
     use acp_client::process::ExitInfo;
     use acp_client::session::SessionChange;
@@ -1543,7 +1378,7 @@ mod tests {
             json!({"path": "/p/a.txt", "line": 2, "limit": 2})
         );
         // The whole text is what it saw, and the buffer's state is known.
-        let files = host.files.lock();
+        let files = host.sync.files();
         assert_eq!(
             files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
             Some("a\nb\nc\n")
@@ -1566,7 +1401,7 @@ mod tests {
             Json::Null,
         ));
         let path = Path::new("/p/a.txt");
-        host.files.lock().reported(
+        host.sync.files().reported(
             path,
             BufferText {
                 text: "a\nb\nc\n".into(),
@@ -1586,12 +1421,12 @@ mod tests {
             json!({"path": "/p/a.txt", "line": 3, "limit": 1, "known": 3})
         );
         assert_eq!(
-            host.files.lock().seen(&sid("s1"), path).as_deref(),
+            host.sync.files().seen(&sid("s1"), path).as_deref(),
             Some("a\nb\nc\n")
         );
         // "Unchanged" at a tick the backend does not hold is a broken
         // contract, said as such.
-        host.files.lock().reported(
+        host.sync.files().reported(
             path,
             BufferText {
                 text: "newer\n".into(),
@@ -1648,7 +1483,7 @@ mod tests {
                    "merged": "new\nmine\n", "tick": 4})
         );
         // It knows what it wrote; the buffer is known at its new tick.
-        let files = host.files.lock();
+        let files = host.sync.files();
         assert_eq!(
             files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
             Some("new\nmine\n")
@@ -1730,7 +1565,7 @@ mod tests {
         );
         assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
         assert_eq!(
-            host.files.lock().pending(Path::new("/p/a.txt")),
+            host.sync.files().pending(Path::new("/p/a.txt")),
             Some("y\n")
         );
         // Tried again as a disk edit once the client wrote and recorded it
@@ -1742,7 +1577,7 @@ mod tests {
             2 * buffer_sync::MAX_ATTEMPTS
         );
         assert_eq!(
-            host.files.lock().pending(Path::new("/p/a.txt")),
+            host.sync.files().pending(Path::new("/p/a.txt")),
             Some("y\n")
         );
     }
@@ -1853,7 +1688,7 @@ mod tests {
         writer.await.unwrap().unwrap();
         host.disk_synced().await;
         assert_eq!(lua.seen.lock().len(), 2);
-        let files = host.files.lock();
+        let files = host.sync.files();
         assert_eq!(
             files.buffer(path),
             Some(&BufferText {
@@ -1882,7 +1717,7 @@ mod tests {
             ]
         );
         {
-            let files = host.files.lock();
+            let files = host.sync.files();
             assert_eq!(files.disk(path), Some("new\n"));
             assert_eq!(
                 files.buffer(path),
@@ -1921,7 +1756,7 @@ mod tests {
                     "merged": "mine\na\nB\n", "tick": 4})
             ]
         );
-        let files = host.files.lock();
+        let files = host.sync.files();
         assert_eq!(files.disk(path), Some("a\nB\n"));
         assert_eq!(files.buffer(path).unwrap().version, 5);
         assert_eq!(files.pending(path), None);
@@ -1967,7 +1802,7 @@ mod tests {
             json!({"path": "/p/a.txt", "revision": 2, "content": "old\nZ\n", "disk": true,
                    "merged": "mine\nZ\n", "tick": 5})
         );
-        assert_eq!(host.files.lock().pending(path), None);
+        assert_eq!(host.sync.files().pending(path), None);
         // The next report is the user's again.
         assert!(
             host.buffer_reported(path, "mine\nZ\nmore\n".into(), 7, OnDisk::No)

@@ -47,10 +47,9 @@ pub struct Apply<'a> {
     /// The text the buffer takes instead of `content`, only while its tick
     /// (`acp.fs.tick`) is still `tick`: a modified buffer keeps it unsaved;
     /// for an agent's write an unmodified one takes it too (saved unless it
-    /// has conflict blocks).
+    /// has conflict blocks), and without it answers stale.
     pub merged: Option<&'a str>,
-    /// The tick (`acp.fs.tick`) `merged` was made against; `None` with
-    /// `merged`: made against the disk, for an unmodified buffer only.
+    /// The tick (`acp.fs.tick`) `merged` was made against.
     pub tick: Option<u64>,
     /// How many conflict blocks `merged` holds.
     #[serde(skip_serializing_if = "is_zero")]
@@ -81,7 +80,7 @@ impl<'a> Apply<'a> {
             revision: i.revision,
             content: &i.content,
             merged: i.merge.as_ref().map(|m| m.text.as_str()),
-            tick: i.merge.as_ref().and_then(|m| m.version),
+            tick: i.merge.as_ref().map(|m| m.version),
             conflicts: i.merge.as_ref().map_or(0, |m| m.conflicts),
             restore: i.origin == Origin::Restore,
             disk: i.origin == Origin::Disk,
