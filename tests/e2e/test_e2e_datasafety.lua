@@ -1313,6 +1313,10 @@ local REGRESSIONS = {
   -- edit was merged (it is the backend's now); the agent's next read saw
   -- the merge land under it (the command waits for the merge again).
   { 772221771, 270, OPS_V2 },
+  -- Issue 24: a blind write waited on open conflict blocks the user had
+  -- saved with a line of theirs; merged later against the saved file, it
+  -- dropped those lines (it is now merged against what the agent saw).
+  { 169467761, 141, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -119,6 +119,10 @@ pub struct Instruction {
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
+    /// The base `merge` was made from, when it is what the writer saw (not
+    /// merely the disk at the time): an agent's write that waits is merged
+    /// against it later.
+    pub base: Option<Arc<str>>,
     /// How many disk edits of the file had come when it was planned: one
     /// that comes while the instruction is on its way is newer than its
     /// text and stays pending after the answer.
@@ -178,6 +182,12 @@ struct FileSync {
     disk: Option<String>,
     /// The agent's disk text the buffer has not taken yet.
     pending: Option<String>,
+    /// The base of merging `pending` when it is an agent's write that
+    /// waited (what that agent saw), not its edit on disk: the synced disk
+    /// text may be a save of the user's, whose lines the agent never saw
+    /// (found by the data-safety test: a blind write waiting on open
+    /// conflicts dropped the lines the user had saved during the turn).
+    pending_base: Option<Arc<str>>,
     /// Counts the agent's disk edits of the file ([`FileSyncs::disk_changed`]).
     disk_edits: u64,
     /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
@@ -368,6 +378,7 @@ impl FileSyncs {
             // agent's waiting text, or a read took it).
             file.disk = Some(buffer.text.to_string());
             file.pending = None;
+            file.pending_base = None;
             file.waiting = false;
         }
         let sync = file.pending.is_some() && (!file.waiting || !has_conflict_blocks(&buffer.text));
@@ -396,6 +407,7 @@ impl FileSyncs {
         let file = self.files.entry(path.to_owned()).or_default();
         if file.disk.as_deref() == Some(after) {
             file.pending = None;
+            file.pending_base = None;
             file.waiting = false;
             return false;
         }
@@ -406,18 +418,22 @@ impl FileSyncs {
             file.disk = before.map(str::to_owned);
         }
         file.pending = Some(after.to_owned());
+        file.pending_base = None;
         file.disk_edits += 1;
         true
     }
 
     /// The instruction for the agent's waiting disk text of `path`, if any:
-    /// merged with base = the disk text the buffer was last in sync with
-    /// (no merge when that is unknown: the buffer's unsaved edits are left
-    /// alone).
+    /// merged with base = the disk text the buffer was last in sync with,
+    /// or for an agent's write that waited, what that agent saw (no merge
+    /// when neither is known: the buffer's unsaved edits are left alone).
     pub fn plan_disk(&mut self, path: &Path) -> Option<Instruction> {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
-        let base = file.disk.clone();
+        let base: Option<Arc<str>> = file
+            .pending_base
+            .clone()
+            .or_else(|| file.disk.as_deref().map(Into::into));
         Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
     }
 
@@ -437,11 +453,13 @@ impl FileSyncs {
         match instruction.origin {
             Origin::Write => {
                 file.pending = Some(instruction.content.clone());
+                file.pending_base = instruction.base.clone();
                 file.disk.get_or_insert_with(|| base.to_owned());
             }
             Origin::Disk if instruction.merge.is_none() && file.disk.is_none() => {
                 if file.pending.as_deref() == Some(instruction.content.as_str()) {
                     file.pending = None;
+                    file.pending_base = None;
                 }
             }
             Origin::Disk | Origin::Restore => {}
@@ -481,6 +499,7 @@ impl FileSyncs {
             content,
             merge,
             origin,
+            base: base.map(Into::into),
             disk_edits: file.disk_edits,
         }
     }
@@ -534,7 +553,10 @@ impl FileSyncs {
                     Origin::Disk => file.waiting = true,
                     // Written to disk by the caller; tried as a disk edit
                     // next (it may merge around the open blocks).
-                    Origin::Write => file.pending = Some(content.clone()),
+                    Origin::Write => {
+                        file.pending = Some(content.clone());
+                        file.pending_base = instruction.base.clone();
+                    }
                     Origin::Restore => {}
                 }
                 false
@@ -555,6 +577,7 @@ impl FileSyncs {
             };
             if superseded {
                 file.pending = None;
+                file.pending_base = None;
                 file.waiting = false;
             }
         }
@@ -664,14 +687,14 @@ impl BufferSync {
             Some(_) => None,
             None => buffers.disk_text(path).await.map(Into::into),
         };
-        // Shared, not copied per attempt.
-        let base: Option<Arc<str>> = match restore {
-            Some(current) => current.map(Into::into),
-            None => self
-                .files
-                .lock()
-                .base_of_write(&request.session_id, path)
-                .or_else(|| disk.clone()),
+        // Shared, not copied per attempt. `known`: not the disk now, whose
+        // text the agent may never have seen either.
+        let (base, known): (Option<Arc<str>>, bool) = match restore {
+            Some(current) => (current.map(Into::into), true),
+            None => match self.files.lock().base_of_write(&request.session_id, path) {
+                Some(base) => (Some(base), true),
+                None => (disk.clone(), false),
+            },
         };
         let origin = match restore {
             Some(_) => Origin::Restore,
@@ -696,7 +719,12 @@ impl BufferSync {
                     // An agent's write of a file that is not on disk.
                     (None, None) => "".into(),
                 };
-                let instruction = files.plan(path, &base, &request.content, origin);
+                let mut instruction = files.plan(path, &base, &request.content, origin);
+                if !known {
+                    // A write that waits is merged later against the synced
+                    // disk text, as before.
+                    instruction.base = None;
+                }
                 (instruction, base)
             };
             match self.send(buffers, &instruction).await? {
@@ -905,6 +933,27 @@ mod tests {
         );
         assert_eq!(s.disk(p), Some("mine\none\ntwo\nagent\n"));
         assert_eq!(s.buffer(p), Some(&buffer("mine\none\ntwo\nagent\n", 4)));
+    }
+
+    #[test]
+    fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
+        // The buffer has open conflict blocks; the user saved it (the
+        // blocks and a line of theirs on disk); the agent's write, made from
+        // what it saw before, waits, and is merged as a disk edit later.
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let saved = "<<<<<<< buffer\nmine\n=======\n>>>>>>> agent\nx\nsaved\n";
+        s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
+        let i = s.plan(p, "x\n", "x\nagent\n", Origin::Write);
+        s.answered(&i, &Applied::Waiting);
+        let d = s.plan_disk(p).unwrap();
+        assert_eq!(d.base.as_deref(), Some("x\n"));
+        let merge = d.merge.unwrap();
+        assert!(merge.text.contains("mine\n") && merge.text.contains("saved\n"));
+        assert!(merge.text.contains("agent\n"));
+        // An edit of its own on disk merges against the synced text again.
+        assert!(s.disk_changed(p, None, "disk edit\n"));
+        assert_eq!(s.plan_disk(p).unwrap().base.as_deref(), Some(saved));
     }
 
     #[test]

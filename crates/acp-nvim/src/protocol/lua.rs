@@ -274,6 +274,7 @@ mod tests {
             content: "x".into(),
             merge: None,
             origin: Origin::Write,
+            base: None,
             disk_edits: 0,
         };
         assert_eq!(
