@@ -51,6 +51,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::host::{WriteKind, WriteOutcome, WriteTextFile};
 use crate::merge::{merge3, ConflictLabels};
+use crate::schema;
 use crate::update::SessionId;
 
 /// How many instructions one write may take: the first, and a new one each
@@ -658,6 +659,39 @@ impl BufferSync {
         Ok(applied)
     }
 
+    /// A prompt of `session` goes out: the files it embeds whole
+    /// (`file://` resources) are what its agent saw of them.
+    pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
+        let embedded: Vec<(PathBuf, &str)> = blocks
+            .iter()
+            .filter_map(|block| {
+                let schema::ContentBlock::Resource(embedded) = block else {
+                    return None;
+                };
+                let schema::EmbeddedResourceResource::TextResourceContents(res) =
+                    &embedded.resource
+                else {
+                    return None;
+                };
+                // A range (`#L3-9`) is not the whole file.
+                let path = res
+                    .uri
+                    .strip_prefix("file://")
+                    .filter(|p| !p.contains('#'))
+                    .map(percent_decode)?;
+                // Keyed like the agent's requests: resolved (symlinks
+                // followed). Resolved before the state is locked: it reads
+                // the file system.
+                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
+                Some((path, res.text.as_str()))
+            })
+            .collect();
+        let mut files = self.files.lock();
+        for (path, text) in embedded {
+            files.saw(session, &path, Some(text.into()));
+        }
+    }
+
     /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
     /// or a review reject's restore) through the editor's buffers: one
     /// instruction, again after each stale answer (at most
@@ -821,6 +855,39 @@ impl BufferSync {
         Ok(outcome)
     }
 
+    /// Brings the buffer of `path` up to date with the agent's waiting
+    /// disk text ([`FileSyncs::disk_changed`]: an edit it made with its own
+    /// tools, or a write that waited): one instruction, again after each
+    /// stale answer (at most [`MAX_ATTEMPTS`]); nothing when none waits
+    /// (taken by an earlier call, or overwritten by a save). After that the
+    /// user's next report plans it again.
+    pub async fn sync_disk(&self, buffers: &dyn Buffers, path: &Path) -> Result<()> {
+        for _ in 0..MAX_ATTEMPTS {
+            let _turn = self.turn().await;
+            let Some(instruction) = self.files.lock().plan_disk(path) else {
+                return Ok(());
+            };
+            let Applied::Stale(_) = self.send(buffers, &instruction).await? else {
+                return Ok(());
+            };
+            if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
+                // No base to merge on: the unsaved edits stay as they are
+                // (the agent's text is on disk).
+                tracing::info!(
+                    path = %path.display(),
+                    "no base to merge the agent's disk edit into unsaved edits"
+                );
+                self.files.lock().gave_up(&instruction, "");
+                return Ok(());
+            }
+        }
+        tracing::info!(
+            path = %path.display(),
+            "the buffer changed under every merge of a disk edit; it waits for the next report"
+        );
+        Ok(())
+    }
+
     /// An agent's write of a file no buffer has: from `base`, while the
     /// disk holds `disk`. When the disk is not the base (the user saved
     /// lines the agent did not see, then closed the buffer), the agent's
@@ -858,6 +925,31 @@ impl BufferSync {
             written: false,
         })
     }
+}
+
+/// A `file://` URI's path with its `%XX` escapes decoded (Lua's
+/// `vim.uri_from_fname` escapes spaces and other reserved bytes).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether a buffer's text holds a conflict block's first marker line.
