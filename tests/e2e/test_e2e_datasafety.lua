@@ -156,7 +156,11 @@ Case.__index = Case
 
 function Case.new(k)
   local self = setmetatable({ k = k, files = {}, log = {}, torn = {} }, Case)
-  local d = ("%s/case-%d"):format(root, k)
+  -- A directory of its own per seed: the regression cases replay in one
+  -- session, and two of them with the same case number would otherwise
+  -- share paths (and the backend's state of those files: a waiting agent
+  -- write of one case merged into the next one's buffer).
+  local d = ("%s/case-%d-%d"):format(root, k, SEED)
   vim.fn.mkdir(d, "p")
   for i = 1, math.random(2, 3) do
     local path = ("%s/f%d.txt"):format(d, i)

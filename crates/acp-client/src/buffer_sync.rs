@@ -173,7 +173,7 @@ struct FileSync {
     /// Shared with `buffer` when an agent read it: one copy of a big
     /// buffer however many sessions read it.
     seen: HashMap<SessionId, Arc<str>>,
-    /// The file's text when each session's first prompt that carried it
+    /// The file's text when each session's latest prompt that carried it
     /// went out (the disk's, for a buffer with unsaved edits): the base of
     /// a write by an agent that saw nothing of the file (a blind whole-file
     /// write; see [`FileSyncs::turn_started`]).
@@ -321,22 +321,23 @@ impl FileSyncs {
     }
 
     /// A prompt of `session` goes out: `texts` are the files' texts now
-    /// (the disk's, for buffers with unsaved edits). The first text of a
-    /// file the session's prompts carried stays: an agent writes blind from
-    /// whatever it remembers, which may be the file as the session's first
-    /// turn showed it, and an older base only keeps more of the user's lines
-    /// (their edits since read as theirs; at worst, a conflict). Found by
-    /// the in-memory property test: with the newest prompt's text as base,
-    /// an agent writing from what it knew a turn earlier dropped the line
-    /// the user saved in between.
+    /// (the disk's, for buffers with unsaved edits), the base of a blind
+    /// write in this turn. A file not among them (no buffer now) keeps its
+    /// text of an earlier prompt: found by the in-memory property test, a
+    /// buffer wiped between two prompts otherwise left a blind write no base
+    /// but the disk, and the line the user saved before wiping it was lost.
+    /// (An agent writing from what it remembers of an earlier turn, after
+    /// the user saved lines since, is not covered: the text at this turn's
+    /// prompt is the base, as for an agent that re-read the file with its
+    /// own tools. Keeping the first text instead broke a file recreated
+    /// with other lines under the same path.)
     pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
         for (path, text) in texts {
             self.files
                 .entry(path)
                 .or_default()
                 .turn_start
-                .entry(session.clone())
-                .or_insert(text);
+                .insert(session.clone(), text);
         }
     }
 
@@ -1069,7 +1070,8 @@ mod tests {
         );
         assert_eq!(i.saved_text(), "one\nmine\ntwo\nagent\n");
         // What the agent read wins over the text at the prompt; a newer
-        // prompt adds texts, older ones stay; a closed session's go.
+        // prompt replaces the texts it carries, others stay; a closed
+        // session's go.
         s.saw(&sid("s"), p, Some("read\n".into()));
         assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
         s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);

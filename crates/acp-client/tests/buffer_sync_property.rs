@@ -222,6 +222,8 @@ struct Run {
     sessions: [SessionId; 2],
     /// What each agent bases its next write on.
     views: [Option<String>; 2],
+    /// Whether that is what it read or wrote (else the text at a prompt).
+    read: [bool; 2],
     agent_lines: usize,
     log: Vec<String>,
 }
@@ -247,6 +249,7 @@ impl Run {
             path: PathBuf::from("/mem/f.txt"),
             sessions: [SessionId::new("s0"), SessionId::new("s1")],
             views: [None, None],
+            read: [false, false],
             agent_lines: 0,
             log: Vec::new(),
         }
@@ -332,9 +335,11 @@ impl Run {
                     };
                     if let Some(start) = start {
                         texts.push((self.path.clone(), Arc::<str>::from(start.as_str())));
-                        // An agent that reads nothing works from the file
-                        // as it was at the prompt.
-                        if self.views[*s].is_none() {
+                        // An agent that never read or wrote the file works
+                        // from it as it was at the prompt (the rule of issue
+                        // 24: an agent writing from an earlier turn's memory,
+                        // after the user saved lines since, is not covered).
+                        if !self.read[*s] {
                             self.views[*s] = Some(start);
                         }
                     }
@@ -370,6 +375,7 @@ impl Run {
                 }
                 drop(files);
                 self.views[*s] = Some(text);
+                self.read[*s] = true;
             }
             Op::Write {
                 session,
@@ -461,6 +467,7 @@ impl Run {
             WriteOutcome::Merged { text, .. } => st.disk = Some(text),
         }
         self.views[s] = Some(content);
+        self.read[s] = true;
         Ok(())
     }
 
