@@ -189,6 +189,10 @@ struct FileSync {
     /// (found by the data-safety test: a blind write waiting on open
     /// conflicts dropped the lines the user had saved during the turn).
     pending_base: Option<Arc<str>>,
+    /// `disk` is the user's save (or a read), not a text the agent wrote or
+    /// the buffer took from it: a waiting write is then merged against
+    /// `pending_base`, else against `disk` as a disk edit is.
+    disk_from_user: bool,
     /// Counts the agent's disk edits of the file ([`FileSyncs::disk_changed`]).
     disk_edits: u64,
     /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
@@ -379,6 +383,7 @@ impl FileSyncs {
             // The buffer is the disk's text now (a save overwrote the
             // agent's waiting text, or a read took it).
             file.disk = Some(buffer.text.to_string());
+            file.disk_from_user = true;
             file.pending = None;
             file.pending_base = None;
             file.waiting = false;
@@ -426,16 +431,18 @@ impl FileSyncs {
     }
 
     /// The instruction for the agent's waiting disk text of `path`, if any:
-    /// merged with base = the disk text the buffer was last in sync with,
-    /// or for an agent's write that waited, what that agent saw (no merge
-    /// when neither is known: the buffer's unsaved edits are left alone).
+    /// merged with base = the disk text the buffer was last in sync with;
+    /// for an agent's write that waited while that text is the user's save,
+    /// what that agent saw (no merge when neither is known: the buffer's
+    /// unsaved edits are left alone).
     pub fn plan_disk(&mut self, path: &Path) -> Option<Instruction> {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
-        let base: Option<Arc<str>> = file
-            .pending_base
-            .clone()
-            .or_else(|| file.disk.as_deref().map(Into::into));
+        let disk: Option<Arc<str>> = file.disk.as_deref().map(Into::into);
+        let base = match file.pending_base.clone() {
+            Some(seen) if file.disk_from_user || disk.is_none() => Some(seen),
+            _ => disk,
+        };
         Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
     }
 
@@ -444,6 +451,7 @@ impl FileSyncs {
     pub fn wrote_disk(&mut self, path: &Path, text: &str) {
         let file = self.files.entry(path.to_owned()).or_default();
         file.disk = Some(text.to_owned());
+        file.disk_from_user = false;
     }
 
     /// The editor answered every attempt of `instruction` (planned with
@@ -566,6 +574,7 @@ impl FileSyncs {
             Applied::Stale(_) | Applied::Locked => false,
         };
         if synced {
+            file.disk_from_user = false;
             file.disk = Some(match applied {
                 Applied::Saved { .. } => saved.to_owned(),
                 _ => content.clone(),
@@ -780,7 +789,7 @@ impl BufferSync {
                     let saved = instruction.saved_text();
                     outcome = Some(if origin == Origin::Write && saved != request.content {
                         WriteOutcome::Merged {
-                            base: base.to_string(),
+                            old_content,
                             text: saved.to_owned(),
                             written: true,
                         }
@@ -921,7 +930,7 @@ impl BufferSync {
         let text = merged.render(&ConflictLabels::default());
         self.files.lock().wrote_disk(&request.path, &text);
         Ok(WriteOutcome::Merged {
-            base: base.to_owned(),
+            old_content: Some(disk.to_owned()),
             text,
             written: false,
         })

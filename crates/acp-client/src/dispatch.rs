@@ -366,6 +366,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
     // rejects its creation.
     let missing = fs::missing_dirs(&request.path);
     let mut user_text = None;
+    let mut merged: Option<String> = None;
     let (old_content, applied) = match shared.host.write_text_file(&request).await? {
         WriteOutcome::Handled { old_content } => (old_content, Applied::Buffer),
         WriteOutcome::NotHandled => (
@@ -373,18 +374,19 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
             Applied::Disk,
         ),
         WriteOutcome::Merged {
-            base,
+            old_content,
             text,
             written,
         } => {
             if !written {
                 fs::write_text_file_atomic(&request.path, &text).await?;
             }
-            // The merge holds the user's lines the agent did not see: they
-            // are the user's, on disk, never part of its edit.
-            user_text = Some((text, true));
+            // The file holds the merge: its change from the user's saved
+            // text is the agent's (the user's lines it never saw are in
+            // both), recorded like any write.
+            merged = Some(text);
             (
-                Some(base),
+                old_content,
                 if written {
                     Applied::Buffer
                 } else {
@@ -405,12 +407,13 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
             (old.map(|disk| seen.unwrap_or(disk)), applied)
         }
     };
+    let new_content = merged.unwrap_or(request.content);
     shared.review.record_fs_write(
         &request.session_id,
         &workspace,
         &request.path,
         old_content.as_deref(),
-        &request.content,
+        &new_content,
     );
     if let Some((text, on_disk)) = user_text {
         // The buffer holds the merge: what differs from the agent's text
@@ -426,7 +429,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         session_id: request.session_id,
         path: request.path,
         old_content,
-        new_content: request.content,
+        new_content,
         applied,
     }));
     Ok(json!({}))

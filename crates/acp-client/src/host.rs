@@ -127,9 +127,10 @@ pub enum WriteOutcome {
     /// of a write that read nothing): `text` holds both, without conflict
     /// blocks, and is what the file holds now.
     Merged {
-        /// The text the agent changed (what it saw, or the file's text when
-        /// its prompt went out): the "before" of its edit, for review.
-        base: String,
+        /// The text the merge replaced (the user's saved text), the "before"
+        /// of the edit for review: what differs from it in `text` is the
+        /// agent's change (`None`: no file).
+        old_content: Option<String>,
         /// The merge.
         text: String,
         /// The editor saved `text` (its buffer took it); `false`: the
