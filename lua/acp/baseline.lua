@@ -67,15 +67,17 @@ local function setup_autocmds()
   })
 end
 
----@class acp.PromptBuffer a buffer with unsaved edits as a prompt goes out
+---@class acp.PromptBuffer a buffer of the chat's directory as a prompt goes out
 ---@field path string
----@field text string
+---@field text string the buffer's text
 ---@field tick integer its tick (acp.fs.tick)
+---@field disk? string its file's text, when the buffer has unsaved edits
 
 --- Copy the open files under `cwd` (see above), for the prompt the
---- chat is about to send. Returns the buffers among them with unsaved
---- edits, for the prompt itself: the backend then knows their text before
---- the agent edits them, and merges its first edit in one instruction.
+--- chat is about to send. Returns them for the prompt itself: the backend
+--- then knows their text before the agent edits them (merging its first
+--- edit of one with unsaved edits in one instruction), and the text a
+--- write of an agent that reads nothing first is merged against.
 ---@param chat_id string
 ---@param cwd string
 ---@return acp.PromptBuffer[]
@@ -107,11 +109,15 @@ function M.snapshot(chat_id, cwd)
             total = total + #text
           end
           local bytes = modified and api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) or 0
-          if modified and bytes <= M.MAX_FILE_BYTES and unsaved_total + bytes <= M.MAX_TOTAL_BYTES then
+          if text and bytes <= M.MAX_FILE_BYTES and unsaved_total + bytes <= M.MAX_TOTAL_BYTES then
+            -- The backend's merge base of a write by an agent that reads
+            -- nothing first: the file's text now (for a buffer with unsaved
+            -- edits, its disk text goes too).
             unsaved[#unsaved + 1] = {
               path = path,
-              text = fs.buffer_text(buf),
+              text = modified and fs.buffer_text(buf) or text,
               tick = fs.tick(buf),
+              disk = modified and text or nil,
             }
             unsaved_total = unsaved_total + bytes
           end

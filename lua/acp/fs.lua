@@ -280,7 +280,7 @@ end
 ---@field path string
 ---@field revision integer the file's instruction count, echoed in the reply
 ---@field content string the text an unmodified buffer takes (then saved, unless `disk`)
----@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick)
+---@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick); for an agent's write an unmodified buffer takes it too (saved unless it has conflicts)
 ---@field tick? integer the tick (M.tick) `merged` was made against
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
@@ -288,7 +288,7 @@ end
 ---@field chat_id? string disk: the chat whose agent made the edit
 
 ---@class acp.FsApplyReply
----@field status "no_buffer"|"saved"|"reloaded"|"merged"|"waiting"|"stale"
+---@field status "no_buffer"|"saved"|"reloaded"|"merged"|"waiting"|"stale"|"locked"
 ---@field revision integer
 ---@field tick? integer the buffer's tick (M.tick) now
 ---@field old_content? string saved: the buffer's text before (nil: a new file)
@@ -397,7 +397,14 @@ end
 --- anything back (this runs inside the backend's request):
 --- - no loaded buffer: `no_buffer` (the backend writes the disk);
 --- - the agent's edit on disk (`disk`): see apply_disk;
---- - unmodified buffer: `content` with minimal edits, saved: `saved`;
+--- - a buffer with 'readonly' or 'nomodifiable' (not a restore): left
+---   alone, the user told: `locked` (the agent's write is refused, the disk
+---   left alone);
+--- - unmodified buffer, an agent's write: `merged` at its tick (the user
+---   may have saved lines the agent never saw), with minimal edits, saved:
+---   `saved`; a merge with conflict blocks is left unsaved: `merged`; no
+---   merge, or not at its tick: `stale` (the backend merges again);
+--- - unmodified buffer, a restore: `content`, saved: `saved`;
 --- - modified buffer with open conflict blocks (an agent write): left
 ---   alone, `waiting` (the backend then sends it as a disk edit, merged
 ---   unless that conflicts with the open ones);
@@ -418,6 +425,19 @@ function M.apply(args)
   end
   local content = args.content or ""
   local review = require("acp.review")
+  if not args.restore and (vim.bo[buf].readonly or not vim.bo[buf].modifiable) then
+    -- The user made the buffer read-only: it is theirs to open up.
+    local opt = vim.bo[buf].readonly and "readonly" or "nomodifiable"
+    util.notify(
+      ("the agent's write of %s was refused: its buffer is '%s'; :setlocal %s lets the agent write it"):format(
+        vim.fn.fnamemodify(args.path, ":~:."),
+        opt,
+        opt == "readonly" and "noreadonly" or "modifiable"
+      ),
+      vim.log.levels.WARN
+    )
+    return { status = "locked", revision = rev }
+  end
   if vim.bo[buf].modified then
     if not args.restore and review.has_conflicts(buf) then
       -- New conflict blocks next to the open ones would nest them: the
@@ -433,8 +453,26 @@ function M.apply(args)
     take_merge(buf, args)
     return { status = "merged", revision = rev, tick = M.tick(buf) }
   end
+  local text, conflicts = content, 0
+  if not args.restore then
+    -- The agent's change merged into the buffer's text (the user may have
+    -- saved lines it never saw since it read the file, or typed them during
+    -- a turn in which it read nothing): applied only at the tick it was
+    -- made for; else the backend merges again from the text answered.
+    local stale = stale_reply(buf, args)
+    if stale then
+      return stale
+    end
+    text, conflicts = args.merged, tonumber(args.conflicts) or 0
+  end
+  if conflicts > 0 then
+    -- Both changed the same lines: the conflict blocks are the user's to
+    -- resolve, left unsaved (the backend writes the agent's text to disk).
+    take_merge(buf, args)
+    return { status = "merged", revision = rev, tick = M.tick(buf) }
+  end
   local old_content = (not M.is_unborn(buf)) and M.buffer_text(buf) or nil
-  M.apply_text(buf, content)
+  M.apply_text(buf, text)
   local ok, err = pcall(review.own_write, args.path, function()
     api.nvim_buf_call(buf, function()
       vim.cmd("silent keepalt write!")

@@ -21,7 +21,15 @@
 --          allows, and sometimes rejects while it is on screen (the file
 --          and its directory go, the window stays);
 --   undo:  the user undoes the buffer's last change and redoes it, each
---          reported as typing is; the review afterwards is the one before.
+--          reported as typing is; the review afterwards is the one before;
+--   saves between agent steps (issue 24): the agent reads the buffer, the
+--          user types a line and saves it, the agent writes back what it
+--          read plus its line (a stale write after a save); a blind
+--          whole-file write of the text at the prompt while the user types
+--          and saves during the turn; a write into a buffer the user made
+--          'readonly' or 'nomodifiable' (refused, the option kept); the
+--          buffer wiped (saved first) and opened again; a second agent
+--          writing back what it read after the first one wrote the file.
 -- The fake agent is driven one prompt at a time: each prompt carries the
 -- steps of one agent edit (`promptSteps`), computed from the state at that
 -- moment.
@@ -46,9 +54,10 @@
 --      of its next merge) is the buffer's text at that tick.
 -- Stated in what the user can see, not in how the plugin merges, so the test
 -- holds for any merge strategy that keeps the user's lines.
--- Each agent edit starts from the file as it is at that moment (the buffer
--- or the disk): an agent overwriting a *saved* file from a stale read is
--- last-writer-wins by design (the line stays in undo) and is not played.
+-- The agent's writes from a stale view (after a save, a blind write, a
+-- second agent) are merged against what that agent saw: a saved line it
+-- never saw stays, merged or in a conflict block. A merge the plugin saved
+-- is a version of the file (the buffer's text, saved).
 --
 -- The seed is printed; ACP_DATASAFETY_SEED=<n> replays a run,
 -- ACP_DATASAFETY_CASE=<k> only its case k; ACP_DATASAFETY_CASES and
@@ -147,7 +156,11 @@ Case.__index = Case
 
 function Case.new(k)
   local self = setmetatable({ k = k, files = {}, log = {}, torn = {} }, Case)
-  local d = ("%s/case-%d"):format(root, k)
+  -- A directory of its own per seed: the regression cases replay in one
+  -- session, and two of them with the same case number would otherwise
+  -- share paths (and the backend's state of those files: a waiting agent
+  -- write of one case merged into the next one's buffer).
+  local d = ("%s/case-%d-%d"):format(root, k, SEED)
   vim.fn.mkdir(d, "p")
   for i = 1, math.random(2, 3) do
     local path = ("%s/f%d.txt"):format(d, i)
@@ -195,6 +208,29 @@ end
 
 --- Invariants 1 and 2.
 function Case:check()
+  -- A merge the plugin saved is a version; the poller may have seen it
+  -- before the step ended.
+  for _, f in ipairs(self.files) do
+    if vim.api.nvim_buf_is_valid(f.buf) and not vim.bo[f.buf].modified then
+      local disk = read_or_nil(f.path)
+      if disk ~= nil and disk == fs.buffer_text(f.buf) then
+        f.versions[disk] = true
+      end
+    end
+  end
+  local torn = {}
+  for _, t in ipairs(self.torn) do
+    local f
+    for _, g in ipairs(self.files) do
+      if g.path == t.path then
+        f = g
+      end
+    end
+    if not (f and f.versions[t.content]) then
+      torn[#torn + 1] = t
+    end
+  end
+  self.torn = torn
   for _, f in ipairs(self.files) do
     local disk = read_or_nil(f.path)
     if disk == nil then
@@ -913,10 +949,186 @@ function Case:agent_creates(chat, s)
   end
 end
 
+-- Steps of issue 24: saves between agent steps --------------------------------
+
+--- An agent turn that may be answered with an error (a refused write).
+function Case:agent_turn_quiet(chat, steps, what)
+  self.log[#self.log + 1] = what
+  local stop = T.turn(chat, "steps: " .. vim.json.encode(steps), 30000)
+  if stop ~= "end_turn" then
+    self:fail(("the agent's turn ended %s"):format(tostring(stop)))
+  end
+end
+
+--- The agent reads the buffer; the user types a line and saves it (:w);
+--- the agent writes back what it read plus its own line. The saved line
+--- stays: merged, or in a conflict block.
+function Case:agent_stale_after_save(chat, f, s)
+  if review.has_marker(f.buf) then
+    return self:agent_fs_write(chat, f, s, false)
+  end
+  local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
+  self:agent_turn(chat, {
+    { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
+  }, ("agent reads %s"):format(f.path))
+  self:user_types(f, s, true)
+  local content, change = self:agent_edit(view, s)
+  f.versions[content] = true
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, chat, {
+    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+  }, ("agent writes back its read of %s after the user's save: %s"):format(f.path, change))
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+end
+
+--- The agent writes the whole file from the text it had at the prompt,
+--- reading nothing, while the user types a line and saves during the turn
+--- (the write waits on a permission prompt meanwhile).
+function Case:agent_blind_write(chat, f, s)
+  local view = lines_of(assert(read_or_nil(f.path)))
+  local content, change = self:agent_edit(view, s)
+  f.versions[content] = true
+  local steps = {
+    {
+      type = "requestPermission",
+      toolCall = { toolCallId = ("blind-%d-%d"):format(self.k, s), title = "Write " .. f.path, kind = "edit", status = "pending" },
+      onAllow = {
+        { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+      },
+    },
+  }
+  self.log[#self.log + 1] = ("agent writes %s blind from the text at the prompt: %s"):format(f.path, change)
+  local permission = require("acp.permission")
+  local turns = #(T.turns[chat.chat_id] or {})
+  assert(chat:send({ { type = "text", text = "steps: " .. vim.json.encode(steps) } }), "prompt refused")
+  T.wait(function()
+    return permission.for_chat(chat.chat_id)[1] ~= nil
+  end, "the permission request", 10000)
+  for _ = 1, math.random(1, 2) do
+    self:user_types(f, s, math.random() < 0.8)
+  end
+  local req = permission.for_chat(chat.chat_id)[1]
+  local stop_poller = self:start_poller()
+  for i, o in ipairs(req.options) do
+    if o.kind == "allow_once" then
+      permission.respond_nth(req, i)
+    end
+  end
+  local ok, err = pcall(T.wait, function()
+    return #(T.turns[chat.chat_id] or {}) > turns
+  end, "the turn's end", 30000)
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+  local stop = T.turns[chat.chat_id][#T.turns[chat.chat_id]]
+  if stop ~= "end_turn" then
+    self:fail(("the blind write's turn ended %s:\n%s"):format(tostring(stop), T.text(chat.bufnr):sub(-400)))
+  end
+end
+
+--- The user makes the buffer 'readonly' or 'nomodifiable'; the agent's
+--- write is refused, the buffer, its option and the disk left alone.
+function Case:agent_write_readonly(chat, f, s)
+  local opt = math.random() < 0.5 and "readonly" or "nomodifiable"
+  local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
+  local content = self:agent_edit(view, s)
+  local text, disk = fs.buffer_text(f.buf), read_or_nil(f.path)
+  if opt == "readonly" then
+    vim.bo[f.buf].readonly = true
+  else
+    vim.bo[f.buf].modifiable = false
+  end
+  local ok, err = pcall(self.agent_turn_quiet, self, chat, {
+    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { error = true } },
+  }, ("agent writes %s, which the user made %s"):format(f.path, opt))
+  local kept = opt == "readonly" and vim.bo[f.buf].readonly or not vim.bo[f.buf].modifiable
+  vim.bo[f.buf].readonly = false
+  vim.bo[f.buf].modifiable = true
+  if not ok then
+    error(err, 0)
+  end
+  if not kept then
+    self:fail(("the agent's write cleared '%s' of %s"):format(opt, f.path))
+  end
+  if fs.buffer_text(f.buf) ~= text or read_or_nil(f.path) ~= disk then
+    self:fail(("the agent's write changed %s, which was %s"):format(f.path, opt))
+  end
+end
+
+--- The user saves the buffer if it has unsaved edits, wipes it and opens
+--- the file again.
+function Case:user_wipes(f)
+  if vim.bo[f.buf].modified then
+    self:user_saves(f, true)
+  end
+  self.log[#self.log + 1] = ("user wipes the buffer of %s and opens it again"):format(f.path)
+  vim.api.nvim_buf_delete(f.buf, { force = true })
+  local buf = vim.fn.bufadd(f.path)
+  vim.fn.bufload(buf)
+  vim.bo[buf].buflisted = true
+  f.buf = buf
+end
+
+local second_chat
+
+--- A second agent reads the buffer; the first writes the file (and the
+--- user may type); the second writes back what it read plus its line.
+function Case:two_agents(chat, f, s)
+  if review.has_marker(f.buf) then
+    return self:agent_fs_write(chat, f, s, false)
+  end
+  second_chat = second_chat or T.open_chat("driver", root)
+  local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
+  self:agent_turn(second_chat, {
+    { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
+  }, ("a second agent reads %s"):format(f.path))
+  self:agent_fs_write(chat, f, s, false)
+  if math.random() < 0.5 then
+    self:user_types(f, s, math.random() < 0.5)
+  end
+  local content, change = self:agent_edit(view, s + 1000)
+  f.versions[content] = true
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, second_chat, {
+    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+  }, ("the second agent writes back its read of %s: %s"):format(f.path, change))
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+end
+
 -- The property --------------------------------------------------------------
 
 --- The steps played, with their weights (out of 100).
 local OPS = {
+  { 9, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
+  { 9, "fs_buffer" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
+  { 6, "stale_after_save" },
+  { 5, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+}
+
+--- The steps of issue 14 (before issue 24's): its regression cases replay
+--- with them.
+local OPS_V2 = {
   { 12, "type" },
   { 8, "type_reported" },
   { 12, "type_save" },
@@ -985,6 +1197,16 @@ function Case:play(chat, ops)
       self:user_undo_redo(chat, f)
     elseif op == "create" then
       self:agent_creates(chat, s)
+    elseif op == "stale_after_save" then
+      self:agent_stale_after_save(chat, f, s)
+    elseif op == "blind" then
+      self:agent_blind_write(chat, f, s)
+    elseif op == "readonly" then
+      self:agent_write_readonly(chat, f, s)
+    elseif op == "wipe" then
+      self:user_wipes(f)
+    elseif op == "two_agents" then
+      self:two_agents(chat, f, s)
     else
       self:agent_disk_edit(chat, f, s, false)
     end
@@ -1079,22 +1301,26 @@ local REGRESSIONS = {
   -- Found with the step kinds of issue 14 (played with them, OPS): a redo
   -- after an accept of another hunk of the file lost the redone hunk (the
   -- review's state after a decision is now kept for undo and redo).
-  { 356537201, 70, OPS },
+  { 356537201, 70, OPS_V2 },
   -- Undoing the agent's reload of an unmodified buffer reads as unmodified,
   -- and the review reloaded the agent's text over the undo, losing its redo.
-  { 542158645, 40, OPS },
+  { 542158645, 40, OPS_V2 },
   -- The backend's reload of an agent's disk edit reached the buffer before
   -- the edit's review_changed; a save right then was not reported, and a
   -- reject took the saved line for the agent's (the instruction now names
   -- the chat, whose reports start at once).
-  { 597261420, 311, OPS },
+  { 597261420, 311, OPS_V2 },
   -- Undo then redo of a merge with a conflict lost the conflict's marker,
   -- and the agent read the marker lines.
-  { 12307648, 539, OPS },
+  { 12307648, 539, OPS_V2 },
   -- `:Acp reject` of the last conflict returned before the agent's waiting
   -- edit was merged (it is the backend's now); the agent's next read saw
   -- the merge land under it (the command waits for the merge again).
-  { 772221771, 270, OPS },
+  { 772221771, 270, OPS_V2 },
+  -- Issue 24: a blind write waited on open conflict blocks the user had
+  -- saved with a line of theirs; merged later against the saved file, it
+  -- dropped those lines (it is now merged against what the agent saw).
+  { 169467761, 141, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

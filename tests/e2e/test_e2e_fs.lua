@@ -68,9 +68,32 @@ T.setup_fake({
       },
     },
   },
+  -- One prompt, one agent edit: the steps come with the prompt.
+  steps = { turns = { { startsWith = "steps:", steps = { { type = "promptSteps" } } } } },
 }, dir)
 
 T.require_binaries()
+
+--- Runs `steps` as one turn of `chat`.
+local function agent_turn(chat, steps)
+  return T.turn(chat, "steps: " .. vim.json.encode(steps))
+end
+
+--- What the plugin tells the user while `fn` runs.
+local function told(fn)
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m, ...)
+    msgs[#msgs + 1] = tostring(m)
+    return orig(m, ...)
+  end
+  local ok, err = pcall(fn)
+  vim.notify = orig
+  if not ok then
+    error(err, 0)
+  end
+  return table.concat(msgs, "\n")
+end
 
 T.test("fs read returns the unsaved buffer text with exact line/limit", function()
   T.write_file(dir .. "/read.txt", "one\ntwo\nthree\nfour\n")
@@ -156,6 +179,119 @@ T.test("a buffer wiped and opened again is not taken for the one the agent read"
   T.truthy(vim.tbl_contains(lines, "new unsaved"), "the user's line in the new buffer survives: " .. vim.inspect(lines))
   T.truthy(vim.tbl_contains(lines, "agent line"), "the agent's line is merged in: " .. vim.inspect(lines))
   T.eq(true, vim.bo[buf].modified, "still unsaved")
+end)
+
+T.test("a line the user saved after the agent read the buffer survives its write back", function()
+  -- The agent reads the buffer, the user types a line and saves it with
+  -- :w, the agent writes back what it read plus its own line. The save is
+  -- the user's text: merged against what the agent read, the user's line
+  -- stays (merged, or in a conflict block), never silently dropped.
+  local path = dir .. "/saved.txt"
+  T.write_file(path, "one\ntwo\nthree\n")
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  local chat = T.open_chat("steps", dir)
+  T.eq("end_turn", agent_turn(chat, {
+    { type = "call", method = "fs/read_text_file", params = { path = path }, expect = { result = { content = "one\ntwo\nthree\n" } } },
+  }), "read")
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "mine" })
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent write")
+  end)
+  T.eq("mine\none\ntwo\nthree\n", T.read_file(path), "saved")
+  T.eq("end_turn", agent_turn(chat, {
+    { type = "call", method = "fs/write_text_file", params = { path = path, content = "one\ntwo\nthree\nagent\n" }, expect = { ok = true } },
+  }), "write back")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the write succeeded")
+  T.eq({ "mine", "one", "two", "three", "agent" }, T.lines(buf), "both lines in the buffer")
+  T.eq("mine\none\ntwo\nthree\nagent\n", T.read_file(path), "and on disk")
+  T.eq(false, vim.bo[buf].modified, "a clean merge is saved")
+
+  -- Where both changed the same lines: a conflict the user resolves.
+  T.eq("end_turn", agent_turn(chat, {
+    { type = "call", method = "fs/read_text_file", params = { path = path }, expect = { result = { content = "mine\none\ntwo\nthree\nagent\n" } } },
+  }), "read again")
+  vim.api.nvim_buf_set_lines(buf, 2, 3, false, { "TWO by me" })
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent write")
+  end)
+  local notes = told(function()
+    T.eq("end_turn", agent_turn(chat, {
+      { type = "call", method = "fs/write_text_file", params = { path = path, content = "mine\none\nTWO by agent\nthree\nagent\n" }, expect = { ok = true } },
+    }), "write over the saved line")
+  end)
+  local lines = T.lines(buf)
+  T.truthy(vim.tbl_contains(lines, "TWO by me"), "the user's saved line is kept: " .. vim.inspect(lines))
+  T.truthy(vim.tbl_contains(lines, "TWO by agent"), "next to the agent's: " .. vim.inspect(lines))
+  T.truthy(vim.tbl_contains(lines, "<<<<<<< buffer"), "as a conflict: " .. vim.inspect(lines))
+  T.contains(notes, "conflict", "the user is told")
+  vim.cmd("bwipeout! " .. buf)
+end)
+
+T.test("a blind whole-file write keeps the lines the user typed and saved during the turn", function()
+  -- The agent never read the file this turn: its write is merged against
+  -- the text the file had when the prompt was sent.
+  local path = dir .. "/blind.txt"
+  T.write_file(path, "one\ntwo\n")
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  local chat = T.open_chat("steps", dir)
+  local permission = require("acp.permission")
+  local turns = #(T.turns[chat.chat_id] or {})
+  local steps = {
+    {
+      type = "requestPermission",
+      toolCall = { toolCallId = "blind-1", title = "Write " .. path, kind = "edit", status = "pending" },
+      onAllow = {
+        { type = "call", method = "fs/write_text_file", params = { path = path, content = "one\ntwo\nagent\n" }, expect = { ok = true } },
+      },
+    },
+  }
+  assert(chat:send({ { type = "text", text = "steps: " .. vim.json.encode(steps) } }), "prompt refused")
+  T.wait(function()
+    return permission.for_chat(chat.chat_id)[1] ~= nil
+  end, "the permission request", 10000)
+  -- During the turn the user types a line and saves.
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "mine" })
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent write")
+  end)
+  local req = permission.for_chat(chat.chat_id)[1]
+  for i, o in ipairs(req.options) do
+    if o.kind == "allow_once" then
+      permission.respond_nth(req, i)
+    end
+  end
+  T.wait(function()
+    return #(T.turns[chat.chat_id] or {}) > turns
+  end, "the turn's end", 30000)
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the write succeeded")
+  T.eq({ "one", "mine", "two", "agent" }, T.lines(buf), "the user's saved line and the agent's")
+  T.eq("one\nmine\ntwo\nagent\n", T.read_file(path), "on disk too")
+  vim.cmd("bwipeout! " .. buf)
+end)
+
+T.test("an agent write keeps 'readonly' and 'nomodifiable' and tells the user", function()
+  local chat = T.open_chat("steps", dir)
+  for _, opt in ipairs({ "readonly", "nomodifiable" }) do
+    local path = dir .. "/" .. opt .. ".txt"
+    T.write_file(path, "one\n")
+    vim.cmd("edit " .. path)
+    local buf = vim.api.nvim_get_current_buf()
+    vim.cmd("setlocal " .. opt)
+    local notes = told(function()
+      T.eq("end_turn", agent_turn(chat, {
+        { type = "call", method = "fs/write_text_file", params = { path = path, content = "agent\n" }, expect = { error = true } },
+      }), "write")
+    end)
+    T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the agent is answered with an error")
+    T.eq({ "one" }, T.lines(buf), opt .. ": the buffer is left alone")
+    T.eq("one\n", T.read_file(path), opt .. ": so is the file")
+    T.eq(opt == "readonly", vim.bo[buf].readonly, opt .. ": 'readonly' as the user set it")
+    T.eq(opt ~= "nomodifiable", vim.bo[buf].modifiable, opt .. ": 'modifiable' as the user set it")
+    T.contains(notes, opt, "the user is told, naming the option")
+    vim.cmd("bwipeout! " .. buf)
+  end
 end)
 
 T.run()

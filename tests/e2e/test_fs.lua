@@ -64,7 +64,12 @@ T.test("write to an unmodified buffer edits minimally, one undo step, and saves"
   table.insert(new, 10, "inserted")
   table.remove(new, 15) -- "line 14"
   local content = table.concat(new, "\n") .. "\n"
+  -- Without a merge at its tick (the backend did not know the buffer: the
+  -- user may have saved lines the agent never saw): stale, nothing applied.
   local res = fs.apply({ path = path, revision = 1, content = content })
+  T.eq({ status = "stale", revision = 1, text = table.concat(old, "\n") .. "\n", tick = fs.tick(buf) }, res, "stale")
+  T.eq(old, T.lines(buf), "nothing applied while stale")
+  res = fs.apply({ path = path, revision = 1, content = content, merged = content, tick = fs.tick(buf) })
   T.eq("saved", res.status, "saved")
   T.eq(1, res.revision, "names the instruction")
   T.eq(table.concat(old, "\n") .. "\n", res.old_content, "old content")
@@ -84,8 +89,8 @@ end)
 T.test("write keeps the content's missing final newline", function()
   local path = dir .. "/write-noeol.txt"
   T.write_file(path, "x\n")
-  open(path)
-  local res = fs.apply({ path = path, revision = 1, content = "x\ny" })
+  local buf = open(path)
+  local res = fs.apply({ path = path, revision = 1, content = "x\ny", merged = "x\ny", tick = fs.tick(buf) })
   T.eq("saved", res.status, "saved")
   T.eq("x\ny", T.read_file(path), "no newline added on save")
 end)

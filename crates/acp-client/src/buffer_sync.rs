@@ -45,7 +45,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use async_trait::async_trait;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::host::{WriteKind, WriteOutcome, WriteTextFile};
 use crate::merge::{merge3, ConflictLabels};
+use crate::schema;
 use crate::update::SessionId;
 
 /// How many instructions one write may take: the first, and a new one each
@@ -66,7 +72,9 @@ pub struct BufferText {
     pub version: u64,
 }
 
-/// The merge an [`Instruction`] carries for a buffer with unsaved edits.
+/// The merge an [`Instruction`] carries: the writer's change merged into
+/// the buffer's text (unsaved edits, or text the user saved after the
+/// writer read the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedMerge {
     /// The version the buffer must still be at.
@@ -102,12 +110,20 @@ pub struct Instruction {
     /// The text a buffer without unsaved edits takes (and is saved with,
     /// unless it is on disk already).
     pub content: String,
-    /// The text a buffer with unsaved edits takes, when the client knows
-    /// that buffer's text (and, for a disk edit, the base): valid only at
-    /// `merge.version`.
+    /// The text the buffer takes instead of `content` when the client
+    /// knows its text (and, for a disk edit, the base): valid only at
+    /// `merge.version`. A buffer with unsaved edits keeps it unsaved. For an
+    /// agent's write ([`Origin::Write`]) a buffer without them takes it too
+    /// (the user may have saved lines the agent never saw), saved when it
+    /// has no conflict blocks; without a merge at its version, any buffer
+    /// answers [`Applied::Stale`] (the write is planned again from its text).
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
+    /// The base `merge` was made from, when it is what the writer saw (not
+    /// merely the disk at the time): an agent's write that waits is merged
+    /// against it later.
+    pub base: Option<Arc<str>>,
     /// How many disk edits of the file had come when it was planned: one
     /// that comes while the instruction is on its way is newer than its
     /// text and stays pending after the answer.
@@ -140,9 +156,13 @@ pub enum Applied {
     /// The buffer has open conflict blocks: left alone, it takes the write
     /// once they are resolved.
     Waiting,
-    /// The buffer has unsaved edits and is not at the version the merge was
-    /// made for: its text now.
+    /// The buffer is not at the version the merge was made for (the user
+    /// typed, or saved, since the editor's last report): its text now.
     Stale(BufferText),
+    /// The buffer is read-only or not modifiable (`'readonly'`,
+    /// `'nomodifiable'` in Neovim): left alone, and the user told. The
+    /// agent's write is refused; the disk is left alone too.
+    Locked,
 }
 
 /// One file's state.
@@ -153,11 +173,26 @@ struct FileSync {
     /// Shared with `buffer` when an agent read it: one copy of a big
     /// buffer however many sessions read it.
     seen: HashMap<SessionId, Arc<str>>,
+    /// The file's text when each session's latest prompt that carried it
+    /// went out (the disk's, for a buffer with unsaved edits): the base of
+    /// a write by an agent that saw nothing of the file (a blind whole-file
+    /// write; see [`FileSyncs::turn_started`]).
+    turn_start: HashMap<SessionId, Arc<str>>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
     /// The agent's disk text the buffer has not taken yet.
     pending: Option<String>,
+    /// The base of merging `pending` when it is an agent's write that
+    /// waited (what that agent saw), not its edit on disk: the synced disk
+    /// text may be a save of the user's, whose lines the agent never saw
+    /// (found by the data-safety test: a blind write waiting on open
+    /// conflicts dropped the lines the user had saved during the turn).
+    pending_base: Option<Arc<str>>,
+    /// `disk` is the user's save (or a read), not a text the agent wrote or
+    /// the buffer took from it: a waiting write is then merged against
+    /// `pending_base`, else against `disk` as a disk edit is.
+    disk_from_user: bool,
     /// Counts the agent's disk edits of the file ([`FileSyncs::disk_changed`]).
     disk_edits: u64,
     /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
@@ -275,13 +310,53 @@ impl FileSyncs {
         self.files.get(path)?.seen.get(session).cloned()
     }
 
+    /// The base of a write by the agent of `session`: what it last saw of
+    /// the file, else the file's text when its current prompt went out.
+    /// A save is the user's text, never a base: after `:w`, the agent's
+    /// write-back of what it read is merged against what it read, so the
+    /// saved lines it never saw stay. `None`: nothing known (the caller
+    /// takes the disk).
+    pub fn base_of_write(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+        let file = self.files.get(path)?;
+        file.seen
+            .get(session)
+            .or_else(|| file.turn_start.get(session))
+            .cloned()
+    }
+
+    /// A prompt of `session` goes out: `texts` are the files' texts now
+    /// (the disk's, for buffers with unsaved edits), the base of a blind
+    /// write in this turn. A file not among them (no buffer now) keeps its
+    /// text of an earlier prompt: found by the in-memory property test, a
+    /// buffer wiped between two prompts otherwise left a blind write no base
+    /// but the disk, and the line the user saved before wiping it was lost.
+    /// (An agent writing from what it remembers of an earlier turn, after
+    /// the user saved lines since, is not covered: the text at this turn's
+    /// prompt is the base, as for an agent that re-read the file with its
+    /// own tools. Keeping the first text instead broke a file recreated
+    /// with other lines under the same path.)
+    pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
+        for (path, text) in texts {
+            self.files
+                .entry(path)
+                .or_default()
+                .turn_start
+                .insert(session.clone(), text);
+        }
+    }
+
     /// Forgets what a closed session saw.
     pub fn drop_session(&mut self, session: &SessionId) {
         for file in self.files.values_mut() {
             file.seen.remove(session);
+            file.turn_start.remove(session);
         }
         self.files.retain(|_, f| {
-            f.buffer.is_some() || !f.seen.is_empty() || f.disk.is_some() || f.pending.is_some()
+            f.buffer.is_some()
+                || !f.seen.is_empty()
+                || !f.turn_start.is_empty()
+                || f.disk.is_some()
+                || f.pending.is_some()
         });
     }
 
@@ -308,7 +383,9 @@ impl FileSyncs {
             // The buffer is the disk's text now (a save overwrote the
             // agent's waiting text, or a read took it).
             file.disk = Some(buffer.text.to_string());
+            file.disk_from_user = true;
             file.pending = None;
+            file.pending_base = None;
             file.waiting = false;
         }
         let sync = file.pending.is_some() && (!file.waiting || !has_conflict_blocks(&buffer.text));
@@ -337,6 +414,7 @@ impl FileSyncs {
         let file = self.files.entry(path.to_owned()).or_default();
         if file.disk.as_deref() == Some(after) {
             file.pending = None;
+            file.pending_base = None;
             file.waiting = false;
             return false;
         }
@@ -347,19 +425,33 @@ impl FileSyncs {
             file.disk = before.map(str::to_owned);
         }
         file.pending = Some(after.to_owned());
+        file.pending_base = None;
         file.disk_edits += 1;
         true
     }
 
     /// The instruction for the agent's waiting disk text of `path`, if any:
-    /// merged with base = the disk text the buffer was last in sync with
-    /// (no merge when that is unknown: the buffer's unsaved edits are left
-    /// alone).
+    /// merged with base = the disk text the buffer was last in sync with;
+    /// for an agent's write that waited while that text is the user's save,
+    /// what that agent saw (no merge when neither is known: the buffer's
+    /// unsaved edits are left alone).
     pub fn plan_disk(&mut self, path: &Path) -> Option<Instruction> {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
-        let base = file.disk.clone();
+        let disk: Option<Arc<str>> = file.disk.as_deref().map(Into::into);
+        let base = match file.pending_base.clone() {
+            Some(seen) if file.disk_from_user || disk.is_none() => Some(seen),
+            _ => disk,
+        };
         Some(self.plan_from(path, base.as_deref(), content, Origin::Disk))
+    }
+
+    /// The client wrote `text` to the disk of `path`, which no buffer has
+    /// (an agent's write merged with the user's saved text).
+    pub fn wrote_disk(&mut self, path: &Path, text: &str) {
+        let file = self.files.entry(path.to_owned()).or_default();
+        file.disk = Some(text.to_owned());
+        file.disk_from_user = false;
     }
 
     /// The editor answered every attempt of `instruction` (planned with
@@ -371,11 +463,13 @@ impl FileSyncs {
         match instruction.origin {
             Origin::Write => {
                 file.pending = Some(instruction.content.clone());
+                file.pending_base = instruction.base.clone();
                 file.disk.get_or_insert_with(|| base.to_owned());
             }
             Origin::Disk if instruction.merge.is_none() && file.disk.is_none() => {
                 if file.pending.as_deref() == Some(instruction.content.as_str()) {
                     file.pending = None;
+                    file.pending_base = None;
                 }
             }
             Origin::Disk | Origin::Restore => {}
@@ -415,6 +509,7 @@ impl FileSyncs {
             content,
             merge,
             origin,
+            base: base.map(Into::into),
             disk_edits: file.disk_edits,
         }
     }
@@ -424,10 +519,20 @@ impl FileSyncs {
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
         let file = self.files.entry(instruction.path.clone()).or_default();
         let content = &instruction.content;
+        // The text a buffer without unsaved edits saved: the merge for an
+        // agent's write (made against the text the user saved since the
+        // agent read it), else the content.
+        let saved = instruction.saved_text();
         // The buffer's text now (a buffer left waiting did not change).
         match applied {
             Applied::NoBuffer => file.buffer = None,
-            Applied::Saved { version, .. } | Applied::Reloaded { version } => {
+            Applied::Saved { version, .. } => {
+                file.buffer = Some(BufferText {
+                    text: saved.into(),
+                    version: *version,
+                });
+            }
+            Applied::Reloaded { version } => {
                 file.buffer = Some(BufferText {
                     text: content.as_str().into(),
                     version: *version,
@@ -439,7 +544,7 @@ impl FileSyncs {
                     version: *version,
                 });
             }
-            Applied::Waiting => {}
+            Applied::Waiting | Applied::Locked => {}
             Applied::Stale(buffer) => file.buffer = Some(buffer.clone()),
         }
         // The disk text the buffer is in sync with now. A restore merged
@@ -458,15 +563,22 @@ impl FileSyncs {
                     Origin::Disk => file.waiting = true,
                     // Written to disk by the caller; tried as a disk edit
                     // next (it may merge around the open blocks).
-                    Origin::Write => file.pending = Some(content.clone()),
+                    Origin::Write => {
+                        file.pending = Some(content.clone());
+                        file.pending_base = instruction.base.clone();
+                    }
                     Origin::Restore => {}
                 }
                 false
             }
-            Applied::Stale(_) => false,
+            Applied::Stale(_) | Applied::Locked => false,
         };
         if synced {
-            file.disk = Some(content.clone());
+            file.disk_from_user = false;
+            file.disk = Some(match applied {
+                Applied::Saved { .. } => saved.to_owned(),
+                _ => content.clone(),
+            });
             // A write supersedes the agent's older disk text, not one that
             // came while it was on its way (claude-agent-acp edits on disk
             // with its own tools, next to its fs/write_text_file).
@@ -476,10 +588,378 @@ impl FileSyncs {
             };
             if superseded {
                 file.pending = None;
+                file.pending_base = None;
                 file.waiting = false;
             }
         }
     }
+}
+
+impl Instruction {
+    /// The text a buffer without unsaved edits takes and saves: for an
+    /// agent's write, a merge without conflicts when it carries one (the
+    /// editor takes the merge whenever it is at its version), else
+    /// `content`.
+    pub fn saved_text(&self) -> &str {
+        match &self.merge {
+            Some(m) if self.origin == Origin::Write && m.conflicts == 0 => &m.text,
+            _ => &self.content,
+        }
+    }
+}
+
+/// An editor's buffers, as the sync drives them: the one narrow trait an
+/// editor implements to get agent writes merged into its unsaved buffers.
+#[async_trait]
+pub trait Buffers: Send + Sync {
+    /// Applies one instruction to the loaded buffer of its file (see
+    /// [`Instruction`] for what each kind of buffer takes) and answers. It
+    /// must not wait on the user.
+    async fn apply(&self, instruction: &Instruction) -> Result<Applied>;
+
+    /// The file's text on disk (`None`: no file, or not UTF-8). Defaults
+    /// to reading it; an editor with its own file system (a test's memory,
+    /// a remote one) overrides it.
+    async fn disk_text(&self, path: &Path) -> Option<String> {
+        tokio::fs::read_to_string(path).await.ok()
+    }
+
+    /// Tells the user something about a file an agent wrote (a refused
+    /// write). Defaults to the log.
+    fn tell_user(&self, path: &Path, message: String) {
+        tracing::warn!(path = %path.display(), "{message}");
+    }
+}
+
+/// The buffer sync of one connection's agents: the one owner of every
+/// file's state ([`FileSyncs`]), and the order of instructions.
+#[derive(Debug, Default)]
+pub struct BufferSync {
+    files: Mutex<FileSyncs>,
+    /// Held from planning an instruction to recording its answer: an
+    /// editor applies instructions in the order they arrive, and their
+    /// answers must be recorded in that order too. Two tasks woken by their
+    /// answers could otherwise record an older buffer text and synced disk
+    /// text over a newer one.
+    instructions: tokio::sync::Mutex<()>,
+}
+
+impl BufferSync {
+    /// Nothing known yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The files' state (held briefly: never across an await).
+    pub fn files(&self) -> MutexGuard<'_, FileSyncs> {
+        self.files.lock()
+    }
+
+    /// Waits for the turn to send an instruction; the turn lasts until the
+    /// guard drops, after the answer was recorded ([`BufferSync::send`]).
+    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.instructions.lock().await
+    }
+
+    /// Sends one instruction (within a [`BufferSync::turn`]) and records
+    /// its answer.
+    pub async fn send(&self, buffers: &dyn Buffers, instruction: &Instruction) -> Result<Applied> {
+        let applied = buffers.apply(instruction).await?;
+        self.files.lock().answered(instruction, &applied);
+        Ok(applied)
+    }
+
+    /// A prompt of `session` goes out: the files it embeds whole
+    /// (`file://` resources) are what its agent saw of them.
+    pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
+        let embedded: Vec<(PathBuf, &str)> = blocks
+            .iter()
+            .filter_map(|block| {
+                let schema::ContentBlock::Resource(embedded) = block else {
+                    return None;
+                };
+                let schema::EmbeddedResourceResource::TextResourceContents(res) =
+                    &embedded.resource
+                else {
+                    return None;
+                };
+                // A range (`#L3-9`) is not the whole file.
+                let path = res
+                    .uri
+                    .strip_prefix("file://")
+                    .filter(|p| !p.contains('#'))
+                    .map(percent_decode)?;
+                // Keyed like the agent's requests: resolved (symlinks
+                // followed). Resolved before the state is locked: it reads
+                // the file system.
+                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
+                Some((path, res.text.as_str()))
+            })
+            .collect();
+        let mut files = self.files.lock();
+        for (path, text) in embedded {
+            files.saw(session, &path, Some(text.into()));
+        }
+    }
+
+    /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
+    /// or a review reject's restore) through the editor's buffers: one
+    /// instruction, again after each stale answer (at most
+    /// [`MAX_ATTEMPTS`]). The base of the merge is what the writer
+    /// changed: for the agent, what it last saw of the file, else the
+    /// file's text when its prompt went out, else the disk
+    /// ([`FileSyncs::base_of_write`]); never the user's save, whose lines
+    /// the agent never saw would read as its deletions. For a restore, the
+    /// text review knew the file had.
+    pub async fn write(
+        &self,
+        buffers: &dyn Buffers,
+        request: &WriteTextFile,
+    ) -> Result<WriteOutcome> {
+        let path = request.path.as_path();
+        let restore = match &request.kind {
+            WriteKind::Restore { current } => Some(current.as_deref()),
+            WriteKind::Agent => None,
+        };
+        let seen = match restore {
+            Some(_) => None,
+            None => self.files.lock().seen(&request.session_id, path),
+        };
+        // What the disk holds now: the text an agent's write replaces when
+        // no buffer has unsaved edits.
+        let disk: Option<Arc<str>> = match restore {
+            Some(_) => None,
+            None => buffers.disk_text(path).await.map(Into::into),
+        };
+        // Shared, not copied per attempt. `known`: not the disk now, whose
+        // text the agent may never have seen either.
+        let (base, known): (Option<Arc<str>>, bool) = match restore {
+            Some(current) => (current.map(Into::into), true),
+            None => match self.files.lock().base_of_write(&request.session_id, path) {
+                Some(base) => (Some(base), true),
+                None => (disk.clone(), false),
+            },
+        };
+        let origin = match restore {
+            Some(_) => Origin::Restore,
+            None => Origin::Write,
+        };
+        let mut outcome = None;
+        // The last instruction answered stale, with its base.
+        let mut last = None;
+        // Once per stale answer: the user typed (or saved) between the
+        // editor's last report of the buffer and the instruction's arrival,
+        // so the merge is made again from the text the answer carries.
+        for _ in 0..MAX_ATTEMPTS {
+            let _turn = self.turn().await;
+            let (instruction, base) = {
+                let mut files = self.files.lock();
+                let base: Arc<str> = match (&base, restore) {
+                    (Some(base), _) => base.clone(),
+                    // A restore of text review did not know: taken whole.
+                    (None, Some(_)) => files
+                        .buffer(path)
+                        .map_or_else(|| "".into(), |b| b.text.clone()),
+                    // An agent's write of a file that is not on disk.
+                    (None, None) => "".into(),
+                };
+                let mut instruction = files.plan(path, &base, &request.content, origin);
+                if !known {
+                    // A write that waits is merged later against the synced
+                    // disk text, as before.
+                    instruction.base = None;
+                }
+                (instruction, base)
+            };
+            match self.send(buffers, &instruction).await? {
+                Applied::NoBuffer if origin == Origin::Write => {
+                    outcome = Some(self.write_without_buffer(
+                        buffers,
+                        request,
+                        &base,
+                        disk.as_deref(),
+                    )?);
+                    break;
+                }
+                Applied::NoBuffer => {
+                    outcome = Some(WriteOutcome::NotHandled);
+                    break;
+                }
+                Applied::Saved { old_content, .. } => {
+                    let saved = instruction.saved_text();
+                    outcome = Some(if origin == Origin::Write && saved != request.content {
+                        WriteOutcome::Merged {
+                            old_content,
+                            text: saved.to_owned(),
+                            written: true,
+                        }
+                    } else {
+                        WriteOutcome::Handled { old_content }
+                    });
+                    break;
+                }
+                Applied::Merged { .. } if origin == Origin::Restore => {
+                    // A restore leaves the disk alone.
+                    outcome = Some(WriteOutcome::Handled { old_content: None });
+                    break;
+                }
+                Applied::Merged { .. } => {
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: Some(base.to_string()),
+                        buffer: instruction.merge.map(|m| m.text),
+                    });
+                    break;
+                }
+                Applied::Waiting => {
+                    // Open conflict blocks: the write goes to disk and waits
+                    // (FileSyncs::pending); its merge is tried as a disk edit
+                    // once the client recorded it.
+                    outcome = Some(WriteOutcome::KeptUnsaved {
+                        seen: seen.as_deref().map(str::to_owned),
+                        buffer: None,
+                    });
+                    break;
+                }
+                Applied::Locked => {
+                    // The editor told the user, naming the option.
+                    return Err(Error::Host(format!(
+                        "the user has `{}` open read-only in the editor; the file was not written: ask the user to make the buffer writable, then write again",
+                        path.display()
+                    )));
+                }
+                Applied::Reloaded { .. } => {
+                    return Err(Error::Host(format!(
+                        "the editor took the agent's write of `{}` as a disk edit and did not save it; update the editor plugin and the client together",
+                        path.display()
+                    )));
+                }
+                Applied::Stale(_) => last = Some((instruction, base)),
+            }
+        }
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => {
+                tracing::info!(
+                    path = %path.display(),
+                    "the buffer changed under every merge; the write goes to disk and waits"
+                );
+                if let Some((instruction, base)) = &last {
+                    // Tried again as a disk edit once the client wrote and
+                    // recorded it, and after the user's next report.
+                    self.files.lock().gave_up(instruction, base);
+                }
+                WriteOutcome::KeptUnsaved {
+                    seen: seen.as_deref().map(str::to_owned),
+                    buffer: None,
+                }
+            }
+        };
+        if restore.is_none() {
+            // It knows what it wrote.
+            self.files.lock().saw(
+                &request.session_id,
+                path,
+                Some(request.content.as_str().into()),
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// Brings the buffer of `path` up to date with the agent's waiting
+    /// disk text ([`FileSyncs::disk_changed`]: an edit it made with its own
+    /// tools, or a write that waited): one instruction, again after each
+    /// stale answer (at most [`MAX_ATTEMPTS`]); nothing when none waits
+    /// (taken by an earlier call, or overwritten by a save). After that the
+    /// user's next report plans it again.
+    pub async fn sync_disk(&self, buffers: &dyn Buffers, path: &Path) -> Result<()> {
+        for _ in 0..MAX_ATTEMPTS {
+            let _turn = self.turn().await;
+            let Some(instruction) = self.files.lock().plan_disk(path) else {
+                return Ok(());
+            };
+            let Applied::Stale(_) = self.send(buffers, &instruction).await? else {
+                return Ok(());
+            };
+            if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
+                // No base to merge on: the unsaved edits stay as they are
+                // (the agent's text is on disk).
+                tracing::info!(
+                    path = %path.display(),
+                    "no base to merge the agent's disk edit into unsaved edits"
+                );
+                self.files.lock().gave_up(&instruction, "");
+                return Ok(());
+            }
+        }
+        tracing::info!(
+            path = %path.display(),
+            "the buffer changed under every merge of a disk edit; it waits for the next report"
+        );
+        Ok(())
+    }
+
+    /// An agent's write of a file no buffer has: from `base`, while the
+    /// disk holds `disk`. When the disk is not the base (the user saved
+    /// lines the agent did not see, then closed the buffer), the agent's
+    /// change is merged into the disk's text; a merge that conflicts is
+    /// refused (the file is left alone, the agent told to read it again),
+    /// as no buffer can show the conflict blocks.
+    fn write_without_buffer(
+        &self,
+        buffers: &dyn Buffers,
+        request: &WriteTextFile,
+        base: &str,
+        disk: Option<&str>,
+    ) -> Result<WriteOutcome> {
+        let Some(disk) = disk.filter(|d| *d != base) else {
+            return Ok(WriteOutcome::NotHandled);
+        };
+        let path = request.path.display();
+        let merged = merge3(base, disk, &request.content);
+        if merged.conflict_count() > 0 {
+            buffers.tell_user(
+                &request.path,
+                format!(
+                    "the agent's write of {path} was refused: it changes lines you saved after it last saw the file; the agent was asked to read the file again"
+                ),
+            );
+            return Err(Error::Host(format!(
+                "`{path}` changed since you last read it (the user saved it), and your write changes the same lines; read the file again and redo the change"
+            )));
+        }
+        let text = merged.render(&ConflictLabels::default());
+        self.files.lock().wrote_disk(&request.path, &text);
+        Ok(WriteOutcome::Merged {
+            old_content: Some(disk.to_owned()),
+            text,
+            written: false,
+        })
+    }
+}
+
+/// A `file://` URI's path with its `%XX` escapes decoded (Lua's
+/// `vim.uri_from_fname` escapes spaces and other reserved bytes).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether a buffer's text holds a conflict block's first marker line.
@@ -523,6 +1003,92 @@ mod tests {
             })
         );
         assert_eq!(i.revision, 1);
+    }
+
+    #[test]
+    fn a_save_after_the_agent_read_is_merged_not_overwritten() {
+        // The agent reads the buffer, the user types a line and saves (:w),
+        // the agent writes back what it read plus its own line: the save is
+        // the user's text, so the base stays what the agent read.
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let read = "one\ntwo\n";
+        s.reported(p, buffer(read, 1));
+        s.saw(&sid("s"), p, Some(read.into()));
+        s.user_reported(p, buffer("mine\none\ntwo\n", 3), OnDisk::Saved);
+        let base = s.base_of_write(&sid("s"), p).unwrap();
+        assert_eq!(&*base, read);
+        let i = s.plan(p, &base, "one\ntwo\nagent\n", Origin::Write);
+        let merge = i.merge.clone().unwrap();
+        assert_eq!(
+            (merge.version, merge.text.as_str(), merge.conflicts),
+            (3, "mine\none\ntwo\nagent\n", 0)
+        );
+        // An unmodified buffer saves the merge: that is the disk's text now.
+        assert_eq!(i.saved_text(), "mine\none\ntwo\nagent\n");
+        s.answered(
+            &i,
+            &Applied::Saved {
+                old_content: Some("mine\none\ntwo\n".into()),
+                version: 4,
+            },
+        );
+        assert_eq!(s.disk(p), Some("mine\none\ntwo\nagent\n"));
+        assert_eq!(s.buffer(p), Some(&buffer("mine\none\ntwo\nagent\n", 4)));
+    }
+
+    #[test]
+    fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
+        // The buffer has open conflict blocks; the user saved it (the
+        // blocks and a line of theirs on disk); the agent's write, made from
+        // what it saw before, waits, and is merged as a disk edit later.
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let saved = "<<<<<<< buffer\nmine\n=======\n>>>>>>> agent\nx\nsaved\n";
+        s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
+        let i = s.plan(p, "x\n", "x\nagent\n", Origin::Write);
+        s.answered(&i, &Applied::Waiting);
+        let d = s.plan_disk(p).unwrap();
+        assert_eq!(d.base.as_deref(), Some("x\n"));
+        let merge = d.merge.unwrap();
+        assert!(merge.text.contains("mine\n") && merge.text.contains("saved\n"));
+        assert!(merge.text.contains("agent\n"));
+        // An edit of its own on disk merges against the synced text again.
+        assert!(s.disk_changed(p, None, "disk edit\n"));
+        assert_eq!(s.plan_disk(p).unwrap().base.as_deref(), Some(saved));
+    }
+
+    #[test]
+    fn a_blind_write_merges_against_the_text_at_the_prompt() {
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        let q = Path::new("/w/b.txt");
+        s.turn_started(&sid("s"), vec![(p.into(), "one\ntwo\n".into())]);
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+        assert_eq!(s.base_of_write(&sid("other"), p), None);
+        // The buffer not known: no merge (the editor answers stale with its
+        // text, the user's saved line in it, and the write is planned again).
+        let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
+        assert_eq!(i.merge, None);
+        s.answered(&i, &Applied::Stale(buffer("one\nmine\ntwo\n", 5)));
+        let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
+        let merge = i.merge.clone().unwrap();
+        assert_eq!(
+            (merge.version, merge.text.as_str()),
+            (5, "one\nmine\ntwo\nagent\n")
+        );
+        assert_eq!(i.saved_text(), "one\nmine\ntwo\nagent\n");
+        // What the agent read wins over the text at the prompt; a newer
+        // prompt replaces the texts it carries, others stay; a closed
+        // session's go.
+        s.saw(&sid("s"), p, Some("read\n".into()));
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
+        s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);
+        s.saw(&sid("s"), p, None);
+        assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+        assert_eq!(s.base_of_write(&sid("s"), q).as_deref(), Some("q\n"));
+        s.drop_session(&sid("s"));
+        assert_eq!(s.base_of_write(&sid("s"), q), None);
     }
 
     #[test]

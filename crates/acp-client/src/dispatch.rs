@@ -476,38 +476,61 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
     // rejects its creation.
     let missing = fs::missing_dirs(&request.path);
     let mut user_text = None;
+    let mut merged: Option<String> = None;
     let (old_content, applied) = match shared.host.write_text_file(&request).await? {
         WriteOutcome::Handled { old_content } => (old_content, Applied::Buffer),
         WriteOutcome::NotHandled => (
             fs::write_text_file_atomic(&request.path, &request.content).await?,
             Applied::Disk,
         ),
+        WriteOutcome::Merged {
+            old_content,
+            text,
+            written,
+        } => {
+            if !written {
+                fs::write_text_file_atomic(&request.path, &text).await?;
+            }
+            // The file holds the merge: its change from the user's saved
+            // text is the agent's (the user's lines it never saw are in
+            // both), recorded like any write.
+            merged = Some(text);
+            (
+                old_content,
+                if written {
+                    Applied::Buffer
+                } else {
+                    Applied::Disk
+                },
+            )
+        }
         WriteOutcome::KeptUnsaved { seen, buffer } => {
             let old = fs::write_text_file_atomic(&request.path, &request.content).await?;
             let applied = match &buffer {
                 Some(_) => Applied::MergedUnsaved,
                 None => Applied::Waiting,
             };
-            user_text = buffer;
+            user_text = buffer.map(|b| (b, false));
             // Its change is the difference from what it saw (the unsaved
             // buffer claude-code-acp reads and writes back), not from the
             // disk: the user's unsaved lines there are the user's.
             (old.map(|disk| seen.unwrap_or(disk)), applied)
         }
     };
+    let new_content = merged.unwrap_or(request.content);
     shared.review.record_fs_write(
         &request.session_id,
         &workspace,
         &request.path,
         old_content.as_deref(),
-        &request.content,
+        &new_content,
     );
-    if let Some(text) = user_text {
+    if let Some((text, on_disk)) = user_text {
         // The buffer holds the merge: what differs from the agent's text
         // there is the user's, so a reject never takes it.
         shared
             .review
-            .record_user_edit(&request.session_id, &request.path, Some(&text), false);
+            .record_user_edit(&request.session_id, &request.path, Some(&text), on_disk);
     }
     shared
         .review
@@ -516,7 +539,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         session_id: request.session_id,
         path: request.path,
         old_content,
-        new_content: request.content,
+        new_content,
         applied,
     }));
     Ok(json!({}))

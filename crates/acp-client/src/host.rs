@@ -122,6 +122,21 @@ pub enum WriteOutcome {
         /// change once they are resolved).
         buffer: Option<String>,
     },
+    /// The agent's change was merged with text of the user's it had not
+    /// seen (saved after the agent read the file, or typed during the turn
+    /// of a write that read nothing): `text` holds both, without conflict
+    /// blocks, and is what the file holds now.
+    Merged {
+        /// The text the merge replaced (the user's saved text), the "before"
+        /// of the edit for review: what differs from it in `text` is the
+        /// agent's change (`None`: no file).
+        old_content: Option<String>,
+        /// The merge.
+        text: String,
+        /// The editor saved `text` (its buffer took it); `false`: the
+        /// client writes it to disk.
+        written: bool,
+    },
     /// The editor has no buffer for the path: the client writes the disk.
     NotHandled,
 }

@@ -126,10 +126,9 @@ impl Backend {
                 blocks,
                 buffers,
             } => {
-                if !buffers.is_empty() {
-                    if let Some((agent, _)) = self.agents.find_chat(&chat_id) {
-                        agent.host.buffers_at_prompt(buffers);
-                    }
+                // Also without buffers: the texts of the previous prompt go.
+                if let Some((agent, session)) = self.agents.find_chat(&chat_id) {
+                    agent.host.buffers_at_prompt(&session, buffers);
                 }
                 if !self.send(&chat_id, ChatCommand::Prompt(blocks)) {
                     self.events.push(Event::PromptFailed {

@@ -207,10 +207,12 @@ impl fmt::Display for BadCommand {
 
 impl std::error::Error for BadCommand {}
 
-/// A buffer with unsaved edits when a prompt is sent: the backend then
-/// knows its text before the agent edits the file, so its first write or
-/// disk edit there is merged in one instruction (without it, the first
-/// instruction can only find out the buffer's text: `stale`, then a second).
+/// A buffer of a file in the chat's directory when a prompt is sent: the
+/// backend then knows its text before the agent edits the file, so its
+/// first write or disk edit there is merged in one instruction (without it,
+/// the first instruction can only find out the buffer's text: `stale`, then
+/// a second), and the file's text then is the base of a write by an agent
+/// that reads nothing first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptBuffer {
     /// Absolute path of the file.
@@ -219,6 +221,9 @@ pub struct PromptBuffer {
     pub text: String,
     /// Its tick (`acp.fs.tick`).
     pub tick: u64,
+    /// The file's text on disk, for a buffer with unsaved edits; `None`:
+    /// the buffer is unmodified (its text is the file's).
+    pub disk: Option<String>,
 }
 
 /// Decodes the fields of one message's parameter map.
@@ -772,6 +777,7 @@ fn decode_prompt_buffers(p: &Params<'_>) -> Result<Vec<PromptBuffer>, BadCommand
             tick: b
                 .opt_u64("tick")?
                 .ok_or_else(|| b.bad("`tick` is missing"))?,
+            disk: b.opt_string("disk")?,
         })
     };
     Ok(items
@@ -1243,9 +1249,10 @@ mod tests {
         let cmd = decode(
             "acp.prompt",
             json!({"chat_id": "c", "blocks": [{"type": "text", "text": "hi"}], "buffers": [
-                {"path": "/w/a.txt", "text": "mine\n", "tick": 9},
+                {"path": "/w/a.txt", "text": "mine\n", "tick": 9, "disk": "disk\n"},
                 {"path": "rel.txt", "text": "x", "tick": 1},
-                {"path": "/w/b.txt", "tick": 2}
+                {"path": "/w/b.txt", "tick": 2},
+                {"path": "/w/c.txt", "text": "clean\n", "tick": 3}
             ]}),
         )
         .unwrap();
@@ -1254,11 +1261,20 @@ mod tests {
         };
         assert_eq!(
             buffers,
-            vec![PromptBuffer {
-                path: "/w/a.txt".into(),
-                text: "mine\n".into(),
-                tick: 9
-            }]
+            vec![
+                PromptBuffer {
+                    path: "/w/a.txt".into(),
+                    text: "mine\n".into(),
+                    tick: 9,
+                    disk: Some("disk\n".into()),
+                },
+                PromptBuffer {
+                    path: "/w/c.txt".into(),
+                    text: "clean\n".into(),
+                    tick: 3,
+                    disk: None,
+                }
+            ]
         );
         let err = decode(
             "acp.prompt",

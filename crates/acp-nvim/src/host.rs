@@ -2,7 +2,6 @@
 //! prompts, buffer-aware file access and events; it answers through Lua and
 //! turns the client's session-keyed events into the plugin's chat-keyed ones.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -10,401 +9,20 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::batcher::EventQueue;
 use crate::editor::Editor;
-use crate::elicitation::{self, ElicitationPromptId, WithdrawElicitation};
+use crate::elicitation::WithdrawElicitation;
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
-use crate::protocol::{ChatId, Event, PromptId, ReviewView};
-use acp_client::buffer_sync::{self, BufferText, FileSyncs, OnDisk, Origin};
-use acp_client::elicitation::{
-    ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationResponse,
-    ElicitationScope,
-};
-use acp_client::host::{
-    Applied, HostCapabilities, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
-};
-use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use crate::protocol::{ChatId, Event};
+use crate::routes::{Item, Routes};
+use acp_client::buffer_sync::{self, BufferSync, BufferText, OnDisk};
+use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
+use acp_client::host::{Applied, HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::schema;
-use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
-
-/// Most events kept for sessions that are not registered yet.
-const HELD_MAX: usize = 2_000;
-/// Protocol warnings of one agent shown to the user; later ones are logged.
-const WARNINGS_SHOWN: usize = 3;
-
-/// Something for a session that may not be routable yet.
-#[derive(Debug)]
-enum Item {
-    Client(ClientEvent),
-    Permission {
-        request: PermissionRequest,
-        prompt: PromptId,
-    },
-    Elicitation {
-        request: ElicitationRequest,
-        prompt: ElicitationPromptId,
-    },
-}
-
-/// Which chat each session of one agent belongs to, and the translation of
-/// the client's events into plugin events.
-#[derive(Debug)]
-pub struct Routes {
-    agent_name: String,
-    sessions: HashMap<SessionId, ChatId>,
-    /// Sessions whose chat was closed: their late events are dropped.
-    closed: HashSet<SessionId>,
-    /// Events of sessions the backend does not know yet, in order. An agent
-    /// may send updates right after its `session/new` answer, before the
-    /// task that sent the request has registered the session (Claude sends
-    /// its slash commands that way).
-    held: VecDeque<(SessionId, Item)>,
-    /// The client's permission ids (per agent) to the backend's (global).
-    prompt_ids: HashMap<PermissionRequestId, PromptId>,
-    /// The client's elicitation ids to the backend's, with the chat a
-    /// request-scoped one was shown in.
-    elicitation_ids: HashMap<ElicitationRequestId, (ElicitationPromptId, Option<ChatId>)>,
-    /// Chats opening a session in this agent, newest last: a request-scoped
-    /// elicitation (asked while serving `authenticate` or `session/new`)
-    /// is shown in the newest.
-    opening: Vec<ChatId>,
-    warnings: usize,
-    /// Scratch space of [`NvimHost::with_routes`], empty between calls.
-    routed: Vec<Event>,
-}
-
-impl Routes {
-    /// No sessions yet.
-    pub fn new(agent_name: impl Into<String>) -> Self {
-        Self {
-            agent_name: agent_name.into(),
-            sessions: HashMap::new(),
-            closed: HashSet::new(),
-            held: VecDeque::new(),
-            prompt_ids: HashMap::new(),
-            elicitation_ids: HashMap::new(),
-            opening: Vec::new(),
-            warnings: 0,
-            routed: Vec::new(),
-        }
-    }
-
-    /// Routes `session` to `chat` from now on; `started` (the
-    /// `session_started` event) goes out first, then every event held for
-    /// the session, in order.
-    pub fn register(
-        &mut self,
-        session: SessionId,
-        chat: ChatId,
-        started: Option<Event>,
-        out: &mut Vec<Event>,
-    ) {
-        self.closed.remove(&session);
-        self.sessions.insert(session.clone(), chat);
-        out.extend(started);
-        let held = std::mem::take(&mut self.held);
-        for (sid, item) in held {
-            if sid == session {
-                self.route(item, out);
-            } else {
-                self.held.push_back((sid, item));
-            }
-        }
-    }
-
-    /// Stops routing `session`; its late events are dropped.
-    pub fn unregister(&mut self, session: &SessionId) {
-        self.sessions.remove(session);
-        self.closed.insert(session.clone());
-        self.held.retain(|(sid, _)| sid != session);
-    }
-
-    /// The chats of this agent.
-    pub fn chats(&self) -> Vec<ChatId> {
-        let mut chats: Vec<ChatId> = self.sessions.values().cloned().collect();
-        chats.sort();
-        chats
-    }
-
-    /// Translates one client event; the result goes to `out`, or is held
-    /// until its session is registered.
-    pub fn translate(&mut self, event: ClientEvent, out: &mut Vec<Event>) {
-        self.route(Item::Client(event), out);
-    }
-
-    fn route(&mut self, item: Item, out: &mut Vec<Event>) {
-        // Borrowed: this runs for every streamed chunk, and the ids are only
-        // copied (a reference count) into the event that leaves.
-        let session = match &item {
-            Item::Client(ev) => session_of(ev),
-            Item::Permission { request, .. } => Some(&request.session_id),
-            Item::Elicitation { request, .. } => request.scope.session_id(),
-        };
-        let Some(session) = session else {
-            self.translate_agent_wide(item, out);
-            return;
-        };
-        let Some(chat) = self.sessions.get(session).cloned() else {
-            let session = session.clone();
-            if self.closed.contains(&session) {
-                tracing::debug!(%session, "dropping a late event of a closed session");
-                self.drop_item(item);
-            } else {
-                self.hold(session, item);
-            }
-            return;
-        };
-        match item {
-            Item::Client(ev) => self.translate_for_chat(ev, chat, out),
-            Item::Permission { request, prompt } => out.push(Event::PermissionRequest {
-                chat_id: chat,
-                request_id: prompt,
-                tool_call: request.tool_call,
-                options: request.options,
-            }),
-            Item::Elicitation { request, prompt } => {
-                out.push(elicitation_event(Some(chat), prompt, request))
-            }
-        }
-    }
-
-    fn hold(&mut self, session: SessionId, item: Item) {
-        if self.held.len() >= HELD_MAX {
-            if let Some((sid, old)) = self.held.pop_front() {
-                tracing::warn!(session = %sid, "dropping an event of a session that never opened");
-                self.drop_item(old);
-            }
-        }
-        self.held.push_back((session, item));
-    }
-
-    /// Forgets the bookkeeping of an event that will never be shown.
-    fn drop_item(&mut self, item: Item) {
-        match item {
-            Item::Client(ClientEvent::PermissionCancelled { id, .. }) => {
-                self.prompt_ids.remove(&id);
-            }
-            Item::Client(ClientEvent::ElicitationCancelled { id, .. }) => {
-                self.elicitation_ids.remove(&id);
-            }
-            _ => {}
-        }
-    }
-
-    fn translate_agent_wide(&mut self, item: Item, out: &mut Vec<Event>) {
-        let event = match item {
-            Item::Client(event) => event,
-            Item::Elicitation { request, prompt } => {
-                // Request-scoped: the chat whose session is opening.
-                let chat = self.opening.last().cloned();
-                if let Some(entry) = self.elicitation_ids.get_mut(&request.id) {
-                    entry.1 = chat.clone();
-                }
-                out.push(elicitation_event(chat, prompt, request));
-                return;
-            }
-            Item::Permission { .. } => return,
-        };
-        match event {
-            ClientEvent::ElicitationCancelled { id, .. } => {
-                if let Some((prompt, chat)) = self.elicitation_ids.remove(&id) {
-                    out.push(Event::ElicitationCancelled {
-                        chat_id: chat,
-                        request_id: prompt,
-                    });
-                }
-            }
-            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
-                out.push(Event::ElicitationCompleted {
-                    chat_id: self.opening.last().cloned(),
-                    elicitation_id: elicitation_id.0,
-                })
-            }
-            ClientEvent::AgentExited {
-                status,
-                stderr_tail,
-            } => {
-                for chat in self.chats() {
-                    out.push(Event::AgentExited {
-                        chat_id: chat,
-                        status: status.to_string(),
-                        stderr_tail: stderr_tail.clone(),
-                    });
-                }
-            }
-            ClientEvent::ProtocolWarning { message } => {
-                tracing::warn!(agent = %self.agent_name, "{message}");
-                self.warnings += 1;
-                if self.warnings <= WARNINGS_SHOWN {
-                    let mut message = format!("agent {}: {message}", self.agent_name);
-                    if self.warnings == WARNINGS_SHOWN {
-                        message.push_str(
-                            " (further warnings of this agent go to the log only: :Acp log)",
-                        );
-                    }
-                    out.push(Event::Warning {
-                        chat_id: None,
-                        message,
-                    });
-                }
-            }
-            other => tracing::debug!("client event without a session ignored: {other:?}"),
-        }
-    }
-
-    fn translate_for_chat(&mut self, event: ClientEvent, chat: ChatId, out: &mut Vec<Event>) {
-        match event {
-            ClientEvent::Session { change, .. } => {
-                // A subagent's own requests (permissions, elicitations) carry
-                // its session id: they go to the chat of its parent.
-                let child = subagent_announced(&change).map(SessionId::new);
-                out.push(Event::Session {
-                    chat_id: chat.clone(),
-                    change,
-                });
-                if let Some(child) = child {
-                    if !self.sessions.contains_key(&child) {
-                        self.register(child, chat, None, out);
-                    }
-                }
-            }
-            ClientEvent::PermissionCancelled { id, .. } => match self.prompt_ids.remove(&id) {
-                Some(prompt) => out.push(Event::PermissionCancelled {
-                    chat_id: chat,
-                    request_id: prompt,
-                }),
-                None => tracing::debug!(?id, "cancelled permission prompt was never shown"),
-            },
-            ClientEvent::ElicitationCancelled { id, .. } => {
-                match self.elicitation_ids.remove(&id) {
-                    Some((prompt, _)) => out.push(Event::ElicitationCancelled {
-                        chat_id: Some(chat),
-                        request_id: prompt,
-                    }),
-                    None => tracing::debug!(?id, "cancelled elicitation was never shown"),
-                }
-            }
-            ClientEvent::ElicitationCompleted { elicitation_id, .. } => {
-                out.push(Event::ElicitationCompleted {
-                    chat_id: Some(chat),
-                    elicitation_id: elicitation_id.0,
-                })
-            }
-            ClientEvent::PermissionAutoAnswered { request, decision } => {
-                let option = match &decision {
-                    PermissionDecision::Selected { option_id } => request
-                        .options
-                        .iter()
-                        .find(|o| &o.option_id == option_id)
-                        .cloned(),
-                    _ => None,
-                };
-                out.push(Event::PermissionAuto {
-                    chat_id: chat,
-                    tool_call: request.tool_call,
-                    option,
-                });
-            }
-            ClientEvent::Terminal(terminal) => out.push(Event::Terminal {
-                chat_id: chat,
-                terminal,
-            }),
-            ClientEvent::FileEdited(edit) => out.push(Event::FileEdited {
-                chat_id: chat,
-                path: edit.path.to_string_lossy().into_owned(),
-                buffer_updated: edit.applied == Applied::Buffer,
-                kept_unsaved: matches!(edit.applied, Applied::MergedUnsaved | Applied::Waiting),
-                waiting: edit.applied == Applied::Waiting,
-            }),
-            ClientEvent::ReviewChanged { file, review, .. } => out.push(Event::ReviewChanged {
-                chat_id: chat,
-                path: file.path.to_string_lossy().into_owned(),
-                summary: file,
-                review: review.as_ref().map(ReviewView::from),
-            }),
-            other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
-        }
-    }
-
-    /// The session routed to `chat`, if it is open.
-    pub fn session_of(&self, chat: &ChatId) -> Option<SessionId> {
-        self.sessions
-            .iter()
-            .find(|(_, c)| *c == chat)
-            .map(|(s, _)| s.clone())
-    }
-}
-
-/// The session a client event belongs to; `None` for agent-wide events.
-fn session_of(event: &ClientEvent) -> Option<&SessionId> {
-    match event {
-        ClientEvent::Session { session_id, .. }
-        | ClientEvent::PermissionCancelled { session_id, .. } => Some(session_id),
-        ClientEvent::ElicitationCancelled { scope, .. }
-        | ClientEvent::ElicitationCompleted { scope, .. } => scope.session_id(),
-        ClientEvent::PermissionAutoAnswered { request, .. } => Some(&request.session_id),
-        ClientEvent::FileEdited(edit) => Some(&edit.session_id),
-        ClientEvent::ReviewChanged { session_id, .. } => Some(session_id),
-        ClientEvent::Terminal(terminal) => terminal_session(terminal),
-        _ => None,
-    }
-}
-
-/// The `elicitation_request` event of an elicitation.
-fn elicitation_event(
-    chat: Option<ChatId>,
-    prompt: ElicitationPromptId,
-    request: ElicitationRequest,
-) -> Event {
-    let (tool_call_id, tool_title) = match &request.scope {
-        ElicitationScope::Session {
-            tool_call_id,
-            tool_title,
-            ..
-        } => (tool_call_id.clone(), tool_title.clone()),
-        ElicitationScope::Request { .. } => (None, None),
-    };
-    let session_id = request.scope.session_id().map(ToString::to_string);
-    let (mode, requested_schema, fields, url, elicitation_id) = match request.mode {
-        ElicitationMode::Form { schema } => (
-            "form",
-            Some(schema.raw.clone()),
-            Some(elicitation::lua_fields(&schema)),
-            None,
-            None,
-        ),
-        ElicitationMode::Url {
-            elicitation_id,
-            url,
-        } => ("url", None, None, Some(url), Some(elicitation_id.0)),
-    };
-    Event::ElicitationRequest {
-        chat_id: chat,
-        request_id: prompt,
-        session_id,
-        mode,
-        message: request.message,
-        requested_schema,
-        fields,
-        url,
-        elicitation_id,
-        tool_call_id,
-        tool_title,
-    }
-}
-
-fn terminal_session(event: &TerminalEvent) -> Option<&SessionId> {
-    match event {
-        TerminalEvent::Started { session_id, .. }
-        | TerminalEvent::Output { session_id, .. }
-        | TerminalEvent::Exited { session_id, .. }
-        | TerminalEvent::Released { session_id, .. } => Some(session_id),
-        _ => None,
-    }
-}
 
 /// The [`EditorHost`] of one agent process.
 pub struct NvimHost {
@@ -412,16 +30,10 @@ pub struct NvimHost {
     editor: Arc<dyn Editor>,
     prompts: Arc<Prompts>,
     routes: Mutex<Routes>,
-    /// The state of the files this agent read or wrote through Neovim:
-    /// the one owner of what the agent saw and of the buffers' reported
-    /// text (see `acp_client::buffer_sync`).
-    files: Arc<Mutex<FileSyncs>>,
-    /// Held from planning an instruction to recording its answer, by the
-    /// agent's writes and by [`DiskSync`]: Lua applies instructions in the
-    /// order they arrive, and their answers must be recorded in that order
-    /// too. Two tasks woken by their answers could otherwise record an
-    /// older buffer text and synced disk text over a newer one.
-    instructions: Arc<tokio::sync::Mutex<()>>,
+    /// The state of the files this agent read or wrote through Neovim,
+    /// and the order of the instructions (see `acp_client::buffer_sync`):
+    /// shared by the agent's writes and [`DiskSync`].
+    sync: Arc<BufferSync>,
     /// The task bringing buffers up to date with the agent's disk edits,
     /// started with the first one (see [`DiskSync`]).
     disk_sync: OnceLock<mpsc::UnboundedSender<DiskJob>>,
@@ -443,8 +55,7 @@ enum DiskJob {
 /// go out in the order of its changes.
 struct DiskSync {
     editor: Arc<dyn Editor>,
-    files: Arc<Mutex<FileSyncs>>,
-    instructions: Arc<tokio::sync::Mutex<()>>,
+    sync: Arc<BufferSync>,
     events: EventQueue,
 }
 
@@ -467,42 +78,20 @@ impl DiskSync {
         let Some(lua_path) = lua_path(path) else {
             return;
         };
-        for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let _turn = self.instructions.lock().await;
-            let Some(instruction) = self.files.lock().plan_disk(path) else {
-                return;
-            };
-            match apply(&*self.editor, &self.files, lua_path, &instruction, chat).await {
-                Ok(buffer_sync::Applied::Stale(_)) => {
-                    if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
-                        // No base to merge on: the unsaved edits stay as
-                        // they are (the agent's text is on disk).
-                        tracing::info!(
-                            path = lua_path,
-                            "no base to merge the agent's disk edit into unsaved edits"
-                        );
-                        self.files.lock().gave_up(&instruction, "");
-                        return;
-                    }
-                }
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::warn!(path = lua_path, "disk edit not applied to its buffer: {e}");
-                    self.events.push(Event::Warning {
-                        chat_id: None,
-                        message: format!(
-                            "could not bring the buffer of {lua_path} up to date with the agent's edit on disk ({e}); :edit reloads it"
-                        ),
-                    });
-                    return;
-                }
-            }
+        let buffers = LuaBuffers {
+            editor: &*self.editor,
+            events: &self.events,
+            chat,
+        };
+        if let Err(e) = self.sync.sync_disk(&buffers, path).await {
+            tracing::warn!(path = lua_path, "disk edit not applied to its buffer: {e}");
+            self.events.push(Event::Warning {
+                chat_id: None,
+                message: format!(
+                    "could not bring the buffer of {lua_path} up to date with the agent's edit on disk ({e}); :edit reloads it"
+                ),
+            });
         }
-        // The user typed under every merge: the next report plans it again.
-        tracing::info!(
-            path = lua_path,
-            "the buffer changed under every merge of a disk edit; it waits for the next report"
-        );
     }
 }
 
@@ -527,8 +116,7 @@ impl NvimHost {
             editor,
             prompts,
             routes: Mutex::new(Routes::new(agent_name)),
-            files: Arc::new(Mutex::new(FileSyncs::new())),
-            instructions: Arc::new(tokio::sync::Mutex::new(())),
+            sync: Arc::new(BufferSync::new()),
             disk_sync: OnceLock::new(),
         }
     }
@@ -544,8 +132,7 @@ impl NvimHost {
             let (tx, rx) = mpsc::unbounded_channel();
             let task = DiskSync {
                 editor: self.editor.clone(),
-                files: self.files.clone(),
-                instructions: self.instructions.clone(),
+                sync: self.sync.clone(),
                 events: self.events.clone(),
             };
             tokio::spawn(task.run(rx));
@@ -594,7 +181,7 @@ impl NvimHost {
     /// Stops routing a session.
     pub fn unregister(&self, session: &SessionId) {
         self.routes().unregister(session);
-        self.files.lock().drop_session(session);
+        self.sync.files().drop_session(session);
     }
 
     /// Lua reported a buffer's text with its tick (`acp.fs.tick`; the user's
@@ -610,13 +197,13 @@ impl NvimHost {
         tick: u64,
         on_disk: OnDisk,
     ) -> bool {
-        if self.files.lock().pending(path).is_some() {
+        if self.sync.files().pending(path).is_some() {
             // An instruction for the agent's disk text may be out: its
             // answer is taken first, so a report Lua sent after applying it
             // is not judged by the state before.
             self.disk_synced().await;
         }
-        let report = self.files.lock().user_reported(
+        let report = self.sync.files().user_reported(
             path,
             BufferText {
                 text,
@@ -632,7 +219,7 @@ impl NvimHost {
 
     /// What is held of a file's sync with its buffer (`acp.file_sync`).
     pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
-        self.files.lock().state(path)
+        self.sync.files().state(path)
     }
 
     /// The chats whose sessions live in this agent.
@@ -656,53 +243,39 @@ impl NvimHost {
         }
     }
 
-    /// A prompt goes out with these buffers unsaved: their text is known
-    /// from now on (unless a newer report came first), so the agent's first
-    /// write or disk edit of one is merged in one instruction.
-    pub fn buffers_at_prompt(&self, buffers: Vec<crate::command::PromptBuffer>) {
-        let mut files = self.files.lock();
+    /// A prompt of `session` goes out with these buffers: their text is
+    /// known from now on (unless a newer report came first), so the agent's
+    /// first write or disk edit of one is merged in one instruction; their
+    /// files' texts are the base of a write by an agent that reads nothing
+    /// first (`FileSyncs::base_of_write`).
+    pub fn buffers_at_prompt(
+        &self,
+        session: &SessionId,
+        buffers: Vec<crate::command::PromptBuffer>,
+    ) {
+        let mut files = self.sync.files();
+        let mut texts = Vec::with_capacity(buffers.len());
         for b in buffers {
+            let text: Arc<str> = b.text.into();
+            texts.push((
+                b.path.clone(),
+                b.disk.map_or_else(|| text.clone(), Into::into),
+            ));
             files.reported(
                 &b.path,
                 BufferText {
-                    text: b.text.into(),
+                    text,
                     version: b.tick,
                 },
             );
         }
+        files.turn_started(session, texts);
     }
 
     /// A prompt goes out: the files it embeds whole are what the agent
     /// saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
-        let embedded: Vec<(PathBuf, &str)> = blocks
-            .iter()
-            .filter_map(|block| {
-                let schema::ContentBlock::Resource(embedded) = block else {
-                    return None;
-                };
-                let schema::EmbeddedResourceResource::TextResourceContents(res) =
-                    &embedded.resource
-                else {
-                    return None;
-                };
-                // A range (`#L3-9`) is not the whole file.
-                let path = res
-                    .uri
-                    .strip_prefix("file://")
-                    .filter(|p| !p.contains('#'))
-                    .map(percent_decode)?;
-                // Keyed like the agent's requests: resolved (symlinks
-                // followed). Resolved before the state is locked: it reads
-                // the file system.
-                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
-                Some((path, res.text.as_str()))
-            })
-            .collect();
-        let mut files = self.files.lock();
-        for (path, text) in embedded {
-            files.saw(session, &path, Some(text.into()));
-        }
+        self.sync.saw_prompt(session, blocks);
     }
 
     /// `require('acp.fs').read_for_agent`: what the agent gets, the whole
@@ -727,61 +300,48 @@ impl NvimHost {
             Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
     }
+}
 
-    /// Sends one instruction and decodes its answer.
+/// Neovim's buffers as the buffer sync drives them: instructions go to
+/// `acp.fs.apply`.
+struct LuaBuffers<'a> {
+    editor: &'a dyn Editor,
+    events: &'a EventQueue,
+    /// The chat whose agent made the edit, when known: named in a disk
+    /// edit's instruction, and told of a refused write.
+    chat: Option<&'a ChatId>,
+}
+
+#[async_trait]
+impl buffer_sync::Buffers for LuaBuffers<'_> {
     async fn apply(
         &self,
-        path: &str,
         instruction: &buffer_sync::Instruction,
     ) -> acp_client::Result<buffer_sync::Applied> {
-        apply(&*self.editor, &self.files, path, instruction, None).await
+        let path = lua_path(&instruction.path).ok_or_else(|| {
+            acp_client::Error::Host(format!(
+                "`{}` is not UTF-8: Neovim cannot match it to a buffer",
+                instruction.path.display()
+            ))
+        })?;
+        let mut call = lua::Apply::of(path, instruction);
+        call.chat_id = self.chat.map(|c| &*c.0);
+        let reply = self.editor.fs_apply(call.encode()).await.map_err(|e| {
+            acp_client::Error::Host(format!(
+                "Neovim could not write `{path}` through its buffer: {e}"
+            ))
+        })?;
+        lua::decode_apply(&reply, instruction.revision)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))
     }
-}
 
-/// Sends one instruction to Lua (`acp.fs.apply`) and records its answer.
-async fn apply(
-    editor: &dyn Editor,
-    files: &Mutex<FileSyncs>,
-    path: &str,
-    instruction: &buffer_sync::Instruction,
-    chat: Option<&ChatId>,
-) -> acp_client::Result<buffer_sync::Applied> {
-    let mut call = lua::Apply::of(path, instruction);
-    call.chat_id = chat.map(|c| &*c.0);
-    let reply = editor.fs_apply(call.encode()).await.map_err(|e| {
-        acp_client::Error::Host(format!(
-            "Neovim could not write `{path}` through its buffer: {e}"
-        ))
-    })?;
-    let applied = lua::decode_apply(&reply, instruction.revision)
-        .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
-    files.lock().answered(instruction, &applied);
-    Ok(applied)
-}
-
-/// A `file://` URI's path with its `%XX` escapes decoded (Lua's
-/// `vim.uri_from_fname` escapes spaces and other reserved bytes).
-fn percent_decode(path: &str) -> String {
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
+    fn tell_user(&self, path: &Path, message: String) {
+        tracing::warn!(path = %path.display(), "{message}");
+        self.events.push(Event::Warning {
+            chat_id: self.chat.cloned(),
+            message,
+        });
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// See [`NvimHost::opening`].
@@ -870,20 +430,31 @@ impl EditorHost for NvimHost {
         // The backend's copy of the buffer, by its tick: a buffer still at
         // it answers with the range only (an agent paging through a
         // 1,000,000-line buffer must not ship it each time).
-        let known = self.files.lock().buffer(&request.path).cloned();
+        let known = self.sync.files().buffer(&request.path).cloned();
         let args = lua::FsRead {
             path,
             line: request.line,
             limit: request.limit,
             known: known.as_ref().map(|b| b.version),
         };
-        let read = self.buffer_read(&request.path, path, args).await?;
-        let mut files = self.files.lock();
-        let Some(read) = read else {
-            // Read from disk: the disk is what it saw.
-            files.saw(&request.session_id, &request.path, None);
+        let Some(read) = self.buffer_read(&request.path, path, args).await? else {
+            // Read from disk (by the client, next): the disk is what it saw.
+            // A whole read is kept as the base of its next write, which is
+            // then merged with what the user saves meanwhile; a range is not
+            // the file (the base falls back to the text at the prompt).
+            let whole = match (request.line, request.limit) {
+                (None, None) => tokio::fs::read_to_string(&request.path)
+                    .await
+                    .ok()
+                    .map(Into::into),
+                _ => None,
+            };
+            self.sync
+                .files()
+                .saw(&request.session_id, &request.path, whole);
             return Ok(None);
         };
+        let mut files = self.sync.files();
         let whole = match read.view {
             Some(view) => {
                 files.reported(
@@ -911,126 +482,16 @@ impl EditorHost for NvimHost {
     }
 
     async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
-        let Some(path) = lua_path(&request.path) else {
+        if lua_path(&request.path).is_none() {
             return Ok(WriteOutcome::NotHandled);
-        };
-        // A restore carries the text review knew the file had, if any.
-        let restore = match &request.kind {
-            WriteKind::Restore { current } => Some(current.as_deref()),
-            _ => None,
-        };
-        let seen = match restore {
-            Some(_) => None,
-            None => self.files.lock().seen(&request.session_id, &request.path),
-        };
-        // The base of the merge into a buffer with unsaved edits: the text
-        // the writer changed. For the agent, what it last saw, else the disk
-        // (against the disk, the user's own lines it read from the buffer
-        // and wrote back would read as a conflict). For a restore, the text
-        // review knew the file had. Shared, not copied per attempt.
-        let base: Option<Arc<str>> = match restore {
-            Some(current) => current.map(Into::into),
-            None => match &seen {
-                Some(seen) => Some(seen.clone()),
-                None => tokio::fs::read_to_string(&request.path)
-                    .await
-                    .ok()
-                    .map(Into::into),
-            },
-        };
-        let origin = match restore {
-            Some(_) => Origin::Restore,
-            None => Origin::Write,
-        };
-        let mut outcome = None;
-        // The last instruction answered stale, with its base.
-        let mut last = None;
-        // Once per stale answer: the user typed between Lua's last report of
-        // the buffer and the instruction's arrival, so the merge is made
-        // again from the text the answer carries.
-        for _ in 0..buffer_sync::MAX_ATTEMPTS {
-            let _turn = self.instructions.lock().await;
-            let (instruction, base) = {
-                let mut files = self.files.lock();
-                let base: Arc<str> = match (&base, restore) {
-                    (Some(base), _) => base.clone(),
-                    // A restore of text review did not know: taken whole.
-                    (None, Some(_)) => files
-                        .buffer(&request.path)
-                        .map_or_else(|| "".into(), |b| b.text.clone()),
-                    // An agent's write of a file that is not on disk.
-                    (None, None) => "".into(),
-                };
-                let instruction = files.plan(&request.path, &base, &request.content, origin);
-                (instruction, base)
-            };
-            match self.apply(path, &instruction).await? {
-                buffer_sync::Applied::NoBuffer => {
-                    outcome = Some(WriteOutcome::NotHandled);
-                    break;
-                }
-                buffer_sync::Applied::Saved { old_content, .. } => {
-                    outcome = Some(WriteOutcome::Handled { old_content });
-                    break;
-                }
-                buffer_sync::Applied::Merged { .. } if origin == Origin::Restore => {
-                    // A restore leaves the disk alone.
-                    outcome = Some(WriteOutcome::Handled { old_content: None });
-                    break;
-                }
-                buffer_sync::Applied::Merged { .. } => {
-                    outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.as_deref().map(str::to_owned),
-                        buffer: instruction.merge.map(|m| m.text),
-                    });
-                    break;
-                }
-                buffer_sync::Applied::Waiting => {
-                    // Open conflict blocks: the write goes to disk and waits
-                    // (FileSyncs::pending); its merge is tried as a disk
-                    // edit once the client recorded it (`on_event`).
-                    outcome = Some(WriteOutcome::KeptUnsaved {
-                        seen: seen.as_deref().map(str::to_owned),
-                        buffer: None,
-                    });
-                    break;
-                }
-                buffer_sync::Applied::Reloaded { .. } => {
-                    return Err(acp_client::Error::Host(format!(
-                        "Neovim took the agent's write of `{path}` as a disk edit and did not save it; update the acp.nvim plugin and backend together"
-                    )));
-                }
-                buffer_sync::Applied::Stale(_) => last = Some((instruction, base)),
-            }
         }
-        let outcome = match outcome {
-            Some(outcome) => outcome,
-            None => {
-                tracing::info!(
-                    path,
-                    "the buffer changed under every merge; the write goes to disk and waits"
-                );
-                if let Some((instruction, base)) = &last {
-                    // Tried again as a disk edit once the client wrote and
-                    // recorded it (`on_event`), and after the user's next
-                    // report.
-                    self.files.lock().gave_up(instruction, base);
-                }
-                WriteOutcome::KeptUnsaved {
-                    seen: seen.as_deref().map(str::to_owned),
-                    buffer: None,
-                }
-            }
+        let chat = self.routes().sessions.get(&request.session_id).cloned();
+        let buffers = LuaBuffers {
+            editor: &*self.editor,
+            events: &self.events,
+            chat: chat.as_ref(),
         };
-        if restore.is_none() {
-            // It knows what it wrote.
-            self.files.lock().saw(
-                &request.session_id,
-                &request.path,
-                Some(request.content.as_str().into()),
-            );
-        }
-        Ok(outcome)
+        self.sync.write(&buffers, request).await
     }
 
     async fn text_before_turn(
@@ -1068,7 +529,7 @@ impl EditorHost for NvimHost {
         if lua_path(path).is_none() {
             return;
         }
-        if self.files.lock().disk_changed(path, before, after) {
+        if self.sync.files().disk_changed(path, before, after) {
             let chat = self.routes().sessions.get(session_id).cloned();
             self.queue_disk_sync(path, chat);
         }
@@ -1090,1014 +551,6 @@ impl EditorHost for NvimHost {
     }
 }
 
-/// The child session a change announces (`subagent_update`), at any depth.
-fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&str> {
-    match change {
-        acp_client::session::SessionChange::SubagentChanged { subagent } => {
-            Some(&subagent.session_id)
-        }
-        acp_client::session::SessionChange::Child { child_change, .. } => {
-            subagent_announced(child_change)
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
-mod tests {
-    use acp_client::host::FileEdit;
-    use acp_client::permission::{OptionKind, PermissionOption};
-    use acp_client::process::ExitInfo;
-    use acp_client::session::SessionChange;
-    use acp_client::terminal::TerminalEvent;
-    use acp_client::update::ToolCallFields;
-    use rmpv::Value;
-    use serde_json::{json, Value as Json};
-
-    use super::*;
-    use crate::msgpack;
-
-    fn sid(s: &str) -> SessionId {
-        SessionId::new(s)
-    }
-
-    fn chat(s: &str) -> ChatId {
-        ChatId(s.into())
-    }
-
-    fn mode(session: &str, mode: &str) -> ClientEvent {
-        ClientEvent::Session {
-            session_id: sid(session),
-            change: SessionChange::ModeChanged {
-                current_mode_id: mode.into(),
-            },
-        }
-    }
-
-    fn permission(session: &str, id: u64) -> PermissionRequest {
-        PermissionRequest {
-            id: PermissionRequestId(id),
-            session_id: sid(session),
-            tool_call: ToolCallFields::new("tool-1"),
-            options: vec![
-                PermissionOption {
-                    option_id: "yes".into(),
-                    name: "Allow".into(),
-                    kind: OptionKind::AllowOnce,
-                },
-                PermissionOption {
-                    option_id: "no".into(),
-                    name: "Reject".into(),
-                    kind: OptionKind::RejectOnce,
-                },
-            ],
-        }
-    }
-
-    fn started(c: &str) -> Event {
-        Event::Warning {
-            chat_id: Some(chat(c)),
-            message: "started".into(),
-        }
-    }
-
-    #[test]
-    fn session_events_are_routed_to_their_chat() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.register(sid("s2"), chat("b"), None, &mut out);
-        r.translate(mode("s2", "plan"), &mut out);
-        r.translate(mode("s1", "code"), &mut out);
-        assert_eq!(
-            out,
-            vec![
-                Event::Session {
-                    chat_id: chat("b"),
-                    change: SessionChange::ModeChanged {
-                        current_mode_id: "plan".into(),
-                    },
-                },
-                Event::Session {
-                    chat_id: chat("a"),
-                    change: SessionChange::ModeChanged {
-                        current_mode_id: "code".into(),
-                    },
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn events_before_registration_follow_session_started_in_order() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.translate(mode("s1", "one"), &mut out);
-        r.translate(mode("other", "x"), &mut out);
-        r.translate(mode("s1", "two"), &mut out);
-        assert!(out.is_empty());
-        r.register(sid("s1"), chat("a"), Some(started("a")), &mut out);
-        let kinds: Vec<Json> = out.iter().map(Event::json_view).collect();
-        assert_eq!(kinds[0]["message"], "started");
-        assert_eq!(kinds[1]["change"]["current_mode_id"], "one");
-        assert_eq!(kinds[2]["change"]["current_mode_id"], "two");
-        assert_eq!(out.len(), 3);
-        // The other session's event is still held for it.
-        out.clear();
-        r.register(sid("other"), chat("b"), None, &mut out);
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].chat_id(), Some(&chat("b")));
-    }
-
-    #[test]
-    fn late_events_of_a_closed_session_are_dropped() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.unregister(&sid("s1"));
-        r.translate(mode("s1", "late"), &mut out);
-        assert!(out.is_empty());
-        assert!(r.held.is_empty());
-    }
-
-    #[test]
-    fn held_events_are_bounded() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        for i in 0..HELD_MAX + 10 {
-            r.translate(mode("never", &i.to_string()), &mut out);
-        }
-        assert_eq!(r.held.len(), HELD_MAX);
-        r.register(sid("never"), chat("a"), None, &mut out);
-        assert_eq!(out.len(), HELD_MAX);
-        // The oldest ones were dropped, the newest kept.
-        assert_eq!(out[0].json_view()["change"]["current_mode_id"], "10");
-    }
-
-    #[test]
-    fn agent_exit_reaches_every_chat_of_the_agent() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.register(sid("s2"), chat("b"), None, &mut out);
-        r.translate(
-            ClientEvent::AgentExited {
-                status: ExitInfo {
-                    code: Some(3),
-                    signal: None,
-                },
-                stderr_tail: "boom\n".into(),
-            },
-            &mut out,
-        );
-        assert_eq!(
-            out,
-            vec![
-                Event::AgentExited {
-                    chat_id: chat("a"),
-                    status: "exit code 3".into(),
-                    stderr_tail: "boom\n".into()
-                },
-                Event::AgentExited {
-                    chat_id: chat("b"),
-                    status: "exit code 3".into(),
-                    stderr_tail: "boom\n".into()
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn permission_requests_and_cancellations_use_backend_ids() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.prompt_ids.insert(PermissionRequestId(1), PromptId(41));
-        r.route(
-            Item::Permission {
-                request: permission("s1", 1),
-                prompt: PromptId(41),
-            },
-            &mut out,
-        );
-        r.translate(
-            ClientEvent::PermissionCancelled {
-                id: PermissionRequestId(1),
-                session_id: sid("s1"),
-            },
-            &mut out,
-        );
-        let j: Vec<Json> = out.iter().map(Event::json_view).collect();
-        assert_eq!(j[0]["type"], "permission_request");
-        assert_eq!(j[0]["request_id"], 41);
-        assert_eq!(j[0]["chat_id"], "a");
-        assert_eq!(j[0]["tool_call"]["tool_call_id"], "tool-1");
-        assert_eq!(
-            j[0]["options"][0],
-            json!({"option_id": "yes", "name": "Allow", "kind": "allow_once"})
-        );
-        assert_eq!(
-            j[1],
-            json!({"type": "permission_cancelled", "chat_id": "a", "request_id": 41})
-        );
-        assert!(r.prompt_ids.is_empty());
-    }
-
-    #[test]
-    fn auto_answers_name_the_chosen_option() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.translate(
-            ClientEvent::PermissionAutoAnswered {
-                request: permission("s1", 2),
-                decision: PermissionDecision::Selected {
-                    option_id: "yes".into(),
-                },
-            },
-            &mut out,
-        );
-        let j = out[0].json_view();
-        assert_eq!(j["type"], "permission_auto");
-        assert_eq!(j["option"]["option_id"], "yes");
-        assert_eq!(j["tool_call"]["tool_call_id"], "tool-1");
-    }
-
-    #[test]
-    fn terminal_events_gain_the_chat() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        r.translate(
-            ClientEvent::Terminal(TerminalEvent::Output {
-                session_id: sid("s1"),
-                terminal_id: "term-1".into(),
-                data: "hi\n".into(),
-                truncated: false,
-            }),
-            &mut out,
-        );
-        assert_eq!(
-            out[0].json_view(),
-            json!({"type": "terminal", "chat_id": "a", "kind": "output", "session_id": "s1", "terminal_id": "term-1", "data": "hi\n", "truncated": false})
-        );
-    }
-
-    #[test]
-    fn file_edits_say_where_the_write_went() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        let edit = |path: &str, applied| {
-            ClientEvent::FileEdited(FileEdit {
-                session_id: sid("s1"),
-                path: PathBuf::from(path),
-                old_content: None,
-                new_content: "x".into(),
-                applied,
-            })
-        };
-        r.translate(edit("/p/a.rs", Applied::MergedUnsaved), &mut out);
-        r.translate(edit("/p/b.rs", Applied::Disk), &mut out);
-        r.translate(edit("/p/c.rs", Applied::Waiting), &mut out);
-        let flags: Vec<(bool, bool, bool)> = out
-            .iter()
-            .map(|e| match e {
-                Event::FileEdited {
-                    buffer_updated,
-                    kept_unsaved,
-                    waiting,
-                    ..
-                } => (*buffer_updated, *kept_unsaved, *waiting),
-                other => panic!("not a file edit: {other:?}"),
-            })
-            .collect();
-        assert_eq!(
-            flags,
-            [
-                (false, true, false),
-                (false, false, false),
-                (false, true, true)
-            ]
-        );
-    }
-
-    #[test]
-    fn only_the_first_protocol_warnings_are_shown() {
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        for i in 0..10 {
-            r.translate(
-                ClientEvent::ProtocolWarning {
-                    message: format!("bad line {i}"),
-                },
-                &mut out,
-            );
-        }
-        assert_eq!(out.len(), WARNINGS_SHOWN);
-        let last = out.last().unwrap().json_view();
-        assert!(last["message"].as_str().unwrap().contains(":Acp log"));
-        assert!(last["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("agent demo: "));
-    }
-
-    /// A fake Lua `acp.fs`, answering with fixed values.
-    struct FakeFs {
-        read: Value,
-        apply: Value,
-        seen: Mutex<Vec<Value>>,
-    }
-
-    impl FakeFs {
-        fn answering(read: Json, apply: Json) -> Self {
-            Self {
-                read: msgpack::from_json(&read),
-                apply: msgpack::from_json(&apply),
-                seen: Mutex::default(),
-            }
-        }
-    }
-
-    #[async_trait]
-    impl Editor for FakeFs {
-        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
-            Ok(())
-        }
-        async fn fs_read(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().push(args);
-            Ok(self.read.clone())
-        }
-        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().push(args);
-            Ok(self.apply.clone())
-        }
-        /// Answers with `read`'s text, like a buffer read.
-        async fn before_turn(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            self.seen.lock().push(args);
-            Ok(msgpack::field(&self.read, "text")
-                .cloned()
-                .unwrap_or(Value::Nil))
-        }
-    }
-
-    fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceiver) {
-        let fs = Arc::new(fs);
-        let (events, rx) = EventQueue::new();
-        let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));
-        (host, fs, rx)
-    }
-
-    fn write(content: &str) -> WriteTextFile {
-        WriteTextFile {
-            session_id: sid("s1"),
-            path: "/p/a.txt".into(),
-            content: content.into(),
-            kind: WriteKind::Agent,
-        }
-    }
-
-    #[tokio::test]
-    async fn reads_ask_lua_for_the_requested_range_only() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            json!({"text": "b\nc\n", "whole": "a\nb\nc\n", "tick": 3}),
-            Json::Null,
-        ));
-        let got = host
-            .read_text_file(&ReadTextFile {
-                session_id: sid("s1"),
-                path: "/p/a.txt".into(),
-                line: Some(2),
-                limit: Some(2),
-            })
-            .await
-            .unwrap();
-        assert_eq!(got.as_deref(), Some("b\nc\n"));
-        let args = &fs.seen.lock()[0];
-        assert_eq!(
-            msgpack::to_json(args),
-            json!({"path": "/p/a.txt", "line": 2, "limit": 2})
-        );
-        // The whole text is what it saw, and the buffer's state is known.
-        let files = host.files.lock();
-        assert_eq!(
-            files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
-            Some("a\nb\nc\n")
-        );
-        assert_eq!(
-            files.buffer(Path::new("/p/a.txt")),
-            Some(&BufferText {
-                text: "a\nb\nc\n".into(),
-                version: 3
-            })
-        );
-    }
-
-    #[tokio::test]
-    async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
-        // An agent paging through a 1,000,000-line buffer: the backend holds
-        // the whole text of the buffer's tick from the first read.
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            json!({"text": "c\n", "tick": 3, "unchanged": true}),
-            Json::Null,
-        ));
-        let path = Path::new("/p/a.txt");
-        host.files.lock().reported(
-            path,
-            BufferText {
-                text: "a\nb\nc\n".into(),
-                version: 3,
-            },
-        );
-        let read = ReadTextFile {
-            session_id: sid("s1"),
-            path: path.into(),
-            line: Some(3),
-            limit: Some(1),
-        };
-        let got = host.read_text_file(&read).await.unwrap();
-        assert_eq!(got.as_deref(), Some("c\n"));
-        assert_eq!(
-            msgpack::to_json(&fs.seen.lock()[0]),
-            json!({"path": "/p/a.txt", "line": 3, "limit": 1, "known": 3})
-        );
-        assert_eq!(
-            host.files.lock().seen(&sid("s1"), path).as_deref(),
-            Some("a\nb\nc\n")
-        );
-        // "Unchanged" at a tick the backend does not hold is a broken
-        // contract, said as such.
-        host.files.lock().reported(
-            path,
-            BufferText {
-                text: "newer\n".into(),
-                version: 4,
-            },
-        );
-        let err = host.read_text_file(&read).await.unwrap_err().to_string();
-        assert!(
-            err.contains("update the acp.nvim plugin and backend together"),
-            "{err}"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_read_without_buffer_falls_back_to_disk() {
-        let (host, _fs, _rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
-        let got = host
-            .read_text_file(&ReadTextFile {
-                session_id: sid("s1"),
-                path: "/p/a.txt".into(),
-                line: None,
-                limit: None,
-            })
-            .await
-            .unwrap();
-        assert_eq!(got, None);
-    }
-
-    #[tokio::test]
-    async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            json!({"text": "old\nmine\n", "tick": 4}),
-            json!({"status": "merged", "revision": 1, "tick": 5}),
-        ));
-        host.read_text_file(&ReadTextFile {
-            session_id: sid("s1"),
-            path: "/p/a.txt".into(),
-            line: None,
-            limit: None,
-        })
-        .await
-        .unwrap();
-        let outcome = host.write_text_file(&write("new\nmine\n")).await.unwrap();
-        assert_eq!(
-            outcome,
-            WriteOutcome::KeptUnsaved {
-                seen: Some("old\nmine\n".into()),
-                buffer: Some("new\nmine\n".into())
-            }
-        );
-        assert_eq!(
-            msgpack::to_json(&fs.seen.lock()[1]),
-            json!({"path": "/p/a.txt", "revision": 1, "content": "new\nmine\n",
-                   "merged": "new\nmine\n", "tick": 4})
-        );
-        // It knows what it wrote; the buffer is known at its new tick.
-        let files = host.files.lock();
-        assert_eq!(
-            files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
-            Some("new\nmine\n")
-        );
-        assert_eq!(files.buffer(Path::new("/p/a.txt")).unwrap().version, 5);
-    }
-
-    #[tokio::test]
-    async fn a_write_through_the_buffer_returns_the_old_content() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            Json::Null,
-            json!({"status": "saved", "revision": 1, "tick": 9, "old_content": "old\n"}),
-        ));
-        let outcome = host.write_text_file(&write("new\n")).await.unwrap();
-        assert_eq!(
-            outcome,
-            WriteOutcome::Handled {
-                old_content: Some("old\n".into())
-            }
-        );
-        assert_eq!(
-            msgpack::to_json(&fs.seen.lock()[0]),
-            json!({"path": "/p/a.txt", "revision": 1, "content": "new\n"})
-        );
-    }
-
-    #[tokio::test]
-    async fn an_answer_naming_another_revision_is_an_error() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            Json::Null,
-            json!({"status": "stale", "revision": 1, "text": "x\n", "tick": 2}),
-        ));
-        // The first instruction is revision 1 (stale), the second 2: its
-        // answer still names 1.
-        let err = host.write_text_file(&write("y\n")).await.unwrap_err();
-        assert!(err.to_string().contains("revision"), "{err}");
-        assert_eq!(fs.seen.lock().len(), 2);
-    }
-
-    /// A Lua side whose buffer changes under every instruction.
-    struct AlwaysStale {
-        instructions: Mutex<u64>,
-    }
-
-    #[async_trait]
-    impl Editor for AlwaysStale {
-        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
-            Ok(())
-        }
-        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
-            Ok(Value::Nil)
-        }
-        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            let mut n = self.instructions.lock();
-            *n += 1;
-            let revision = msgpack::to_json(&args)["revision"].clone();
-            Ok(msgpack::from_json(
-                &json!({"status": "stale", "revision": revision, "text": format!("typed {n}\n"), "tick": *n}),
-            ))
-        }
-    }
-
-    #[tokio::test]
-    async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
-        let lua = Arc::new(AlwaysStale {
-            instructions: Mutex::new(0),
-        });
-        let (events, _rx) = EventQueue::new();
-        let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
-        let outcome = host.write_text_file(&write("y\n")).await.unwrap();
-        // The buffer is left alone; the client writes the disk and the
-        // write is merged into the buffer later, as a disk edit.
-        assert_eq!(
-            outcome,
-            WriteOutcome::KeptUnsaved {
-                seen: None,
-                buffer: None
-            }
-        );
-        assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
-        assert_eq!(
-            host.files.lock().pending(Path::new("/p/a.txt")),
-            Some("y\n")
-        );
-        // Tried again as a disk edit once the client wrote and recorded it
-        // (bounded too); the user's next report tries it after that.
-        host.on_event(waited("/p/a.txt", "y\n"));
-        host.disk_synced().await;
-        assert_eq!(
-            *lua.instructions.lock() as usize,
-            2 * buffer_sync::MAX_ATTEMPTS
-        );
-        assert_eq!(
-            host.files.lock().pending(Path::new("/p/a.txt")),
-            Some("y\n")
-        );
-    }
-
-    /// The client's event of an agent write that waited for the buffer.
-    fn waited(path: &str, content: &str) -> ClientEvent {
-        ClientEvent::FileEdited(FileEdit {
-            session_id: sid("s1"),
-            path: PathBuf::from(path),
-            old_content: None,
-            new_content: content.into(),
-            applied: Applied::Waiting,
-        })
-    }
-
-    /// A Lua side answering instructions from a script, in order (the
-    /// revision echoed), and keeping every instruction it got. A gated one
-    /// holds its answer to the first instruction until the gate opens.
-    struct Scripted {
-        replies: Mutex<VecDeque<Json>>,
-        seen: Mutex<Vec<Json>>,
-        gate: Option<tokio::sync::Notify>,
-    }
-
-    impl Scripted {
-        fn new(replies: Vec<Json>) -> Arc<Self> {
-            Arc::new(Self {
-                replies: Mutex::new(replies.into()),
-                seen: Mutex::default(),
-                gate: None,
-            })
-        }
-
-        fn gated(replies: Vec<Json>) -> Arc<Self> {
-            Arc::new(Self {
-                replies: Mutex::new(replies.into()),
-                seen: Mutex::default(),
-                gate: Some(tokio::sync::Notify::new()),
-            })
-        }
-    }
-
-    #[async_trait]
-    impl Editor for Scripted {
-        async fn dispatch(&self, _events: Vec<Value>) -> Result<(), crate::editor::LuaError> {
-            Ok(())
-        }
-        async fn fs_read(&self, _args: Value) -> Result<Value, crate::editor::LuaError> {
-            Ok(Value::Nil)
-        }
-        async fn fs_apply(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-            let args = msgpack::to_json(&args);
-            let mut reply = self
-                .replies
-                .lock()
-                .pop_front()
-                .expect("an instruction the script did not expect");
-            reply["revision"] = args["revision"].clone();
-            let first = {
-                let mut seen = self.seen.lock();
-                seen.push(args);
-                seen.len() == 1
-            };
-            if let (Some(gate), true) = (&self.gate, first) {
-                gate.notified().await;
-            }
-            Ok(msgpack::from_json(&reply))
-        }
-    }
-
-    fn scripted_host(replies: Vec<Json>) -> (NvimHost, Arc<Scripted>) {
-        let lua = Scripted::new(replies);
-        let (events, _rx) = EventQueue::new();
-        let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
-        (host, lua)
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
-        let lua = Scripted::gated(vec![
-            json!({"status": "saved", "tick": 3}),
-            json!({"status": "reloaded", "tick": 4}),
-        ]);
-        let (events, _rx) = EventQueue::new();
-        let host = Arc::new(NvimHost::new(
-            "demo",
-            events,
-            lua.clone(),
-            Arc::new(Prompts::new()),
-        ));
-        let path = Path::new("/p/a.txt");
-        let writer = {
-            let host = host.clone();
-            tokio::spawn(async move { host.write_text_file(&write("w\n")).await })
-        };
-        while lua.seen.lock().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        // The agent's disk edit comes while the write's answer is on its
-        // way: its instruction waits, or its answer could be recorded first
-        // and the write's older one over it.
-        host.disk_changed(&sid("s1"), path, Some("w\n"), "d\n");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert_eq!(lua.seen.lock().len(), 1, "the disk edit waited");
-        if let Some(gate) = &lua.gate {
-            gate.notify_one();
-        }
-        writer.await.unwrap().unwrap();
-        host.disk_synced().await;
-        assert_eq!(lua.seen.lock().len(), 2);
-        let files = host.files.lock();
-        assert_eq!(
-            files.buffer(path),
-            Some(&BufferText {
-                text: "d\n".into(),
-                version: 4
-            })
-        );
-        assert_eq!(files.disk(path), Some("d\n"));
-    }
-
-    #[tokio::test]
-    async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
-        let (host, lua) = scripted_host(vec![json!({"status": "reloaded", "tick": 3})]);
-        let path = Path::new("/p/a.txt");
-        host.register(sid("s1"), chat("c7"), None);
-        host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
-        host.disk_synced().await;
-        // The text is on disk already: the unmodified buffer takes it
-        // without saving (`disk`); its text is not known, so no merge. The
-        // chat is named: the buffer's saves are reported to it at once.
-        assert_eq!(
-            *lua.seen.lock(),
-            [
-                json!({"path": "/p/a.txt", "revision": 1, "content": "new\n", "disk": true,
-                    "chat_id": "c7"})
-            ]
-        );
-        {
-            let files = host.files.lock();
-            assert_eq!(files.disk(path), Some("new\n"));
-            assert_eq!(
-                files.buffer(path),
-                Some(&BufferText {
-                    text: "new\n".into(),
-                    version: 3
-                })
-            );
-        }
-        // The watcher reading the same text after the diff: nothing sent.
-        host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
-        host.disk_synced().await;
-        assert_eq!(lua.seen.lock().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_disk_edit_merges_into_unsaved_edits_on_the_synced_text_with_one_instruction() {
-        let (host, lua) = scripted_host(vec![json!({"status": "merged", "tick": 5})]);
-        let path = Path::new("/p/a.txt");
-        // Saved by the user (the disk text), then typed in.
-        assert!(
-            host.buffer_reported(path, "a\nb\n".into(), 2, OnDisk::Saved)
-                .await
-        );
-        assert!(
-            host.buffer_reported(path, "mine\na\nb\n".into(), 4, OnDisk::No)
-                .await
-        );
-        // Review's "before" is older than what the buffer was in sync with.
-        host.disk_changed(&sid("s1"), path, Some("a\n"), "a\nB\n");
-        host.disk_synced().await;
-        assert_eq!(
-            *lua.seen.lock(),
-            [
-                json!({"path": "/p/a.txt", "revision": 1, "content": "a\nB\n", "disk": true,
-                    "merged": "mine\na\nB\n", "tick": 4})
-            ]
-        );
-        let files = host.files.lock();
-        assert_eq!(files.disk(path), Some("a\nB\n"));
-        assert_eq!(files.buffer(path).unwrap().version, 5);
-        assert_eq!(files.pending(path), None);
-    }
-
-    #[tokio::test]
-    async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolved() {
-        let (host, lua) = scripted_host(vec![
-            json!({"status": "waiting", "tick": 3}),
-            json!({"status": "merged", "tick": 6}),
-        ]);
-        let path = Path::new("/p/a.txt");
-        let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
-        host.buffer_reported(path, "old\nz\n".into(), 1, OnDisk::Read)
-            .await;
-        host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
-            .await;
-        host.disk_changed(&sid("s1"), path, None, "old\nZ\n");
-        host.disk_synced().await;
-        // One instruction, answered waiting.
-        assert_eq!(lua.seen.lock().len(), 1);
-        assert_eq!(lua.seen.lock()[0]["tick"], 2);
-        // Typing with the blocks open: not the user's edit of the agent's
-        // text, and nothing sent.
-        let typed = format!("{blocks}typed\n");
-        assert!(
-            !host
-                .buffer_reported(path, typed.as_str().into(), 3, OnDisk::No)
-                .await
-        );
-        host.disk_synced().await;
-        assert_eq!(lua.seen.lock().len(), 1);
-        // Resolved: the waiting text goes out again, merged on the synced
-        // text; the report itself is not recorded (Lua reports the merge).
-        assert!(
-            !host
-                .buffer_reported(path, "mine\nz\n".into(), 5, OnDisk::No)
-                .await
-        );
-        host.disk_synced().await;
-        assert_eq!(
-            lua.seen.lock()[1],
-            json!({"path": "/p/a.txt", "revision": 2, "content": "old\nZ\n", "disk": true,
-                   "merged": "mine\nZ\n", "tick": 5})
-        );
-        assert_eq!(host.files.lock().pending(path), None);
-        // The next report is the user's again.
-        assert!(
-            host.buffer_reported(path, "mine\nZ\nmore\n".into(), 7, OnDisk::No)
-                .await
-        );
-    }
-
-    #[tokio::test]
-    async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit() {
-        let (host, lua) = scripted_host(vec![
-            json!({"status": "waiting", "tick": 2}),
-            json!({"status": "merged", "tick": 3}),
-        ]);
-        let path = Path::new("/p/a.txt");
-        let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
-        host.buffer_reported(path, "agent\nz\n".into(), 1, OnDisk::Read)
-            .await;
-        host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
-            .await;
-        let outcome = host
-            .write_text_file(&write("agent\nz\nmore\n"))
-            .await
-            .unwrap();
-        assert_eq!(
-            outcome,
-            WriteOutcome::KeptUnsaved {
-                seen: None,
-                buffer: None
-            }
-        );
-        host.disk_synced().await;
-        assert_eq!(
-            lua.seen.lock().len(),
-            1,
-            "not before the client recorded it"
-        );
-        host.on_event(waited("/p/a.txt", "agent\nz\nmore\n"));
-        host.disk_synced().await;
-        // Its merge around the open blocks does not conflict: taken.
-        let seen = lua.seen.lock();
-        assert_eq!(seen.len(), 2);
-        assert_eq!(seen[1]["disk"], true);
-        assert_eq!(
-            seen[1]["merged"],
-            "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\nmore\n"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_malformed_write_reply_is_an_error_for_the_agent() {
-        let (host, _fs, _rx) = host_with(FakeFs {
-            read: Value::from(3),
-            apply: Value::from(true),
-            seen: Mutex::default(),
-        });
-        assert!(matches!(
-            host.write_text_file(&write("x")).await,
-            Err(acp_client::Error::Host(_))
-        ));
-        let r = ReadTextFile {
-            session_id: sid("s1"),
-            path: "/p/a.txt".into(),
-            line: None,
-            limit: None,
-        };
-        assert!(matches!(
-            host.read_text_file(&r).await,
-            Err(acp_client::Error::Host(_))
-        ));
-    }
-
-    #[test]
-    fn review_changes_reach_the_chat_with_a_snake_case_summary_and_the_review() {
-        use acp_client::review::{EditTracker, FileStatus, FileSummary};
-        let mut tracker = EditTracker::new();
-        tracker.record_write(Path::new("/p/a.rs"), None, "a\nb\r\n");
-        let mut r = Routes::new("demo");
-        let mut out = Vec::new();
-        r.register(sid("s1"), chat("a"), None, &mut out);
-        assert_eq!(r.session_of(&chat("a")), Some(sid("s1")));
-        assert_eq!(r.session_of(&chat("b")), None);
-        r.translate(
-            ClientEvent::ReviewChanged {
-                session_id: sid("s1"),
-                file: FileSummary {
-                    path: "/p/a.rs".into(),
-                    status: FileStatus::Created,
-                    hunks: 1,
-                    added: 2,
-                    removed: 0,
-                    first_line: Some(0),
-                },
-                review: tracker.review(Path::new("/p/a.rs")),
-            },
-            &mut out,
-        );
-        let id = tracker.review(Path::new("/p/a.rs")).unwrap().hunks[0]
-            .id
-            .get();
-        assert_eq!(
-            out[0].json_view(),
-            json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
-                   "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0},
-                   "review": {"path": "/p/a.rs", "status": "created", "current": "a\nb\r\n",
-                              "hunks": [{"id": id, "old_start": 0, "old_lines": [], "new_start": 0, "new_lines": ["a", "b"]}]}})
-        );
-    }
-
-    #[tokio::test]
-    async fn the_text_before_a_turn_is_asked_of_the_sessions_chat() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            json!({"text": "old\n", "tick": 1}),
-            Json::Null,
-        ));
-        let path = Path::new("/p/a.txt");
-        // A session with no chat yet: nothing to ask.
-        assert_eq!(host.text_before_turn(&sid("s1"), path).await.unwrap(), None);
-        assert!(fs.seen.lock().is_empty());
-        host.register(sid("s1"), chat("c7"), None);
-        let got = host.text_before_turn(&sid("s1"), path).await.unwrap();
-        assert_eq!(got.as_deref(), Some("old\n"));
-        assert_eq!(
-            msgpack::to_json(&fs.seen.lock()[0]),
-            json!({"chat_id": "c7", "path": "/p/a.txt"})
-        );
-    }
-
-    #[tokio::test]
-    async fn restores_merge_against_the_text_review_knew_and_leave_the_disk() {
-        let (host, fs, _rx) = host_with(FakeFs::answering(
-            Json::Null,
-            json!({"status": "merged", "revision": 1, "tick": 5}),
-        ));
-        host.buffer_reported(
-            Path::new("/p/a.txt"),
-            "a\nnew\nb\nmine\n".into(),
-            4,
-            OnDisk::No,
-        )
-        .await;
-        let restore = WriteTextFile {
-            kind: WriteKind::Restore {
-                current: Some("a\nnew\nb\n".into()),
-            },
-            ..write("a\nold\nb\n")
-        };
-        let outcome = host.write_text_file(&restore).await.unwrap();
-        assert_eq!(outcome, WriteOutcome::Handled { old_content: None });
-        assert_eq!(
-            msgpack::to_json(&fs.seen.lock()[0]),
-            json!({"path": "/p/a.txt", "revision": 1, "content": "a\nold\nb\n",
-                   "merged": "a\nold\nb\nmine\n", "tick": 4, "restore": true})
-        );
-    }
-
-    #[tokio::test]
-    async fn permission_prompts_are_answered_through_the_backend_id() {
-        let (host, _fs, mut rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
-        host.register(sid("s1"), chat("a"), None);
-        let prompts = host.prompts.clone();
-        let waiting = tokio::spawn({
-            let host = Arc::new(host);
-            async move { host.request_permission(permission("s1", 7)).await }
-        });
-        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
-            panic!("expected a permission request");
-        };
-        assert!(prompts.answer(request_id, Some("no".into())));
-        assert_eq!(
-            waiting.await.unwrap(),
-            PermissionDecision::Selected {
-                option_id: "no".into()
-            }
-        );
-        assert!(prompts.is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_dismissed_prompt_is_cancelled() {
-        let (host, _fs, mut rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
-        host.register(sid("s1"), chat("a"), None);
-        let prompts = host.prompts.clone();
-        let host = Arc::new(host);
-        let waiting = tokio::spawn({
-            let host = host.clone();
-            async move { host.request_permission(permission("s1", 8)).await }
-        });
-        let Event::PermissionRequest { request_id, .. } = rx.recv().await.unwrap() else {
-            panic!("expected a permission request");
-        };
-        assert!(prompts.answer(request_id, None));
-        assert_eq!(waiting.await.unwrap(), PermissionDecision::Cancelled);
-        assert!(host.routes().prompt_ids.is_empty());
-    }
-}
+mod tests;

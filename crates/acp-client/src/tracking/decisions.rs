@@ -429,7 +429,10 @@ async fn write_content(
         kind: WriteKind::Restore { current },
     };
     match host.write_text_file(&request).await? {
-        WriteOutcome::Handled { .. } => Ok(()),
+        WriteOutcome::Handled { .. } | WriteOutcome::Merged { written: true, .. } => Ok(()),
+        WriteOutcome::Merged { text, .. } => {
+            fs::write_text_file_atomic(path, &text).await.map(drop)
+        }
         WriteOutcome::NotHandled | WriteOutcome::KeptUnsaved { .. } => {
             fs::write_text_file_atomic(path, content).await.map(drop)
         }

@@ -44,8 +44,10 @@ pub struct Apply<'a> {
     pub revision: u64,
     /// The text an unmodified buffer takes (then saved, unless `disk`).
     pub content: &'a str,
-    /// The text a modified buffer takes, only while its tick (`acp.fs.tick`) is
-    /// still `tick`.
+    /// The text the buffer takes instead of `content`, only while its tick
+    /// (`acp.fs.tick`) is still `tick`: a modified buffer keeps it unsaved;
+    /// for an agent's write an unmodified one takes it too (saved unless it
+    /// has conflict blocks), and without it answers stale.
     pub merged: Option<&'a str>,
     /// The tick (`acp.fs.tick`) `merged` was made against.
     pub tick: Option<u64>,
@@ -237,6 +239,7 @@ pub fn decode_apply(reply: &Value, revision: u64) -> Result<Applied, BadReply> {
             version: tick_field(reply)?,
         },
         "waiting" => Applied::Waiting,
+        "locked" => Applied::Locked,
         "stale" => Applied::Stale(BufferText {
             text: text_field(reply, "text")?
                 .ok_or(BadReply::Missing("text"))?
@@ -271,6 +274,7 @@ mod tests {
             content: "x".into(),
             merge: None,
             origin: Origin::Write,
+            base: None,
             disk_edits: 0,
         };
         assert_eq!(
