@@ -141,16 +141,7 @@ function M.render(view, ctx)
   return lines, hls, actions
 end
 
---- Text of an entry's content blocks.
----@param content table[]?
----@return string
-local function content_text(content)
-  local parts = {}
-  for _, c in ipairs(content or {}) do
-    parts[#parts + 1] = tool_call.content_text(c)
-  end
-  return table.concat(parts, "")
-end
+local content_text = tool_call.contents_text
 
 local ENTRY_KIND = { user_message = "user", agent_message = "agent", thought = "thought" }
 

@@ -70,6 +70,18 @@ function M.content_text(block)
   return content_summary(block)
 end
 
+--- Text of a list of content blocks (non-text blocks summarized), as the
+--- transcript and a subagent's block draw a message.
+---@param content table[]?
+---@return string
+function M.contents_text(content)
+  local parts = {}
+  for _, c in ipairs(content or {}) do
+    parts[#parts + 1] = content_summary(c)
+  end
+  return table.concat(parts, "")
+end
+
 --- Final tool call statuses: no more output will come.
 local FINAL = { completed = true, failed = true, cancelled = true }
 

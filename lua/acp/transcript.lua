@@ -49,16 +49,7 @@ function Transcript.new(chat, buf)
   }, Transcript)
 end
 
---- Text of a list of content blocks (non-text blocks summarized).
----@param content table[]?
----@return string
-local function content_text(content)
-  local parts = {}
-  for _, c in ipairs(content or {}) do
-    parts[#parts + 1] = tool_call.content_text(c)
-  end
-  return table.concat(parts, "")
-end
+local content_text = tool_call.contents_text
 
 --- Split text into what to show now and its trailing line breaks, which are
 --- held back until more text follows: a message ending in "\n\n" (markdown

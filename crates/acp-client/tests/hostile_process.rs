@@ -20,6 +20,17 @@ fn running(pid: u32) -> bool {
     }
 }
 
+/// Waits up to 3 s for `pid` to be gone (the sweep kills it shortly after
+/// the agent closes).
+async fn wait_gone(pid: u32) {
+    for _ in 0..300 {
+        if !running(pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn read_pid(path: &Path) -> u32 {
     for _ in 0..500 {
         if let Ok(text) = std::fs::read_to_string(path) {
@@ -70,12 +81,7 @@ async fn a_setsid_daemon_does_not_outlive_its_agent() {
     assert!(running(daemon));
     drop(stdin);
     process.shutdown(Duration::from_millis(200)).await;
-    for _ in 0..300 {
-        if !running(daemon) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_gone(daemon).await;
     assert!(
         !running(daemon),
         "the setsid daemon {daemon} outlived its agent"
@@ -138,12 +144,7 @@ async fn a_setsid_daemon_of_a_client_terminal_does_not_outlive_the_agent() {
     assert!(running(daemon));
     drop(stdin);
     agent.shutdown(Duration::from_millis(200)).await;
-    for _ in 0..300 {
-        if !running(daemon) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_gone(daemon).await;
     assert!(
         !running(daemon),
         "the setsid daemon {daemon} of a terminal outlived its agent"
