@@ -179,6 +179,13 @@ local function on_exit(job, code)
   end
   state.job = nil
   state.hello = nil
+  -- Installs and listings ran in that backend: they will not answer.
+  require("acp.registry").on_backend_exit()
+  -- So did the review: never drawn but dead (issue 29). A stop asked for
+  -- (`:Acp restart`) says it in its own message.
+  if package.loaded["acp.review"] then
+    state.review_ended = (state.review_ended or 0) + require("acp.review").backend_stopped(state.stopping)
+  end
   local g = state.greeting
   if g and g.job == job then
     -- Died before it answered: as the request form says it.
@@ -195,13 +202,6 @@ local function on_exit(job, code)
       )
     )
     return
-  end
-  -- Installs and listings ran in that backend: they will not answer.
-  require("acp.registry").on_backend_exit()
-  -- So did the review: never drawn but dead (issue 29). A stop asked for
-  -- (`:Acp restart`) says it in its own message.
-  if package.loaded["acp.review"] then
-    state.review_ended = (state.review_ended or 0) + require("acp.review").backend_stopped(state.stopping)
   end
   if state.stopping or state.exit_reported[job] then
     return
