@@ -16,6 +16,10 @@
 --   require_ms      loading the plugin's modules (first `require`s)
 --   spawn_ms        jobstart of the backend
 --   rpc_ms          requests the command waited for (acp.hello, acp.open)
+-- and what the event loop waited for between the command and "ready" (the
+-- command included; the editor takes no keys meanwhile):
+--   blocked_rpc_ms  requests (acp.hello when it is a request, acp.open)
+--   blocked_spawn_ms jobstart of the backend
 
 local uv = vim.uv
 local api = vim.api
@@ -37,8 +41,10 @@ end
 
 -- What the command path spends, by kind. Counted only while `on` (the
 -- command runs), so the measuring itself stays out of the way afterwards.
-local spent = { require_ms = 0, spawn_ms = 0, rpc_ms = 0 }
+local spent = { require_ms = 0, spawn_ms = 0, rpc_ms = 0, blocked_rpc_ms = 0, blocked_spawn_ms = 0 }
 local on = false
+-- From the start of the command until `session_started` was handled.
+local until_ready = false
 local depth = 0
 local orig_require = require
 _G.require = function(name)
@@ -64,6 +70,9 @@ vim.fn.jobstart = function(...)
   if on then
     spent.spawn_ms = spent.spawn_ms + (uv.hrtime() - t) / 1e6
   end
+  if until_ready then
+    spent.blocked_spawn_ms = spent.blocked_spawn_ms + (uv.hrtime() - t) / 1e6
+  end
   return r
 end
 local orig_rpcrequest = vim.rpcrequest
@@ -72,6 +81,9 @@ vim.rpcrequest = function(...)
   local r = { pcall(orig_rpcrequest, ...) }
   if on then
     spent.rpc_ms = spent.rpc_ms + (uv.hrtime() - t) / 1e6
+  end
+  if until_ready then
+    spent.blocked_rpc_ms = spent.blocked_rpc_ms + (uv.hrtime() - t) / 1e6
   end
   if not r[1] then
     error(r[2], 0)
@@ -108,6 +120,8 @@ local function finish()
     require_ms = spent.require_ms,
     spawn_ms = spent.spawn_ms,
     rpc_ms = spent.rpc_ms,
+    blocked_rpc_ms = spent.blocked_rpc_ms,
+    blocked_spawn_ms = spent.blocked_spawn_ms,
   }))
   vim.cmd("qall!")
 end
@@ -130,6 +144,7 @@ local function run()
   commands.run = function(...)
     commands.run = orig_run
     on = true
+    until_ready = true
     t0 = uv.hrtime()
     local ok, err = pcall(orig_run, ...)
     command_ms = (uv.hrtime() - t0) / 1e6
@@ -145,6 +160,7 @@ local function run()
     local orig = chat.on_session_started
     chat.on_session_started = function(self, ev)
       orig(self, ev)
+      until_ready = false
       ready_ms = ready_ms or (uv.hrtime() - t0) / 1e6
     end
   end

@@ -4,6 +4,11 @@
 --- One backend per Neovim, started on first use with jobstart(rpc=true). Fast
 --- calls use vim.rpcrequest; anything that may take time is a notification
 --- whose outcome arrives as events (see doc/protocol.md).
+---
+--- The handshake (`acp.hello`) is a request when a caller needs the backend
+--- at once (M.start), and a notification answered by a call of M.on_hello
+--- when it can wait (M.start_async, what `:Acp` uses): the process starts
+--- while Neovim keeps drawing and taking keys (issue #30).
 
 local util = require("acp.util")
 local config = require("acp.config")
@@ -17,12 +22,25 @@ local M = {}
 ---@field stderr string[] last stderr lines of the process
 ---@field source? acp.BackendSource where the running backend came from
 ---@field exit_reported table<integer, boolean> jobs whose death was reported
+---@field greeting? acp.Greeting the handshake sent as a notification, not answered yet
+
+---@class acp.Greeting
+---@field job integer
+---@field cmd string the program, for messages
+---@field waiting fun(ok: boolean, err?: string)[] called with the outcome
+---@field timer? uv.uv_timer_t the wait for an answer
 
 ---@type acp.BackendState
 local state = { job = nil, hello = nil, stopping = false, stderr = {}, exit_reported = {}, review_ended = 0 }
 
 --- Most stderr lines kept for messages.
 local STDERR_LINES = 20
+
+--- How long an `acp.hello` notification waits for its answer before the
+--- handshake is done as a request: a backend older than the notification
+--- form answers only that (and then names the version mismatch). A field
+--- so tests can shorten it.
+M.greeting_wait_ms = 5000
 
 --- The log file the backend writes.
 ---@return string
@@ -153,6 +171,8 @@ function M.info()
   return state.hello
 end
 
+local finish_greeting
+
 local function on_exit(job, code)
   if state.job ~= job then
     return
@@ -165,6 +185,23 @@ local function on_exit(job, code)
   -- (`:Acp restart`) says it in its own message.
   if package.loaded["acp.review"] then
     state.review_ended = (state.review_ended or 0) + require("acp.review").backend_stopped(state.stopping)
+  end
+  local g = state.greeting
+  if g and g.job == job then
+    -- Died before it answered: as the request form says it.
+    local tail = table.concat(state.stderr, "\n")
+    state.greeting = nil
+    finish_greeting(
+      g,
+      false,
+      ("the backend %s did not answer the handshake (it exited with code %d); see %s%s"):format(
+        g.cmd,
+        code,
+        M.log_file(),
+        tail ~= "" and ("\n" .. tail) or ""
+      )
+    )
+    return
   end
   if state.stopping or state.exit_reported[job] then
     return
@@ -203,15 +240,12 @@ end
 
 local leave_autocmd = false
 
---- Start the backend and do the handshake.
----@return boolean ok, string? err
-function M.start()
-  if state.job then
-    return true
-  end
+--- Spawn the backend (no handshake yet).
+---@return integer? job, string? err, string? prog
+local function spawn()
   local cmd, err, source = M.find_cmd()
   if not cmd then
-    return false, err
+    return nil, err
   end
   state.source = source
   local log_file = M.log_file()
@@ -221,24 +255,32 @@ function M.start()
   state.stopping = false
   local ok, job = pcall(vim.fn.jobstart, cmd, { rpc = true, on_exit = on_exit, on_stderr = on_stderr })
   if not ok or type(job) ~= "number" or job <= 0 then
-    return false, ("could not start the backend %s: %s"):format(cmd[1], tostring(job))
+    return nil, ("could not start the backend %s: %s"):format(cmd[1], tostring(job))
   end
   state.job = job
-  local hok, hello = pcall(vim.rpcrequest, job, "acp.hello", { plugin_version = require("acp.version") })
+  return job, nil, cmd[1]
+end
+
+--- Check a handshake answer and keep it, or stop the backend.
+---@param hello any the `acp.hello` answer (or the request's error)
+---@param hok boolean the request did not fail
+---@param prog string
+---@return boolean ok, string? err
+local function accept_hello(hello, hok, prog)
   if not hok or type(hello) ~= "table" then
     M.stop()
     local tail = table.concat(state.stderr, "\n")
     return false,
       ("the backend %s did not answer the handshake (%s); see %s%s"):format(
-        cmd[1],
+        prog,
         tostring(hello),
-        log_file,
+        M.log_file(),
         tail ~= "" and ("\n" .. tail) or ""
       )
   end
   -- Compared here too, not only by the backend: an old backend names an
   -- old fix, and only the plugin knows where the backend came from.
-  local mismatch = M.mismatch(hello, source)
+  local mismatch = M.mismatch(hello, state.source)
   if mismatch then
     M.stop()
     return false, mismatch
@@ -256,10 +298,123 @@ function M.start()
   return true
 end
 
+--- End a greeting (already taken out of `state`): its callers learn the
+--- outcome (after the current call, never inside the RPC call that brought
+--- the answer).
+---@param g? acp.Greeting
+---@param ok boolean
+---@param err? string
+function finish_greeting(g, ok, err)
+  if not g then
+    return
+  end
+  if g.timer then
+    g.timer:stop()
+    g.timer:close()
+  end
+  vim.schedule(function()
+    for _, cb in ipairs(g.waiting) do
+      local cok, cerr = pcall(cb, ok, err)
+      if not cok then
+        util.notify("starting the backend: " .. tostring(cerr), vim.log.levels.ERROR)
+      end
+    end
+  end)
+end
+
+--- The handshake as a request (waits for the answer).
+---@param job integer
+---@param prog string
+---@return boolean ok, string? err
+local function greet_now(job, prog)
+  local g = state.greeting
+  state.greeting = nil
+  local hok, hello = pcall(vim.rpcrequest, job, "acp.hello", { plugin_version = require("acp.version") })
+  local ok, err = accept_hello(hello, hok, prog)
+  finish_greeting(g, ok, err)
+  return ok, err
+end
+
+--- Start the backend and do the handshake, waiting for it. A greeting
+--- sent by start_async and not answered yet is done now, as a request.
+---@return boolean ok, string? err
+function M.start()
+  if state.job and state.hello then
+    return true
+  end
+  local g = state.greeting
+  if g and state.job == g.job then
+    return greet_now(g.job, g.cmd)
+  end
+  local job, err, prog = spawn()
+  if not job then
+    return false, err
+  end
+  ---@cast prog string
+  return greet_now(job, prog)
+end
+
+--- Start the backend without waiting: the handshake goes as a notification
+--- and `done(ok, err)` is called (from the event loop) when it is answered.
+--- With a backend already greeted, `done` is called at once.
+---@param done fun(ok: boolean, err?: string)
+function M.start_async(done)
+  if state.job and state.hello then
+    done(true)
+    return
+  end
+  local g = state.greeting
+  if g and state.job == g.job then
+    g.waiting[#g.waiting + 1] = done
+    return
+  end
+  local job, err, prog = spawn()
+  if not job then
+    done(false, err)
+    return
+  end
+  ---@cast prog string
+  g = { job = job, cmd = prog, waiting = { done } }
+  state.greeting = g
+  local sent = pcall(vim.rpcnotify, job, "acp.hello", { plugin_version = require("acp.version") })
+  if not sent then
+    greet_now(job, prog)
+    return
+  end
+  -- A backend older than the notification form never answers it (it warns
+  -- that acp.hello must be a request): ask again the way it understands.
+  local uv = vim.uv or vim.loop
+  g.timer = uv.new_timer()
+  g.timer:start(
+    M.greeting_wait_ms,
+    0,
+    vim.schedule_wrap(function()
+      if state.greeting == g and state.job == job then
+        g.timer = nil
+        greet_now(job, prog)
+      end
+    end)
+  )
+end
+
+--- The backend's answer to an `acp.hello` notification (it calls this with
+--- nvim_exec_lua). An answer nobody waits for (the handshake was done as a
+--- request meanwhile, or that backend was stopped) is ignored.
+---@param hello table
+function M.on_hello(hello)
+  local g = state.greeting
+  if not g or state.job ~= g.job or state.hello then
+    return
+  end
+  state.greeting = nil
+  local ok, err = accept_hello(hello, true, g.cmd)
+  finish_greeting(g, ok, err)
+end
+
 --- The backend, started if needed. Errors are returned, not raised.
 ---@return boolean ok, string? err
 function M.ensure()
-  if state.job then
+  if state.job and state.hello then
     return true
   end
   return M.start()
@@ -299,6 +454,9 @@ function M.stop()
   if not job then
     return
   end
+  local g = state.greeting
+  state.greeting = nil
+  finish_greeting(g, false, "the backend was stopped before it answered the handshake")
   state.stopping = true
   pcall(vim.rpcrequest, job, "acp.shutdown", vim.empty_dict())
   pcall(vim.fn.jobstop, job)

@@ -214,6 +214,17 @@ function Chat:set_prompt_filetype()
   end
 end
 
+--- Mark the chat failed: its backend could not start (the sentence is
+--- shown in the transcript).
+---@param err? string
+function Chat:start_failed(err)
+  self.status = "failed"
+  self.transcript.view:batch(function()
+    self.transcript:error(err or "the backend could not start")
+  end)
+  self:update_winbar()
+end
+
 --- Ask the backend to open the session. The outcome arrives as an event.
 ---@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean} continue a stored session; log in first; open a new session if the load/resume fails
 ---@return boolean ok, string? err
@@ -225,11 +236,7 @@ function Chat:start(resume)
   local backend = require("acp.backend")
   local ok, err = backend.ensure()
   if not ok then
-    self.status = "failed"
-    self.transcript.view:batch(function()
-      self.transcript:error(err or "the backend could not start")
-    end)
-    self:update_winbar()
+    self:start_failed(err)
     return false, err
   end
   self.status = "opening"

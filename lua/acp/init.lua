@@ -119,17 +119,33 @@ function M.open(opts)
     end
   end
   if opts.background then
-    -- Spawning the backend and waiting for its handshake and for `acp.open`
-    -- took 30-60 ms of the command: done once the window is drawn. A timer,
+    -- Spawning the backend and its handshake and `acp.open` took 30-60 ms
+    -- of the command: done once the window is drawn. A timer,
     -- not vim.schedule: scheduled callbacks run before the redraw that
     -- follows the command, a timer's after it. Armed before the chat is
     -- created so it comes before the chat's own deferred work (the prompt's
     -- filetype): the backend and the agent start while that runs. A chat
     -- closed meanwhile is not started.
+    -- The handshake is a notification answered later (backend.start_async),
+    -- so the event loop never waits for the backend to start.
+    local function waiting()
+      return chat and require("acp.chat").get(chat.chat_id) and chat.status == "opening" and not chat.session_id
+    end
     vim.defer_fn(function()
-      if chat and require("acp.chat").get(chat.chat_id) and chat.status == "opening" and not chat.session_id then
-        start()
+      if not waiting() then
+        return
       end
+      require("acp.backend").start_async(function(ok, berr)
+        if not waiting() then
+          return
+        end
+        if ok then
+          start()
+        else
+          chat:start_failed(berr)
+          util.notify(tostring(berr), vim.log.levels.ERROR)
+        end
+      end)
     end, 0)
   end
   chat = require("acp.chat").create(agent, cwd)

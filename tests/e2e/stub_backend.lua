@@ -5,11 +5,14 @@
 -- Env: STUB_RECORD  file that gets one JSON line per received message, plus a
 --                   line {"raw_env_is_map": bool} for acp.open.
 --      STUB_HELLO_OK "0" -> acp.hello answers ok=false.
+--      STUB_HELLO_NOTIFY "0" -> an acp.hello notification is not answered
+--                   (a backend older than the notification form).
 -- On acp.open it sends session_started; on acp.prompt an agent message
 -- echoing the prompt and turn_ended.
 
 local record = os.getenv("STUB_RECORD")
 local hello_ok = os.getenv("STUB_HELLO_OK") ~= "0"
+local hello_notify = os.getenv("STUB_HELLO_NOTIFY") ~= "0"
 local chan
 local next_id = 1000
 
@@ -103,7 +106,15 @@ local function on_message(msg, raw)
     local result = h and h(params) or vim.NIL
     send({ 1, id, vim.NIL, result })
   elseif kind == 2 then
-    log({ method = msg[2], params = msg[3][1] })
+    log({ method = msg[2], params = msg[3][1], notification = true })
+    if msg[2] == "acp.hello" then
+      -- Answered by calling the plugin back, as acp-nvim does.
+      if hello_notify then
+        next_id = next_id + 1
+        send({ 0, next_id, "nvim_exec_lua", { "require('acp.backend').on_hello(...)", { handlers.acp_hello(msg[3][1]) } } })
+      end
+      return
+    end
     local h = handlers[msg[2]:gsub("%.", "_")]
     if h then
       h(msg[3][1])

@@ -125,6 +125,105 @@ T.test("a version mismatch is shown with the backend's message", function()
   T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
 end)
 
+T.test(":Acp greets the backend with a notification and never waits for it", function()
+  require("acp.backend").stop()
+  vim.fn.delete(record)
+  use_stub()
+  local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
+  T.eq(false, require("acp.backend").running(), "nothing started before the command returned")
+  T.wait(function()
+    return chat.status == "ready"
+  end, "the chat becomes ready")
+  local hello = find("acp.hello")
+  T.eq(true, hello.notification, "the greeting is a notification")
+  T.eq({ plugin_version = "0.1.0" }, hello.params, "hello params")
+  T.eq("0.1.0", require("acp.backend").info().backend_version, "the answer is kept")
+  -- A second chat does not greet again.
+  local other = require("acp").open({ agent = "stubbed", cwd = dir, background = true, split = true })
+  T.wait(function()
+    return other.status == "ready"
+  end, "the second chat becomes ready")
+  local hellos = 0
+  for _, m in ipairs(received()) do
+    hellos = hellos + (m.method == "acp.hello" and 1 or 0)
+  end
+  T.eq(1, hellos, "one handshake per backend")
+  chat:close()
+  other:close()
+end)
+
+T.test(":Acp shows a version mismatch answered to the notification", function()
+  require("acp.backend").stop()
+  vim.env.STUB_HELLO_OK = "0"
+  use_stub()
+  local errors, restore = capture_errors()
+  local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
+  T.wait(function()
+    return chat.status == "failed"
+  end, "the chat fails")
+  restore()
+  vim.env.STUB_HELLO_OK = nil
+  T.contains(errors[1] or "", "does not match plugin 0.1.0", "notified")
+  T.contains(T.text(chat.bufnr), "does not match plugin 0.1.0", "in the transcript")
+  T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
+  chat:close()
+end)
+
+T.test(":Acp with a backend that only answers the request form still checks the version", function()
+  require("acp.backend").stop()
+  vim.env.STUB_HELLO_OK = "0"
+  vim.env.STUB_HELLO_NOTIFY = "0"
+  local wait = require("acp.backend").greeting_wait_ms
+  require("acp.backend").greeting_wait_ms = 200
+  use_stub()
+  local errors, restore = capture_errors()
+  local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
+  T.wait(function()
+    return chat.status == "failed"
+  end, "the chat fails")
+  restore()
+  require("acp.backend").greeting_wait_ms = wait
+  vim.env.STUB_HELLO_OK = nil
+  vim.env.STUB_HELLO_NOTIFY = nil
+  T.contains(errors[1] or "", "does not match plugin 0.1.0", "notified")
+  T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
+  chat:close()
+end)
+
+T.test("a synchronous start during the greeting finishes it as a request", function()
+  require("acp.backend").stop()
+  vim.env.STUB_HELLO_NOTIFY = "0"
+  use_stub()
+  local outcome
+  require("acp.backend").start_async(function(ok, err)
+    outcome = { ok, err }
+  end)
+  T.eq(true, require("acp.backend").start(), "the request form answers")
+  vim.env.STUB_HELLO_NOTIFY = nil
+  T.wait(function()
+    return outcome ~= nil
+  end, "the waiting caller learns it")
+  T.eq(true, outcome[1], "ok for both")
+  require("acp.backend").stop()
+end)
+
+T.test("a backend dying before its greeting fails the chat with its stderr", function()
+  require("acp.backend").stop()
+  local script = dir .. "/dies.sh"
+  T.write_file(script, "#!/bin/sh\necho 'cannot start: no config' >&2\nsleep 0.3\nexit 3\n")
+  vim.fn.setfperm(script, "rwxr-xr-x")
+  assert(require("acp").setup({ backend = { cmd = { script } }, agents = { stubbed = { cmd = { "true" } } } }))
+  local errors, restore = capture_errors()
+  local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
+  T.wait(function()
+    return chat.status == "failed"
+  end, "the chat fails")
+  restore()
+  T.contains(errors[1] or "", "did not answer the handshake (it exited with code 3)", "notified")
+  T.contains(errors[1] or "", "cannot start: no config", "with its stderr")
+  chat:close()
+end)
+
 T.test("a missing backend gives the build hint", function()
   require("acp.backend").stop()
   assert(require("acp").setup({ backend = { cmd = { dir .. "/no-such-backend" } }, agents = { stubbed = { cmd = { "true" } } } }))

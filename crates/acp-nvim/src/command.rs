@@ -94,7 +94,8 @@ pub enum OptionValue {
 /// Everything the plugin can ask of the backend.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    /// `acp.hello`: version handshake.
+    /// `acp.hello`: version handshake. A request (answered in the reply)
+    /// or a notification (answered by calling `acp.backend.on_hello`).
     Hello {
         /// The plugin's version; must equal the backend's.
         plugin_version: String,
@@ -340,9 +341,7 @@ impl Command {
     /// error of the plugin.
     pub fn needs_request(&self) -> bool {
         match self {
-            Command::Hello { .. }
-            | Command::ElicitationRespond { .. }
-            | Command::CompleteFiles(_) => true,
+            Command::ElicitationRespond { .. } | Command::CompleteFiles(_) => true,
             Command::Review(r) => r.is_query(),
             _ => false,
         }

@@ -3,9 +3,10 @@
 //! nvim-rs runs notification handlers one at a time, in order, and holds
 //! back later messages while one runs. So each message is decoded once
 //! ([`Command::decode`]) and forwarded to the command loop; nothing here
-//! waits for an agent. Only `acp.hello` is answered here, and `acp.shutdown`
-//! waits for the agents to stop (it is a request, which nvim-rs runs on its
-//! own task).
+//! waits for an agent. Only `acp.hello` is answered here (in the reply to
+//! a request, or by calling the plugin back for a notification), and
+//! `acp.shutdown` waits for the agents to stop (it is a request, which
+//! nvim-rs runs on its own task).
 
 use std::marker::PhantomData;
 use std::path::PathBuf;
@@ -28,6 +29,10 @@ use crate::protocol::{wire, Event};
 
 /// How long `acp.shutdown` waits for the agents before answering anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// What the answer to an `acp.hello` notification calls in Neovim: the
+/// plugin greets with a notification so that `:Acp` never waits for the
+/// backend to start (issue #30).
+const HELLO_LUA: &str = "require('acp.backend').on_hello(...)";
 /// How long a review query waits for the command loop (which never waits
 /// for anything slow, so this is only a guard).
 const QUERY_WAIT: Duration = Duration::from_secs(5);
@@ -171,15 +176,7 @@ impl<W> NvimHandler<W> {
                 self.warn(&bad);
                 Reply::Error(Value::from(bad.to_string()))
             }
-            Ok(Command::Hello { plugin_version }) => {
-                let reply = self.hello.reply(&plugin_version);
-                if msgpack::field(&reply, "ok").and_then(Value::as_bool) != Some(true) {
-                    tracing::warn!(plugin_version, "plugin and backend versions differ");
-                } else {
-                    tracing::info!(plugin_version, "handshake done");
-                }
-                Reply::Now(reply)
-            }
+            Ok(Command::Hello { plugin_version }) => Reply::Now(self.greet(&plugin_version)),
             Ok(Command::Shutdown) => {
                 let (ack, done) = oneshot::channel();
                 self.forward(Routed::Shutdown(Some(ack)));
@@ -207,17 +204,32 @@ impl<W> NvimHandler<W> {
         }
     }
 
-    /// Handles a notification: decode and forward.
-    pub fn notify(&self, method: &str, args: &[Value]) {
+    /// The answer to `acp.hello`, logged.
+    fn greet(&self, plugin_version: &str) -> Value {
+        let reply = self.hello.reply(plugin_version);
+        if msgpack::field(&reply, "ok").and_then(Value::as_bool) != Some(true) {
+            tracing::warn!(plugin_version, "plugin and backend versions differ");
+        } else {
+            tracing::info!(plugin_version, "handshake done");
+        }
+        reply
+    }
+
+    /// Handles a notification: decode and forward. Returns the answer to
+    /// an `acp.hello` notification, which the caller sends to
+    /// `acp.backend.on_hello`.
+    pub fn notify(&self, method: &str, args: &[Value]) -> Option<Value> {
         match Command::decode(method, args) {
             Err(bad) => self.warn(&bad),
             Ok(cmd) if cmd.needs_request() => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
             }),
+            Ok(Command::Hello { plugin_version }) => return Some(self.greet(&plugin_version)),
             Ok(Command::Shutdown) => self.forward(Routed::Shutdown(None)),
             Ok(cmd) => self.forward(Routed::Command(cmd)),
         }
+        None
     }
 }
 
@@ -250,8 +262,16 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Handler for NvimHandler<W> {
         }
     }
 
-    async fn handle_notify(&self, name: String, args: Vec<Value>, _neovim: Neovim<W>) {
-        self.notify(&name, &args);
+    async fn handle_notify(&self, name: String, args: Vec<Value>, neovim: Neovim<W>) {
+        if let Some(reply) = self.notify(&name, &args) {
+            // On a task of its own: the handler holds back later messages
+            // (the `acp.open` sent right behind the greeting) while it runs.
+            tokio::spawn(async move {
+                if let Err(e) = neovim.exec_lua(HELLO_LUA, vec![reply]).await {
+                    tracing::warn!("could not answer acp.hello: {e}");
+                }
+            });
+        }
     }
 }
 
@@ -334,6 +354,30 @@ mod tests {
         );
         assert!(matches!(reply, Reply::Now(Value::Map(_))));
         assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn hello_as_a_notification_is_answered_without_the_command_loop() {
+        let (h, mut rx, mut events) = handler();
+        let reply = h
+            .notify(
+                "acp.hello",
+                &[from_json(&json!({"plugin_version": "0.2.0"}))],
+            )
+            .unwrap();
+        assert_eq!(
+            msgpack::field(&reply, "ok").and_then(Value::as_bool),
+            Some(false)
+        );
+        assert!(rx.try_recv().is_err());
+        assert!(
+            events.try_recv().is_err(),
+            "no warning: a notification is fine"
+        );
+        // Any other notification has no answer.
+        assert!(h
+            .notify("acp.close", &[from_json(&json!({"chat_id": "c"}))])
+            .is_none());
     }
 
     #[test]

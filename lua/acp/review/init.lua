@@ -140,13 +140,20 @@ function M.ended_message(n)
   return ("review of %d file%s ended with the backend (edits kept)"):format(n, n == 1 and "" or "s")
 end
 
--- The parts extend M: it must be findable while they load.
+-- The parts extend M: it must be findable while they load. They load at
+-- the first use of anything they define, not with M: `:Acp` loads M (its
+-- autocommands) and spent most of its time loading modules (issue #30).
 package.loaded["acp.review"] = M
-require("acp.review.render")
-require("acp.review.keys")
-require("acp.review.sync")
-require("acp.review.actions")
-require("acp.review.preview")
+local PARTS = { "acp.review.render", "acp.review.keys", "acp.review.sync", "acp.review.actions", "acp.review.preview" }
+setmetatable(M, {
+  __index = function(t, key)
+    setmetatable(t, nil)
+    for _, part in ipairs(PARTS) do
+      require(part)
+    end
+    return rawget(t, key)
+  end,
+})
 
 -- Setup ----------------------------------------------------------------------
 
