@@ -1321,6 +1321,11 @@ local REGRESSIONS = {
   -- saved with a line of theirs; merged later against the saved file, it
   -- dropped those lines (it is now merged against what the agent saw).
   { 169467761, 141, OPS },
+  -- `:Acp accept file` ran while the `review_changed` of the agent's disk
+  -- edit (a conflict and a hunk) was on its way: the conflict was resolved
+  -- and no chat told (the command now asks the backend which chats review
+  -- the file).
+  { 537081754, 9, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -25,6 +25,7 @@ T.setup_fake({
       edit("edit undo redo", "undoredo.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit lagging", "lagging.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -591,6 +592,47 @@ T.test("accepting a conflict keeps the agent's side as one undo step", function(
   end, "nothing left to review; notes: " .. vim.inspect(NOTES))
   vim.cmd("silent undo")
   T.truthy(T.find_line(buf, "<<<<<<< buffer"), "undo brings the conflict back")
+end)
+
+-- Data-safety seed 537081754, case 9: the agent's disk edit opened a
+-- conflict and a hunk; its `review_changed` was still on its way when the
+-- user ran `:Acp accept file` (the previous review of the file had said
+-- "nothing left"), so the command resolved the conflict and told no chat:
+-- the hunk stayed under review.
+T.test(":Acp accept file decides an agent edit whose review_changed has not arrived yet", function()
+  local buf, path = open_file("lagging.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  -- The backend's events for this file are held back until after the
+  -- command, as a busy editor's event loop would.
+  local held, orig = {}, review.on_changed
+  review.on_changed = function(chat_id, ev)
+    if ev.path and ev.path:find("lagging.txt", 1, true) then
+      held[#held + 1] = { chat_id, ev }
+      return
+    end
+    return orig(chat_id, ev)
+  end
+  local ok, err = pcall(function()
+    T.eq("end_turn", T.turn(chat, "edit lagging"), "stop reason")
+    T.wait(function()
+      return T.find_line(buf, "<<<<<<< buffer") ~= nil and #(review.items[buf] or {}) > 0
+    end, "the conflict is in the buffer")
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    T.eq(2, #(type(r) == "table" and r.hunks or {}), "the backend reviews the conflict and the hunk")
+    focus(buf)
+    vim.cmd("Acp accept file")
+  end)
+  review.on_changed = orig
+  for _, h in ipairs(held) do
+    orig(h[1], h[2])
+  end
+  assert(ok, err)
+  T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9", "\n"), T.lines(buf), "the agent's side")
+  T.wait(function()
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    return #(type(r) == "table" and r.hunks or {}) == 0
+  end, "nothing left under review")
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()
