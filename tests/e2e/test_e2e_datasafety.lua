@@ -1326,6 +1326,11 @@ local REGRESSIONS = {
   -- and no chat told (the command now asks the backend which chats review
   -- the file).
   { 537081754, 9, OPS },
+  -- Two chats' reviews of one file: the first chat's reject, taken whole
+  -- by the unmodified buffer, dropped the second agent's line, and the
+  -- second chat's reject then restored the first agent's line (a restore
+  -- is now merged into the buffer's text, as an agent's write is).
+  { 141793484, 63, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then
