@@ -1081,7 +1081,11 @@ function Case:two_agents(chat, f, s)
   if review.has_marker(f.buf) then
     return self:agent_fs_write(chat, f, s, false)
   end
-  second_chat = second_chat or T.open_chat("driver", root)
+  -- Opened again when a test before closed it (the regression cases
+  -- replay after the main property, in a test of their own).
+  if not (second_chat and vim.api.nvim_buf_is_valid(second_chat.bufnr)) then
+    second_chat = T.open_chat("driver", root)
+  end
   local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
   self:agent_turn(second_chat, {
     { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
