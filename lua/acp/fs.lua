@@ -280,7 +280,7 @@ end
 ---@field path string
 ---@field revision integer the file's instruction count, echoed in the reply
 ---@field content string the text an unmodified buffer takes (then saved, unless `disk`)
----@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick); for an agent's write an unmodified buffer takes it too (saved unless it has conflicts)
+---@field merged? string the text a modified buffer takes, only at tick `tick` (M.tick); for an agent's write or a restore an unmodified buffer takes it too (saved unless it has conflicts)
 ---@field tick? integer the tick (M.tick) `merged` was made against
 ---@field conflicts? integer conflict blocks in `merged`
 ---@field restore? boolean a review reject restores text: the disk is left alone, and a buffer with open conflicts takes it too
@@ -423,7 +423,6 @@ function M.apply(args)
   if args.disk then
     return apply_disk(buf, args)
   end
-  local content = args.content or ""
   local review = require("acp.review")
   if not args.restore and (vim.bo[buf].readonly or not vim.bo[buf].modifiable) then
     -- The user made the buffer read-only: it is theirs to open up.
@@ -453,18 +452,17 @@ function M.apply(args)
     take_merge(buf, args)
     return { status = "merged", revision = rev, tick = M.tick(buf) }
   end
-  local text, conflicts = content, 0
-  if not args.restore then
-    -- The agent's change merged into the buffer's text (the user may have
-    -- saved lines it never saw since it read the file, or typed them during
-    -- a turn in which it read nothing): applied only at the tick it was
-    -- made for; else the backend merges again from the text answered.
-    local stale = stale_reply(buf, args)
-    if stale then
-      return stale
-    end
-    text, conflicts = args.merged, tonumber(args.conflicts) or 0
+  -- The agent's change merged into the buffer's text (the user may have
+  -- saved lines it never saw since it read the file, or typed them during
+  -- a turn in which it read nothing), or a reject's restore merged into it
+  -- (another chat's agent may have written lines this chat's review never
+  -- saw: data-safety seed 141793484, case 63): applied only at the tick it
+  -- was made for; else the backend merges again from the text answered.
+  local stale = stale_reply(buf, args)
+  if stale then
+    return stale
   end
+  local text, conflicts = args.merged, tonumber(args.conflicts) or 0
   if conflicts > 0 then
     -- Both changed the same lines: the conflict blocks are the user's to
     -- resolve, left unsaved (the backend writes the agent's text to disk).

@@ -25,6 +25,41 @@ T.setup_fake({
       edit("edit undo redo", "undoredo.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit conflict", "conflict.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
       edit("edit theirs", "theirs.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nl8\nl9\n"),
+      edit("edit lagging", "lagging.txt", "l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"),
+      {
+        match = "read twochats",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/twochats.txt" },
+            expect = { result = { content = NINE } },
+          },
+        },
+      },
+      {
+        match = "write twochats first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/twochats.txt", content = "L0 first\n" .. NINE },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        -- Writes back its read from before the first agent's write.
+        match = "write twochats second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/twochats.txt", content = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n" },
+            expect = { ok = true },
+          },
+        },
+      },
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -591,6 +626,92 @@ T.test("accepting a conflict keeps the agent's side as one undo step", function(
   end, "nothing left to review; notes: " .. vim.inspect(NOTES))
   vim.cmd("silent undo")
   T.truthy(T.find_line(buf, "<<<<<<< buffer"), "undo brings the conflict back")
+end)
+
+-- Data-safety seed 537081754, case 9: the agent's disk edit opened a
+-- conflict and a hunk; its `review_changed` was still on its way when the
+-- user ran `:Acp accept file` (the previous review of the file had said
+-- "nothing left"), so the command resolved the conflict and told no chat:
+-- the hunk stayed under review.
+T.test(":Acp accept file decides an agent edit whose review_changed has not arrived yet", function()
+  local buf, path = open_file("lagging.txt", NINE)
+  vim.api.nvim_buf_set_lines(buf, 4, 5, false, { "L5 mine" })
+  local chat = T.open_chat("review", dir)
+  -- The backend's events for this file are held back until after the
+  -- command, as a busy editor's event loop would.
+  local held, orig = {}, review.on_changed
+  review.on_changed = function(chat_id, ev)
+    if ev.path and ev.path:find("lagging.txt", 1, true) then
+      held[#held + 1] = { chat_id, ev }
+      return
+    end
+    return orig(chat_id, ev)
+  end
+  local ok, err = pcall(function()
+    T.eq("end_turn", T.turn(chat, "edit lagging"), "stop reason")
+    T.wait(function()
+      return T.find_line(buf, "<<<<<<< buffer") ~= nil and #(review.items[buf] or {}) > 0
+    end, "the conflict is in the buffer")
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    T.eq(2, #(type(r) == "table" and r.hunks or {}), "the backend reviews the conflict and the hunk")
+    focus(buf)
+    vim.cmd("Acp accept file")
+  end)
+  review.on_changed = orig
+  for _, h in ipairs(held) do
+    orig(h[1], h[2])
+  end
+  assert(ok, err)
+  T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9", "\n"), T.lines(buf), "the agent's side")
+  T.wait(function()
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    return #(type(r) == "table" and r.hunks or {}) == 0
+  end, "nothing left under review")
+end)
+
+-- Data-safety seed 141793484, case 63: two chats' reviews of one file. The
+-- second agent's write was merged around the first agent's line, so the
+-- second chat's review holds that line in its baseline; its reject, taken
+-- whole by the unmodified buffer, brought back the line the first chat's
+-- reject had just removed.
+T.test("rejecting a file two chats edited removes both agents' lines; one chat's reject keeps the other's", function()
+  local buf, path = open_file("twochats.txt", NINE)
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "read twochats"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write twochats first"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "write twochats second"), "the second agent writes back its read")
+  local both = "L0 first\nl1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n"
+  T.wait(function()
+    return T.read_file(path) == both and not vim.bo[buf].modified
+  end, "both agents' lines saved")
+  focus(buf)
+  -- The first chat's hunk alone: the second agent's line stays.
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  T.wait(function()
+    return #(review.items[buf] or {}) > 0
+  end, "hunks drawn")
+  local function hunks(chat)
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    return type(r) == "table" and r.hunks or {}
+  end
+  T.eq(1, #hunks(first), "the first chat reviews its line")
+  T.eq(1, #hunks(second), "the second chat reviews its line")
+  require("acp.backend").notify("acp.review_reject", { chat_id = first.chat_id, path = path })
+  local without_first = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n"
+  vim.wait(5000, function()
+    return T.read_file(path) == without_first
+  end, 10)
+  T.eq(without_first, T.read_file(path), "the first agent's line rejected, the second's kept")
+  T.eq(vim.split(without_first, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
+  -- Then the file, in both chats: back to the text before either agent.
+  vim.cmd("Acp reject file")
+  vim.wait(5000, function()
+    return T.read_file(path) == NINE and #hunks(second) == 0
+  end, 10)
+  T.eq(NINE, T.read_file(path), "both agents' lines rejected")
+  T.eq(0, #hunks(second), "nothing left under review")
+  T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()

@@ -113,10 +113,13 @@ pub struct Instruction {
     /// The text the buffer takes instead of `content` when the client
     /// knows its text (and, for a disk edit, the base): valid only at
     /// `merge.version`. A buffer with unsaved edits keeps it unsaved. For an
-    /// agent's write ([`Origin::Write`]) a buffer without them takes it too
-    /// (the user may have saved lines the agent never saw), saved when it
-    /// has no conflict blocks; without a merge at its version, any buffer
-    /// answers [`Applied::Stale`] (the write is planned again from its text).
+    /// agent's write ([`Origin::Write`]) or a restore ([`Origin::Restore`])
+    /// a buffer without them takes it too (the user may have saved lines
+    /// the agent never saw; another chat's agent may have written lines
+    /// this chat's review never saw, which its reject must not take away),
+    /// saved when it has no conflict blocks; without a merge at its
+    /// version, any buffer answers [`Applied::Stale`] (the write is planned
+    /// again from its text).
     pub merge: Option<PlannedMerge>,
     /// Whose text it is.
     pub origin: Origin,
@@ -597,12 +600,12 @@ impl FileSyncs {
 
 impl Instruction {
     /// The text a buffer without unsaved edits takes and saves: for an
-    /// agent's write, a merge without conflicts when it carries one (the
-    /// editor takes the merge whenever it is at its version), else
-    /// `content`.
+    /// agent's write or a restore, a merge without conflicts when it
+    /// carries one (the editor takes the merge whenever it is at its
+    /// version), else `content`.
     pub fn saved_text(&self) -> &str {
         match &self.merge {
-            Some(m) if self.origin == Origin::Write && m.conflicts == 0 => &m.text,
+            Some(m) if self.origin != Origin::Disk && m.conflicts == 0 => &m.text,
             _ => &self.content,
         }
     }
@@ -787,7 +790,7 @@ impl BufferSync {
                 }
                 Applied::Saved { old_content, .. } => {
                     let saved = instruction.saved_text();
-                    outcome = Some(if origin == Origin::Write && saved != request.content {
+                    outcome = Some(if saved != request.content {
                         WriteOutcome::Merged {
                             old_content,
                             text: saved.to_owned(),
@@ -1003,6 +1006,28 @@ mod tests {
             })
         );
         assert_eq!(i.revision, 1);
+    }
+
+    #[test]
+    fn a_restore_keeps_lines_another_chat_wrote_since() {
+        // Two chats' reviews of one file (data-safety seed 141793484, case
+        // 63): the first chat's review knew "first\nbase\n"; the second
+        // agent wrote its line since. The first chat's reject restores
+        // "base\n": the unmodified buffer saves the merge, keeping the
+        // second agent's line, not the restore whole.
+        let mut s = FileSyncs::new();
+        let p = Path::new("/w/a.txt");
+        s.reported(p, buffer("first\nbase\nsecond\n", 2));
+        let i = s.plan(p, "first\nbase\n", "base\n", Origin::Restore);
+        assert_eq!(i.saved_text(), "base\nsecond\n");
+        s.answered(
+            &i,
+            &Applied::Saved {
+                old_content: Some("first\nbase\nsecond\n".into()),
+                version: 3,
+            },
+        );
+        assert_eq!(s.disk(p), Some("base\nsecond\n"));
     }
 
     #[test]

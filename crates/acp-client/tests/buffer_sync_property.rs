@@ -144,10 +144,10 @@ impl Buffers for MemoryEditor {
             return Ok(Applied::Merged { version });
         }
         let (text, conflicts) = match (i.origin, at_tick) {
-            (Origin::Write, Some(m)) => (m.text.clone(), m.conflicts),
-            // An agent's write is applied only to the text it was merged
-            // with: the user may have saved lines it never saw.
-            (Origin::Write, None) => return Ok(stale),
+            (Origin::Write | Origin::Restore, Some(m)) => (m.text.clone(), m.conflicts),
+            // An agent's write (or a restore) is applied only to the text it
+            // was merged with: the user may have saved lines it never saw.
+            (Origin::Write | Origin::Restore, None) => return Ok(stale),
             _ => (i.content.clone(), 0),
         };
         st.change(lines_of(&text));

@@ -353,6 +353,29 @@ local function held_back(path, action)
   )
 end
 
+--- The chats whose reviews hold `path`, as the backend has them now (its
+--- answer comes after the user edits and decisions sent before it). Not
+--- M.files: a `review_changed` still on its way lags it, and `:Acp accept
+--- file` then told no chat and left the agent's newer hunks under review
+--- (data-safety seed 537081754, case 9).
+---@param path string normalized
+---@return string[]
+local function chats_reviewing(path)
+  local ids = {}
+  for _, chat in ipairs(require("acp.chat").list) do
+    if chat.session_id then
+      local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
+      for _, f in ipairs(type(files) == "table" and files or {}) do
+        if f.path and normalize(f.path) == path then
+          ids[#ids + 1] = chat.chat_id
+          break
+        end
+      end
+    end
+  end
+  return ids
+end
+
 ---@class acp.DecideOpts
 ---@field scope? "hunks"|"file"|"all" default "hunks"
 ---@field line1? integer 1-based first line (a range); default: the cursor line
@@ -423,7 +446,7 @@ function M.decide(action, opts)
       held_back(entry.path, action .. " file")
       return
     end
-    for chat_id in pairs(entry.chats) do
+    for _, chat_id in ipairs(chats_reviewing(entry.path)) do
       backend().notify(method, { chat_id = chat_id, path = entry.path })
     end
     return

@@ -180,17 +180,26 @@ impl Reviews {
                 .iter()
                 .find(|b| b.path == r.path)
                 .and_then(|b| b.current.clone());
-            if let Err(e) = write_content(host, session_id, &r.path, content, current).await {
-                tracing::warn!(path = %r.path.display(), error = %e, "could not write the rejected file; its review is kept");
-                if let Some(before) = befores.iter().find(|b| b.path == r.path) {
-                    let change = {
-                        let mut st = review.state.lock();
-                        st.known.insert(r.path.clone(), before.current.clone());
-                        restore(&mut st.tracker, before)
-                    };
-                    emit(&self.events, session_id, change);
+            match write_content(host, session_id, &r.path, content, current).await {
+                Ok(Some(saved)) => {
+                    // The buffer took the restore merged with lines this
+                    // review never saw (another chat's agent wrote them):
+                    // they are not this chat's, as a user's edit is not.
+                    self.record_user_edit(session_id, &r.path, Some(&saved), true);
                 }
-                first_error.get_or_insert(e);
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(path = %r.path.display(), error = %e, "could not write the rejected file; its review is kept");
+                    if let Some(before) = befores.iter().find(|b| b.path == r.path) {
+                        let change = {
+                            let mut st = review.state.lock();
+                            st.known.insert(r.path.clone(), before.current.clone());
+                            restore(&mut st.tracker, before)
+                        };
+                        emit(&self.events, session_id, change);
+                    }
+                    first_error.get_or_insert(e);
+                }
             }
         }
         match first_error {
@@ -421,7 +430,7 @@ async fn write_content(
     path: &Path,
     content: &str,
     current: Option<String>,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let request = WriteTextFile {
         session_id: session_id.clone(),
         path: path.to_owned(),
@@ -429,12 +438,20 @@ async fn write_content(
         kind: WriteKind::Restore { current },
     };
     match host.write_text_file(&request).await? {
-        WriteOutcome::Handled { .. } | WriteOutcome::Merged { written: true, .. } => Ok(()),
+        WriteOutcome::Handled { .. } => Ok(None),
+        WriteOutcome::Merged {
+            text,
+            written: true,
+            ..
+        } => Ok((text != content).then_some(text)),
         WriteOutcome::Merged { text, .. } => {
-            fs::write_text_file_atomic(path, &text).await.map(drop)
+            fs::write_text_file_atomic(path, &text).await?;
+            Ok((text != content).then_some(text))
         }
         WriteOutcome::NotHandled | WriteOutcome::KeptUnsaved { .. } => {
-            fs::write_text_file_atomic(path, content).await.map(drop)
+            fs::write_text_file_atomic(path, content)
+                .await
+                .map(|_| None)
         }
     }
 }
