@@ -212,13 +212,6 @@ local function handle(ev, ctx)
   handler(chat, ev, ctx)
 end
 
---- A queued event (acp.replay), handled as if it came now.
----@param ev acp.Event
----@param ctx table
-local function handle_later(ev, ctx)
-  handle(ev, ctx)
-end
-
 --- True when the event belongs to a chat whose history is being rendered
 --- in slices, or would start to be: its chat is still opening (the replay
 --- of a loaded session) and this batch used up its slice.
@@ -251,7 +244,7 @@ function M.dispatch(events)
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
     if ev and later(ev, t0) then
-      replay.push(ev.chat_id, handle_later, ev, ctx)
+      replay.push(ev.chat_id, handle, ev, ctx)
     elseif ev then
       ok, err = xpcall(handle, debug.traceback, ev, ctx)
     end

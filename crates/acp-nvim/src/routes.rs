@@ -407,7 +407,7 @@ fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&st
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
-mod tests {
+pub(crate) mod tests {
     use std::path::{Path, PathBuf};
 
     use acp_client::host::FileEdit;
@@ -436,7 +436,9 @@ mod tests {
         }
     }
 
-    fn permission(session: &str, id: u64) -> PermissionRequest {
+    /// A permission request with an allow and a reject option (shared with
+    /// the host's tests).
+    pub(crate) fn permission(session: &str, id: u64) -> PermissionRequest {
         PermissionRequest {
             id: PermissionRequestId(id),
             session_id: sid(session),

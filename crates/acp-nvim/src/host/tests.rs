@@ -2,15 +2,14 @@
 //! faked Lua side.
 
 use acp_client::host::{FileEdit, WriteKind};
-use acp_client::permission::{OptionKind, PermissionOption, PermissionRequestId};
 use std::collections::VecDeque;
 
-use acp_client::update::ToolCallFields;
 use rmpv::Value;
 use serde_json::{json, Value as Json};
 
 use super::*;
 use crate::msgpack;
+use crate::routes::tests::permission;
 
 fn sid(s: &str) -> SessionId {
     SessionId::new(s)
@@ -18,26 +17,6 @@ fn sid(s: &str) -> SessionId {
 
 fn chat(s: &str) -> ChatId {
     ChatId(s.into())
-}
-
-fn permission(session: &str, id: u64) -> PermissionRequest {
-    PermissionRequest {
-        id: PermissionRequestId(id),
-        session_id: sid(session),
-        tool_call: ToolCallFields::new("tool-1"),
-        options: vec![
-            PermissionOption {
-                option_id: "yes".into(),
-                name: "Allow".into(),
-                kind: OptionKind::AllowOnce,
-            },
-            PermissionOption {
-                option_id: "no".into(),
-                name: "Reject".into(),
-                kind: OptionKind::RejectOnce,
-            },
-        ],
-    }
 }
 
 /// A fake Lua `acp.fs`, answering with fixed values.
