@@ -23,7 +23,17 @@
 //!   ([`review`]), with a three-way merge for buffers holding unsaved edits
 //!   ([`merge`]);
 //! - keeps an index of the workspace's files for `@` mentions ([`index`]),
-//!   honouring `.gitignore` and kept fresh by a file watcher.
+//!   honouring `.gitignore` and kept fresh by a file watcher;
+//! - with the `registry` feature (on by default), loads the ACP agent
+//!   registry and installs its agents ([`registry`]).
+//!
+//! # Features
+//!
+//! - `registry` (default): the `registry` module, the agent index and the
+//!   installer (npm, virtualenv, binary archives), with its HTTP, zip, tar,
+//!   bzip2 and sha2 dependencies. An editor that starts agents from its own
+//!   configuration builds with `default-features = false` and compiles none
+//!   of them.
 //!
 //! An editor implements [`EditorHost`]: a permission prompt is the only
 //! required method. Buffer-aware reads and writes and event rendering are
@@ -87,6 +97,7 @@ pub mod methods;
 mod options;
 pub mod permission;
 pub mod process;
+#[cfg(feature = "registry")]
 pub mod registry;
 pub mod review;
 pub mod rpc;

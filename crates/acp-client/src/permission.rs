@@ -14,7 +14,8 @@ mod subject;
 #[cfg(test)]
 mod tests;
 
-pub use memory::{MemoryKey, PermissionPolicy, Remembered};
+pub use memory::{MemoryKey, PermissionPolicy};
+pub use store::Remembered;
 pub use subject::subject_of;
 
 /// Identifies one pending permission prompt, so an editor can answer it later

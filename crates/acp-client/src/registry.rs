@@ -18,6 +18,7 @@
 //! blocking task.
 
 pub mod archive;
+mod cancel;
 pub mod download;
 pub mod install;
 

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{self, ParsedState, Persistence, StateFile, StoredDecision, STATE_VERSION};
+use super::store::{
+    self, ParsedState, Persistence, Remembered, StateFile, StoredDecision, STATE_VERSION,
+};
 use super::subject::{subject_of, tool_kind_name};
 use super::{OptionKind, PermissionDecision, PermissionOption, PermissionRequest};
 use crate::error::{Error, Result};
@@ -26,16 +28,6 @@ pub struct MemoryKey {
     pub tool_kind: String,
     /// See [`subject_of`].
     pub subject: String,
-}
-
-/// A remembered "always" answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Remembered {
-    /// The user chose an `allow_always` option.
-    Allow,
-    /// The user chose a `reject_always` option.
-    Reject,
 }
 
 /// Client-side permission memory plus optional auto-allow rules (off by

@@ -7,8 +7,17 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::memory::Remembered;
 use super::subject::normalize_lexically;
+
+/// A remembered "always" answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Remembered {
+    /// The user chose an `allow_always` option.
+    Allow,
+    /// The user chose a `reject_always` option.
+    Reject,
+}
 
 /// Where persisted decisions go, once [`super::PermissionPolicy::persist_in`] ran.
 #[derive(Debug)]

@@ -28,7 +28,7 @@ use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
 
-use super::install::CancelToken;
+use super::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 /// The archive formats of the registry's `binary` distributions.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::install::CancelToken;
+use super::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 /// How long one read may stall before a download fails (a server that

@@ -18,39 +18,17 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use super::archive::{self, Format};
+pub use super::cancel::CancelToken;
 use super::{
     download, valid_id, BinaryTarget, DistributionKind, PackageDistribution, RegistryAgent,
 };
 use crate::error::{Error, Result};
-
-/// Stops an install from another thread; cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// A token not cancelled yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Asks the install to stop; it cleans up and fails with
-    /// [`Error::InstallCancelled`].
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// True once [`cancel`](Self::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// An installed agent: what `<id>/installed.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
