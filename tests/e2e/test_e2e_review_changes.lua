@@ -21,6 +21,16 @@ T.setup_fake({
         match = "edit a more",
         steps = { write("a.txt", "L1 more\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"), { type = "text", text = "more" } },
       },
+      {
+        -- What the agent controls, hostile: a file name with a newline, an
+        -- escape sequence in a line, a created file of 1,000 lines.
+        match = "edit hostile",
+        steps = {
+          write("odd\nname.txt", "one\n"),
+          write("big.txt", "\27[2Jcleared?\n" .. string.rep("line\n", 999)),
+          { type = "text", text = "hostile" },
+        },
+      },
       { steps = { { type = "text", text = "echo: {{prompt}}" } } },
     },
   },
@@ -123,7 +133,7 @@ end
 T.test("nothing under review: the view says so", function()
   setup()
   vim.cmd("Acp changes")
-  T.contains(view(), "No agent edits of this turn under review", "empty state")
+  T.contains(view(), "Nothing of this turn under review", "empty state")
   vim.cmd("Acp changes all")
   T.contains(view(), "No agent edits under review", "empty state of all")
   T.contains(T.lines(view_buf())[1], "0 files", "the counts")
@@ -134,7 +144,7 @@ T.test("the turn's files with their hunks inline, highlighted", function()
   turn(chat, "edit ab", { "a.txt", "b.txt" })
   vim.cmd("Acp changes")
   local lines = T.lines(view_buf())
-  T.contains(lines[1], "turn 1", "the scope: " .. lines[1])
+  T.contains(lines[1], "Turn 1", "the scope: " .. lines[1])
   T.contains(lines[1], "2 files, 4 hunks, +4 -4", "the counts: " .. lines[1])
   T.contains(lines[2], "a/r hunk", "the keys")
   local text = view()
@@ -183,7 +193,7 @@ T.test("accept and reject a file, then everything shown", function()
   -- On a file's header, `a` decides the file.
   cursor_to("a.txt")
   vim.cmd("Acp accept file")
-  wait_view("No agent edits of this turn", "all decided")
+  wait_view("Nothing of this turn", "all decided")
   T.eq(THREE, T.read_file(dir .. "/a.txt"), "a accepted")
   -- The same text again: nothing new under review for a; b changed again.
   turn(chat, "edit ab", { "b.txt" })
@@ -194,7 +204,7 @@ T.test("accept and reject a file, then everything shown", function()
   vim.cmd("normal gR")
   wait_file(dir .. "/c.txt", NINE)
   wait_file(dir .. "/b.txt", NINE)
-  wait_view("No agent edits of this turn", "all rejected")
+  wait_view("Nothing of these turns", "all rejected")
 end)
 
 T.test("the last turn by default, a chosen turn on, or all under review", function()
@@ -207,11 +217,11 @@ T.test("the last turn by default, a chosen turn on, or all under review", functi
   T.not_contains(text, "a.txt", "not turn 1's")
   vim.cmd("Acp changes 1")
   text = view()
-  T.contains(T.lines(view_buf())[1], "turns 1-2", "the scope")
+  T.contains(T.lines(view_buf())[1], "Turns 1-2", "the scope")
   T.contains(text, "a.txt", "turn 1's")
   T.contains(text, "c.txt", "and turn 2's")
   vim.cmd("Acp changes all")
-  T.contains(view(), "everything under review", "all")
+  T.contains(view(), "All under review", "all")
   T.contains(view(), "b.txt", "b")
   local n = #NOTES
   pcall(vim.cmd, "Acp changes 7")
@@ -279,6 +289,18 @@ T.test("a conflict block shows as such and is resolved in the real buffer", func
   T.wait(function()
     return not view():find("conflict at line", 1, true)
   end, "the view followed the resolution:\n" .. view())
+end)
+
+T.test("hostile names and lines are shown safely, a huge hunk is cut", function()
+  local chat = setup()
+  turn(chat, "edit hostile", { "big.txt" })
+  vim.cmd("Acp changes")
+  wait_view("odd⏎name.txt  created", "the newline shown, not obeyed")
+  local text = view()
+  T.contains(text, "+␛[2Jcleared?", "the escape shown as a symbol")
+  T.contains(text, "… 800 more lines (<CR> opens the file)", "cut after 200 lines")
+  T.truthy(#T.lines(view_buf()) < 230, "the view stays small: " .. #T.lines(view_buf()))
+  T.contains(text, "big.txt  created · 1 hunk, +1000 -0", "the counts are whole")
 end)
 
 T.run()

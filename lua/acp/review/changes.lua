@@ -48,7 +48,12 @@ local seen = {}
 ---@return string
 local function hunk_key(h)
   local old, new = h.old_lines or {}, h.new_lines or {}
-  return table.concat({ tostring(h.id), #old, #new, old[1] or "", new[1] or "", new[#new] or "" }, "\0")
+  -- A few bytes of its lines tell it from an old hunk of the same id; all
+  -- of them would keep a copy of every line ever reviewed.
+  local function bit(l)
+    return type(l) == "string" and l:sub(1, 64) or ""
+  end
+  return table.concat({ tostring(h.id), #old, #new, bit(old[1]), bit(new[1]), bit(new[#new]) }, "\0")
 end
 
 --- The number of the chat's turn now (its transcript counts the prompts).
@@ -153,6 +158,11 @@ local function conflicts_of(path)
     return {}
   end
   local M = review()
+  -- The review tracks the blocks' first lines: most buffers have none, and
+  -- this runs on every review change of the file while the view is open.
+  if M.has_conflicts and not M.has_conflicts(buf) then
+    return {}
+  end
   local out, lines = {}, api.nvim_buf_get_lines(buf, 0, -1, false)
   local i = 1
   while i <= #lines do
@@ -322,17 +332,20 @@ end
 ---@return string
 local function scope_text(scope)
   if scope.kind == "all" then
-    return "everything under review"
+    return "All under review"
   end
   local now = turn_of(scope.chat_id)
   local chat = #require("acp.chat").list > 1 and (" of chat %s"):format(scope.chat_id) or ""
   if scope.turn >= now then
-    return ("turn %d%s"):format(scope.turn, chat)
+    return ("Turn %d%s"):format(scope.turn, chat)
   end
-  return ("turns %d-%d%s"):format(scope.turn, now, chat)
+  return ("Turns %d-%d%s"):format(scope.turn, now, chat)
 end
 
+--- The keys, in full and for narrow windows (80 columns with the chat
+--- beside the view leave it 47).
 local HELP = "a/r hunk  A/R file  gA/gR all shown  <CR> open  ]h [h  q close"
+local HELP_SHORT = "a/r hunk A/R file gA/gR all <CR> open q"
 
 --- The title and help rows.
 ---@param v acp.ChangesView
@@ -344,7 +357,7 @@ local function top(v)
     hunks = hunks + #s.hunks
     added, removed = added + s.added, removed + s.removed
   end
-  local title = ("Agent changes · %s · %d file%s, %d hunk%s, +%d -%d"):format(
+  local title = ("%s · %d file%s, %d hunk%s, +%d -%d"):format(
     scope_text(v.scope),
     files,
     files == 1 and "" or "s",
@@ -353,10 +366,13 @@ local function top(v)
     added,
     removed
   )
-  local help = HELP
+  local win = vim.fn.bufwinid(v.buf)
+  local width = win ~= -1 and api.nvim_win_get_width(win) or vim.o.columns
+  local help = #HELP <= width and HELP or HELP_SHORT
   if files == 0 then
-    help = v.scope.kind == "all" and "No agent edits under review.  q close"
-      or "No agent edits of this turn under review (:Acp changes all shows every one).  q close"
+    help = v.scope.kind == "all" and "No agent edits under review."
+      or (v.scope.turn >= turn_of(v.scope.chat_id) and "Nothing of this turn under review (:Acp changes all)")
+      or "Nothing of these turns under review (:Acp changes all)"
   end
   return { title, help, "" },
     {
@@ -902,6 +918,8 @@ function C.show(args)
     vim.wo[0][0].signcolumn = "no"
     vim.wo[0][0].foldenable = false
   end
+  -- The keys fitted to the window it is shown in now.
+  redraw_top(v)
   -- At the first hunk.
   local first = (v.sections[1] and TOP + 2) or 1
   pcall(api.nvim_win_set_cursor, 0, { first, 0 })
