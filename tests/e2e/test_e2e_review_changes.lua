@@ -303,4 +303,22 @@ T.test("hostile names and lines are shown safely, a huge hunk is cut", function(
   T.contains(text, "big.txt  created · 1 hunk, +1000 -0", "the counts are whole")
 end)
 
+T.test("after :Acp restart the view shows no review that ended; q leaves the last window", function()
+  local chat = setup()
+  turn(chat, "edit ab", { "a.txt", "b.txt" })
+  vim.cmd("Acp changes")
+  wait_view("b.txt", "listed")
+  vim.cmd("Acp restart")
+  T.wait(function()
+    return chat.status == "ready"
+  end, "restarted")
+  -- Away and back: drawn anew.
+  vim.cmd("enew")
+  vim.cmd("buffer " .. view_buf())
+  T.contains(view(), "Nothing of this turn under review", "the review ended with the backend")
+  vim.cmd("only")
+  vim.cmd("normal q")
+  T.truthy(vim.api.nvim_get_current_buf() ~= view_buf(), "q showed another buffer in the last window")
+end)
+
 T.run()

@@ -116,6 +116,7 @@ end
 ---@field buf integer
 ---@field scope acp.ChangesScope
 ---@field sections acp.ChangesSection[] in path order
+---@field fresh? true drawn by `:Acp changes` just before its window shows it (no second draw on entering)
 
 ---@type acp.ChangesView?
 local view
@@ -807,7 +808,35 @@ local function keys(buf)
     C.decide("reject", "all")
   end, "reject everything shown")
   map("<CR>", C.open, "open the file at the hunk")
-  map("q", "<Cmd>close<CR>", "close the view")
+  map("q", function()
+    -- The last window is not closed: it shows the buffer before the view.
+    if not pcall(vim.cmd.close) then
+      local alt = vim.fn.bufnr("#")
+      if alt > 0 and alt ~= buf and vim.fn.buflisted(alt) == 1 then
+        api.nvim_win_set_buf(0, alt)
+      else
+        vim.cmd("enew")
+      end
+    end
+  end, "close the view")
+  api.nvim_create_autocmd("BufEnter", {
+    group = api.nvim_create_augroup("acp_changes_" .. buf, { clear = true }),
+    buffer = buf,
+    callback = function()
+      -- Drawn anew when the user comes back: a backend restart in between
+      -- took the review with it (nothing told the view), and the chats
+      -- may have changed.
+      local v = live()
+      if v and v.fresh then
+        -- Just drawn by :Acp changes.
+        v.fresh = nil
+      elseif v then
+        local cursor = api.nvim_win_get_cursor(0)
+        draw_all(v)
+        pcall(api.nvim_win_set_cursor, 0, { math.min(cursor[1], api.nvim_buf_line_count(buf)), 0 })
+      end
+    end,
+  })
   local k = require("acp.config").options.keymaps or {}
   for name, fn in pairs({
     review_next = function()
@@ -891,6 +920,7 @@ function C.show(args)
   end
   v.scope = scope
   draw_all(v)
+  v.fresh = api.nvim_get_current_buf() ~= v.buf or nil
   local win = vim.fn.bufwinid(v.buf)
   if win ~= -1 then
     api.nvim_set_current_win(win)
