@@ -290,6 +290,7 @@ local function build(scope, chat_id, path, rv)
     )
     s.hunks = {}
     hunks = {}
+    s.added, s.removed = 0, 0
   end
   for _, h in ipairs(hunks) do
     local old, new = h.old_lines or {}, h.new_lines or {}
