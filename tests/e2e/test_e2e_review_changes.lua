@@ -277,6 +277,8 @@ T.test("a conflict block shows as such and is resolved in the real buffer", func
   vim.cmd("Acp changes")
   wait_view("conflict at line", "the conflict is shown")
   T.contains(view(), " L5 mine", "the user's side")
+  -- a's hunks wait for the conflict: only b's count.
+  T.contains(T.lines(view_buf())[1], "2 files, 1 hunk, +1 -1", "the title's counts")
   T.truthy(#rows_with("AcpReviewConflictOurs") > 0, "highlighted as a conflict")
   cursor_to("conflict at line")
   local n = #NOTES
