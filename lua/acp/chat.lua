@@ -19,6 +19,7 @@ local M = {}
 ---@field prompt_buf integer prompt input buffer
 ---@field session_id? string set when `session_started` arrives
 ---@field restart_note? string what a restart did, written once the session is back
+---@field load_note? string the note of a restart loading the session, written before its replayed history
 ---@field backend_died? boolean the chat is dead because the backend stopped (`:Acp restart`, not `R`)
 ---@field agent acp.ResolvedAgent
 ---@field cwd string
@@ -797,6 +798,7 @@ function Chat:on_session_started(ev)
   self.transcript_path = ev.transcript_path
   self.opening = nil
   self.backend_died = nil
+  self:_write_load_note()
   if self.restart_note then
     -- Said once the outcome is known: "session resumed" came before the
     -- agent answered that it no longer knew the session.
@@ -813,6 +815,7 @@ function Chat:on_open_failed(ev)
   self.opening = nil
   self.status = "failed"
   self.restart_note = nil
+  self.load_note = nil
   if opening and opening.fallback_new then
     -- A restart could not continue the session (the agent forgot it, e.g.
     -- a killed fake or claude-agent-acp answering -32002): carry on in a
@@ -885,7 +888,20 @@ function Chat:on_session_change(change)
     self.title = change.title
     self:update_winbar()
   else
+    self:_write_load_note()
     self.transcript:apply(change)
+  end
+end
+
+--- The note of a restart that loads the session, once the load is under
+--- way (its first replayed entry, or the session back without one).
+function Chat:_write_load_note()
+  local note = self.load_note
+  if note then
+    self.load_note = nil
+    self.transcript.view:batch(function()
+      self.transcript:note(note)
+    end)
   end
 end
 
@@ -1131,23 +1147,24 @@ function Chat:reopen()
   local caps = self.capabilities or {}
   local session_caps = caps.session_capabilities or {}
   local id = self.session_id
-  local opts, note
+  local opts
   self.restart_note = nil
+  self.load_note = nil
   if id and session_caps.resume ~= nil then
     opts = { resume_session_id = id, fallback_new = true }
     -- Written once the agent took the session back (on_session_started).
     self.restart_note = "— restarted: session resumed —"
   elseif id and caps.load_session == true then
     opts = { load_session_id = id, fallback_new = true }
-    -- Before the history it announces.
-    note = "— restarted: the session is loaded again; its history is replayed below —"
+    -- Written before the first entry of the history it announces (or once
+    -- the session is back, when it has none): not now, as a load the agent
+    -- then refuses (the fake killed and restarted, -32002) was followed by
+    -- a second note saying a new session started.
+    self.load_note = "— restarted: the session is loaded again; its history is replayed below —"
   else
     self.restart_note = "— restarted: new session (the agent cannot resume or load sessions) —"
   end
   self.transcript.view:batch(function()
-    if note then
-      self.transcript:note(note)
-    end
     -- The new session numbers its entries from 0 again.
     self.transcript:forget_entries()
   end)

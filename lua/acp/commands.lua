@@ -534,6 +534,18 @@ M.subcommands.review = {
   end,
 }
 
+M.subcommands.changes = {
+  desc = "changes [turn|all]: one buffer with the agent's changes of the last turn (from a turn on, or all) to accept or reject",
+  run = function(args)
+    require("acp.review.changes").show(args)
+  end,
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return vim.startswith(s, lead)
+    end, { "all" })
+  end,
+}
+
 --- `:[range]Acp accept|reject [file|all]`.
 ---@param action "accept"|"reject"
 local function decide(action)
@@ -546,6 +558,11 @@ local function decide(action)
     local opts = { scope = scope or "hunks" }
     if cmd and (cmd.range or 0) > 0 then
       opts.line1, opts.line2 = cmd.line1, cmd.line2
+    end
+    local changes = require("acp.review.changes")
+    if changes.is_view(vim.api.nvim_get_current_buf()) then
+      changes.decide(action, opts.scope, opts.line1, opts.line2)
+      return
     end
     require("acp.review").decide(action, opts)
   end

@@ -119,6 +119,7 @@ end
 
 function handlers.review_changed(chat, ev)
   require("acp.review").on_changed(chat.chat_id, ev)
+  require("acp.review.changes").on_changed(chat.chat_id, ev)
 end
 
 function handlers.review_delete_pending(chat, ev)

@@ -55,6 +55,12 @@ M.links = {
   AcpReviewConflictTheirs = "DiffAdd",
   AcpReviewPreviewAdd = "DiffAdd",
   AcpReviewPreviewDelete = "DiffDelete",
+  -- The view of a turn's changes (acp.review.changes).
+  AcpChangesTitle = "Title",
+  AcpChangesHelp = "Comment",
+  AcpChangesFile = "Directory",
+  AcpChangesCount = "Comment",
+  AcpChangesHunk = "Special",
   -- The form of an agent's question (acp.form).
   AcpFormLabel = "Title",
   AcpFormInput = "Pmenu",

@@ -67,6 +67,24 @@ T.setup_fake({
       { steps = { { type = "text", text = "echo: {{prompt}}" } } },
     },
   },
+  -- Loads sessions but cannot resume them: a restart after a crash tries
+  -- `session/load`, which the new process answers with an error.
+  loadonly = {
+    initialize = { agentCapabilities = { loadSession = true } },
+    turns = {
+      { match = "crash", steps = { { type = "crash", stderr = "killed", code = 9 } } },
+      { steps = { { type = "text", text = "echo: {{prompt}}" } } },
+    },
+  },
+  -- The same, keeping its sessions on disk: the restarted agent loads it.
+  loadstore = {
+    initialize = { agentCapabilities = { loadSession = true } },
+    sessionStore = dir .. "/loadstore-sessions.json",
+    turns = {
+      { match = "crash", steps = { { type = "crash", stderr = "killed", code = 9 } } },
+      { steps = { { type = "text", text = "echo: {{prompt}}" } } },
+    },
+  },
 }, dir)
 T.require_binaries()
 
@@ -220,6 +238,44 @@ T.test(":Acp restart does not leave a review drawn but dead", function()
   T.contains(said, "review", "the user is told: " .. said)
   T.eq(1, select(2, said:gsub("review", "")), "once: " .. said)
   T.eq({ "l1", "L2 agent", "l3", "l4", "l5", "l6", "l7", "l8", "l9" }, T.lines(buf), "the edit stays in the buffer")
+end)
+
+T.test("a load-only restart that fails says what happened once", function()
+  local chat = T.open_chat("loadonly", dir)
+  assert(chat:send({ { type = "text", text = "crash" } }))
+  T.wait(function()
+    return chat.status == "dead"
+  end, "the agent died")
+  local lines_before = #T.lines(chat.bufnr)
+  chat:restart()
+  T.wait(function()
+    return chat.status == "ready"
+  end, "restarted; transcript:\n" .. T.text(chat.bufnr))
+  local added = table.concat(vim.list_slice(T.lines(chat.bufnr), lines_before + 1), "\n")
+  T.not_contains(added, "loaded again", "no claim that the session was loaded: " .. added)
+  T.eq(1, select(2, added:gsub("restarted", "")), "one note: " .. added)
+  T.contains(added, "new session", "which says a new session started: " .. added)
+  T.eq("end_turn", T.turn(chat, "hello"), "the chat works")
+end)
+
+T.test("a load-only restart that loads says so once, above the history it replays", function()
+  local chat = T.open_chat("loadstore", dir)
+  T.eq("end_turn", T.turn(chat, "remember me"), "turn")
+  assert(chat:send({ { type = "text", text = "crash" } }))
+  T.wait(function()
+    return chat.status == "dead"
+  end, "the agent died")
+  local lines_before = #T.lines(chat.bufnr)
+  chat:restart()
+  T.wait(function()
+    return chat.status == "ready"
+  end, "restarted; transcript:\n" .. T.text(chat.bufnr))
+  T.wait_text(chat, "echo: remember me")
+  local added = table.concat(vim.list_slice(T.lines(chat.bufnr), lines_before + 1), "\n")
+  T.eq(1, select(2, added:gsub("restarted", "")), "one note: " .. added)
+  local note = added:find("loaded again", 1, true)
+  local replayed = added:find("echo: remember me", 1, true)
+  T.truthy(note and replayed and note < replayed, "the note above the replayed history: " .. added)
 end)
 
 T.test("a prompt window left without its transcript gets the transcript back above it", function()
