@@ -65,24 +65,15 @@ pub enum SystemPromptSupport {
 }
 
 impl SystemPromptSupport {
-    /// Reads the raw `agentCapabilities` (the schema crate this build uses
-    /// predates the field).
-    fn of_capabilities(caps: Option<&Value>) -> Self {
-        let Some(sp) = caps
-            .and_then(|c| c.get("sessionCapabilities"))
-            .and_then(|s| s.get("systemPrompt"))
-            .filter(|s| s.is_object())
-        else {
-            return SystemPromptSupport::None;
-        };
-        if sp
-            .get("mode")
-            .and_then(|m| m.get("override"))
-            .is_some_and(Value::is_object)
-        {
-            SystemPromptSupport::AppendAndOverride
-        } else {
-            SystemPromptSupport::Append
+    /// Reads `agentCapabilities.sessionCapabilities.systemPrompt` (a value
+    /// that is not an object decodes as absent: unsupported).
+    fn of_capabilities(caps: &schema::AgentCapabilities) -> Self {
+        match &caps.session_capabilities.system_prompt {
+            None => SystemPromptSupport::None,
+            Some(sp) if sp.mode.as_ref().is_some_and(|m| m.override_.is_some()) => {
+                SystemPromptSupport::AppendAndOverride
+            }
+            Some(_) => SystemPromptSupport::Append,
         }
     }
 
@@ -433,7 +424,6 @@ impl Connection {
                 self.sessions().options.initialize_timeout,
             )
             .await?;
-        let system_prompt = SystemPromptSupport::of_capabilities(raw.get("agentCapabilities"));
         let response =
             schema::InitializeResponse::deserialize(&raw).map_err(|e| Error::Decode {
                 what: "the agent's answer to `initialize`".into(),
@@ -446,6 +436,7 @@ impl Connection {
                 client: PROTOCOL_VERSION,
             });
         }
+        let system_prompt = SystemPromptSupport::of_capabilities(&response.agent_capabilities);
         let info = AgentInfo {
             protocol_version: version,
             capabilities: response.agent_capabilities,

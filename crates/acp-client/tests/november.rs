@@ -144,6 +144,40 @@ async fn override_is_sent_only_where_advertised_and_never_to_other_agents() {
 }
 
 #[tokio::test]
+async fn a_malformed_system_prompt_capability_counts_as_not_advertised() {
+    // `systemPrompt: true` is not the object the schema says: no system
+    // prompt is sent, and the rest of the capabilities still decode.
+    let caps = json!({"loadSession": true, "sessionCapabilities": {"systemPrompt": true}});
+    let s = spawn(
+        with_caps(caps, json!([{"type": "systemPrompt"}])),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    let info = s.conn.agent_info().unwrap();
+    assert!(info.capabilities.load_session);
+    let started = open(&s, prompt(SystemPromptMode::Append, "Be terse.")).await;
+    assert!(started.system_prompt_skipped.is_some());
+    turn(&s, &started.session_id, "hi").await;
+    assert_eq!(
+        agent_text(&s.conn, &started.session_id),
+        "system prompt: none"
+    );
+
+    // `override: true` instead of `{}`: only `append` is taken.
+    let caps = json!({"sessionCapabilities": {"systemPrompt": {"mode": {"override": true}}}});
+    let s = spawn(
+        with_caps(caps, json!([{"type": "systemPrompt"}])),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    let started = open(&s, prompt(SystemPromptMode::Override, "Be terse.")).await;
+    let why = started.system_prompt_skipped.unwrap();
+    assert!(why.contains("append"), "{why}");
+    let started = open(&s, prompt(SystemPromptMode::Append, "Be terse.")).await;
+    assert_eq!(started.system_prompt_skipped, None);
+}
+
+#[tokio::test]
 async fn codex_meta_terminal_output_is_kept_in_its_tool_call() {
     let s = spawn(
         with_caps(

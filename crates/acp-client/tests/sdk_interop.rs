@@ -1,5 +1,5 @@
 //! Interop with an agent written with the official ACP Rust SDK
-//! (`agent-client-protocol` 5), run in-process (see `sdk_agent/`).
+//! (`agent-client-protocol` 5.2), run as its own process (see `sdk_agent/`).
 //!
 //! Every test drives both directions: what we send must decode into the
 //! SDK's typed requests (the agent asserts on those), and what the SDK sends
@@ -17,9 +17,9 @@ use acp_client::update::{Content, PlanEntry, SessionId, ToolContent, ToolKind, T
 use acp_client::{
     ClientEvent, ConfigValue, Connection, HostCapabilities, SessionParams, StopReason,
 };
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema as sdk;
-use agent_client_protocol::ErrorCode;
+use agent_client_protocol_schema::v1 as sdk;
+use agent_client_protocol_schema::v1::ErrorCode;
+use agent_client_protocol_schema::ProtocolVersion;
 use sdk_agent::{start, SdkAgent};
 use serde_json::json;
 use support::{wait_event, PermissionMode, TestHost, WAIT};
@@ -111,7 +111,7 @@ async fn start_turn(
 ) -> (
     tokio::task::JoinHandle<acp_client::Result<StopReason>>,
     sdk::PromptRequest,
-    agent_client_protocol::v1::Responder<sdk::PromptResponse>,
+    sdk_agent::Responder<sdk::PromptResponse>,
 ) {
     let c = conn.clone();
     let s = session_id.clone();
@@ -196,7 +196,7 @@ async fn initialize_authenticate_and_new_session_decode_on_both_sides() {
     let new = tokio::spawn(async move { c.new_session(params).await });
     let (_req, responder) = agent.expect_new_session().await;
     responder
-        .respond_with_error(agent_client_protocol::Error::auth_required())
+        .respond_with_error(sdk::Error::auth_required())
         .unwrap();
     let err = new.await.unwrap().unwrap_err();
     assert!(err.is_auth_required(), "{err}");
@@ -734,24 +734,24 @@ async fn fs_requests_read_buffers_and_disk_and_write_disk() {
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "secret").unwrap();
     let err = agent.call(read(&secret)).await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::ResourceNotFound, "{err:?}");
     assert!(err.message.contains("secret.txt"), "{}", err.message);
     let escape = dir.path().join("../escape.txt");
     let err = agent
         .call(sdk::WriteTextFileRequest::new(s.clone(), &escape, "x"))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::ResourceNotFound, "{err:?}");
     assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
     // A missing file inside the workspace is "not found" too.
     let err = agent
         .call(read(&dir.path().join("missing.txt")))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::ResourceNotFound, "{err:?}");
     // Reading past the end is bad params.
     let err = agent.call(read(&on_disk).line(9)).await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{err:?}");
+    assert_eq!(err.code, ErrorCode::InvalidParams, "{err:?}");
 }
 
 #[tokio::test]
@@ -776,12 +776,12 @@ async fn fs_and_terminal_requests_are_refused_when_not_advertised() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::METHOD_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::MethodNotFound, "{err:?}");
     let err = agent
         .call(sdk::CreateTerminalRequest::new(s, "true"))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::METHOD_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::MethodNotFound, "{err:?}");
 }
 
 #[tokio::test]
@@ -834,7 +834,7 @@ async fn terminals_create_output_wait_kill_and_release() {
         .call(sdk::TerminalOutputRequest::new(s.clone(), id))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::ResourceNotFound, "{err:?}");
 
     // The output limit keeps the newest bytes and says it truncated.
     let created = agent
@@ -893,7 +893,7 @@ async fn terminals_create_output_wait_kill_and_release() {
         .call(sdk::CreateTerminalRequest::new(s, "true").cwd(outside.path().to_path_buf()))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND, "{err:?}");
+    assert_eq!(err.code, ErrorCode::ResourceNotFound, "{err:?}");
 }
 
 #[tokio::test]
@@ -1055,7 +1055,7 @@ async fn set_mode_and_config_options_decode_on_both_sides() {
     });
     let (_req, responder) = agent.expect_set_config_option().await;
     responder
-        .respond_with_error(agent_client_protocol::Error::invalid_params())
+        .respond_with_error(sdk::Error::invalid_params())
         .unwrap();
     let err = call.await.unwrap().unwrap_err();
     match &err {
@@ -1246,7 +1246,7 @@ async fn cancel_request_works_in_both_directions() {
         .await
         .unwrap()
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::REQUEST_CANCELLED, "{err:?}");
+    assert_eq!(err.code, ErrorCode::RequestCancelled, "{err:?}");
     wait_event(&mut rx, |e| {
         matches!(e, ClientEvent::PermissionCancelled { .. })
     })
@@ -1270,7 +1270,7 @@ async fn cancel_request_works_in_both_directions() {
         .expect("the SDK agent never saw our $/cancel_request");
     // Their late answer is dropped quietly; the connection keeps working.
     responder
-        .respond_with_error(agent_client_protocol::Error::request_cancelled())
+        .respond_with_error(sdk::Error::request_cancelled())
         .unwrap();
     let c = conn.clone();
     let s = sid.clone();
@@ -1451,10 +1451,10 @@ async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
         response.unwrap().action,
         sdk::ElicitationAction::Accept(_)
     ));
-    agent
-        .cx
-        .send_notification(sdk::CompleteElicitationNotification::new("e-2"))
-        .unwrap();
+    agent.notify(
+        "elicitation/complete",
+        json!(sdk::CompleteElicitationNotification::new("e-2")),
+    );
     let done = wait_event(&mut rx, |e| {
         matches!(e, ClientEvent::ElicitationCompleted { .. })
     })
