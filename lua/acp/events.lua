@@ -16,10 +16,13 @@
 --- `session_started`) can be thousands of events: those of a chat still
 --- opening are handled while the batch is within its slice of time
 --- (acp.replay), the rest are queued and rendered in later slices, and every
---- later event of that chat waits behind them, so order holds.
+--- later event of that chat waits behind them, so order holds. The history
+--- of a chat opening with nothing drawn is held until `session_started`
+--- and drawn newest turn first instead (acp.backlog).
 
 local protocol = require("acp.protocol")
 local replay = require("acp.replay")
+local backlog = require("acp.backlog")
 local util = require("acp.util")
 
 local M = {}
@@ -63,7 +66,9 @@ end
 
 function handlers.session(chat, ev, ctx)
   local change = ev.change
-  chat:on_session_change(change)
+  if not backlog.hold(chat, change) then
+    chat:on_session_change(change)
+  end
   if ctx.want_update then
     fire("AcpSessionUpdate", { chat_id = chat.chat_id, session_id = chat.session_id, change = change })
   end
@@ -230,7 +235,8 @@ local function later(ev, t0)
     return false
   end
   local chat = require("acp.chat").get(chat_id)
-  return chat ~= nil and chat.status == "opening"
+  -- History that acp.backlog holds costs nothing now.
+  return chat ~= nil and chat.status == "opening" and not (ev.type == "session" and backlog.would_hold(chat))
 end
 
 --- Handle a batch of events from the backend, in order.
@@ -243,6 +249,16 @@ function M.dispatch(events)
   for _, raw in ipairs(events) do
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
+    if ev and ev.chat_id and ev.type ~= "session" and backlog.holding(ev.chat_id) then
+      -- The history is whole (`session_started`) or the open ended another
+      -- way: the held history is drawn first.
+      local chat = require("acp.chat").get(ev.chat_id)
+      if chat then
+        backlog.release(chat)
+      else
+        backlog.drop(ev.chat_id)
+      end
+    end
     if ev and later(ev, t0) then
       replay.push(ev.chat_id, handle, ev, ctx)
     elseif ev then

@@ -9,7 +9,8 @@
 --- the mark of a neighbour the wrong way (a block whose text already ends
 --- with a blank line gets no extra one). New blocks are only ever added at
 --- the end of the buffer (with nvim_buf_set_lines(-1, -1), which does not
---- move the previous block's end).
+--- move the previous block's end), except while older history is drawn above
+--- what is shown (`front_open`: a session's turns loaded newest first).
 ---
 --- Edits are batched: the first edit of a batch records which windows follow
 --- the tail (cursor on the last line) and makes the buffer modifiable;
@@ -55,6 +56,8 @@ local markdown = require("acp.markdown")
 ---@field md acp.MdCtx where markdown is drawn (its own namespaces)
 ---@field md_dirty table<integer, boolean> markdown blocks edited in this batch
 ---@field follow_next? boolean the next batch moves every window to the tail
+---@field front? integer extmark on the blank line new blocks go before while older history is drawn above (`front_open`)
+---@field fronting? boolean `add` puts blocks at `front`, not at the end
 local View = {}
 View.__index = View
 
@@ -282,12 +285,16 @@ function View:add(kind, lines, hls, opts)
     local count = api.nvim_buf_line_count(self.buf)
     sep = api.nvim_buf_get_lines(self.buf, count - 1, count, false)[1] ~= ""
   end
-  if self.empty then
+  if self.fronting and self.front then
+    start = self:_add_front(lines, opts.sep ~= false)
+  elseif self.empty then
     start = 0
   else
     start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
   end
-  if self.empty then
+  if self.fronting and self.front then
+    -- Inserted above: done.
+  elseif self.empty then
     api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
     self.empty = false
   else
@@ -325,6 +332,78 @@ function View:add(kind, lines, hls, opts)
   end
   self:_set_hls(block, start, lines, hls)
   return block
+end
+
+--- Insert a block's lines before the front's blank line (acp.backlog: the
+--- older turns of a loaded session, drawn after the newer ones below them).
+--- Text goes in at the start of the blank line, so no block mark sits at the
+--- insertion point: the block above ends on an earlier row, the one below
+--- starts on a later one, and both keep their ranges. The separator rule is
+--- `add`'s, against the line above.
+---@param lines string[]
+---@param want_sep boolean
+---@return integer start row of the block
+function View:_add_front(lines, want_sep)
+  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, assert(self.front), {})[1]
+  local sep = want_sep and g > 0 and api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] ~= ""
+  local new = sep and { "" } or {}
+  vim.list_extend(new, lines)
+  new[#new + 1] = ""
+  api.nvim_buf_set_text(self.buf, g, 0, g, 0, new)
+  -- The blank line's mark moved down with the text (right gravity).
+  return g + (sep and 1 or 0)
+end
+
+--- Start drawing blocks above everything shown (a run of older turns):
+--- a blank line goes at the top and `add` inserts before it while
+--- `fronting` is set. Windows keep showing the same lines: Neovim moves
+--- their topline and cursor down by the rows inserted above them.
+function View:front_open()
+  if self.front or self.empty then
+    return
+  end
+  self:begin()
+  api.nvim_buf_set_lines(self.buf, 0, 0, false, { "" })
+  -- A block starting at row 0 kept its start there (left gravity): it
+  -- would have taken in the blank line and everything inserted before it.
+  for _, m in ipairs(api.nvim_buf_get_extmarks(self.buf, self.ns, { 0, 0 }, { 0, 0 }, { details = true })) do
+    local block = self.blocks[m[1]]
+    local d = m[4] or {}
+    if block and d.end_row then
+      api.nvim_buf_set_extmark(self.buf, self.ns, 1, 0, {
+        id = block.id,
+        end_row = d.end_row,
+        end_col = d.end_col,
+        right_gravity = false,
+        end_right_gravity = true,
+        hl_group = block.hl_group,
+        priority = 50,
+      })
+    end
+  end
+  -- A mark, not a row: text streamed into the blocks above moves the line.
+  self.front = api.nvim_buf_set_extmark(self.buf, self.ns, 0, 0, { right_gravity = true })
+end
+
+--- The run drawn above is whole: its blank line goes unless it separates
+--- the run's last block from the first one below (`add`'s rule: a blank
+--- line between blocks unless the text above already ends with one).
+function View:front_close()
+  local id = self.front
+  if not id then
+    return
+  end
+  self.front = nil
+  self.fronting = nil
+  if not self:valid() then
+    return
+  end
+  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, id, {})[1]
+  api.nvim_buf_del_extmark(self.buf, self.ns, id)
+  self:begin()
+  if g == 0 or api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] == "" then
+    api.nvim_buf_set_lines(self.buf, g, g + 1, false, {})
+  end
 end
 
 --- Draw rows of a block as markdown now, once (a tool call's text content:
