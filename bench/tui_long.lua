@@ -10,6 +10,8 @@
 -- forwards it in event batches) while Neovim runs its event loop and redraws
 -- as it would for a user. Measured from the load's start:
 --   last_turn_ms    the last turn's closing line drawn on screen
+--   ready_ms        the session ready (`session_started` handled: the
+--                   agent's replay all arrived, the last turn drawn)
 --   total_ms        the whole history drawn and the session ready
 --   stall_max_ms    longest wait of a vim.schedule callback queued every
 --                   5 ms (how long a key typed meanwhile would wait)
@@ -172,7 +174,7 @@ local function rss_mb(pid)
   return kb / 1024
 end
 
-local t0, last_turn_ms, total_ms, open_ms
+local t0, last_turn_ms, total_ms, open_ms, ready_ms
 local dispatch_max = 0
 local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
@@ -199,9 +201,11 @@ api.nvim_set_decoration_provider(ns, {
   end,
 })
 
+--- History still to draw: queued, or older turns filling in above
+--- (acp.backlog; `filling` is absent in a plugin from before it).
 local function pending()
   local ok, replay = pcall(require, "acp.replay")
-  return ok and replay.pending(chat.chat_id)
+  return ok and (replay.pending(chat.chat_id) or (replay.filling ~= nil and replay.filling(chat.chat_id)))
 end
 
 --- Median milliseconds of `fn(); redraw` over `n` runs, each after
@@ -277,6 +281,7 @@ local function finish(backend_pid, cpu0, bcpu0)
     turns = TURNS,
     lines = api.nvim_buf_line_count(chat.bufnr),
     last_turn_ms = last_turn_ms,
+    ready_ms = ready_ms,
     total_ms = total_ms,
     stall_max_ms = stall_max,
     stalls_16 = stalls_16,
@@ -383,6 +388,9 @@ local function run()
       stall_max = math.max(stall_max, d)
       if d >= 16 then
         stalls_16 = stalls_16 + 1
+      end
+      if not ready_ms and chat.status == "ready" then
+        ready_ms = (uv.hrtime() - t0) / 1e6
       end
       if not total_ms and chat.status == "ready" and not pending() then
         total_ms = (uv.hrtime() - t0) / 1e6

@@ -59,17 +59,14 @@ function M.holding(chat_id)
 end
 
 --- Whether a `session` event of this chat would be held: the chat is still
---- opening (its history is arriving) with nothing drawn yet, and none of it
---- went the in-order way.
+--- opening (its history is arriving) with nothing drawn yet.
 ---@param chat acp.Chat
 ---@return boolean
 function M.would_hold(chat)
   if held[chat.chat_id] then
     return true
   end
-  return M.NEWEST_FIRST
-    and chat.status == "opening"
-    and chat.transcript.view.empty and not require("acp.replay").pending(chat.chat_id)
+  return M.NEWEST_FIRST and chat.status == "opening" and chat.transcript.view.empty
 end
 
 --- What a change touches by id, for the rule that a run draws only what it
@@ -244,6 +241,9 @@ local function draw_older(job)
       run.changes[job.next] = false
       job.next = job.next + 1
       t:apply(change)
+      -- Inside the slice's time, not after it: markdown is most of the cost
+      -- of a run (code blocks, tables).
+      view:draw_markdown()
     until job.next > #run.changes or replay.over(t0)
     if job.next > #run.changes then
       -- Drawn in order, the next turn's first entry would have ended it.

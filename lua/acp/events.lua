@@ -214,6 +214,13 @@ local function handle(ev, ctx)
     -- Late events of a chat closed meanwhile.
     return
   end
+  if t ~= "session" and backlog.holding(chat_id) then
+    -- The history is whole (`session_started`) or the open ended another
+    -- way: the held history is drawn first, this event after it.
+    backlog.release(chat)
+    replay.push(chat_id, handle, ev, ctx)
+    return
+  end
   handler(chat, ev, ctx)
 end
 
@@ -235,8 +242,7 @@ local function later(ev, t0)
     return false
   end
   local chat = require("acp.chat").get(chat_id)
-  -- History that acp.backlog holds costs nothing now.
-  return chat ~= nil and chat.status == "opening" and not (ev.type == "session" and backlog.would_hold(chat))
+  return chat ~= nil and chat.status == "opening"
 end
 
 --- Handle a batch of events from the backend, in order.
@@ -249,16 +255,6 @@ function M.dispatch(events)
   for _, raw in ipairs(events) do
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
-    if ev and ev.chat_id and ev.type ~= "session" and backlog.holding(ev.chat_id) then
-      -- The history is whole (`session_started`) or the open ended another
-      -- way: the held history is drawn first.
-      local chat = require("acp.chat").get(ev.chat_id)
-      if chat then
-        backlog.release(chat)
-      else
-        backlog.drop(ev.chat_id)
-      end
-    end
     if ev and later(ev, t0) then
       replay.push(ev.chat_id, handle, ev, ctx)
     elseif ev then

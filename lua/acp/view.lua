@@ -142,15 +142,7 @@ function View:finish()
   end
   vim.bo[self.buf].modifiable = false
   vim.bo[self.buf].modified = false
-  -- Markdown once per batch, over the rows the batch added.
-  for id in pairs(self.md_dirty) do
-    local block = self.blocks[id]
-    if block and block.md then
-      local sr, er = self:range(block)
-      markdown.render(self.md, block.md, sr, er)
-    end
-  end
-  self.md_dirty = {}
+  self:draw_markdown()
   for id in pairs(self.grown) do
     local block = self.blocks[id]
     if block then
@@ -167,6 +159,19 @@ function View:finish()
     end
   end
   self.follow = {}
+end
+
+--- Markdown over the rows added since it was last drawn: once per batch
+--- (`finish`), or sooner by whoever times its work (acp.backlog).
+function View:draw_markdown()
+  for id in pairs(self.md_dirty) do
+    local block = self.blocks[id]
+    if block and block.md then
+      local sr, er = self:range(block)
+      markdown.render(self.md, block.md, sr, er)
+    end
+  end
+  self.md_dirty = {}
 end
 
 --- Run `fn` inside a batch (for edits outside an event dispatch).
