@@ -341,10 +341,10 @@ end
 
 --- Insert a block's lines before the front's blank line (acp.backlog: the
 --- older turns of a loaded session, drawn after the newer ones below them).
---- Text goes in at the start of the blank line, so no block mark sits at the
---- insertion point: the block above ends on an earlier row, the one below
---- starts on a later one, and both keep their ranges. The separator rule is
---- `add`'s, against the line above.
+--- No block mark sits at the insertion point, the start of the blank line:
+--- the block above ends on an earlier row, the one below starts on a later
+--- one, and both keep their ranges. The separator rule is `add`'s, against
+--- the line above.
 ---@param lines string[]
 ---@param want_sep boolean
 ---@return integer start row of the block
@@ -353,8 +353,7 @@ function View:_add_front(lines, want_sep)
   local sep = want_sep and g > 0 and api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] ~= ""
   local new = sep and { "" } or {}
   vim.list_extend(new, lines)
-  new[#new + 1] = ""
-  api.nvim_buf_set_text(self.buf, g, 0, g, 0, new)
+  api.nvim_buf_set_lines(self.buf, g, g, false, new)
   -- The blank line's mark moved down with the text (right gravity).
   return g + (sep and 1 or 0)
 end
