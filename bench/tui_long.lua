@@ -27,6 +27,7 @@
 --                   same lines shown in that window
 --   prompt_key_ms   a letter typed in the prompt (Insert mode and back)
 --   idle_nvim_cpu_ms, idle_backend_cpu_ms  CPU over one idle second
+--   first_chunk_ms  a prompt sent, until its answer's first chunk is drawn
 
 local uv = vim.uv
 local api = vim.api
@@ -273,6 +274,28 @@ local function after_load(backend_pid)
   end, 100)
   m.idle_nvim_cpu_ms = (self_cpu() - c0) * 1000
   m.idle_backend_cpu_ms = (proc_cpu(backend_pid) - b0) * 1000
+  -- A prompt sent into the long chat: until the answer's first chunk (the
+  -- agent answers "ok") is in the buffer and redrawn.
+  local answered = false
+  api.nvim_buf_attach(chat.bufnr, false, {
+    on_lines = function(_, buf, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(buf, first, last, false)) do
+        if l == "ok" then
+          answered = true
+          return true
+        end
+      end
+    end,
+  })
+  api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "one more" })
+  local t = uv.hrtime()
+  chat:submit()
+  if vim.wait(10000, function()
+    return answered
+  end, 1) then
+    vim.cmd("redraw")
+    m.first_chunk_ms = (uv.hrtime() - t) / 1e6
+  end
   return m
 end
 
@@ -313,6 +336,14 @@ local function run()
   local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
   if slice then
     require("acp.replay").SLICE_MS = slice
+  end
+  -- ACP_BENCH_NEWEST_FIRST=0: the history drawn in order (acp.backlog), to
+  -- weigh newest-first drawing against it in the same run.
+  if os.getenv("ACP_BENCH_NEWEST_FIRST") == "0" then
+    local ok, backlog = pcall(require, "acp.backlog")
+    if ok then
+      backlog.NEWEST_FIRST = false
+    end
   end
   require("acp").setup({
     agents = { long = { cmd = { AGENT, "--scenario", scenario } } },
