@@ -236,19 +236,21 @@ local function draw_older(job)
   local ok, err = pcall(function()
     local replay = require("acp.replay")
     local t0 = replay.start()
+    -- Half the slice for the changes, the rest for their markdown (code
+    -- blocks, tables: about as much again), drawn here inside the slice,
+    -- once for all the blocks it added, not by the view's finish after it.
+    local budget = replay.SLICE_MS / 2
     repeat
       local change = run.changes[job.next]
       run.changes[job.next] = false
       job.next = job.next + 1
       t:apply(change)
-      -- Inside the slice's time, not after it: markdown is most of the cost
-      -- of a run (code blocks, tables).
-      view:draw_markdown()
-    until job.next > #run.changes or replay.over(t0)
+    until job.next > #run.changes or (vim.uv.hrtime() - t0) / 1e6 >= budget
     if job.next > #run.changes then
       -- Drawn in order, the next turn's first entry would have ended it.
       t:_end_thinking()
     end
+    view:draw_markdown()
   end)
   view.fronting = nil
   job.state = take(t)
