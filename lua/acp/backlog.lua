@@ -267,6 +267,14 @@ local function draw_older(job)
   return more
 end
 
+--- Make the folds the older runs' blocks wait for (`View:folds_waiting`),
+--- a few dozen a call (acp.replay's `push_behind` protocol).
+---@param chat acp.Chat
+---@return boolean
+local function make_folds(chat)
+  return chat.transcript.view:make_waiting_folds(50)
+end
+
 --- Draw a change of the newest run at the tail, in order (acp.replay's
 --- `push` protocol).
 ---@param chat acp.Chat
@@ -312,6 +320,8 @@ function M.release(chat)
     }
     replay.push_behind(chat.chat_id, draw_older, job)
   end
+  -- The folds of the older turns' thoughts, once they are all drawn.
+  replay.push_behind(chat.chat_id, make_folds, chat)
 end
 
 --- Let go of every chat's held history (the backend died: what it sent

@@ -58,6 +58,7 @@ local markdown = require("acp.markdown")
 ---@field follow_next? boolean the next batch moves every window to the tail
 ---@field front? integer extmark on the blank line new blocks go before while older history is drawn above (`front_open`)
 ---@field fronting? boolean `add` puts blocks at `front`, not at the end
+---@field folds_waiting? table<integer, boolean> foldable blocks drawn above whose folds are made later (`make_waiting_folds`)
 local View = {}
 View.__index = View
 
@@ -331,8 +332,15 @@ function View:add(kind, lines, hls, opts)
   end
   if opts.foldable then
     self.foldable[block.id] = true
-    for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-      self:_fold(win, start, start + #lines - 1)
+    if self.fronting and self.front then
+      -- Every line inserted above a fold moves it: with the fold of every
+      -- thought already drawn below, an insert cost half as much again.
+      self.folds_waiting = self.folds_waiting or {}
+      self.folds_waiting[block.id] = true
+    else
+      for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+        self:_fold(win, start, start + #lines - 1)
+      end
     end
   end
   self:_set_hls(block, start, lines, hls)
@@ -452,7 +460,7 @@ function View:replace(block, lines, hls, actions)
   self:_set_mark(block, sr, lines)
   self:_set_hls(block, sr, lines, hls)
   block.actions = actions or {}
-  if self.foldable[block.id] then
+  if self.foldable[block.id] and not (self.folds_waiting and self.folds_waiting[block.id]) then
     self.grown[block.id] = true
   end
 end
@@ -472,7 +480,7 @@ function View:append(block, text)
   if block.md then
     self.md_dirty[block.id] = true
   end
-  if self.foldable[block.id] then
+  if self.foldable[block.id] and not (self.folds_waiting and self.folds_waiting[block.id]) then
     -- `finish()` re-creates the fold once for the whole batch (see _refold).
     self.grown[block.id] = true
   end
@@ -547,6 +555,36 @@ function View:_refold(win, block)
   end)
 end
 
+--- Make the folds of blocks drawn above (`folds_waiting`), closed, in
+--- every window, at most `max` of them; true while some still wait.
+---@param max integer
+---@return boolean
+function View:make_waiting_folds(max)
+  local waiting = self.folds_waiting
+  if not waiting or not self:valid() then
+    self.folds_waiting = nil
+    return false
+  end
+  local wins = vim.fn.win_findbuf(self.buf)
+  local n = 0
+  for id in pairs(waiting) do
+    if n >= max then
+      return true
+    end
+    waiting[id] = nil
+    n = n + 1
+    local block = self.blocks[id]
+    if block then
+      local sr, er = self:range(block)
+      for _, win in ipairs(wins) do
+        self:_fold(win, sr, er)
+      end
+    end
+  end
+  self.folds_waiting = nil
+  return false
+end
+
 --- Re-create the folds of every foldable block in a window, closed: folds a
 --- window kept while the buffer was hidden did not follow its changes.
 ---@param win integer
@@ -556,7 +594,7 @@ function View:fold_all(win)
   end)
   for id in pairs(self.foldable) do
     local block = self.blocks[id]
-    if block then
+    if block and not (self.folds_waiting and self.folds_waiting[id]) then
       local sr, er = self:range(block)
       self:_fold(win, sr, er)
     end

@@ -208,7 +208,7 @@ T.test("the last turn is drawn and the prompt usable before the older turns; the
   T.contains(text, "About six", "the last turn is drawn")
   T.contains(text, "Done with six.", "the last turn is drawn to its end")
   T.not_contains(text, "About five", "older turns are not drawn yet")
-  T.truthy(#held == 5, ("five older turns wait (%d)"):format(#held))
+  T.truthy(#held == 6, ("five older turns and then their folds wait (%d)"):format(#held))
   T.eq(norm(T.lines(chat.bufnr)), vim.list_slice(history, #history - #T.lines(chat.bufnr) + 1), "the last turn as in order")
   T.truthy(vim.bo[chat.prompt_buf].modifiable, "the prompt takes input")
 
