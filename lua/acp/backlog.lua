@@ -27,11 +27,13 @@ local M = {}
 ---@field changes acp.SessionChange[] in order
 ---@field turn integer user messages before the run
 ---@field agent boolean the agent wrote after the run's last user message (a new run may start)
+---@field first integer the run's number: runs joined into it had the numbers after it
 
 ---@class acp.Backlog
 ---@field chat acp.Chat
 ---@field runs acp.BacklogRun[]
----@field owner table<string, integer> what a change touches ("e:3", "t:call-1") -> run that made it
+---@field owner table<string, integer> what a change touches ("e:3", "t:call-1") -> number of the run that made it
+---@field made integer runs numbered so far
 ---@field users integer user messages so far
 
 ---@type table<string, acp.Backlog> by chat id
@@ -117,6 +119,24 @@ local function touched(change)
   return keys
 end
 
+--- The index of the run that covers run number `made` (runs are in order
+--- of their first number).
+---@param runs acp.BacklogRun[]
+---@param made integer
+---@return integer
+local function run_of(runs, made)
+  local lo, hi = 1, #runs
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if runs[mid].first <= made then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return lo
+end
+
 --- Hold a change of a chat's history (see `would_hold`); false: it is chat
 --- state or the chat's history is not held, handle it now.
 ---@param chat acp.Chat
@@ -128,44 +148,46 @@ function M.hold(chat, change)
   end
   local b = held[chat.chat_id]
   if not b then
-    b = { chat = chat, runs = {}, owner = {}, users = 0 }
+    b = { chat = chat, runs = {}, owner = {}, users = 0, made = 0 }
     held[chat.chat_id] = b
   end
   local runs = b.runs
   local run = runs[#runs]
   local entry = change.change == "entry_added" and type(change.entry) == "table" and change.entry or nil
   local kind = entry and entry.type
+  local function new_run()
+    b.made = b.made + 1
+    run = { changes = {}, turn = b.users, agent = false, first = b.made }
+    runs[#runs + 1] = run
+  end
   if kind == "user_message" then
     if not run or run.agent then
-      run = { changes = {}, turn = b.users, agent = false }
-      runs[#runs + 1] = run
+      new_run()
     end
     b.users = b.users + 1
   elseif not run then
-    run = { changes = {}, turn = b.users, agent = false }
-    runs[#runs + 1] = run
+    new_run()
   end
   if kind == "agent_message" or kind == "thought" then
     run.agent = true
   end
   for _, k in ipairs(touched(change)) do
-    local at = b.owner[k]
-    if at and at < #runs then
-      -- Made by an earlier run: join the runs from there on into one.
+    local made = b.owner[k]
+    local at = made and made < run.first and run_of(runs, made)
+    if at then
+      -- Made by an earlier run: join the runs from there on into one. The
+      -- owners keep the number of the run that made them (a run covers the
+      -- numbers from its `first` on), so a join costs the changes it moves,
+      -- whatever an agent replays.
       local into = runs[at]
       for i = at + 1, #runs do
         vim.list_extend(into.changes, runs[i].changes)
         into.agent = runs[i].agent
         runs[i] = nil
       end
-      for o, r in pairs(b.owner) do
-        if r > at then
-          b.owner[o] = at
-        end
-      end
       run = into
     end
-    b.owner[k] = #runs
+    b.owner[k] = b.made
   end
   run.changes[#run.changes + 1] = change
   return true
@@ -320,8 +342,10 @@ function M.release(chat)
     }
     replay.push_behind(chat.chat_id, draw_older, job)
   end
-  -- The folds of the older turns' thoughts, once they are all drawn.
-  replay.push_behind(chat.chat_id, make_folds, chat)
+  if #runs > 1 then
+    -- The folds of the older turns' thoughts, once they are all drawn.
+    replay.push_behind(chat.chat_id, make_folds, chat)
+  end
 end
 
 --- Let go of every chat's held history (the backend died: what it sent
