@@ -169,7 +169,7 @@ for _, n in ipairs({ 200, 2000 }) do
     "last_turn_ms", "total_ms", "stall_max_ms", "stalls_16", "key_max_ms", "dispatch_max_ms",
     "nvim_cpu_s", "backend_cpu_s", "nvim_rss_mb", "backend_rss_mb", "lines",
     "chat_G_ms", "chat_gg_ms", "chat_ctrl_d_ms", "plain_G_ms", "plain_gg_ms", "plain_ctrl_d_ms",
-    "prompt_key_ms", "idle_nvim_cpu_ms", "idle_backend_cpu_ms",
+    "prompt_key_ms", "idle_nvim_cpu_ms", "idle_backend_cpu_ms", "ready_ms", "first_chunk_ms",
   })
   summary["long_" .. n] = l
   local label = ("TUI load of %d turns"):format(n)
@@ -178,14 +178,15 @@ for _, n in ipairs({ 200, 2000 }) do
       ("longest %.1f ms, %d stalls >= 16 ms; longest event batch %.1f ms; a key waited at most %.1f ms (median of %d runs)"):format(
         l.stall_max_ms, l.stalls_16, l.dispatch_max_ms, l.key_max_ms, l.runs))
     budget(label .. ": last turn on screen within 100 ms", l.last_turn_ms < 100,
-      ("%.0f ms; whole history %.0f ms, %d lines"):format(l.last_turn_ms, l.total_ms, l.lines))
+      ("%.0f ms (the agent's replay had all arrived at %.0f ms: nothing is known to be the last turn before); whole history %.0f ms, %d lines; CPU %.2f s Neovim, %.2f s backend; RSS %.0f MB Neovim, %.0f MB backend"):format(
+        l.last_turn_ms, l.ready_ms or 0 / 0, l.total_ms, l.lines, l.nvim_cpu_s, l.backend_cpu_s, l.nvim_rss_mb, l.backend_rss_mb))
     local worst = math.max(l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms)
     budget(label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms", worst < 16,
       ("G %.2f, gg %.2f, <C-d> %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
         l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms, l.plain_G_ms, l.plain_gg_ms, l.plain_ctrl_d_ms))
     budget(label .. ": a letter in the prompt redrawn in < 16 ms", l.prompt_key_ms < 16,
-      ("%.2f ms; idle CPU %.1f ms/s Neovim, %.1f ms/s backend"):format(
-        l.prompt_key_ms, l.idle_nvim_cpu_ms, l.idle_backend_cpu_ms))
+      ("%.2f ms; idle CPU %.1f ms/s Neovim, %.1f ms/s backend; a prompt's first chunk drawn %.1f ms after it was sent"):format(
+        l.prompt_key_ms, l.idle_nvim_cpu_ms, l.idle_backend_cpu_ms, l.first_chunk_ms or 0 / 0))
   else
     budget(label, nil, "not run")
   end

@@ -47,6 +47,7 @@ local t = Tmux.start({
     ACP_BENCH_TRACE = os.getenv("ACP_BENCH_TRACE"),
     ACP_BENCH_TURNS = os.getenv("ACP_BENCH_TURNS"),
     ACP_BENCH_SLICE_MS = os.getenv("ACP_BENCH_SLICE_MS"),
+    ACP_BENCH_NEWEST_FIRST = os.getenv("ACP_BENCH_NEWEST_FIRST"),
     COMPARE_DIR = os.getenv("COMPARE_DIR") or "",
     PLENARY_DIR = os.getenv("PLENARY_DIR") or "",
     AGENTIC_DIR = os.getenv("AGENTIC_DIR") or "",

@@ -10,6 +10,8 @@
 -- forwards it in event batches) while Neovim runs its event loop and redraws
 -- as it would for a user. Measured from the load's start:
 --   last_turn_ms    the last turn's closing line drawn on screen
+--   ready_ms        the session ready (`session_started` handled: the
+--                   agent's replay all arrived, the last turn drawn)
 --   total_ms        the whole history drawn and the session ready
 --   stall_max_ms    longest wait of a vim.schedule callback queued every
 --                   5 ms (how long a key typed meanwhile would wait)
@@ -25,6 +27,7 @@
 --                   same lines shown in that window
 --   prompt_key_ms   a letter typed in the prompt (Insert mode and back)
 --   idle_nvim_cpu_ms, idle_backend_cpu_ms  CPU over one idle second
+--   first_chunk_ms  a prompt sent, until its answer's first chunk is drawn
 
 local uv = vim.uv
 local api = vim.api
@@ -172,7 +175,7 @@ local function rss_mb(pid)
   return kb / 1024
 end
 
-local t0, last_turn_ms, total_ms, open_ms
+local t0, last_turn_ms, total_ms, open_ms, ready_ms
 local dispatch_max = 0
 local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
@@ -199,9 +202,11 @@ api.nvim_set_decoration_provider(ns, {
   end,
 })
 
+--- History still to draw: queued, or older turns filling in above
+--- (acp.backlog; `filling` is absent in a plugin from before it).
 local function pending()
   local ok, replay = pcall(require, "acp.replay")
-  return ok and replay.pending(chat.chat_id)
+  return ok and (replay.pending(chat.chat_id) or (replay.filling ~= nil and replay.filling(chat.chat_id)))
 end
 
 --- Median milliseconds of `fn(); redraw` over `n` runs, each after
@@ -269,6 +274,28 @@ local function after_load(backend_pid)
   end, 100)
   m.idle_nvim_cpu_ms = (self_cpu() - c0) * 1000
   m.idle_backend_cpu_ms = (proc_cpu(backend_pid) - b0) * 1000
+  -- A prompt sent into the long chat: until the answer's first chunk (the
+  -- agent answers "ok") is in the buffer and redrawn.
+  local answered = false
+  api.nvim_buf_attach(chat.bufnr, false, {
+    on_lines = function(_, buf, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(buf, first, last, false)) do
+        if l == "ok" then
+          answered = true
+          return true
+        end
+      end
+    end,
+  })
+  api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "one more" })
+  local t = uv.hrtime()
+  chat:submit()
+  if vim.wait(10000, function()
+    return answered
+  end, 1) then
+    vim.cmd("redraw")
+    m.first_chunk_ms = (uv.hrtime() - t) / 1e6
+  end
   return m
 end
 
@@ -277,6 +304,7 @@ local function finish(backend_pid, cpu0, bcpu0)
     turns = TURNS,
     lines = api.nvim_buf_line_count(chat.bufnr),
     last_turn_ms = last_turn_ms,
+    ready_ms = ready_ms,
     total_ms = total_ms,
     stall_max_ms = stall_max,
     stalls_16 = stalls_16,
@@ -308,6 +336,14 @@ local function run()
   local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
   if slice then
     require("acp.replay").SLICE_MS = slice
+  end
+  -- ACP_BENCH_NEWEST_FIRST=0: the history drawn in order (acp.backlog), to
+  -- weigh newest-first drawing against it in the same run.
+  if os.getenv("ACP_BENCH_NEWEST_FIRST") == "0" then
+    local ok, backlog = pcall(require, "acp.backlog")
+    if ok then
+      backlog.NEWEST_FIRST = false
+    end
   end
   require("acp").setup({
     agents = { long = { cmd = { AGENT, "--scenario", scenario } } },
@@ -383,6 +419,9 @@ local function run()
       stall_max = math.max(stall_max, d)
       if d >= 16 then
         stalls_16 = stalls_16 + 1
+      end
+      if not ready_ms and chat.status == "ready" then
+        ready_ms = (uv.hrtime() - t0) / 1e6
       end
       if not total_ms and chat.status == "ready" and not pending() then
         total_ms = (uv.hrtime() - t0) / 1e6

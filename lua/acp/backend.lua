@@ -209,6 +209,10 @@ local function on_exit(job, code)
   state.exit_reported[job] = true
   -- History still being drawn came before the death: show it first, so a
   -- queued `session_started` cannot mark the chat ready after it died.
+  local backlog = package.loaded["acp.backlog"]
+  if backlog then
+    backlog.release_all()
+  end
   local replay = package.loaded["acp.replay"]
   if replay then
     replay.flush()

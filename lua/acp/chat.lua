@@ -757,6 +757,9 @@ function Chat:close()
   require("acp.elicitation").close_chat(self.chat_id, "the chat was closed")
   require("acp.review").drop_chat(self.chat_id)
   require("acp.baseline").drop(self.chat_id)
+  if package.loaded["acp.backlog"] then
+    package.loaded["acp.backlog"].drop(self.chat_id)
+  end
   self:hide()
   M.chats[self.chat_id] = nil
   for i, c in ipairs(M.list) do

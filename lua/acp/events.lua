@@ -16,10 +16,13 @@
 --- `session_started`) can be thousands of events: those of a chat still
 --- opening are handled while the batch is within its slice of time
 --- (acp.replay), the rest are queued and rendered in later slices, and every
---- later event of that chat waits behind them, so order holds.
+--- later event of that chat waits behind them, so order holds. The history
+--- of a chat opening with nothing drawn is held until `session_started`
+--- and drawn newest turn first instead (acp.backlog).
 
 local protocol = require("acp.protocol")
 local replay = require("acp.replay")
+local backlog = require("acp.backlog")
 local util = require("acp.util")
 
 local M = {}
@@ -63,7 +66,9 @@ end
 
 function handlers.session(chat, ev, ctx)
   local change = ev.change
-  chat:on_session_change(change)
+  if not backlog.hold(chat, change) then
+    chat:on_session_change(change)
+  end
   if ctx.want_update then
     fire("AcpSessionUpdate", { chat_id = chat.chat_id, session_id = chat.session_id, change = change })
   end
@@ -208,6 +213,13 @@ local function handle(ev, ctx)
   local chat = chat_id and require("acp.chat").get(chat_id)
   if not chat then
     -- Late events of a chat closed meanwhile.
+    return
+  end
+  if t ~= "session" and backlog.holding(chat_id) then
+    -- The history is whole (`session_started`) or the open ended another
+    -- way: the held history is drawn first, this event after it.
+    backlog.release(chat)
+    replay.push(chat_id, handle, ev, ctx)
     return
   end
   handler(chat, ev, ctx)

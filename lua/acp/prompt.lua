@@ -354,7 +354,10 @@ end
 ---@param chat acp.Chat
 function M.attach(chat)
   M.hint(chat)
-  require("acp.context").track_selection()
+  if not vim.g.acp_tracks_selection then
+    -- plugin/acp.lua tracks it already; acp.context loads at first use.
+    require("acp.context").track_selection()
+  end
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.prompt'.omnifunc"
   history_keys(chat)
   if M.completeopt_local then

@@ -10,6 +10,11 @@
 --- queued, everything for it goes through the queue (`M.pending`), so
 --- nothing overtakes the history. `M.flush` does what is queued at once
 --- (the backend died: its last events come before the news of its death).
+---
+--- Work queued with `M.push_behind` runs in the time a slice has left once
+--- no chat has work queued with `M.push`, and holds nothing back: a chat's
+--- new events do not wait for it (acp.backlog: the older turns of a loaded
+--- session, drawn above the newer ones while the chat is in use).
 
 local uv = vim.uv
 
@@ -35,6 +40,10 @@ M.SLICE_MS = 4
 local queues = {}
 ---@type string[] chat ids with work, in the order their work arrived
 local order = {}
+---@type table<string, acp.ReplayQueue> work that holds nothing back, by chat id
+local behind = {}
+---@type string[] chat ids with such work, in order
+local behind_order = {}
 local scheduled = false
 
 --- The time a slice starts (pass it to `M.over`).
@@ -63,13 +72,23 @@ local function chat_of(chat_id)
   return require("acp.chat").get(chat_id)
 end
 
+--- True while the chat has work queued with `M.push_behind` (older turns
+--- of a loaded session still being drawn above the rest).
+---@param chat_id string
+---@return boolean
+function M.filling(chat_id)
+  return behind[chat_id] ~= nil
+end
+
 ---@param chat_id string
 ---@param q acp.ReplayQueue
-local function finish(chat_id, q)
-  queues[chat_id] = nil
-  for i, id in ipairs(order) do
+---@param set table<string, acp.ReplayQueue>
+---@param ids string[]
+local function finish(chat_id, q, set, ids)
+  set[chat_id] = nil
+  for i, id in ipairs(ids) do
     if id == chat_id then
-      table.remove(order, i)
+      table.remove(ids, i)
       break
     end
   end
@@ -78,43 +97,67 @@ local function finish(chat_id, q)
   end
 end
 
---- Run queued items of every chat, oldest chat first, until `t0`'s slice is
---- used up (never when `t0` is nil: everything).
+--- Run the items of one queue until `t0`'s slice is used up (never when
+--- `t0` is nil: all of them); at least one item, however short the slice.
+---@param q acp.ReplayQueue
 ---@param t0? integer
----@param only? string just this chat
-local function run(t0, only)
-  local touched = {}
-  local ids = only and { only } or vim.list_slice(order)
-  for _, chat_id in ipairs(ids) do
-    local q = queues[chat_id]
-    local chat = q and chat_of(chat_id)
-    if q and not chat then
-      -- Closed meanwhile: its history has nowhere to go.
-      finish(chat_id, q)
-    elseif q then
-      touched[#touched + 1] = chat
-      -- At least one item a slice, however short the slice.
-      while q.head <= #q.items do
-        local item = q.items[q.head]
-        local ok, more = xpcall(item.fn, debug.traceback, item.a, item.b)
-        if not ok then
-          require("acp.util").notify("history could not be shown: " .. tostring(more), vim.log.levels.ERROR)
-        end
-        if not (ok and more == true) then
-          q.items[q.head] = false
-          q.head = q.head + 1
-        end
-        if t0 and M.over(t0) then
-          break
-        end
-      end
-      if q.head > #q.items then
-        finish(chat_id, q)
-      end
+local function drain(q, t0)
+  while q.head <= #q.items do
+    local item = q.items[q.head]
+    local ok, more = xpcall(item.fn, debug.traceback, item.a, item.b)
+    if not ok then
+      require("acp.util").notify("history could not be shown: " .. tostring(more), vim.log.levels.ERROR)
+    end
+    if not (ok and more == true) then
+      q.items[q.head] = false
+      q.head = q.head + 1
     end
     if t0 and M.over(t0) then
       break
     end
+  end
+end
+
+--- One pass over the chats of `set`: their items in order, until the slice
+--- is used up.
+---@param set table<string, acp.ReplayQueue>
+---@param ids string[]
+---@param t0? integer
+---@param only? string
+---@param touched acp.Chat[]
+---@param skip? table<string, acp.ReplayQueue> chats whose work here waits for work there
+local function run_set(set, ids, t0, only, touched, skip)
+  for _, chat_id in ipairs(only and { only } or vim.list_slice(ids)) do
+    local q = set[chat_id]
+    local chat = q and chat_of(chat_id)
+    if q and not chat then
+      -- Closed meanwhile: its history has nowhere to go.
+      finish(chat_id, q, set, ids)
+    elseif q and not (skip and skip[chat_id]) then
+      touched[#touched + 1] = chat
+      drain(q, t0)
+      if q.head > #q.items then
+        finish(chat_id, q, set, ids)
+      end
+    end
+    if t0 and M.over(t0) then
+      return
+    end
+  end
+end
+
+--- Run queued items of every chat, oldest chat first, until `t0`'s slice is
+--- used up (never when `t0` is nil: everything), then, with time left, the
+--- work that holds nothing back.
+---@param t0? integer
+---@param only? string just this chat
+local function run(t0, only)
+  local touched = {}
+  run_set(queues, order, t0, only, touched)
+  -- At least one item a slice here too: after a slice spent on the other
+  -- queue, or when the slice is shorter than any item.
+  if #touched == 0 or not (t0 and M.over(t0)) then
+    run_set(behind, behind_order, t0, only, touched, queues)
   end
   -- The view's batch ends with each slice: read-only again, markdown drawn
   -- over the rows the slice added, following windows at the new tail.
@@ -150,7 +193,7 @@ pump = function()
   if not ok then
     require("acp.util").notify("history could not be shown: " .. tostring(err), vim.log.levels.ERROR)
   end
-  if #order > 0 then
+  if #order > 0 or #behind_order > 0 then
     schedule()
   end
 end
@@ -168,6 +211,24 @@ function M.push(chat_id, fn, a, b)
     q = { items = {}, head = 1 }
     queues[chat_id] = q
     order[#order + 1] = chat_id
+  end
+  q.items[#q.items + 1] = { fn = fn, a = a, b = b }
+  schedule()
+end
+
+--- Queue `fn(a, b)` after the chat's other work of this kind, to run only
+--- while no chat has work queued with `M.push`; the chat's new events do not
+--- wait for it (`M.pending` does not count it). `fn` as in `M.push`.
+---@param chat_id string
+---@param fn fun(a: any, b: any): boolean?
+---@param a any
+---@param b any
+function M.push_behind(chat_id, fn, a, b)
+  local q = behind[chat_id]
+  if not q then
+    q = { items = {}, head = 1 }
+    behind[chat_id] = q
+    behind_order[#behind_order + 1] = chat_id
   end
   q.items[#q.items + 1] = { fn = fn, a = a, b = b }
   schedule()
@@ -194,7 +255,7 @@ end
 --- Do the queued work now: of one chat, else of every chat.
 ---@param chat_id? string
 function M.flush(chat_id)
-  if chat_id and not queues[chat_id] then
+  if chat_id and not queues[chat_id] and not behind[chat_id] then
     return
   end
   run(nil, chat_id)

@@ -14,9 +14,24 @@
 
 local util = require("acp.util")
 local View = require("acp.view")
-local tool_call = require("acp.tool_call")
-local plan = require("acp.plan")
-local subagent = require("acp.subagent")
+
+--- A module loaded at its first use, not with the transcript: `:Acp` opens
+--- a chat with no tool call, plan or subagent to draw (issue #30, the
+--- command's time is mostly module loading).
+---@param name string
+---@return table
+local function lazy(name)
+  return setmetatable({}, {
+    __index = function(proxy, key)
+      local mod = require(name)
+      setmetatable(proxy, { __index = mod })
+      return mod[key]
+    end,
+  })
+end
+local tool_call = lazy("acp.tool_call")
+local plan = lazy("acp.plan")
+local subagent = lazy("acp.subagent")
 
 ---@class acp.Transcript
 ---@field chat acp.Chat
@@ -49,7 +64,11 @@ function Transcript.new(chat, buf)
   }, Transcript)
 end
 
-local content_text = tool_call.contents_text
+---@param content any
+---@return string
+local function content_text(content)
+  return tool_call.contents_text(content)
+end
 
 --- Split text into what to show now and its trailing line breaks, which are
 --- held back until more text follows: a message ending in "\n\n" (markdown

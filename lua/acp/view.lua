@@ -9,7 +9,8 @@
 --- the mark of a neighbour the wrong way (a block whose text already ends
 --- with a blank line gets no extra one). New blocks are only ever added at
 --- the end of the buffer (with nvim_buf_set_lines(-1, -1), which does not
---- move the previous block's end).
+--- move the previous block's end), except while older history is drawn above
+--- what is shown (`front_open`: a session's turns loaded newest first).
 ---
 --- Edits are batched: the first edit of a batch records which windows follow
 --- the tail (cursor on the last line) and makes the buffer modifiable;
@@ -55,6 +56,9 @@ local markdown = require("acp.markdown")
 ---@field md acp.MdCtx where markdown is drawn (its own namespaces)
 ---@field md_dirty table<integer, boolean> markdown blocks edited in this batch
 ---@field follow_next? boolean the next batch moves every window to the tail
+---@field front? integer extmark on the blank line new blocks go before while older history is drawn above (`front_open`)
+---@field fronting? boolean `add` puts blocks at `front`, not at the end
+---@field folds_waiting? table<integer, boolean> foldable blocks drawn above whose folds are made later (`make_waiting_folds`)
 local View = {}
 View.__index = View
 
@@ -139,15 +143,7 @@ function View:finish()
   end
   vim.bo[self.buf].modifiable = false
   vim.bo[self.buf].modified = false
-  -- Markdown once per batch, over the rows the batch added.
-  for id in pairs(self.md_dirty) do
-    local block = self.blocks[id]
-    if block and block.md then
-      local sr, er = self:range(block)
-      markdown.render(self.md, block.md, sr, er)
-    end
-  end
-  self.md_dirty = {}
+  self:draw_markdown()
   for id in pairs(self.grown) do
     local block = self.blocks[id]
     if block then
@@ -164,6 +160,19 @@ function View:finish()
     end
   end
   self.follow = {}
+end
+
+--- Markdown over the rows added since it was last drawn: once per batch
+--- (`finish`), or sooner by whoever times its work (acp.backlog).
+function View:draw_markdown()
+  for id in pairs(self.md_dirty) do
+    local block = self.blocks[id]
+    if block and block.md then
+      local sr, er = self:range(block)
+      markdown.render(self.md, block.md, sr, er)
+    end
+  end
+  self.md_dirty = {}
 end
 
 --- Run `fn` inside a batch (for edits outside an event dispatch).
@@ -282,12 +291,16 @@ function View:add(kind, lines, hls, opts)
     local count = api.nvim_buf_line_count(self.buf)
     sep = api.nvim_buf_get_lines(self.buf, count - 1, count, false)[1] ~= ""
   end
-  if self.empty then
+  if self.fronting and self.front then
+    start = self:_add_front(lines, opts.sep ~= false)
+  elseif self.empty then
     start = 0
   else
     start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
   end
-  if self.empty then
+  if self.fronting and self.front then
+    -- Inserted above: done.
+  elseif self.empty then
     api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
     self.empty = false
   else
@@ -319,12 +332,90 @@ function View:add(kind, lines, hls, opts)
   end
   if opts.foldable then
     self.foldable[block.id] = true
-    for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-      self:_fold(win, start, start + #lines - 1)
+    if self.fronting and self.front then
+      -- Every line inserted above a fold moves it: with the fold of every
+      -- thought already drawn below, an insert cost half as much again.
+      self.folds_waiting = self.folds_waiting or {}
+      self.folds_waiting[block.id] = true
+    else
+      for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+        self:_fold(win, start, start + #lines - 1)
+      end
     end
   end
   self:_set_hls(block, start, lines, hls)
   return block
+end
+
+--- Insert a block's lines before the front's blank line (acp.backlog: the
+--- older turns of a loaded session, drawn after the newer ones below them).
+--- No block mark sits at the insertion point, the start of the blank line:
+--- the block above ends on an earlier row, the one below starts on a later
+--- one, and both keep their ranges. The separator rule is `add`'s, against
+--- the line above.
+---@param lines string[]
+---@param want_sep boolean
+---@return integer start row of the block
+function View:_add_front(lines, want_sep)
+  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, assert(self.front), {})[1]
+  local sep = want_sep and g > 0 and api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] ~= ""
+  local new = sep and { "" } or {}
+  vim.list_extend(new, lines)
+  api.nvim_buf_set_lines(self.buf, g, g, false, new)
+  -- The blank line's mark moved down with the text (right gravity).
+  return g + (sep and 1 or 0)
+end
+
+--- Start drawing blocks above everything shown (a run of older turns):
+--- a blank line goes at the top and `add` inserts before it while
+--- `fronting` is set. Windows keep showing the same lines: Neovim moves
+--- their topline and cursor down by the rows inserted above them.
+function View:front_open()
+  if self.front or self.empty then
+    return
+  end
+  self:begin()
+  api.nvim_buf_set_lines(self.buf, 0, 0, false, { "" })
+  -- A block starting at row 0 kept its start there (left gravity): it
+  -- would have taken in the blank line and everything inserted before it.
+  for _, m in ipairs(api.nvim_buf_get_extmarks(self.buf, self.ns, { 0, 0 }, { 0, 0 }, { details = true })) do
+    local block = self.blocks[m[1]]
+    local d = m[4] or {}
+    if block and d.end_row then
+      api.nvim_buf_set_extmark(self.buf, self.ns, 1, 0, {
+        id = block.id,
+        end_row = d.end_row,
+        end_col = d.end_col,
+        right_gravity = false,
+        end_right_gravity = true,
+        hl_group = block.hl_group,
+        priority = 50,
+      })
+    end
+  end
+  -- A mark, not a row: text streamed into the blocks above moves the line.
+  self.front = api.nvim_buf_set_extmark(self.buf, self.ns, 0, 0, { right_gravity = true })
+end
+
+--- The run drawn above is whole: its blank line goes unless it separates
+--- the run's last block from the first one below (`add`'s rule: a blank
+--- line between blocks unless the text above already ends with one).
+function View:front_close()
+  local id = self.front
+  if not id then
+    return
+  end
+  self.front = nil
+  self.fronting = nil
+  if not self:valid() then
+    return
+  end
+  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, id, {})[1]
+  api.nvim_buf_del_extmark(self.buf, self.ns, id)
+  self:begin()
+  if g == 0 or api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] == "" then
+    api.nvim_buf_set_lines(self.buf, g, g + 1, false, {})
+  end
 end
 
 --- Draw rows of a block as markdown now, once (a tool call's text content:
@@ -369,7 +460,7 @@ function View:replace(block, lines, hls, actions)
   self:_set_mark(block, sr, lines)
   self:_set_hls(block, sr, lines, hls)
   block.actions = actions or {}
-  if self.foldable[block.id] then
+  if self.foldable[block.id] and not (self.folds_waiting and self.folds_waiting[block.id]) then
     self.grown[block.id] = true
   end
 end
@@ -389,7 +480,7 @@ function View:append(block, text)
   if block.md then
     self.md_dirty[block.id] = true
   end
-  if self.foldable[block.id] then
+  if self.foldable[block.id] and not (self.folds_waiting and self.folds_waiting[block.id]) then
     -- `finish()` re-creates the fold once for the whole batch (see _refold).
     self.grown[block.id] = true
   end
@@ -464,6 +555,36 @@ function View:_refold(win, block)
   end)
 end
 
+--- Make the folds of blocks drawn above (`folds_waiting`), closed, in
+--- every window, at most `max` of them; true while some still wait.
+---@param max integer
+---@return boolean
+function View:make_waiting_folds(max)
+  local waiting = self.folds_waiting
+  if not waiting or not self:valid() then
+    self.folds_waiting = nil
+    return false
+  end
+  local wins = vim.fn.win_findbuf(self.buf)
+  local n = 0
+  for id in pairs(waiting) do
+    if n >= max then
+      return true
+    end
+    waiting[id] = nil
+    n = n + 1
+    local block = self.blocks[id]
+    if block then
+      local sr, er = self:range(block)
+      for _, win in ipairs(wins) do
+        self:_fold(win, sr, er)
+      end
+    end
+  end
+  self.folds_waiting = nil
+  return false
+end
+
 --- Re-create the folds of every foldable block in a window, closed: folds a
 --- window kept while the buffer was hidden did not follow its changes.
 ---@param win integer
@@ -473,7 +594,7 @@ function View:fold_all(win)
   end)
   for id in pairs(self.foldable) do
     local block = self.blocks[id]
-    if block then
+    if block and not (self.folds_waiting and self.folds_waiting[id]) then
       local sr, er = self:range(block)
       self:_fold(win, sr, er)
     end

@@ -1,11 +1,15 @@
--- End to end: history drawn in slices (acp.replay). A session/load replay
--- and a reopened transcript render the same lines in the same order whether
--- drawn at once or a slice per event, and the prompt takes a prompt while
--- the history is still being drawn (it is sent after, its answer below it).
+-- End to end: history drawn in slices (acp.replay), a loaded session's
+-- newest turn first (acp.backlog). A session/load replay and a reopened
+-- transcript render the same lines, marks and folds in the same order
+-- whether drawn in order at once, a slice per event or newest first; the
+-- last turn and the prompt come first and the older turns fill in above
+-- without moving the view; a prompt sent while the history is still being
+-- drawn is answered below it.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 vim.o.columns = 200
 
 local replay = require("acp.replay")
+local backlog = require("acp.backlog")
 local dir = T.tmpdir()
 
 -- Everything a turn can show (markdown, a table, a code block, a plan, a tool
@@ -71,51 +75,203 @@ end
 
 local session_id, transcript_path = make_session()
 
---- Load the session with slices of `ms`; returns the chat once it is ready and
---- its history is drawn, and how many items were queued for later slices.
-local function load(ms)
+--- Load the session with slices of `ms`, newest turn first unless
+--- `in_order`; returns the chat once it is ready and its history is drawn,
+--- and how many items were queued for later slices.
+---@param ms number
+---@param in_order? boolean
+local function load(ms, in_order)
   replay.SLICE_MS = ms
-  local push = replay.push
+  backlog.NEWEST_FIRST = not in_order
+  local push, push_behind = replay.push, replay.push_behind
   local queued = 0
   replay.push = function(...)
     queued = queued + 1
     return push(...)
   end
+  replay.push_behind = function(...)
+    queued = queued + 1
+    return push_behind(...)
+  end
   local chat = assert(require("acp").open({ agent = next_agent(), cwd = dir, load_session_id = session_id }))
   -- Whole: the backend can hand session_started over before the last
   -- replayed updates (a race of its own, seen once under heavy load), so
   -- "ready" alone does not mean the history is all there.
-  T.wait(function()
+  local ok = pcall(T.wait, function()
     return chat.status == "ready"
       and not replay.pending(chat.chat_id)
+      and not replay.filling(chat.chat_id)
       and T.text(chat.bufnr):find("Done with six.", 1, true) ~= nil
+      and T.text(chat.bufnr):find("About one", 1, true) ~= nil
   end, "the loaded session ready; transcript:\n" .. T.text(chat.bufnr))
-  replay.push = push
+  if not ok then
+    error(("status %s pending %s filling %s\n%s"):format(chat.status, replay.pending(chat.chat_id), replay.filling(chat.chat_id), T.text(chat.bufnr)))
+  end
+  replay.push, replay.push_behind = push, push_behind
   replay.SLICE_MS = 4
+  backlog.NEWEST_FIRST = true
   return chat, queued
 end
 
-T.test("a session/load replay drawn a slice per event renders what the one-shot replay rendered", function()
-  local once, queued_once = load(math.huge)
+local api = vim.api
+
+--- Every decoration of a buffer, as text that does not depend on extmark
+--- ids or buffer numbers: namespace, position, range, highlight, conceal,
+--- virtual text.
+---@param buf integer
+---@return string[]
+local function decorations(buf)
+  local names = {}
+  for name, id in pairs(api.nvim_get_namespaces()) do
+    names[id] = (name:gsub("%.%d+$", ""))
+  end
+  local out = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = true })) do
+    local d = m[4]
+    local virt = {}
+    for _, chunk in ipairs(d.virt_text or {}) do
+      virt[#virt + 1] = chunk[1] .. "/" .. tostring(chunk[2])
+    end
+    out[#out + 1] = table.concat({
+      names[d.ns_id] or "?",
+      m[2] .. ":" .. m[3],
+      tostring(d.end_row) .. ":" .. tostring(d.end_col),
+      tostring(d.hl_group),
+      tostring(d.conceal),
+      table.concat(virt, ","),
+      tostring(d.virt_text_pos),
+      tostring(d.hl_eol),
+    }, " ")
+  end
+  table.sort(out)
+  return out
+end
+
+--- The closed folds of a window, as {first, last} lines.
+---@param win integer
+---@return integer[][]
+local function folds(win)
+  return api.nvim_win_call(win, function()
+    local out = {}
+    local l, count = 1, api.nvim_buf_line_count(0)
+    while l <= count do
+      local e = vim.fn.foldclosedend(l)
+      if e ~= -1 then
+        out[#out + 1] = { l, e }
+        l = e + 1
+      else
+        l = l + 1
+      end
+    end
+    return out
+  end)
+end
+
+T.test("a history drawn newest turn first renders what the in-order replay rendered", function()
+  local once, queued_once = load(math.huge, true)
   local expected = norm(T.lines(once.bufnr))
+  local expected_decor = decorations(once.bufnr)
+  local expected_folds = folds(once:transcript_wins()[1])
   once:close()
-  T.eq(0, queued_once, "one slice: nothing queued")
+  T.eq(0, queued_once, "in order in one slice: nothing queued")
   T.contains(table.concat(expected, "\n"), "Done with six.", "the whole history is there")
 
-  local sliced, queued = load(0)
-  T.truthy(queued > 10, ("the replay was sliced (%d items queued)"):format(queued))
-  T.eq(expected, norm(T.lines(sliced.bufnr)), "same lines, same order")
-  sliced:close()
+  for _, ms in ipairs({ math.huge, 0, 4 }) do
+    local chat, queued = load(ms)
+    if ms == 0 then
+      T.truthy(queued > 10, ("the replay was sliced (%d items queued)"):format(queued))
+    end
+    T.eq(expected, norm(T.lines(chat.bufnr)), ("same lines, same order (slices of %s ms)"):format(ms))
+    T.eq(expected_decor, decorations(chat.bufnr), ("same highlights, markdown and marks (%s ms)"):format(ms))
+    T.eq(expected_folds, folds(chat:transcript_wins()[1]), ("same folds (%s ms)"):format(ms))
+    chat:close()
+  end
+end)
+
+T.test("the last turn is drawn and the prompt usable before the older turns; they fill in above without moving the view", function()
+  local once = load(math.huge, true)
+  local history = norm(T.lines(once.bufnr))
+  once:close()
+
+  -- The older turns are held back until the test lets them go.
+  local held = {}
+  local push_behind = replay.push_behind
+  replay.push_behind = function(...)
+    held[#held + 1] = { ... }
+  end
+  local chat = assert(require("acp").open({ agent = next_agent(), cwd = dir, load_session_id = session_id }))
+  T.wait(function()
+    return chat.status == "ready" and not replay.pending(chat.chat_id)
+  end, "the chat ready")
+  replay.push_behind = push_behind
+  local text = T.text(chat.bufnr)
+  T.contains(text, "About six", "the last turn is drawn")
+  T.contains(text, "Done with six.", "the last turn is drawn to its end")
+  T.not_contains(text, "About five", "older turns are not drawn yet")
+  T.truthy(#held == 6, ("five older turns and then their folds wait (%d)"):format(#held))
+  T.eq(norm(T.lines(chat.bufnr)), vim.list_slice(history, #history - #T.lines(chat.bufnr) + 1), "the last turn as in order")
+  T.truthy(vim.bo[chat.prompt_buf].modifiable, "the prompt takes input")
+
+  -- The user sends a prompt at once: it is answered below the last turn.
+  api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "eight" })
+  chat:submit()
+  T.wait_text(chat, "Done with eight.")
+  T.not_contains(T.text(chat.bufnr), "About five", "answered before the older turns were drawn")
+
+  -- Then reads a line of the last turn, scrolled to the top of a small
+  -- window, while the older turns are drawn (a change a slice).
+  local win = chat:transcript_wins()[1]
+  api.nvim_win_set_height(win, 6)
+  local row = T.find_line(chat.bufnr, "About six")
+  api.nvim_win_set_cursor(win, { row, 0 })
+  api.nvim_win_call(win, function()
+    vim.cmd("normal! zt")
+  end)
+  local function view()
+    local v = api.nvim_win_call(win, vim.fn.winsaveview)
+    return {
+      top = api.nvim_buf_get_lines(chat.bufnr, v.topline - 1, v.topline, false)[1],
+      cursor = api.nvim_buf_get_lines(chat.bufnr, v.lnum - 1, v.lnum, false)[1],
+      col = v.col,
+    }
+  end
+  local before = view()
+  T.contains(before.top, "About six", "the view is on the last turn")
+  replay.SLICE_MS = 0
+  local moved = {}
+  local function check()
+    local now = view()
+    if not vim.deep_equal(now, before) then
+      moved[#moved + 1] = now
+    end
+  end
+  for _, h in ipairs(held) do
+    replay.push_behind(unpack(h))
+    -- Looked at between slices too.
+    replay.push_behind(chat.chat_id, check)
+  end
+  T.wait(function()
+    return not replay.filling(chat.chat_id)
+  end, "the older turns drawn")
+  replay.SLICE_MS = 4
+  T.eq({}, moved, "the window showed the same lines between slices")
+  T.eq(before, view(), "the window shows the same lines")
+  local lines = norm(T.lines(chat.bufnr))
+  T.eq(history, vim.list_slice(lines, 1, #history), "the history first, whole and in order")
+  local rest = table.concat(vim.list_slice(lines, #history + 1), "\n")
+  T.contains(rest, "eight", "the new prompt below the history")
+  T.contains(rest, "Done with eight.", "its answer below the history")
+  chat:close()
 end)
 
 T.test("the prompt takes a prompt while the history is drawn; it is answered below the history", function()
-  local once = load(math.huge)
+  local once = load(math.huge, true)
   local history = norm(T.lines(once.bufnr))
   once:close()
 
   replay.SLICE_MS = 0
   local chat = assert(require("acp").open({ agent = next_agent(), cwd = dir, load_session_id = session_id }))
-  -- Between two slices, once the third turn is on screen, the user types a
+  -- Between two slices, once an older turn is on screen, the user types a
   -- prompt and sends it (what a key typed then would run).
   local sent
   vim.api.nvim_buf_attach(chat.bufnr, false, {
@@ -123,10 +279,10 @@ T.test("the prompt takes a prompt while the history is drawn; it is answered bel
       for _, l in ipairs(vim.api.nvim_buf_get_lines(buf, first, last, false)) do
         if l:find("About three", 1, true) then
           vim.schedule(function()
-            vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "seven" })
+            vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "nine" })
             sent = {
-              pending = replay.pending(chat.chat_id),
-              whole = T.text(chat.bufnr):find("Done with six.", 1, true) ~= nil,
+              filling = replay.filling(chat.chat_id),
+              whole = T.text(chat.bufnr):find("About one", 1, true) ~= nil,
               modifiable = vim.bo[chat.prompt_buf].modifiable,
             }
             chat:submit()
@@ -139,16 +295,19 @@ T.test("the prompt takes a prompt while the history is drawn; it is answered bel
   T.wait(function()
     return sent
   end, "the prompt sent half way")
-  T.truthy(sent.pending, "sent while the history was still being drawn")
+  T.truthy(sent.filling, "sent while the history was still being drawn")
   T.truthy(not sent.whole, "the history was not whole yet")
   T.truthy(sent.modifiable, "the prompt was editable")
+  T.wait_text(chat, "Done with nine.")
+  T.wait(function()
+    return not replay.filling(chat.chat_id)
+  end, "the history drawn")
   replay.SLICE_MS = 4
-  T.wait_text(chat, "Done with seven.")
   local lines = norm(T.lines(chat.bufnr))
   T.eq(history, vim.list_slice(lines, 1, #history), "the history first, whole and in order")
   local after = table.concat(vim.list_slice(lines, #history + 1), "\n")
-  T.contains(after, "seven", "the new prompt below the history")
-  T.contains(after, "Done with seven.", "its answer below the history")
+  T.contains(after, "nine", "the new prompt below the history")
+  T.contains(after, "Done with nine.", "its answer below the history")
   chat:close()
 end)
 

@@ -175,7 +175,16 @@ local function wait_chat(id, except)
   local found
   T.wait(function()
     for _, c in ipairs(require("acp.chat").list) do
-      if c ~= except and c.session_id == id and c.status == "ready" then
+      -- Ready comes once the last turn is drawn; the older turns fill in
+      -- above after it (acp.backlog).
+      local replay = require("acp.replay")
+      if
+        c ~= except
+        and c.session_id == id
+        and c.status == "ready"
+        and not replay.pending(c.chat_id)
+        and not replay.filling(c.chat_id)
+      then
         found = c
         return true
       end
