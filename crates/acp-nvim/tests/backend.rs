@@ -193,6 +193,7 @@ impl Rig {
             transcript_dir: None,
             additional_directories: Vec::new(),
             system_prompt: None,
+            checkpoints: None,
         }
     }
 
@@ -464,6 +465,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         transcript_dir: None,
         additional_directories: Vec::new(),
         system_prompt: None,
+        checkpoints: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -705,6 +707,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         transcript_dir: None,
         additional_directories: Vec::new(),
         system_prompt: None,
+        checkpoints: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");

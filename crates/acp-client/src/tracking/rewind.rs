@@ -20,12 +20,13 @@ use serde::Serialize;
 
 use super::decisions::{emit, observe, write_content};
 use super::watcher::{read_disk, Disk};
-use super::Reviews;
+use super::{Job, Reviews};
 use crate::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
 use crate::update::SessionId;
+use tokio::sync::oneshot;
 
 /// What a rewind would do to one file, for a preview.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -92,12 +93,26 @@ impl Reviews {
         review.state.lock().checkpoints = checkpoints;
     }
 
+    /// Waits until the session's worker has recorded every edit it was
+    /// told of (a turn that just ended has its last disk check queued).
+    async fn settled(&self, session_id: &SessionId) {
+        let Some(review) = self.get(session_id) else {
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        if review.jobs.send(Job::Barrier(tx)).is_ok() {
+            // An error means the worker is gone: nothing to wait for.
+            let _ = rx.await;
+        }
+    }
+
     /// What rewinding to before `turn` would change.
     pub(crate) async fn rewind_plan(
         &self,
         session_id: &SessionId,
         turn: TurnNumber,
     ) -> Result<RewindPlan> {
+        self.settled(session_id).await;
         let plan = self.plan_of(session_id, turn)?;
         let mut files = Vec::new();
         for r in plan {
@@ -132,6 +147,7 @@ impl Reviews {
         session_id: &SessionId,
         turn: TurnNumber,
     ) -> Result<Rewound> {
+        self.settled(session_id).await;
         let plan = self.plan_of(session_id, turn)?;
         let Some(review) = self.get(session_id) else {
             return Ok(Rewound::default());
