@@ -49,6 +49,10 @@ T.setup_fake({
 ---@return integer buf, string path
 local function open_file(name, text)
   local path = dir .. "/" .. name
+  -- A buffer of it from an earlier test (maybe with unsaved lines) goes.
+  if vim.fn.bufnr(path) > 0 then
+    vim.cmd("silent! bwipeout! " .. vim.fn.bufnr(path))
+  end
   T.write_file(path, text)
   vim.cmd("edit " .. vim.fn.fnameescape(path))
   return vim.api.nvim_get_current_buf(), path
@@ -164,6 +168,44 @@ T.test("a user's edit of a rewound line is a conflict, both sides kept", functio
   T.contains(text, "<<<<<<<", "a conflict block")
   T.contains(text, "K2 agent and mine", "the user's side kept")
   T.contains(text, "k2", "the rewound side shown")
+end)
+
+T.test("cR on a sent prompt rewinds to before its turn and puts the prompt in the input", function()
+  local a_buf = open_file("a.txt", "one\ntwo\nthree\n")
+  local chat = T.open_chat("rewind", dir)
+  T.eq("end_turn", T.turn(chat, "ZZONE write a"), "turn 1")
+  T.wait(function()
+    return T.lines(a_buf)[2] == "TWO"
+  end, "turn 1's write in the buffer")
+  local n = #rewound
+  T.cursor_on(chat, "ZZONE write a")
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("cR", true, false, true), "x", false)
+  local ev = wait_rewound(n + 1)
+  T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
+  T.eq(1, ev.turn, "to before the prompt's turn")
+  T.eq({ "one", "two", "three" }, T.lines(a_buf), "turn 1's write undone")
+  T.eq({ "ZZONE write a" }, T.lines(chat.prompt_buf), "the prompt is in the input to edit")
+end)
+
+T.test(":Acp rewind without a turn offers the turns, newest first, then rewinds", function()
+  local chat = T.open_chat("rewind", dir)
+  T.write_file(dir .. "/b.txt", "b1\nb2\nb3\n")
+  T.eq("end_turn", T.turn(chat, "ZZTWO create new"), "turn 1")
+  local seen, orig = {}, vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    seen[#seen + 1] = vim.tbl_map(opts.format_item or tostring, items)
+    on_choice(items[1])
+  end
+  local n = #rewound
+  local ok, err = pcall(function()
+    vim.cmd("Acp rewind")
+    wait_rewound(n + 1)
+  end)
+  vim.ui.select = orig
+  assert(ok, err)
+  T.truthy(seen[1][1]:match("^1%. ZZTWO create new — 2 files — %d%d:%d%d$"), "picker line: " .. tostring(seen[1][1]))
+  T.eq({ "rewind", "preview first" }, seen[2], "then rewind or preview")
+  T.eq(false, exists(dir .. "/new.txt"), "rewound")
 end)
 
 T.run()

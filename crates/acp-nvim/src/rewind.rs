@@ -38,6 +38,7 @@ pub(crate) struct Chat<'a> {
 pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
     let review = chat.agent.conn.review(chat.session);
     let Some(turn) = turn else {
+        review.settled().await;
         chat.events.push(Event::RewindTurns {
             chat_id: chat.id.clone(),
             turns: review.turns(),

@@ -167,6 +167,13 @@ impl<'a> Review<'a> {
         self.reviews.delete_rejected(&self.session_id, &path).await
     }
 
+    /// Waits until every agent edit reported so far is recorded (the
+    /// session's worker reads the disk after a turn ends): call it before
+    /// [`Review::turns`] right after a turn.
+    pub async fn settled(&self) {
+        self.reviews.settled(&self.session_id).await;
+    }
+
     /// The turns whose edits can be rewound, oldest first: the prompt's
     /// first line, when it was sent, the files the agent touched.
     pub fn turns(&self) -> Vec<TurnInfo> {

@@ -95,7 +95,7 @@ impl Reviews {
 
     /// Waits until the session's worker has recorded every edit it was
     /// told of (a turn that just ended has its last disk check queued).
-    async fn settled(&self, session_id: &SessionId) {
+    pub(crate) async fn settled(&self, session_id: &SessionId) {
         let Some(review) = self.get(session_id) else {
             return;
         };
