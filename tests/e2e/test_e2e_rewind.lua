@@ -42,6 +42,23 @@ T.setup_fake({
       },
     },
   },
+  persist = {
+    sessionStore = dir .. "/persist-store.json",
+    turns = {
+      { match = "crash", steps = { { type = "crash", stderr = "fatal: crashed on purpose", code = 3 } } },
+      {
+        match = "ZZSAVE",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/p.txt", content = "agent\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+    },
+  },
 }, dir)
 
 ---@param name string
@@ -206,6 +223,26 @@ T.test(":Acp rewind without a turn offers the turns, newest first, then rewinds"
   T.truthy(seen[1][1]:match("^1%. ZZTWO create new — 2 files — %d%d:%d%d$"), "picker line: " .. tostring(seen[1][1]))
   T.eq({ "rewind", "preview first" }, seen[2], "then rewind or preview")
   T.eq(false, exists(dir .. "/new.txt"), "rewound")
+end)
+
+T.test("the checkpoints are saved with the transcript: a restarted session can still rewind", function()
+  T.write_file(dir .. "/p.txt", "mine\n")
+  local chat = T.open_chat("persist", dir)
+  T.eq("end_turn", T.turn(chat, "ZZSAVE write p"), "turn 1")
+  T.eq("agent\n", T.read_file(dir .. "/p.txt"), "written")
+  assert(chat:send({ { type = "text", text = "crash now" } }))
+  T.wait(function()
+    return chat.status == "dead"
+  end, "chat marked dead")
+  T.truthy(chat:restart(), "restarted")
+  T.wait(function()
+    return chat.status == "ready"
+  end, "ready again; transcript:\n" .. T.text(chat.bufnr))
+  local n = #rewound
+  T.truthy(require("acp").rewind({ turn = 1 }), "rewind started")
+  local ev = wait_rewound(n + 1)
+  T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
+  T.eq("mine\n", T.read_file(dir .. "/p.txt"), "the new process rewound turn 1's write")
 end)
 
 T.run()

@@ -178,9 +178,22 @@ async fn run(
         }
     };
 
+    // Beside the transcript: a reopened session can still rewind.
+    let checkpoint_file = open.transcript_dir.as_ref().map(|dir| {
+        crate::rewind::saved_path(&transcript::path_for(
+            dir,
+            &agent.name,
+            &session.to_string(),
+        ))
+    });
+    let reopened = open.load_session_id.is_some() || open.resume_session_id.is_some();
+    let saved = match (&open.checkpoints, &checkpoint_file) {
+        (None, Some(file)) if reopened => crate::rewind::load(file),
+        _ => None,
+    };
     // The chat goes on after a rewind or from a saved transcript: the new
     // session keeps the earlier turns' checkpoints (and their numbers).
-    if let Some(json) = &open.checkpoints {
+    if let Some(json) = open.checkpoints.as_ref().or(saved.as_ref()) {
         match acp_client::checkpoint::Checkpoints::from_json(json) {
             Ok(store) => {
                 if let Err(e) = agent.conn.review(&session).adopt_checkpoints(store) {
@@ -203,6 +216,7 @@ async fn run(
         .map_or(0, |t| t.turn.get());
     let mut chat_loop = ChatLoop {
         turn_base,
+        checkpoint_file,
         chat: chat.clone(),
         agent: agent.clone(),
         session: session.clone(),
@@ -409,6 +423,9 @@ struct ChatLoop {
     /// The chat's turns before this session's first (its checkpoints were
     /// adopted): this session's k-th prompt is turn `turn_base + k`.
     turn_base: u32,
+    /// Where the checkpoints are saved after each turn (chats with a
+    /// transcript).
+    checkpoint_file: Option<std::path::PathBuf>,
 }
 
 impl ChatLoop {
@@ -429,6 +446,9 @@ impl ChatLoop {
                             self.turn = None;
                             self.cancel_sent = false;
                             self.report(result);
+                            if let Some(file) = &self.checkpoint_file {
+                                crate::rewind::save(&self.agent, &self.session, file).await;
+                            }
                             continue;
                         }
                         cmd = rx.recv() => cmd,

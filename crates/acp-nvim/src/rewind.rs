@@ -24,6 +24,41 @@ use crate::protocol::Event;
 /// their context window).
 const CONTEXT_MAX_BYTES: usize = 96 * 1024;
 
+/// Largest saved checkpoints file read back (the store's own bound, with
+/// room for JSON escapes).
+const SAVED_MAX_BYTES: u64 = 2 * acp_client::checkpoint::TOTAL_MAX_BYTES as u64;
+
+/// Where a chat's checkpoints are saved: beside its session's transcript,
+/// so a reopened session can still rewind the files it changed.
+pub(crate) fn saved_path(transcript: &std::path::Path) -> std::path::PathBuf {
+    transcript.with_extension("checkpoints.json")
+}
+
+/// Saves the session's checkpoints once its worker recorded the turn's
+/// last edits. A failure is logged: the chat goes on without them.
+pub(crate) async fn save(agent: &Agent, session: &SessionId, path: &std::path::Path) {
+    let review = agent.conn.review(session);
+    review.settled().await;
+    if review.turns().is_empty() {
+        return;
+    }
+    let json = review.checkpoints().to_json();
+    if let Err(e) = acp_client::fs::write_text_file_atomic(path, &json).await {
+        tracing::warn!(path = %path.display(), "could not save the checkpoints: {e}");
+    }
+}
+
+/// The checkpoints saved for a session, if any (a file too large or
+/// unreadable is skipped; its content is checked when adopted).
+pub(crate) fn load(path: &std::path::Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > SAVED_MAX_BYTES {
+        tracing::warn!(path = %path.display(), "saved checkpoints too large; not read");
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
 /// What the rewind needs of its chat.
 pub(crate) struct Chat<'a> {
     pub(crate) id: &'a ChatId,
