@@ -244,11 +244,14 @@ function M.on_rewound(chat, ev)
     lines[#lines + 1] = ev.context
         and "the conversation goes on in a new session: the agent gets the conversation before this turn with your next prompt"
       or "the conversation goes on in a new session, from its start"
+    lines[#lines + 1] = "the earlier turns' edits left review with the old session (:Acp rewind still undoes them)"
     chat.transcript:note(lines)
     chat.transcript:forget_entries()
   end)
   chat.transcript.prompt_turn = ev.turn - 1
   chat.rewind_context = ev.context
+  -- The old session's review goes with it: drawn but dead otherwise.
+  require("acp.review").drop_chat(chat.chat_id)
   chat:start({ checkpoints = ev.checkpoints })
   if pending.edit then
     api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, vim.split(pending.edit, "\n", { plain = true }))
