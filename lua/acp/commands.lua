@@ -543,6 +543,19 @@ M.subcommands.rewind = {
       util.notify("cannot rewind: " .. tostring(why), vim.log.levels.WARN)
     end
   end),
+  complete = function(lead)
+    local chat = require("acp.chat").current()
+    local out = {}
+    for n = (chat and chat.transcript.prompt_turn or 0), 1, -1 do
+      if vim.startswith(tostring(n), lead) then
+        out[#out + 1] = tostring(n)
+      end
+    end
+    if vim.startswith("--preview", lead) then
+      out[#out + 1] = "--preview"
+    end
+    return out
+  end,
 }
 
 M.subcommands.continue = {

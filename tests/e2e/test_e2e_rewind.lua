@@ -208,6 +208,8 @@ T.test(":Acp rewind without a turn offers the turns, newest first, then rewinds"
   local chat = T.open_chat("rewind", dir)
   T.write_file(dir .. "/b.txt", "b1\nb2\nb3\n")
   T.eq("end_turn", T.turn(chat, "ZZTWO create new"), "turn 1")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.bufnr)[1])
+  T.eq({ "1", "--preview" }, require("acp.commands").complete("", "Acp rewind "), ":Acp rewind <Tab>")
   local seen, orig = {}, vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
     seen[#seen + 1] = vim.tbl_map(opts.format_item or tostring, items)
