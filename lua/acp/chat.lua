@@ -651,7 +651,8 @@ function Chat:_flush()
   if self.rewind_context then
     -- The first prompt after a rewind that could not fork: the agent gets
     -- the conversation before the rewound turn (acp.rewind).
-    blocks = vim.list_extend({ { type = "text", text = self.rewind_context } }, blocks)
+    local meta = { [require("acp.rewind").CONTEXT_META] = true }
+    blocks = vim.list_extend({ { type = "text", text = self.rewind_context, _meta = meta } }, blocks)
     self.rewind_context = nil
   end
   self.status = "busy"

@@ -159,6 +159,9 @@ T.test("rewind to before turn 2 gives exactly the turn-1 state plus the user's u
   T.wait_text(chat, "I got: This conversation continues an earlier one")
   local text = T.text(chat.bufnr)
   T.contains(text, "ZZONE write a", "turn 1 is in the context")
+  local _, shown = text:gsub("This conversation continues", "")
+  T.eq(1, shown, "the context is shown once, in the agent's echo, not as the user's text")
+  T.contains(text, "↳ the conversation before the rewind", "the prompt names its context")
   T.eq(2, chat.transcript.prompt_turn, "the new prompt is turn 2")
   -- The checkpoints went with the chat: turn 1 can still be rewound.
   T.truthy(require("acp").rewind({ turn = 1, preview = true }), "preview of turn 1")
