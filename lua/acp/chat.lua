@@ -227,7 +227,7 @@ function Chat:start_failed(err)
 end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
----@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean} continue a stored session; log in first; open a new session if the load/resume fails
+---@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean, checkpoints?: string} continue a stored session; log in first; open a new session if the load/resume fails
 ---@return boolean ok, string? err
 function Chat:start(resume)
   if self.readonly then
@@ -271,6 +271,8 @@ function Chat:start(resume)
     permission_dir = vim.fn.stdpath("state") .. "/acp/permissions",
     load_session_id = resume and resume.load_session_id or nil,
     resume_session_id = resume and resume.resume_session_id or nil,
+    -- After a rewind: the new session keeps the earlier turns' checkpoints.
+    checkpoints = resume and resume.checkpoints or nil,
   }
   local res, rerr = backend.request("acp.open", params)
   if res == nil then
@@ -411,6 +413,12 @@ function Chat:_keymaps()
   map(tb, "n", k.edit_prompt, function()
     require("acp.prompt").edit_again(self, api.nvim_win_get_cursor(0)[1] - 1)
   end, "edit the prompt under the cursor to send it again")
+  map(tb, "n", k.rewind_prompt, function()
+    local ok, why = require("acp.rewind").edit_from(self, api.nvim_win_get_cursor(0)[1] - 1)
+    if not ok then
+      util.notify(tostring(why), vim.log.levels.WARN)
+    end
+  end, "rewind to before the prompt under the cursor and edit it to send again")
 end
 
 --- The tool call block at `row`: with a pending permission whose tool call
@@ -640,6 +648,13 @@ function Chat:_flush()
   local blocks = entry.blocks
   if type(blocks) == "function" then
     blocks = blocks()
+  end
+  if self.rewind_context then
+    -- The first prompt after a rewind that could not fork: the agent gets
+    -- the conversation before the rewound turn (acp.rewind).
+    local meta = { [require("acp.rewind").CONTEXT_META] = true }
+    blocks = vim.list_extend({ { type = "text", text = self.rewind_context, _meta = meta } }, blocks)
+    self.rewind_context = nil
   end
   self.status = "busy"
   -- Before the agent can change anything: the "before" of edits that come

@@ -520,6 +520,44 @@ M.subcommands.logout = {
   end,
 }
 
+M.subcommands.rewind = {
+  desc = "take files and conversation back to before a turn: :Acp rewind [N] [--preview] (a picker without N)",
+  run = on_chat(function(chat, args)
+    local turn, preview = nil, false
+    for _, a in ipairs(args or {}) do
+      if a == "--preview" then
+        preview = true
+      elseif tonumber(a) then
+        turn = tonumber(a)
+      else
+        util.notify(("unknown argument %q; :Acp rewind [N] [--preview]"):format(a), vim.log.levels.ERROR)
+        return
+      end
+    end
+    if preview and not turn then
+      util.notify(":Acp rewind N --preview needs the turn N; :Acp rewind alone opens the picker", vim.log.levels.ERROR)
+      return
+    end
+    local ok, why = require("acp.rewind").rewind(chat, { turn = turn, preview = preview })
+    if not ok then
+      util.notify("cannot rewind: " .. tostring(why), vim.log.levels.WARN)
+    end
+  end),
+  complete = function(lead)
+    local chat = require("acp.chat").current()
+    local out = {}
+    for n = (chat and chat.transcript.prompt_turn or 0), 1, -1 do
+      if vim.startswith(tostring(n), lead) then
+        out[#out + 1] = tostring(n)
+      end
+    end
+    if vim.startswith("--preview", lead) then
+      out[#out + 1] = "--preview"
+    end
+    return out
+  end,
+}
+
 M.subcommands.continue = {
   desc = "restart the current chat's stopped agent and continue its session (resume, else load)",
   run = on_chat(function(chat)

@@ -46,6 +46,7 @@ local M = {}
 ---@field yank_code string|false transcript: yank the fenced code block under the cursor
 ---@field open_code string|false transcript: open the fenced code block under the cursor in a split, with its language's filetype
 ---@field edit_prompt string|false transcript: on a prompt you sent, put its text in the prompt input to edit and send again
+---@field rewind_prompt string|false transcript: on a prompt you sent, rewind to before its turn and put its text in the prompt input
 ---@field history_prev string|false prompt, both modes, on its first line: the previous prompt sent
 ---@field history_next string|false prompt, both modes, on its last line: the next prompt sent (then the draft)
 ---@field review_next string|false reviewed buffers: next agent hunk
@@ -122,6 +123,7 @@ M.defaults = {
     yank_code = "yc",
     open_code = "gC",
     edit_prompt = "cc",
+    rewind_prompt = "cR",
     history_prev = "<Up>",
     history_next = "<Down>",
     review_next = "]h",

@@ -373,7 +373,9 @@ function M.user_text(blocks, cwd)
   local text, extra = {}, {}
   for _, b in ipairs(blocks or {}) do
     local t = b.type
-    if t == "text" then
+    if t == "text" and require("acp.rewind").is_context(b) then
+      extra[#extra + 1] = "↳ the conversation before the rewind (context for the agent)"
+    elseif t == "text" then
       text[#text + 1] = b.text or ""
     else
       local uri = b.uri or (b.resource or {}).uri

@@ -152,6 +152,18 @@ function handlers.logged_out(chat, ev)
   chat:on_logged_out(ev)
 end
 
+function handlers.rewind_turns(chat, ev)
+  require("acp.rewind").on_turns(chat, ev)
+end
+
+function handlers.rewind_preview(chat, ev)
+  require("acp.rewind").on_preview(chat, ev)
+end
+
+function handlers.rewound(chat, ev)
+  require("acp.rewind").on_rewound(chat, ev)
+end
+
 --- Events that concern no chat, by type.
 ---@type table<string, fun(ev: acp.Event)>
 local global_handlers = {

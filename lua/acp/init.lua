@@ -183,6 +183,20 @@ function M.prompt(text)
   return chat:send({ { type = "text", text = text } })
 end
 
+--- Rewind the current chat: files and conversation back to before turn
+--- `opts.turn` (a picker of the turns without it; `opts.preview` only shows
+--- what would change). The outcome fires `User AcpRewound` with
+--- `{chat_id, turn, ok, reason}`. See |acp-rewind|.
+---@param opts? {turn?: integer, preview?: boolean}
+---@return boolean ok, string? reason why the rewind did not start
+function M.rewind(opts)
+  local chat = require("acp.chat").current()
+  if not chat then
+    return false, "no chat to rewind; open one with :Acp"
+  end
+  return require("acp.rewind").rewind(chat, opts)
+end
+
 --- Cancel the running turn of the current chat.
 function M.cancel()
   local chat = require("acp.chat").current()

@@ -287,7 +287,7 @@ function M.message_text(chat, row)
   end
   local parts = {}
   for _, b in ipairs(content) do
-    if b.type == "text" and type(b.text) == "string" then
+    if b.type == "text" and type(b.text) == "string" and not require("acp.rewind").is_context(b) then
       parts[#parts + 1] = b.text
     end
   end

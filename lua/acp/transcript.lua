@@ -336,6 +336,12 @@ function Transcript:_entry_added(index, entry)
     local content = vim.deepcopy(entry.content or {})
     local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
     block.data.user_content = content
+    -- The chat's turn number, for rewind (the backend's checkpoints use
+    -- the same numbering; a rewind to before turn N makes the next N).
+    self.prompt_turn = (self.prompt_turn or 0) + 1
+    block.data.prompt_turn = self.prompt_turn
+    self.prompt_blocks = self.prompt_blocks or {}
+    self.prompt_blocks[#self.prompt_blocks + 1] = block
     self.entries[index] = block
   elseif t == "agent_message" then
     self:_header("agent")

@@ -115,6 +115,36 @@ return function(agent_name)
           { text = "Listed the files." },
         },
       },
+      -- Scenario f (rewind): after the rewind the prompt also carries the
+      -- earlier conversation, whose keys would match turns below: "four"
+      -- comes first.
+      { match = "scenario-f four", responses = { { text = "Fourth turn, after the rewind." } } },
+      {
+        match = "scenario-f one",
+        responses = {
+          { tool_use = { { name = "Write", input = { file_path = "{{DIR}}/f-one.txt", content = "one\n" } } } },
+          { text = "Wrote f-one.txt." },
+        },
+      },
+      {
+        match = "scenario-f two",
+        responses = {
+          { tool_use = { { name = "Read", input = { file_path = "{{DIR}}/f-edit.txt" } } } },
+          {
+            tool_use = {
+              { name = "Edit", input = { file_path = "{{DIR}}/f-edit.txt", old_string = "line two", new_string = "LINE TWO" } },
+            },
+          },
+          { text = "Edited f-edit.txt." },
+        },
+      },
+      {
+        match = "scenario-f three",
+        responses = {
+          { tool_use = { { name = "Write", input = { file_path = "{{DIR}}/f-three.txt", content = "three\n" } } } },
+          { text = "Wrote f-three.txt." },
+        },
+      },
     },
     side_text = "Mock session",
   }
@@ -513,6 +543,48 @@ return function(agent_name)
     T.truthy(text:find("│ listed-file.txt", 1, true), "the listing in the chat:\n" .. text)
     T.truthy(not text:find("output not kept", 1, true), "no lost output:\n" .. text)
     T.truthy(not text:find("(running)", 1, true), "the finished command is not shown running:\n" .. text)
+  end)
+
+  scenario("f. rewind to before turn 2: the turn-1 state plus the user's unsaved line, then a prompt goes on", function()
+    local edit_path = dir .. "/f-edit.txt"
+    T.write_file(edit_path, "line one\nline two\n")
+    vim.cmd("edit " .. vim.fn.fnameescape(edit_path))
+    local buf = vim.api.nvim_get_current_buf()
+    local chat = open_chat()
+    local allow = function()
+      return "allow_once"
+    end
+    T.eq("end_turn", turn(chat, "scenario-f one: write f-one.txt", allow), "turn 1")
+    T.eq("end_turn", turn(chat, "scenario-f two: edit f-edit.txt", allow), "turn 2")
+    T.eq("end_turn", turn(chat, "scenario-f three: write f-three.txt", allow), "turn 3")
+    T.wait(function()
+      return T.lines(buf)[2] == "LINE TWO"
+    end, "turn 2's edit reached the buffer: " .. vim.inspect(T.lines(buf)), 15000)
+    T.eq("three\n", T.read_file(dir .. "/f-three.txt"), "turn 3 wrote its file")
+    vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "user line" })
+    local done
+    local au = vim.api.nvim_create_autocmd("User", {
+      pattern = "AcpRewound",
+      callback = function(a)
+        done = a.data
+      end,
+    })
+    T.truthy(require("acp").rewind({ turn = 2 }), "rewind started")
+    T.wait(function()
+      return done ~= nil
+    end, "the rewind's outcome", 30000)
+    vim.api.nvim_del_autocmd(au)
+    T.eq(true, done.ok, "rewound: " .. tostring(done.reason))
+    T.eq({ "user line", "line one", "line two" }, T.lines(buf), "turn-1 state plus the user's line")
+    T.eq("one\n", T.read_file(dir .. "/f-one.txt"), "turn 1's file stays")
+    T.eq(nil, (vim.uv or vim.loop).fs_stat(dir .. "/f-three.txt"), "turn 3's file is gone")
+    T.wait(function()
+      return chat.session_id ~= nil and chat.status == "ready"
+    end, "the chat's new session opened", START_MS)
+    T.eq("end_turn", turn(chat, "scenario-f four: go on", allow), "a prompt after the rewind")
+    T.wait_text(chat, "Fourth turn, after the rewind.")
+    local sent = model_requests("scenario-f four")
+    T.truthy(#sent > 0 and vim.json.encode(sent[1].body.messages):find("scenario-f one", 1, true), "the earlier conversation reached the model")
   end)
 
   T.run()

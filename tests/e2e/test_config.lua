@@ -93,7 +93,7 @@ T.test(":Acp completes subcommands and agent names", function()
   for _, s in ipairs({ "new", "cancel", "restart", "log", "agents", "permission" }) do
     T.truthy(vim.tbl_contains(subs, s), "subcommand " .. s)
   end
-  T.eq({ "reject", "restart", "review" }, commands.complete("re", "Acp re"), "prefix")
+  T.eq({ "reject", "restart", "review", "rewind" }, commands.complete("re", "Acp re"), "prefix")
   T.eq({ "all", "file" }, commands.complete("", "Acp accept "), "accept scopes")
   T.eq({ "claude", "codex" }, commands.complete("c", "Acp new c"), "agent names")
 end)

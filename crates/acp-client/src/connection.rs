@@ -258,6 +258,23 @@ impl Drop for OpeningGuard<'_> {
     }
 }
 
+/// A turn's label for its checkpoint: the first non-empty line of the
+/// prompt's first text block.
+fn prompt_label(content: &[schema::ContentBlock]) -> String {
+    content
+        .iter()
+        .find_map(|block| match block {
+            schema::ContentBlock::Text(t) => t
+                .text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 /// Ends a turn for edit review however the prompt ends (answered, failed,
 /// or the caller dropped the future).
 struct TurnGuard<'a> {
@@ -921,7 +938,10 @@ impl Connection {
             .unwrap_or_default();
         self.sessions().emit_changes(session_id, changes);
         let workspace = self.session_workspace(session_id)?;
-        self.sessions().review.turn_started(session_id, &workspace);
+        let label = prompt_label(&content);
+        self.sessions()
+            .review
+            .turn_started(session_id, &workspace, &label);
         let _turn = TurnGuard {
             sessions: self.sessions(),
             session_id,

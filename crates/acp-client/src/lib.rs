@@ -83,6 +83,7 @@
 #![warn(missing_docs)]
 
 pub mod buffer_sync;
+pub mod checkpoint;
 pub mod codec;
 pub mod connection;
 mod dispatch;
@@ -118,4 +119,4 @@ pub use connection::{
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;
-pub use tracking::Review;
+pub use tracking::{Review, RewindFile, RewindPlan, Rewound};

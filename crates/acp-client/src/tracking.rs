@@ -30,12 +30,15 @@ use tokio::sync::{mpsc, oneshot};
 
 mod decisions;
 mod handle;
+mod rewind;
 mod sources;
 mod watcher;
 
 pub use handle::Review;
+pub use rewind::{RewindFile, RewindPlan, Rewound};
 pub(crate) use sources::ToolFacts;
 
+use crate::checkpoint::{Checkpoints, TurnNumber};
 use crate::fs::Workspace;
 use crate::host::{EditorHost, EventSink};
 use crate::review::{EditTracker, FileReview, FileSummary};
@@ -85,12 +88,14 @@ struct ReviewState {
     first_turn: Option<SystemTime>,
     /// Directories `fs/write_text_file` created for the agent's files.
     made_dirs: HashSet<PathBuf>,
+    /// Each turn's text of the files the agent touched, for a rewind.
+    checkpoints: Checkpoints,
 }
 
 /// Work for a session's worker task, done in the order it was sent.
 enum Job {
     /// A prompt is being sent, at this time.
-    TurnStarted(SystemTime),
+    TurnStarted(SystemTime, TurnNumber),
     Mention(Vec<PathBuf>),
     Completed(Vec<ToolDiff>),
     TurnEnded,
@@ -126,6 +131,7 @@ impl Reviews {
             live: false,
             first_turn: None,
             made_dirs: HashSet::new(),
+            checkpoints: Checkpoints::new(),
         }));
         let io = Arc::new(tokio::sync::Mutex::new(()));
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
@@ -158,16 +164,18 @@ impl Reviews {
         self.get(session_id).is_some_and(|r| r.state.lock().live)
     }
 
-    /// A prompt is about to be sent: watch the files the turn touches.
-    pub(crate) fn turn_started(&self, session_id: &SessionId, workspace: &Workspace) {
+    /// A prompt is about to be sent: watch the files the turn touches, and
+    /// begin its checkpoint (`label`: the prompt's first line).
+    pub(crate) fn turn_started(&self, session_id: &SessionId, workspace: &Workspace, label: &str) {
         let review = self.get_or_start(session_id, workspace);
         let now = SystemTime::now();
-        {
+        let turn = {
             let mut st = review.state.lock();
             st.live = true;
             st.first_turn.get_or_insert(now);
-        }
-        let _ = review.jobs.send(Job::TurnStarted(now));
+            st.checkpoints.begin_turn(label, now)
+        };
+        let _ = review.jobs.send(Job::TurnStarted(now, turn));
     }
 
     /// The prompt ended (answered, failed or dropped).

@@ -222,6 +222,15 @@ impl Backend {
                     self.no_session_warning(chat_id);
                 }
             }
+            Command::Rewind {
+                chat_id,
+                turn,
+                preview,
+            } => {
+                if !self.send(&chat_id, ChatCommand::Rewind { turn, preview }) {
+                    self.no_session_warning(chat_id);
+                }
+            }
             Command::Review(cmd) => self.decisions().send(cmd),
             Command::Registry(cmd) => self.installs.handle(cmd),
         }

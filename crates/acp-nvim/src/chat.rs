@@ -50,6 +50,13 @@ pub enum ChatCommand {
     Close,
     /// Log out of the agent (`logout`).
     Logout,
+    /// List the turns (no `turn`), preview or rewind to before a turn.
+    Rewind {
+        /// The turn.
+        turn: Option<u32>,
+        /// Only show what would change.
+        preview: bool,
+    },
 }
 
 /// The backend's handle on a chat task.
@@ -171,7 +178,45 @@ async fn run(
         }
     };
 
+    // Beside the transcript: a reopened session can still rewind.
+    let checkpoint_file = open.transcript_dir.as_ref().map(|dir| {
+        crate::rewind::saved_path(&transcript::path_for(
+            dir,
+            &agent.name,
+            &session.to_string(),
+        ))
+    });
+    let reopened = open.load_session_id.is_some() || open.resume_session_id.is_some();
+    let saved = match (&open.checkpoints, &checkpoint_file) {
+        (None, Some(file)) if reopened => crate::rewind::load(file),
+        _ => None,
+    };
+    // The chat goes on after a rewind or from a saved transcript: the new
+    // session keeps the earlier turns' checkpoints (and their numbers).
+    if let Some(json) = open.checkpoints.as_ref().or(saved.as_ref()) {
+        match acp_client::checkpoint::Checkpoints::from_json(json) {
+            Ok(store) => {
+                if let Err(e) = agent.conn.review(&session).adopt_checkpoints(store) {
+                    tracing::warn!(%chat, "checkpoints not adopted: {e}");
+                }
+            }
+            Err(e) => events.push(Event::Warning {
+                chat_id: Some(chat.clone()),
+                message: format!(
+                    "the saved checkpoints of this chat could not be read ({e}); earlier turns cannot be rewound"
+                ),
+            }),
+        }
+    }
+    let turn_base = agent
+        .conn
+        .review(&session)
+        .turns()
+        .last()
+        .map_or(0, |t| t.turn.get());
     let mut chat_loop = ChatLoop {
+        turn_base,
+        checkpoint_file,
         chat: chat.clone(),
         agent: agent.clone(),
         session: session.clone(),
@@ -375,6 +420,12 @@ struct ChatLoop {
     /// `session/cancel` was sent for the running turn: a second cancel
     /// gives up waiting for the agent's answer.
     cancel_sent: bool,
+    /// The chat's turns before this session's first (its checkpoints were
+    /// adopted): this session's k-th prompt is turn `turn_base + k`.
+    turn_base: u32,
+    /// Where the checkpoints are saved after each turn (chats with a
+    /// transcript).
+    checkpoint_file: Option<std::path::PathBuf>,
 }
 
 impl ChatLoop {
@@ -395,6 +446,9 @@ impl ChatLoop {
                             self.turn = None;
                             self.cancel_sent = false;
                             self.report(result);
+                            if let Some(file) = &self.checkpoint_file {
+                                crate::rewind::save(&self.agent, &self.session, file).await;
+                            }
                             continue;
                         }
                         cmd = rx.recv() => cmd,
@@ -411,6 +465,21 @@ impl ChatLoop {
                     self.set_config_option(config_id, value)
                 }
                 Some(ChatCommand::Logout) => self.logout(),
+                Some(ChatCommand::Rewind { turn, preview }) => {
+                    if turn.is_some() && !preview {
+                        // A rewind in the middle of a turn cancels it first:
+                        // the agent must not write while files go back.
+                        self.settle_turn().await;
+                    }
+                    let chat = crate::rewind::Chat {
+                        id: &self.chat,
+                        agent: &self.agent,
+                        session: &self.session,
+                        events: &self.events,
+                        turn_base: self.turn_base,
+                    };
+                    crate::rewind::run(chat, turn, preview).await;
+                }
             }
         }
     }
@@ -502,6 +571,26 @@ impl ChatLoop {
                 chat_id: Some(self.chat.clone()),
                 message: format!("could not cancel the subagent: {e}"),
             });
+        }
+    }
+
+    /// Cancels the running turn and waits for its end (at most
+    /// [`CLOSE_TIMEOUT`], then gives it up); queued prompts are dropped.
+    async fn settle_turn(&mut self) {
+        if self.turn.is_none() && self.queued.is_empty() {
+            return;
+        }
+        self.cancel();
+        if self.turn.is_none() {
+            return;
+        }
+        match tokio::time::timeout(CLOSE_TIMEOUT, turn_end(&mut self.turn)).await {
+            Ok(result) => {
+                self.turn = None;
+                self.cancel_sent = false;
+                self.report(result);
+            }
+            Err(_) => self.give_up_turn(),
         }
     }
 

@@ -80,6 +80,9 @@ pub struct OpenChat {
     /// The client system prompt (`system_prompt` of the agent's config or
     /// of setup()): `{mode = "append"|"override", text}`.
     pub system_prompt: Option<acp_client::SystemPrompt>,
+    /// The chat's checkpoints (JSON) from a rewind or a saved transcript,
+    /// adopted by the new session so it can still rewind.
+    pub checkpoints: Option<String>,
 }
 
 /// A value for `acp.set_config_option`.
@@ -180,6 +183,16 @@ pub enum Command {
     Logout {
         /// The chat concerned.
         chat_id: ChatId,
+    },
+    /// `acp.rewind`: without `turn`, list the chat's turns (`rewind_turns`);
+    /// with it, preview (`rewind_preview`) or rewind (`rewound`).
+    Rewind {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Go back to before this turn.
+        turn: Option<u32>,
+        /// Only show what would change.
+        preview: bool,
     },
     /// `acp.review_*`, `acp.user_edit`: edit review.
     Review(ReviewCommand),
@@ -409,6 +422,19 @@ impl Command {
             "acp.logout" => Ok(Command::Logout {
                 chat_id: p.chat_id()?,
             }),
+            "acp.rewind" => Ok(Command::Rewind {
+                chat_id: p.chat_id()?,
+                turn: match p.opt_u64("turn")? {
+                    Some(n) => Some(
+                        u32::try_from(n)
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| p.bad("`turn` must be a turn number from 1"))?,
+                    ),
+                    None => None,
+                },
+                preview: matches!(p.get("preview"), Some(Value::Boolean(true))),
+            }),
             m if ReviewCommand::handles(m) => decode_review(&p).map(Command::Review),
             "acp.agents_list" | "acp.agents_install" | "acp.agents_cancel"
             | "acp.agents_remove" => decode_registry(&p).map(Command::Registry),
@@ -432,6 +458,7 @@ impl Command {
             Command::CompleteFiles(_) => "acp.complete_files",
             Command::ListSessions { .. } => "acp.list_sessions",
             Command::Logout { .. } => "acp.logout",
+            Command::Rewind { .. } => "acp.rewind",
             Command::Review(r) => r.name(),
             Command::Registry(r) => r.name(),
         }
@@ -679,6 +706,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         .map(|v| p.path("additional_directories", v))
         .collect::<Result<Vec<_>, _>>()?;
     let system_prompt = decode_system_prompt(p)?;
+    let checkpoints = p.opt_string("checkpoints")?;
     Ok(OpenChat {
         chat_id,
         agent,
@@ -693,6 +721,7 @@ fn decode_open(p: &Params<'_>) -> Result<OpenChat, BadCommand> {
         transcript_dir,
         additional_directories,
         system_prompt,
+        checkpoints,
     })
 }
 

@@ -39,6 +39,7 @@ pub mod prompts;
 pub mod protocol;
 pub mod registry;
 pub mod review;
+mod rewind;
 pub mod routes;
 pub mod transcript;
 

@@ -193,6 +193,7 @@ impl Rig {
             transcript_dir: None,
             additional_directories: Vec::new(),
             system_prompt: None,
+            checkpoints: None,
         }
     }
 
@@ -464,6 +465,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         transcript_dir: None,
         additional_directories: Vec::new(),
         system_prompt: None,
+        checkpoints: None,
     })));
     let failed = rig.wait_type("a", "open_failed").await;
     let message = failed["message"].as_str().unwrap();
@@ -705,6 +707,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         transcript_dir: None,
         additional_directories: Vec::new(),
         system_prompt: None,
+        checkpoints: None,
     })));
     let started = rig.wait_type("a", "session_started").await;
     assert_eq!(started["session_id"], "stored-1");
@@ -890,4 +893,76 @@ async fn a_system_prompt_an_agent_ignores_is_named_once_per_agent() {
     rig.prompt("b", "go");
     rig.wait_type("b", "turn_ended").await;
     assert!(rig.text_of("b").contains("system prompt: none"));
+}
+
+fn rewind(rig: &Rig, chat: &str, turn: Option<u32>, preview: bool) {
+    rig.send(Command::Rewind {
+        chat_id: ChatId(chat.into()),
+        turn,
+        preview,
+    });
+}
+
+#[tokio::test]
+async fn a_rewind_undoes_the_agents_write_and_hands_back_the_checkpoints() {
+    let (mut rig, cwd) = notes_rig(FakeLua::no_buffers(), "old\n", json!([write_step("new\n")]));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "rewrite the notes");
+    rig.wait_type("a", "turn_ended").await;
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "new\n"
+    );
+
+    rewind(&rig, "a", None, false);
+    let turns = rig.wait_type("a", "rewind_turns").await;
+    assert_eq!(turns["turns"][0]["turn"], 1);
+    assert_eq!(turns["turns"][0]["label"], "rewrite the notes");
+    let notes = cwd.canonicalize().unwrap().join("notes.txt");
+    assert_eq!(turns["turns"][0]["files"], json!([notes.to_string_lossy()]));
+
+    rewind(&rig, "a", Some(1), true);
+    let preview = rig.wait_type("a", "rewind_preview").await;
+    assert_eq!(preview["files"][0]["now"], "new\n");
+    assert_eq!(preview["files"][0]["then"], "old\n");
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "new\n",
+        "a preview changes nothing"
+    );
+
+    rewind(&rig, "a", Some(1), false);
+    let done = rig.wait_type("a", "rewound").await;
+    assert_eq!(done["ok"], true, "{done}");
+    assert_eq!(done["restored"], json!([notes.to_string_lossy()]));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "old\n");
+    // The store after the rewind has no turns left, for the next session.
+    let store =
+        acp_client::checkpoint::Checkpoints::from_json(done["checkpoints"].as_str().unwrap())
+            .unwrap();
+    assert!(store.turns().is_empty());
+
+    rewind(&rig, "a", Some(1), false);
+    let again = rig.wait_type("a", "rewound").await;
+    assert_eq!(again["ok"], false);
+    assert!(
+        again["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no turns to rewind yet"),
+        "{again}"
+    );
+}
+
+#[tokio::test]
+async fn a_rewind_during_a_running_turn_cancels_it_first() {
+    let mut rig = Rig::new(FakeLua::no_buffers());
+    rig.open("a", &acp_testkit::scenario("cancel"));
+    rig.wait_type("a", "session_started").await;
+    rig.prompt("a", "work");
+    rewind(&rig, "a", Some(1), false);
+    let ended = rig.wait_type("a", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "cancelled");
+    let done = rig.wait_type("a", "rewound").await;
+    assert_eq!(done["ok"], true, "{done}");
 }

@@ -121,6 +121,7 @@ impl Rig {
             transcript_dir: None,
             additional_directories: Vec::new(),
             system_prompt: None,
+            checkpoints: None,
         };
         f(&mut open);
         self.send(Command::Open(Box::new(open)));

@@ -424,7 +424,7 @@ fn not_rejected(path: &Path) -> Error {
 
 /// Writes restored content through the editor (a buffer-aware editor
 /// updates its buffer), or atomically to disk when it has none.
-async fn write_content(
+pub(super) async fn write_content(
     host: &dyn EditorHost,
     session_id: &SessionId,
     path: &Path,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::decisions::Target;
 use super::Reviews;
+use crate::checkpoint::{Checkpoints, TurnInfo, TurnNumber};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
@@ -164,6 +165,51 @@ impl<'a> Review<'a> {
     pub async fn delete_file(&self, path: &Path) -> Result<()> {
         let path = self.path(path)?;
         self.reviews.delete_rejected(&self.session_id, &path).await
+    }
+
+    /// Waits until every agent edit reported so far is recorded (the
+    /// session's worker reads the disk after a turn ends): call it before
+    /// [`Review::turns`] right after a turn.
+    pub async fn settled(&self) {
+        self.reviews.settled(&self.session_id).await;
+    }
+
+    /// The turns whose edits can be rewound, oldest first: the prompt's
+    /// first line, when it was sent, the files the agent touched.
+    pub fn turns(&self) -> Vec<TurnInfo> {
+        self.reviews.turns(&self.session_id)
+    }
+
+    /// What [`Review::rewind`] to before `turn` would change, file by file
+    /// (the disk's text now and after), without changing anything.
+    pub async fn rewind_plan(&self, turn: TurnNumber) -> Result<super::RewindPlan> {
+        self.require_session()?;
+        self.reviews.rewind_plan(&self.session_id, turn).await
+    }
+
+    /// Takes the workspace back to its state before `turn`: every agent
+    /// edit of that turn and later ones undone (created files removed,
+    /// deleted ones restored, edited ones given their text back), restored
+    /// through [`EditorHost::write_text_file`] like a reject, so a
+    /// buffer-aware editor keeps the user's unsaved lines by merging.
+    pub async fn rewind(&self, turn: TurnNumber) -> Result<super::Rewound> {
+        self.require_session()?;
+        self.reviews.rewind(self.host, &self.session_id, turn).await
+    }
+
+    /// The session's checkpoints (to save with a transcript, or to hand to
+    /// the session that continues the chat with [`Review::adopt_checkpoints`]).
+    pub fn checkpoints(&self) -> Checkpoints {
+        self.reviews.checkpoints(&self.session_id)
+    }
+
+    /// The session continues a chat with these checkpoints; paths outside
+    /// its workspace are dropped.
+    pub fn adopt_checkpoints(&self, checkpoints: Checkpoints) -> Result<()> {
+        let workspace = self.require_session()?;
+        self.reviews
+            .adopt_checkpoints(&self.session_id, workspace, checkpoints);
+        Ok(())
     }
 
     /// Tells review that the user changed a file (typed in its buffer, or

@@ -202,6 +202,7 @@ impl Reviews {
         let change = {
             let mut st = review.state.lock();
             st.known.insert(path.to_owned(), Some(new.to_owned()));
+            st.checkpoints.touch(path, old);
             observe(&mut st.tracker, path, |t| {
                 t.record_write(path, old, new);
             })
@@ -373,6 +374,10 @@ impl Worker {
         let (before, change) = {
             let mut st = self.state.lock();
             let known = st.known.insert(path.clone(), now.clone());
+            // The checkpoint's "before": the text review knew the file had
+            // before this edit, else the baseline review placed for it (from
+            // the snapshot, the editor's copy or the diff's old text).
+            let prior = st.tracker.review(&path).map(|r| r.current);
             let change = observe(&mut st.tracker, &path, |t| {
                 record_diff(
                     t,
@@ -393,8 +398,19 @@ impl Worker {
                     .tracker
                     .review(&path)
                     .and_then(|r| r.baseline)
-                    .or_else(|| snapshot.flatten().filter(|s| Some(s) != now.as_ref())),
+                    .or_else(|| {
+                        snapshot
+                            .clone()
+                            .flatten()
+                            .filter(|s| Some(s) != now.as_ref())
+                    }),
             };
+            let turn_before = prior.or_else(|| st.tracker.review(&path).map(|r| r.baseline));
+            if let (Some(turn), Some(b), true) =
+                (self.checkpoint_turn, turn_before, change.is_some())
+            {
+                st.checkpoints.touch_in(turn, &path, b.as_deref());
+            }
             (before, change)
         };
         if let Some(after) = &now {

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use super::decisions::{emit, observe};
 use super::{Job, ReviewState};
+use crate::checkpoint::TurnNumber;
 use crate::error::Error;
 use crate::fs;
 use crate::host::{EditorHost, EventSink};
@@ -90,6 +91,9 @@ pub(super) struct Worker {
     /// be half a write. Snapshotted when the debounce fires instead.
     pub(super) late: BTreeSet<PathBuf>,
     pub(super) deadline: Option<Instant>,
+    /// The checkpoint the worker's edits go to: the turn of the last
+    /// prompt it saw start (a disk change found late is still its turn's).
+    pub(super) checkpoint_turn: Option<TurnNumber>,
     fs_tx: mpsc::UnboundedSender<FsSignal>,
 }
 
@@ -128,6 +132,7 @@ impl Worker {
             late: BTreeSet::new(),
             retried: BTreeSet::new(),
             deadline: None,
+            checkpoint_turn: None,
             fs_tx,
         };
         tokio::spawn(worker.run(jobs, fs_rx));
@@ -174,8 +179,9 @@ impl Worker {
     async fn handle(&mut self, job: Job) {
         let _io = self.io.clone().lock_owned().await;
         match job {
-            Job::TurnStarted(at) => {
+            Job::TurnStarted(at, turn) => {
                 self.turns += 1;
+                self.checkpoint_turn = Some(turn);
                 if self.turns == 1 {
                     self.turn_started = Some(at);
                     self.snapshots.clear();
@@ -208,6 +214,9 @@ impl Worker {
                     self.late.clear();
                     self.retried.clear();
                     self.deadline = None;
+                    if let Some(turn) = self.checkpoint_turn {
+                        self.state.lock().checkpoints.end_turn(turn);
+                    }
                 }
             }
             Job::Barrier(done) => {
@@ -310,6 +319,13 @@ impl Worker {
                 return;
             }
             st.known.insert(path.to_owned(), now.clone());
+            if let Some(turn) = self.checkpoint_turn {
+                // A file under review: the text review knew it had is the
+                // truer "before" (a first look can catch a rewrite midway).
+                let prior = st.tracker.review(path).map(|r| r.current);
+                let turn_before = prior.unwrap_or_else(|| before.clone());
+                st.checkpoints.touch_in(turn, path, turn_before.as_deref());
+            }
             let change = observe(&mut st.tracker, path, |t| match (&before, &now) {
                 (_, Some(new)) => {
                     t.record_write(path, before.as_deref(), new);

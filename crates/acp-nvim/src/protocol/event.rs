@@ -244,6 +244,52 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
     },
+    /// The answer to `acp.rewind` without a turn: the turns that can be
+    /// rewound, oldest first (the picker's items).
+    RewindTurns {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// Each turn: number, the prompt's first line, when, files touched.
+        turns: Vec<acp_client::checkpoint::TurnInfo>,
+    },
+    /// The answer to `acp.rewind` with `preview`: what would change.
+    RewindPreview {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The turn asked for.
+        turn: u32,
+        /// The files that would change (disk text now, text after).
+        files: Vec<acp_client::RewindFile>,
+        /// Why nothing can be shown (unknown turn, checkpoint too large).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The outcome of `acp.rewind` with a turn.
+    Rewound {
+        /// The chat concerned.
+        chat_id: ChatId,
+        /// The turn the workspace went back to before.
+        turn: u32,
+        /// Every file was restored.
+        ok: bool,
+        /// Why not, a sentence naming the fix.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Files given their text back.
+        restored: Vec<String>,
+        /// Files the agent created, removed.
+        removed: Vec<String>,
+        /// Files that could not be restored, each with why.
+        failed: Vec<String>,
+        /// The conversation up to the turn, for the first prompt of the
+        /// session that continues the chat.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        /// The chat's checkpoints after the rewind (JSON), for that
+        /// session's `acp.open`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        checkpoints: Option<String>,
+    },
     /// A file's edit review changed (agent edit recorded, hunk accepted or
     /// rejected, user edit taken in).
     ReviewChanged {
@@ -421,6 +467,9 @@ impl Event {
             Event::Warning { .. } => "warning",
             Event::SessionsListed { .. } => "sessions_listed",
             Event::LoggedOut { .. } => "logged_out",
+            Event::RewindTurns { .. } => "rewind_turns",
+            Event::RewindPreview { .. } => "rewind_preview",
+            Event::Rewound { .. } => "rewound",
             Event::ReviewChanged { .. } => "review_changed",
             Event::ReviewDeletePending { .. } => "review_delete_pending",
             Event::AgentsListed { .. } => "agents_listed",
@@ -447,6 +496,9 @@ impl Event {
             | Event::PromptFailed { chat_id, .. }
             | Event::AgentExited { chat_id, .. }
             | Event::LoggedOut { chat_id }
+            | Event::RewindTurns { chat_id, .. }
+            | Event::RewindPreview { chat_id, .. }
+            | Event::Rewound { chat_id, .. }
             | Event::ReviewChanged { chat_id, .. }
             | Event::ReviewDeletePending { chat_id, .. } => Some(chat_id),
             Event::Warning { chat_id, .. }

@@ -1,0 +1,502 @@
+//! Checkpoints per turn: the text every file had before the agent first
+//! touched it in a turn, so the workspace can be taken back to its state
+//! before any turn ([`Checkpoints::plan`]).
+//!
+//! Nothing is copied when a turn starts: the first time an agent edit of a
+//! file is recorded in a turn (through `fs/write_text_file`, a tool call's
+//! diff or a change seen on disk), the text before that edit is kept. A file
+//! the agent created is kept as "did not exist", one it deleted with its
+//! text. Rewinding to before turn N restores, for every file touched in
+//! turns N and later, the text it had before the earliest of them.
+//!
+//! The store is bounded like the review's snapshots: a file larger than
+//! [`FILE_MAX_BYTES`] is not kept (its turn cannot be rewound, and says
+//! which file is why), and when all texts together pass
+//! [`TOTAL_MAX_BYTES`] the oldest turns are forgotten first. It serializes
+//! to JSON so an editor can save it with its transcript and hand it back to
+//! a reopened session.
+//!
+//! This module is data only: the tracking layer feeds it and applies a
+//! plan through the editor's buffers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Largest file text kept in a checkpoint (the review's snapshot limit).
+pub const FILE_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// Largest sum of the texts kept by one store; the oldest turns go first.
+pub const TOTAL_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// Most characters of a turn's label (the prompt's first line) kept.
+const LABEL_MAX_CHARS: usize = 200;
+
+/// A turn's number in its chat, from 1. A rewind to before turn N makes the
+/// next turn N again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TurnNumber(u32);
+
+impl TurnNumber {
+    /// The number as an integer.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl From<u32> for TurnNumber {
+    fn from(n: u32) -> Self {
+        Self(n)
+    }
+}
+
+impl fmt::Display for TurnNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A file's text before a turn touched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Before {
+    /// The file had this text.
+    Text { text: String },
+    /// The file did not exist (the agent created it).
+    Missing,
+    /// Too large to keep: the turn cannot be rewound.
+    TooLarge,
+}
+
+impl Before {
+    fn bytes(&self) -> usize {
+        match self {
+            Self::Text { text } => text.len(),
+            Self::Missing | Self::TooLarge => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Turn {
+    turn: TurnNumber,
+    label: String,
+    /// Seconds since the Unix epoch when the prompt was sent.
+    started: u64,
+    files: BTreeMap<PathBuf, Before>,
+}
+
+/// One turn as a picker shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TurnInfo {
+    /// The turn's number.
+    pub turn: TurnNumber,
+    /// The prompt's first line.
+    pub label: String,
+    /// Seconds since the Unix epoch when the prompt was sent.
+    pub started: u64,
+    /// The files the agent touched in the turn, sorted.
+    pub files: Vec<PathBuf>,
+}
+
+/// What a rewind does to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Restore {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text before the turn; `None`: it did not exist (remove it).
+    pub text: Option<String>,
+    /// The turn whose checkpoint this is (the earliest rewound turn that
+    /// touched the file).
+    pub turn: TurnNumber,
+}
+
+/// The checkpoints of one chat. See the [module documentation](self).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Checkpoints {
+    turns: Vec<Turn>,
+    /// Turns before this one were forgotten (bounds) and cannot be rewound.
+    #[serde(default)]
+    forgotten_before: Option<TurnNumber>,
+    /// The number the next turn gets.
+    #[serde(default)]
+    next: u32,
+    #[serde(skip)]
+    bytes: usize,
+    /// A turn is running: edits are kept in the last turn.
+    #[serde(skip)]
+    open: bool,
+}
+
+impl Checkpoints {
+    /// An empty store; the first turn is 1.
+    pub fn new() -> Self {
+        Self {
+            next: 1,
+            ..Self::default()
+        }
+    }
+
+    /// Reads a store saved with [`to_json`](Self::to_json).
+    pub fn from_json(json: &str) -> Result<Self> {
+        let mut store: Self = serde_json::from_str(json).map_err(|e| Error::Decode {
+            what: "saved checkpoints".to_owned(),
+            reason: e.to_string(),
+        })?;
+        store.next = store
+            .next
+            .max(store.turns.last().map_or(1, |t| t.turn.0 + 1));
+        store.bytes = store
+            .turns
+            .iter()
+            .flat_map(|t| t.files.values())
+            .map(Before::bytes)
+            .sum();
+        store.enforce(TOTAL_MAX_BYTES);
+        Ok(store)
+    }
+
+    /// The store as JSON, to save with a transcript.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// A prompt is being sent: its turn begins. `label` is the prompt's
+    /// first line.
+    pub fn begin_turn(&mut self, label: &str, started: SystemTime) -> TurnNumber {
+        let turn = TurnNumber(self.next.max(1));
+        self.next = turn.0 + 1;
+        let label: String = label.chars().take(LABEL_MAX_CHARS).collect();
+        self.turns.push(Turn {
+            turn,
+            label,
+            started: started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            files: BTreeMap::new(),
+        });
+        self.open = true;
+        turn
+    }
+
+    /// The turn ended: edits outside a turn are not kept. A late end of
+    /// an earlier turn leaves a newer running one open.
+    pub fn end_turn(&mut self, turn: TurnNumber) {
+        if self.last_turn() == Some(turn) {
+            self.open = false;
+        }
+    }
+
+    /// An agent edit of `path` is being recorded; `before` is the file's
+    /// text before it (`None`: the file did not exist). Only the first edit
+    /// of a file in a turn is kept. Edits outside a turn are not the
+    /// agent's turn's: they are not kept.
+    pub fn touch(&mut self, path: &Path, before: Option<&str>) {
+        self.touch_with_limit(path, before, FILE_MAX_BYTES, TOTAL_MAX_BYTES);
+    }
+
+    /// Like [`touch`](Self::touch), for an edit seen late (a disk change
+    /// found after its prompt returned): kept in `turn`, its own turn, even
+    /// when the next one has begun; nothing when `turn` is gone.
+    pub fn touch_in(&mut self, turn: TurnNumber, path: &Path, before: Option<&str>) {
+        let Some(t) = self.turns.iter_mut().find(|t| t.turn == turn) else {
+            return;
+        };
+        if t.files.contains_key(path) {
+            return;
+        }
+        let before = match before {
+            None => Before::Missing,
+            Some(text) if text.len() > FILE_MAX_BYTES => Before::TooLarge,
+            Some(text) => Before::Text {
+                text: text.to_owned(),
+            },
+        };
+        self.bytes += before.bytes();
+        t.files.insert(path.to_owned(), before);
+        self.enforce(TOTAL_MAX_BYTES);
+    }
+
+    fn touch_with_limit(
+        &mut self,
+        path: &Path,
+        before: Option<&str>,
+        file_max: usize,
+        total_max: usize,
+    ) {
+        if !self.open {
+            return;
+        }
+        let Some(turn) = self.turns.last_mut() else {
+            return;
+        };
+        if turn.files.contains_key(path) {
+            return;
+        }
+        let before = match before {
+            None => Before::Missing,
+            Some(text) if text.len() > file_max => Before::TooLarge,
+            Some(text) => Before::Text {
+                text: text.to_owned(),
+            },
+        };
+        self.bytes += before.bytes();
+        turn.files.insert(path.to_owned(), before);
+        self.enforce(total_max);
+    }
+
+    /// Forgets the oldest turns until the texts fit in `max` (the running
+    /// turn is kept even alone over the bound: its files are the ones a
+    /// rewind is most likely to want).
+    fn enforce(&mut self, max: usize) {
+        while self.bytes > max && self.turns.len() > 1 {
+            let old = self.turns.remove(0);
+            self.bytes -= old.files.values().map(Before::bytes).sum::<usize>();
+            let first_kept = self.turns.first().map(|t| t.turn);
+            tracing::debug!(turn = %old.turn, "checkpoint of an old turn forgotten: over the size bound");
+            self.forgotten_before = first_kept;
+        }
+    }
+
+    /// Every turn still held, oldest first.
+    pub fn turns(&self) -> Vec<TurnInfo> {
+        self.turns
+            .iter()
+            .map(|t| TurnInfo {
+                turn: t.turn,
+                label: t.label.clone(),
+                started: t.started,
+                files: t.files.keys().cloned().collect(),
+            })
+            .collect()
+    }
+
+    /// The number of the last turn, if any.
+    pub fn last_turn(&self) -> Option<TurnNumber> {
+        self.turns.last().map(|t| t.turn)
+    }
+
+    /// What rewinding to before `turn` restores: for every file touched in
+    /// `turn` and later, its text before the earliest of those turns.
+    pub fn plan(&self, turn: TurnNumber) -> Result<Vec<Restore>> {
+        let Some(index) = self.turns.iter().position(|t| t.turn == turn) else {
+            let why = match (self.forgotten_before, self.turns.first(), self.turns.last()) {
+                (Some(first), _, _) if turn < first => format!(
+                    "the checkpoints of turns before {first} were dropped to stay within {} MiB; rewind to turn {first} or later",
+                    TOTAL_MAX_BYTES / (1024 * 1024)
+                ),
+                (_, Some(first), Some(last)) => format!(
+                    "there is no turn {turn}; rewind to a turn from {} to {}",
+                    first.turn, last.turn
+                ),
+                _ => format!("there is no turn {turn}: this chat has no turns to rewind yet"),
+            };
+            return Err(Error::NotFound(why));
+        };
+        let mut plan: BTreeMap<&Path, Restore> = BTreeMap::new();
+        for t in &self.turns[index..] {
+            for (path, before) in &t.files {
+                if plan.contains_key(path.as_path()) {
+                    continue;
+                }
+                let text = match before {
+                    Before::Text { text } => Some(text.clone()),
+                    Before::Missing => None,
+                    Before::TooLarge => {
+                        return Err(Error::FileTooLarge {
+                            path: path.clone(),
+                            limit: FILE_MAX_BYTES,
+                        })
+                    }
+                };
+                plan.insert(
+                    path,
+                    Restore {
+                        path: path.clone(),
+                        text,
+                        turn: t.turn,
+                    },
+                );
+            }
+        }
+        Ok(plan.into_values().collect())
+    }
+
+    /// Keeps only the files `keep` accepts (a saved store's paths checked
+    /// against the workspace of the session that adopts it).
+    pub fn retain_files(&mut self, mut keep: impl FnMut(&Path) -> bool) {
+        for t in &mut self.turns {
+            t.files.retain(|path, before| {
+                let kept = keep(path);
+                if !kept {
+                    self.bytes -= before.bytes();
+                }
+                kept
+            });
+        }
+    }
+
+    /// The workspace went back to before `turn`: its checkpoints and the
+    /// later ones go, and the next turn is `turn` again.
+    pub fn rewound(&mut self, turn: TurnNumber) {
+        let Some(index) = self.turns.iter().position(|t| t.turn == turn) else {
+            return;
+        };
+        for t in self.turns.drain(index..) {
+            self.bytes -= t.files.values().map(Before::bytes).sum::<usize>();
+        }
+        self.next = turn.0;
+        self.open = false;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    fn three_turns() -> Checkpoints {
+        let mut c = Checkpoints::new();
+        let now = SystemTime::now();
+        c.begin_turn("write a", now);
+        c.touch(&p("/w/a"), Some("a0\n"));
+        c.touch(&p("/w/a"), Some("a1\n")); // second edit in the turn: ignored
+        c.end_turn(1.into());
+        c.begin_turn("create b, edit a", now);
+        c.touch(&p("/w/b"), None);
+        c.touch(&p("/w/a"), Some("a1\n"));
+        c.end_turn(2.into());
+        c.begin_turn("delete c, edit b", now);
+        c.touch(&p("/w/c"), Some("c0\n"));
+        c.touch(&p("/w/b"), Some("b1\n"));
+        c.end_turn(3.into());
+        c
+    }
+
+    #[test]
+    fn the_earliest_before_of_each_file_from_the_turn_on_is_restored() {
+        let c = three_turns();
+        let plan = c.plan(2.into()).unwrap();
+        assert_eq!(
+            plan,
+            vec![
+                Restore {
+                    path: p("/w/a"),
+                    text: Some("a1\n".into()),
+                    turn: 2.into()
+                },
+                Restore {
+                    path: p("/w/b"),
+                    text: None,
+                    turn: 2.into()
+                },
+                Restore {
+                    path: p("/w/c"),
+                    text: Some("c0\n".into()),
+                    turn: 3.into()
+                },
+            ]
+        );
+        let plan = c.plan(1.into()).unwrap();
+        assert_eq!(plan[0].text.as_deref(), Some("a0\n"));
+    }
+
+    #[test]
+    fn edits_outside_a_turn_are_not_kept() {
+        let mut c = Checkpoints::new();
+        c.touch(&p("/w/a"), Some("x"));
+        c.begin_turn("t", SystemTime::now());
+        c.end_turn(1.into());
+        c.touch(&p("/w/a"), Some("x"));
+        assert!(c.turns()[0].files.is_empty());
+    }
+
+    #[test]
+    fn a_late_end_or_edit_of_a_turn_stays_in_that_turn() {
+        let mut c = Checkpoints::new();
+        c.begin_turn("one", SystemTime::now());
+        c.begin_turn("two", SystemTime::now());
+        c.touch_in(1.into(), &p("/w/late"), Some("x"));
+        c.end_turn(1.into());
+        c.touch(&p("/w/a"), Some("y"));
+        let t = c.turns();
+        assert_eq!(t[0].files, [p("/w/late")]);
+        assert_eq!(t[1].files, [p("/w/a")]);
+    }
+
+    #[test]
+    fn a_rewind_drops_the_turns_and_numbers_the_next_one_again() {
+        let mut c = three_turns();
+        c.rewound(2.into());
+        assert_eq!(c.last_turn(), Some(1.into()));
+        assert_eq!(c.begin_turn("again", SystemTime::now()), 2.into());
+        assert_eq!(c.bytes, "a0\n".len());
+    }
+
+    #[test]
+    fn unknown_turns_are_refused_with_the_range() {
+        let c = three_turns();
+        let e = c.plan(7.into()).unwrap_err().to_string();
+        assert!(e.contains("from 1 to 3"), "{e}");
+        let e = Checkpoints::new().plan(1.into()).unwrap_err().to_string();
+        assert!(e.contains("no turns to rewind yet"), "{e}");
+    }
+
+    #[test]
+    fn a_file_over_the_bound_makes_its_turn_unrewindable_and_names_it() {
+        let mut c = Checkpoints::new();
+        c.begin_turn("big", SystemTime::now());
+        c.touch_with_limit(&p("/w/big"), Some("0123456789"), 4, 1000);
+        c.touch_with_limit(&p("/w/small"), Some("ok"), 4, 1000);
+        c.end_turn(1.into());
+        let e = c.plan(1.into()).unwrap_err();
+        assert!(matches!(e, Error::FileTooLarge { ref path, .. } if path == &p("/w/big")));
+    }
+
+    #[test]
+    fn the_oldest_turns_go_first_when_over_the_total_bound() {
+        let mut c = Checkpoints::new();
+        for i in 0..4 {
+            c.begin_turn(&format!("t{i}"), SystemTime::now());
+            c.touch_with_limit(&p(&format!("/w/{i}")), Some("0123456789"), 100, 25);
+            c.end_turn(c.last_turn().unwrap());
+        }
+        let kept: Vec<u32> = c.turns().iter().map(|t| t.turn.get()).collect();
+        assert_eq!(kept, vec![3, 4]);
+        let e = c.plan(1.into()).unwrap_err().to_string();
+        assert!(e.contains("rewind to turn 3 or later"), "{e}");
+        assert!(c.plan(3.into()).is_ok());
+    }
+
+    #[test]
+    fn a_saved_store_reads_back_and_can_still_rewind() {
+        let c = three_turns();
+        let back = Checkpoints::from_json(&c.to_json()).unwrap();
+        assert_eq!(back.turns(), c.turns());
+        assert_eq!(back.plan(2.into()).unwrap(), c.plan(2.into()).unwrap());
+        assert_eq!(back.bytes, c.bytes);
+        let mut back = back;
+        assert_eq!(back.begin_turn("next", SystemTime::now()), 4.into());
+    }
+
+    #[test]
+    fn a_hostile_save_is_a_clear_error() {
+        let e = Checkpoints::from_json("{\"turns\": 3}").unwrap_err();
+        assert!(e.to_string().contains("saved checkpoints"), "{e}");
+    }
+
+    #[test]
+    fn long_labels_are_cut() {
+        let mut c = Checkpoints::new();
+        c.begin_turn(&"x".repeat(1000), SystemTime::now());
+        assert_eq!(c.turns()[0].label.chars().count(), LABEL_MAX_CHARS);
+    }
+}

@@ -1,0 +1,258 @@
+//! Rewind: the workspace taken back to its state before a turn, from the
+//! session's checkpoints ([`crate::checkpoint`]).
+//!
+//! A rewind is a restore like a review reject's: each file's text before
+//! the turn goes through [`EditorHost::write_text_file`] as
+//! [`WriteKind::Restore`] (a buffer-aware editor merges it into a buffer
+//! with unsaved edits, three-way against the disk's text now, conflicts
+//! shown, one undo step per buffer), else atomically to disk. Files the
+//! agent created in the rewound turns are removed from disk (the editor
+//! keeps a buffer of one with unsaved edits); files it deleted come back.
+//! The review follows: the rewound edits leave it, earlier ones stay.
+//!
+//! The writes set the files' last known text first, under the lock the
+//! worker holds while it reads, so the watcher never takes them for the
+//! agent's edits.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::decisions::{emit, observe, write_content};
+use super::watcher::{read_disk, Disk};
+use super::{Job, Reviews};
+use crate::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
+use crate::error::{Error, Result};
+use crate::fs::Workspace;
+use crate::host::EditorHost;
+use crate::update::SessionId;
+use tokio::sync::oneshot;
+
+/// What a rewind would do to one file, for a preview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RewindFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text on disk now (`None`: missing, or not readable as text).
+    pub now: Option<String>,
+    /// Its text after the rewind (`None`: it is removed).
+    pub then: Option<String>,
+}
+
+/// What rewinding to before a turn would change, file by file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RewindPlan {
+    /// The turn the workspace goes back to before.
+    pub turn: TurnNumber,
+    /// The files that change (ones already at their old text left out).
+    pub files: Vec<RewindFile>,
+}
+
+/// What a rewind did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Rewound {
+    /// Files given their text before the turn back (or brought back).
+    pub restored: Vec<PathBuf>,
+    /// Files the agent created in the rewound turns, removed from disk.
+    pub removed: Vec<PathBuf>,
+    /// Files whose buffer kept the user's unsaved lines around the restore
+    /// (merged; conflicts shown in the buffer).
+    pub merged: Vec<PathBuf>,
+    /// Files that could not be restored, with why; they keep their text.
+    pub failed: Vec<(PathBuf, String)>,
+}
+
+impl Reviews {
+    /// The session's turns that can be rewound, oldest first.
+    pub(crate) fn turns(&self, session_id: &SessionId) -> Vec<TurnInfo> {
+        self.get(session_id)
+            .map(|r| r.state.lock().checkpoints.turns())
+            .unwrap_or_default()
+    }
+
+    /// The session's checkpoints, to save or to hand to the session that
+    /// continues the chat.
+    pub(crate) fn checkpoints(&self, session_id: &SessionId) -> Checkpoints {
+        self.get(session_id)
+            .map(|r| r.state.lock().checkpoints.clone())
+            .unwrap_or_default()
+    }
+
+    /// The session continues a chat whose checkpoints these are (a forked
+    /// or new session after a rewind, or a reopened transcript). Files
+    /// outside the session's workspace are dropped: a saved store is input
+    /// the user may not have written.
+    pub(crate) fn adopt_checkpoints(
+        &self,
+        session_id: &SessionId,
+        workspace: &Workspace,
+        mut checkpoints: Checkpoints,
+    ) {
+        checkpoints.retain_files(|path| workspace.resolve(path).ok().as_deref() == Some(path));
+        let review = self.get_or_start(session_id, workspace);
+        review.state.lock().checkpoints = checkpoints;
+    }
+
+    /// Waits until the session's worker has recorded every edit it was
+    /// told of (a turn that just ended has its last disk check queued).
+    pub(crate) async fn settled(&self, session_id: &SessionId) {
+        let Some(review) = self.get(session_id) else {
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        if review.jobs.send(Job::Barrier(tx)).is_ok() {
+            // An error means the worker is gone: nothing to wait for.
+            let _ = rx.await;
+        }
+    }
+
+    /// What rewinding to before `turn` would change.
+    pub(crate) async fn rewind_plan(
+        &self,
+        session_id: &SessionId,
+        turn: TurnNumber,
+    ) -> Result<RewindPlan> {
+        self.settled(session_id).await;
+        let plan = self.plan_of(session_id, turn)?;
+        let mut files = Vec::new();
+        for r in plan {
+            let now = disk_text(&r).await;
+            if now != r.text {
+                files.push(RewindFile {
+                    path: r.path,
+                    now,
+                    then: r.text,
+                });
+            }
+        }
+        Ok(RewindPlan { turn, files })
+    }
+
+    fn plan_of(&self, session_id: &SessionId, turn: TurnNumber) -> Result<Vec<Restore>> {
+        let review = self.get(session_id).ok_or_else(|| {
+            Error::NotFound(format!(
+                "there is no turn {turn}: this chat has no turns to rewind yet"
+            ))
+        })?;
+        let plan = review.state.lock().checkpoints.plan(turn);
+        plan
+    }
+
+    /// Takes the workspace back to before `turn`. The turn and later ones
+    /// leave the checkpoints when every file was restored; a file that
+    /// failed keeps its text and them, so the rewind can be tried again.
+    pub(crate) async fn rewind(
+        &self,
+        host: &dyn EditorHost,
+        session_id: &SessionId,
+        turn: TurnNumber,
+    ) -> Result<Rewound> {
+        self.settled(session_id).await;
+        let plan = self.plan_of(session_id, turn)?;
+        let Some(review) = self.get(session_id) else {
+            return Ok(Rewound::default());
+        };
+        let _io = review.io.lock().await;
+        let mut done = Rewound::default();
+        for r in plan {
+            let now = disk_text(&r).await;
+            // Before any write: the watcher must see the client's text.
+            let change = {
+                let mut st = review.state.lock();
+                st.known.insert(r.path.clone(), r.text.clone());
+                let under_review = st.tracker.contains(&r.path);
+                observe(&mut st.tracker, &r.path, |t| {
+                    if !under_review {
+                        return;
+                    }
+                    match (&r.text, &now) {
+                        (Some(text), _) => {
+                            t.record_write(&r.path, now.as_deref(), text);
+                        }
+                        (None, Some(old)) => {
+                            t.record_delete(&r.path, old);
+                        }
+                        (None, None) => {}
+                    }
+                })
+                .1
+            };
+            emit(&self.events, session_id, change);
+            match &r.text {
+                Some(text) => {
+                    match write_content(host, session_id, &r.path, text, now.clone()).await {
+                        Ok(Some(saved)) => {
+                            self.record_user_edit(session_id, &r.path, Some(&saved), true);
+                            done.merged.push(r.path.clone());
+                            done.restored.push(r.path);
+                        }
+                        Ok(None) => {
+                            if now.as_deref() != Some(text.as_str()) {
+                                done.restored.push(r.path);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(path = %r.path.display(), error = %e, "rewind could not restore a file");
+                            review.state.lock().known.insert(r.path.clone(), now);
+                            done.failed.push((r.path, e.to_string()));
+                        }
+                    }
+                }
+                None => match remove_created(&r.path).await {
+                    Ok(true) => done.removed.push(r.path),
+                    Ok(false) => {}
+                    Err(e) => {
+                        review.state.lock().known.insert(r.path.clone(), now);
+                        done.failed.push((r.path, e.to_string()));
+                    }
+                },
+            }
+        }
+        if done.failed.is_empty() {
+            review.state.lock().checkpoints.rewound(turn);
+        }
+        Ok(done)
+    }
+}
+
+/// The file's text on disk now; `None` when missing or not text.
+async fn disk_text(r: &Restore) -> Option<String> {
+    match read_disk(&r.path, crate::checkpoint::FILE_MAX_BYTES).await {
+        Disk::Known(text) => text,
+        Disk::Unreadable => None,
+    }
+}
+
+/// Removes a file the agent created; false when it is already gone. Only a
+/// regular file: a directory or link the agent made in its place is left.
+async fn remove_created(path: &std::path::Path) -> Result<bool> {
+    let meta = match tokio::fs::symlink_metadata(path).await {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(Error::FileIo {
+                path: path.to_owned(),
+                action: "delete",
+                source,
+            })
+        }
+    };
+    if !meta.is_file() {
+        return Err(Error::NotRegularFile {
+            path: path.to_owned(),
+            what: if meta.is_dir() {
+                "directory"
+            } else {
+                "symbolic link or special file"
+            },
+        });
+    }
+    tokio::fs::remove_file(path)
+        .await
+        .map_err(|source| Error::FileIo {
+            path: path.to_owned(),
+            action: "delete",
+            source,
+        })?;
+    Ok(true)
+}

@@ -1,0 +1,236 @@
+//! `acp.rewind` for one chat: the list of turns for the picker, the
+//! preview, and the rewind itself (acp-client's `Review::rewind`, whose
+//! restores reach buffers through the host's buffer sync like a reject's),
+//! answered as `rewind_turns`, `rewind_preview` and `rewound`.
+//!
+//! The conversation goes back too, in Lua: the `rewound` event carries the
+//! chat's checkpoints after the rewind and the conversation before the
+//! turn, and the plugin opens the session that continues the chat with
+//! them (the context goes with its first prompt).
+
+use std::fmt::Write as _;
+
+use acp_client::checkpoint::TurnNumber;
+use acp_client::session::Entry;
+use acp_client::update::SessionId;
+
+use crate::agents::Agent;
+use crate::batcher::EventQueue;
+use crate::command::ChatId;
+use crate::protocol::Event;
+
+/// Most bytes of conversation handed to the next session: the newest part
+/// is kept (agents take a first prompt of this size; a longer one would eat
+/// their context window).
+const CONTEXT_MAX_BYTES: usize = 96 * 1024;
+
+/// Largest saved checkpoints file read back (the store's own bound, with
+/// room for JSON escapes).
+const SAVED_MAX_BYTES: u64 = 2 * acp_client::checkpoint::TOTAL_MAX_BYTES as u64;
+
+/// Where a chat's checkpoints are saved: beside its session's transcript,
+/// so a reopened session can still rewind the files it changed.
+pub(crate) fn saved_path(transcript: &std::path::Path) -> std::path::PathBuf {
+    transcript.with_extension("checkpoints.json")
+}
+
+/// Saves the session's checkpoints once its worker recorded the turn's
+/// last edits. A failure is logged: the chat goes on without them.
+pub(crate) async fn save(agent: &Agent, session: &SessionId, path: &std::path::Path) {
+    let review = agent.conn.review(session);
+    review.settled().await;
+    if review.turns().is_empty() {
+        return;
+    }
+    let json = review.checkpoints().to_json();
+    if let Err(e) = acp_client::fs::write_text_file_atomic(path, &json).await {
+        tracing::warn!(path = %path.display(), "could not save the checkpoints: {e}");
+    }
+}
+
+/// The checkpoints saved for a session, if any (a file too large or
+/// unreadable is skipped; its content is checked when adopted).
+pub(crate) fn load(path: &std::path::Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > SAVED_MAX_BYTES {
+        tracing::warn!(path = %path.display(), "saved checkpoints too large; not read");
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// What the rewind needs of its chat.
+pub(crate) struct Chat<'a> {
+    pub(crate) id: &'a ChatId,
+    pub(crate) agent: &'a Agent,
+    pub(crate) session: &'a SessionId,
+    pub(crate) events: &'a EventQueue,
+    /// The chat's turns before this session's first.
+    pub(crate) turn_base: u32,
+}
+
+/// Lists, previews or rewinds; the outcome is an event.
+pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
+    let review = chat.agent.conn.review(chat.session);
+    let Some(turn) = turn else {
+        review.settled().await;
+        chat.events.push(Event::RewindTurns {
+            chat_id: chat.id.clone(),
+            turns: review.turns(),
+        });
+        return;
+    };
+    let number = TurnNumber::from(turn);
+    if preview {
+        let event = match review.rewind_plan(number).await {
+            Ok(plan) => Event::RewindPreview {
+                chat_id: chat.id.clone(),
+                turn,
+                files: plan.files,
+                reason: None,
+            },
+            Err(e) => Event::RewindPreview {
+                chat_id: chat.id.clone(),
+                turn,
+                files: Vec::new(),
+                reason: Some(e.to_string()),
+            },
+        };
+        chat.events.push(event);
+        return;
+    }
+    // Read before the rewind: the conversation up to the turn.
+    let context = chat
+        .agent
+        .conn
+        .with_session(chat.session, |s| {
+            conversation_before(s.entries(), turn.saturating_sub(chat.turn_base))
+        })
+        .flatten();
+    let show = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let event = match review.rewind(number).await {
+        Ok(done) => {
+            let ok = done.failed.is_empty();
+            Event::Rewound {
+                chat_id: chat.id.clone(),
+                turn,
+                ok,
+                reason: (!ok).then(|| {
+                    format!(
+                        "{} file(s) could not be restored and keep their text; fix what is named and run :Acp rewind {turn} again",
+                        done.failed.len()
+                    )
+                }),
+                restored: done.restored.iter().map(|p| show(p)).collect(),
+                removed: done.removed.iter().map(|p| show(p)).collect(),
+                failed: done
+                    .failed
+                    .iter()
+                    .map(|(p, why)| format!("{}: {why}", show(p)))
+                    .collect(),
+                context: ok.then_some(context).flatten(),
+                checkpoints: ok.then(|| review.checkpoints().to_json()),
+            }
+        }
+        Err(e) => Event::Rewound {
+            chat_id: chat.id.clone(),
+            turn,
+            ok: false,
+            reason: Some(e.to_string()),
+            restored: Vec::new(),
+            removed: Vec::new(),
+            failed: Vec::new(),
+            context: None,
+            checkpoints: None,
+        },
+    };
+    chat.events.push(event);
+}
+
+/// The conversation before the session's `prompt`-th user message (from
+/// 1), as text for the next session's first prompt; `None` when there is
+/// none (the turn is this session's first, or an earlier session's).
+fn conversation_before(entries: &[Entry], prompt: u32) -> Option<String> {
+    if prompt <= 1 {
+        return None;
+    }
+    let mut text = String::new();
+    let mut prompts = 0;
+    for entry in entries {
+        match entry {
+            Entry::UserMessage(m) => {
+                prompts += 1;
+                if prompts >= prompt {
+                    break;
+                }
+                let _ = write!(text, "\n\n## User\n\n{}", m.text().trim());
+            }
+            Entry::AgentMessage(m) => {
+                let _ = write!(text, "\n\n## Assistant\n\n{}", m.text().trim());
+            }
+            Entry::ToolCall(t) => {
+                let _ = write!(text, "\n\n[tool call: {} ({:?})]", t.title, t.status);
+            }
+            _ => {}
+        }
+    }
+    if text.trim().is_empty() {
+        return None;
+    }
+    if text.len() > CONTEXT_MAX_BYTES {
+        let mut cut = text.len() - CONTEXT_MAX_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text = format!("[… earlier conversation cut …]{}", &text[cut..]);
+    }
+    Some(format!(
+        "This conversation continues an earlier one that the user rewound; the files are back as they were at this point. The conversation so far:{text}\n\n(End of the earlier conversation. The user's new message follows.)\n\n"
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use acp_client::session::Message;
+    use acp_client::update::Content;
+
+    fn msg(text: &str) -> Message {
+        Message {
+            message_id: None,
+            content: vec![Content::Known(acp_client::schema::ContentBlock::Text(
+                acp_client::schema::TextContent::new(text),
+            ))],
+        }
+    }
+
+    #[test]
+    fn the_conversation_stops_before_the_turn() {
+        let entries = vec![
+            Entry::UserMessage(msg("write a")),
+            Entry::AgentMessage(msg("done a")),
+            Entry::UserMessage(msg("write b")),
+            Entry::AgentMessage(msg("done b")),
+        ];
+        let c = conversation_before(&entries, 2).unwrap();
+        assert!(c.contains("## User\n\nwrite a"), "{c}");
+        assert!(c.contains("## Assistant\n\ndone a"), "{c}");
+        assert!(!c.contains("write b"), "{c}");
+        assert_eq!(conversation_before(&entries, 1), None);
+    }
+
+    #[test]
+    fn a_long_conversation_keeps_its_newest_part() {
+        let big = "é".repeat(CONTEXT_MAX_BYTES);
+        let entries = vec![
+            Entry::UserMessage(msg(&big)),
+            Entry::AgentMessage(msg("the end")),
+            Entry::UserMessage(msg("next")),
+        ];
+        let c = conversation_before(&entries, 2).unwrap();
+        assert!(c.len() < CONTEXT_MAX_BYTES + 1024);
+        assert!(c.contains("the end"));
+        assert!(c.contains("earlier conversation cut"));
+    }
+}
