@@ -1335,6 +1335,10 @@ local REGRESSIONS = {
   -- second chat's reject then restored the first agent's line (a restore
   -- is now merged into the buffer's text, as an agent's write is).
   { 141793484, 63, OPS },
+  -- A range over a saved conflict block and the agent hunk after it: the
+  -- resolution renumbered the hunks and the reject named one that no longer
+  -- existed (the range's hunks are now looked up again after it).
+  { 117216006, 131, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

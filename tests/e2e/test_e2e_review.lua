@@ -7,6 +7,9 @@ local NINE = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
 -- Lines 2, 5 and 8 changed: three hunks.
 local THREE = "l1\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
 
+-- A saved conflict block between the first agent's line and the second's.
+local RANGEBLOCK = "b1\n<<<<<<< buffer\nA1 first\n=======\nB1 second\n>>>>>>> agent\n"
+
 local function edit(match, file, content, extra)
   local step = { type = "writeDisk", path = file, content = content }
   for k, v in pairs(extra or {}) do
@@ -56,6 +59,59 @@ T.setup_fake({
             type = "call",
             method = "fs/write_text_file",
             params = { path = "{{cwd}}/twochats.txt", content = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      -- Data-safety seed 117216006, case 131: two agents write one spot of
+      -- rangeblock.txt (a conflict block), then the first adds a line right
+      -- after the block the user saved.
+      {
+        match = "read rangeblock",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt" },
+            expect = { result = { content = "b1\n" } },
+          },
+        },
+      },
+      {
+        match = "write rangeblock first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = "b1\nA1 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rangeblock second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = "b1\nB1 second\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rangeblock after",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt" },
+            expect = { result = { content = RANGEBLOCK } },
+          },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = RANGEBLOCK .. "A6 after\n" },
             expect = { ok = true },
           },
         },
@@ -712,6 +768,39 @@ T.test("rejecting a file two chats edited removes both agents' lines; one chat's
   T.eq(NINE, T.read_file(path), "both agents' lines rejected")
   T.eq(0, #hunks(second), "nothing left under review")
   T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
+end)
+
+-- Data-safety seed 117216006, case 131: a range over a saved conflict block
+-- and the agent hunk right after it. Resolving the block joined that hunk
+-- to the kept agent line above (its id changed), and the reject named the
+-- old id: "hunk 3 ... no longer exists", the agent's line stayed.
+T.test(":[range]Acp reject over a conflict block and the hunk after it decides both", function()
+  local buf, path = open_file("rangeblock.txt", "b1\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "read rangeblock"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write rangeblock first"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "write rangeblock second"), "the second agent writes back its read")
+  T.wait(function()
+    return T.find_line(buf, ">>>>>>> agent") ~= nil
+  end, "the two agents' lines in a conflict block")
+  focus(buf)
+  vim.cmd("silent write")
+  T.eq("end_turn", T.turn(first, "write rangeblock after"), "the first agent adds a line after the saved block")
+  T.wait(function()
+    return T.find_line(buf, "A6 after") ~= nil and #rows_with(buf, "AcpReviewAdd") > 0
+  end, "its line drawn")
+  focus(buf)
+  local row = T.find_line(buf, ">>>>>>> agent")
+  vim.cmd(("%d,%dAcp reject"):format(row, row + 1))
+  vim.wait(5000, function()
+    return vim.deep_equal({ "b1", "A1 first" }, T.lines(buf))
+  end, 10)
+  T.eq({ "b1", "A1 first" }, T.lines(buf), "the block's buffer side stays, the agent's line after it goes")
+  T.wait(function()
+    local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+    return #(type(r) == "table" and r.hunks or {}) == 0
+  end, "nothing left under review in the first chat; notes: " .. vim.inspect(NOTES))
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()
