@@ -1339,6 +1339,10 @@ local REGRESSIONS = {
   -- resolution renumbered the hunks and the reject named one that no longer
   -- existed (the range's hunks are now looked up again after it).
   { 117216006, 131, OPS },
+  -- Another chat's agent write merged into the buffer reached only that
+  -- chat's review; the first chat's kept a line the merge had removed
+  -- (every reviewing chat is now told unless its review has the text).
+  { 230495178, 7, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -116,6 +116,53 @@ T.setup_fake({
           },
         },
       },
+      -- Data-safety seed 230495178, case 7: the second agent read
+      -- undoboth.txt between the first agent's two writes, and writes back
+      -- its read without the first agent's line and with its own on top.
+      {
+        match = "read undoboth",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/undoboth.txt" },
+            expect = { result = { content = "b1\nA3 first\nb2\n" } },
+          },
+        },
+      },
+      {
+        match = "write undoboth a3",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "b1\nA3 first\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write undoboth a4",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "A4 first\nb1\nA3 first\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write undoboth second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "B1 second\nb1\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -801,6 +848,47 @@ T.test(":[range]Acp reject over a conflict block and the hunk after it decides b
     local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
     return #(type(r) == "table" and r.hunks or {}) == 0
   end, "nothing left under review in the first chat; notes: " .. vim.inspect(NOTES))
+end)
+
+-- Data-safety seed 230495178, case 7: the second agent's write, merged
+-- into the buffer with a conflict, removed the first agent's line; the
+-- first chat's review was not told (the review shown, the second chat's,
+-- had the buffer's text, so the buffer counted as reported) and kept that
+-- line as a hunk, until an undo and redo reported the buffer.
+T.test("another chat's merge into a buffer reaches the first chat's review, and undo then redo keeps it", function()
+  local buf, path = open_file("undoboth.txt", "b1\nb2\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(first, "write undoboth a3"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "read undoboth"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write undoboth a4"), "the first agent writes again")
+  T.eq("end_turn", T.turn(second, "write undoboth second"), "the second agent writes back its read")
+  local merged = { "<<<<<<< buffer", "A4 first", "=======", "B1 second", ">>>>>>> agent", "b1", "b2" }
+  T.wait(function()
+    return vim.deep_equal(merged, T.lines(buf))
+  end, "the merge: a conflict on top, the first agent's line 2 removed by the second")
+  local function added(chat)
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local out = {}
+    for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+      vim.list_extend(out, h.new_lines or {})
+    end
+    return out
+  end
+  vim.wait(5000, function()
+    return vim.deep_equal({ "A4 first" }, added(first))
+  end, 10)
+  T.eq({ "A4 first" }, added(first), "the first chat reviews the line the buffer has, not the removed one")
+  focus(buf)
+  vim.cmd("silent undo")
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  vim.cmd("silent redo")
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  T.eq(merged, T.lines(buf), "redo brings the merge back")
+  vim.wait(1000, function()
+    return false
+  end, 50)
+  T.eq({ "A4 first" }, added(first), "the same review after undo and redo")
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()
