@@ -962,8 +962,11 @@ end
 
 --- The agent reads the buffer; the user types a line and saves it (:w);
 --- the agent writes back what it read plus its own line. The saved line
---- stays: merged, or in a conflict block.
-function Case:agent_stale_after_save(chat, f, s)
+--- stays: merged, or in a conflict block. With `wipe`, the user also wipes
+--- the buffer and opens the file again before the write: the new buffer's
+--- ticks start over, and the agent's read is of the old one.
+---@param wipe? boolean
+function Case:agent_stale_after_save(chat, f, s, wipe)
   if review.has_marker(f.buf) then
     return self:agent_fs_write(chat, f, s, false)
   end
@@ -972,6 +975,9 @@ function Case:agent_stale_after_save(chat, f, s)
     { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
   }, ("agent reads %s"):format(f.path))
   self:user_types(f, s, true)
+  if wipe then
+    self:user_wipes(f)
+  end
   local content, change = self:agent_edit(view, s)
   f.versions[content] = true
   local stop_poller = self:start_poller()
@@ -1123,6 +1129,30 @@ local OPS = {
   { 6, "read_back" },
   { 5, "undo_redo" },
   { 3, "create" },
+  { 5, "stale_after_save" },
+  { 2, "stale_after_wipe" },
+  { 4, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+}
+
+--- The steps of issue 24 before the wipe between an agent's read and its
+--- write: its regression cases replay with them.
+local OPS_V3 = {
+  { 9, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
+  { 9, "fs_buffer" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
   { 6, "stale_after_save" },
   { 5, "blind" },
   { 3, "readonly" },
@@ -1203,6 +1233,8 @@ function Case:play(chat, ops)
       self:agent_creates(chat, s)
     elseif op == "stale_after_save" then
       self:agent_stale_after_save(chat, f, s)
+    elseif op == "stale_after_wipe" then
+      self:agent_stale_after_save(chat, f, s, true)
     elseif op == "blind" then
       self:agent_blind_write(chat, f, s)
     elseif op == "readonly" then
@@ -1324,25 +1356,25 @@ local REGRESSIONS = {
   -- Issue 24: a blind write waited on open conflict blocks the user had
   -- saved with a line of theirs; merged later against the saved file, it
   -- dropped those lines (it is now merged against what the agent saw).
-  { 169467761, 141, OPS },
+  { 169467761, 141, OPS_V3 },
   -- `:Acp accept file` ran while the `review_changed` of the agent's disk
   -- edit (a conflict and a hunk) was on its way: the conflict was resolved
   -- and no chat told (the command now asks the backend which chats review
   -- the file).
-  { 537081754, 9, OPS },
+  { 537081754, 9, OPS_V3 },
   -- Two chats' reviews of one file: the first chat's reject, taken whole
   -- by the unmodified buffer, dropped the second agent's line, and the
   -- second chat's reject then restored the first agent's line (a restore
   -- is now merged into the buffer's text, as an agent's write is).
-  { 141793484, 63, OPS },
+  { 141793484, 63, OPS_V3 },
   -- A range over a saved conflict block and the agent hunk after it: the
   -- resolution renumbered the hunks and the reject named one that no longer
   -- existed (the range's hunks are now looked up again after it).
-  { 117216006, 131, OPS },
+  { 117216006, 131, OPS_V3 },
   -- Another chat's agent write merged into the buffer reached only that
   -- chat's review; the first chat's kept a line the merge had removed
   -- (every reviewing chat is now told unless its review has the text).
-  { 230495178, 7, OPS },
+  { 230495178, 7, OPS_V3 },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then
