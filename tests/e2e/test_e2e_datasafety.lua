@@ -485,6 +485,10 @@ function Case:decide(chat, action)
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
   local targets = {} -- file -> {agent lines, ours, theirs}
+  -- A hunk or a range acts on the chat whose review the buffer shows (a
+  -- second agent's, after two_agents): its hunk ids are that chat's.
+  local shown = review.files[f.path] and review.files[f.path].chat_id
+  local decider = (shown and shown ~= chat.chat_id) and { chat_id = shown } or chat
   -- A window of its own, in its own tab page (the chat keeps its windows).
   if not (edit_win and vim.api.nvim_win_is_valid(edit_win)) then
     vim.cmd("tabnew")
@@ -533,7 +537,7 @@ function Case:decide(chat, action)
       self.log[#self.log] = self.log[#self.log] .. (" (held back for %s: new conflicts)"):format(g.path)
       agent, ids = {}, {}
     end
-    self:wait_decided(chat, g, ids)
+    self:wait_decided((scope == "hunk" or scope == "range") and decider or chat, g, ids)
     if action == "reject" and #ours > 0 then
       -- A reject resolves a conflict to the user's side, which stays even
       -- where the agent's hunk held the same lines (the user saved the
@@ -1375,6 +1379,10 @@ local REGRESSIONS = {
   -- chat's review; the first chat's kept a line the merge had removed
   -- (every reviewing chat is now told unless its review has the text).
   { 230495178, 7, OPS_V3 },
+  -- A reject of the second chat's hunk went to the first chat, whose event
+  -- had just arrived (it now goes to the chat whose review is drawn). It
+  -- needs the cases before it to fail (hunk ids); alone it plays the steps.
+  { 588734806, 110, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -163,6 +163,40 @@ T.setup_fake({
           },
         },
       },
+      -- The two chats of shownchat.txt, as those of twochats.txt.
+      {
+        match = "read shownchat",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/shownchat.txt" },
+            expect = { result = { content = NINE } },
+          },
+        },
+      },
+      {
+        match = "write shownchat first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/shownchat.txt", content = "L0 first\n" .. NINE },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write shownchat second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/shownchat.txt", content = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n" },
+            expect = { ok = true },
+          },
+        },
+      },
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -889,6 +923,42 @@ T.test("another chat's merge into a buffer reaches the first chat's review, and 
     return false
   end, 50)
   T.eq({ "A4 first" }, added(first), "the same review after undo and redo")
+end)
+
+-- Data-safety seed 588734806, case 110: the buffer showed the second
+-- chat's review when the first chat's `review_changed` arrived; until the
+-- refresh that follows, the hunks drawn were still the second chat's, and
+-- `:Acp reject` sent their ids to the first chat ("hunk ... no longer
+-- exists", or another line of the first chat's when the ids matched).
+T.test(":Acp reject acts on the chat whose review is drawn, also when another chat's event just arrived", function()
+  local buf, path = open_file("shownchat.txt", NINE)
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "read shownchat"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write shownchat first"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "write shownchat second"), "the second agent writes back its read")
+  local both = "L0 first\nl1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n"
+  T.wait(function()
+    return T.read_file(path) == both and not vim.bo[buf].modified
+  end, "both agents' lines saved")
+  local row = T.find_line(buf, "L5b second")
+  T.wait(function()
+    local entry = review.files[path]
+    return entry and entry.chat_id == second.chat_id and vim.tbl_contains(rows_with(buf, "AcpReviewAdd"), row - 1)
+  end, "the second chat's review drawn")
+  -- The first chat's event arrives; its refresh has not run yet.
+  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  T.eq(1, #(type(r) == "table" and r.hunks or {}), "the first chat reviews its line")
+  review.on_changed(first.chat_id, { path = path, summary = { hunks = 1 }, review = r })
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.cmd("Acp reject")
+  local without_second = "L0 first\n" .. NINE
+  vim.wait(5000, function()
+    return T.read_file(path) == without_second
+  end, 10)
+  T.eq(without_second, T.read_file(path), "the second agent's line rejected, the first's kept; notes: " .. vim.inspect(NOTES))
+  T.eq(vim.split(without_second, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()

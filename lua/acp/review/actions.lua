@@ -506,8 +506,14 @@ function M.decide(action, opts)
     end
     entry = entry_of_buf(buf) or entry
   end
-  if #ids > 0 and entry.chat_id then
-    backend().notify(method, { chat_id = entry.chat_id, path = entry.path, hunks = ids })
+  -- The hunk ids are those of the review drawn, which is the chat's whose
+  -- review was fetched last: `entry.chat_id` follows the newest event and
+  -- can name the other chat before the refresh draws its review (the
+  -- decision then named a hunk that chat did not have: data-safety seed
+  -- 588734806, case 110).
+  local chat_id = entry.review_chat or entry.chat_id
+  if #ids > 0 and chat_id then
+    backend().notify(method, { chat_id = chat_id, path = entry.path, hunks = ids })
   end
 end
 

@@ -82,7 +82,7 @@ local function every_review_has(entry, text)
     return false
   end
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
-    if chat_id ~= entry.chat_id then
+    if chat_id ~= entry.review_chat then
       local latest = entry.latest and entry.latest[chat_id]
       if not latest or latest.current ~= text then
         return false
@@ -105,6 +105,7 @@ function M.refresh(path)
     -- The review its last `review_changed` carried: nothing of ours is on
     -- the way, so that is the newest (an agent's edit costs no request).
     entry.review = latest or nil
+    entry.review_chat = entry.review and chat_id or nil
   elseif chat_id then
     -- Our user edits and decisions are applied in order before this
     -- answer, so the hunks the keys act on next are the ones drawn. (Events
@@ -113,10 +114,12 @@ function M.refresh(path)
     entry.asked = nil
     local review = backend().request("acp.review_file", { chat_id = chat_id, path = path })
     entry.review = type(review) == "table" and review or nil
+    entry.review_chat = entry.review and chat_id or nil
     entry.latest = entry.latest or {}
     entry.latest[chat_id] = entry.review or false
   else
     entry.review = nil
+    entry.review_chat = nil
   end
   local buf = fs.find_buffer(path)
   if not buf then
