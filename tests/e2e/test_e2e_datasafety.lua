@@ -1383,6 +1383,11 @@ local REGRESSIONS = {
   -- had just arrived (it now goes to the chat whose review is drawn). It
   -- needs the cases before it to fail (hunk ids); alone it plays the steps.
   { 588734806, 110, OPS },
+  -- Another chat's agent write, merged and saved, reached only that chat's
+  -- review; the first chat's reject all, merged against its stale text,
+  -- opened a conflict the second chat's reject nested (every chat that
+  -- reviews the file now learns a write as not its agent's).
+  { 134340754, 314, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -197,6 +197,52 @@ T.setup_fake({
           },
         },
       },
+      -- Data-safety seed 134340754, case 314: as undoboth.txt, into a
+      -- buffer without unsaved edits (the merge is saved).
+      {
+        match = "read rejectall",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rejectall.txt" },
+            expect = { result = { content = "b1\nb2\nA1 first\n" } },
+          },
+        },
+      },
+      {
+        match = "write rejectall a1",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nb2\nA1 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rejectall a4",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nb2\nA1 first\nA4 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rejectall second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nB1 second\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
       edit("edit keep mine", "keepmine.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit reload disk", "reloaddisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
       edit("edit save disk", "savedisk.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nL8 agent\nl9\n"),
@@ -454,6 +500,11 @@ local function edited(name, prompt, hunks)
   end, ("%d hunks drawn in %s"):format(hunks, name))
   focus(buf)
   return buf, path, chat
+end
+
+--- A buffer's text as its file would hold it.
+local function fs_text(buf)
+  return require("acp.fs").buffer_text(buf)
 end
 
 --- Counts the backend's instructions (acp.fs.apply) and Lua's requests to
@@ -959,6 +1010,38 @@ T.test(":Acp reject acts on the chat whose review is drawn, also when another ch
   end, 10)
   T.eq(without_second, T.read_file(path), "the second agent's line rejected, the first's kept; notes: " .. vim.inspect(NOTES))
   T.eq(vim.split(without_second, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
+end)
+
+-- Data-safety seed 134340754, case 314: the second agent's write back,
+-- merged and saved, removed the first agent's line; only the second chat's
+-- review learned the new text. `:Acp reject all` merged the first chat's
+-- restore against its stale text (a conflict), and the second chat's
+-- restore into that conflict nested the blocks.
+T.test("another chat's saved write reaches the first chat's review; :Acp reject all opens no conflict", function()
+  local buf, path = open_file("rejectall.txt", "b1\nb2\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(first, "write rejectall a1"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "read rejectall"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write rejectall a4"), "the first agent writes again")
+  T.eq("end_turn", T.turn(second, "write rejectall second"), "the second agent writes back its read")
+  local merged = "b1\nB1 second\nb2\nA4 first\n"
+  T.wait(function()
+    return T.read_file(path) == merged and not vim.bo[buf].modified
+  end, "the merge saved: the second agent removed the first agent's line 3")
+  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  T.eq(merged, type(r) == "table" and r.current or nil, "the first chat's review has the file's text")
+  focus(buf)
+  vim.cmd("Acp reject all")
+  vim.wait(5000, function()
+    local lines = T.lines(buf)
+    return T.read_file(path) == fs_text(buf)
+      and not vim.tbl_contains(lines, "A4 first")
+      and not vim.tbl_contains(lines, "B1 second")
+  end, 10)
+  T.eq(nil, T.find_line(buf, "<<<<<<< buffer"), "no conflict block: " .. vim.inspect(T.lines(buf)) .. vim.inspect(NOTES))
+  T.eq(nil, T.find_line(buf, "A4 first"), "the first agent's line rejected")
+  T.eq(nil, T.find_line(buf, "B1 second"), "the second agent's line rejected: " .. vim.inspect(T.lines(buf)) .. vim.inspect(NOTES))
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()
