@@ -393,8 +393,9 @@ function Case:refresh_all()
     return true
   end, "the review caught up with the buffers", 5000)
   if not ok then
-    -- Which file lagged, to tell a lost report from a slow one.
-    error(("%s\n  last file checked: %s"):format(tostring(err), lagging), 0)
+    -- Which file lagged, to tell a lost report from a slow one, and the
+    -- steps that led there (a case that times out may not replay alone).
+    self:fail(("%s\n  last file checked: %s"):format(tostring(err), lagging))
   end
 end
 
