@@ -393,8 +393,9 @@ function Case:refresh_all()
     return true
   end, "the review caught up with the buffers", 5000)
   if not ok then
-    -- Which file lagged, to tell a lost report from a slow one.
-    error(("%s\n  last file checked: %s"):format(tostring(err), lagging), 0)
+    -- Which file lagged, to tell a lost report from a slow one, and the
+    -- steps that led there (a case that times out may not replay alone).
+    self:fail(("%s\n  last file checked: %s"):format(tostring(err), lagging))
   end
 end
 
@@ -485,6 +486,10 @@ function Case:decide(chat, action)
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
   local targets = {} -- file -> {agent lines, ours, theirs}
+  -- A hunk or a range acts on the chat whose review the buffer shows (a
+  -- second agent's, after two_agents): its hunk ids are that chat's.
+  local shown = review.files[f.path] and review.files[f.path].chat_id
+  local decider = (shown and shown ~= chat.chat_id) and { chat_id = shown } or chat
   -- A window of its own, in its own tab page (the chat keeps its windows).
   if not (edit_win and vim.api.nvim_win_is_valid(edit_win)) then
     vim.cmd("tabnew")
@@ -533,7 +538,7 @@ function Case:decide(chat, action)
       self.log[#self.log] = self.log[#self.log] .. (" (held back for %s: new conflicts)"):format(g.path)
       agent, ids = {}, {}
     end
-    self:wait_decided(chat, g, ids)
+    self:wait_decided((scope == "hunk" or scope == "range") and decider or chat, g, ids)
     if action == "reject" and #ours > 0 then
       -- A reject resolves a conflict to the user's side, which stays even
       -- where the agent's hunk held the same lines (the user saved the
@@ -962,8 +967,11 @@ end
 
 --- The agent reads the buffer; the user types a line and saves it (:w);
 --- the agent writes back what it read plus its own line. The saved line
---- stays: merged, or in a conflict block.
-function Case:agent_stale_after_save(chat, f, s)
+--- stays: merged, or in a conflict block. With `wipe`, the user also wipes
+--- the buffer and opens the file again before the write: the new buffer's
+--- ticks start over, and the agent's read is of the old one.
+---@param wipe? boolean
+function Case:agent_stale_after_save(chat, f, s, wipe)
   if review.has_marker(f.buf) then
     return self:agent_fs_write(chat, f, s, false)
   end
@@ -972,6 +980,9 @@ function Case:agent_stale_after_save(chat, f, s)
     { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
   }, ("agent reads %s"):format(f.path))
   self:user_types(f, s, true)
+  if wipe then
+    self:user_wipes(f)
+  end
   local content, change = self:agent_edit(view, s)
   f.versions[content] = true
   local stop_poller = self:start_poller()
@@ -1123,6 +1134,30 @@ local OPS = {
   { 6, "read_back" },
   { 5, "undo_redo" },
   { 3, "create" },
+  { 5, "stale_after_save" },
+  { 2, "stale_after_wipe" },
+  { 4, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+}
+
+--- The steps of issue 24 before the wipe between an agent's read and its
+--- write: its regression cases replay with them.
+local OPS_V3 = {
+  { 9, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
+  { 9, "fs_buffer" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
   { 6, "stale_after_save" },
   { 5, "blind" },
   { 3, "readonly" },
@@ -1203,6 +1238,8 @@ function Case:play(chat, ops)
       self:agent_creates(chat, s)
     elseif op == "stale_after_save" then
       self:agent_stale_after_save(chat, f, s)
+    elseif op == "stale_after_wipe" then
+      self:agent_stale_after_save(chat, f, s, true)
     elseif op == "blind" then
       self:agent_blind_write(chat, f, s)
     elseif op == "readonly" then
@@ -1324,17 +1361,34 @@ local REGRESSIONS = {
   -- Issue 24: a blind write waited on open conflict blocks the user had
   -- saved with a line of theirs; merged later against the saved file, it
   -- dropped those lines (it is now merged against what the agent saw).
-  { 169467761, 141, OPS },
+  { 169467761, 141, OPS_V3 },
   -- `:Acp accept file` ran while the `review_changed` of the agent's disk
   -- edit (a conflict and a hunk) was on its way: the conflict was resolved
   -- and no chat told (the command now asks the backend which chats review
   -- the file).
-  { 537081754, 9, OPS },
+  { 537081754, 9, OPS_V3 },
   -- Two chats' reviews of one file: the first chat's reject, taken whole
   -- by the unmodified buffer, dropped the second agent's line, and the
   -- second chat's reject then restored the first agent's line (a restore
   -- is now merged into the buffer's text, as an agent's write is).
-  { 141793484, 63, OPS },
+  { 141793484, 63, OPS_V3 },
+  -- A range over a saved conflict block and the agent hunk after it: the
+  -- resolution renumbered the hunks and the reject named one that no longer
+  -- existed (the range's hunks are now looked up again after it).
+  { 117216006, 131, OPS_V3 },
+  -- Another chat's agent write merged into the buffer reached only that
+  -- chat's review; the first chat's kept a line the merge had removed
+  -- (every reviewing chat is now told unless its review has the text).
+  { 230495178, 7, OPS_V3 },
+  -- A reject of the second chat's hunk went to the first chat, whose event
+  -- had just arrived (it now goes to the chat whose review is drawn). It
+  -- needs the cases before it to fail (hunk ids); alone it plays the steps.
+  { 588734806, 110, OPS },
+  -- Another chat's agent write, merged and saved, reached only that chat's
+  -- review; the first chat's reject all, merged against its stale text,
+  -- opened a conflict the second chat's reject nested (every chat that
+  -- reviews the file now learns a write as not its agent's).
+  { 134340754, 314, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

@@ -7,6 +7,9 @@ local NINE = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
 -- Lines 2, 5 and 8 changed: three hunks.
 local THREE = "l1\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"
 
+-- A saved conflict block between the first agent's line and the second's.
+local RANGEBLOCK = "b1\n<<<<<<< buffer\nA1 first\n=======\nB1 second\n>>>>>>> agent\n"
+
 local function edit(match, file, content, extra)
   local step = { type = "writeDisk", path = file, content = content }
   for k, v in pairs(extra or {}) do
@@ -56,6 +59,186 @@ T.setup_fake({
             type = "call",
             method = "fs/write_text_file",
             params = { path = "{{cwd}}/twochats.txt", content = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      -- Data-safety seed 117216006, case 131: two agents write one spot of
+      -- rangeblock.txt (a conflict block), then the first adds a line right
+      -- after the block the user saved.
+      {
+        match = "read rangeblock",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt" },
+            expect = { result = { content = "b1\n" } },
+          },
+        },
+      },
+      {
+        match = "write rangeblock first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = "b1\nA1 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rangeblock second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = "b1\nB1 second\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rangeblock after",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt" },
+            expect = { result = { content = RANGEBLOCK } },
+          },
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rangeblock.txt", content = RANGEBLOCK .. "A6 after\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      -- Data-safety seed 230495178, case 7: the second agent read
+      -- undoboth.txt between the first agent's two writes, and writes back
+      -- its read without the first agent's line and with its own on top.
+      {
+        match = "read undoboth",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/undoboth.txt" },
+            expect = { result = { content = "b1\nA3 first\nb2\n" } },
+          },
+        },
+      },
+      {
+        match = "write undoboth a3",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "b1\nA3 first\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write undoboth a4",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "A4 first\nb1\nA3 first\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write undoboth second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/undoboth.txt", content = "B1 second\nb1\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      -- The two chats of shownchat.txt, as those of twochats.txt.
+      {
+        match = "read shownchat",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/shownchat.txt" },
+            expect = { result = { content = NINE } },
+          },
+        },
+      },
+      {
+        match = "write shownchat first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/shownchat.txt", content = "L0 first\n" .. NINE },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write shownchat second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/shownchat.txt", content = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      -- Data-safety seed 134340754, case 314: as undoboth.txt, into a
+      -- buffer without unsaved edits (the merge is saved).
+      {
+        match = "read rejectall",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/rejectall.txt" },
+            expect = { result = { content = "b1\nb2\nA1 first\n" } },
+          },
+        },
+      },
+      {
+        match = "write rejectall a1",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nb2\nA1 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rejectall a4",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nb2\nA1 first\nA4 first\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "write rejectall second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/rejectall.txt", content = "b1\nB1 second\nb2\n" },
             expect = { ok = true },
           },
         },
@@ -317,6 +500,11 @@ local function edited(name, prompt, hunks)
   end, ("%d hunks drawn in %s"):format(hunks, name))
   focus(buf)
   return buf, path, chat
+end
+
+--- A buffer's text as its file would hold it.
+local function fs_text(buf)
+  return require("acp.fs").buffer_text(buf)
 end
 
 --- Counts the backend's instructions (acp.fs.apply) and Lua's requests to
@@ -712,6 +900,148 @@ T.test("rejecting a file two chats edited removes both agents' lines; one chat's
   T.eq(NINE, T.read_file(path), "both agents' lines rejected")
   T.eq(0, #hunks(second), "nothing left under review")
   T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
+end)
+
+-- Data-safety seed 117216006, case 131: a range over a saved conflict block
+-- and the agent hunk right after it. Resolving the block joined that hunk
+-- to the kept agent line above (its id changed), and the reject named the
+-- old id: "hunk 3 ... no longer exists", the agent's line stayed.
+T.test(":[range]Acp reject over a conflict block and the hunk after it decides both", function()
+  local buf, path = open_file("rangeblock.txt", "b1\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "read rangeblock"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write rangeblock first"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "write rangeblock second"), "the second agent writes back its read")
+  T.wait(function()
+    return T.find_line(buf, ">>>>>>> agent") ~= nil
+  end, "the two agents' lines in a conflict block")
+  focus(buf)
+  vim.cmd("silent write")
+  T.eq("end_turn", T.turn(first, "write rangeblock after"), "the first agent adds a line after the saved block")
+  T.wait(function()
+    return T.find_line(buf, "A6 after") ~= nil and #rows_with(buf, "AcpReviewAdd") > 0
+  end, "its line drawn")
+  focus(buf)
+  local row = T.find_line(buf, ">>>>>>> agent")
+  vim.cmd(("%d,%dAcp reject"):format(row, row + 1))
+  vim.wait(5000, function()
+    return vim.deep_equal({ "b1", "A1 first" }, T.lines(buf))
+  end, 10)
+  T.eq({ "b1", "A1 first" }, T.lines(buf), "the block's buffer side stays, the agent's line after it goes")
+  T.wait(function()
+    local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+    return #(type(r) == "table" and r.hunks or {}) == 0
+  end, "nothing left under review in the first chat; notes: " .. vim.inspect(NOTES))
+end)
+
+-- Data-safety seed 230495178, case 7: the second agent's write, merged
+-- into the buffer with a conflict, removed the first agent's line; the
+-- first chat's review was not told (the review shown, the second chat's,
+-- had the buffer's text, so the buffer counted as reported) and kept that
+-- line as a hunk, until an undo and redo reported the buffer.
+T.test("another chat's merge into a buffer reaches the first chat's review, and undo then redo keeps it", function()
+  local buf, path = open_file("undoboth.txt", "b1\nb2\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(first, "write undoboth a3"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "read undoboth"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write undoboth a4"), "the first agent writes again")
+  T.eq("end_turn", T.turn(second, "write undoboth second"), "the second agent writes back its read")
+  local merged = { "<<<<<<< buffer", "A4 first", "=======", "B1 second", ">>>>>>> agent", "b1", "b2" }
+  T.wait(function()
+    return vim.deep_equal(merged, T.lines(buf))
+  end, "the merge: a conflict on top, the first agent's line 2 removed by the second")
+  local function added(chat)
+    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local out = {}
+    for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+      vim.list_extend(out, h.new_lines or {})
+    end
+    return out
+  end
+  vim.wait(5000, function()
+    return vim.deep_equal({ "A4 first" }, added(first))
+  end, 10)
+  T.eq({ "A4 first" }, added(first), "the first chat reviews the line the buffer has, not the removed one")
+  focus(buf)
+  vim.cmd("silent undo")
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  vim.cmd("silent redo")
+  vim.api.nvim_exec_autocmds("TextChanged", { buffer = buf, modeline = false })
+  T.eq(merged, T.lines(buf), "redo brings the merge back")
+  vim.wait(1000, function()
+    return false
+  end, 50)
+  T.eq({ "A4 first" }, added(first), "the same review after undo and redo")
+end)
+
+-- Data-safety seed 588734806, case 110: the buffer showed the second
+-- chat's review when the first chat's `review_changed` arrived; until the
+-- refresh that follows, the hunks drawn were still the second chat's, and
+-- `:Acp reject` sent their ids to the first chat ("hunk ... no longer
+-- exists", or another line of the first chat's when the ids matched).
+T.test(":Acp reject acts on the chat whose review is drawn, also when another chat's event just arrived", function()
+  local buf, path = open_file("shownchat.txt", NINE)
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "read shownchat"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write shownchat first"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "write shownchat second"), "the second agent writes back its read")
+  local both = "L0 first\nl1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n"
+  T.wait(function()
+    return T.read_file(path) == both and not vim.bo[buf].modified
+  end, "both agents' lines saved")
+  local row = T.find_line(buf, "L5b second")
+  T.wait(function()
+    local entry = review.files[path]
+    return entry and entry.chat_id == second.chat_id and vim.tbl_contains(rows_with(buf, "AcpReviewAdd"), row - 1)
+  end, "the second chat's review drawn")
+  -- The first chat's event arrives; its refresh has not run yet.
+  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  T.eq(1, #(type(r) == "table" and r.hunks or {}), "the first chat reviews its line")
+  review.on_changed(first.chat_id, { path = path, summary = { hunks = 1 }, review = r })
+  focus(buf)
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.cmd("Acp reject")
+  local without_second = "L0 first\n" .. NINE
+  vim.wait(5000, function()
+    return T.read_file(path) == without_second
+  end, 10)
+  T.eq(without_second, T.read_file(path), "the second agent's line rejected, the first's kept; notes: " .. vim.inspect(NOTES))
+  T.eq(vim.split(without_second, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
+end)
+
+-- Data-safety seed 134340754, case 314: the second agent's write back,
+-- merged and saved, removed the first agent's line; only the second chat's
+-- review learned the new text. `:Acp reject all` merged the first chat's
+-- restore against its stale text (a conflict), and the second chat's
+-- restore into that conflict nested the blocks.
+T.test("another chat's saved write reaches the first chat's review; :Acp reject all opens no conflict", function()
+  local buf, path = open_file("rejectall.txt", "b1\nb2\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(first, "write rejectall a1"), "the first agent writes")
+  T.eq("end_turn", T.turn(second, "read rejectall"), "the second agent reads")
+  T.eq("end_turn", T.turn(first, "write rejectall a4"), "the first agent writes again")
+  T.eq("end_turn", T.turn(second, "write rejectall second"), "the second agent writes back its read")
+  local merged = "b1\nB1 second\nb2\nA4 first\n"
+  T.wait(function()
+    return T.read_file(path) == merged and not vim.bo[buf].modified
+  end, "the merge saved: the second agent removed the first agent's line 3")
+  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  T.eq(merged, type(r) == "table" and r.current or nil, "the first chat's review has the file's text")
+  focus(buf)
+  vim.cmd("Acp reject all")
+  vim.wait(5000, function()
+    local lines = T.lines(buf)
+    return T.read_file(path) == fs_text(buf)
+      and not vim.tbl_contains(lines, "A4 first")
+      and not vim.tbl_contains(lines, "B1 second")
+  end, 10)
+  T.eq(nil, T.find_line(buf, "<<<<<<< buffer"), "no conflict block: " .. vim.inspect(T.lines(buf)) .. vim.inspect(NOTES))
+  T.eq(nil, T.find_line(buf, "A4 first"), "the first agent's line rejected")
+  T.eq(nil, T.find_line(buf, "B1 second"), "the second agent's line rejected: " .. vim.inspect(T.lines(buf)) .. vim.inspect(NOTES))
 end)
 
 T.test("an edit that would conflict while conflicts are open waits for them, then is reviewed on its own", function()

@@ -518,6 +518,15 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         }
     };
     let new_content = merged.unwrap_or(request.content);
+    if user_text.is_none() {
+        // The file holds the write: the other chats' reviews learn it as
+        // not their agents'. (A merge left unsaved in a buffer reaches them
+        // as the editor reports the buffer.) First, so that the writer's
+        // review is the last one changed: the editor shows that one.
+        shared
+            .review
+            .record_other_write(&request.session_id, &request.path, &new_content);
+    }
     shared.review.record_fs_write(
         &request.session_id,
         &workspace,

@@ -467,17 +467,53 @@ function M.decide(action, opts)
     return
   end
   local ids = {}
+  ---@type integer[][] the range's hunks as rows {first, last}
+  local hunk_rows = {}
+  local resolved = false
   -- Bottom-up, so resolving a conflict does not move the rows of the others.
   for i = #items, 1, -1 do
     local it = items[i]
     if it.kind == "conflict" then
+      local keep = action == "accept" and it.theirs or it.ours
       resolve(buf, it, action == "accept" and "theirs" or "ours")
+      resolved = true
+      -- The hunks below it move up or down by what the block lost.
+      local shift = #keep - (it.last - it.first + 1)
+      for _, rows in ipairs(hunk_rows) do
+        rows[1], rows[2] = rows[1] + shift, rows[2] + shift
+      end
     else
       table.insert(ids, 1, it.hunk.id)
+      hunk_rows[#hunk_rows + 1] = { it.first, it.last }
     end
   end
-  if #ids > 0 and entry.chat_id then
-    backend().notify(method, { chat_id = entry.chat_id, path = entry.path, hunks = ids })
+  if resolved and #ids > 0 and not M.pending[entry.path] then
+    -- The resolution's report renumbers the file's hunks: a hunk right
+    -- after the block joins the kept lines and gets a new id (data-safety
+    -- seed 117216006, case 131: the reject named a hunk that no longer
+    -- existed and the agent's line stayed). The review is fetched again
+    -- (answered after that report) and the hunks at those rows decided.
+    M.refresh(entry.path)
+    ids = {}
+    local seen = {}
+    for _, rows in ipairs(hunk_rows) do
+      for _, it in ipairs(items_in(buf, rows[1], rows[2])) do
+        if it.kind ~= "conflict" and not seen[it.hunk.id] then
+          seen[it.hunk.id] = true
+          ids[#ids + 1] = it.hunk.id
+        end
+      end
+    end
+    entry = entry_of_buf(buf) or entry
+  end
+  -- The hunk ids are those of the review drawn, which is the chat's whose
+  -- review was fetched last: `entry.chat_id` follows the newest event and
+  -- can name the other chat before the refresh draws its review (the
+  -- decision then named a hunk that chat did not have: data-safety seed
+  -- 588734806, case 110).
+  local chat_id = entry.review_chat or entry.chat_id
+  if #ids > 0 and chat_id then
+    backend().notify(method, { chat_id = chat_id, path = entry.path, hunks = ids })
   end
 end
 

@@ -61,6 +61,7 @@ M.CONFLICT_END = ">>>>>>> agent"
 ---@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
 ---@field chat_id? string the chat whose review is shown
 ---@field review? table that chat's review as last drawn: the `review` of its last `review_changed`, or an `acp.review_file` answer
+---@field review_chat? string the chat whose review `review` is: the hunks drawn are its (`chat_id` can move on to another chat's newer event before the next refresh draws it)
 ---@field reported_tick? integer the buffer's tick (acp.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 ---@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)

@@ -69,6 +69,29 @@ local function send_user_edit(buf, accept_lines, disk)
 end
 
 
+--- Whether every chat reviewing the file has `text` as its review's text
+--- (as its last `review_changed` said; the shown chat's from `entry.review`).
+--- Not the shown chat's alone: another chat's agent write merged into the
+--- buffer reaches only that chat's review, and the first chat kept a hunk
+--- of a line the merge had removed (data-safety seed 230495178, case 7).
+---@param entry acp.ReviewEntry
+---@param text string
+---@return boolean
+local function every_review_has(entry, text)
+  if not entry.review or entry.review.current ~= text then
+    return false
+  end
+  for chat_id in pairs(entry.reviewed_by or entry.chats) do
+    if chat_id ~= entry.review_chat then
+      local latest = entry.latest and entry.latest[chat_id]
+      if not latest or latest.current ~= text then
+        return false
+      end
+    end
+  end
+  return true
+end
+
 --- Fetch the shown chat's review of a path, report its buffer, draw.
 ---@param path string
 function M.refresh(path)
@@ -82,6 +105,7 @@ function M.refresh(path)
     -- The review its last `review_changed` carried: nothing of ours is on
     -- the way, so that is the newest (an agent's edit costs no request).
     entry.review = latest or nil
+    entry.review_chat = entry.review and chat_id or nil
   elseif chat_id then
     -- Our user edits and decisions are applied in order before this
     -- answer, so the hunks the keys act on next are the ones drawn. (Events
@@ -90,18 +114,20 @@ function M.refresh(path)
     entry.asked = nil
     local review = backend().request("acp.review_file", { chat_id = chat_id, path = path })
     entry.review = type(review) == "table" and review or nil
+    entry.review_chat = entry.review and chat_id or nil
     entry.latest = entry.latest or {}
     entry.latest[chat_id] = entry.review or false
   else
     entry.review = nil
+    entry.review_chat = nil
   end
   local buf = fs.find_buffer(path)
   if not buf then
     return
   end
   local tick = fs.tick(buf)
-  if tick ~= entry.reported_tick and entry.review and entry.review.current == fs.buffer_text(buf) then
-    -- The review has the buffer's text: nothing of this tick to report.
+  if tick ~= entry.reported_tick and entry.review and every_review_has(entry, fs.buffer_text(buf)) then
+    -- The reviews have the buffer's text: nothing of this tick to report.
     entry.reported_tick = tick
   end
   -- Unsaved user text the review does not know yet.

@@ -270,6 +270,34 @@ impl Reviews {
         Ok(())
     }
 
+    /// Another session's agent wrote `path`, which holds `content` now (on
+    /// disk, and in its buffer if one is open). To every other session that
+    /// reviews the file or knows its text, those lines are not its agent's,
+    /// as a user's edit is not. Without this a review kept the text from
+    /// before the other agent's write: data-safety seed 134340754, case
+    /// 314, where the second agent's write back (merged and saved) removed
+    /// the first agent's line, and the first chat's reject, merged against
+    /// its stale text, opened a conflict that the second chat's reject then
+    /// nested.
+    pub(crate) fn record_other_write(&self, writer: &SessionId, path: &Path, content: &str) {
+        let others: Vec<SessionId> = self
+            .sessions
+            .lock()
+            .iter()
+            .filter(|(id, review)| {
+                if *id == writer {
+                    return false;
+                }
+                let st = review.state.lock();
+                st.tracker.contains(path) || st.known.contains_key(path)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in others {
+            self.record_user_edit(&id, path, Some(content), true);
+        }
+    }
+
     /// The user changed a file under review (`None`: deleted it).
     pub(crate) fn record_user_edit(
         &self,
