@@ -76,6 +76,7 @@ pub mod buffer_sync;
 pub mod codec;
 pub mod connection;
 mod dispatch;
+pub mod editor_tools;
 pub mod elicitation;
 mod engine;
 pub mod error;

@@ -88,6 +88,11 @@ pub struct ConnectionOptions {
     /// up when the read fails (its issue 9280), so without this it cannot
     /// create files through a spec-correct client.
     pub missing_file_read_empty: bool,
+    /// Offer the editor's own MCP server (`editor`: read, write and edit
+    /// files as the editor has them, diagnostics, open buffers) in every
+    /// `session/new`, load and resume; see [`crate::editor_tools`]. `None`
+    /// (the default) offers nothing and starts no server.
+    pub editor_tools: Option<crate::editor_tools::EditorToolsOptions>,
 }
 
 impl Default for ConnectionOptions {
@@ -110,6 +115,7 @@ impl Default for ConnectionOptions {
             denied_env: DENIED_ENV_DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             terminal_auth: false,
             missing_file_read_empty: false,
+            editor_tools: None,
         }
     }
 }
