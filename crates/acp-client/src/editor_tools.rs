@@ -48,6 +48,7 @@ use crate::update::SessionId;
 mod http;
 mod socket;
 
+pub use crate::options::{BridgeCommand, EditorToolsOptions, DEFAULT_PROMPT};
 pub use socket::run_bridge;
 
 /// The name the server is offered under; the agent prefixes its tools with
@@ -65,41 +66,6 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_CONNECTIONS: usize = 32;
 /// The MCP protocol versions the server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// The sentence appended to the client system prompt (where the agent takes
-/// one) by default: without it Claude Code keeps using its own `Read` and
-/// `Edit`, which see the disk only.
-pub const DEFAULT_PROMPT: &str = "The `editor` MCP server's tools (read_file, write_file, edit_file, diagnostics, open_buffers) work on the user's editor: they see the unsaved changes in open buffers and merge your edits into them without losing the user's typing, so prefer them to your own file tools for reading and changing files in this project.";
-
-/// How the editor's MCP server is offered (see the module docs).
-#[derive(Debug, Clone)]
-pub struct EditorToolsOptions {
-    /// The command the agent runs to reach the server over stdio, when it
-    /// does not take MCP over HTTP. Without one such agents get no server.
-    pub bridge: Option<BridgeCommand>,
-    /// Appended to the client system prompt when the agent takes one in
-    /// `append` mode; empty sends nothing.
-    pub prompt: String,
-}
-
-impl Default for EditorToolsOptions {
-    fn default() -> Self {
-        Self {
-            bridge: None,
-            prompt: DEFAULT_PROMPT.into(),
-        }
-    }
-}
-
-/// A program that runs [`run_bridge`]: `program args...`, started by the
-/// agent with [`SOCKET_ENV`] and [`TOKEN_ENV`] set.
-#[derive(Debug, Clone)]
-pub struct BridgeCommand {
-    /// Absolute path of the program (ACP requires an absolute command).
-    pub program: PathBuf,
-    /// Its arguments (e.g. `["mcp-bridge"]`).
-    pub args: Vec<String>,
-}
 
 /// A session's secret: 32 random bytes, hex.
 #[derive(Clone, PartialEq, Eq, Hash)]
