@@ -254,6 +254,9 @@ function Chat:start(resume)
       init_timeout_ms = self.agent.init_timeout,
       missing_file_read = (self.agent.quirks or {}).missing_file_read,
       ask_terminal = cfg.permission.ask_terminal or nil,
+      -- The editor's MCP server (`:help acp-editor-tools`): on unless false.
+      editor_tools = self.agent.editor_tools ~= false,
+      editor_tools_prompt = self.agent.editor_tools_prompt,
     },
     cwd = self.cwd,
     additional_directories = self.additional_directories or {},

@@ -12,6 +12,10 @@ local M = {}
 ---@field mcp_servers? table[] MCP servers for this agent's sessions (added to the global `mcp_servers`)
 ---@field quirks? acp.AgentQuirks workarounds for one agent's bugs (see :help acp-quirks)
 ---@field system_prompt? string|acp.SystemPrompt instructions for the agent's system prompt (replaces the global `system_prompt`)
+---@field editor_tools? boolean|acp.EditorToolsConfig offer the editor's MCP server to this agent (default true; see :help acp-editor-tools)
+
+---@class acp.EditorToolsConfig
+---@field prompt? string the sentence appended to the client system prompt about the tools ("" sends none)
 
 ---@class acp.AgentQuirks
 ---@field missing_file_read? "error"|"empty" `fs/read_text_file` of a missing file inside the workspace: the spec's error (default), or empty content
@@ -25,6 +29,8 @@ local M = {}
 ---@field mcp_servers table[] ACP McpServer objects (global ones first)
 ---@field quirks acp.AgentQuirks
 ---@field system_prompt? acp.SystemPrompt the agent's or the global `system_prompt`, normalized
+---@field editor_tools boolean offer the editor's MCP server
+---@field editor_tools_prompt? string its system prompt sentence; the backend's default when nil
 
 ---@class acp.LayoutConfig
 ---@field position "right"|"left"|"float"|"tab"
@@ -205,7 +211,16 @@ local function validate_agent(name, a)
   end
   local err = check_keys(
     a,
-    { cmd = true, env = true, cwd = true, init_timeout = true, mcp_servers = true, quirks = true, system_prompt = true },
+    {
+      cmd = true,
+      env = true,
+      cwd = true,
+      init_timeout = true,
+      mcp_servers = true,
+      quirks = true,
+      system_prompt = true,
+      editor_tools = true,
+    },
     path .. "."
   )
   if err then
@@ -252,6 +267,24 @@ local function validate_agent(name, a)
     local m = a.quirks.missing_file_read
     if m ~= nil and m ~= "empty" and m ~= "error" then
       return ("`%s.quirks.missing_file_read` must be \"empty\" or \"error\" (got %s)"):format(path, describe(m))
+    end
+  end
+  if a.editor_tools ~= nil and type(a.editor_tools) ~= "boolean" then
+    if type(a.editor_tools) ~= "table" then
+      return ("`%s.editor_tools` must be true, false or { prompt = \"...\" } (got %s)"):format(
+        path,
+        describe(a.editor_tools)
+      )
+    end
+    local eerr = check_keys(a.editor_tools, { prompt = true }, path .. ".editor_tools.")
+    if eerr then
+      return eerr
+    end
+    if a.editor_tools.prompt ~= nil and type(a.editor_tools.prompt) ~= "string" then
+      return ("`%s.editor_tools.prompt` must be a string (\"\" sends none) (got %s)"):format(
+        path,
+        describe(a.editor_tools.prompt)
+      )
     end
   end
   if a.system_prompt ~= nil then
@@ -779,6 +812,8 @@ function M.agent(name)
     quirks = merged.quirks or {},
     -- The agent's own replaces the global one (it is not appended to it).
     system_prompt = M.system_prompt(user and user.system_prompt or M.options.system_prompt),
+    editor_tools = merged.editor_tools ~= false,
+    editor_tools_prompt = type(merged.editor_tools) == "table" and merged.editor_tools.prompt or nil,
   }
 end
 

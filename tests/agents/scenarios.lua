@@ -115,6 +115,28 @@ return function(agent_name)
           { text = "Listed the files." },
         },
       },
+      {
+        -- The editor's MCP server (issue 26): Claude Code defers MCP tools,
+        -- so the model first selects them with its ToolSearch.
+        match = "scenario-g",
+        responses = {
+          {
+            tool_use = {
+              { name = "ToolSearch", input = { query = "select:mcp__editor__read_file,mcp__editor__edit_file" } },
+            },
+          },
+          { tool_use = { { name = "mcp__editor__read_file", input = { path = "{{DIR}}/editor.txt" } } } },
+          {
+            tool_use = {
+              {
+                name = "mcp__editor__edit_file",
+                input = { path = "{{DIR}}/editor.txt", old_string = "hello world", new_string = "hello editor" },
+              },
+            },
+          },
+          { text = "Edited through the editor." },
+        },
+      },
       -- Scenario f (rewind): after the rewind the prompt also carries the
       -- earlier conversation, whose keys would match turns below: "four"
       -- comes first.
@@ -402,6 +424,30 @@ return function(agent_name)
         T.eq(false, sent, "no systemPrompt to an agent that does not advertise it")
       end
     end
+  end)
+
+  scenario("g. the editor's MCP server (issue 26): mcp__editor__read_file reads the unsaved line, edit_file merges into the buffer", function()
+    local path = dir .. "/editor.txt"
+    T.write_file(path, "hello world\n")
+    vim.cmd("edit " .. vim.fn.fnameescape(path))
+    local buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved editor line" })
+    local chat = open_chat()
+    local stop = turn(chat, "scenario-g: change world to editor in editor.txt", function()
+      return "allow_once"
+    end)
+    T.eq("end_turn", stop, "stop reason")
+    T.wait_text(chat, "Edited through the editor.")
+    -- Turn 6 of the model script; its response 1 is the read.
+    local results = tool_results("scenario-g")
+    local read = T.truthy(results["toolu_mock_6_1_0"], "the editor read reached the model: " .. vim.inspect(results))
+    T.contains(read, "unsaved editor line", "the agent read the buffer through the editor's server")
+    local edited = T.truthy(results["toolu_mock_6_2_0"], "the edit's result reached the model: " .. vim.inspect(results))
+    T.not_contains(edited, "rror", "the edit was applied")
+    T.wait(function()
+      return vim.deep_equal({ "hello editor", "unsaved editor line" }, T.lines(buf))
+    end, "the edit merged into the buffer, the unsaved line kept: " .. vim.inspect(T.lines(buf)), 15000)
+    T.eq(true, vim.bo[buf].modified, "the user's line is still unsaved")
   end)
 
   scenario("b. read-modify-write of a file with an unsaved line (issue 14): merged, reviewed, no conflict", function()

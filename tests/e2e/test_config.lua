@@ -69,6 +69,30 @@ T.test("agent quirks are validated and can be switched off", function()
   T.eq({ missing_file_read = "error" }, config.agent("gemini").quirks, "user wins over the preset")
 end)
 
+T.test("the editor's MCP server is on by default and can be switched off or reworded", function()
+  T.contains(
+    err_of({ agents = { claude = { editor_tools = "no" } } }),
+    "`agents.claude.editor_tools` must be true, false or { prompt = \"...\" }",
+    "bad value"
+  )
+  T.contains(
+    err_of({ agents = { claude = { editor_tools = { prompt = 1 } } } }),
+    "`agents.claude.editor_tools.prompt` must be a string",
+    "bad prompt"
+  )
+  T.contains(
+    err_of({ agents = { claude = { editor_tools = { promt = "x" } } } }),
+    "`agents.claude.editor_tools.promt` is not a known option",
+    "typo"
+  )
+  require("acp").setup({ agents = { claude = { editor_tools = false }, codex = { editor_tools = { prompt = "" } } } })
+  T.eq(false, config.agent("claude").editor_tools, "switched off")
+  T.eq(true, config.agent("codex").editor_tools, "on with a table")
+  T.eq("", config.agent("codex").editor_tools_prompt, "no sentence")
+  T.eq(true, config.agent("gemini").editor_tools, "on by default")
+  T.eq(nil, config.agent("gemini").editor_tools_prompt, "the backend's sentence")
+end)
+
 T.test("presets resolve, can be overridden and disabled", function()
   require("acp").setup({ agents = { gemini = { env = { X = "1" } }, goose = false } })
   local g = config.agent("gemini")

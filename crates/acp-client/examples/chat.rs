@@ -16,6 +16,10 @@
 //!                             answer a read of a missing file inside --cwd with empty content
 //!                             (gemini-cli reads files before creating them, its issue 9280),
 //!                             or with the spec's error (default)
+//!   --no-editor-tools         do not offer the editor's MCP server (`editor`: read_file,
+//!                             write_file, edit_file over the same sandbox as fs/*)
+//!   --mcp-bridge              (internal) run as the stdio bridge of that server; the agent
+//!                             starts it so
 //!   --system-prompt TEXT      instructions appended to the agent's system prompt (sent only
 //!                             when the agent advertises sessionCapabilities.systemPrompt)
 //!   --jsonl                   print one JSON object per line for every event
@@ -47,6 +51,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormSchema,
 };
@@ -88,9 +93,11 @@ struct Options {
     registry: Option<String>,
     /// `--allow-unverified`: install a binary without a registry SHA-256.
     allow_unverified: bool,
+    /// `--no-editor-tools`: offer no `editor` MCP server.
+    no_editor_tools: bool,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--system-prompt TEXT] [--jsonl] [--ask-terminal] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--system-prompt TEXT] [--jsonl] [--ask-terminal] [--no-editor-tools] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -109,6 +116,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         agents_dir: None,
         registry: None,
         allow_unverified: false,
+        no_editor_tools: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -151,6 +159,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--jsonl" => opts.jsonl = true,
             "--ask-terminal" => opts.ask_terminal = true,
+            "--no-editor-tools" => opts.no_editor_tools = true,
             "--allow-unverified" => opts.allow_unverified = true,
             "--system-prompt" => opts.system_prompt = Some(value("--system-prompt")?),
             "--agent" => opts.agent = Some(value("--agent")?),
@@ -606,6 +615,17 @@ fn fail(jsonl: bool, message: &str) -> ExitCode {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // The agent starts this binary again as the `editor` MCP server over
+    // stdio: copy stdin/stdout to the running chat's socket.
+    if std::env::args().nth(1).as_deref() == Some("--mcp-bridge") {
+        return match acp_client::editor_tools::run_bridge().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("chat --mcp-bridge: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let opts = match parse_args(std::env::args().skip(1)) {
         Ok(o) => o,
         Err(e) => {
@@ -758,6 +778,15 @@ async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Er
         client_name: "acp-client chat example".into(),
         missing_file_read_empty: opts.missing_file_read_empty,
         ask_before_terminal: opts.ask_terminal,
+        // The fs part of the editor's MCP server: this example has no
+        // buffers, so diagnostics and open_buffers answer "not supported".
+        editor_tools: (!opts.no_editor_tools).then(|| EditorToolsOptions {
+            bridge: std::env::current_exe().ok().map(|program| BridgeCommand {
+                program,
+                args: vec!["--mcp-bridge".into()],
+            }),
+            ..EditorToolsOptions::default()
+        }),
         ..ConnectionOptions::default()
     };
     let conn = Connection::spawn(&command, host.clone(), options)?;

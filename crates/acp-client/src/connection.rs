@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use parking_lot::Mutex;
 
 use crate::dispatch::elicitation_capabilities;
+use crate::editor_tools::{EditorTools, Offer};
 use crate::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
@@ -301,6 +302,9 @@ struct Inner {
     _tasks: Tasks,
     engine: Arc<Engine<Sessions>>,
     agent: Mutex<Option<AgentInfo>>,
+    /// The editor's MCP server, started with the first session that is
+    /// offered it (`None` inside: it could not start).
+    editor_tools: OnceLock<Option<EditorTools>>,
 }
 
 impl Connection {
@@ -359,6 +363,7 @@ impl Connection {
                 _tasks: tasks,
                 engine,
                 agent: Mutex::new(None),
+                editor_tools: OnceLock::new(),
             }),
         }
     }
@@ -525,10 +530,91 @@ impl Connection {
         Ok(())
     }
 
-    fn session_params_json(&self, params: &SessionParams, session_id: Option<&SessionId>) -> Value {
+    /// The editor's MCP server of this connection, started on first use;
+    /// `None` when the options switch it off or it could not start.
+    fn editor_tools(&self) -> Option<&EditorTools> {
+        let options = self.sessions().options.editor_tools.as_ref()?;
+        self.inner
+            .editor_tools
+            .get_or_init(|| {
+                let sessions = Arc::downgrade(self.inner.engine.handler());
+                match EditorTools::start(sessions, options.clone()) {
+                    Ok(tools) => Some(tools),
+                    Err(e) => {
+                        self.sessions().warn(format!(
+                            "the editor's MCP server could not start ({e}), so agents of this connection get no editor tools; check that the temp directory is writable"
+                        ));
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// The editor's MCP server for a session being opened: when it is on,
+    /// the agent takes one of its transports (`http` if it advertises it,
+    /// else stdio through the bridge), and the user configured no server
+    /// of the same name.
+    fn editor_offer(&self, params: &SessionParams) -> Option<Offer<'_>> {
+        let caps = self.agent_info()?.capabilities.mcp_capabilities;
+        let taken = params.mcp_servers.iter().any(|s| {
+            let name = match s {
+                schema::McpServer::Http(h) => &h.name,
+                schema::McpServer::Sse(h) => &h.name,
+                schema::McpServer::Stdio(h) => &h.name,
+                #[allow(unreachable_patterns)]
+                _ => return false,
+            };
+            name == crate::editor_tools::SERVER_NAME
+        });
+        if taken {
+            return None;
+        }
+        self.editor_tools()?.offer(&caps)
+    }
+
+    /// The `mcpServers` of a `session/new`, load or resume: the editor's
+    /// own server (when offered), then the configured ones. The one place
+    /// that decides the list.
+    fn mcp_servers(params: &SessionParams, offer: Option<&Offer<'_>>) -> Vec<schema::McpServer> {
+        offer
+            .map(|o| o.server().clone())
+            .into_iter()
+            .chain(params.mcp_servers.iter().cloned())
+            .collect()
+    }
+
+    /// The system prompt sent: the configured one, with the editor
+    /// server's sentence appended when the server is offered.
+    fn system_prompt(params: &SessionParams, offer: Option<&Offer<'_>>) -> Option<SystemPrompt> {
+        let configured = params
+            .system_prompt
+            .as_ref()
+            .filter(|sp| !sp.text.is_empty());
+        let sentence = offer.map(Offer::prompt).filter(|s| !s.is_empty());
+        match (configured, sentence) {
+            (Some(sp), Some(sentence)) => Some(SystemPrompt {
+                mode: sp.mode,
+                text: format!("{}\n\n{sentence}", sp.text),
+            }),
+            (Some(sp), None) => Some(sp.clone()),
+            (None, Some(sentence)) => Some(SystemPrompt {
+                mode: SystemPromptMode::Append,
+                text: sentence.to_owned(),
+            }),
+            (None, None) => None,
+        }
+    }
+
+    fn session_params_json(
+        &self,
+        params: &SessionParams,
+        session_id: Option<&SessionId>,
+        offer: Option<&Offer<'_>>,
+    ) -> Value {
         let mut v = json!({
             "cwd": params.cwd,
-            "mcpServers": params.mcp_servers,
+            "mcpServers": Self::mcp_servers(params, offer),
         });
         let additional_supported = self.agent_info().is_some_and(|i| {
             i.capabilities
@@ -542,11 +628,7 @@ impl Connection {
         if let Some(id) = session_id {
             v["sessionId"] = json!(id);
         }
-        if let Some(sp) = params
-            .system_prompt
-            .as_ref()
-            .filter(|sp| !sp.text.is_empty())
-        {
+        if let Some(sp) = Self::system_prompt(params, offer) {
             let support = self
                 .agent_info()
                 .map(|i| i.system_prompt)
@@ -654,11 +736,12 @@ impl Connection {
             .sessions_opening
             .fetch_add(1, Ordering::AcqRel);
         let _opening = OpeningGuard(self.sessions());
+        let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
             .engine()
             .request(
                 methods::SESSION_NEW,
-                self.session_params_json(&params, None),
+                self.session_params_json(&params, None, offer.as_ref()),
                 self.timeout(),
             )
             .await?;
@@ -667,6 +750,9 @@ impl Connection {
             reason: "it has no `sessionId`".into(),
         })?;
         self.register_session(&session_id, &params, &response);
+        if let Some(offer) = offer {
+            offer.bind(&session_id);
+        }
         Ok(self.started(session_id, &params, response))
     }
 
@@ -691,17 +777,21 @@ impl Connection {
                 parent: None,
             },
         );
+        let offer = self.editor_offer(&params);
         let result: Result<WireSessionResponse> = self
             .engine()
             .request(
                 methods::SESSION_LOAD,
-                self.session_params_json(&params, Some(session_id)),
+                self.session_params_json(&params, Some(session_id), offer.as_ref()),
                 self.timeout(),
             )
             .await;
         match result {
             Ok(response) => {
                 self.register_session(session_id, &params, &response);
+                if let Some(offer) = offer {
+                    offer.bind(session_id);
+                }
                 Ok(self.started(session_id.clone(), &params, response))
             }
             Err(e) => {
@@ -725,15 +815,19 @@ impl Connection {
             .sessions_opening
             .fetch_add(1, Ordering::AcqRel);
         let _opening = OpeningGuard(self.sessions());
+        let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
             .engine()
             .request(
                 methods::SESSION_RESUME,
-                self.session_params_json(&params, Some(session_id)),
+                self.session_params_json(&params, Some(session_id), offer.as_ref()),
                 self.timeout(),
             )
             .await?;
         self.register_session(session_id, &params, &response);
+        if let Some(offer) = offer {
+            offer.bind(session_id);
+        }
         Ok(self.started(session_id.clone(), &params, response))
     }
 

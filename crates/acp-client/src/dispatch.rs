@@ -408,13 +408,27 @@ struct WireWrite {
 
 async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireRead = parse(methods::FS_READ_TEXT_FILE, params)?;
-    let (workspace, _) = shared.workspace(&wire.session_id)?;
-    let path = workspace.resolve(&wire.path)?;
+    let content = read_file(shared, wire.session_id, &wire.path, wire.line, wire.limit).await?;
+    Ok(json!({ "content": content }))
+}
+
+/// A read of `path` for the agent of `session_id`: the sandbox check, then
+/// the editor's buffer (unsaved text included) or the disk. Shared by
+/// `fs/read_text_file` and the editor's MCP tools ([`crate::editor_tools`]).
+pub(crate) async fn read_file(
+    shared: &Arc<Sessions>,
+    session_id: SessionId,
+    path: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+) -> Result<String> {
+    let (workspace, _) = shared.workspace(&session_id)?;
+    let path = workspace.resolve(path)?;
     let request = ReadTextFile {
-        session_id: wire.session_id,
+        session_id,
         path,
-        line: wire.line,
-        limit: wire.limit,
+        line,
+        limit,
     };
     // Never closed, so `acquire` cannot fail.
     let _permit = shared.reads.acquire().await;
@@ -439,13 +453,27 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
             }
         }
     };
-    Ok(json!({ "content": content }))
+    Ok(content)
 }
 
 async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
-    let (workspace, _) = shared.workspace(&wire.session_id)?;
-    let path = workspace.resolve(&wire.path)?;
+    write_file(shared, wire.session_id, &wire.path, wire.content).await?;
+    Ok(json!({}))
+}
+
+/// A write of `content` to `path` for the agent of `session_id`: the
+/// sandbox check, then the editor's buffer sync (merged into a modified
+/// buffer) or the disk, recorded for review as the agent's edit. Shared by
+/// `fs/write_text_file` and the editor's MCP tools ([`crate::editor_tools`]).
+pub(crate) async fn write_file(
+    shared: &Arc<Sessions>,
+    session_id: SessionId,
+    path: &Path,
+    content: String,
+) -> Result<()> {
+    let (workspace, _) = shared.workspace(&session_id)?;
+    let path = workspace.resolve(path)?;
     if in_git_dir(&path) {
         // `.git/hooks/*` and `.git/config` (core.fsmonitor, aliases) run
         // code at the user's next git command: a write there is a command
@@ -454,7 +482,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         let shown = path.display().to_string();
         ask_user(
             shared,
-            &wire.session_id,
+            &session_id,
             json!({
                 "toolCallId": format!("acp-client-git-write-{}", shared.next_permission_id().0),
                 "title": format!("Write `{shown}` inside .git (hooks and config there run code)"),
@@ -467,9 +495,9 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         .await?;
     }
     let request = WriteTextFile {
-        session_id: wire.session_id,
+        session_id,
         path,
-        content: wire.content,
+        content,
         kind: WriteKind::Agent,
     };
     // The directories this write creates go with the file when the user
@@ -551,7 +579,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         new_content,
         applied,
     }));
-    Ok(json!({}))
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

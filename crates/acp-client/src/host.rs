@@ -342,6 +342,31 @@ pub trait EditorHost: Send + Sync + 'static {
         let _ = (session_id, path, before, after);
     }
 
+    /// The editor's diagnostics for the `diagnostics` tool of the editor's
+    /// MCP server ([`crate::editor_tools`]): for `path` (already checked
+    /// against the session's workspace), or every open file when `None`. A
+    /// JSON value shown to the model as is; the default says the editor has
+    /// none to give.
+    async fn diagnostics(
+        &self,
+        session_id: &SessionId,
+        path: Option<&std::path::Path>,
+    ) -> Result<serde_json::Value> {
+        let _ = (session_id, path);
+        Err(crate::Error::Host(
+            "diagnostics are not supported by this editor".into(),
+        ))
+    }
+
+    /// The open files for the `open_buffers` tool of the editor's MCP
+    /// server: path, unsaved-changes flag, cursor, last visual selection.
+    async fn open_buffers(&self, session_id: &SessionId) -> Result<serde_json::Value> {
+        let _ = session_id;
+        Err(crate::Error::Host(
+            "listing open buffers is not supported by this editor".into(),
+        ))
+    }
+
     /// Called for every event, in order, from the connection's tasks. Keep it
     /// short: push to a channel.
     fn on_event(&self, event: ClientEvent) {

@@ -87,6 +87,7 @@ pub mod checkpoint;
 pub mod codec;
 pub mod connection;
 mod dispatch;
+pub mod editor_tools;
 pub mod elicitation;
 mod engine;
 pub mod error;

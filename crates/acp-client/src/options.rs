@@ -88,6 +88,11 @@ pub struct ConnectionOptions {
     /// up when the read fails (its issue 9280), so without this it cannot
     /// create files through a spec-correct client.
     pub missing_file_read_empty: bool,
+    /// Offer the editor's own MCP server (`editor`: read, write and edit
+    /// files as the editor has them, diagnostics, open buffers) in every
+    /// `session/new`, load and resume; see [`crate::editor_tools`]. `None`
+    /// (the default) offers nothing and starts no server.
+    pub editor_tools: Option<EditorToolsOptions>,
 }
 
 impl Default for ConnectionOptions {
@@ -110,6 +115,42 @@ impl Default for ConnectionOptions {
             denied_env: DENIED_ENV_DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             terminal_auth: false,
             missing_file_read_empty: false,
+            editor_tools: None,
         }
     }
+}
+
+/// The sentence appended to the client system prompt (where the agent takes
+/// one) by default: without it Claude Code keeps using its own `Read` and
+/// `Edit`, which see the disk only.
+pub const DEFAULT_PROMPT: &str = "The `editor` MCP server's tools (read_file, write_file, edit_file, diagnostics, open_buffers) work on the user's editor: they see the unsaved changes in open buffers and merge your edits into them without losing the user's typing, so prefer them to your own file tools for reading and changing files in this project.";
+
+/// How the editor's MCP server is offered (see the module docs).
+#[derive(Debug, Clone)]
+pub struct EditorToolsOptions {
+    /// The command the agent runs to reach the server over stdio, when it
+    /// does not take MCP over HTTP. Without one such agents get no server.
+    pub bridge: Option<BridgeCommand>,
+    /// Appended to the client system prompt when the agent takes one in
+    /// `append` mode; empty sends nothing.
+    pub prompt: String,
+}
+
+impl Default for EditorToolsOptions {
+    fn default() -> Self {
+        Self {
+            bridge: None,
+            prompt: DEFAULT_PROMPT.into(),
+        }
+    }
+}
+
+/// A program that runs `editor_tools::run_bridge`: `program args...`, started by the
+/// agent with [`SOCKET_ENV`] and [`TOKEN_ENV`] set.
+#[derive(Debug, Clone)]
+pub struct BridgeCommand {
+    /// Absolute path of the program (ACP requires an absolute command).
+    pub program: PathBuf,
+    /// Its arguments (e.g. `["mcp-bridge"]`).
+    pub args: Vec<String>,
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions};
 use acp_client::{AgentCommand, AgentInfo, Connection, ConnectionOptions};
 use tokio::sync::OnceCell;
 
@@ -232,6 +233,7 @@ impl Agents {
         };
         options.missing_file_read_empty = spec.missing_file_read_empty;
         options.ask_before_terminal = spec.ask_terminal;
+        options.editor_tools = editor_tools(spec);
         if let Some(timeout) = spec.init_timeout {
             options.initialize_timeout = Some(timeout);
         }
@@ -348,4 +350,31 @@ async fn watch(agents: Arc<Agents>, agent: Arc<Agent>) {
             agent.conn.shutdown().await;
         }
     }
+}
+
+/// The editor's MCP server for the agent of `spec`: on unless the agent's
+/// config says `editor_tools = false`. Agents without MCP over HTTP run
+/// this very binary as its stdio bridge (`acp-nvim --mcp-bridge`).
+fn editor_tools(spec: &AgentSpec) -> Option<EditorToolsOptions> {
+    if !spec.editor_tools {
+        return None;
+    }
+    let bridge = match std::env::current_exe() {
+        Ok(program) => Some(BridgeCommand {
+            program,
+            args: vec!["--mcp-bridge".into()],
+        }),
+        Err(e) => {
+            tracing::warn!("no path of acp-nvim for the MCP bridge ({e}); only agents with MCP over HTTP get the editor's tools");
+            None
+        }
+    };
+    let mut options = EditorToolsOptions {
+        bridge,
+        ..EditorToolsOptions::default()
+    };
+    if let Some(prompt) = &spec.editor_tools_prompt {
+        options.prompt = prompt.clone();
+    }
+    Some(options)
 }

@@ -51,6 +51,9 @@ pub enum Cli {
     Version,
     /// Print the usage and exit.
     Help,
+    /// Run as the stdio bridge of the editor's MCP server (the agent starts
+    /// the backend so; see `acp_client::editor_tools::run_bridge`).
+    McpBridge,
     /// Serve the parent Neovim over stdio.
     Serve {
         /// Log here; stderr when absent.
@@ -64,6 +67,7 @@ pub enum Cli {
 pub const USAGE: &str =
     "usage: acp-nvim [--log-file PATH] [--log-level error|warn|info|debug|trace]
        acp-nvim --version
+       acp-nvim --mcp-bridge   (the editor's MCP server over stdio, started by agents)
 
 Started by the acp.nvim Neovim plugin with jobstart(..., {rpc = true}); it
 speaks msgpack-RPC on stdin/stdout and is not meant to be run by hand.";
@@ -87,6 +91,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cli, String> {
         match name.as_str() {
             "--version" | "-V" => return Ok(Cli::Version),
             "--help" | "-h" => return Ok(Cli::Help),
+            "--mcp-bridge" => return Ok(Cli::McpBridge),
             "--log-file" => log_file = Some(PathBuf::from(value("a path")?)),
             "--log-level" => {
                 let v = value("a level")?;

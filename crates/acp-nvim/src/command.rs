@@ -41,6 +41,13 @@ pub struct AgentSpec {
     /// (`ConnectionOptions::ask_before_terminal`). The first chat of a
     /// process sets it.
     pub ask_terminal: bool,
+    /// Offer the editor's MCP server (`agent.editor_tools`, on unless
+    /// false). The first chat of a process sets it.
+    pub editor_tools: bool,
+    /// The sentence about it appended to the system prompt
+    /// (`agent.editor_tools_prompt`); the client's default when absent,
+    /// none when empty.
+    pub editor_tools_prompt: Option<String>,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -633,6 +640,17 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
             )))
         }
     };
+    let editor_tools = match a.get("editor_tools") {
+        None => true,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.editor_tools` must be true or false, got {}",
+                kind(other)
+            )))
+        }
+    };
+    let editor_tools_prompt = a.opt_string("editor_tools_prompt")?;
     Ok(AgentSpec {
         name,
         cmd,
@@ -641,6 +659,8 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
         init_timeout,
         missing_file_read_empty,
         ask_terminal,
+        editor_tools,
+        editor_tools_prompt,
     })
 }
 

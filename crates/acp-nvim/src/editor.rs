@@ -19,6 +19,8 @@ pub const FS_READ_LUA: &str = "return require('acp.fs').read_for_agent(...)";
 pub const FS_APPLY_LUA: &str = "return require('acp.fs').apply(...)";
 /// Lua code run for the text a file's buffer had when a chat's prompt was sent.
 pub const BEFORE_TURN_LUA: &str = "return require('acp.baseline').get(...)";
+/// Lua code run for the editor MCP server's `diagnostics` and `open_buffers`.
+pub const EDITOR_STATE_LUA: &str = "return require('acp.editor_tools').state(...)";
 
 /// A call into Neovim failed (Neovim is gone, or the Lua code raised).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +51,14 @@ pub trait Editor: Send + Sync + 'static {
     /// unmodified buffer had when the chat's prompt was sent, or nil. An
     /// editor that keeps no such copies answers nil.
     async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
+        let _ = args;
+        Ok(Value::Nil)
+    }
+
+    /// `require('acp.editor_tools').state({what, path?})`: the editor's
+    /// diagnostics (`what = "diagnostics"`) or open buffers
+    /// (`"open_buffers"`) for the editor's MCP server. Nil: not supported.
+    async fn editor_state(&self, args: Value) -> Result<Value, LuaError> {
         let _ = args;
         Ok(Value::Nil)
     }
@@ -104,5 +114,9 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Editor for NvimEditor<W> {
 
     async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
         self.exec_lua(BEFORE_TURN_LUA, args).await
+    }
+
+    async fn editor_state(&self, args: Value) -> Result<Value, LuaError> {
+        self.exec_lua(EDITOR_STATE_LUA, args).await
     }
 }

@@ -366,6 +366,25 @@ fn lua_path(path: &Path) -> Option<&str> {
     path.to_str()
 }
 
+impl NvimHost {
+    /// Asks Lua for the editor MCP server's `diagnostics` / `open_buffers`.
+    async fn editor_state(
+        &self,
+        what: &str,
+        args: lua::EditorState<'_>,
+    ) -> acp_client::Result<serde_json::Value> {
+        let reply = self.editor.editor_state(args.encode()).await.map_err(|e| {
+            acp_client::Error::Host(format!("Neovim could not list its {what}: {e}"))
+        })?;
+        match reply {
+            rmpv::Value::Nil => Err(acp_client::Error::Host(format!(
+                "{what} are not supported by this editor"
+            ))),
+            other => Ok(crate::msgpack::to_json(&other)),
+        }
+    }
+}
+
 #[async_trait]
 impl EditorHost for NvimHost {
     fn capabilities(&self) -> HostCapabilities {
@@ -492,6 +511,26 @@ impl EditorHost for NvimHost {
             chat: chat.as_ref(),
         };
         self.sync.write(&buffers, request).await
+    }
+
+    async fn diagnostics(
+        &self,
+        _session_id: &SessionId,
+        path: Option<&Path>,
+    ) -> acp_client::Result<serde_json::Value> {
+        let args = lua::EditorState {
+            what: "diagnostics",
+            path: path.and_then(lua_path),
+        };
+        self.editor_state("diagnostics", args).await
+    }
+
+    async fn open_buffers(&self, _session_id: &SessionId) -> acp_client::Result<serde_json::Value> {
+        let args = lua::EditorState {
+            what: "open_buffers",
+            path: None,
+        };
+        self.editor_state("open buffers", args).await
     }
 
     async fn text_before_turn(

@@ -21,6 +21,21 @@ fn main() -> ExitCode {
             println!("{}", cli::USAGE);
             ExitCode::SUCCESS
         }
+        Cli::McpBridge => {
+            // Started by an agent as the `editor` MCP server: no log file,
+            // stdout belongs to MCP, errors go to stderr (the agent's log).
+            let bridged = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .and_then(|rt| rt.block_on(acp_client::editor_tools::run_bridge()));
+            match bridged {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("acp-nvim --mcp-bridge: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cli::Serve { log_file, level } => {
             let warning = acp_nvim::logging::init(log_file.as_deref(), level);
             // Before any agent starts: daemons an agent starts with

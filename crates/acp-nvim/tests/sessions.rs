@@ -103,6 +103,8 @@ impl Rig {
             init_timeout: None,
             missing_file_read_empty: false,
             ask_terminal: false,
+            editor_tools: true,
+            editor_tools_prompt: None,
         }
     }
 
@@ -345,7 +347,11 @@ async fn http_mcp_servers_reach_only_agents_that_advertise_them() {
         {"type": "http", "name": "web", "url": "https://mcp.example/", "headers": []}
     ]))
     .unwrap();
-    for (http, expected) in [(false, vec!["files"]), (true, vec!["files", "web"])] {
+    // The editor's own MCP server comes first (issue 26), over stdio or http.
+    for (http, expected) in [
+        (false, vec!["editor", "files"]),
+        (true, vec!["editor", "files", "web"]),
+    ] {
         let scenario = acp_testkit::write_scenario(
             rig.dir.path(),
             &json!({
@@ -499,4 +505,83 @@ async fn a_list_request_can_delete_a_session_first() {
             .contains("did not delete session nope"),
         "{listed}"
     );
+}
+
+/// The `mcpServers` a chat's session got, from the fake agent's answer.
+async fn servers_of(rig: &mut Rig, chat: &str) -> Json {
+    rig.wait_type(chat, "session_started").await;
+    rig.prompt(chat, "which servers?");
+    rig.wait_type(chat, "turn_ended").await;
+    let changes: Vec<Json> = rig
+        .seen
+        .iter()
+        .filter(|e| e.chat_id() == Some(&ChatId::from(chat)) && e.kind() == "session")
+        .map(|e| e.json_view()["change"].clone())
+        .collect();
+    let text = agent_text(changes.iter());
+    serde_json::from_str(text.strip_prefix("mcp: ").unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_editor_server_is_offered_unless_switched_off_and_answers_over_http() {
+    let mut rig = Rig::new();
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({
+            "initialize": {"agentCapabilities": {"mcpCapabilities": {"http": true}}},
+            "turns": [{"steps": [{"type": "text", "text": "mcp: {{mcpServers}}"}]}]
+        }),
+    );
+    let cwd = rig.cwd();
+    std::fs::write(cwd.join("a.txt"), "on disk\n").unwrap();
+    let mut off = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    off.editor_tools = false;
+    // A separate process: the first chat of a process sets its options.
+    off.name = "fake-off".into();
+    off.env = vec![("ACP_TEST_INSTANCE".into(), "off".into())];
+    rig.open("off", off, |_| {});
+    assert_eq!(servers_of(&mut rig, "off").await, json!([]));
+
+    let on = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    rig.open("on", on, |_| {});
+    let servers = servers_of(&mut rig, "on").await;
+    let editor = &servers[0];
+    assert_eq!(editor["name"], "editor");
+    assert_eq!(editor["type"], "http");
+    let url = editor["url"].as_str().unwrap();
+    let auth = editor["headers"][0]["value"].as_str().unwrap();
+    let addr = url
+        .strip_prefix("http://")
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let call = |tool: &str, args: Json| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string();
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let exchange = |request: String| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(HANG_GUARD, stream.read_to_string(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
+        serde_json::from_str::<Json>(&body).unwrap()["result"].clone()
+    };
+    let read = exchange(call("read_file", json!({"path": "a.txt"}))).await;
+    assert_eq!(read["content"][0]["text"], "on disk\n", "{read}");
+    // The Lua side of this rig keeps no diagnostics: a clear tool error.
+    let diagnostics = exchange(call("diagnostics", json!({}))).await;
+    assert_eq!(diagnostics["isError"], true);
+    assert!(diagnostics["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("not supported by this editor"));
 }

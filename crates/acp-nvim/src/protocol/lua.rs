@@ -118,6 +118,24 @@ impl BeforeTurn<'_> {
     }
 }
 
+/// `require('acp.editor_tools').state(args)`: what the editor's MCP server
+/// asks of Neovim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditorState<'a> {
+    /// `"diagnostics"` or `"open_buffers"`.
+    pub what: &'a str,
+    /// Only this file (absolute, inside the workspace), for diagnostics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<&'a str>,
+}
+
+impl EditorState<'_> {
+    /// The argument of the call.
+    pub fn encode(&self) -> Value {
+        wire::encode(self)
+    }
+}
+
 /// The reply of a buffer read for the agent: `{text, tick, whole?,
 /// buffer?}`, or `{text, tick, unchanged = true}` when the buffer is still
 /// at the `known` tick, or nil when no loaded buffer has the file.

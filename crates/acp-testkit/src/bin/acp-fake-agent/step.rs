@@ -218,6 +218,19 @@ pub enum Step {
         #[serde(default = "yes")]
         report: bool,
     },
+    /// Calls `tool` of the MCP server named `server` (default `editor`)
+    /// that the session got in `mcpServers`, over HTTP or its stdio
+    /// command; the tool's text is saved as `saveAs`, prefixed `error: `
+    /// when it is a tool error. A server that cannot be reached fails the
+    /// turn.
+    McpCall {
+        #[serde(default = "editor_server")]
+        server: String,
+        tool: String,
+        #[serde(default)]
+        arguments: Value,
+        save_as: String,
+    },
     /// Any request to the client.
     Call {
         method: String,
@@ -465,6 +478,10 @@ pub fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
             u8::from_str_radix(&text, 16).map_err(|_| format!("`{text}` is not a hex byte"))
         })
         .collect()
+}
+
+fn editor_server() -> String {
+    "editor".to_owned()
 }
 
 #[cfg(test)]

@@ -465,6 +465,37 @@ impl<'a> Player<'a> {
                 };
                 self.elicit(params, complete_after_ms, branches, report)
             }
+            Step::McpCall {
+                server,
+                tool,
+                arguments,
+                save_as,
+            } => {
+                let servers = self.vars.get("mcpServers").cloned().unwrap_or(Value::Null);
+                let Some(entry) = servers
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|s| s["name"] == server.as_str())
+                    .cloned()
+                else {
+                    return self.fail(&format!(
+                        "mcpCall: the session has no MCP server `{server}`"
+                    ));
+                };
+                match crate::mcp::call_tool(&entry, &tool, arguments) {
+                    Ok((text, is_error)) => {
+                        let text = if is_error {
+                            format!("error: {text}")
+                        } else {
+                            text
+                        };
+                        self.save(&save_as, json!(text));
+                        Flow::Next
+                    }
+                    Err(e) => self.fail(&format!("mcpCall {tool}: {e}")),
+                }
+            }
             Step::Call {
                 method,
                 params,
