@@ -181,6 +181,12 @@ pub enum Command {
         /// The chat concerned.
         chat_id: ChatId,
     },
+    /// `acp.file_saved`: the user saved a buffer (any file): its text at
+    /// the chats' prompts is no "before" of an agent edit any more.
+    FileSaved {
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
     /// `acp.review_*`, `acp.user_edit`: edit review.
     Review(ReviewCommand),
     /// `acp.agents_*`: the agent registry.
@@ -409,6 +415,9 @@ impl Command {
             "acp.logout" => Ok(Command::Logout {
                 chat_id: p.chat_id()?,
             }),
+            "acp.file_saved" => Ok(Command::FileSaved {
+                path: p.required_path("path")?,
+            }),
             m if ReviewCommand::handles(m) => decode_review(&p).map(Command::Review),
             "acp.agents_list" | "acp.agents_install" | "acp.agents_cancel"
             | "acp.agents_remove" => decode_registry(&p).map(Command::Registry),
@@ -432,6 +441,7 @@ impl Command {
             Command::CompleteFiles(_) => "acp.complete_files",
             Command::ListSessions { .. } => "acp.list_sessions",
             Command::Logout { .. } => "acp.logout",
+            Command::FileSaved { .. } => "acp.file_saved",
             Command::Review(r) => r.name(),
             Command::Registry(r) => r.name(),
         }
