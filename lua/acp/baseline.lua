@@ -1,5 +1,7 @@
----@mod acp.baseline Copies of open files taken when a chat sends a prompt:
---- the "before" of agent edits that come without a diff.
+---@mod acp.baseline The open files a chat's prompt goes out with: the
+--- "before" of agent edits that come without a diff. The backend holds the
+--- texts (`acp_client::buffer_sync`); this module only collects them and
+--- reports saves.
 ---
 --- An agent that writes a file right after announcing the tool call (or
 --- that announces it afterwards, or never sends a diff) leaves the backend
@@ -11,9 +13,9 @@
 --- (`FileChangedShell` is skipped for autoread reloads, and `BufReadPre`
 --- sees an emptied buffer). So the copy is taken before the prompt goes
 --- out, when no edit of that turn can have happened yet; nothing can race
---- it. The backend asks for a file's copy (`get`) when a tool call first
---- names the file, and only believes it when the file changed on disk
---- during the turn.
+--- it. The backend uses a file's copy when a tool call first names the
+--- file, and only believes it when the file changed on disk during the
+--- turn.
 ---
 --- For a buffer with unsaved edits the copy is its file's text, read from
 --- disk at the same moment.
@@ -22,8 +24,9 @@
 --- each up to `MAX_FILE_BYTES`, all together up to `MAX_TOTAL_BYTES`, and
 --- only unmodified buffers whose text round-trips to the file byte for byte
 --- (unix line ends, UTF-8, no BOM). One set per chat, replaced by its next prompt. A
---- file the user saves during the turn loses its copy: the difference is
---- then the user's, not the agent's.
+--- file the user saves during the turn loses its copy (every save is
+--- reported, `acp.file_saved`): the difference is then the user's, not the
+--- agent's.
 
 local api = vim.api
 local util = require("acp.util")
@@ -35,9 +38,6 @@ local M = {}
 M.MAX_FILE_BYTES = 1024 * 1024
 --- Most bytes copied for one prompt.
 M.MAX_TOTAL_BYTES = 16 * 1024 * 1024
-
----@type table<string, table<string, string>> chat id -> path -> text
-M.copies = {}
 
 local function normalize(path)
   local full = vim.fn.fnamemodify(path, ":p")
@@ -62,7 +62,10 @@ local function setup_autocmds()
   api.nvim_create_autocmd("BufWritePost", {
     group = api.nvim_create_augroup("acp_baseline", { clear = true }),
     callback = function(a)
-      M.forget(a.match)
+      local backend = require("acp.backend")
+      if vim.bo[a.buf].buftype == "" and a.match ~= "" and backend.running() then
+        backend.notify("acp.file_saved", { path = normalize(a.match) })
+      end
     end,
   })
 end
@@ -78,16 +81,15 @@ end
 --- then knows their text before the agent edits them (merging its first
 --- edit of one with unsaved edits in one instruction), and the text a
 --- write of an agent that reads nothing first is merged against.
----@param chat_id string
 ---@param cwd string
 ---@return acp.PromptBuffer[]
-function M.snapshot(chat_id, cwd)
+function M.snapshot(cwd)
   setup_autocmds()
   local root = normalize(cwd)
   if root:sub(-1) ~= "/" then
     root = root .. "/"
   end
-  local copies, total = {}, 0
+  local total = 0
   local unsaved, unsaved_total = {}, 0
   for _, buf in ipairs(api.nvim_list_bufs()) do
     local modified = vim.bo[buf].modified
@@ -105,7 +107,6 @@ function M.snapshot(chat_id, cwd)
           -- "before" made every line look like the agent's.
           local text = modified and fs.read_disk(path) or fs.buffer_text(buf)
           if text then
-            copies[path] = text
             total = total + #text
           end
           local bytes = modified and api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) or 0
@@ -125,39 +126,7 @@ function M.snapshot(chat_id, cwd)
       end
     end
   end
-  M.copies[chat_id] = copies
   return unsaved
-end
-
----@class acp.BaselineArgs
----@field chat_id string
----@field path string
-
---- The text `path` had when the chat sent its prompt, or nil (called by the
---- backend).
----@param args acp.BaselineArgs
----@return string?
-function M.get(args)
-  local copies = M.copies[tostring(args.chat_id)]
-  if not copies or type(args.path) ~= "string" then
-    return nil
-  end
-  return copies[normalize(args.path)]
-end
-
---- Drop every copy of a file (the user saved it).
----@param path string
-function M.forget(path)
-  local key = normalize(path)
-  for _, copies in pairs(M.copies) do
-    copies[key] = nil
-  end
-end
-
---- Drop a chat's copies (closed).
----@param chat_id string
-function M.drop(chat_id)
-  M.copies[chat_id] = nil
 end
 
 return M

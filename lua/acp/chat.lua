@@ -662,7 +662,7 @@ function Chat:_flush()
   self.status = "busy"
   -- Before the agent can change anything: the "before" of edits that come
   -- without a diff (acp.baseline).
-  local unsaved = require("acp.baseline").snapshot(self.chat_id, self.cwd)
+  local unsaved = require("acp.baseline").snapshot(self.cwd)
   local args = { chat_id = self.chat_id, blocks = blocks, buffers = #unsaved > 0 and unsaved or nil }
   if not require("acp.backend").notify("acp.prompt", args) then
     -- No backend (it just died): keep the prompt for after :Acp restart.
@@ -774,7 +774,6 @@ function Chat:close()
   permission.drop_chat(self.chat_id)
   require("acp.elicitation").close_chat(self.chat_id, "the chat was closed")
   require("acp.review").drop_chat(self.chat_id)
-  require("acp.baseline").drop(self.chat_id)
   if package.loaded["acp.backlog"] then
     package.loaded["acp.backlog"].drop(self.chat_id)
   end

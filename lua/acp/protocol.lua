@@ -280,9 +280,8 @@ local M = {}
 -- `acp.fs.apply` (acp.FsApplyArgs -> acp.FsApplyReply) are annotated in
 -- lua/acp/fs.lua.
 
----@class acp.BeforeTurnArgs `acp.baseline.get`; the reply is the text, or nil.
----@field chat_id string
----@field path string
+---@class acp.FileSavedArgs `acp.file_saved` (notification): the user saved a buffer.
+---@field path string absolute, symlinks resolved
 
 ---@class acp.HelloReply The backend's answer to `acp.hello`.
 ---@field backend_version string

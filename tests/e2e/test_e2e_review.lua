@@ -1157,7 +1157,7 @@ T.test("a file with unsaved edits rewritten in place, read half written, shows o
   T.eq("l1\nl2\nL3 torn\nl4\nl5\nl6\nl7\nl8\nl9\n", T.read_file(path), "the disk is left to the user's next save")
 end)
 
-T.test("the copies taken when a prompt is sent: the file's text of modified buffers, none of outside, CRLF and saved ones", function()
+T.test("the buffers a prompt goes out with: the file's text of modified buffers, none of outside and CRLF; saves reported", function()
   local baseline = require("acp.baseline")
   local _, inside = open_file("copy-in.txt", NINE)
   local in_buf = vim.api.nvim_get_current_buf()
@@ -1167,19 +1167,40 @@ T.test("the copies taken when a prompt is sent: the file's text of modified buff
   local elsewhere = T.tmpdir() .. "/outside.txt"
   T.write_file(elsewhere, NINE)
   vim.cmd("edit " .. vim.fn.fnameescape(elsewhere))
-  baseline.snapshot("copies", dir)
+  local function real(path)
+    return vim.uv.fs_realpath(path) or path
+  end
+  local sent = {}
+  for _, b in ipairs(baseline.snapshot(dir)) do
+    sent[b.path] = b
+  end
   local function get(path)
-    return baseline.get({ chat_id = "copies", path = path })
+    local b = sent[real(path)]
+    return b and (b.disk or b.text)
   end
   T.eq(NINE, get(inside), "an unmodified buffer inside the chat's directory")
   T.eq(NINE, get(modified), "a modified buffer holds the user's text: the copy is its file's")
+  T.eq(true, sent[real(modified)].text:find("^typed\n") ~= nil, "with the buffer's text")
   T.eq(nil, get(crlf), "a CRLF buffer's lines are not the file's bytes")
   T.eq(nil, get(elsewhere), "outside the chat's directory")
-  vim.api.nvim_buf_call(in_buf, function()
+  -- A save is reported: the backend drops the file's texts at the prompts
+  -- (later differences are the user's).
+  local backend = require("acp.backend")
+  local notify, running = backend.notify, backend.running
+  local calls = {}
+  backend.running = function()
+    return true
+  end
+  backend.notify = function(method, params)
+    calls[#calls + 1] = { method, params }
+    return true
+  end
+  local ok, err = pcall(vim.api.nvim_buf_call, in_buf, function()
     vim.cmd("silent write")
   end)
-  T.eq(nil, get(inside), "saving drops the copy: later differences are the user's")
-  baseline.drop("copies")
+  backend.notify, backend.running = notify, running
+  assert(ok, err)
+  T.eq({ { "acp.file_saved", { path = real(inside) } } }, calls, "the save is reported")
 end)
 
 T.test("an agent's write to one file reloads no other buffer", function()

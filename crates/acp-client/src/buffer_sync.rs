@@ -43,16 +43,105 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use parking_lot::{Mutex, MutexGuard};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
-use crate::host::{WriteKind, WriteOutcome, WriteTextFile};
 use crate::merge::{merge3, ConflictLabels};
 use crate::schema;
 use crate::update::SessionId;
+
+/// An `fs/read_text_file` that passed the workspace check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadTextFile {
+    /// The session the request belongs to.
+    pub session_id: SessionId,
+    /// Absolute, normalized path inside the session's workspace.
+    pub path: PathBuf,
+    /// 1-based first line.
+    pub line: Option<u32>,
+    /// Number of lines.
+    pub limit: Option<u32>,
+}
+
+/// An `fs/write_text_file` that passed the workspace check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteTextFile {
+    /// The session the request belongs to.
+    pub session_id: SessionId,
+    /// Absolute, normalized path inside the session's workspace.
+    pub path: PathBuf,
+    /// The complete new content.
+    pub content: String,
+    /// Whose text it is.
+    pub kind: WriteKind,
+}
+
+/// Whose text a [`WriteTextFile`] writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteKind {
+    /// The agent's `fs/write_text_file`.
+    #[default]
+    Agent,
+    /// A review reject restores the text before the rejected hunks. An
+    /// editor merges it into a buffer with unsaved edits against `current`
+    /// and leaves the disk alone.
+    Restore {
+        /// The text the review knew the file had (`None`: nothing known).
+        current: Option<String>,
+    },
+}
+
+/// What the editor did with a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The editor applied the write (to a buffer and/or disk). `old_content`
+    /// is the text it replaced (`None` for a new file), for edit review.
+    Handled {
+        /// The text the write replaced (`None` for a new file).
+        old_content: Option<String>,
+    },
+    /// The editor's buffer of the path has unsaved edits: the client writes
+    /// the agent's text to disk (so the agent's view of the file stays
+    /// true) and the buffer keeps the user's work.
+    KeptUnsaved {
+        /// The text the agent last saw of the file (it read the unsaved
+        /// buffer, or a mention embedded it): the "before" of its edit. A
+        /// user's unsaved line it wrote back is not the agent's change.
+        /// `None`: it saw the disk.
+        seen: Option<String>,
+        /// What the buffer holds now: the agent's change merged into the
+        /// user's unsaved text (recorded as the user's text, so review
+        /// shows only the agent's lines as its own). `None`: the buffer was
+        /// left alone (it has open conflict blocks; the editor merges the
+        /// change once they are resolved).
+        buffer: Option<String>,
+    },
+    /// The agent's change was merged with text of the user's it had not
+    /// seen (saved after the agent read the file, or typed during the turn
+    /// of a write that read nothing): `text` holds both, without conflict
+    /// blocks, and is what the file holds now.
+    Merged {
+        /// The text the merge replaced (the user's saved text), the "before"
+        /// of the edit for review: what differs from it in `text` is the
+        /// agent's change (`None`: no file).
+        old_content: Option<String>,
+        /// The merge.
+        text: String,
+        /// The editor saved `text` (its buffer took it); `false`: the
+        /// client writes it to disk.
+        written: bool,
+    },
+    /// The editor has no buffer for the path: the client writes the disk.
+    NotHandled,
+}
 
 /// How many instructions one write may take: the first, and a new one each
 /// time the user typed between the editor's last report and the
@@ -131,6 +220,9 @@ pub struct Instruction {
     /// that comes while the instruction is on its way is newer than its
     /// text and stays pending after the answer.
     pub disk_edits: u64,
+    /// The session whose agent made the edit, when known: an editor names
+    /// its chat (Neovim reports the buffer's next save to it).
+    pub session: Option<SessionId>,
 }
 
 /// The editor's one answer to an [`Instruction`].
@@ -180,7 +272,7 @@ struct FileSync {
     /// went out (the disk's, for a buffer with unsaved edits): the base of
     /// a write by an agent that saw nothing of the file (a blind whole-file
     /// write; see [`FileSyncs::turn_started`]).
-    turn_start: HashMap<SessionId, Arc<str>>,
+    turn_start: HashMap<SessionId, TurnText>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
@@ -203,6 +295,19 @@ struct FileSync {
     /// again once a report has none. Until then (an instruction on its way,
     /// stale answers, a write that waited) any report plans it again.
     waiting: bool,
+}
+
+/// A file's text when a session's prompt went out.
+#[derive(Debug, Clone)]
+struct TurnText {
+    text: Arc<str>,
+    /// The session's prompt count then ([`FileSyncs::turn_started`]).
+    turn: u64,
+    /// The user saved the file since: a difference from `text` may be
+    /// theirs, so it is no "before" of the agent's edits
+    /// ([`FileSyncs::text_before_turn`]); it stays the base of a blind
+    /// write, whose user lines the merge keeps.
+    saved: bool,
 }
 
 /// What to do with a report of the user's buffer ([`FileSyncs::user_reported`]).
@@ -249,6 +354,8 @@ pub enum OnDisk {
 #[derive(Debug, Default)]
 pub struct FileSyncs {
     files: HashMap<PathBuf, FileSync>,
+    /// Counts each session's prompts ([`FileSyncs::turn_started`]).
+    turns: HashMap<SessionId, u64>,
 }
 
 impl FileSyncs {
@@ -323,7 +430,7 @@ impl FileSyncs {
         let file = self.files.get(path)?;
         file.seen
             .get(session)
-            .or_else(|| file.turn_start.get(session))
+            .or_else(|| file.turn_start.get(session).map(|t| &t.text))
             .cloned()
     }
 
@@ -339,17 +446,54 @@ impl FileSyncs {
     /// own tools. Keeping the first text instead broke a file recreated
     /// with other lines under the same path.)
     pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
+        let turn = self.turns.entry(session.clone()).or_default();
+        *turn += 1;
+        let turn = *turn;
         for (path, text) in texts {
-            self.files
-                .entry(path)
-                .or_default()
-                .turn_start
-                .insert(session.clone(), text);
+            self.files.entry(path).or_default().turn_start.insert(
+                session.clone(),
+                TurnText {
+                    text,
+                    turn,
+                    saved: false,
+                },
+            );
+        }
+    }
+
+    /// The text `path` had when the current prompt of `session` went out,
+    /// if the editor held it then and the user has not saved it since;
+    /// `None` otherwise (an earlier prompt's text is not this turn's).
+    ///
+    /// Review uses it as the "before" of an agent edit that came with no
+    /// diff and was written before the client could read the file (an
+    /// agent that writes right after announcing the tool call, or reports
+    /// it afterwards). Only a copy taken when the prompt is sent is safe: a
+    /// buffer read later may already hold the new text, because editors
+    /// reload unmodified buffers whose file changed (Neovim's `autoread` on
+    /// `:checktime`, focus or cursor-hold hooks) without any notice that
+    /// would let them keep the old text. Review still checks that the file
+    /// changed on disk during the turn before it believes the copy.
+    pub fn text_before_turn(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+        let now = *self.turns.get(session)?;
+        let at = self.files.get(path)?.turn_start.get(session)?;
+        (at.turn == now && !at.saved).then(|| at.text.clone())
+    }
+
+    /// The user saved `path` (the editor reports every save, of buffers
+    /// under review or not): its texts at the prompts are no "before" of an
+    /// agent edit any more ([`FileSyncs::text_before_turn`]).
+    pub fn saved(&mut self, path: &Path) {
+        if let Some(file) = self.files.get_mut(path) {
+            for at in file.turn_start.values_mut() {
+                at.saved = true;
+            }
         }
     }
 
     /// Forgets what a closed session saw.
     pub fn drop_session(&mut self, session: &SessionId) {
+        self.turns.remove(session);
         for file in self.files.values_mut() {
             file.seen.remove(session);
             file.turn_start.remove(session);
@@ -382,6 +526,10 @@ impl FileSyncs {
                 sync: false,
             };
         }
+        if on_disk == OnDisk::Saved {
+            self.saved(path);
+        }
+        let file = self.files.entry(path.to_owned()).or_default();
         if on_disk != OnDisk::No {
             // The buffer is the disk's text now (a save overwrote the
             // agent's waiting text, or a read took it).
@@ -514,6 +662,7 @@ impl FileSyncs {
             origin,
             base: base.map(Into::into),
             disk_edits: file.disk_edits,
+            session: None,
         }
     }
 
@@ -611,33 +760,112 @@ impl Instruction {
     }
 }
 
+/// A loaded buffer's answer to an agent's read ([`Buffers::read`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferRead {
+    /// What the agent gets: the lines it asked for.
+    pub text: String,
+    /// The buffer's version now.
+    pub version: u64,
+    /// The whole buffer; `None` when it is still at the version the client
+    /// said it knows (then it answers only the range: an agent paging
+    /// through a 1,000,000-line buffer must not ship it each time).
+    pub view: Option<BufferView>,
+}
+
+/// The whole of a buffer an agent read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferView {
+    /// The whole text as the agent reads it (open conflict blocks as the
+    /// agent's side): what it saw of the file.
+    pub whole: Arc<str>,
+    /// The buffer's text as it is (conflict blocks included).
+    pub buffer: Arc<str>,
+}
+
+/// A buffer as a prompt goes out ([`BufferSync::turn_started`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferAtPrompt {
+    /// The file, keyed like the agent's requests (absolute, symlinks
+    /// followed).
+    pub path: PathBuf,
+    /// The buffer's text.
+    pub text: String,
+    /// The buffer's version.
+    pub version: u64,
+    /// The file's text on disk, when the buffer has unsaved edits.
+    pub disk: Option<String>,
+}
+
 /// An editor's buffers, as the sync drives them: the one narrow trait an
-/// editor implements to get agent writes merged into its unsaved buffers.
+/// editor implements to get agent reads of unsaved text, agent writes
+/// merged into unsaved buffers, and the agent's own disk edits brought
+/// into them ([`BufferSync`]). Every method is called from a task of its
+/// own and must not wait on the user.
 #[async_trait]
-pub trait Buffers: Send + Sync {
+pub trait Buffers: Send + Sync + 'static {
+    /// The loaded buffer of `request.path`, cut to `request.line` and
+    /// `request.limit`; `None` when no loaded buffer has the file (the
+    /// client reads the disk). `known`: the buffer version the client
+    /// holds the text of (see [`BufferRead::view`]).
+    async fn read(&self, request: &ReadTextFile, known: Option<u64>) -> Result<Option<BufferRead>> {
+        let _ = (request, known);
+        Ok(None)
+    }
+
     /// Applies one instruction to the loaded buffer of its file (see
-    /// [`Instruction`] for what each kind of buffer takes) and answers. It
-    /// must not wait on the user.
+    /// [`Instruction`] for what each kind of buffer takes) and answers.
     async fn apply(&self, instruction: &Instruction) -> Result<Applied>;
 
-    /// The file's text on disk (`None`: no file, or not UTF-8). Defaults
-    /// to reading it; an editor with its own file system (a test's memory,
-    /// a remote one) overrides it.
+    /// The file's text on disk (`None`: no file, not a regular file, too
+    /// big, or not UTF-8). Defaults to reading it as the client reads a file
+    /// for an agent: a FIFO or device in the workspace is refused, not
+    /// waited on (found by the security test: a plain read of a FIFO with
+    /// no writer hung the agent's `fs/read_text_file` forever). An editor
+    /// with its own file system (a test's memory, a remote one) overrides
+    /// it.
     async fn disk_text(&self, path: &Path) -> Option<String> {
-        tokio::fs::read_to_string(path).await.ok()
+        crate::fs::read_text_file(path, None, None, crate::fs::DEFAULT_MAX_READ_BYTES)
+            .await
+            .ok()
     }
 
     /// Tells the user something about a file an agent wrote (a refused
-    /// write). Defaults to the log.
-    fn tell_user(&self, path: &Path, message: String) {
+    /// write, a disk edit its buffer could not take); `session`: the agent's
+    /// session, when known. Defaults to the log.
+    fn tell_user(&self, path: &Path, session: Option<&SessionId>, message: String) {
+        let _ = session;
         tracing::warn!(path = %path.display(), "{message}");
     }
 }
 
 /// The buffer sync of one connection's agents: the one owner of every
-/// file's state ([`FileSyncs`]), and the order of instructions.
-#[derive(Debug, Default)]
+/// file's state ([`FileSyncs`]), the order of instructions, and the task
+/// that brings buffers up to date with the agents' own disk edits. An
+/// editor makes one with its [`Buffers`] and hands it to the client
+/// ([`crate::EditorHost::buffer_sync`]); the client serves
+/// `fs/read_text_file` and `fs/write_text_file` through it and tells it of
+/// every disk edit review records. The editor reports the user's edits
+/// and saves of buffers ([`BufferSync::user_reported`],
+/// [`BufferSync::saved`]) and the buffers each prompt goes out with
+/// ([`BufferSync::turn_started`]).
 pub struct BufferSync {
+    core: Arc<Core>,
+    /// The task bringing buffers up to date with the agent's disk edits,
+    /// started with the first one (see [`Core::sync_disk`]).
+    disk_sync: OnceLock<mpsc::UnboundedSender<DiskJob>>,
+}
+
+impl std::fmt::Debug for BufferSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferSync")
+            .field("files", &*self.core.files.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the [`BufferSync`] and its disk-sync task share.
+struct Core {
     files: Mutex<FileSyncs>,
     /// Held from planning an instruction to recording its answer: an
     /// editor applies instructions in the order they arrive, and their
@@ -645,31 +873,196 @@ pub struct BufferSync {
     /// answers could otherwise record an older buffer text and synced disk
     /// text over a newer one.
     instructions: tokio::sync::Mutex<()>,
+    buffers: Arc<dyn Buffers>,
+}
+
+/// Work for the disk-sync task, done in order.
+#[derive(Debug)]
+enum DiskJob {
+    /// Send the buffer of this file the agent's waiting disk text; the
+    /// session whose agent made the edit, when known.
+    Sync(PathBuf, Option<SessionId>),
+    /// Answered once the jobs before it are done.
+    Barrier(oneshot::Sender<()>),
 }
 
 impl BufferSync {
-    /// Nothing known yet.
-    pub fn new() -> Self {
-        Self::default()
+    /// Nothing known yet; instructions go to `buffers`.
+    pub fn new(buffers: Arc<dyn Buffers>) -> Self {
+        Self {
+            core: Arc::new(Core {
+                files: Mutex::new(FileSyncs::new()),
+                instructions: tokio::sync::Mutex::new(()),
+                buffers,
+            }),
+            disk_sync: OnceLock::new(),
+        }
     }
 
     /// The files' state (held briefly: never across an await).
     pub fn files(&self) -> MutexGuard<'_, FileSyncs> {
-        self.files.lock()
+        self.core.files.lock()
     }
 
-    /// Waits for the turn to send an instruction; the turn lasts until the
-    /// guard drops, after the answer was recorded ([`BufferSync::send`]).
-    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.instructions.lock().await
+    /// What is held of a file's sync with its buffer, for diagnostics.
+    pub fn state(&self, path: &Path) -> Option<FileState> {
+        self.files().state(path)
     }
 
-    /// Sends one instruction (within a [`BufferSync::turn`]) and records
-    /// its answer.
-    pub async fn send(&self, buffers: &dyn Buffers, instruction: &Instruction) -> Result<Applied> {
-        let applied = buffers.apply(instruction).await?;
-        self.files.lock().answered(instruction, &applied);
-        Ok(applied)
+    /// Serves an `fs/read_text_file` from the loaded buffer of its file
+    /// (`None`: no buffer has it; the client reads the disk), and records
+    /// what the agent saw: the base of its next write.
+    pub async fn read(&self, request: &ReadTextFile) -> Result<Option<String>> {
+        let core = &self.core;
+        // The client's copy of the buffer, by its version: a buffer still at
+        // it answers with the range only.
+        let known = core.files.lock().buffer(&request.path).cloned();
+        let read = core
+            .buffers
+            .read(request, known.as_ref().map(|b| b.version))
+            .await?;
+        let Some(read) = read else {
+            // Read from disk (by the client, next): the disk is what it saw.
+            // A whole read is kept as the base of its next write, which is
+            // then merged with what the user saves meanwhile; a range is not
+            // the file (the base falls back to the text at the prompt).
+            let whole = match (request.line, request.limit) {
+                (None, None) => core.buffers.disk_text(&request.path).await.map(Into::into),
+                _ => None,
+            };
+            core.files
+                .lock()
+                .saw(&request.session_id, &request.path, whole);
+            return Ok(None);
+        };
+        let mut files = core.files.lock();
+        let whole = match read.view {
+            Some(view) => {
+                files.reported(
+                    &request.path,
+                    BufferText {
+                        text: view.buffer,
+                        version: read.version,
+                    },
+                );
+                view.whole
+            }
+            // Unchanged (an editor answers so only without open conflicts,
+            // when the agent reads the buffer as it is).
+            None => match known {
+                Some(known) if known.version == read.version => known.text,
+                _ => {
+                    return Err(Error::Host(format!(
+                        "the editor answered a read of `{}` as unchanged at a version the client does not hold; update the editor plugin and the client together",
+                        request.path.display()
+                    )))
+                }
+            },
+        };
+        files.saw(&request.session_id, &request.path, Some(whole));
+        Ok(Some(read.text))
+    }
+
+    /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
+    /// or a review reject's restore) through the editor's buffers; see
+    /// [`Core::write`].
+    pub async fn write(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
+        self.core.write(request).await
+    }
+
+    /// The client recorded an agent's write (`waited`: its outcome was
+    /// [`WriteOutcome::KeptUnsaved`] without a buffer): one that waited for the
+    /// buffer (open conflicts, or typing under every merge) is tried as a
+    /// disk edit now. Not earlier: the merged buffer's report would reach
+    /// review before the write and be overwritten by it.
+    pub fn write_recorded(&self, session: &SessionId, path: &Path, waited: bool) {
+        if waited {
+            self.queue(DiskJob::Sync(path.to_owned(), Some(session.clone())));
+        }
+    }
+
+    /// The agent changed `path` on disk with its own tools (claude-agent-acp
+    /// and Codex edit files themselves and only report diffs): review read
+    /// `after` from the disk, a tool call diff or the file watcher told it.
+    /// `before` is the text review knew the file had before (`None`:
+    /// unknown, or no file). Called from the session's review worker before
+    /// the change's `ReviewChanged`, for every change it records; the
+    /// buffer is brought up to date by the disk-sync task (needs a tokio
+    /// runtime), in the order of the file's changes.
+    pub fn disk_changed(
+        &self,
+        session: &SessionId,
+        path: &Path,
+        before: Option<&str>,
+        after: &str,
+    ) {
+        if self.files().disk_changed(path, before, after) {
+            self.queue(DiskJob::Sync(path.to_owned(), Some(session.clone())));
+        }
+    }
+
+    /// The editor reported a buffer's text with its version (the user's
+    /// edit of a reviewed buffer; `on_disk`: saved or just read): the next
+    /// merge into it is made against that text. Returns whether review
+    /// records it as the user's edit: not while the agent's disk text waits
+    /// for the buffer (it is reported again once merged). A report without
+    /// conflict blocks sends that waiting text again.
+    pub async fn user_reported(&self, path: &Path, buffer: BufferText, on_disk: OnDisk) -> bool {
+        if self.files().pending(path).is_some() {
+            // An instruction for the agent's disk text may be out: its
+            // answer is taken first, so a report the editor sent after
+            // applying it is not judged by the state before.
+            self.disk_synced().await;
+        }
+        let report = self.files().user_reported(path, buffer, on_disk);
+        if report.sync {
+            self.queue(DiskJob::Sync(path.to_owned(), None));
+        }
+        report.record
+    }
+
+    /// The user saved the buffer of `path` (an editor reports every save):
+    /// see [`FileSyncs::saved`].
+    pub fn saved(&self, path: &Path) {
+        self.files().saved(path);
+    }
+
+    /// A prompt of `session` goes out with these buffers: their text is
+    /// known from now on (unless a newer report came first), so the agent's
+    /// first write or disk edit of one is merged in one instruction; their
+    /// files' texts are the base of a write by an agent that reads nothing
+    /// first ([`FileSyncs::base_of_write`]) and the "before" of its edits
+    /// that come without a diff ([`BufferSync::text_before_turn`]).
+    pub fn turn_started(&self, session: &SessionId, buffers: Vec<BufferAtPrompt>) {
+        let mut files = self.files();
+        let mut texts = Vec::with_capacity(buffers.len());
+        for b in buffers {
+            let text: Arc<str> = b.text.into();
+            texts.push((
+                b.path.clone(),
+                b.disk.map_or_else(|| text.clone(), Into::into),
+            ));
+            files.reported(
+                &b.path,
+                BufferText {
+                    text,
+                    version: b.version,
+                },
+            );
+        }
+        files.turn_started(session, texts);
+    }
+
+    /// See [`FileSyncs::text_before_turn`].
+    pub fn text_before_turn(&self, session: &SessionId, path: &Path) -> Option<String> {
+        self.files()
+            .text_before_turn(session, path)
+            .map(|t| t.to_string())
+    }
+
+    /// Forgets what a closed session saw.
+    pub fn drop_session(&self, session: &SessionId) {
+        self.files().drop_session(session);
     }
 
     /// A prompt of `session` goes out: the files it embeds whole
@@ -699,10 +1092,69 @@ impl BufferSync {
                 Some((path, res.text.as_str()))
             })
             .collect();
-        let mut files = self.files.lock();
+        let mut files = self.files();
         for (path, text) in embedded {
             files.saw(session, &path, Some(text.into()));
         }
+    }
+
+    /// Waits until the disk edits queued so far were sent to the editor
+    /// and answered.
+    pub async fn disk_synced(&self) {
+        if self.disk_sync.get().is_none() {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.queue(DiskJob::Barrier(tx));
+        let _ = rx.await;
+    }
+
+    fn queue(&self, job: DiskJob) {
+        let jobs = self.disk_sync.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(Core::run_disk_sync(self.core.clone(), rx));
+            tx
+        });
+        if jobs.send(job).is_err() {
+            tracing::warn!("disk edit not synced: the task has stopped");
+        }
+    }
+}
+
+impl Core {
+    /// The disk-sync task: one per connection, so neither review's worker
+    /// nor the read loop waits on the editor, and the instructions of a
+    /// file go out in the order of its changes. Ends with the
+    /// [`BufferSync`].
+    async fn run_disk_sync(core: Arc<Self>, mut jobs: mpsc::UnboundedReceiver<DiskJob>) {
+        while let Some(job) = jobs.recv().await {
+            match job {
+                DiskJob::Sync(path, session) => {
+                    if let Err(e) = core.sync_disk(&path, session.as_ref()).await {
+                        tracing::warn!(path = %path.display(), "disk edit not applied to its buffer: {e}");
+                        core.buffers.tell_user(
+                            &path,
+                            session.as_ref(),
+                            format!(
+                                "could not bring the buffer of {} up to date with the agent's edit on disk ({e}); reload the buffer from disk to see it",
+                                path.display()
+                            ),
+                        );
+                    }
+                }
+                DiskJob::Barrier(done) => {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Sends one instruction (holding the instruction lock) and records
+    /// its answer.
+    async fn send(&self, instruction: &Instruction) -> Result<Applied> {
+        let applied = self.buffers.apply(instruction).await?;
+        self.files.lock().answered(instruction, &applied);
+        Ok(applied)
     }
 
     /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
@@ -714,11 +1166,8 @@ impl BufferSync {
     /// ([`FileSyncs::base_of_write`]); never the user's save, whose lines
     /// the agent never saw would read as its deletions. For a restore, the
     /// text review knew the file had.
-    pub async fn write(
-        &self,
-        buffers: &dyn Buffers,
-        request: &WriteTextFile,
-    ) -> Result<WriteOutcome> {
+    async fn write(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
+        let buffers = &*self.buffers;
         let path = request.path.as_path();
         let restore = match &request.kind {
             WriteKind::Restore { current } => Some(current.as_deref()),
@@ -754,7 +1203,7 @@ impl BufferSync {
         // editor's last report of the buffer and the instruction's arrival,
         // so the merge is made again from the text the answer carries.
         for _ in 0..MAX_ATTEMPTS {
-            let _turn = self.turn().await;
+            let _turn = self.instructions.lock().await;
             let (instruction, base) = {
                 let mut files = self.files.lock();
                 let base: Arc<str> = match (&base, restore) {
@@ -767,6 +1216,7 @@ impl BufferSync {
                     (None, None) => "".into(),
                 };
                 let mut instruction = files.plan(path, &base, &request.content, origin);
+                instruction.session = Some(request.session_id.clone());
                 if !known {
                     // A write that waits is merged later against the synced
                     // disk text, as before.
@@ -774,7 +1224,7 @@ impl BufferSync {
                 }
                 (instruction, base)
             };
-            match self.send(buffers, &instruction).await? {
+            match self.send(&instruction).await? {
                 Applied::NoBuffer if origin == Origin::Write => {
                     outcome = Some(self.write_without_buffer(
                         buffers,
@@ -874,13 +1324,14 @@ impl BufferSync {
     /// stale answer (at most [`MAX_ATTEMPTS`]); nothing when none waits
     /// (taken by an earlier call, or overwritten by a save). After that the
     /// user's next report plans it again.
-    pub async fn sync_disk(&self, buffers: &dyn Buffers, path: &Path) -> Result<()> {
+    async fn sync_disk(&self, path: &Path, session: Option<&SessionId>) -> Result<()> {
         for _ in 0..MAX_ATTEMPTS {
-            let _turn = self.turn().await;
-            let Some(instruction) = self.files.lock().plan_disk(path) else {
+            let _turn = self.instructions.lock().await;
+            let Some(mut instruction) = self.files.lock().plan_disk(path) else {
                 return Ok(());
             };
-            let Applied::Stale(_) = self.send(buffers, &instruction).await? else {
+            instruction.session = session.cloned();
+            let Applied::Stale(_) = self.send(&instruction).await? else {
                 return Ok(());
             };
             if instruction.merge.is_none() && self.files.lock().disk(path).is_none() {
@@ -922,6 +1373,7 @@ impl BufferSync {
         if merged.conflict_count() > 0 {
             buffers.tell_user(
                 &request.path,
+                Some(&request.session_id),
                 format!(
                     "the agent's write of {path} was refused: it changes lines you saved after it last saw the file; the agent was asked to read the file again"
                 ),

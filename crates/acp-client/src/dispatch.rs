@@ -432,7 +432,11 @@ pub(crate) async fn read_file(
     };
     // Never closed, so `acquire` cannot fail.
     let _permit = shared.reads.acquire().await;
-    let content = match shared.host.read_text_file(&request).await? {
+    let buffered = match shared.host.buffer_sync() {
+        Some(sync) => sync.read(&request).await?,
+        None => None,
+    };
+    let content = match buffered {
         Some(text) => text,
         None => {
             let read = fs::read_text_file(
@@ -505,7 +509,11 @@ pub(crate) async fn write_file(
     let missing = fs::missing_dirs(&request.path);
     let mut user_text = None;
     let mut merged: Option<String> = None;
-    let (old_content, applied) = match shared.host.write_text_file(&request).await? {
+    let outcome = match shared.host.buffer_sync() {
+        Some(sync) => sync.write(&request).await?,
+        None => WriteOutcome::NotHandled,
+    };
+    let (old_content, applied) = match outcome {
         WriteOutcome::Handled { old_content } => (old_content, Applied::Buffer),
         WriteOutcome::NotHandled => (
             fs::write_text_file_atomic(&request.path, &request.content).await?,
@@ -572,6 +580,15 @@ pub(crate) async fn write_file(
     shared
         .review
         .record_made_dirs(&request.session_id, &workspace, missing);
+    if let Some(sync) = shared.host.buffer_sync() {
+        // Before the event: an editor that drew it would otherwise see the
+        // buffer's merge before the write it waited for.
+        sync.write_recorded(
+            &request.session_id,
+            &request.path,
+            applied == Applied::Waiting,
+        );
+    }
     shared.emit(ClientEvent::FileEdited(FileEdit {
         session_id: request.session_id,
         path: request.path,

@@ -2,8 +2,9 @@
 //!
 //! An editor that implements only [`EditorHost::request_permission`] gets
 //! disk-backed `fs/*` and process-backed `terminal/*` for free; an editor with
-//! buffers overrides [`EditorHost::read_text_file`] and
-//! [`EditorHost::write_text_file`] so agents see and edit unsaved text.
+//! buffers implements [`crate::buffer_sync::Buffers`] and returns its
+//! [`BufferSync`] from [`EditorHost::buffer_sync`], so agents see and edit
+//! unsaved text.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,10 +12,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::buffer_sync::BufferSync;
 use crate::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };
-use crate::error::Result;
 use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use crate::process::ExitInfo;
 use crate::review::{FileReview, FileSummary};
@@ -53,93 +54,7 @@ impl Default for HostCapabilities {
     }
 }
 
-/// An `fs/read_text_file` that passed the workspace check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadTextFile {
-    /// The session the request belongs to.
-    pub session_id: SessionId,
-    /// Absolute, normalized path inside the session's workspace.
-    pub path: PathBuf,
-    /// 1-based first line.
-    pub line: Option<u32>,
-    /// Number of lines.
-    pub limit: Option<u32>,
-}
-
-/// An `fs/write_text_file` that passed the workspace check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WriteTextFile {
-    /// The session the request belongs to.
-    pub session_id: SessionId,
-    /// Absolute, normalized path inside the session's workspace.
-    pub path: PathBuf,
-    /// The complete new content.
-    pub content: String,
-    /// Whose text it is.
-    pub kind: WriteKind,
-}
-
-/// Whose text a [`WriteTextFile`] writes.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WriteKind {
-    /// The agent's `fs/write_text_file`.
-    #[default]
-    Agent,
-    /// A review reject restores the text before the rejected hunks. An
-    /// editor merges it into a buffer with unsaved edits against `current`
-    /// and leaves the disk alone.
-    Restore {
-        /// The text the review knew the file had (`None`: nothing known).
-        current: Option<String>,
-    },
-}
-
-/// What the editor did with a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteOutcome {
-    /// The editor applied the write (to a buffer and/or disk). `old_content`
-    /// is the text it replaced (`None` for a new file), for edit review.
-    Handled {
-        /// The text the write replaced (`None` for a new file).
-        old_content: Option<String>,
-    },
-    /// The editor's buffer of the path has unsaved edits: the client writes
-    /// the agent's text to disk (so the agent's view of the file stays
-    /// true) and the buffer keeps the user's work.
-    KeptUnsaved {
-        /// The text the agent last saw of the file (it read the unsaved
-        /// buffer, or a mention embedded it): the "before" of its edit. A
-        /// user's unsaved line it wrote back is not the agent's change.
-        /// `None`: it saw the disk.
-        seen: Option<String>,
-        /// What the buffer holds now: the agent's change merged into the
-        /// user's unsaved text (recorded as the user's text, so review
-        /// shows only the agent's lines as its own). `None`: the buffer was
-        /// left alone (it has open conflict blocks; the editor merges the
-        /// change once they are resolved).
-        buffer: Option<String>,
-    },
-    /// The agent's change was merged with text of the user's it had not
-    /// seen (saved after the agent read the file, or typed during the turn
-    /// of a write that read nothing): `text` holds both, without conflict
-    /// blocks, and is what the file holds now.
-    Merged {
-        /// The text the merge replaced (the user's saved text), the "before"
-        /// of the edit for review: what differs from it in `text` is the
-        /// agent's change (`None`: no file).
-        old_content: Option<String>,
-        /// The merge.
-        text: String,
-        /// The editor saved `text` (its buffer took it); `false`: the
-        /// client writes it to disk.
-        written: bool,
-    },
-    /// The editor has no buffer for the path: the client writes the disk.
-    NotHandled,
-}
+pub use crate::buffer_sync::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 
 /// Where an agent's write went, as [`FileEdit::applied`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -288,58 +203,15 @@ pub trait EditorHost: Send + Sync + 'static {
         ElicitationResponse::Cancel
     }
 
-    /// Return the requested lines of an open buffer (unsaved edits included),
-    /// already cut to `line`/`limit`, or `None` to let the client read disk.
-    async fn read_text_file(&self, request: &ReadTextFile) -> Result<Option<String>> {
-        let _ = request;
-        Ok(None)
-    }
-
-    /// Apply a write to an open buffer, or return [`WriteOutcome::NotHandled`]
-    /// to let the client write disk atomically.
-    async fn write_text_file(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
-        let _ = request;
-        Ok(WriteOutcome::NotHandled)
-    }
-
-    /// The text `path` had when the editor sent the session's current prompt,
-    /// if the editor held it then in a buffer without unsaved changes, and
-    /// the user has not saved that buffer since; `None` otherwise.
-    ///
-    /// Review uses it as the "before" of an agent edit that came with no
-    /// diff and was written before the client could read the file (an
-    /// agent that writes right after announcing the tool call, or reports
-    /// it afterwards). Only a copy taken when the prompt is sent is safe: a
-    /// buffer read later may already hold the new text, because editors
-    /// reload unmodified buffers whose file changed (Neovim's `autoread` on
-    /// `:checktime`, focus or cursor-hold hooks) without any notice that
-    /// would let them keep the old text. The client still checks that the
-    /// file changed on disk during the turn before it believes the copy.
-    async fn text_before_turn(
-        &self,
-        session_id: &SessionId,
-        path: &std::path::Path,
-    ) -> Result<Option<String>> {
-        let _ = (session_id, path);
-        Ok(None)
-    }
-
-    /// The agent changed `path` on disk with its own tools (claude-agent-acp
-    /// and Codex edit files themselves and only report diffs): review read
-    /// `after` from the disk, a tool call diff or the file watcher told it.
-    /// `before` is the text review knew the file had before (`None`: unknown,
-    /// or no file). Called from the session's review worker before the
-    /// change's [`ClientEvent::ReviewChanged`], for every change it records,
-    /// also when the editor's buffer already holds the text. An editor with
-    /// buffers brings them up to date; it must not block: queue the work.
-    fn disk_changed(
-        &self,
-        session_id: &SessionId,
-        path: &std::path::Path,
-        before: Option<&str>,
-        after: &str,
-    ) {
-        let _ = (session_id, path, before, after);
+    /// The editor's buffer sync, for an editor with buffers: the client
+    /// then serves `fs/read_text_file` and `fs/write_text_file` through
+    /// them (agents see unsaved text; their writes are merged into unsaved
+    /// edits) and brings them up to date with the agent's own disk edits.
+    /// The editor makes it from its [`crate::buffer_sync::Buffers`] and
+    /// reports the user's edits, saves and prompts to it. `None` (the
+    /// default): the client reads and writes the disk.
+    fn buffer_sync(&self) -> Option<&BufferSync> {
+        None
     }
 
     /// The editor's diagnostics for the `diagnostics` tool of the editor's
@@ -351,7 +223,7 @@ pub trait EditorHost: Send + Sync + 'static {
         &self,
         session_id: &SessionId,
         path: Option<&std::path::Path>,
-    ) -> Result<serde_json::Value> {
+    ) -> crate::Result<serde_json::Value> {
         let _ = (session_id, path);
         Err(crate::Error::Host(
             "diagnostics are not supported by this editor".into(),
@@ -360,7 +232,7 @@ pub trait EditorHost: Send + Sync + 'static {
 
     /// The open files for the `open_buffers` tool of the editor's MCP
     /// server: path, unsaved-changes flag, cursor, last visual selection.
-    async fn open_buffers(&self, session_id: &SessionId) -> Result<serde_json::Value> {
+    async fn open_buffers(&self, session_id: &SessionId) -> crate::Result<serde_json::Value> {
         let _ = session_id;
         Err(crate::Error::Host(
             "listing open buffers is not supported by this editor".into(),

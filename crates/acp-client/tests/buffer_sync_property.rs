@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use acp_client::buffer_sync::{
-    Applied, BufferSync, BufferText, Buffers, Instruction, OnDisk, Origin,
+    Applied, BufferAtPrompt, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
+    OnDisk, Origin,
 };
-use acp_client::host::{WriteKind, WriteOutcome, WriteTextFile};
+use acp_client::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use acp_client::update::SessionId;
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -118,6 +119,26 @@ struct MemoryEditor {
 
 #[async_trait]
 impl Buffers for MemoryEditor {
+    async fn read(
+        &self,
+        request: &ReadTextFile,
+        _known: Option<u64>,
+    ) -> acp_client::Result<Option<BufferRead>> {
+        assert_eq!((request.line, request.limit), (None, None));
+        let st = self.state.lock();
+        Ok(st.buffer.as_ref().map(|b| {
+            let text: Arc<str> = b.text().into();
+            BufferRead {
+                text: text.to_string(),
+                version: b.tick,
+                view: Some(BufferView {
+                    whole: text.clone(),
+                    buffer: text,
+                }),
+            }
+        }))
+    }
+
     async fn apply(&self, i: &Instruction) -> acp_client::Result<Applied> {
         assert_ne!(i.origin, Origin::Disk, "no disk edits in this model");
         let mut st = self.state.lock();
@@ -216,7 +237,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// One run: the model of the two agents' knowledge next to the editor.
 struct Run {
-    editor: MemoryEditor,
+    editor: Arc<MemoryEditor>,
     sync: BufferSync,
     path: PathBuf,
     sessions: [SessionId; 2],
@@ -230,7 +251,7 @@ struct Run {
 
 impl Run {
     fn new() -> Self {
-        let editor = MemoryEditor::default();
+        let editor = Arc::new(MemoryEditor::default());
         {
             let mut st = editor.state.lock();
             st.disk = Some("a\nb\nc\n".into());
@@ -244,23 +265,14 @@ impl Run {
             });
         }
         Self {
-            editor,
-            sync: BufferSync::new(),
+            editor: editor.clone(),
+            sync: BufferSync::new(editor.clone()),
             path: PathBuf::from("/mem/f.txt"),
             sessions: [SessionId::new("s0"), SessionId::new("s1")],
             views: [None, None],
             read: [false, false],
             agent_lines: 0,
             log: Vec::new(),
-        }
-    }
-
-    /// The text of the file as a reader sees it: the buffer, else the disk.
-    fn visible(&self) -> Option<(String, Option<u64>)> {
-        let st = self.editor.state.lock();
-        match &st.buffer {
-            Some(b) => Some((b.text(), Some(b.tick))),
-            None => st.disk.clone().map(|d| (d, None)),
         }
     }
 
@@ -326,15 +338,16 @@ impl Run {
                         st.disk.clone(),
                     )
                 };
-                let mut texts = Vec::new();
+                let mut buffers = Vec::new();
                 if let Some((text, tick, modified)) = buffer {
                     let start = if modified {
                         disk.clone()
                     } else {
                         Some(text.clone())
                     };
+                    // A buffer whose file is not on disk goes without one
+                    // (as the Neovim plugin sends only files it can stat).
                     if let Some(start) = start {
-                        texts.push((self.path.clone(), Arc::<str>::from(start.as_str())));
                         // An agent that never read or wrote the file works
                         // from it as it was at the prompt (the rule of issue
                         // 24: an agent writing from an earlier turn's memory,
@@ -342,38 +355,32 @@ impl Run {
                         if !self.read[*s] {
                             self.views[*s] = Some(start);
                         }
-                    }
-                    self.sync.files().reported(
-                        &self.path,
-                        BufferText {
-                            text: text.into(),
+                        buffers.push(BufferAtPrompt {
+                            path: self.path.clone(),
+                            text,
                             version: tick,
-                        },
-                    );
+                            disk: modified.then_some(disk).flatten(),
+                        });
+                    }
                 }
-                self.sync.files().turn_started(&self.sessions[*s], texts);
+                self.sync.turn_started(&self.sessions[*s], buffers);
             }
             Op::Read(s) => {
-                let Some((text, tick)) = self.visible() else {
+                let request = ReadTextFile {
+                    session_id: self.sessions[*s].clone(),
+                    path: self.path.clone(),
+                    line: None,
+                    limit: None,
+                };
+                let Some(text) = self.sync.read(&request).await.unwrap() else {
+                    // The client reads the disk (a whole read: what it saw).
+                    let Some(disk) = self.editor.state.lock().disk.clone() else {
+                        return;
+                    };
+                    self.views[*s] = Some(disk);
+                    self.read[*s] = true;
                     return;
                 };
-                let mut files = self.sync.files();
-                match tick {
-                    Some(tick) => {
-                        let text: Arc<str> = text.as_str().into();
-                        files.reported(
-                            &self.path,
-                            BufferText {
-                                text: text.clone(),
-                                version: tick,
-                            },
-                        );
-                        files.saw(&self.sessions[*s], &self.path, Some(text));
-                    }
-                    // A whole read of the disk is what it saw.
-                    None => files.saw(&self.sessions[*s], &self.path, Some(text.as_str().into())),
-                }
-                drop(files);
                 self.views[*s] = Some(text);
                 self.read[*s] = true;
             }
@@ -455,7 +462,7 @@ impl Run {
             content: content.clone(),
             kind: WriteKind::Agent,
         };
-        let outcome = self.sync.write(&self.editor, &request).await;
+        let outcome = self.sync.write(&request).await;
         self.log.push(format!("  -> {outcome:?}"));
         let outcome = outcome?;
         let mut st = self.editor.state.lock();

@@ -9,8 +9,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use acp_client::buffer_sync::{
+    Applied, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
+};
 use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTIONS};
-use acp_client::host::{ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::host::ReadTextFile;
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
@@ -19,12 +22,79 @@ use serde_json::{json, Value};
 use support::{Peer, WAIT};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-/// An editor with open buffers (path -> text, unsaved edits included) that
-/// applies the agent's writes to them, and diagnostics to give.
+/// An editor's open buffers (path -> text, unsaved edits included, and
+/// the buffer's version), as acp-client's buffer sync sees them.
 #[derive(Default)]
+struct EditorBuffers {
+    open: Mutex<HashMap<PathBuf, (String, u64)>>,
+}
+
+#[async_trait]
+impl Buffers for EditorBuffers {
+    async fn read(
+        &self,
+        request: &ReadTextFile,
+        _known: Option<u64>,
+    ) -> acp_client::Result<Option<BufferRead>> {
+        let Some((text, version)) = self.open.lock().unwrap().get(&request.path).cloned() else {
+            return Ok(None);
+        };
+        let whole: Arc<str> = text.as_str().into();
+        Ok(Some(BufferRead {
+            text: acp_client::fs::slice_lines(&text, request.line, request.limit)?,
+            version,
+            view: Some(BufferView {
+                whole: whole.clone(),
+                buffer: whole,
+            }),
+        }))
+    }
+
+    /// Every open buffer holds unsaved edits: it takes the merge made at
+    /// its version, and answers stale otherwise.
+    async fn apply(&self, instruction: &Instruction) -> acp_client::Result<Applied> {
+        let mut open = self.open.lock().unwrap();
+        let Some((text, version)) = open.get_mut(&instruction.path) else {
+            return Ok(Applied::NoBuffer);
+        };
+        match &instruction.merge {
+            Some(merge) if merge.version == *version => {
+                *text = merge.text.clone();
+                *version += 1;
+                Ok(Applied::Merged { version: *version })
+            }
+            _ => Ok(Applied::Stale(BufferText {
+                text: text.as_str().into(),
+                version: *version,
+            })),
+        }
+    }
+}
+
+/// An editor with open buffers whose writes go through the buffer sync,
+/// and diagnostics to give.
 struct BufferHost {
-    buffers: Mutex<HashMap<PathBuf, String>>,
+    buffers: Arc<EditorBuffers>,
+    sync: BufferSync,
     events: Mutex<Vec<ClientEvent>>,
+}
+
+impl Default for BufferHost {
+    fn default() -> Self {
+        let buffers = Arc::new(EditorBuffers::default());
+        Self {
+            sync: BufferSync::new(buffers.clone()),
+            buffers,
+            events: Mutex::default(),
+        }
+    }
+}
+
+impl BufferHost {
+    /// The text of an open buffer.
+    fn buffer(&self, path: &Path) -> String {
+        self.buffers.open.lock().unwrap()[path].0.clone()
+    }
 }
 
 #[async_trait]
@@ -33,23 +103,8 @@ impl EditorHost for BufferHost {
         PermissionDecision::Cancelled
     }
 
-    async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
-        let text = self.buffers.lock().unwrap().get(&request.path).cloned();
-        text.map(|t| acp_client::fs::slice_lines(&t, request.line, request.limit))
-            .transpose()
-    }
-
-    async fn write_text_file(&self, request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
-        let mut buffers = self.buffers.lock().unwrap();
-        match buffers.get_mut(&request.path) {
-            Some(text) => {
-                let old = std::mem::replace(text, request.content.clone());
-                Ok(WriteOutcome::Handled {
-                    old_content: Some(old),
-                })
-            }
-            None => Ok(WriteOutcome::NotHandled),
-        }
+    fn buffer_sync(&self) -> Option<&BufferSync> {
+        Some(&self.sync)
     }
 
     async fn diagnostics(
@@ -90,9 +145,12 @@ async fn open(agent_caps: Value) -> Fixture {
     std::fs::write(root.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
     let host = Arc::new(BufferHost::default());
     // main.rs is open with an unsaved line the disk does not have.
-    host.buffers.lock().unwrap().insert(
+    host.buffers.open.lock().unwrap().insert(
         root.join("main.rs"),
-        "fn main() {\n    // unsaved by the user\n    old();\n}\n".into(),
+        (
+            "fn main() {\n    // unsaved by the user\n    old();\n}\n".into(),
+            1,
+        ),
     );
     let options = ConnectionOptions {
         editor_tools: Some(EditorToolsOptions {
@@ -244,7 +302,7 @@ async fn over_http_every_tool_works_on_the_editors_view() {
     )
     .await;
     assert!(!err, "{text}");
-    let buffer = f.host.buffers.lock().unwrap()[&main].clone();
+    let buffer = f.host.buffer(&main);
     assert_eq!(
         buffer,
         "fn main() {\n    // unsaved by the user\n    new();\n}\n"
@@ -545,9 +603,10 @@ async fn over_the_stdio_bridge_the_same_tools_answer() {
         .send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "edit_file", "arguments": {"path": main, "old_string": "old();", "new_string": "bridged();"}}}))
         .await;
     assert_eq!(bridge.recv().await["result"]["isError"], false);
-    assert!(
-        f.host.buffers.lock().unwrap()[&main].contains("// unsaved by the user\n    bridged();")
-    );
+    assert!(f
+        .host
+        .buffer(&main)
+        .contains("// unsaved by the user\n    bridged();"));
     bridge
         .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": f.outside}}}))
         .await;

@@ -157,7 +157,8 @@ async fn bad_params_get_invalid_params_and_unknown_sessions_not_found() {
 async fn a_failing_handler_gets_internal_error() {
     let dir = tempfile::tempdir().unwrap();
     let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
-    host.fail_reads
+    host.buffers
+        .fail_reads
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let (conn, mut peer) = connect(host);
     open_session(&conn, &mut peer, json!({}), dir.path()).await;

@@ -241,7 +241,7 @@ async fn fs_reads_see_the_editor_buffer_first() {
     .await;
     let path = s.dir.path().canonicalize().unwrap().join("open.txt");
     std::fs::write(&path, "on disk\n").unwrap();
-    *s.host.buffer.lock().unwrap() = Some((path, "first\nunsaved line\nlast\n".into()));
+    *s.host.buffers.buffer.lock().unwrap() = Some((path, "first\nunsaved line\nlast\n".into()));
     assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
     assert_no_failed_expectation(&s);
 }

@@ -213,6 +213,16 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
 /// A turn that waits for the test to write `x.txt` (as an agent writing
 /// before the client could read it), then names the file with no diff, then
 /// edits `y.txt` with a diff (an event to wait for).
+/// A buffer without unsaved edits, as a prompt goes out with it.
+fn unmodified(path: &Path, text: &str) -> acp_client::buffer_sync::BufferAtPrompt {
+    acp_client::buffer_sync::BufferAtPrompt {
+        path: path.to_owned(),
+        text: text.into(),
+        version: 1,
+        disk: None,
+    }
+}
+
 fn written_before_announced() -> Value {
     json!([{ "steps": [
         { "type": "waitForFile", "path": "go" },
@@ -232,10 +242,8 @@ async fn an_edit_written_before_its_tool_call_is_reviewed_against_the_editors_co
     let (x, y) = (s.root.join("x.txt"), s.root.join("y.txt"));
     // The editor had x.txt open, unmodified, when the prompt was sent.
     s._host
-        .before_turn
-        .lock()
-        .unwrap()
-        .insert(x.clone(), "keep\nold\n".into());
+        .sync
+        .turn_started(&s.sid, vec![unmodified(&x, "keep\nold\n")]);
     let conn = s.conn.clone();
     let sid = s.sid.clone();
     let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
@@ -286,10 +294,8 @@ async fn a_stale_editor_copy_of_a_file_not_written_during_the_turn_is_ignored() 
         .set_modified(hour_ago)
         .unwrap();
     s._host
-        .before_turn
-        .lock()
-        .unwrap()
-        .insert(x.clone(), "keep\nold\n".into());
+        .sync
+        .turn_started(&s.sid, vec![unmodified(&x, "keep\nold\n")]);
     std::fs::write(s.root.join("go"), "").unwrap();
     assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
     // y.txt is edited after x.txt was named: once it is under review, x.txt

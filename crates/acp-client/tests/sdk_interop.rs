@@ -695,7 +695,8 @@ async fn fs_requests_read_buffers_and_disk_and_write_disk() {
     // An open buffer's unsaved text wins over the disk.
     let buffered = dir.path().join("open.rs");
     std::fs::write(&buffered, "saved\n").unwrap();
-    *host.buffer.lock().unwrap() = Some((buffered.clone(), "unsaved 1\nunsaved 2\n".into()));
+    *host.buffers.buffer.lock().unwrap() =
+        Some((buffered.clone(), "unsaved 1\nunsaved 2\n".into()));
     let from_buffer = agent.call(read(&buffered).line(2)).await.unwrap();
     assert_eq!(from_buffer.content, "unsaved 2\n");
 

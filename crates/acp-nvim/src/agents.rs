@@ -294,6 +294,15 @@ impl Agents {
         Some((agent, session))
     }
 
+    /// Every running agent.
+    pub fn all(&self) -> Vec<Arc<Agent>> {
+        self.entries
+            .lock()
+            .values()
+            .map(|e| e.agent.clone())
+            .collect()
+    }
+
     /// How many agent processes are running.
     pub fn len(&self) -> usize {
         self.entries.lock().len()

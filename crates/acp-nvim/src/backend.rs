@@ -191,6 +191,11 @@ impl Backend {
                     self.no_session_warning(chat_id);
                 }
             }
+            Command::FileSaved { path } => {
+                for agent in self.agents.all() {
+                    agent.host.file_saved(&path);
+                }
+            }
             Command::Shutdown => {
                 tracing::warn!("acp.shutdown reached the command loop as a command; ignored")
             }

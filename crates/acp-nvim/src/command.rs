@@ -201,6 +201,12 @@ pub enum Command {
         /// Only show what would change.
         preview: bool,
     },
+    /// `acp.file_saved`: the user saved a buffer (any file): its text at
+    /// the chats' prompts is no "before" of an agent edit any more.
+    FileSaved {
+        /// Absolute path of the file.
+        path: PathBuf,
+    },
     /// `acp.review_*`, `acp.user_edit`: edit review.
     Review(ReviewCommand),
     /// `acp.agents_*`: the agent registry.
@@ -442,6 +448,9 @@ impl Command {
                 },
                 preview: matches!(p.get("preview"), Some(Value::Boolean(true))),
             }),
+            "acp.file_saved" => Ok(Command::FileSaved {
+                path: p.required_path("path")?,
+            }),
             m if ReviewCommand::handles(m) => decode_review(&p).map(Command::Review),
             "acp.agents_list" | "acp.agents_install" | "acp.agents_cancel"
             | "acp.agents_remove" => decode_registry(&p).map(Command::Registry),
@@ -466,6 +475,7 @@ impl Command {
             Command::ListSessions { .. } => "acp.list_sessions",
             Command::Logout { .. } => "acp.logout",
             Command::Rewind { .. } => "acp.rewind",
+            Command::FileSaved { .. } => "acp.file_saved",
             Command::Review(r) => r.name(),
             Command::Registry(r) => r.name(),
         }

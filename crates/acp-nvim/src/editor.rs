@@ -17,8 +17,6 @@ pub const DISPATCH_LUA: &str = "require('acp.events').dispatch(...)";
 pub const FS_READ_LUA: &str = "return require('acp.fs').read_for_agent(...)";
 /// Lua code run for the one instruction of a write to such a file.
 pub const FS_APPLY_LUA: &str = "return require('acp.fs').apply(...)";
-/// Lua code run for the text a file's buffer had when a chat's prompt was sent.
-pub const BEFORE_TURN_LUA: &str = "return require('acp.baseline').get(...)";
 /// Lua code run for the editor MCP server's `diagnostics` and `open_buffers`.
 pub const EDITOR_STATE_LUA: &str = "return require('acp.editor_tools').state(...)";
 
@@ -46,14 +44,6 @@ pub trait Editor: Send + Sync + 'static {
 
     /// `require('acp.fs').apply(instruction)`: `{status, revision, ...}`.
     async fn fs_apply(&self, args: Value) -> Result<Value, LuaError>;
-
-    /// `require('acp.baseline').get({chat_id, path})`: the text the file's
-    /// unmodified buffer had when the chat's prompt was sent, or nil. An
-    /// editor that keeps no such copies answers nil.
-    async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
-        let _ = args;
-        Ok(Value::Nil)
-    }
 
     /// `require('acp.editor_tools').state({what, path?})`: the editor's
     /// diagnostics (`what = "diagnostics"`) or open buffers
@@ -110,10 +100,6 @@ impl<W: AsyncWrite + Send + Sync + Unpin + 'static> Editor for NvimEditor<W> {
 
     async fn fs_apply(&self, args: Value) -> Result<Value, LuaError> {
         self.exec_lua(FS_APPLY_LUA, args).await
-    }
-
-    async fn before_turn(&self, args: Value) -> Result<Value, LuaError> {
-        self.exec_lua(BEFORE_TURN_LUA, args).await
     }
 
     async fn editor_state(&self, args: Value) -> Result<Value, LuaError> {

@@ -465,7 +465,11 @@ pub(super) async fn write_content(
         content: content.to_owned(),
         kind: WriteKind::Restore { current },
     };
-    match host.write_text_file(&request).await? {
+    let outcome = match host.buffer_sync() {
+        Some(sync) => sync.write(&request).await?,
+        None => WriteOutcome::NotHandled,
+    };
+    match outcome {
         WriteOutcome::Handled { .. } => Ok(None),
         WriteOutcome::Merged {
             text,

@@ -14,13 +14,13 @@
 //!
 //! A snapshot taken when the tool call arrives is too late for an agent
 //! that writes right after announcing the edit (or announces it after
-//! writing): the disk already holds the new text. So the editor is asked
-//! too ([`EditorHost::text_before_turn`]): the copy of the file's buffer
-//! it took when the prompt was sent is the "before", if the file changed on
+//! writing): the disk already holds the new text. So the buffer sync is asked
+//! too ([`BufferSync::text_before_turn`]): the file's text when the editor
+//! sent the prompt is the "before", if the file changed on
 //! disk during the turn (a buffer that was stale before the prompt is not
 //! believed: its difference is not the agent's).
 //!
-//! [`EditorHost::text_before_turn`]: crate::host::EditorHost::text_before_turn
+//! [`BufferSync::text_before_turn`]: crate::buffer_sync::BufferSync::text_before_turn
 //!
 //! This module owns what a tool call says about files ([`ToolFacts`]), the
 //! recording of `fs/write_text_file` and of tool call diffs, and the
@@ -47,10 +47,6 @@ use crate::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 /// file of a turn is held in memory (twice), and agents mention every file
 /// they read. Bigger files are reviewed only through the diffs of tool calls.
 const SNAPSHOT_MAX_BYTES: usize = 8 * 1024 * 1024;
-
-/// How long the worker waits for the editor's copy of a file: a hung editor
-/// must not stall the tracking of the session.
-const HOST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Slack for file times: filesystems stamp a write with a coarse clock
 /// (Linux: the timer tick; 1 s on ext3 and HFS+, 2 s on FAT), so a write
@@ -332,22 +328,10 @@ impl Worker {
     /// is the file's true "before" (see [`editor_baseline`]).
     async fn text_before_turn(&self, path: &Path, disk: &Option<String>) -> Option<String> {
         disk.as_ref()?;
-        let asked = tokio::time::timeout(
-            HOST_TIMEOUT,
-            self.host.text_before_turn(&self.session_id, path),
-        )
-        .await;
-        let editor = match asked {
-            Ok(Ok(text)) => text?,
-            Ok(Err(e)) => {
-                tracing::debug!(path = %path.display(), error = %e, "the editor could not give the file's text from the prompt");
-                return None;
-            }
-            Err(_) => {
-                tracing::warn!(path = %path.display(), "the editor did not give the file's text from the prompt in time; using the disk");
-                return None;
-            }
-        };
+        let editor = self
+            .host
+            .buffer_sync()?
+            .text_before_turn(&self.session_id, path)?;
         if disk.as_deref() == Some(editor.as_str()) {
             return None;
         }
@@ -415,8 +399,9 @@ impl Worker {
         };
         if let Some(after) = &now {
             // Before the event (see `Worker::check_disk`).
-            self.host
-                .disk_changed(&self.session_id, &path, before.as_deref(), after);
+            if let Some(sync) = self.host.buffer_sync() {
+                sync.disk_changed(&self.session_id, &path, before.as_deref(), after);
+            }
         }
         emit(&self.events, &self.session_id, change);
     }

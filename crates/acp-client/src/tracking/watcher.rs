@@ -342,8 +342,9 @@ impl Worker {
             // Before the event: the editor's buffer is brought up to date
             // first, so a report of it that follows the event is not taken
             // for the user undoing this change.
-            self.host
-                .disk_changed(&self.session_id, path, before.as_deref(), after);
+            if let Some(sync) = self.host.buffer_sync() {
+                sync.disk_changed(&self.session_id, path, before.as_deref(), after);
+            }
         }
         emit(&self.events, &self.session_id, change);
     }

@@ -5,8 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_client::buffer_sync::{Applied, BufferRead, BufferSync, BufferView, Buffers, Instruction};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::host::{HostCapabilities, ReadTextFile, WriteOutcome, WriteTextFile};
+use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
 use async_trait::async_trait;
@@ -27,13 +28,11 @@ pub struct TestHost {
     pub events: Mutex<Vec<ClientEvent>>,
     pub events_tx: mpsc::UnboundedSender<ClientEvent>,
     pub permission: PermissionMode,
-    /// Text returned for buffer reads of this path (simulating an open buffer).
-    pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
-    /// Make every buffer read fail, as an editor whose UI thread is gone.
-    pub fail_reads: std::sync::atomic::AtomicBool,
-    /// What `text_before_turn` answers, per path (the editor's copies of
-    /// unmodified buffers taken when the prompt was sent).
-    pub before_turn: Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// The editor's buffers (one simulated open buffer).
+    pub buffers: Arc<TestBuffers>,
+    /// The buffer sync over them: a test tells it the buffers a prompt
+    /// went out with.
+    pub sync: BufferSync,
     /// Where elicitations go, once a test sets it (else they are cancelled).
     pub elicitations: Mutex<Option<mpsc::UnboundedSender<Elicited>>>,
 }
@@ -44,15 +43,15 @@ pub type Elicited = (ElicitationRequest, oneshot::Sender<ElicitationResponse>);
 impl TestHost {
     pub fn new(permission: PermissionMode) -> (Arc<Self>, mpsc::UnboundedReceiver<ClientEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let buffers = Arc::new(TestBuffers::default());
         (
             Arc::new(Self {
                 caps: HostCapabilities::default(),
                 events: Mutex::new(Vec::new()),
                 events_tx: tx,
                 permission,
-                buffer: Mutex::new(None),
-                fail_reads: Default::default(),
-                before_turn: Default::default(),
+                buffers: buffers.clone(),
+                sync: BufferSync::new(buffers),
                 elicitations: Default::default(),
             }),
             rx,
@@ -64,15 +63,15 @@ impl TestHost {
         permission: PermissionMode,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<ClientEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let buffers = Arc::new(TestBuffers::default());
         (
             Arc::new(Self {
                 caps,
                 events: Mutex::new(Vec::new()),
                 events_tx: tx,
                 permission,
-                buffer: Mutex::new(None),
-                fail_reads: Default::default(),
-                before_turn: Default::default(),
+                buffers: buffers.clone(),
+                sync: BufferSync::new(buffers),
                 elicitations: Default::default(),
             }),
             rx,
@@ -129,36 +128,52 @@ impl EditorHost for TestHost {
         answer_rx.await.unwrap_or(ElicitationResponse::Cancel)
     }
 
-    async fn read_text_file(&self, request: &ReadTextFile) -> acp_client::Result<Option<String>> {
-        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(acp_client::Error::Host("the editor is gone".into()));
-        }
-        let buffer = self.buffer.lock().unwrap().clone();
-        match buffer {
-            Some((path, text)) if path == request.path => Ok(Some(acp_client::fs::slice_lines(
-                &text,
-                request.line,
-                request.limit,
-            )?)),
-            _ => Ok(None),
-        }
-    }
-
-    async fn write_text_file(&self, _request: &WriteTextFile) -> acp_client::Result<WriteOutcome> {
-        Ok(WriteOutcome::NotHandled)
-    }
-
-    async fn text_before_turn(
-        &self,
-        _session_id: &acp_client::update::SessionId,
-        path: &std::path::Path,
-    ) -> acp_client::Result<Option<String>> {
-        Ok(self.before_turn.lock().unwrap().get(path).cloned())
+    fn buffer_sync(&self) -> Option<&BufferSync> {
+        Some(&self.sync)
     }
 
     fn on_event(&self, event: ClientEvent) {
         self.events.lock().unwrap().push(event.clone());
         let _ = self.events_tx.send(event);
+    }
+}
+
+/// The test editor's buffers: reads of one path see its text; writes go
+/// to disk (no buffer takes them).
+#[derive(Default)]
+pub struct TestBuffers {
+    /// Text returned for buffer reads of this path (simulating an open buffer).
+    pub buffer: Mutex<Option<(std::path::PathBuf, String)>>,
+    /// Make every buffer read fail, as an editor whose UI thread is gone.
+    pub fail_reads: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl Buffers for TestBuffers {
+    async fn read(
+        &self,
+        request: &ReadTextFile,
+        _known: Option<u64>,
+    ) -> acp_client::Result<Option<BufferRead>> {
+        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(acp_client::Error::Host("the editor is gone".into()));
+        }
+        let buffer = self.buffer.lock().unwrap().clone();
+        match buffer {
+            Some((path, text)) if path == request.path => Ok(Some(BufferRead {
+                text: acp_client::fs::slice_lines(&text, request.line, request.limit)?,
+                version: 1,
+                view: Some(BufferView {
+                    whole: text.as_str().into(),
+                    buffer: text.as_str().into(),
+                }),
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    async fn apply(&self, _instruction: &Instruction) -> acp_client::Result<Applied> {
+        Ok(Applied::NoBuffer)
     }
 }
 

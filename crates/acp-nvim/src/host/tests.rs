@@ -1,7 +1,7 @@
 //! Tests of the Neovim editor host: reads, writes and disk edits through a
 //! faked Lua side.
 
-use acp_client::host::{FileEdit, WriteKind};
+use acp_client::host::{WriteKind, WriteOutcome, WriteTextFile};
 use std::collections::VecDeque;
 
 use rmpv::Value;
@@ -49,13 +49,6 @@ impl Editor for FakeFs {
         self.seen.lock().push(args);
         Ok(self.apply.clone())
     }
-    /// Answers with `read`'s text, like a buffer read.
-    async fn before_turn(&self, args: Value) -> Result<Value, crate::editor::LuaError> {
-        self.seen.lock().push(args);
-        Ok(msgpack::field(&self.read, "text")
-            .cloned()
-            .unwrap_or(Value::Nil))
-    }
 }
 
 fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceiver) {
@@ -81,7 +74,8 @@ async fn reads_ask_lua_for_the_requested_range_only() {
         Json::Null,
     ));
     let got = host
-        .read_text_file(&ReadTextFile {
+        .sync
+        .read(&ReadTextFile {
             session_id: sid("s1"),
             path: "/p/a.txt".into(),
             line: Some(2),
@@ -132,7 +126,7 @@ async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
         line: Some(3),
         limit: Some(1),
     };
-    let got = host.read_text_file(&read).await.unwrap();
+    let got = host.sync.read(&read).await.unwrap();
     assert_eq!(got.as_deref(), Some("c\n"));
     assert_eq!(
         msgpack::to_json(&fs.seen.lock()[0]),
@@ -151,9 +145,9 @@ async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
             version: 4,
         },
     );
-    let err = host.read_text_file(&read).await.unwrap_err().to_string();
+    let err = host.sync.read(&read).await.unwrap_err().to_string();
     assert!(
-        err.contains("update the acp.nvim plugin and backend together"),
+        err.contains("update the editor plugin and the client together"),
         "{err}"
     );
 }
@@ -162,7 +156,8 @@ async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
 async fn a_read_without_buffer_falls_back_to_disk() {
     let (host, _fs, _rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
     let got = host
-        .read_text_file(&ReadTextFile {
+        .sync
+        .read(&ReadTextFile {
             session_id: sid("s1"),
             path: "/p/a.txt".into(),
             line: None,
@@ -179,15 +174,16 @@ async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
         json!({"text": "old\nmine\n", "tick": 4}),
         json!({"status": "merged", "revision": 1, "tick": 5}),
     ));
-    host.read_text_file(&ReadTextFile {
-        session_id: sid("s1"),
-        path: "/p/a.txt".into(),
-        line: None,
-        limit: None,
-    })
-    .await
-    .unwrap();
-    let outcome = host.write_text_file(&write("new\nmine\n")).await.unwrap();
+    host.sync
+        .read(&ReadTextFile {
+            session_id: sid("s1"),
+            path: "/p/a.txt".into(),
+            line: None,
+            limit: None,
+        })
+        .await
+        .unwrap();
+    let outcome = host.sync.write(&write("new\nmine\n")).await.unwrap();
     assert_eq!(
         outcome,
         WriteOutcome::KeptUnsaved {
@@ -215,7 +211,7 @@ async fn a_write_through_the_buffer_returns_the_old_content() {
         Json::Null,
         json!({"status": "saved", "revision": 1, "tick": 9, "old_content": "old\n"}),
     ));
-    let outcome = host.write_text_file(&write("new\n")).await.unwrap();
+    let outcome = host.sync.write(&write("new\n")).await.unwrap();
     assert_eq!(
         outcome,
         WriteOutcome::Handled {
@@ -236,7 +232,7 @@ async fn an_answer_naming_another_revision_is_an_error() {
     ));
     // The first instruction is revision 1 (stale), the second 2: its
     // answer still names 1.
-    let err = host.write_text_file(&write("y\n")).await.unwrap_err();
+    let err = host.sync.write(&write("y\n")).await.unwrap_err();
     assert!(err.to_string().contains("revision"), "{err}");
     assert_eq!(fs.seen.lock().len(), 2);
 }
@@ -271,7 +267,7 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
     });
     let (events, _rx) = EventQueue::new();
     let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
-    let outcome = host.write_text_file(&write("y\n")).await.unwrap();
+    let outcome = host.sync.write(&write("y\n")).await.unwrap();
     // The buffer is left alone; the client writes the disk and the
     // write is merged into the buffer later, as a disk edit.
     assert_eq!(
@@ -288,8 +284,9 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
     );
     // Tried again as a disk edit once the client wrote and recorded it
     // (bounded too); the user's next report tries it after that.
-    host.on_event(waited("/p/a.txt", "y\n"));
-    host.disk_synced().await;
+    host.sync
+        .write_recorded(&sid("s1"), Path::new("/p/a.txt"), true);
+    host.sync.disk_synced().await;
     assert_eq!(
         *lua.instructions.lock() as usize,
         2 * buffer_sync::MAX_ATTEMPTS
@@ -298,17 +295,6 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
         host.sync.files().pending(Path::new("/p/a.txt")),
         Some("y\n")
     );
-}
-
-/// The client's event of an agent write that waited for the buffer.
-fn waited(path: &str, content: &str) -> ClientEvent {
-    ClientEvent::FileEdited(FileEdit {
-        session_id: sid("s1"),
-        path: PathBuf::from(path),
-        old_content: None,
-        new_content: content.into(),
-        applied: Applied::Waiting,
-    })
 }
 
 /// A Lua side answering instructions from a script, in order (the
@@ -389,7 +375,7 @@ async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
     let path = Path::new("/p/a.txt");
     let writer = {
         let host = host.clone();
-        tokio::spawn(async move { host.write_text_file(&write("w\n")).await })
+        tokio::spawn(async move { host.sync.write(&write("w\n")).await })
     };
     while lua.seen.lock().is_empty() {
         tokio::task::yield_now().await;
@@ -397,14 +383,14 @@ async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
     // The agent's disk edit comes while the write's answer is on its
     // way: its instruction waits, or its answer could be recorded first
     // and the write's older one over it.
-    host.disk_changed(&sid("s1"), path, Some("w\n"), "d\n");
+    host.sync.disk_changed(&sid("s1"), path, Some("w\n"), "d\n");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert_eq!(lua.seen.lock().len(), 1, "the disk edit waited");
     if let Some(gate) = &lua.gate {
         gate.notify_one();
     }
     writer.await.unwrap().unwrap();
-    host.disk_synced().await;
+    host.sync.disk_synced().await;
     assert_eq!(lua.seen.lock().len(), 2);
     let files = host.sync.files();
     assert_eq!(
@@ -422,8 +408,9 @@ async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
     let (host, lua) = scripted_host(vec![json!({"status": "reloaded", "tick": 3})]);
     let path = Path::new("/p/a.txt");
     host.register(sid("s1"), chat("c7"), None);
-    host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
-    host.disk_synced().await;
+    host.sync
+        .disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
+    host.sync.disk_synced().await;
     // The text is on disk already: the unmodified buffer takes it
     // without saving (`disk`); its text is not known, so no merge. The
     // chat is named: the buffer's saves are reported to it at once.
@@ -446,8 +433,9 @@ async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
         );
     }
     // The watcher reading the same text after the diff: nothing sent.
-    host.disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
-    host.disk_synced().await;
+    host.sync
+        .disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
+    host.sync.disk_synced().await;
     assert_eq!(lua.seen.lock().len(), 1);
 }
 
@@ -465,8 +453,9 @@ async fn a_disk_edit_merges_into_unsaved_edits_on_the_synced_text_with_one_instr
             .await
     );
     // Review's "before" is older than what the buffer was in sync with.
-    host.disk_changed(&sid("s1"), path, Some("a\n"), "a\nB\n");
-    host.disk_synced().await;
+    host.sync
+        .disk_changed(&sid("s1"), path, Some("a\n"), "a\nB\n");
+    host.sync.disk_synced().await;
     assert_eq!(
         *lua.seen.lock(),
         [
@@ -492,8 +481,8 @@ async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolve
         .await;
     host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
         .await;
-    host.disk_changed(&sid("s1"), path, None, "old\nZ\n");
-    host.disk_synced().await;
+    host.sync.disk_changed(&sid("s1"), path, None, "old\nZ\n");
+    host.sync.disk_synced().await;
     // One instruction, answered waiting.
     assert_eq!(lua.seen.lock().len(), 1);
     assert_eq!(lua.seen.lock()[0]["tick"], 2);
@@ -505,7 +494,7 @@ async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolve
             .buffer_reported(path, typed.as_str().into(), 3, OnDisk::No)
             .await
     );
-    host.disk_synced().await;
+    host.sync.disk_synced().await;
     assert_eq!(lua.seen.lock().len(), 1);
     // Resolved: the waiting text goes out again, merged on the synced
     // text; the report itself is not recorded (Lua reports the merge).
@@ -514,7 +503,7 @@ async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolve
             .buffer_reported(path, "mine\nz\n".into(), 5, OnDisk::No)
             .await
     );
-    host.disk_synced().await;
+    host.sync.disk_synced().await;
     assert_eq!(
         lua.seen.lock()[1],
         json!({"path": "/p/a.txt", "revision": 2, "content": "old\nZ\n", "disk": true,
@@ -540,10 +529,7 @@ async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit(
         .await;
     host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
         .await;
-    let outcome = host
-        .write_text_file(&write("agent\nz\nmore\n"))
-        .await
-        .unwrap();
+    let outcome = host.sync.write(&write("agent\nz\nmore\n")).await.unwrap();
     assert_eq!(
         outcome,
         WriteOutcome::KeptUnsaved {
@@ -551,14 +537,15 @@ async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit(
             buffer: None
         }
     );
-    host.disk_synced().await;
+    host.sync.disk_synced().await;
     assert_eq!(
         lua.seen.lock().len(),
         1,
         "not before the client recorded it"
     );
-    host.on_event(waited("/p/a.txt", "agent\nz\nmore\n"));
-    host.disk_synced().await;
+    host.sync
+        .write_recorded(&sid("s1"), Path::new("/p/a.txt"), true);
+    host.sync.disk_synced().await;
     // Its merge around the open blocks does not conflict: taken.
     let seen = lua.seen.lock();
     assert_eq!(seen.len(), 2);
@@ -577,7 +564,7 @@ async fn a_malformed_write_reply_is_an_error_for_the_agent() {
         seen: Mutex::default(),
     });
     assert!(matches!(
-        host.write_text_file(&write("x")).await,
+        host.sync.write(&write("x")).await,
         Err(acp_client::Error::Host(_))
     ));
     let r = ReadTextFile {
@@ -587,28 +574,47 @@ async fn a_malformed_write_reply_is_an_error_for_the_agent() {
         limit: None,
     };
     assert!(matches!(
-        host.read_text_file(&r).await,
+        host.sync.read(&r).await,
         Err(acp_client::Error::Host(_))
     ));
 }
 
 #[tokio::test]
-async fn the_text_before_a_turn_is_asked_of_the_sessions_chat() {
-    let (host, fs, _rx) = host_with(FakeFs::answering(
-        json!({"text": "old\n", "tick": 1}),
-        Json::Null,
-    ));
-    let path = Path::new("/p/a.txt");
-    // A session with no chat yet: nothing to ask.
-    assert_eq!(host.text_before_turn(&sid("s1"), path).await.unwrap(), None);
-    assert!(fs.seen.lock().is_empty());
-    host.register(sid("s1"), chat("c7"), None);
-    let got = host.text_before_turn(&sid("s1"), path).await.unwrap();
-    assert_eq!(got.as_deref(), Some("old\n"));
-    assert_eq!(
-        msgpack::to_json(&fs.seen.lock()[0]),
-        json!({"chat_id": "c7", "path": "/p/a.txt"})
+async fn the_text_before_a_turn_is_the_prompts_until_the_user_saves() {
+    let (host, fs, _rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
+    let (p, q) = (Path::new("/p/a.txt"), Path::new("/p/b.txt"));
+    let text_before = |path| host.sync.text_before_turn(&sid("s1"), path);
+    assert_eq!(text_before(p), None);
+    let at_prompt = |path: &Path, text: &str, disk: Option<&str>| crate::command::PromptBuffer {
+        path: path.to_owned(),
+        text: text.into(),
+        tick: 1,
+        disk: disk.map(Into::into),
+    };
+    host.buffers_at_prompt(
+        &sid("s1"),
+        vec![
+            at_prompt(p, "old\n", None),
+            at_prompt(q, "typed\n", Some("b\n")),
+        ],
     );
+    // No call into Lua: the backend holds the texts it was sent.
+    assert_eq!(text_before(p).as_deref(), Some("old\n"));
+    assert_eq!(
+        text_before(q).as_deref(),
+        Some("b\n"),
+        "a modified buffer's file text"
+    );
+    assert_eq!(host.sync.text_before_turn(&sid("s2"), p), None);
+    // A save: later differences are the user's.
+    host.file_saved(p);
+    assert_eq!(text_before(p), None);
+    assert_eq!(text_before(q).as_deref(), Some("b\n"));
+    // The next prompt without q: q's text is an earlier turn's.
+    host.buffers_at_prompt(&sid("s1"), vec![at_prompt(p, "new\n", None)]);
+    assert_eq!(text_before(p).as_deref(), Some("new\n"));
+    assert_eq!(text_before(q), None);
+    assert!(fs.seen.lock().is_empty());
 }
 
 #[tokio::test]
@@ -630,7 +636,7 @@ async fn restores_merge_against_the_text_review_knew_and_leave_the_disk() {
         },
         ..write("a\nold\nb\n")
     };
-    let outcome = host.write_text_file(&restore).await.unwrap();
+    let outcome = host.sync.write(&restore).await.unwrap();
     assert_eq!(outcome, WriteOutcome::Handled { old_content: None });
     assert_eq!(
         msgpack::to_json(&fs.seen.lock()[0]),

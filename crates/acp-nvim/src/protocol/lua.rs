@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use acp_client::buffer_sync::{Applied, BufferText, Instruction, Origin};
+use acp_client::buffer_sync::{Applied, BufferRead, BufferText, BufferView, Instruction, Origin};
 
 use super::wire;
 use crate::msgpack;
@@ -94,24 +94,7 @@ impl<'a> Apply<'a> {
     }
 }
 
-/// `require('acp.baseline').get(args)`: the text a file's buffer had when
-/// the chat's prompt was sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BeforeTurn<'a> {
-    /// The chat whose prompt it was.
-    pub chat_id: &'a str,
-    /// Absolute path.
-    pub path: &'a str,
-}
-
 impl FsRead<'_> {
-    /// The argument of the call.
-    pub fn encode(&self) -> Value {
-        wire::encode(self)
-    }
-}
-
-impl BeforeTurn<'_> {
     /// The argument of the call.
     pub fn encode(&self) -> Value {
         wire::encode(self)
@@ -138,34 +121,11 @@ impl EditorState<'_> {
 
 /// The reply of a buffer read for the agent: `{text, tick, whole?,
 /// buffer?}`, or `{text, tick, unchanged = true}` when the buffer is still
-/// at the `known` tick, or nil when no loaded buffer has the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadReply {
-    /// What the agent gets (the range it asked for).
-    pub text: String,
-    /// The buffer's tick (`acp.fs.tick`).
-    pub tick: u64,
-    /// The whole buffer; `None` when it is still at the `known` tick.
-    pub view: Option<ReadView>,
-}
-
-/// The whole of a buffer an agent read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadView {
-    /// The whole text as the agent reads it (open conflicts as the agent's
-    /// side); `text` when that is whole.
-    pub whole: Arc<str>,
-    /// The buffer's text as it is (conflict blocks included): the same
-    /// text as `whole` unless conflicts are open.
-    pub buffer: Arc<str>,
-}
-
+/// at the `known` tick, or nil when no loaded buffer has the file; decoded
+/// into the buffer sync's [`BufferRead`].
 /// A reply from Lua that does not have the shape of the contract.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadReply {
-    /// Text was expected.
-    #[error("Neovim answered with {0}, not text; update the acp.nvim plugin and backend together")]
-    NotText(String),
     /// The text is not UTF-8.
     #[error("Neovim answered with text that is not UTF-8")]
     NotUtf8,
@@ -177,16 +137,6 @@ pub enum BadReply {
     /// A write reply of an unknown status.
     #[error("Neovim answered a write with status `{0}`; update the acp.nvim plugin and backend together")]
     Status(String),
-}
-
-/// The reply of a read or a `before_turn`: the text, or nil when no loaded
-/// buffer has the file.
-pub fn decode_text(reply: Value) -> Result<Option<String>, BadReply> {
-    match reply {
-        Value::Nil => Ok(None),
-        Value::String(s) => s.into_str().map(Some).ok_or(BadReply::NotUtf8),
-        other => Err(BadReply::NotText(other.to_string())),
-    }
 }
 
 fn text_field(reply: &Value, key: &'static str) -> Result<Option<String>, BadReply> {
@@ -207,16 +157,16 @@ fn tick_field(reply: &Value) -> Result<u64, BadReply> {
 }
 
 /// The reply of a buffer read for the agent; `None`: no loaded buffer.
-pub fn decode_read(reply: &Value) -> Result<Option<ReadReply>, BadReply> {
+pub fn decode_read(reply: &Value) -> Result<Option<BufferRead>, BadReply> {
     if reply.is_nil() {
         return Ok(None);
     }
     let text = text_field(reply, "text")?.ok_or(BadReply::Missing("text"))?;
     let tick = tick_field(reply)?;
     if msgpack::field(reply, "unchanged").and_then(Value::as_bool) == Some(true) {
-        return Ok(Some(ReadReply {
+        return Ok(Some(BufferRead {
             text,
-            tick,
+            version: tick,
             view: None,
         }));
     }
@@ -228,10 +178,10 @@ pub fn decode_read(reply: &Value) -> Result<Option<ReadReply>, BadReply> {
         Some(buffer) => buffer.into(),
         None => whole.clone(),
     };
-    Ok(Some(ReadReply {
+    Ok(Some(BufferRead {
         text,
-        tick,
-        view: Some(ReadView { whole, buffer }),
+        version: tick,
+        view: Some(BufferView { whole, buffer }),
     }))
 }
 
@@ -294,6 +244,7 @@ mod tests {
             origin: Origin::Write,
             base: None,
             disk_edits: 0,
+            session: None,
         };
         assert_eq!(
             msgpack::to_json(&Apply::of("/a", &i).encode()),
@@ -311,19 +262,13 @@ mod tests {
 
     #[test]
     fn replies_decode_or_say_what_is_wrong() {
-        assert_eq!(decode_text(Value::Nil), Ok(None));
-        assert_eq!(decode_text(Value::from("t")), Ok(Some("t".into())));
-        assert!(matches!(
-            decode_text(Value::from(3)),
-            Err(BadReply::NotText(_))
-        ));
         let read = msgpack::from_json(&json!({"text": "b\n", "whole": "a\nb\n", "tick": 4}));
         assert_eq!(
             decode_read(&read),
-            Ok(Some(ReadReply {
+            Ok(Some(BufferRead {
                 text: "b\n".into(),
-                tick: 4,
-                view: Some(ReadView {
+                version: 4,
+                view: Some(BufferView {
                     whole: "a\nb\n".into(),
                     buffer: "a\nb\n".into(),
                 })
@@ -333,9 +278,9 @@ mod tests {
         let read = msgpack::from_json(&json!({"text": "b\n", "tick": 4, "unchanged": true}));
         assert_eq!(
             decode_read(&read),
-            Ok(Some(ReadReply {
+            Ok(Some(BufferRead {
                 text: "b\n".into(),
-                tick: 4,
+                version: 4,
                 view: None,
             }))
         );

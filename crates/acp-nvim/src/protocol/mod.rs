@@ -7,7 +7,7 @@
 //! - [`Event`]: what the backend tells Lua (`require('acp.events').dispatch`),
 //!   encoded once by [`Event::encode`];
 //! - [`lua`]: the backend's calls into Lua (`acp.fs.read_for_agent`,
-//!   `acp.fs.apply`, `acp.baseline.get`) and their replies, decoded once.
+//!   `acp.fs.apply`) and their replies, decoded once.
 //!
 //! Every key Lua sees is snake_case: values are encoded by [`wire::encode`],
 //! which also renames the camelCase keys of acp-client's and the ACP
