@@ -173,7 +173,8 @@ end
 
 --- The chat windows of every tab page fitted to the new size of the
 --- screen (`VimResized`): from 200 to 80 columns the chat kept one column,
---- and growing back it took 157.
+--- and growing back it took 157. Also after a window of ours below the
+--- chat closes (the rewind preview), which hands its rows around.
 function M.relayout()
   local layout = config.options.layout
   for _, chat in ipairs(require("acp.chat").list) do
@@ -202,6 +203,16 @@ function M.relayout()
       elseif layout.position ~= "tab" and api.nvim_win_get_width(twin) < vim.o.columns then
         -- A column beside the editor windows (the prompt under it follows).
         pcall(api.nvim_win_set_width, twin, size(layout.width, vim.o.columns))
+        -- The prompt back at its height: a full-width window opened below
+        -- and closed again (the rewind preview) left its rows to the prompt
+        -- despite 'winfixheight' (21 rows instead of 5, seen in tmux).
+        local input_h = math.max(1, math.floor(layout.input_height))
+        local tab = api.nvim_win_get_tabpage(twin)
+        for _, pwin in ipairs(vim.fn.win_findbuf(chat.prompt_buf)) do
+          if api.nvim_win_get_tabpage(pwin) == tab and api.nvim_win_get_height(pwin) ~= input_h then
+            pcall(api.nvim_win_set_height, pwin, input_h)
+          end
+        end
       end
     end
   end

@@ -168,11 +168,13 @@ function M.on_preview(chat, ev)
   local function map(lhs, fn, desc)
     vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, desc = desc })
   end
-  map("q", function()
+  local function close()
     api.nvim_buf_delete(buf, { force = true })
-  end, "close the rewind preview")
+    require("acp.layout").relayout()
+  end
+  map("q", close, "close the rewind preview")
   map("R", function()
-    api.nvim_buf_delete(buf, { force = true })
+    close()
     local ok, why = M.rewind(chat, { turn = ev.turn })
     if not ok then
       util.notify("cannot rewind: " .. tostring(why), vim.log.levels.WARN)

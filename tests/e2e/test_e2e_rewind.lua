@@ -113,6 +113,12 @@ T.test("rewind to before turn 2 gives exactly the turn-1 state plus the user's u
   T.contains(why, "there is no turn 9: this chat has 3", "the reason")
 
   -- The preview shows and changes nothing.
+  local function prompt_height()
+    local win = vim.fn.win_findbuf(chat.prompt_buf)[1]
+    return win and vim.api.nvim_win_get_height(win)
+  end
+  local height = prompt_height()
+  T.truthy(height, "the chat is on screen")
   T.truthy(require("acp").rewind({ turn = 2, preview = true }), "preview started")
   T.wait(function()
     return vim.bo.filetype == "diff" and vim.api.nvim_buf_get_name(0):find("rewind%-preview") ~= nil
@@ -123,6 +129,9 @@ T.test("rewind to before turn 2 gives exactly the turn-1 state plus the user's u
   T.contains(preview, "new.txt\t(before turn 2, removed)", "new.txt goes")
   T.truthy(exists(dir .. "/new.txt"), "the preview removed nothing")
   vim.cmd("normal q")
+  -- Closing the full-width preview gave its rows to the prompt window (21
+  -- rows instead of 5, seen in tmux after `R`).
+  T.eq(height, prompt_height(), "the prompt keeps its height after the preview")
 
   vim.cmd("Acp rewind 2")
   local ev = wait_rewound(1)
