@@ -25,6 +25,36 @@ pub fn env_denied(name: &str, denied: &[String]) -> bool {
     })
 }
 
+/// The ACP version a connection offers in `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProtocolVersion {
+    /// ACP v1 only (the default until v2 is stable).
+    #[default]
+    V1,
+    /// Offer v2 (Preview since 2026-11-20), with the v1 fields beside it:
+    /// an agent answering 1 continues in v1.
+    V2,
+}
+
+impl ProtocolVersion {
+    /// The wire number.
+    pub fn as_u16(self) -> u16 {
+        match self {
+            ProtocolVersion::V1 => 1,
+            ProtocolVersion::V2 => 2,
+        }
+    }
+
+    /// The version of a wire number this client speaks.
+    pub fn from_u16(n: u16) -> Option<Self> {
+        match n {
+            1 => Some(ProtocolVersion::V1),
+            2 => Some(ProtocolVersion::V2),
+            _ => None,
+        }
+    }
+}
+
 /// Tunables of a connection. `Default` gives sensible values for editors.
 #[derive(Debug, Clone)]
 pub struct ConnectionOptions {
@@ -88,6 +118,8 @@ pub struct ConnectionOptions {
     /// up when the read fails (its issue 9280), so without this it cannot
     /// create files through a spec-correct client.
     pub missing_file_read_empty: bool,
+    /// The newest ACP version to offer in `initialize` (v1 by default).
+    pub protocol_version: ProtocolVersion,
 }
 
 impl Default for ConnectionOptions {
@@ -110,6 +142,7 @@ impl Default for ConnectionOptions {
             denied_env: DENIED_ENV_DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             terminal_auth: false,
             missing_file_read_empty: false,
+            protocol_version: ProtocolVersion::V1,
         }
     }
 }
