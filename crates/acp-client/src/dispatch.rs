@@ -248,6 +248,7 @@ fn decode_permission_request(
         _ => json!({ "toolCallId": format!("permission-{}", shared.next_permission_id().0) }),
     };
     if let Some(obj) = tool_call.as_object_mut() {
+        update::v2::clear_nulls(obj);
         let untitled = obj
             .get("title")
             .and_then(Value::as_str)

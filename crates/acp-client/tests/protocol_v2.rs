@@ -136,7 +136,10 @@ async fn v2_permission_requests_are_asked_like_v1_ones() {
         "v2": true,
         "turns": [{"steps": [{
             "type": "requestPermission",
-            "toolCall": {"toolCallId": "e1", "title": "Edit a.txt", "kind": "edit"},
+            "toolCall": {"toolCallId": "e1", "title": "Edit a.txt", "kind": "edit", "content": [
+                {"type": "diff", "changes": [{"operation": "edit", "path": "/w/a.txt"}],
+                 "patch": {"format": "git_patch", "text": "@@ -1 +1 @@\n-old\n+new"}}
+            ]},
             "onAllow": [{"type": "text", "text": " done"}]
         }]}]
     });
@@ -160,6 +163,13 @@ async fn v2_permission_requests_are_asked_like_v1_ones() {
     assert_eq!(request.tool_call.tool_call_id.0.as_ref(), "e1");
     assert_eq!(request.tool_call.title.as_deref(), Some("Edit a.txt"));
     assert_eq!(request.options.len(), 4);
+    // The subject's v2 diff reads as its patch, as in an update.
+    match request.tool_call.content.as_deref() {
+        Some([ToolContent::Content { content }]) => {
+            assert!(content.as_text().unwrap().contains("+new"), "{content:?}")
+        }
+        other => panic!("the subject's diff should show its patch: {other:?}"),
+    }
     choose(answer, "allow_once");
     let stop = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap();
     assert_eq!(stop.unwrap(), StopReason::EndTurn);

@@ -166,8 +166,9 @@ fn decode_state(update: &Map<String, Value>) -> AgentState {
 
 /// A v2 tool call upsert in the v1 model's terms: `null` becomes the
 /// cleared value, and a v2 diff (`changes` plus an optional `git_patch`,
-/// no old or new text) becomes a text block with the patch.
-fn clear_nulls(tool_call: &mut Map<String, Value>) {
+/// no old or new text) becomes a text block with the patch. Also the
+/// decode point of the tool call of a v2 permission request's subject.
+pub(crate) fn clear_nulls(tool_call: &mut Map<String, Value>) {
     for (key, cleared) in [
         ("content", json!([])),
         ("locations", json!([])),
