@@ -577,6 +577,26 @@ impl Connection {
         })
     }
 
+    /// A request whose answer carries `configOptions`: on v2 they are
+    /// brought to their v1 shape before the answer is decoded.
+    async fn session_request<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<T> {
+        let mut answer: Value = self
+            .engine()
+            .request(method, params, self.timeout())
+            .await?;
+        if self.is_v2() {
+            crate::update::v2::config_options_to_v1(&mut answer);
+        }
+        T::deserialize(&answer).map_err(|e| Error::Decode {
+            what: format!("the agent's answer to `{method}`"),
+            reason: e.to_string(),
+        })
+    }
+
     fn is_v2(&self) -> bool {
         self.sessions().v2.load(Ordering::Acquire)
     }
@@ -781,11 +801,9 @@ impl Connection {
             .fetch_add(1, Ordering::AcqRel);
         let _opening = OpeningGuard(self.sessions());
         let response: WireSessionResponse = self
-            .engine()
-            .request(
+            .session_request(
                 methods::SESSION_NEW,
                 self.session_params_json(&params, None),
-                self.timeout(),
             )
             .await?;
         let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
@@ -826,8 +844,7 @@ impl Connection {
         } else {
             methods::SESSION_LOAD
         };
-        let result: Result<WireSessionResponse> =
-            self.engine().request(method, request, self.timeout()).await;
+        let result: Result<WireSessionResponse> = self.session_request(method, request).await;
         match result {
             Ok(response) => {
                 self.register_session(session_id, &params, &response);
@@ -855,11 +872,9 @@ impl Connection {
             .fetch_add(1, Ordering::AcqRel);
         let _opening = OpeningGuard(self.sessions());
         let response: WireSessionResponse = self
-            .engine()
-            .request(
+            .session_request(
                 methods::SESSION_RESUME,
                 self.session_params_json(&params, Some(session_id)),
-                self.timeout(),
             )
             .await?;
         self.register_session(session_id, &params, &response);
@@ -1011,8 +1026,7 @@ impl Connection {
             }
         }
         let response: WireConfigResponse = self
-            .engine()
-            .request(methods::SESSION_SET_CONFIG_OPTION, params, self.timeout())
+            .session_request(methods::SESSION_SET_CONFIG_OPTION, params)
             .await?;
         let changes = self
             .sessions()

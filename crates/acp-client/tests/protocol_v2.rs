@@ -275,8 +275,20 @@ async fn v2_session(
     let req = peer.recv().await;
     assert_eq!(req["method"], "session/new");
     assert_eq!(req["params"]["mcpServers"][0]["type"], "stdio");
-    peer.respond(&req["id"], json!({"sessionId": "s1"})).await;
-    new.await.unwrap().unwrap().session_id
+    // v2 config options carry `configId` (claude-agent-acp 0.101.0).
+    peer.respond(
+        &req["id"],
+        json!({"sessionId": "s1", "configOptions": [{"configId": "mode", "name": "Mode",
+            "type": "select", "currentValue": "auto", "options": [{"value": "auto", "name": "Auto"}]}]}),
+    )
+    .await;
+    let started = new.await.unwrap().unwrap();
+    assert_eq!(started.config_options.len(), 1);
+    assert_eq!(
+        serde_json::to_value(&started.config_options[0]).unwrap()["id"],
+        "mode"
+    );
+    started.session_id
 }
 
 #[tokio::test]

@@ -137,6 +137,13 @@ pub(crate) fn decode_v2_notification(params: &str) -> Result<V2Notification, Err
                 .update,
             ]
         }
+        "config_option_update" => {
+            let mut value = value.clone();
+            if let Some(update) = value.get_mut("update") {
+                config_options_to_v1(update);
+            }
+            vec![decode_value_notification(value)?.update]
+        }
         // Every other kind has the v1 shape (chunks with a `messageId`,
         // plans, commands, config options, usage...) or is kept whole as
         // `Unknown` (`terminal_update`).
@@ -215,4 +222,21 @@ fn v2_diff_text(item: &Value) -> Option<String> {
         })
         .collect();
     Some(paths.join("\n"))
+}
+
+/// v2 config options in their v1 shape: the id is `configId` on v2
+/// (claude-agent-acp 0.101.0's `session/new` answer), `id` on v1. Applied
+/// to the `configOptions` of a session answer, a `set_config_option`
+/// answer and a `config_option_update`.
+pub(crate) fn config_options_to_v1(holder: &mut Value) {
+    let Some(Value::Array(options)) = holder.get_mut("configOptions") else {
+        return;
+    };
+    for option in options.iter_mut().filter_map(Value::as_object_mut) {
+        if !option.contains_key("id") {
+            if let Some(id) = option.remove("configId") {
+                option.insert("id".into(), id);
+            }
+        }
+    }
 }
