@@ -980,8 +980,41 @@ impl Connection {
 
     /// `session/set_mode`. The model follows the agent's
     /// `current_mode_update`, or this call's success when none comes.
+    ///
+    /// On v2 there is no `session/set_mode`: the mode is the config option
+    /// of category `mode` (claude-agent-acp 0.101.0), set with
+    /// `session/set_config_option`.
     pub async fn set_mode(&self, session_id: &SessionId, mode_id: &str) -> Result<()> {
         self.require_session(session_id)?;
+        if self.is_v2() {
+            let option = self
+                .with_session(session_id, |s| {
+                    s.config_options().iter().find_map(|o| {
+                        let o = serde_json::to_value(o).ok()?;
+                        (o.get("category").and_then(Value::as_str) == Some("mode"))
+                            .then(|| o.get("id").and_then(Value::as_str).map(str::to_owned))
+                            .flatten()
+                    })
+                })
+                .flatten()
+                .ok_or_else(|| Error::NotSupported {
+                    method: format!(
+                        "{} (on ACP v2 the mode is a config option, and this session has none of category `mode`)",
+                        methods::SESSION_SET_MODE
+                    ),
+                })?;
+            self.set_config_option(session_id, &option, ConfigValue::Id(mode_id.to_owned()))
+                .await?;
+            let changes = self
+                .sessions()
+                .slots
+                .lock()
+                .get_mut(session_id)
+                .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
+                .unwrap_or_default();
+            self.sessions().emit_changes(session_id, changes);
+            return Ok(());
+        }
         let _: Value = self
             .engine()
             .request(

@@ -278,7 +278,7 @@ async fn v2_session(
     // v2 config options carry `configId` (claude-agent-acp 0.101.0).
     peer.respond(
         &req["id"],
-        json!({"sessionId": "s1", "configOptions": [{"configId": "mode", "name": "Mode",
+        json!({"sessionId": "s1", "configOptions": [{"configId": "mode", "name": "Mode", "category": "mode",
             "type": "select", "currentValue": "auto", "options": [{"value": "auto", "name": "Auto"}]}]}),
     )
     .await;
@@ -406,4 +406,21 @@ async fn a_v2_answer_when_v2_was_not_offered_is_refused() {
         }) => {}
         other => panic!("expected a version error, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_v2_mode_is_set_through_its_config_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let (conn, mut peer) = connect_with(host, v2_options(), 1 << 20);
+    let sid = v2_session(&conn, &mut peer, dir.path()).await;
+    let c = conn.clone();
+    let set = tokio::spawn(async move { c.set_mode(&sid, "plan").await });
+    let req = peer.recv().await;
+    assert_eq!(req["method"], "session/set_config_option", "{req}");
+    assert_eq!(req["params"]["configId"], "mode");
+    assert_eq!(req["params"]["type"], "id");
+    assert_eq!(req["params"]["value"], "plan");
+    peer.respond(&req["id"], json!({"configOptions": []})).await;
+    set.await.unwrap().unwrap();
 }
