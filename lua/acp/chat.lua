@@ -252,6 +252,7 @@ function Chat:start(resume)
       env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
       cwd = self.agent.cwd,
       init_timeout_ms = self.agent.init_timeout,
+      protocol_version = self.agent.protocol_version,
       missing_file_read = (self.agent.quirks or {}).missing_file_read,
       ask_terminal = cfg.permission.ask_terminal or nil,
       -- The editor's MCP server (`:help acp-editor-tools`): on unless false.

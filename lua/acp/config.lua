@@ -12,6 +12,7 @@ local M = {}
 ---@field mcp_servers? table[] MCP servers for this agent's sessions (added to the global `mcp_servers`)
 ---@field quirks? acp.AgentQuirks workarounds for one agent's bugs (see :help acp-quirks)
 ---@field system_prompt? string|acp.SystemPrompt instructions for the agent's system prompt (replaces the global `system_prompt`)
+---@field protocol_version? 1|2 newest ACP version to offer (default 1; 2 is a preview, an agent answering 1 still works)
 ---@field editor_tools? boolean|acp.EditorToolsConfig offer the editor's MCP server to this agent (default true; see :help acp-editor-tools)
 
 ---@class acp.EditorToolsConfig
@@ -26,6 +27,7 @@ local M = {}
 ---@field env table<string,string>
 ---@field cwd? string
 ---@field init_timeout? integer ms
+---@field protocol_version? 1|2 newest ACP version to offer
 ---@field mcp_servers table[] ACP McpServer objects (global ones first)
 ---@field quirks acp.AgentQuirks
 ---@field system_prompt? acp.SystemPrompt the agent's or the global `system_prompt`, normalized
@@ -220,6 +222,7 @@ local function validate_agent(name, a)
       quirks = true,
       system_prompt = true,
       editor_tools = true,
+      protocol_version = true,
     },
     path .. "."
   )
@@ -255,6 +258,9 @@ local function validate_agent(name, a)
       path,
       describe(a.init_timeout)
     )
+  end
+  if a.protocol_version ~= nil and a.protocol_version ~= 1 and a.protocol_version ~= 2 then
+    return ("`%s.protocol_version` must be 1 or 2 (got %s)"):format(path, describe(a.protocol_version))
   end
   if a.quirks ~= nil then
     if type(a.quirks) ~= "table" then
@@ -808,6 +814,7 @@ function M.agent(name)
     env = env,
     cwd = merged.cwd and vim.fn.fnamemodify(merged.cwd, ":p") or nil,
     init_timeout = merged.init_timeout,
+    protocol_version = merged.protocol_version,
     mcp_servers = servers,
     quirks = merged.quirks or {},
     -- The agent's own replaces the global one (it is not appended to it).

@@ -256,7 +256,7 @@ return function(agent_name)
   local SYSTEM_PROMPT = "acp.nvim test instructions: SP-MARKER-27."
   assert(require("acp").setup({
     backend = { cmd = { T.backend_bin() } },
-    agents = { [agent_name] = { cmd = cmd, env = env } },
+    agents = { [agent_name] = { cmd = cmd, env = env, protocol_version = spec.protocol_version } },
     system_prompt = SYSTEM_PROMPT,
     log_level = "debug",
   }))
@@ -404,6 +404,12 @@ return function(agent_name)
         local caps = type(m.result) == "table" and m.result.agentCapabilities
         if e.dir == "from_agent" and type(caps) == "table" then
           local sc = caps.sessionCapabilities
+          advertised = type(sc) == "table" and type(sc.systemPrompt) == "table"
+        end
+        -- An agent answering ACP v2 advertises it in `capabilities.session`.
+        local caps2 = type(m.result) == "table" and m.result.protocolVersion == 2 and m.result.capabilities
+        if e.dir == "from_agent" and type(caps2) == "table" then
+          local sc = caps2.session
           advertised = type(sc) == "table" and type(sc.systemPrompt) == "table"
         end
         if e.dir == "to_agent" and m.method == "session/new" then

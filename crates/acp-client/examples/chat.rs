@@ -20,6 +20,8 @@
 //!                             write_file, edit_file over the same sandbox as fs/*)
 //!   --mcp-bridge              (internal) run as the stdio bridge of that server; the agent
 //!                             starts it so
+//!   --protocol-version 1|2    the newest ACP version to offer (default 1; with 2, an agent
+//!                             answering 1 still works)
 //!   --system-prompt TEXT      instructions appended to the agent's system prompt (sent only
 //!                             when the agent advertises sessionCapabilities.systemPrompt)
 //!   --jsonl                   print one JSON object per line for every event
@@ -61,7 +63,7 @@ use acp_client::terminal::TerminalEvent;
 use acp_client::update::{Content, PlanBody};
 use acp_client::{
     schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
-    HostCapabilities, SessionParams, SystemPrompt,
+    HostCapabilities, ProtocolVersion, SessionParams, SystemPrompt,
 };
 use async_trait::async_trait;
 use serde_json::json;
@@ -82,6 +84,8 @@ struct Options {
     permission: PermissionMode,
     cancel_after: Option<Duration>,
     missing_file_read_empty: bool,
+    /// `--protocol-version 1|2`: the newest ACP version to offer.
+    protocol_version: ProtocolVersion,
     /// `--ask-terminal`: `ConnectionOptions::ask_before_terminal`.
     ask_terminal: bool,
     jsonl: bool,
@@ -97,7 +101,7 @@ struct Options {
     no_editor_tools: bool,
 }
 
-const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--system-prompt TEXT] [--jsonl] [--ask-terminal] [--no-editor-tools] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
+const USAGE: &str = "usage: chat [--cwd DIR] [--prompt TEXT]... [--permission allow|allow-always|reject|ask] [--cancel-after MS] [--missing-file-read empty|error] [--protocol-version 1|2] [--system-prompt TEXT] [--jsonl] [--ask-terminal] [--no-editor-tools] (-- AGENT_CMD [ARGS...] | --agent REGISTRY_ID [--agents-dir DIR] [--registry URL] [--allow-unverified])";
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args.peekable();
@@ -108,6 +112,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
         permission: PermissionMode::Ask,
         cancel_after: None,
         missing_file_read_empty: false,
+        protocol_version: ProtocolVersion::V1,
         ask_terminal: false,
         jsonl: false,
         system_prompt: None,
@@ -145,6 +150,13 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--cancel-after takes milliseconds, not `{v}`"))?;
                 opts.cancel_after = Some(Duration::from_millis(ms));
+            }
+            "--protocol-version" => {
+                opts.protocol_version = match value("--protocol-version")?.as_str() {
+                    "1" => ProtocolVersion::V1,
+                    "2" => ProtocolVersion::V2,
+                    other => return Err(format!("--protocol-version takes 1 or 2, not `{other}`")),
+                }
             }
             "--missing-file-read" => {
                 opts.missing_file_read_empty = match value("--missing-file-read")?.as_str() {
@@ -787,6 +799,7 @@ async fn run(opts: &Options, host: Arc<ChatHost>, lines: Lines) -> Result<(), Er
             }),
             ..EditorToolsOptions::default()
         }),
+        protocol_version: opts.protocol_version,
         ..ConnectionOptions::default()
     };
     let conn = Connection::spawn(&command, host.clone(), options)?;

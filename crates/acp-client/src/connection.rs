@@ -32,15 +32,18 @@ use crate::sessions::{SessionSlot, Sessions};
 use crate::tracking::Review;
 use crate::update::{Content, SessionId};
 
-pub use crate::options::{env_denied, ConnectionOptions, DENIED_ENV_DEFAULT};
+pub use crate::options::{env_denied, ConnectionOptions, ProtocolVersion, DENIED_ENV_DEFAULT};
 
-/// The ACP protocol version this client speaks.
+/// The ACP protocol version this client speaks by default (v2 is offered
+/// with [`ConnectionOptions::protocol_version`]).
 pub const PROTOCOL_VERSION: u16 = 1;
 
 /// What the agent said about itself in `initialize`.
 #[derive(Debug, Clone)]
 pub struct AgentInfo {
-    /// The protocol version the agent answered (always 1 here).
+    /// The protocol version the connection runs: 1, or 2 when v2 was offered
+    /// and the agent answered 2. A v2 agent's `info` and `capabilities` are
+    /// mapped onto the v1 fields below.
     pub protocol_version: u16,
     /// What the agent supports (load, list, resume, prompt content...).
     pub capabilities: schema::AgentCapabilities,
@@ -289,6 +292,27 @@ impl Drop for TurnGuard<'_> {
     }
 }
 
+/// A v2 turn waiting for its idle `state_update`; forgets its waiter
+/// however the prompt ends.
+struct V2Turn<'a> {
+    sessions: &'a Sessions,
+    session_id: &'a SessionId,
+    rx: tokio::sync::oneshot::Receiver<crate::sessions::TurnEnd>,
+}
+
+impl Drop for V2Turn<'_> {
+    fn drop(&mut self) {
+        self.rx.close();
+        let mut turns = self.sessions.turns.lock();
+        if let Some(waiters) = turns.get_mut(self.session_id) {
+            waiters.retain(|tx| !tx.is_closed());
+            if waiters.is_empty() {
+                turns.remove(self.session_id);
+            }
+        }
+    }
+}
+
 /// A connection to one agent. Cheap to clone; the agent is shut down (its
 /// whole process group killed) when the last clone is dropped.
 #[derive(Clone, Debug)]
@@ -401,11 +425,156 @@ impl Connection {
         }
     }
 
-    /// `initialize`: sends protocol version 1 and the capabilities the editor
-    /// host implements. An agent answering another version is an error.
+    /// `initialize`: offers the version of
+    /// [`ConnectionOptions::protocol_version`] and the capabilities the
+    /// editor host implements. Offering v2 sends the v2 `info` and
+    /// `capabilities` and the v1 `clientInfo` and `clientCapabilities`
+    /// beside them, so an agent that answers 1 still has the client's fs and
+    /// terminal. An agent answering a version that was not offered is an
+    /// error.
     pub async fn initialize(&self) -> Result<AgentInfo> {
+        let offered = self.sessions().options.protocol_version;
+        let mut params = self.initialize_v1_params();
+        if offered == ProtocolVersion::V2 {
+            params["protocolVersion"] = json!(2);
+            params["info"] = params["clientInfo"].clone();
+            params["capabilities"] = self.client_capabilities_v2();
+        }
+        let raw: Value = self
+            .engine()
+            .request(
+                methods::INITIALIZE,
+                params,
+                self.sessions().options.initialize_timeout,
+            )
+            .await?;
+        let answered = raw
+            .get("protocolVersion")
+            .and_then(Value::as_u64)
+            .and_then(|n| u16::try_from(n).ok());
+        let info = match answered.and_then(ProtocolVersion::from_u16) {
+            Some(ProtocolVersion::V2) if offered == ProtocolVersion::V2 => {
+                self.agent_info_v2(&raw)?
+            }
+            Some(ProtocolVersion::V2) => {
+                return Err(Error::ProtocolVersion {
+                    agent: 2,
+                    client: offered.as_u16(),
+                })
+            }
+            _ => self.agent_info_v1(&raw)?,
+        };
+        self.sessions()
+            .v2
+            .store(info.protocol_version == 2, Ordering::Release);
+        *self.inner.agent.lock() = Some(info.clone());
+        Ok(info)
+    }
+
+    /// The v2 client capabilities: no fs or terminal (v2 has neither; the
+    /// editor's tools reach the agent as an MCP server instead).
+    fn client_capabilities_v2(&self) -> Value {
         let caps = self.sessions().host.capabilities();
-        let params = json!({
+        json!({
+            "auth": { "terminal": self.sessions().options.terminal_auth },
+            "elicitation": elicitation_capabilities(&caps),
+        })
+    }
+
+    /// The v2 answer to `initialize` as an [`AgentInfo`]: `info` and
+    /// `capabilities.session` mapped onto their v1 places. A v2 agent's
+    /// baseline session methods (`{}`) include list, resume and close, and
+    /// load is a resume with a replay.
+    fn agent_info_v2(&self, raw: &Value) -> Result<AgentInfo> {
+        let decode_error = |e: serde_json::Error| Error::Decode {
+            what: "the agent's v2 answer to `initialize`".into(),
+            reason: e.to_string(),
+        };
+        let response = agent_client_protocol_schema::v2::InitializeResponse::deserialize(raw)
+            .map_err(decode_error)?;
+        let session = serde_json::to_value(&response.capabilities.session).map_err(decode_error)?;
+        let mut v1 = json!({ "loadSession": false });
+        if let Value::Object(session) = &session {
+            let mut session_caps = json!({ "list": {}, "resume": {}, "close": {} });
+            for key in ["systemPrompt", "additionalDirectories", "delete"] {
+                if let Some(v) = session.get(key).filter(|v| !v.is_null()) {
+                    session_caps[key] = v.clone();
+                }
+            }
+            v1["loadSession"] = json!(true);
+            v1["sessionCapabilities"] = session_caps;
+            if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
+                v1["promptCapabilities"] = prompt.clone();
+            }
+            if let Some(Value::Object(mcp)) = session.get("mcp") {
+                // v2 marks a transport with an object (`http: {}`), v1 with
+                // a boolean: the editor's MCP server is offered over http
+                // only where the agent marks it (claude-agent-acp 0.101.0
+                // sends `{stdio: {}, http: {}}`).
+                let mut caps = serde_json::Map::new();
+                for (transport, marker) in mcp {
+                    if transport != "_meta" {
+                        caps.insert(transport.clone(), json!(!marker.is_null()));
+                    }
+                }
+                v1["mcpCapabilities"] = Value::Object(caps);
+            }
+        }
+        let capabilities = schema::AgentCapabilities::deserialize(&v1).map_err(decode_error)?;
+        let implementation = serde_json::to_value(&response.info)
+            .and_then(schema::Implementation::deserialize)
+            .ok();
+        let auth_methods = response
+            .auth_methods
+            .iter()
+            .filter_map(|m| {
+                serde_json::to_value(m)
+                    .and_then(schema::AuthMethod::deserialize)
+                    .ok()
+            })
+            .map(|m| self.without_denied_env(m))
+            .collect();
+        Ok(AgentInfo {
+            protocol_version: 2,
+            system_prompt: SystemPromptSupport::of_capabilities(&capabilities),
+            capabilities,
+            auth_methods,
+            implementation,
+        })
+    }
+
+    /// The v1 answer to `initialize` as an [`AgentInfo`].
+    fn agent_info_v1(&self, raw: &Value) -> Result<AgentInfo> {
+        let response = schema::InitializeResponse::deserialize(raw).map_err(|e| Error::Decode {
+            what: "the agent's answer to `initialize`".into(),
+            reason: e.to_string(),
+        })?;
+        let version = response.protocol_version.as_u16();
+        if version != PROTOCOL_VERSION {
+            return Err(Error::ProtocolVersion {
+                agent: version,
+                client: self.sessions().options.protocol_version.as_u16(),
+            });
+        }
+        let system_prompt = SystemPromptSupport::of_capabilities(&response.agent_capabilities);
+        Ok(AgentInfo {
+            protocol_version: version,
+            capabilities: response.agent_capabilities,
+            auth_methods: response
+                .auth_methods
+                .into_iter()
+                .map(legacy_terminal_auth)
+                .map(|m| self.without_denied_env(m))
+                .collect(),
+            implementation: response.agent_info,
+            system_prompt,
+        })
+    }
+
+    /// The v1 `initialize` params (also sent beside the v2 ones).
+    fn initialize_v1_params(&self) -> Value {
+        let caps = self.sessions().host.capabilities();
+        json!({
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
                 "fs": {
@@ -437,42 +606,31 @@ impl Connection {
                 "name": self.sessions().options.client_name,
                 "version": self.sessions().options.client_version,
             },
-        });
-        let raw: Value = self
+        })
+    }
+
+    /// A request whose answer carries `configOptions`: on v2 they are
+    /// brought to their v1 shape before the answer is decoded.
+    async fn session_request<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<T> {
+        let mut answer: Value = self
             .engine()
-            .request(
-                methods::INITIALIZE,
-                params,
-                self.sessions().options.initialize_timeout,
-            )
+            .request(method, params, self.timeout())
             .await?;
-        let response =
-            schema::InitializeResponse::deserialize(&raw).map_err(|e| Error::Decode {
-                what: "the agent's answer to `initialize`".into(),
-                reason: e.to_string(),
-            })?;
-        let version = response.protocol_version.as_u16();
-        if version != PROTOCOL_VERSION {
-            return Err(Error::ProtocolVersion {
-                agent: version,
-                client: PROTOCOL_VERSION,
-            });
+        if self.is_v2() {
+            crate::update::v2::config_options_to_v1(&mut answer);
         }
-        let system_prompt = SystemPromptSupport::of_capabilities(&response.agent_capabilities);
-        let info = AgentInfo {
-            protocol_version: version,
-            capabilities: response.agent_capabilities,
-            auth_methods: response
-                .auth_methods
-                .into_iter()
-                .map(legacy_terminal_auth)
-                .map(|m| self.without_denied_env(m))
-                .collect(),
-            implementation: response.agent_info,
-            system_prompt,
-        };
-        *self.inner.agent.lock() = Some(info.clone());
-        Ok(info)
+        T::deserialize(&answer).map_err(|e| Error::Decode {
+            what: format!("the agent's answer to `{method}`"),
+            reason: e.to_string(),
+        })
+    }
+
+    fn is_v2(&self) -> bool {
+        self.sessions().v2.load(Ordering::Acquire)
     }
 
     /// Drops the entries of a terminal auth method's `env` that
@@ -614,7 +772,7 @@ impl Connection {
     ) -> Value {
         let mut v = json!({
             "cwd": params.cwd,
-            "mcpServers": Self::mcp_servers(params, offer),
+            "mcpServers": self.mcp_servers_json(&Self::mcp_servers(params, offer)),
         });
         let additional_supported = self.agent_info().is_some_and(|i| {
             i.capabilities
@@ -641,6 +799,21 @@ impl Connection {
             }
         }
         v
+    }
+
+    /// The `mcpServers` of `session/new`, `load` and `resume`: the one place
+    /// that builds them. v2 tags a stdio server with `type: "stdio"`
+    /// (claude-agent-acp 0.101.0 on v2 refuses one without it).
+    fn mcp_servers_json(&self, servers: &[schema::McpServer]) -> Value {
+        let mut list = json!(servers);
+        if self.is_v2() {
+            if let Value::Array(items) = &mut list {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    item.entry("type").or_insert_with(|| json!("stdio"));
+                }
+            }
+        }
+        list
     }
 
     /// Why `params`' system prompt is not sent to this agent, if it is not.
@@ -738,11 +911,9 @@ impl Connection {
         let _opening = OpeningGuard(self.sessions());
         let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
-            .engine()
-            .request(
+            .session_request(
                 methods::SESSION_NEW,
                 self.session_params_json(&params, None, offer.as_ref()),
-                self.timeout(),
             )
             .await?;
         let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
@@ -777,15 +948,17 @@ impl Connection {
                 parent: None,
             },
         );
+        // v2 has no `session/load`: a resume replaying from the start, whose
+        // answer ends the replay (claude-agent-acp 0.101.0 sends no marker).
         let offer = self.editor_offer(&params);
-        let result: Result<WireSessionResponse> = self
-            .engine()
-            .request(
-                methods::SESSION_LOAD,
-                self.session_params_json(&params, Some(session_id), offer.as_ref()),
-                self.timeout(),
-            )
-            .await;
+        let mut request = self.session_params_json(&params, Some(session_id), offer.as_ref());
+        let method = if self.is_v2() {
+            request["replayFrom"] = json!({ "type": "start" });
+            methods::SESSION_RESUME
+        } else {
+            methods::SESSION_LOAD
+        };
+        let result: Result<WireSessionResponse> = self.session_request(method, request).await;
         match result {
             Ok(response) => {
                 self.register_session(session_id, &params, &response);
@@ -817,11 +990,9 @@ impl Connection {
         let _opening = OpeningGuard(self.sessions());
         let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
-            .engine()
-            .request(
+            .session_request(
                 methods::SESSION_RESUME,
                 self.session_params_json(&params, Some(session_id), offer.as_ref()),
-                self.timeout(),
             )
             .await?;
         self.register_session(session_id, &params, &response);
@@ -930,8 +1101,41 @@ impl Connection {
 
     /// `session/set_mode`. The model follows the agent's
     /// `current_mode_update`, or this call's success when none comes.
+    ///
+    /// On v2 there is no `session/set_mode`: the mode is the config option
+    /// of category `mode` (claude-agent-acp 0.101.0), set with
+    /// `session/set_config_option`.
     pub async fn set_mode(&self, session_id: &SessionId, mode_id: &str) -> Result<()> {
         self.require_session(session_id)?;
+        if self.is_v2() {
+            let option = self
+                .with_session(session_id, |s| {
+                    s.config_options().iter().find_map(|o| {
+                        let o = serde_json::to_value(o).ok()?;
+                        (o.get("category").and_then(Value::as_str) == Some("mode"))
+                            .then(|| o.get("id").and_then(Value::as_str).map(str::to_owned))
+                            .flatten()
+                    })
+                })
+                .flatten()
+                .ok_or_else(|| Error::NotSupported {
+                    method: format!(
+                        "{} (on ACP v2 the mode is a config option, and this session has none of category `mode`)",
+                        methods::SESSION_SET_MODE
+                    ),
+                })?;
+            self.set_config_option(session_id, &option, ConfigValue::Id(mode_id.to_owned()))
+                .await?;
+            let changes = self
+                .sessions()
+                .slots
+                .lock()
+                .get_mut(session_id)
+                .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
+                .unwrap_or_default();
+            self.sessions().emit_changes(session_id, changes);
+            return Ok(());
+        }
         let _: Value = self
             .engine()
             .request(
@@ -962,15 +1166,21 @@ impl Connection {
         self.require_session(session_id)?;
         let mut params = json!({ "sessionId": session_id, "configId": config_id });
         match value {
-            ConfigValue::Id(id) => params["value"] = json!(id),
+            ConfigValue::Id(id) => {
+                // v2 requires the tag (claude-agent-acp 0.101.0 refuses the
+                // request without it); v1 agents predate it.
+                if self.is_v2() {
+                    params["type"] = json!("id");
+                }
+                params["value"] = json!(id);
+            }
             ConfigValue::Bool(b) => {
                 params["type"] = json!("boolean");
                 params["value"] = json!(b);
             }
         }
         let response: WireConfigResponse = self
-            .engine()
-            .request(methods::SESSION_SET_CONFIG_OPTION, params, self.timeout())
+            .session_request(methods::SESSION_SET_CONFIG_OPTION, params)
             .await?;
         let changes = self
             .sessions()
@@ -1040,19 +1250,65 @@ impl Connection {
             sessions: self.sessions(),
             session_id,
         };
-        let response: WirePromptResponse = self
-            .engine()
-            .request(
-                methods::SESSION_PROMPT,
-                json!({ "sessionId": session_id, "prompt": content }),
-                None,
-            )
-            .await?;
-        if let Some(usage) = response.usage.as_ref().and_then(TurnUsage::decode) {
+        let params = json!({ "sessionId": session_id, "prompt": content });
+        let (stop_reason, usage) = if self.is_v2() {
+            self.prompt_v2(session_id, params).await?
+        } else {
+            let response: WirePromptResponse = self
+                .engine()
+                .request(methods::SESSION_PROMPT, params, None)
+                .await?;
+            (StopReason::from_wire(&response.stop_reason), response.usage)
+        };
+        if let Some(usage) = usage.as_ref().and_then(TurnUsage::decode) {
             self.sessions()
                 .emit_changes(session_id, vec![SessionChange::TurnUsage { usage }]);
         }
-        Ok(StopReason::from_wire(&response.stop_reason))
+        Ok(stop_reason)
+    }
+
+    /// A v2 turn: the answer to `session/prompt` only acknowledges the
+    /// prompt; the turn ends with the idle `state_update`, which carries the
+    /// stop reason and usage (and may come before that answer).
+    async fn prompt_v2(
+        &self,
+        session_id: &SessionId,
+        params: Value,
+    ) -> Result<(StopReason, Option<Value>)> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // A prompt sent while the agent works joins its turn (v2 inserts it
+        // into the conversation): the one idle update ends both.
+        self.sessions()
+            .turns
+            .lock()
+            .entry(session_id.clone())
+            .or_default()
+            .push(tx);
+        let mut turn = V2Turn {
+            sessions: self.sessions(),
+            session_id,
+            rx,
+        };
+        let ack: Value = self
+            .engine()
+            .request(methods::SESSION_PROMPT, params, None)
+            .await?;
+        if let Some(message_id) = ack.get("messageId").and_then(Value::as_str) {
+            if let Some(slot) = self.sessions().slots.lock().get_mut(session_id) {
+                slot.state.acknowledge_prompt(message_id.to_owned());
+            }
+        }
+        let end = tokio::select! {
+            end = &mut turn.rx => end.map_err(|_| Error::NotFound(format!(
+                "session `{session_id}` was closed before its turn ended"
+            )))?,
+            closed = self.closed() => return Err(closed),
+        };
+        // An idle update without a stop reason ended the work all the same.
+        let stop_reason = end
+            .stop_reason
+            .map_or(StopReason::EndTurn, |s| StopReason::from_wire(&s));
+        Ok((stop_reason, end.usage))
     }
 
     /// `session/cancel`: tells the agent, answers the session's pending

@@ -8,6 +8,7 @@
 //! built-in disk/process implementations.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -52,6 +53,13 @@ impl Handler for Sessions {
                     self.warn("the agent sent a `session/update` without params".into());
                     return;
                 };
+                if self.v2.load(Ordering::Acquire) {
+                    match update::v2::decode_v2_notification(params.get()) {
+                        Ok(n) => self.apply_v2(n),
+                        Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
+                    }
+                    return;
+                }
                 match update::decode_declined_session_notification(params) {
                     Ok(n) => self.apply_update(n),
                     Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
@@ -73,6 +81,10 @@ impl Handler for Sessions {
     /// Streamed text and tool calls, decoded whole in one pass; any other
     /// `session/update` comes to [`notification`](Handler::notification).
     fn take_line(&self, line: &[u8]) -> bool {
+        // The one-pass shapes are v1's; a v2 line goes to `notification`.
+        if self.v2.load(Ordering::Acquire) {
+            return false;
+        }
         match update::decode_session_update_line(line) {
             Some(notification) => {
                 self.apply_update(notification);
@@ -113,7 +125,13 @@ async fn handle_request(
     method: &str,
     params: Option<Box<RawValue>>,
 ) -> Result<Value, RpcError> {
-    let caps = shared.host.capabilities();
+    let mut caps = shared.host.capabilities();
+    if shared.v2.load(Ordering::Acquire) {
+        // v2 has no client fs or terminal methods (none were advertised).
+        caps.read_text_file = false;
+        caps.write_text_file = false;
+        caps.terminal = false;
+    }
     let params = params.as_deref();
     let result = match method {
         methods::REQUEST_PERMISSION => request_permission(shared, params).await,
@@ -189,8 +207,65 @@ impl Drop for PromptGuard<'_> {
     }
 }
 
+/// A v2 `session/request_permission`: the tool call is the subject, and the
+/// prompt has a title of its own (claude-agent-acp 0.101.0 on v2).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireV2PermissionRequest {
+    session_id: SessionId,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    subject: Option<WireV2Subject>,
+    options: Vec<WireOption>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireV2Subject {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    tool_call: Option<Value>,
+}
+
+/// The one decode point of a permission request, v1 or v2.
+fn decode_permission_request(
+    shared: &Sessions,
+    params: Option<&RawValue>,
+) -> Result<WirePermissionRequest> {
+    if !shared.v2.load(Ordering::Acquire) {
+        return parse(methods::REQUEST_PERMISSION, params);
+    }
+    let wire: WireV2PermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
+    let mut tool_call = match wire.subject {
+        Some(WireV2Subject {
+            kind,
+            tool_call: Some(tool_call),
+        }) if kind == "tool_call" => tool_call,
+        // No tool call to point at: the prompt stands for itself, under an
+        // id of its own that no update of the agent can touch.
+        _ => json!({ "toolCallId": format!("permission-{}", shared.next_permission_id().0) }),
+    };
+    if let Some(obj) = tool_call.as_object_mut() {
+        update::v2::clear_nulls(obj);
+        let untitled = obj
+            .get("title")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        if untitled && !wire.title.is_empty() {
+            obj.insert("title".into(), json!(wire.title));
+        }
+    }
+    Ok(WirePermissionRequest {
+        session_id: wire.session_id,
+        tool_call,
+        options: wire.options,
+    })
+}
+
 async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
-    let wire: WirePermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
+    let wire = decode_permission_request(shared, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
     let tool_call = record_tool_call(shared, &wire.session_id, &fields)?;
     // Snapshot the files the tool names before anyone can allow the edit.

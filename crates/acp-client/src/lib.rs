@@ -113,9 +113,9 @@ pub mod update;
 pub use agent_client_protocol_schema::v1 as schema;
 
 pub use connection::{
-    env_denied, AgentInfo, ConfigValue, Connection, ConnectionOptions, SessionPage, SessionParams,
-    SessionStarted, StopReason, SystemPrompt, SystemPromptMode, SystemPromptSupport,
-    DENIED_ENV_DEFAULT,
+    env_denied, AgentInfo, ConfigValue, Connection, ConnectionOptions, ProtocolVersion,
+    SessionPage, SessionParams, SessionStarted, StopReason, SystemPrompt, SystemPromptMode,
+    SystemPromptSupport, DENIED_ENV_DEFAULT,
 };
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};

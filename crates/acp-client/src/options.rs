@@ -25,6 +25,36 @@ pub fn env_denied(name: &str, denied: &[String]) -> bool {
     })
 }
 
+/// The ACP version a connection offers in `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProtocolVersion {
+    /// ACP v1 only (the default until v2 is stable).
+    #[default]
+    V1,
+    /// Offer v2 (Preview since 2026-11-20), with the v1 fields beside it:
+    /// an agent answering 1 continues in v1.
+    V2,
+}
+
+impl ProtocolVersion {
+    /// The wire number.
+    pub fn as_u16(self) -> u16 {
+        match self {
+            ProtocolVersion::V1 => 1,
+            ProtocolVersion::V2 => 2,
+        }
+    }
+
+    /// The version of a wire number this client speaks.
+    pub fn from_u16(n: u16) -> Option<Self> {
+        match n {
+            1 => Some(ProtocolVersion::V1),
+            2 => Some(ProtocolVersion::V2),
+            _ => None,
+        }
+    }
+}
+
 /// Tunables of a connection. `Default` gives sensible values for editors.
 #[derive(Debug, Clone)]
 pub struct ConnectionOptions {
@@ -93,6 +123,8 @@ pub struct ConnectionOptions {
     /// `session/new`, load and resume; see [`crate::editor_tools`]. `None`
     /// (the default) offers nothing and starts no server.
     pub editor_tools: Option<EditorToolsOptions>,
+    /// The newest ACP version to offer in `initialize` (v1 by default).
+    pub protocol_version: ProtocolVersion,
 }
 
 impl Default for ConnectionOptions {
@@ -116,6 +148,7 @@ impl Default for ConnectionOptions {
             terminal_auth: false,
             missing_file_read_empty: false,
             editor_tools: None,
+            protocol_version: ProtocolVersion::V1,
         }
     }
 }

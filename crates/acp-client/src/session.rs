@@ -881,6 +881,45 @@ impl SessionState {
         vec![change]
     }
 
+    /// Gives the prompt recorded last the id the agent acknowledged it with
+    /// (a v2 `session/prompt` answer), unless its echo gave it one already.
+    pub fn acknowledge_prompt(&mut self, message_id: String) {
+        let last_prompt = self.entries.iter_mut().rev().find_map(|e| match e {
+            Entry::UserMessage(m) => Some(m),
+            _ => None,
+        });
+        if let Some(m) = last_prompt {
+            if m.message_id.is_none() {
+                m.message_id = Some(message_id);
+            }
+        }
+    }
+
+    /// Whether a v2 `user_message` upsert repeats a prompt already shown:
+    /// the user message with its id, or the prompt recorded last while it
+    /// has no id (which then takes this one), with the same content.
+    pub fn take_prompt_echo(&mut self, message_id: &Option<String>, content: &[Content]) -> bool {
+        let mut last_prompt = true;
+        for entry in self.entries.iter_mut().rev() {
+            let Entry::UserMessage(m) = entry else {
+                continue;
+            };
+            if m.content == content {
+                match (&m.message_id, message_id) {
+                    (Some(a), Some(b)) if a == b => return true,
+                    (None, _) if last_prompt => {
+                        m.message_id.clone_from(message_id);
+                        self.echo = None;
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            last_prompt = false;
+        }
+        false
+    }
+
     /// Marks every tool call that has not finished as cancelled (on
     /// `session/cancel`). Later updates from the agent still apply.
     pub fn cancel_unfinished_tool_calls(&mut self) -> Vec<SessionChange> {

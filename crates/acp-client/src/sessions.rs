@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -90,6 +90,20 @@ pub(crate) struct Sessions {
     /// at a time each costs memory only until its reply is queued, where the
     /// engine's byte bound takes over.
     pub reads: tokio::sync::Semaphore,
+    /// True once `initialize` settled on ACP v2: the decode points read v2
+    /// shapes, and the client's fs and terminal methods are not served.
+    pub v2: AtomicBool,
+    /// The v2 prompts in flight, per session: a v2 turn ends with an idle
+    /// `state_update`, which resolves the sender.
+    pub turns: Mutex<HashMap<SessionId, Vec<oneshot::Sender<TurnEnd>>>>,
+}
+
+/// How a v2 turn ended (its idle `state_update`).
+#[derive(Debug)]
+pub(crate) struct TurnEnd {
+    /// The stop reason's wire name.
+    pub stop_reason: Option<String>,
+    pub usage: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -144,6 +158,8 @@ impl Sessions {
             sessions_opening: AtomicUsize::new(0),
             warned_sessions: Mutex::new(HashSet::new()),
             warnings_sent: AtomicUsize::new(0),
+            v2: AtomicBool::new(false),
+            turns: Mutex::new(HashMap::new()),
             options,
         }
     }
@@ -192,6 +208,8 @@ impl Sessions {
 
     /// Forgets a session and the subagent sessions under it.
     pub(crate) fn remove_session(&self, session_id: &SessionId) {
+        // Its v2 turns end with it (their prompts fail: session closed).
+        self.turns.lock().remove(session_id);
         let mut slots = self.slots.lock();
         slots.remove(session_id);
         // Children whose parent is gone, level by level (bounded as
@@ -361,6 +379,74 @@ impl Sessions {
                 ),
             },
         });
+    }
+
+    /// Applies one decoded v2 `session/update`: its updates like a v1
+    /// agent's, and an idle `state_update` ends the session's turn.
+    pub(crate) fn apply_v2(&self, notification: update::v2::V2Notification) {
+        use update::v2::{AgentState, V2Notification};
+        match notification {
+            V2Notification::Updates {
+                session_id,
+                updates,
+            } => {
+                for update in updates {
+                    self.apply_update(update::SessionNotification {
+                        session_id: session_id.clone(),
+                        update,
+                    });
+                }
+            }
+            V2Notification::UserMessage {
+                session_id,
+                message_id,
+                content,
+            } => {
+                // The echo of a prompt this client recorded (claude-agent-acp
+                // 0.101.0 echoes each one with the id it answers
+                // `session/prompt` with, before or after that answer): the
+                // message with that id, or the prompt recorded last while it
+                // has no id yet, with the same content, is already shown.
+                let known = self
+                    .slots
+                    .lock()
+                    .get_mut(&session_id)
+                    .is_some_and(|slot| slot.state.take_prompt_echo(&message_id, &content));
+                if known {
+                    return;
+                }
+                for content in content {
+                    self.apply_update(update::SessionNotification {
+                        session_id: session_id.clone(),
+                        update: SessionUpdate::UserMessageChunk(update::ContentChunk {
+                            content,
+                            message_id: message_id.clone(),
+                        }),
+                    });
+                }
+            }
+            V2Notification::State {
+                session_id,
+                state: AgentState::Idle { stop_reason, usage },
+            } => match self.turns.lock().remove(&session_id) {
+                Some(turns) => {
+                    for turn in turns {
+                        let _ = turn.send(TurnEnd {
+                            stop_reason: stop_reason.clone(),
+                            usage: usage.clone(),
+                        });
+                    }
+                }
+                // The end of a replay, or of work the agent started itself:
+                // no turn of ours to end.
+                None => tracing::debug!("idle state of `{session_id}` with no prompt in flight"),
+            },
+            // Running, waiting on the user (a permission request follows)
+            // or a state this client does not know: the turn goes on.
+            V2Notification::State { session_id, state } => {
+                tracing::debug!("session `{session_id}` state {state:?}")
+            }
+        }
     }
 
     /// Applies a decoded update to its session and emits the changes.

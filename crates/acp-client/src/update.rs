@@ -16,6 +16,7 @@ mod decode;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
+pub(crate) mod v2;
 
 pub(crate) use decode::decode_declined_session_notification;
 pub use decode::{

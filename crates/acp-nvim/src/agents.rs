@@ -234,6 +234,7 @@ impl Agents {
         options.missing_file_read_empty = spec.missing_file_read_empty;
         options.ask_before_terminal = spec.ask_terminal;
         options.editor_tools = editor_tools(spec);
+        options.protocol_version = spec.protocol_version;
         if let Some(timeout) = spec.init_timeout {
             options.initialize_timeout = Some(timeout);
         }

@@ -48,6 +48,9 @@ pub struct AgentSpec {
     /// (`agent.editor_tools_prompt`); the client's default when absent,
     /// none when empty.
     pub editor_tools_prompt: Option<String>,
+    /// `agent.protocol_version`: the newest ACP version to offer (1 unless
+    /// the config says 2). The first chat of a process sets it.
+    pub protocol_version: acp_client::ProtocolVersion,
 }
 
 /// `acp.open`: start (or share) an agent and open a session in it.
@@ -661,6 +664,16 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
         }
     };
     let editor_tools_prompt = a.opt_string("editor_tools_prompt")?;
+    let protocol_version = match a.get("protocol_version") {
+        None => acp_client::ProtocolVersion::V1,
+        Some(Value::Integer(n)) if n.as_u64() == Some(1) => acp_client::ProtocolVersion::V1,
+        Some(Value::Integer(n)) if n.as_u64() == Some(2) => acp_client::ProtocolVersion::V2,
+        Some(other) => {
+            return Err(p.bad(format!(
+                "`agent.protocol_version` must be 1 or 2, got {other}"
+            )))
+        }
+    };
     Ok(AgentSpec {
         name,
         cmd,
@@ -671,6 +684,7 @@ fn decode_agent(p: &Params<'_>) -> Result<AgentSpec, BadCommand> {
         ask_terminal,
         editor_tools,
         editor_tools_prompt,
+        protocol_version,
     })
 }
 
@@ -1229,6 +1243,30 @@ mod tests {
         assert!(!open.agent.missing_file_read_empty, "off by default");
         assert_eq!(open.remember, Some(false));
         assert_eq!(open.auto_allow, None);
+        assert_eq!(
+            open.agent.protocol_version,
+            acp_client::ProtocolVersion::V1,
+            "v1 until v2 is stable"
+        );
+    }
+
+    #[test]
+    fn decodes_the_protocol_version_and_refuses_others() {
+        let mut p = open_params();
+        p["agent"]["protocol_version"] = json!(2);
+        let Command::Open(open) = decode("acp.open", p).unwrap() else {
+            panic!("not an open");
+        };
+        assert_eq!(open.agent.protocol_version, acp_client::ProtocolVersion::V2);
+        for bad in [json!(3), json!("2"), json!(0)] {
+            let mut p = open_params();
+            p["agent"]["protocol_version"] = bad;
+            let err = decode("acp.open", p).unwrap_err().to_string();
+            assert!(
+                err.contains("`agent.protocol_version` must be 1 or 2"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

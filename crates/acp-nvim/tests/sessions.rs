@@ -102,6 +102,7 @@ impl Rig {
             cwd: None,
             init_timeout: None,
             missing_file_read_empty: false,
+            protocol_version: acp_client::ProtocolVersion::V1,
             ask_terminal: false,
             editor_tools: true,
             editor_tools_prompt: None,

@@ -406,6 +406,12 @@ fn raw_json(raw: Option<&RawValue>) -> Option<Option<Value>> {
 
 fn decode_notification_value(params: &str) -> Result<SessionNotification, Error> {
     let value: Value = serde_json::from_str(params).map_err(|e| params_error(e.to_string()))?;
+    decode_value_notification(value)
+}
+
+/// [`decode_notification_value`] of params already parsed (the v2 decoder
+/// hands its v1-shaped updates here).
+pub(super) fn decode_value_notification(value: Value) -> Result<SessionNotification, Error> {
     let Value::Object(mut obj) = value else {
         return Err(params_error(format!(
             "expected a JSON object, got {}",

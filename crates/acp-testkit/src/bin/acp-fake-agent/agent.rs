@@ -30,6 +30,8 @@ pub struct Agent {
     pub pending: Pending,
     state: Mutex<State>,
     stdin_stopped: AtomicBool,
+    /// The client offered v2 and the scenario speaks it.
+    pub v2: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -103,6 +105,7 @@ impl Agent {
                 system_prompts: std::collections::HashMap::new(),
             }),
             stdin_stopped: AtomicBool::new(false),
+            v2: AtomicBool::new(false),
         })
     }
 
@@ -224,7 +227,7 @@ impl Agent {
             return responder.send(Err(error));
         }
         match method {
-            "initialize" => self.initialize(responder),
+            "initialize" => self.initialize(responder, &params),
             "authenticate" => match &self.scenario.auth_elicitation {
                 Some(ask) => self.authenticate_after_asking(responder, &params, ask.clone()),
                 None => responder.send(self.authenticate(&params)),
@@ -246,18 +249,43 @@ impl Agent {
         }
     }
 
-    fn initialize(self: &Arc<Self>, responder: Responder) {
+    fn initialize(self: &Arc<Self>, responder: Responder, params: &Value) {
         let init = &self.scenario.initialize;
-        let result = json!({
-            "protocolVersion": init.protocol_version,
-            "agentCapabilities": self.scenario.agent_capabilities(),
-            "authMethods": self.scenario.auth_methods(),
-            "agentInfo": init.agent_info.clone().unwrap_or_else(|| json!({
+        let info = init.agent_info.clone().unwrap_or_else(|| {
+            json!({
                 "name": "acp-fake-agent",
                 "title": "ACP fake agent",
                 "version": env!("CARGO_PKG_VERSION")
-            })),
+            })
         });
+        let offered = params.get("protocolVersion").and_then(Value::as_u64);
+        let v2 = self.scenario.v2 && offered.is_some_and(|v| v >= 2);
+        self.v2.store(v2, Ordering::SeqCst);
+        let result = if v2 {
+            // The v1 capabilities in their v2 places (claude-agent-acp
+            // 0.101.0's shape: session.prompt, session.mcp, systemPrompt).
+            let v1 = self.scenario.agent_capabilities();
+            let mut session = json!({ "mcp": { "stdio": {}, "http": {} } });
+            if let Some(prompt) = v1.get("promptCapabilities") {
+                session["prompt"] = prompt.clone();
+            }
+            if let Some(sp) = v1.pointer("/sessionCapabilities/systemPrompt") {
+                session["systemPrompt"] = sp.clone();
+            }
+            json!({
+                "protocolVersion": 2,
+                "info": info,
+                "capabilities": { "session": session },
+                "authMethods": self.scenario.auth_methods(),
+            })
+        } else {
+            json!({
+                "protocolVersion": init.protocol_version,
+                "agentCapabilities": self.scenario.agent_capabilities(),
+                "authMethods": self.scenario.auth_methods(),
+                "agentInfo": info,
+            })
+        };
         match &init.fault {
             None => responder.send(Ok(result)),
             Some(InitFault::Exit { stderr, code }) => exit_with(&self.out, stderr, *code),
@@ -448,6 +476,10 @@ impl Agent {
         }
         let replay = match how {
             Open::Load => record.history.clone(),
+            // v2 loads by resuming with a replay.
+            Open::Resume if params.get("replayFrom").is_some_and(Value::is_object) => {
+                record.history.clone()
+            }
             Open::New | Open::Resume => Vec::new(),
         };
         match system_prompt {
@@ -697,6 +729,24 @@ impl Agent {
         let cwd = cwd.clone();
         let id = session_id.clone();
         let job: TurnJob = Box::new(move |agent: Arc<Agent>, responder: Responder| {
+            let v2 = agent.v2.load(Ordering::SeqCst);
+            let mut responder = Some(responder);
+            if v2 {
+                // claude-agent-acp 0.101.0's order: the echo, the answer
+                // with its id, then the work.
+                let message_id = format!("user-{turn_number}");
+                agent.notify_update(
+                    &id,
+                    json!({ "sessionUpdate": "user_message", "messageId": message_id, "content": prompt_blocks }),
+                );
+                if let Some(responder) = responder.take() {
+                    responder.send(Ok(json!({ "messageId": message_id })));
+                }
+                agent.notify_update(
+                    &id,
+                    json!({ "sessionUpdate": "state_update", "state": "running" }),
+                );
+            }
             let mut player =
                 Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason)
                     .with_prompt_blocks(prompt_blocks)
@@ -707,7 +757,16 @@ impl Agent {
             if let Some(usage) = &turn.usage {
                 answer["usage"] = usage.clone();
             }
-            responder.send(Ok(answer));
+            match responder {
+                Some(responder) => responder.send(Ok(answer)),
+                None => {
+                    let mut idle = json!({ "sessionUpdate": "state_update", "state": "idle" });
+                    if let (Some(idle), Value::Object(fields)) = (idle.as_object_mut(), answer) {
+                        idle.extend(fields);
+                    }
+                    agent.notify_update(&id, idle);
+                }
+            }
             agent.end_turn(&id, &cancel);
             for (delay_ms, steps) in late {
                 let agent = agent.clone();

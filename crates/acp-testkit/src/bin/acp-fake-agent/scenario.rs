@@ -36,6 +36,14 @@ pub struct Scenario {
     /// Replay each prompt as `user_message_chunk` updates on `session/load`.
     #[serde(default)]
     pub replay_user_messages: bool,
+    /// Answer `protocolVersion: 2` when the client offers it, and play v2:
+    /// the prompt echoed as `user_message` and acknowledged with its
+    /// `messageId`, `state_update`s (running, requires_action before each
+    /// permission request, idle with the stop reason and usage), permission
+    /// requests as `{title, subject, options}`, resume with `replayFrom`
+    /// replaying the history. A client offering 1 gets a v1 agent.
+    #[serde(default)]
+    pub v2: bool,
     /// Record the updates of live sessions for a later `session/load`.
     #[serde(default = "yes")]
     pub record_history: bool,

@@ -32,8 +32,26 @@ impl Player<'_> {
                 .or_insert_with(|| json!(format!("permission-{n}")));
         }
         let options = options.unwrap_or_else(default_permission_options);
-        let params = json!({ "toolCall": tool_call, "options": options });
+        let v2 = self.agent.v2.load(std::sync::atomic::Ordering::SeqCst);
+        let params = if v2 {
+            // v2: the tool call is the subject; the prompt has its own title.
+            self.state_update("requires_action");
+            let title = tool_call
+                .get("title")
+                .cloned()
+                .unwrap_or_else(|| json!("Allow this tool call?"));
+            json!({
+                "title": title,
+                "subject": { "type": "tool_call", "toolCall": tool_call },
+                "options": options,
+            })
+        } else {
+            json!({ "toolCall": tool_call, "options": options })
+        };
         let reply = self.call("session/request_permission", Some(params));
+        if v2 {
+            self.state_update("running");
+        }
         let (chosen, kind) = match permission_outcome(&reply, &options) {
             Ok(outcome) => outcome,
             Err(err) => return self.fail(&format!("session/request_permission: {err}")),
@@ -367,6 +385,20 @@ fn permission_outcome(reply: &Reply, options: &[Value]) -> Result<(String, Strin
             Ok((id.to_owned(), kind.to_owned()))
         }
         _ => Err(format!("invalid outcome {result}")),
+    }
+}
+
+impl Player<'_> {
+    /// A v2 `state_update` of this session (not recorded: a replay ends
+    /// with the state the agent reports then).
+    fn state_update(&self, state: &str) {
+        self.agent.out.notify(
+            "session/update",
+            json!({
+                "sessionId": self.session_id,
+                "update": { "sessionUpdate": "state_update", "state": state },
+            }),
+        );
     }
 }
 
