@@ -91,17 +91,32 @@ for _, n in ipairs({ 20000, 100000 }) do
   local label = ("TUI %dk"):format(n / 1000)
   if a and c then
     local wr = a.wall_ms / c.wall_ms
-    budget(label .. " wall <= 1.5x cheapest client", wr <= 1.5,
-      ("%.0f ms vs %.0f ms = %.2fx (median of %d runs)"):format(a.wall_ms, c.wall_ms, wr, a.runs))
+    budget(
+      label .. " wall <= 1.5x cheapest client",
+      wr <= 1.5,
+      ("%.0f ms vs %.0f ms = %.2fx (median of %d runs)"):format(a.wall_ms, c.wall_ms, wr, a.runs)
+    )
     local cr = a.cpu_s / c.cpu_s
-    budget(label .. " Neovim+backend CPU <= 2x cheapest client", cr <= 2,
-      ("%.0f + %.0f ms vs %.0f ms = %.2fx"):format(a.nvim_cpu_s * 1000, a.backend_cpu_s * 1000, c.cpu_s * 1000, cr))
-    budget(label .. " max vim.schedule latency < 16 ms", a.schedule_max_ms < 16,
-      ("%.1f ms (cheapest client %.1f ms)"):format(a.schedule_max_ms, c.schedule_max_ms))
-    budget(label .. " longest redraw < 16 ms", a.redraw_max_ms < 16,
-      ("%.2f ms over %d screen updates"):format(a.redraw_max_ms, a.screen_updates))
-    budget(label .. " new text on screen at least every 100 ms", a.update_gap_max_ms < 100,
-      ("longest gap %.0f ms"):format(a.update_gap_max_ms))
+    budget(
+      label .. " Neovim+backend CPU <= 2x cheapest client",
+      cr <= 2,
+      ("%.0f + %.0f ms vs %.0f ms = %.2fx"):format(a.nvim_cpu_s * 1000, a.backend_cpu_s * 1000, c.cpu_s * 1000, cr)
+    )
+    budget(
+      label .. " max vim.schedule latency < 16 ms",
+      a.schedule_max_ms < 16,
+      ("%.1f ms (cheapest client %.1f ms)"):format(a.schedule_max_ms, c.schedule_max_ms)
+    )
+    budget(
+      label .. " longest redraw < 16 ms",
+      a.redraw_max_ms < 16,
+      ("%.2f ms over %d screen updates"):format(a.redraw_max_ms, a.screen_updates)
+    )
+    budget(
+      label .. " new text on screen at least every 100 ms",
+      a.update_gap_max_ms < 100,
+      ("longest gap %.0f ms"):format(a.update_gap_max_ms)
+    )
   else
     budget(label .. " (wall, CPU, latency, redraw)", nil, "the TUI runs did not run")
   end
@@ -109,9 +124,11 @@ end
 
 local fr = json("fsread.json")
 if fr then
-  budget("fs read at line 900,000 of a modified 1M-line buffer <= 2x a 1k-line buffer",
+  budget(
+    "fs read at line 900,000 of a modified 1M-line buffer <= 2x a 1k-line buffer",
     fr.p50_ratio <= 2 and fr.p99_ratio <= 2,
-    ("p50 %.0f vs %.0f µs = %.2fx, p99 %.2fx"):format(fr.big_p50_us, fr.small_p50_us, fr.p50_ratio, fr.p99_ratio))
+    ("p50 %.0f vs %.0f µs = %.2fx, p99 %.2fx"):format(fr.big_p50_us, fr.small_p50_us, fr.p50_ratio, fr.p99_ratio)
+  )
 else
   budget("fs read at line 900,000 of a modified 1M-line buffer <= 2x a 1k-line buffer", nil, "not run")
 end
@@ -119,8 +136,11 @@ end
 local a20, cc = tui("acp", 20000), tui("codecompanion", 20000)
 if a20 and cc then
   local r = cc.wall_ms / a20.wall_ms
-  budget("TUI 20k at least 20x faster than CodeCompanion.nvim", r >= 20,
-    ("%.0f ms vs %.0f ms = %.1fx"):format(cc.wall_ms, a20.wall_ms, r))
+  budget(
+    "TUI 20k at least 20x faster than CodeCompanion.nvim",
+    r >= 20,
+    ("%.0f ms vs %.0f ms = %.1fx"):format(cc.wall_ms, a20.wall_ms, r)
+  )
 else
   budget("TUI 20k at least 20x faster than CodeCompanion.nvim", nil, "run `make bench COMPARE=1`")
 end
@@ -155,9 +175,16 @@ end
 local st = medians("tui_startup", { "command_ms", "drawn_ms", "ready_ms", "require_ms" })
 summary.startup = st
 if st then
-  budget("TUI :Acp returns in < 10 ms", st.command_ms < 10,
+  budget(
+    "TUI :Acp returns in < 10 ms",
+    st.command_ms < 10,
     ("%.1f ms (of which loading modules %.1f ms), window drawn at %.1f ms, median of %d runs"):format(
-      st.command_ms, st.require_ms, st.drawn_ms, st.runs))
+      st.command_ms,
+      st.require_ms,
+      st.drawn_ms,
+      st.runs
+    )
+  )
   budget("TUI :Acp session ready in < 50 ms", st.ready_ms < 50, ("%.1f ms"):format(st.ready_ms))
 else
   budget("TUI :Acp returns in < 10 ms, ready in < 50 ms", nil, "not run")
@@ -166,27 +193,80 @@ end
 -- Loading a long session in the terminal (bench/tui_long.lua).
 for _, n in ipairs({ 200, 2000 }) do
   local l = medians(("tui_long_%d"):format(n), {
-    "last_turn_ms", "total_ms", "stall_max_ms", "stalls_16", "key_max_ms", "dispatch_max_ms",
-    "nvim_cpu_s", "backend_cpu_s", "nvim_rss_mb", "backend_rss_mb", "lines",
-    "chat_G_ms", "chat_gg_ms", "chat_ctrl_d_ms", "plain_G_ms", "plain_gg_ms", "plain_ctrl_d_ms",
-    "prompt_key_ms", "idle_nvim_cpu_ms", "idle_backend_cpu_ms", "ready_ms", "first_chunk_ms",
+    "last_turn_ms",
+    "total_ms",
+    "stall_max_ms",
+    "stalls_16",
+    "key_max_ms",
+    "dispatch_max_ms",
+    "nvim_cpu_s",
+    "backend_cpu_s",
+    "nvim_rss_mb",
+    "backend_rss_mb",
+    "lines",
+    "chat_G_ms",
+    "chat_gg_ms",
+    "chat_ctrl_d_ms",
+    "plain_G_ms",
+    "plain_gg_ms",
+    "plain_ctrl_d_ms",
+    "prompt_key_ms",
+    "idle_nvim_cpu_ms",
+    "idle_backend_cpu_ms",
+    "ready_ms",
+    "first_chunk_ms",
   })
   summary["long_" .. n] = l
   local label = ("TUI load of %d turns"):format(n)
   if l then
-    budget(label .. ": no vim.schedule stall >= 16 ms", l.stall_max_ms < 16,
+    budget(
+      label .. ": no vim.schedule stall >= 16 ms",
+      l.stall_max_ms < 16,
       ("longest %.1f ms, %d stalls >= 16 ms; longest event batch %.1f ms; a key waited at most %.1f ms (median of %d runs)"):format(
-        l.stall_max_ms, l.stalls_16, l.dispatch_max_ms, l.key_max_ms, l.runs))
-    budget(label .. ": last turn on screen within 100 ms", l.last_turn_ms < 100,
+        l.stall_max_ms,
+        l.stalls_16,
+        l.dispatch_max_ms,
+        l.key_max_ms,
+        l.runs
+      )
+    )
+    budget(
+      label .. ": last turn on screen within 100 ms",
+      l.last_turn_ms < 100,
       ("%.0f ms (the agent's replay had all arrived at %.0f ms: nothing is known to be the last turn before); whole history %.0f ms, %d lines; CPU %.2f s Neovim, %.2f s backend; RSS %.0f MB Neovim, %.0f MB backend"):format(
-        l.last_turn_ms, l.ready_ms or 0 / 0, l.total_ms, l.lines, l.nvim_cpu_s, l.backend_cpu_s, l.nvim_rss_mb, l.backend_rss_mb))
+        l.last_turn_ms,
+        l.ready_ms or 0 / 0,
+        l.total_ms,
+        l.lines,
+        l.nvim_cpu_s,
+        l.backend_cpu_s,
+        l.nvim_rss_mb,
+        l.backend_rss_mb
+      )
+    )
     local worst = math.max(l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms)
-    budget(label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms", worst < 16,
+    budget(
+      label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms",
+      worst < 16,
       ("G %.2f, gg %.2f, <C-d> %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
-        l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms, l.plain_G_ms, l.plain_gg_ms, l.plain_ctrl_d_ms))
-    budget(label .. ": a letter in the prompt redrawn in < 16 ms", l.prompt_key_ms < 16,
+        l.chat_G_ms,
+        l.chat_gg_ms,
+        l.chat_ctrl_d_ms,
+        l.plain_G_ms,
+        l.plain_gg_ms,
+        l.plain_ctrl_d_ms
+      )
+    )
+    budget(
+      label .. ": a letter in the prompt redrawn in < 16 ms",
+      l.prompt_key_ms < 16,
       ("%.2f ms; idle CPU %.1f ms/s Neovim, %.1f ms/s backend; a prompt's first chunk drawn %.1f ms after it was sent"):format(
-        l.prompt_key_ms, l.idle_nvim_cpu_ms, l.idle_backend_cpu_ms, l.first_chunk_ms or 0 / 0))
+        l.prompt_key_ms,
+        l.idle_nvim_cpu_ms,
+        l.idle_backend_cpu_ms,
+        l.first_chunk_ms or 0 / 0
+      )
+    )
   else
     budget(label, nil, "not run")
   end

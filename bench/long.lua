@@ -50,9 +50,21 @@ local function chat_with(lines)
   require("acp").setup({})
   local chat = require("acp").open({ agent = "demo", cwd = root, show = false })
   events.dispatch({
-    { type = "session_started", chat_id = chat.chat_id, session_id = "s-" .. chat.chat_id, agent_name = "demo", capabilities = {} },
-    session(chat, { change = "entry_added", index = 0, entry = vim.tbl_extend("force", { type = "tool_call" }, tool("pending")) }),
-    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("start\n") } } }),
+    {
+      type = "session_started",
+      chat_id = chat.chat_id,
+      session_id = "s-" .. chat.chat_id,
+      agent_name = "demo",
+      capabilities = {},
+    },
+    session(
+      chat,
+      { change = "entry_added", index = 0, entry = vim.tbl_extend("force", { type = "tool_call" }, tool("pending")) }
+    ),
+    session(
+      chat,
+      { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("start\n") } } }
+    ),
   })
   local line = string.rep("x", 79) .. "\n"
   local batch = {}
@@ -90,7 +102,10 @@ local function measure(lines)
     return session(chat, { change = "text_appended", index = 1, content = text(("chunk %d "):format(i)) })
   end)
   local status = per_event_us(function(i)
-    return session(chat, { change = "tool_call_changed", index = 0, toolCall = tool(i % 2 == 0 and "pending" or "in_progress") })
+    return session(
+      chat,
+      { change = "tool_call_changed", index = 0, toolCall = tool(i % 2 == 0 and "pending" or "in_progress") }
+    )
   end)
   chat:close()
   return { lines = n, chunk_us = chunk, tool_status_us = status }

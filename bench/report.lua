@@ -56,7 +56,7 @@ add("numbers are noisy; the budgets compare numbers taken in the same run.")
 add()
 add("| | |")
 add("| --- | --- |")
-add(("| command | `make bench` |"))
+add("| command | `make bench` |")
 add(("| date | %s |"):format(machine.date or "?"))
 add(("| commit | %s |"):format(machine.commit or "?"))
 add(("| CPU | %s, nproc %s |"):format(machine.cpu or "?", machine.nproc or "?"))
@@ -99,8 +99,16 @@ for _, g in ipairs({ "agent_message_chunk", "tool_call_update" }) do
       if m ~= "raw_value" then
         budget = met(share and share >= 0.5)
       end
-      add(("| %s | %s | %.1f | %.0f | %s | %s |"):format(
-        g, m, bytes / 1e6 / secs, LINES / secs, share and ("%.0f%%"):format(share * 100) or "", budget))
+      add(
+        ("| %s | %s | %.1f | %.0f | %s | %s |"):format(
+          g,
+          m,
+          bytes / 1e6 / secs,
+          LINES / secs,
+          share and ("%.0f%%"):format(share * 100) or "",
+          budget
+        )
+      )
     else
       add(("| %s | %s | not run | | | |"):format(g, m))
     end
@@ -119,22 +127,38 @@ add("(vim.uv.getrusage). Stall: lateness of a 5 ms repeating timer. Baseline: th
 add("pure-Lua loop, vim.json.decode of each wire line and an append to a scratch buffer.")
 add("Budgets: max stall < 16 ms; CPU per MB <= 3x the baseline's.")
 add()
-add("| run | MB | wall s | nvim CPU s/MB | baseline CPU s/MB | ratio | stall max ms | stall p99 ms | batches | budgets |")
+add(
+  "| run | MB | wall s | nvim CPU s/MB | baseline CPU s/MB | ratio | stall max ms | stall p99 ms | batches | budgets |"
+)
 add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 for _, name in ipairs({ "stream_20k", "stream_100k", "stream_burst_2k" }) do
   local r = json(name .. ".json")
   if r then
     local stall_ok = r.stall_max_ms < 16
     local cpu_ok = r.cpu_ratio <= 3
-    add(("| %d x %d B (%s) | %.1f | %.2f | %.3f | %.3f | %.2f | %.1f | %.1f | %d | stall %s, CPU %s |"):format(
-      r.count, r.bytes, r.mode, r.payload_mb, r.wall_ms / 1000, r.cpu_s_per_mb, r.baseline_cpu_s_per_mb,
-      r.cpu_ratio, r.stall_max_ms, r.stall_p99_ms, r.batches, met(stall_ok), met(cpu_ok)))
+    add(
+      ("| %d x %d B (%s) | %.1f | %.2f | %.3f | %.3f | %.2f | %.1f | %.1f | %d | stall %s, CPU %s |"):format(
+        r.count,
+        r.bytes,
+        r.mode,
+        r.payload_mb,
+        r.wall_ms / 1000,
+        r.cpu_s_per_mb,
+        r.baseline_cpu_s_per_mb,
+        r.cpu_ratio,
+        r.stall_max_ms,
+        r.stall_p99_ms,
+        r.batches,
+        met(stall_ok),
+        met(cpu_ok)
+      )
+    )
   else
     add(("| %s | not run | | | | | | | | |"):format(name))
   end
 end
 add()
-add("Comparison with CodeCompanion.nvim: see \"Comparing with other clients\".")
+add('Comparison with CodeCompanion.nvim: see "Comparing with other clients".')
 add()
 
 -- 3. Long sessions -------------------------------------------------------------
@@ -148,18 +172,36 @@ add()
 if long then
   add("| event | short transcript | long transcript | ratio | budget |")
   add("| --- | ---: | ---: | ---: | --- |")
-  add(("| append a chunk | %.1f µs (%d lines) | %.1f µs (%d lines) | %.2f | %s |"):format(
-    long.short.chunk_us, long.short.lines, long.long.chunk_us, long.long.lines, long.chunk_ratio, met(long.chunk_ratio <= 1.2)))
-  add(("| tool call status update at the top | %.1f µs | %.1f µs | %.2f | %s |"):format(
-    long.short.tool_status_us, long.long.tool_status_us, long.tool_status_ratio, met(long.tool_status_ratio <= 1.2)))
+  add(
+    ("| append a chunk | %.1f µs (%d lines) | %.1f µs (%d lines) | %.2f | %s |"):format(
+      long.short.chunk_us,
+      long.short.lines,
+      long.long.chunk_us,
+      long.long.lines,
+      long.chunk_ratio,
+      met(long.chunk_ratio <= 1.2)
+    )
+  )
+  add(
+    ("| tool call status update at the top | %.1f µs | %.1f µs | %.2f | %s |"):format(
+      long.short.tool_status_us,
+      long.long.tool_status_us,
+      long.tool_status_ratio,
+      met(long.tool_status_ratio <= 1.2)
+    )
+  )
 else
   add("Not run.")
 end
 add()
 local s100 = json("stream_100k.json")
-add(("Backend RSS after streaming %s (section 2): %s MiB (peak %s MiB)."):format(
-  s100 and ("%d chunks"):format(s100.count) or "100,000 chunks",
-  s100 and num(s100.backend_rss_after_kib / 1024) or "n/a", s100 and num(s100.backend_hwm_kib / 1024) or "n/a"))
+add(
+  ("Backend RSS after streaming %s (section 2): %s MiB (peak %s MiB)."):format(
+    s100 and ("%d chunks"):format(s100.count) or "100,000 chunks",
+    s100 and num(s100.backend_rss_after_kib / 1024) or "n/a",
+    s100 and num(s100.backend_hwm_kib / 1024) or "n/a"
+  )
+)
 add()
 local rss = json("rss.json")
 add("A long session through the release backend into Neovim (bench/rss.lua): the fake agent's")
@@ -170,9 +212,17 @@ add()
 if rss then
   add("| tool calls | chunks | text | wall s | backend VmRSS idle | VmRSS after | VmHWM |")
   add("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-  add(("| %d | %d | %.0f MB | %.1f | %.1f MiB | %.1f MiB | %.1f MiB |"):format(
-    rss.tool_calls, rss.chunks, rss.payload_mb, rss.wall_s, rss.backend_idle_rss_kib / 1024,
-    rss.backend_rss_after_kib / 1024, rss.backend_hwm_kib / 1024))
+  add(
+    ("| %d | %d | %.0f MB | %.1f | %.1f MiB | %.1f MiB | %.1f MiB |"):format(
+      rss.tool_calls,
+      rss.chunks,
+      rss.payload_mb,
+      rss.wall_s,
+      rss.backend_idle_rss_kib / 1024,
+      rss.backend_rss_after_kib / 1024,
+      rss.backend_hwm_kib / 1024
+    )
+  )
 else
   add("Not run.")
 end
@@ -191,9 +241,18 @@ add()
 if fr then
   add("| reads each | 1,000 lines p50 | p99 | 1,000,000 lines p50 | p99 | ratio p50 | ratio p99 | budget |")
   add("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-  add(("| %d | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f | %.2f | %s |"):format(
-    fr.count, fr.small_p50_us, fr.small_p99_us, fr.big_p50_us, fr.big_p99_us, fr.p50_ratio, fr.p99_ratio,
-    met(fr.p50_ratio <= 2 and fr.p99_ratio <= 2)))
+  add(
+    ("| %d | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f | %.2f | %s |"):format(
+      fr.count,
+      fr.small_p50_us,
+      fr.small_p99_us,
+      fr.big_p50_us,
+      fr.big_p99_us,
+      fr.p50_ratio,
+      fr.p99_ratio,
+      met(fr.p50_ratio <= 2 and fr.p99_ratio <= 2)
+    )
+  )
 else
   add("Not run.")
 end
@@ -210,9 +269,18 @@ add()
 if t then
   add("| printed | throughput | kept | buffer high water | VmHWM before | VmHWM after | growth | budget |")
   add("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-  add(("| %.0f MB | %.0f MB/s | %d B | %d B | %.1f MiB | %.1f MiB | %.1f MiB | %s |"):format(
-    t.bytes / 1e6, t.mb_per_s, t.kept_bytes, t.buffer_high_water, t.hwm_before_kib / 1024, t.hwm_after_kib / 1024,
-    t.hwm_growth_kib / 1024, met(t.hwm_growth_kib < 8 * 1024)))
+  add(
+    ("| %.0f MB | %.0f MB/s | %d B | %d B | %.1f MiB | %.1f MiB | %.1f MiB | %s |"):format(
+      t.bytes / 1e6,
+      t.mb_per_s,
+      t.kept_bytes,
+      t.buffer_high_water,
+      t.hwm_before_kib / 1024,
+      t.hwm_after_kib / 1024,
+      t.hwm_growth_kib / 1024,
+      met(t.hwm_growth_kib < 8 * 1024)
+    )
+  )
 else
   add("Not run.")
 end
@@ -241,14 +309,19 @@ add("`:Acp` is the real command with the default configuration (the demo agent, 
 add("backend) in a fresh headless Neovim, cold each time (bench/startup.lua, median of the runs).")
 add("Spawn to hello and idle RSS come from bench/stream.lua.")
 add()
-add("| `:Acp` to the chat window | `:Acp` to `session_started` (demo agent initialized) | runs | backend spawn to `acp.hello` answered | backend idle RSS |")
+add(
+  "| `:Acp` to the chat window | `:Acp` to `session_started` (demo agent initialized) | runs | backend spawn to `acp.hello` answered | backend idle RSS |"
+)
 add("| ---: | ---: | ---: | ---: | ---: |")
-add(("| %s | %s | %d | %s | %s |"):format(
-  #starts > 0 and ("%.1f ms"):format(median("window_ms")) or "not run",
-  #starts > 0 and ("%.1f ms"):format(median("session_started_ms")) or "not run",
-  #starts,
-  s and ("%.1f ms"):format(s.hello_ms) or "not run",
-  s and ("%.1f MiB"):format(s.backend_idle_rss_kib / 1024) or "not run"))
+add(
+  ("| %s | %s | %d | %s | %s |"):format(
+    #starts > 0 and ("%.1f ms"):format(median("window_ms")) or "not run",
+    #starts > 0 and ("%.1f ms"):format(median("session_started_ms")) or "not run",
+    #starts,
+    s and ("%.1f ms"):format(s.hello_ms) or "not run",
+    s and ("%.1f MiB"):format(s.backend_idle_rss_kib / 1024) or "not run"
+  )
+)
 add()
 
 add("## Comparing with other clients")
@@ -264,7 +337,9 @@ add("## 7. Streaming in a real TUI, against the cheapest client")
 add()
 add("Neovim in a 200x50 tmux pane with an ordinary config (bench/tui_init.lua: `syntax on`,")
 add("`filetype plugin indent on`, `termguicolors`, colorscheme habamax, treesitter highlighting")
-add("started for every filetype that has a parser), driven by bench/tui.lua (the tmux driver of tests/tui) + bench/tui_stream.lua.")
+add(
+  "started for every filetype that has a parser), driven by bench/tui.lua (the tmux driver of tests/tui) + bench/tui_stream.lua."
+)
 add("The fake agent streams N chunks of 100 bytes (99 letters and a newline) into the chat window,")
 add("which follows the tail. `cheap` is the cheapest possible pure-Lua client under the same config:")
 add("it spawns the agent itself, decodes each line with vim.json.decode and appends the text of")
@@ -276,19 +351,29 @@ add("new chat text; gap: the longest time between two of them. A compared client
 add("when every letter is in its chat; its schedule max can exceed its wall when work it queued")
 add("keeps the editor frozen after the text is in (agentic.nvim defers a `redraw!` per update).")
 add("Each number is the median over")
-add(("the runs (%s per client and size, interleaved)."):format(
-  tuis.acp_20000 and tostring(tuis.acp_20000.runs) or "?"))
+add(("the runs (%s per client and size, interleaved)."):format(tuis.acp_20000 and tostring(tuis.acp_20000.runs) or "?"))
 add()
 add("| client | N | wall ms | nvim CPU ms | backend CPU ms | schedule max ms | redraw max ms | updates | gap max ms |")
 add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-local names = { cheap = "cheapest Lua client", acp = "acp.nvim", codecompanion = "CodeCompanion.nvim", agentic = "agentic.nvim" }
+local names =
+  { cheap = "cheapest Lua client", acp = "acp.nvim", codecompanion = "CodeCompanion.nvim", agentic = "agentic.nvim" }
 for _, n in ipairs({ 20000, 100000 }) do
   for _, c in ipairs({ "cheap", "acp", "codecompanion", "agentic" }) do
     local m = tuis[c .. "_" .. n]
     if m then
-      add(("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.2f | %d | %.0f |"):format(names[c], n, m.wall_ms,
-        m.nvim_cpu_s * 1000, m.backend_cpu_s * 1000, m.schedule_max_ms, m.redraw_max_ms, m.screen_updates,
-        m.update_gap_max_ms))
+      add(
+        ("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.2f | %d | %.0f |"):format(
+          names[c],
+          n,
+          m.wall_ms,
+          m.nvim_cpu_s * 1000,
+          m.backend_cpu_s * 1000,
+          m.schedule_max_ms,
+          m.redraw_max_ms,
+          m.screen_updates,
+          m.update_gap_max_ms
+        )
+      )
     end
   end
 end
@@ -296,8 +381,12 @@ add()
 local cc_commit = read(dir .. "/compare_commit_codecompanion.txt")
 local ag_commit = read(dir .. "/compare_commit_agentic.txt")
 if cc_commit or ag_commit then
-  add(("Compared checkouts: CodeCompanion.nvim %s, agentic.nvim %s (throwaway clones, never part of"):format(
-    vim.trim(cc_commit or "not run"), vim.trim(ag_commit or "not run")))
+  add(
+    ("Compared checkouts: CodeCompanion.nvim %s, agentic.nvim %s (throwaway clones, never part of"):format(
+      vim.trim(cc_commit or "not run"),
+      vim.trim(ag_commit or "not run")
+    )
+  )
   add("this repository; CodeCompanion's ACP adapter is configured the documented way with the fake")
   add("agent as the command, agentic.nvim's provider command is the fake agent).")
 else
@@ -321,8 +410,15 @@ local st = sum.startup
 if st then
   add("| :Acp | returned ms | modules ms | window drawn ms | ready ms | runs |")
   add("| --- | ---: | ---: | ---: | ---: | ---: |")
-  add(("| demo agent | %s | %s | %s | %s | %d |"):format(num(st.command_ms, "%.1f"), num(st.require_ms, "%.1f"),
-    num(st.drawn_ms, "%.1f"), num(st.ready_ms, "%.1f"), st.runs))
+  add(
+    ("| demo agent | %s | %s | %s | %s | %d |"):format(
+      num(st.command_ms, "%.1f"),
+      num(st.require_ms, "%.1f"),
+      num(st.drawn_ms, "%.1f"),
+      num(st.ready_ms, "%.1f"),
+      st.runs
+    )
+  )
   add()
 else
   add("`:Acp` in the TUI: not run.")
@@ -333,14 +429,28 @@ for _, n in ipairs({ 200, 2000 }) do
   local l = sum["long_" .. n]
   if l then
     if not any_long then
-      add("| load | lines | last turn drawn ms | whole history ms | stall max ms | stalls >= 16 ms | key max ms | longest batch ms | nvim CPU s | backend CPU s | nvim RSS MB | backend RSS MB |")
+      add(
+        "| load | lines | last turn drawn ms | whole history ms | stall max ms | stalls >= 16 ms | key max ms | longest batch ms | nvim CPU s | backend CPU s | nvim RSS MB | backend RSS MB |"
+      )
       add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
       any_long = true
     end
-    add(("| %d turns | %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |"):format(n, l.lines or 0,
-      num(l.last_turn_ms, "%.0f"), num(l.total_ms, "%.0f"), num(l.stall_max_ms, "%.1f"), l.stalls_16 or 0,
-      num(l.key_max_ms, "%.1f"), num(l.dispatch_max_ms, "%.1f"), num(l.nvim_cpu_s, "%.2f"),
-      num(l.backend_cpu_s, "%.2f"), num(l.nvim_rss_mb, "%.0f"), num(l.backend_rss_mb, "%.0f")))
+    add(
+      ("| %d turns | %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |"):format(
+        n,
+        l.lines or 0,
+        num(l.last_turn_ms, "%.0f"),
+        num(l.total_ms, "%.0f"),
+        num(l.stall_max_ms, "%.1f"),
+        l.stalls_16 or 0,
+        num(l.key_max_ms, "%.1f"),
+        num(l.dispatch_max_ms, "%.1f"),
+        num(l.nvim_cpu_s, "%.2f"),
+        num(l.backend_cpu_s, "%.2f"),
+        num(l.nvim_rss_mb, "%.0f"),
+        num(l.backend_rss_mb, "%.0f")
+      )
+    )
   end
 end
 if not any_long then
@@ -351,15 +461,27 @@ else
   add("against a plain buffer of the same lines in the same window, a letter typed in the prompt,")
   add("and the CPU of one idle second.")
   add()
-  add("| loaded | G ms | gg ms | <C-d> ms | plain G ms | plain gg ms | plain <C-d> ms | prompt letter ms | idle CPU ms/s nvim | idle CPU ms/s backend |")
+  add(
+    "| loaded | G ms | gg ms | <C-d> ms | plain G ms | plain gg ms | plain <C-d> ms | prompt letter ms | idle CPU ms/s nvim | idle CPU ms/s backend |"
+  )
   add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
   for _, n in ipairs({ 200, 2000 }) do
     local l = sum["long_" .. n]
     if l then
-      add(("| %d turns | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(n, num(l.chat_G_ms, "%.2f"),
-        num(l.chat_gg_ms, "%.2f"), num(l.chat_ctrl_d_ms, "%.2f"), num(l.plain_G_ms, "%.2f"),
-        num(l.plain_gg_ms, "%.2f"), num(l.plain_ctrl_d_ms, "%.2f"), num(l.prompt_key_ms, "%.2f"),
-        num(l.idle_nvim_cpu_ms, "%.1f"), num(l.idle_backend_cpu_ms, "%.1f")))
+      add(
+        ("| %d turns | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(
+          n,
+          num(l.chat_G_ms, "%.2f"),
+          num(l.chat_gg_ms, "%.2f"),
+          num(l.chat_ctrl_d_ms, "%.2f"),
+          num(l.plain_G_ms, "%.2f"),
+          num(l.plain_gg_ms, "%.2f"),
+          num(l.plain_ctrl_d_ms, "%.2f"),
+          num(l.prompt_key_ms, "%.2f"),
+          num(l.idle_nvim_cpu_ms, "%.1f"),
+          num(l.idle_backend_cpu_ms, "%.1f")
+        )
+      )
     end
   end
 end

@@ -69,5 +69,7 @@ if result then
   io.stdout:write(result .. "\n")
   os.exit(0)
 end
-io.stdout:write(("ERROR tui %s %s: %s\n%s\n"):format(client, count, text ~= "" and text or "no result (timed out)", screen or ""))
+io.stdout:write(
+  ("ERROR tui %s %s: %s\n%s\n"):format(client, count, text ~= "" and text or "no result (timed out)", screen or "")
+)
 os.exit(1)

@@ -98,7 +98,8 @@ end
 
 local history = {}
 for i = 1, TURNS do
-  history[#history + 1] = { sessionUpdate = "user_message_chunk", content = text(("Turn %d: explain the parser and fix it"):format(i)) }
+  history[#history + 1] =
+    { sessionUpdate = "user_message_chunk", content = text(("Turn %d: explain the parser and fix it"):format(i)) }
   history[#history + 1] = { sessionUpdate = "agent_message_chunk", content = text(answer(i)) }
   history[#history + 1] = {
     sessionUpdate = "plan",
@@ -242,7 +243,7 @@ local function after_load(backend_pid)
   local motions = {
     G = { "normal! G", "normal! gg" },
     gg = { "normal! gg", "normal! G" },
-    ctrl_d = { "exe \"normal! \\<C-d>\"", "normal! 50%" },
+    ctrl_d = { 'exe "normal! \\<C-d>"', "normal! 50%" },
   }
   local function measure_in(buf, prefix)
     api.nvim_win_set_buf(win, buf)

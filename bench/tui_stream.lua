@@ -223,11 +223,16 @@ function clients.acp.open(k)
     return fail("open failed")
   end
   clients.acp.chat = chat
-  when(function()
-    return chat.session_id ~= nil
-  end, "session_started", function()
-    k(chat.bufnr, vim.fn.jobpid(require("acp.backend").channel()))
-  end, 30000)
+  when(
+    function()
+      return chat.session_id ~= nil
+    end,
+    "session_started",
+    function()
+      k(chat.bufnr, vim.fn.jobpid(require("acp.backend").channel()))
+    end,
+    30000
+  )
 end
 function clients.acp.send(done)
   local chat = clients.acp.chat
@@ -263,7 +268,11 @@ function clients.cheap.open(k)
   api.nvim_win_set_width(c.win, math.floor(vim.o.columns * 0.4))
   c.row, c.col = 0, 0
   c.stdin, c.stdout, c.stderr = uv.new_pipe(), uv.new_pipe(), uv.new_pipe()
-  c.handle = uv.spawn(AGENT, { args = { "--scenario", scenario }, stdio = { c.stdin, c.stdout, c.stderr } }, function() end)
+  c.handle = uv.spawn(
+    AGENT,
+    { args = { "--scenario", scenario }, stdio = { c.stdin, c.stdout, c.stderr } },
+    function() end
+  )
   c.stderr:read_start(function() end)
   c.next_id, c.waiting = 0, {}
   local pending = ""
@@ -378,14 +387,19 @@ function clients.codecompanion.open(k)
   if not c.chat then
     return fail("CodeCompanion opened no chat")
   end
-  when(function()
-    return c.finished >= 1
-  end, "the warm-up turn", function()
-    -- Let the chat settle (it adds the next user header after the turn).
-    vim.defer_fn(function()
-      k(c.chat.bufnr)
-    end, 300)
-  end, 60000)
+  when(
+    function()
+      return c.finished >= 1
+    end,
+    "the warm-up turn",
+    function()
+      -- Let the chat settle (it adds the next user header after the turn).
+      vim.defer_fn(function()
+        k(c.chat.bufnr)
+      end, 300)
+    end,
+    60000
+  )
 end
 function clients.codecompanion.send(done)
   local c = clients.codecompanion
@@ -419,13 +433,18 @@ function clients.agentic.open(k)
   -- agent's stderr echoed): off, as for a user.
   require("agentic.config").debug = false
   require("agentic").open()
-  when(function()
-    return c.session and c.session.session_id ~= nil
-  end, "agentic's session", function()
-    vim.defer_fn(function()
-      k(c.session.widget.buf_nrs.chat)
-    end, 300)
-  end, 30000)
+  when(
+    function()
+      return c.session and c.session.session_id ~= nil
+    end,
+    "agentic's session",
+    function()
+      vim.defer_fn(function()
+        k(c.session.widget.buf_nrs.chat)
+      end, 300)
+    end,
+    30000
+  )
 end
 function clients.agentic.send(done)
   local c = clients.agentic
@@ -523,23 +542,32 @@ local function run()
       if not check_letters(buf) then
         return measured(m)
       end
-      when(function()
-        return check_letters(buf) == nil
-      end, "every letter in the chat", function()
-        measured(snapshot())
-      end)
+      when(
+        function()
+          return check_letters(buf) == nil
+        end,
+        "every letter in the chat",
+        function()
+          measured(snapshot())
+        end
+      )
     end)
   end)
 end
 
 -- Start once the UI is attached and the first screen is drawn.
-when(function()
-  return #api.nvim_list_uis() > 0
-end, "the TUI", function()
-  vim.defer_fn(function()
-    local ok, err = pcall(run)
-    if not ok then
-      fail(tostring(err))
-    end
-  end, 200)
-end, 10000)
+when(
+  function()
+    return #api.nvim_list_uis() > 0
+  end,
+  "the TUI",
+  function()
+    vim.defer_fn(function()
+      local ok, err = pcall(run)
+      if not ok then
+        fail(tostring(err))
+      end
+    end, 200)
+  end,
+  10000
+)

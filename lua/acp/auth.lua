@@ -40,10 +40,13 @@ end
 function M.choose(chat)
   local methods = chat.auth_methods or {}
   if #methods == 0 then
-    util.notify(("%s offers no login method; log in with its own command, then :Acp new %s"):format(
-      chat.agent.name,
-      chat.agent.name
-    ), vim.log.levels.WARN)
+    util.notify(
+      ("%s offers no login method; log in with its own command, then :Acp new %s"):format(
+        chat.agent.name,
+        chat.agent.name
+      ),
+      vim.log.levels.WARN
+    )
     return
   end
   vim.ui.select(methods, {
@@ -136,7 +139,9 @@ function M.terminal_done(chat, code, win)
   end
   if code ~= 0 then
     chat.transcript.view:batch(function()
-      chat.transcript:error(("the login command exited with code %d; read its terminal, then :Acp login to try again"):format(code))
+      chat.transcript:error(
+        ("the login command exited with code %d; read its terminal, then :Acp login to try again"):format(code)
+      )
     end)
     return
   end

@@ -195,7 +195,8 @@ end
 
 --- The transcript state a run is drawn with, swapped in and out around
 --- each slice of it.
-local STATE = { "entries", "tools", "plan_block", "thinking", "turn", "side", "after_header", "compactions", "plans", "subagents" }
+local STATE =
+  { "entries", "tools", "plan_block", "thinking", "turn", "side", "after_header", "compactions", "plans", "subagents" }
 
 ---@param t acp.Transcript
 ---@return table

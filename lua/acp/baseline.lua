@@ -98,8 +98,14 @@ function M.snapshot(cwd)
       if name ~= "" then
         local path = normalize(name)
         local stat = util.uv.fs_stat(path)
-        local size = modified and (stat and stat.size or 0) or api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
-        if vim.startswith(path, root) and size <= M.MAX_FILE_BYTES and total + size <= M.MAX_TOTAL_BYTES and stat ~= nil then
+        local size = modified and (stat and stat.size or 0)
+          or api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
+        if
+          vim.startswith(path, root)
+          and size <= M.MAX_FILE_BYTES
+          and total + size <= M.MAX_TOTAL_BYTES
+          and stat ~= nil
+        then
           -- A buffer with unsaved edits is not the file: its file's text,
           -- read now, is. The backend would read it too, but only when the
           -- agent names the file, and an agent that rewrites it in place

@@ -252,7 +252,10 @@ local function fetch(url, path, on_percent)
   end
   return {
     ok = false,
-    error = ("could not download %s (%s): no network?"):format(url, msg or res.spawn_error or ("curl exit " .. res.code)),
+    error = ("could not download %s (%s): no network?"):format(
+      url,
+      msg or res.spawn_error or ("curl exit " .. res.code)
+    ),
   }
 end
 
@@ -367,8 +370,7 @@ local function download(ctx)
     if sums.ok then
       return nil, ("release v%s has no backend for %s (%s)"):format(ctx.version, platform, target)
     elseif sums.not_found then
-      return nil,
-        ("there is no release v%s at %s (a checkout between release tags?)"):format(ctx.version, ctx.base)
+      return nil, ("there is no release v%s at %s (a checkout between release tags?)"):format(ctx.version, ctx.base)
     end
     return nil, sums.error
   end
@@ -536,7 +538,11 @@ function M.run(opts)
     reason = reason or "the download failed"
     if reason == "interrupted" then
       result = { ok = false, reason = reason, message = ":Acp build was interrupted; nothing was installed" }
-    elseif opts.cargo ~= false and vim.fn.executable("cargo") == 1 and vim.fn.filereadable(ctx.root .. "/Cargo.toml") == 1 then
+    elseif
+      opts.cargo ~= false
+      and vim.fn.executable("cargo") == 1
+      and vim.fn.filereadable(ctx.root .. "/Cargo.toml") == 1
+    then
       result = cargo_build(ctx, reason)
     else
       result = {
@@ -552,7 +558,8 @@ function M.run(opts)
     local env = vim.env.ACP_BACKEND
     local cfg = require("acp.config").options.backend
     if env and env ~= "" then
-      result.message = result.message .. ("; $ACP_BACKEND (%s) still takes precedence: unset it to use this one"):format(env)
+      result.message = result.message
+        .. ("; $ACP_BACKEND (%s) still takes precedence: unset it to use this one"):format(env)
     elseif cfg and cfg.cmd then
       result.message = result.message .. "; backend.cmd in setup() still takes precedence: remove it to use this one"
     elseif require("acp.backend").running() or #require("acp.chat").list > 0 then

@@ -605,7 +605,8 @@ end
 ---@return boolean ok, string? err
 function Chat:send(blocks, text)
   if self.status == "readonly" then
-    local err = "this chat is a read-only transcript; start a new one with :Acp new, or pick a session with :Acp sessions"
+    local err =
+      "this chat is a read-only transcript; start a new one with :Acp new, or pick a session with :Acp sessions"
     util.notify(err, vim.log.levels.ERROR)
     return false, err
   end
@@ -858,9 +859,9 @@ function Chat:on_auth_required(ev)
   self.status = "failed"
   self.opening = nil
   self.auth_methods = ev.auth_methods or {}
-  local lines = { ("✗ %s needs you to log in first: pick a method (:Acp login), then the chat continues."):format(
-    self.agent.name
-  ) }
+  local lines = {
+    ("✗ %s needs you to log in first: pick a method (:Acp login), then the chat continues."):format(self.agent.name),
+  }
   for _, m in ipairs(ev.auth_methods or {}) do
     local desc = m.description
     lines[#lines + 1] = ("  - %s%s"):format(m.name or m.id or "?", desc and (": " .. desc) or "")
@@ -983,7 +984,12 @@ function Chat:set_follow(on)
   self.following = on
   self.followed = nil
   self:update_winbar()
-  util.notify(("chat %d %s"):format(self.n, on and "follows the agent: its files open in the editor window" or "stopped following the agent"))
+  util.notify(
+    ("chat %d %s"):format(
+      self.n,
+      on and "follows the agent: its files open in the editor window" or "stopped following the agent"
+    )
+  )
 end
 
 --- A tool call's state changed (called by the transcript).

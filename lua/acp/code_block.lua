@@ -99,7 +99,9 @@ function M.yank(chat)
     return nil
   end
   vim.fn.setreg(reg, cb.lines, "l")
-  util.notify(("yanked %d line%s%s"):format(#cb.lines, #cb.lines == 1 and "" or "s", cb.lang ~= "" and (" of " .. cb.lang) or ""))
+  util.notify(
+    ("yanked %d line%s%s"):format(#cb.lines, #cb.lines == 1 and "" or "s", cb.lang ~= "" and (" of " .. cb.lang) or "")
+  )
   return cb
 end
 

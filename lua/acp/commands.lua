@@ -62,7 +62,10 @@ M.subcommands.follow = {
   run = on_chat(function(chat, args)
     local arg = args[1]
     if arg ~= nil and arg ~= "on" and arg ~= "off" then
-      util.notify(("`:Acp follow %s`: use :Acp follow, :Acp follow on or :Acp follow off"):format(arg), vim.log.levels.ERROR)
+      util.notify(
+        ("`:Acp follow %s`: use :Acp follow, :Acp follow on or :Acp follow off"):format(arg),
+        vim.log.levels.ERROR
+      )
       return
     end
     if arg == nil then
@@ -107,7 +110,11 @@ M.subcommands.restart = {
     if ok then
       -- One message (two stopped at a hit-Enter prompt).
       local ended = backend.review_ended()
-      util.notify(ended > 0 and ("backend restarted; review of %d file%s ended (edits kept)"):format(ended, ended == 1 and "" or "s") or "backend restarted")
+      util.notify(
+        ended > 0
+            and ("backend restarted; review of %d file%s ended (edits kept)"):format(ended, ended == 1 and "" or "s")
+          or "backend restarted"
+      )
     else
       util.notify(tostring(err), vim.log.levels.ERROR)
     end
@@ -118,7 +125,10 @@ M.subcommands.build = {
   desc = "install the backend for this plugin version: download it (sha256-checked), else build it with cargo",
   run = function(args)
     if #args > 0 then
-      util.notify("`:Acp build` takes no arguments; set backend.release_url or $ACP_RELEASE_URL for a mirror", vim.log.levels.ERROR)
+      util.notify(
+        "`:Acp build` takes no arguments; set backend.release_url or $ACP_RELEASE_URL for a mirror",
+        vim.log.levels.ERROR
+      )
       return
     end
     require("acp.build").run()
@@ -590,7 +600,10 @@ local function decide(action)
   return function(args, cmd)
     local scope = args[1]
     if scope ~= nil and scope ~= "file" and scope ~= "all" then
-      util.notify(("`:Acp %s %s`: use `:Acp %s`, `:Acp %s file` or `:Acp %s all`"):format(action, scope, action, action, action), vim.log.levels.ERROR)
+      util.notify(
+        ("`:Acp %s %s`: use `:Acp %s`, `:Acp %s file` or `:Acp %s all`"):format(action, scope, action, action, action),
+        vim.log.levels.ERROR
+      )
       return
     end
     local opts = { scope = scope or "hunks" }

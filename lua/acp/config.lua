@@ -209,29 +209,25 @@ local function validate_agent(name, a)
     return nil
   end
   if type(a) ~= "table" then
-    return ("`%s` must be a table like { cmd = { \"prog\", \"arg\" } } or false (got %s)"):format(path, describe(a))
+    return ('`%s` must be a table like { cmd = { "prog", "arg" } } or false (got %s)'):format(path, describe(a))
   end
-  local err = check_keys(
-    a,
-    {
-      cmd = true,
-      env = true,
-      cwd = true,
-      init_timeout = true,
-      mcp_servers = true,
-      quirks = true,
-      system_prompt = true,
-      editor_tools = true,
-      protocol_version = true,
-    },
-    path .. "."
-  )
+  local err = check_keys(a, {
+    cmd = true,
+    env = true,
+    cwd = true,
+    init_timeout = true,
+    mcp_servers = true,
+    quirks = true,
+    system_prompt = true,
+    editor_tools = true,
+    protocol_version = true,
+  }, path .. ".")
   if err then
     return err
   end
   -- An agent installed from the registry brings its own command.
   if a.cmd == nil and not M.presets[name] and name ~= "demo" and not require("acp.registry").installed(name) then
-    return ("`%s.cmd` is required: a list like { \"%s\", \"acp\" } (or install %s with :Acp agents first)"):format(
+    return ('`%s.cmd` is required: a list like { "%s", "acp" } (or install %s with :Acp agents first)'):format(
       path,
       name,
       name
@@ -242,7 +238,7 @@ local function validate_agent(name, a)
   end
   if a.env ~= nil then
     if type(a.env) ~= "table" then
-      return ("`%s.env` must be a table of NAME = \"value\" (got %s)"):format(path, describe(a.env))
+      return ('`%s.env` must be a table of NAME = "value" (got %s)'):format(path, describe(a.env))
     end
     for k, v in pairs(a.env) do
       if type(k) ~= "string" or (type(v) ~= "string" and type(v) ~= "number") then
@@ -264,7 +260,10 @@ local function validate_agent(name, a)
   end
   if a.quirks ~= nil then
     if type(a.quirks) ~= "table" then
-      return ("`%s.quirks` must be a table like { missing_file_read = \"empty\" } (got %s)"):format(path, describe(a.quirks))
+      return ('`%s.quirks` must be a table like { missing_file_read = "empty" } (got %s)'):format(
+        path,
+        describe(a.quirks)
+      )
     end
     local qerr = check_keys(a.quirks, { missing_file_read = true }, path .. ".quirks.")
     if qerr then
@@ -272,12 +271,12 @@ local function validate_agent(name, a)
     end
     local m = a.quirks.missing_file_read
     if m ~= nil and m ~= "empty" and m ~= "error" then
-      return ("`%s.quirks.missing_file_read` must be \"empty\" or \"error\" (got %s)"):format(path, describe(m))
+      return ('`%s.quirks.missing_file_read` must be "empty" or "error" (got %s)'):format(path, describe(m))
     end
   end
   if a.editor_tools ~= nil and type(a.editor_tools) ~= "boolean" then
     if type(a.editor_tools) ~= "table" then
-      return ("`%s.editor_tools` must be true, false or { prompt = \"...\" } (got %s)"):format(
+      return ('`%s.editor_tools` must be true, false or { prompt = "..." } (got %s)'):format(
         path,
         describe(a.editor_tools)
       )
@@ -287,7 +286,7 @@ local function validate_agent(name, a)
       return eerr
     end
     if a.editor_tools.prompt ~= nil and type(a.editor_tools.prompt) ~= "string" then
-      return ("`%s.editor_tools.prompt` must be a string (\"\" sends none) (got %s)"):format(
+      return ('`%s.editor_tools.prompt` must be a string ("" sends none) (got %s)'):format(
         path,
         describe(a.editor_tools.prompt)
       )
@@ -317,7 +316,7 @@ function M.validate_system_prompt(sp, path)
     return nil
   end
   if type(sp) ~= "table" then
-    return ("`%s` must be a string or a table like { mode = \"override\", text = \"...\" } (got %s)"):format(
+    return ('`%s` must be a string or a table like { mode = "override", text = "..." } (got %s)'):format(
       path,
       describe(sp)
     )
@@ -327,7 +326,7 @@ function M.validate_system_prompt(sp, path)
     return err
   end
   if sp.mode ~= nil and sp.mode ~= "append" and sp.mode ~= "override" then
-    return ("`%s.mode` must be \"append\" or \"override\" (got %s)"):format(path, describe(sp.mode))
+    return ('`%s.mode` must be "append" or "override" (got %s)'):format(path, describe(sp.mode))
   end
   if type(sp.text) ~= "string" then
     return ("`%s.text` must be a string (got %s)"):format(path, describe(sp.text))
@@ -366,9 +365,12 @@ function M.validate_mcp_servers(list, path)
         return ("`%s` (%s) needs a `url` string"):format(where, s.type)
       end
     elseif s.type ~= nil then
-      return ("`%s.type` must be \"http\" or \"sse\", or absent for a stdio server (got %s)"):format(where, describe(s.type))
+      return ('`%s.type` must be "http" or "sse", or absent for a stdio server (got %s)'):format(
+        where,
+        describe(s.type)
+      )
     elseif type(s.command) ~= "string" then
-      return ("`%s` needs a `command` (an absolute path), or `type = \"http\"` and a `url`"):format(where)
+      return ('`%s` needs a `command` (an absolute path), or `type = "http"` and a `url`'):format(where)
     end
   end
 end
@@ -485,7 +487,7 @@ function M.validate(opts)
     end
     for k, v in pairs(opts.keymaps) do
       if v ~= false and (type(v) ~= "string" or v == "") then
-        return ("`keymaps.%s` must be a key like \"<CR>\" or false to disable it (got %s)"):format(k, describe(v))
+        return ('`keymaps.%s` must be a key like "<CR>" or false to disable it (got %s)'):format(k, describe(v))
       end
     end
   end
@@ -499,7 +501,7 @@ function M.validate(opts)
     end
     local p = opts.permission
     if p.auto_allow ~= nil and not is_list_of_strings(p.auto_allow, true) then
-      return ("`permission.auto_allow` must be a list of tool kinds like { \"read\", \"search\" } (got %s)"):format(
+      return ('`permission.auto_allow` must be a list of tool kinds like { "read", "search" } (got %s)'):format(
         describe(p.auto_allow)
       )
     end
@@ -515,7 +517,7 @@ function M.validate(opts)
   end
   if opts.backend ~= nil then
     if type(opts.backend) ~= "table" then
-      return ("`backend` must be a table like { cmd = { \"/path/to/acp-nvim\" } } (got %s)"):format(
+      return ('`backend` must be a table like { cmd = { "/path/to/acp-nvim" } } (got %s)'):format(
         describe(opts.backend)
       )
     end
@@ -529,7 +531,9 @@ function M.validate(opts)
     end
     local u = opts.backend.release_url
     if u ~= nil and (type(u) ~= "string" or not (u:match("^https?://") or u:match("^file://"))) then
-      return ("`backend.release_url` must be an http(s):// or file:// URL of a release mirror (got %s)"):format(describe(u))
+      return ("`backend.release_url` must be an http(s):// or file:// URL of a release mirror (got %s)"):format(
+        describe(u)
+      )
     end
   end
   if opts.mcp_servers ~= nil then
@@ -562,7 +566,7 @@ function M.validate(opts)
   end
   if opts.elicitation ~= nil then
     if type(opts.elicitation) ~= "table" then
-      return ("`elicitation` must be a table like { ui = \"form\" } (got %s)"):format(describe(opts.elicitation))
+      return ('`elicitation` must be a table like { ui = "form" } (got %s)'):format(describe(opts.elicitation))
     end
     err = check_keys(opts.elicitation, M.defaults.elicitation, "elicitation.")
     if err then
@@ -570,7 +574,7 @@ function M.validate(opts)
     end
     local ui = opts.elicitation.ui
     if ui ~= nil and ui ~= "form" and ui ~= "vim.ui" then
-      return ("`elicitation.ui` must be \"form\" or \"vim.ui\" (got %s)"):format(describe(ui))
+      return ('`elicitation.ui` must be "form" or "vim.ui" (got %s)'):format(describe(ui))
     end
   end
   if opts.transcripts ~= nil and type(opts.transcripts) ~= "boolean" then
@@ -578,7 +582,7 @@ function M.validate(opts)
   end
   if opts.registry ~= nil then
     if type(opts.registry) ~= "table" then
-      return ("`registry` must be a table like { url = \"https://...\" } (got %s)"):format(describe(opts.registry))
+      return ('`registry` must be a table like { url = "https://..." } (got %s)'):format(describe(opts.registry))
     end
     err = check_keys(opts.registry, { url = true, dir = true }, "registry.")
     if err then

@@ -122,7 +122,7 @@ end
 ---@return string
 function M.mention(path, cwd, l1, l2)
   local shown = M.display_path(path, cwd)
-  if shown:find("[%s\"]") then
+  if shown:find('[%s"]') then
     shown = '"' .. shown .. '"'
   end
   local range = ""
@@ -236,8 +236,7 @@ local function item_of(m, cwd)
     -- range does not parse. Say so rather than send the prompt without it.
     local base, frag = path:match("^(.-)(#.*)$")
     if base and base ~= "" and (require("acp.fs").find_buffer(base) or util.uv.fs_stat(base)) then
-      return nil,
-        ("%s: not sent, %q is not a line range (write #L10 or #L10-20, then a space)"):format(m.raw, frag)
+      return nil, ("%s: not sent, %q is not a line range (write #L10 or #L10-20, then a space)"):format(m.raw, frag)
     end
     return nil
   end
@@ -514,7 +513,8 @@ function M.paste_image()
     return vim.system(cmd, { text = false }):wait(5000)
   end)
   if not ok or res.code ~= 0 or not res.stdout or res.stdout == "" then
-    local why = ok and (res.stderr ~= "" and vim.trim(res.stderr) or ("exit code " .. tostring(res.code))) or tostring(res)
+    local why = ok and (res.stderr ~= "" and vim.trim(res.stderr) or ("exit code " .. tostring(res.code)))
+      or tostring(res)
     return fail(("the clipboard holds no PNG image (%s: %s)"):format(cmd[1], why))
   end
   local dir = vim.fn.stdpath("cache") .. "/acp/images"

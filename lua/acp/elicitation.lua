@@ -124,7 +124,10 @@ function M.describe_field(f)
     parts[#parts + 1] = ("%s-%s chars"):format(f.min_length or 0, f.max_length or "")
   end
   if f.minimum or f.maximum then
-    parts[#parts + 1] = ("%s..%s"):format(f.minimum and show_value(f.minimum) or "", f.maximum and show_value(f.maximum) or "")
+    parts[#parts + 1] = ("%s..%s"):format(
+      f.minimum and show_value(f.minimum) or "",
+      f.maximum and show_value(f.maximum) or ""
+    )
   end
   return table.concat(parts, ", ")
 end
@@ -347,7 +350,7 @@ function M.respond(request_id, response)
     return false, ("elicitation %s is not waiting for an answer"):format(tostring(request_id))
   end
   if type(response) ~= "table" or type(response.action) ~= "string" then
-    return false, "the answer must be a table like { action = \"accept\", content = { ... } }"
+    return false, 'the answer must be a table like { action = "accept", content = { ... } }'
   end
   if e.waiting then
     -- The backend's part ended with the accept; a cancel now only stops

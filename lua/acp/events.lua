@@ -104,13 +104,17 @@ function handlers.file_edited(chat, ev)
   if ev.kept_unsaved and ev.waiting then
     -- The review's sync tells whether the edit had to wait.
     chat.transcript:note(
-      ("! %s: written on disk; merged into your buffer unless it touches the open conflicts (then once they are resolved)"):format(path),
+      ("! %s: written on disk; merged into your buffer unless it touches the open conflicts (then once they are resolved)"):format(
+        path
+      ),
       "AcpError"
     )
   elseif ev.kept_unsaved then
     util.notify(
-      ("the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "
-        .. "(still unsaved; `u` undoes the merge). Review it with :Acp review."):format(path),
+      (
+        "the agent wrote %s on disk; your buffer has unsaved changes, so the agent's edit was merged into it "
+        .. "(still unsaved; `u` undoes the merge). Review it with :Acp review."
+      ):format(path),
       vim.log.levels.WARN
     )
     chat.transcript:note(("! %s: written on disk and merged into your unsaved buffer"):format(path), "AcpError")
@@ -198,7 +202,13 @@ local global_handlers = {
     require("acp.elicitation").completed(ev.elicitation_id)
   end,
 }
-for _, t in ipairs({ "agents_listed", "agent_install_progress", "agent_installed", "agent_install_failed", "agent_removed" }) do
+for _, t in ipairs({
+  "agents_listed",
+  "agent_install_progress",
+  "agent_installed",
+  "agent_install_failed",
+  "agent_removed",
+}) do
   global_handlers[t] = function(ev)
     require("acp.registry").on_event(ev)
   end

@@ -45,10 +45,13 @@ do
   -- cannot hold today's times to the nanosecond, so use utimensat(2).
   local ok, ffi = pcall(require, "ffi")
   if ok and jit and jit.os == "Linux" then
-    pcall(ffi.cdef, [[
+    pcall(
+      ffi.cdef,
+      [[
       struct acp_timespec { long tv_sec; long tv_nsec; };
       int utimensat(int dirfd, const char *pathname, const struct acp_timespec times[2], int flags);
-    ]])
+    ]]
+    )
     set_exact = function(path, stamp)
       local times = ffi.new("struct acp_timespec[2]")
       for i = 0, 1 do

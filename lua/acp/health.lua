@@ -40,7 +40,11 @@ function M.check()
   for _, name in ipairs(config.agent_names()) do
     local agent = config.agent(name)
     local prog = agent and agent.cmd and agent.cmd[1]
-    local label = ("%s%s: %s"):format(name, name == default and " (default)" or "", table.concat(agent and agent.cmd or {}, " "))
+    local label = ("%s%s: %s"):format(
+      name,
+      name == default and " (default)" or "",
+      table.concat(agent and agent.cmd or {}, " ")
+    )
     local found = prog and vim.fn.executable(prog) == 1
     local installed = name ~= "demo" and require("acp.registry").resolve(name)
     if installed and found then

@@ -125,10 +125,12 @@ local function play(player, record)
   if t == "transcript" then
     player.headers = player.headers + 1
     if player.headers > 1 then
-      chat.transcript:note(("— session %s again (%s) —"):format(
-        r.opening == "load" and "loaded" or r.opening == "resume" and "resumed" or "opened",
-        r.opened_at and os.date("%Y-%m-%d %H:%M", r.opened_at) or "?"
-      ))
+      chat.transcript:note(
+        ("— session %s again (%s) —"):format(
+          r.opening == "load" and "loaded" or r.opening == "resume" and "resumed" or "opened",
+          r.opened_at and os.date("%Y-%m-%d %H:%M", r.opened_at) or "?"
+        )
+      )
       chat.transcript:forget_entries()
     end
   elseif t == "session_started" then

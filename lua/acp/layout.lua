@@ -197,7 +197,11 @@ function M.relayout()
           local col = math.max(0, math.floor((vim.o.columns - w) / 2))
           pcall(api.nvim_win_set_config, twin, { relative = "editor", row = row, col = col, width = w, height = th })
           if pwin then
-            pcall(api.nvim_win_set_config, pwin, { relative = "editor", row = row + th + 2, col = col, width = w, height = input_h })
+            pcall(
+              api.nvim_win_set_config,
+              pwin,
+              { relative = "editor", row = row + th + 2, col = col, width = w, height = input_h }
+            )
           end
         end
       elseif layout.position ~= "tab" and api.nvim_win_get_width(twin) < vim.o.columns then

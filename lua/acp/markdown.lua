@@ -205,12 +205,7 @@ local function inline(ctx, row, line, s, e, depth)
           end
           local before = line:sub(a - 1, a - 1)
           local next_c = line:sub(a + k, a + k)
-          if
-            a > i + k
-            and not is_space(before)
-            and next_c ~= c
-            and (c ~= "_" or not is_word(next_c))
-          then
+          if a > i + k and not is_space(before) and next_c ~= c and (c ~= "_" or not is_word(next_c)) then
             close = a
             break
           end

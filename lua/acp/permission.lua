@@ -102,7 +102,10 @@ function M.auto_note(opt, tool_call)
     return ("allowed by permission.auto_allow (%s tools)"):format(tool_kind)
   end
   local verb = kind:find("^reject") and "rejected" or "allowed"
-  return ("%s by memory: you answered “always %s” to this before"):format(verb, verb == "rejected" and "reject" or "allow")
+  return ("%s by memory: you answered “always %s” to this before"):format(
+    verb,
+    verb == "rejected" and "reject" or "allow"
+  )
 end
 
 local function chat_of(req)

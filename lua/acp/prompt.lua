@@ -340,7 +340,11 @@ local function history_keys(chat)
         if vim.fn.pumvisible() == 1 or row ~= edge then
           return lhs
         end
-        return "<Cmd>lua require('acp.prompt').recall(require('acp.chat').get('" .. chat.chat_id .. "'), " .. dir .. ")<CR>"
+        return "<Cmd>lua require('acp.prompt').recall(require('acp.chat').get('"
+          .. chat.chat_id
+          .. "'), "
+          .. dir
+          .. ")<CR>"
       end, {
         buffer = chat.prompt_buf,
         expr = true,

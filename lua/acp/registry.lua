@@ -339,20 +339,32 @@ end
 ---@param a table
 local function actions(a)
   local choices = {
-    { label = "Open a chat with it", run = function()
-      require("acp").open({ agent = a.id })
-    end },
-    { label = a.update and ("Update to " .. a.version) or "Reinstall", run = function()
-      M.install(a.id)
-    end },
-    { label = "Remove it", run = function()
-      M.remove(a.id)
-    end },
+    {
+      label = "Open a chat with it",
+      run = function()
+        require("acp").open({ agent = a.id })
+      end,
+    },
+    {
+      label = a.update and ("Update to " .. a.version) or "Reinstall",
+      run = function()
+        M.install(a.id)
+      end,
+    },
+    {
+      label = "Remove it",
+      run = function()
+        M.remove(a.id)
+      end,
+    },
   }
   if state.installing[a.id] then
-    choices = { { label = "Cancel the install", run = function()
-      M.cancel(a.id)
-    end } }
+    choices = { {
+      label = "Cancel the install",
+      run = function()
+        M.cancel(a.id)
+      end,
+    } }
   end
   vim.ui.select(choices, {
     prompt = ("%s (%s %s)"):format(a.name, a.id, a.installed_version or a.version),
@@ -459,8 +471,10 @@ function M.update()
       end
     end
     if n == 0 then
-      util.notify(#(ev.installed or {}) == 0 and "no registry agent is installed; see :Acp agents"
-        or "every installed registry agent is up to date")
+      util.notify(
+        #(ev.installed or {}) == 0 and "no registry agent is installed; see :Acp agents"
+          or "every installed registry agent is up to date"
+      )
     end
   end)
 end

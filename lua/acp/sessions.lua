@@ -192,7 +192,10 @@ function M.pick_delete(opts)
   local ok, err = M.list(name, { cwd = cwd, all = opts.all }, function(ev)
     local caps = ev.capabilities or {}
     if (caps.session_capabilities or {}).delete == nil then
-      util.notify(("%s cannot delete its sessions (it does not advertise session/delete)"):format(name), vim.log.levels.WARN)
+      util.notify(
+        ("%s cannot delete its sessions (it does not advertise session/delete)"):format(name),
+        vim.log.levels.WARN
+      )
       return done(nil)
     end
     local items = vim.tbl_filter(function(item)
@@ -202,35 +205,42 @@ function M.pick_delete(opts)
       util.notify(ev.message or ("no sessions of %s to delete"):format(name))
       return done(nil)
     end
-    vim.ui.select(items, { prompt = ("acp.nvim: delete a session of %s"):format(name), format_item = M.format }, function(item)
-      if not item then
-        return done(nil)
-      end
-      local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
-      if open_chat then
-        util.notify(("this session is open in chat %d: close it first (:Acp close)"):format(open_chat.n), vim.log.levels.WARN)
-        return done(nil)
-      end
-      local label = item.title or item.session_id
-      vim.ui.select({ "Delete", "Keep" }, {
-        prompt = ("acp.nvim: delete %q for good? The agent forgets it."):format(label),
-      }, function(answer)
-        if answer ~= "Delete" then
+    vim.ui.select(
+      items,
+      { prompt = ("acp.nvim: delete a session of %s"):format(name), format_item = M.format },
+      function(item)
+        if not item then
           return done(nil)
         end
-        local sent, serr = M.list(name, { cwd = cwd, all = opts.all, delete = item.session_id }, function(res)
-          if res.deleted then
-            util.notify(("deleted session %q of %s"):format(label, name))
-          else
-            util.notify(tostring(res.message or "the session was not deleted"), vim.log.levels.ERROR)
-          end
-          done(res.deleted)
-        end)
-        if not sent then
-          util.notify(tostring(serr), vim.log.levels.ERROR)
+        local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
+        if open_chat then
+          util.notify(
+            ("this session is open in chat %d: close it first (:Acp close)"):format(open_chat.n),
+            vim.log.levels.WARN
+          )
+          return done(nil)
         end
-      end)
-    end)
+        local label = item.title or item.session_id
+        vim.ui.select({ "Delete", "Keep" }, {
+          prompt = ("acp.nvim: delete %q for good? The agent forgets it."):format(label),
+        }, function(answer)
+          if answer ~= "Delete" then
+            return done(nil)
+          end
+          local sent, serr = M.list(name, { cwd = cwd, all = opts.all, delete = item.session_id }, function(res)
+            if res.deleted then
+              util.notify(("deleted session %q of %s"):format(label, name))
+            else
+              util.notify(tostring(res.message or "the session was not deleted"), vim.log.levels.ERROR)
+            end
+            done(res.deleted)
+          end)
+          if not sent then
+            util.notify(tostring(serr), vim.log.levels.ERROR)
+          end
+        end)
+      end
+    )
   end)
   if not ok then
     util.notify(tostring(err), vim.log.levels.ERROR)

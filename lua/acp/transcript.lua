@@ -264,7 +264,8 @@ function Transcript:_tool_block(state, fresh)
   end
   self:_header("agent")
   local data = { state = state, notes = {}, turn = self.turn }
-  local lines, hls, actions, md = tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
+  local lines, hls, actions, md =
+    tool_call.render(state, { notes = {}, terminals = self.chat.terminals, cwd = self.chat.cwd })
   block = self:_add("tool_call", lines, hls, { actions = actions, data = data })
   self.view:markdown_rows(block, md)
   self.tools[id] = block
@@ -349,8 +350,7 @@ function Transcript:_entry_added(index, entry)
   elseif t == "thought" then
     self:_header("agent")
     local text = content_text(entry.content)
-    self.entries[index] =
-      self:_text_block("thought", { THINKING }, text, { hl_group = "AcpThought", foldable = true })
+    self.entries[index] = self:_text_block("thought", { THINKING }, text, { hl_group = "AcpThought", foldable = true })
     self.thinking = self.entries[index]
   elseif t == "tool_call" then
     -- The entry is the tool call state itself, or wraps it.

@@ -111,7 +111,9 @@ return function(agent_name)
         -- only in `_meta`). `exec_command` is Codex's shell tool.
         match = "scenario-d",
         responses = {
-          { tool_use = { { name = "exec_command", input = { cmd = "echo ran-by-agent && ls", workdir = "{{DIR}}" } } } },
+          {
+            tool_use = { { name = "exec_command", input = { cmd = "echo ran-by-agent && ls", workdir = "{{DIR}}" } } },
+          },
           { text = "Listed the files." },
         },
       },
@@ -154,7 +156,10 @@ return function(agent_name)
           { tool_use = { { name = "Read", input = { file_path = "{{DIR}}/f-edit.txt" } } } },
           {
             tool_use = {
-              { name = "Edit", input = { file_path = "{{DIR}}/f-edit.txt", old_string = "line two", new_string = "LINE TWO" } },
+              {
+                name = "Edit",
+                input = { file_path = "{{DIR}}/f-edit.txt", old_string = "line two", new_string = "LINE TWO" },
+              },
             },
           },
           { text = "Edited f-edit.txt." },
@@ -378,18 +383,29 @@ return function(agent_name)
 
   scenario("a. two turns of plain chat: both answers, in order, each in its own turn", function()
     local chat = open_chat()
-    T.eq("end_turn", turn(chat, "scenario-a one: what colour is the sky?", function()
-      error("no permission expected")
-    end), "first stop reason")
-    T.eq("end_turn", turn(chat, "scenario-a two: and the grass?", function()
-      error("no permission expected")
-    end), "second stop reason")
+    T.eq(
+      "end_turn",
+      turn(chat, "scenario-a one: what colour is the sky?", function()
+        error("no permission expected")
+      end),
+      "first stop reason"
+    )
+    T.eq(
+      "end_turn",
+      turn(chat, "scenario-a two: and the grass?", function()
+        error("no permission expected")
+      end),
+      "second stop reason"
+    )
     local buf = chat.bufnr
     local p1 = T.truthy(T.find_line(buf, "scenario-a one"), "first prompt shown:\n" .. T.text(buf))
     local a1 = T.truthy(T.find_line(buf, "First answer: the sky is blue."), "first answer whole:\n" .. T.text(buf))
     local p2 = T.truthy(T.find_line(buf, "scenario-a two"), "second prompt shown:\n" .. T.text(buf))
     local a2 = T.truthy(T.find_line(buf, "Second answer: the grass is green."), "second answer whole:\n" .. T.text(buf))
-    T.truthy(p1 < a1 and a1 < p2 and p2 < a2, ("order prompt 1 (%d) < answer 1 (%d) < prompt 2 (%d) < answer 2 (%d):\n%s"):format(p1, a1, p2, a2, T.text(buf)))
+    T.truthy(
+      p1 < a1 and a1 < p2 and p2 < a2,
+      ("order prompt 1 (%d) < answer 1 (%d) < prompt 2 (%d) < answer 2 (%d):\n%s"):format(p1, a1, p2, a2, T.text(buf))
+    )
     T.eq(1, T.count_lines(buf, "First answer"), "the first answer once")
     T.eq(1, T.count_lines(buf, "Second answer"), "the second answer once")
     -- An echoed prompt is not shown twice.
@@ -432,29 +448,33 @@ return function(agent_name)
     end
   end)
 
-  scenario("g. the editor's MCP server (issue 26): mcp__editor__read_file reads the unsaved line, edit_file merges into the buffer", function()
-    local path = dir .. "/editor.txt"
-    T.write_file(path, "hello world\n")
-    vim.cmd("edit " .. vim.fn.fnameescape(path))
-    local buf = vim.api.nvim_get_current_buf()
-    vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved editor line" })
-    local chat = open_chat()
-    local stop = turn(chat, "scenario-g: change world to editor in editor.txt", function()
-      return "allow_once"
-    end)
-    T.eq("end_turn", stop, "stop reason")
-    T.wait_text(chat, "Edited through the editor.")
-    -- Turn 6 of the model script; its response 1 is the read.
-    local results = tool_results("scenario-g")
-    local read = T.truthy(results["toolu_mock_6_1_0"], "the editor read reached the model: " .. vim.inspect(results))
-    T.contains(read, "unsaved editor line", "the agent read the buffer through the editor's server")
-    local edited = T.truthy(results["toolu_mock_6_2_0"], "the edit's result reached the model: " .. vim.inspect(results))
-    T.not_contains(edited, "rror", "the edit was applied")
-    T.wait(function()
-      return vim.deep_equal({ "hello editor", "unsaved editor line" }, T.lines(buf))
-    end, "the edit merged into the buffer, the unsaved line kept: " .. vim.inspect(T.lines(buf)), 15000)
-    T.eq(true, vim.bo[buf].modified, "the user's line is still unsaved")
-  end)
+  scenario(
+    "g. the editor's MCP server (issue 26): mcp__editor__read_file reads the unsaved line, edit_file merges into the buffer",
+    function()
+      local path = dir .. "/editor.txt"
+      T.write_file(path, "hello world\n")
+      vim.cmd("edit " .. vim.fn.fnameescape(path))
+      local buf = vim.api.nvim_get_current_buf()
+      vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "unsaved editor line" })
+      local chat = open_chat()
+      local stop = turn(chat, "scenario-g: change world to editor in editor.txt", function()
+        return "allow_once"
+      end)
+      T.eq("end_turn", stop, "stop reason")
+      T.wait_text(chat, "Edited through the editor.")
+      -- Turn 6 of the model script; its response 1 is the read.
+      local results = tool_results("scenario-g")
+      local read = T.truthy(results["toolu_mock_6_1_0"], "the editor read reached the model: " .. vim.inspect(results))
+      T.contains(read, "unsaved editor line", "the agent read the buffer through the editor's server")
+      local edited =
+        T.truthy(results["toolu_mock_6_2_0"], "the edit's result reached the model: " .. vim.inspect(results))
+      T.not_contains(edited, "rror", "the edit was applied")
+      T.wait(function()
+        return vim.deep_equal({ "hello editor", "unsaved editor line" }, T.lines(buf))
+      end, "the edit merged into the buffer, the unsaved line kept: " .. vim.inspect(T.lines(buf)), 15000)
+      T.eq(true, vim.bo[buf].modified, "the user's line is still unsaved")
+    end
+  )
 
   scenario("b. read-modify-write of a file with an unsaved line (issue 14): merged, reviewed, no conflict", function()
     local path = dir .. "/hello.txt"
@@ -497,7 +517,10 @@ return function(agent_name)
       return not vim.deep_equal(T.lines(buf), original)
     end, "the agent's edit reached the buffer: " .. vim.inspect(T.lines(buf)), 15000)
     local lines = T.lines(buf)
-    check(vim.deep_equal({ "hello ACP", "unsaved line" }, lines), "the buffer reads `hello ACP`, `unsaved line`: " .. vim.inspect(lines))
+    check(
+      vim.deep_equal({ "hello ACP", "unsaved line" }, lines),
+      "the buffer reads `hello ACP`, `unsaved line`: " .. vim.inspect(lines)
+    )
     local markers = vim.tbl_filter(function(l)
       return l:match("^<<<<<<<") or l:match("^=======") or l:match("^>>>>>>>")
     end, lines)
@@ -512,7 +535,10 @@ return function(agent_name)
     local drawn = vim.wait(5000, function()
       return vim.deep_equal(rows_with(buf, "AcpReviewAdd"), { 0 })
     end, 10)
-    check(drawn, "the agent's line is drawn as a review hunk (row 0): rows " .. vim.inspect(rows_with(buf, "AcpReviewAdd")))
+    check(
+      drawn,
+      "the agent's line is drawn as a review hunk (row 0): rows " .. vim.inspect(rows_with(buf, "AcpReviewAdd"))
+    )
     local entry = require("acp.review").files[path]
     local summary = entry and entry.chats[chat.chat_id]
     check(summary and summary.hunks == 1, "one hunk under review: " .. vim.inspect(entry and entry.chats))
@@ -541,7 +567,10 @@ return function(agent_name)
     T.eq({ "keep me" }, T.lines(buf), "the buffer is unchanged")
     T.eq(false, vim.bo[buf].modified, "the buffer is not modified")
     local text = T.text(chat.bufnr)
-    T.truthy(T.find_line(chat.bufnr, "answered: Reject") or text:find("reject_once", 1, true), "the answer is noted:\n" .. text)
+    T.truthy(
+      T.find_line(chat.bufnr, "answered: Reject") or text:find("reject_once", 1, true),
+      "the answer is noted:\n" .. text
+    )
     local title = (rejected[1].tool_call or {}).title or "deny.txt"
     T.wait(function()
       for _, l in ipairs(T.lines(chat.bufnr)) do
@@ -550,7 +579,11 @@ return function(agent_name)
         end
       end
     end, ("the tool call %q shown failed (✗):\n%s"):format(title, T.text(chat.bufnr)), 15000)
-    T.eq(nil, require("acp.review").files[path] and require("acp.review").files[path].chats[chat.chat_id], "nothing to review")
+    T.eq(
+      nil,
+      require("acp.review").files[path] and require("acp.review").files[path].chats[chat.chat_id],
+      "nothing to review"
+    )
   end)
 
   scenario("e. the agent's plan arrives as plan_update (the client opts in) and shows in place", function()
@@ -559,19 +592,26 @@ return function(agent_name)
     T.wait(function()
       return (chat.modes or {}).current_mode_id == "plan"
     end, "plan mode", 15000)
-    T.eq("end_turn", turn(chat, "scenario-e: plan the fix", function(req)
-      -- Approve the plan (the first allowing option).
-      for _, o in ipairs(req.options) do
-        if o.kind:find("^allow") then
-          return o.kind
+    T.eq(
+      "end_turn",
+      turn(chat, "scenario-e: plan the fix", function(req)
+        -- Approve the plan (the first allowing option).
+        for _, o in ipairs(req.options) do
+          if o.kind:find("^allow") then
+            return o.kind
+          end
         end
-      end
-      return "allow_once"
-    end), "stop reason")
+        return "allow_once"
+      end),
+      "stop reason"
+    )
     T.wait_text(chat, "Planned the work.")
     local kinds = {}
     for _, e in ipairs(jsonl(wire_log)) do
-      local u = e.dir == "from_agent" and type(e.msg) == "table" and type(e.msg.params) == "table" and e.msg.params.update
+      local u = e.dir == "from_agent"
+        and type(e.msg) == "table"
+        and type(e.msg.params) == "table"
+        and e.msg.params.update
       if type(u) == "table" and (u.sessionUpdate == "plan" or u.sessionUpdate == "plan_update") then
         kinds[u.sessionUpdate] = (kinds[u.sessionUpdate] or 0) + 1
       end
@@ -597,47 +637,53 @@ return function(agent_name)
     T.truthy(not text:find("(running)", 1, true), "the finished command is not shown running:\n" .. text)
   end)
 
-  scenario("f. rewind to before turn 2: the turn-1 state plus the user's unsaved line, then a prompt goes on", function()
-    local edit_path = dir .. "/f-edit.txt"
-    T.write_file(edit_path, "line one\nline two\n")
-    vim.cmd("edit " .. vim.fn.fnameescape(edit_path))
-    local buf = vim.api.nvim_get_current_buf()
-    local chat = open_chat()
-    local allow = function()
-      return "allow_once"
+  scenario(
+    "f. rewind to before turn 2: the turn-1 state plus the user's unsaved line, then a prompt goes on",
+    function()
+      local edit_path = dir .. "/f-edit.txt"
+      T.write_file(edit_path, "line one\nline two\n")
+      vim.cmd("edit " .. vim.fn.fnameescape(edit_path))
+      local buf = vim.api.nvim_get_current_buf()
+      local chat = open_chat()
+      local allow = function()
+        return "allow_once"
+      end
+      T.eq("end_turn", turn(chat, "scenario-f one: write f-one.txt", allow), "turn 1")
+      T.eq("end_turn", turn(chat, "scenario-f two: edit f-edit.txt", allow), "turn 2")
+      T.eq("end_turn", turn(chat, "scenario-f three: write f-three.txt", allow), "turn 3")
+      T.wait(function()
+        return T.lines(buf)[2] == "LINE TWO"
+      end, "turn 2's edit reached the buffer: " .. vim.inspect(T.lines(buf)), 15000)
+      T.eq("three\n", T.read_file(dir .. "/f-three.txt"), "turn 3 wrote its file")
+      vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "user line" })
+      local done
+      local au = vim.api.nvim_create_autocmd("User", {
+        pattern = "AcpRewound",
+        callback = function(a)
+          done = a.data
+        end,
+      })
+      T.truthy(require("acp").rewind({ turn = 2 }), "rewind started")
+      T.wait(function()
+        return done ~= nil
+      end, "the rewind's outcome", 30000)
+      vim.api.nvim_del_autocmd(au)
+      T.eq(true, done.ok, "rewound: " .. tostring(done.reason))
+      T.eq({ "user line", "line one", "line two" }, T.lines(buf), "turn-1 state plus the user's line")
+      T.eq("one\n", T.read_file(dir .. "/f-one.txt"), "turn 1's file stays")
+      T.eq(nil, (vim.uv or vim.loop).fs_stat(dir .. "/f-three.txt"), "turn 3's file is gone")
+      T.wait(function()
+        return chat.session_id ~= nil and chat.status == "ready"
+      end, "the chat's new session opened", START_MS)
+      T.eq("end_turn", turn(chat, "scenario-f four: go on", allow), "a prompt after the rewind")
+      T.wait_text(chat, "Fourth turn, after the rewind.")
+      local sent = model_requests("scenario-f four")
+      T.truthy(
+        #sent > 0 and vim.json.encode(sent[1].body.messages):find("scenario-f one", 1, true),
+        "the earlier conversation reached the model"
+      )
     end
-    T.eq("end_turn", turn(chat, "scenario-f one: write f-one.txt", allow), "turn 1")
-    T.eq("end_turn", turn(chat, "scenario-f two: edit f-edit.txt", allow), "turn 2")
-    T.eq("end_turn", turn(chat, "scenario-f three: write f-three.txt", allow), "turn 3")
-    T.wait(function()
-      return T.lines(buf)[2] == "LINE TWO"
-    end, "turn 2's edit reached the buffer: " .. vim.inspect(T.lines(buf)), 15000)
-    T.eq("three\n", T.read_file(dir .. "/f-three.txt"), "turn 3 wrote its file")
-    vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "user line" })
-    local done
-    local au = vim.api.nvim_create_autocmd("User", {
-      pattern = "AcpRewound",
-      callback = function(a)
-        done = a.data
-      end,
-    })
-    T.truthy(require("acp").rewind({ turn = 2 }), "rewind started")
-    T.wait(function()
-      return done ~= nil
-    end, "the rewind's outcome", 30000)
-    vim.api.nvim_del_autocmd(au)
-    T.eq(true, done.ok, "rewound: " .. tostring(done.reason))
-    T.eq({ "user line", "line one", "line two" }, T.lines(buf), "turn-1 state plus the user's line")
-    T.eq("one\n", T.read_file(dir .. "/f-one.txt"), "turn 1's file stays")
-    T.eq(nil, (vim.uv or vim.loop).fs_stat(dir .. "/f-three.txt"), "turn 3's file is gone")
-    T.wait(function()
-      return chat.session_id ~= nil and chat.status == "ready"
-    end, "the chat's new session opened", START_MS)
-    T.eq("end_turn", turn(chat, "scenario-f four: go on", allow), "a prompt after the rewind")
-    T.wait_text(chat, "Fourth turn, after the rewind.")
-    local sent = model_requests("scenario-f four")
-    T.truthy(#sent > 0 and vim.json.encode(sent[1].body.messages):find("scenario-f one", 1, true), "the earlier conversation reached the model")
-  end)
+  )
 
   T.run()
 end

@@ -72,7 +72,9 @@ for _, file in ipairs(files) do
     if not summary then
       -- Crashed or timed out: everything it printed is context.
       file_failed = file_failed + 1
-      io.write(("FAIL %s: no result (exit code %s, signal %s)\n"):format(name, tostring(res.code), tostring(res.signal)))
+      io.write(
+        ("FAIL %s: no result (exit code %s, signal %s)\n"):format(name, tostring(res.code), tostring(res.signal))
+      )
       for line in ((res.stdout or "") .. (res.stderr or "")):gmatch("[^\n]+") do
         io.write("  | " .. line .. "\n")
       end

@@ -111,7 +111,12 @@ local function on_message(msg, raw)
       -- Answered by calling the plugin back, as acp-nvim does.
       if hello_notify then
         next_id = next_id + 1
-        send({ 0, next_id, "nvim_exec_lua", { "require('acp.backend').on_hello(...)", { handlers.acp_hello(msg[3][1]) } } })
+        send({
+          0,
+          next_id,
+          "nvim_exec_lua",
+          { "require('acp.backend').on_hello(...)", { handlers.acp_hello(msg[3][1]) } },
+        })
       end
       return
     end

@@ -8,7 +8,9 @@ vim.env.STUB_RECORD = record
 
 local function use_stub()
   assert(require("acp").setup({
-    backend = { cmd = { vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-l", T.root .. "/tests/e2e/stub_backend.lua" } },
+    backend = {
+      cmd = { vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-l", T.root .. "/tests/e2e/stub_backend.lua" },
+    },
     agents = { stubbed = { cmd = { "true" } } },
   }))
 end
@@ -62,7 +64,11 @@ T.test("handshake, open with an empty env as a map, prompt, close", function()
   end
   T.eq(true, is_map, "empty env travels as a map")
   T.eq("end_turn", T.turn(chat, "hello there"), "turn")
-  T.eq({ chat_id = chat.chat_id, blocks = { { type = "text", text = "hello there" } } }, find("acp.prompt").params, "prompt")
+  T.eq(
+    { chat_id = chat.chat_id, blocks = { { type = "text", text = "hello there" } } },
+    find("acp.prompt").params,
+    "prompt"
+  )
   T.contains(T.text(chat.bufnr), "echo: hello there", "event batch rendered")
   chat:close()
   T.eq({ chat_id = chat.chat_id }, find("acp.close").params, "close")
@@ -226,7 +232,10 @@ end)
 
 T.test("a missing backend gives the build hint", function()
   require("acp.backend").stop()
-  assert(require("acp").setup({ backend = { cmd = { dir .. "/no-such-backend" } }, agents = { stubbed = { cmd = { "true" } } } }))
+  assert(require("acp").setup({
+    backend = { cmd = { dir .. "/no-such-backend" } },
+    agents = { stubbed = { cmd = { "true" } } },
+  }))
   local errors, restore = capture_errors()
   local chat = require("acp").open({ agent = "stubbed", cwd = dir })
   restore()

@@ -30,11 +30,23 @@ local function history(turns, extra)
   for turn = 1, turns do
     local u, th, msg, tool = index, index + 1, index + 2, index + 3
     index = index + 4
-    add({ change = "entry_added", index = u, entry = { type = "user_message", content = { text("question " .. turn) } } })
+    add({
+      change = "entry_added",
+      index = u,
+      entry = { type = "user_message", content = { text("question " .. turn) } },
+    })
     add({ change = "entry_added", index = th, entry = { type = "thought", content = { text("Thinking ") } } })
     add({ change = "text_appended", index = th, content = text("about " .. turn .. ".") })
-    add({ change = "entry_added", index = msg, entry = { type = "agent_message", content = { text("# Turn " .. turn .. "\n\n") } } })
-    add({ change = "text_appended", index = msg, content = text("Some **bold** text.\n\n```lua\nlocal x = " .. turn .. "\n```\n") })
+    add({
+      change = "entry_added",
+      index = msg,
+      entry = { type = "agent_message", content = { text("# Turn " .. turn .. "\n\n") } },
+    })
+    add({
+      change = "text_appended",
+      index = msg,
+      content = text("Some **bold** text.\n\n```lua\nlocal x = " .. turn .. "\n```\n"),
+    })
     add({
       change = "entry_added",
       index = tool,
@@ -115,7 +127,13 @@ local function draw(changes, newest)
   end
   events.dispatch(evs)
   events.dispatch({
-    { type = "session_started", chat_id = chat.chat_id, session_id = "s-" .. chat.chat_id, agent_name = "demo", capabilities = {} },
+    {
+      type = "session_started",
+      chat_id = chat.chat_id,
+      session_id = "s-" .. chat.chat_id,
+      agent_name = "demo",
+      capabilities = {},
+    },
   })
   T.wait(function()
     return chat.status == "ready" and not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)

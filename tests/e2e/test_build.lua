@@ -193,8 +193,11 @@ T.test("the archive for this platform is downloaded, checked and installed", fun
   T.eq(stub_files["acp-nvim"], T.read_file(root .. "/bin/acp-nvim"), "backend installed")
   T.eq(1, vim.fn.executable(root .. "/bin/acp-fake-agent"), "demo agent installed")
   local marker = build.read_marker(root .. "/bin")
-  T.eq({ "downloaded", VERSION, TARGET, url("good") .. "/v" .. VERSION .. "/" .. ASSET },
-    { marker.source, marker.version, marker.target, marker.url }, "marker")
+  T.eq(
+    { "downloaded", VERSION, TARGET, url("good") .. "/v" .. VERSION .. "/" .. ASSET },
+    { marker.source, marker.version, marker.target, marker.url },
+    "marker"
+  )
   local path, source = backend.plugin_binary("acp-nvim", root)
   T.eq(root .. "/bin/acp-nvim", path, "the backend resolution picks it over the older cargo build")
   T.eq("downloaded", source.kind, "as downloaded")
@@ -204,7 +207,11 @@ T.test("the archive for this platform is downloaded, checked and installed", fun
   res = run_build({ root = root, base_url = url("good") })
   vim.env.ACP_BACKEND = nil
   T.eq(true, res.ok, "reinstalled")
-  T.contains(res.message, "$ACP_BACKEND (/opt/acp-nvim) still takes precedence: unset it to use this one", "says which runs")
+  T.contains(
+    res.message,
+    "$ACP_BACKEND (/opt/acp-nvim) still takes precedence: unset it to use this one",
+    "says which runs"
+  )
 end)
 
 T.test("a corrupted archive fails its checksum and leaves the installed backend alone", function()
@@ -416,7 +423,11 @@ T.test("a stale ACP_BACKEND is refused, naming the setting instead of :Acp build
     chat = require("acp").open({ agent = "stubbed", cwd = dir })
   end)
   vim.env.STUB_HELLO_OK = nil
-  T.contains(errors[1] or "", "acp.nvim backend 9.9.9 does not match plugin " .. VERSION .. " (configured by $ACP_BACKEND)", "names the setting")
+  T.contains(
+    errors[1] or "",
+    "acp.nvim backend 9.9.9 does not match plugin " .. VERSION .. " (configured by $ACP_BACKEND)",
+    "names the setting"
+  )
   T.not_contains(errors[1] or "", "run :Acp build", "not a fix that would not help")
   chat:close()
   -- A matching hand-built backend runs, and says where it came from.
@@ -513,11 +524,13 @@ finish({
 })
 ]]):format(spec_file, plugin, url("real"), result)
   )
-  local res = vim.system({ NVIM, "--headless", "-i", "NONE", "-u", init }, {
-    text = true,
-    env = { PATH = path_without_cargo(), ACP_BACKEND = "", ACP_RELEASE_URL = "" },
-    cwd = dir,
-  }):wait(120000)
+  local res = vim
+    .system({ NVIM, "--headless", "-i", "NONE", "-u", init }, {
+      text = true,
+      env = { PATH = path_without_cargo(), ACP_BACKEND = "", ACP_RELEASE_URL = "" },
+      cwd = dir,
+    })
+    :wait(120000)
   assert(vim.fn.filereadable(result) == 1, ("no result (exit %s):\n%s%s"):format(res.code, res.stdout, res.stderr))
   local out = vim.json.decode(T.read_file(result))
   T.eq("done", out.stage, vim.inspect(out))

@@ -31,7 +31,14 @@ T.test("at 80 columns the window bar keeps the mode and following, shortened, an
   local chat = T.fake_chat({
     modes = { current_mode_id = "code", available_modes = { { id = "code", name = "Code" } } },
     config_options = {
-      { id = "model", name = "Model", category = "model", type = "select", current_value = "s", options = { { value = "s", name = "Fake Swift" } } },
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        current_value = "s",
+        options = { { value = "s", name = "Fake Swift" } },
+      },
     },
   })
   T.fake_chat()
@@ -85,7 +92,10 @@ end)
 
 T.test(":Acp mode with an unknown mode lists the modes and asks nothing", function()
   local chat = T.fake_chat({
-    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = {
+      current_mode_id = "ask",
+      available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } },
+    },
   })
   chat:show()
   for i = #sent, 1, -1 do
@@ -139,7 +149,11 @@ local function agent_says(chat, text)
     {
       type = "session",
       chat_id = chat.chat_id,
-      change = { change = "entry_added", index = 0, entry = { type = "agent_message", content = { { type = "text", text = text } } } },
+      change = {
+        change = "entry_added",
+        index = 0,
+        entry = { type = "agent_message", content = { { type = "text", text = text } } },
+      },
     },
   })
 end
@@ -198,7 +212,8 @@ T.test("a tool result with a code fence is drawn as markdown: fences hidden, cod
       status = status,
       content = text and { { type = "content", content = { type = "text", text = text } } } or nil,
     }
-    local change = status == "pending" and { change = "entry_added", index = 0, entry = vim.tbl_extend("force", state, { type = "tool_call" }) }
+    local change = status == "pending"
+        and { change = "entry_added", index = 0, entry = vim.tbl_extend("force", state, { type = "tool_call" }) }
       or { change = "tool_call_changed", index = 0, tool_call = state }
     return { type = "session", chat_id = chat.chat_id, change = change }
   end
@@ -270,7 +285,11 @@ T.test("yc yanks the code block under the cursor, gC opens it in a split with it
   T.truthy(code ~= buf, "a new window")
   T.eq({ "local x = 1", "return x" }, vim.api.nvim_buf_get_lines(code, 0, -1, false), "the code")
   T.eq("lua", vim.bo[code].filetype, "its filetype")
-  T.eq(nil, require("acp.chat").of_buf(vim.api.nvim_win_get_buf(vim.fn.win_getid(vim.fn.winnr("j")))) and "chat" or nil, "not in the chat's column")
+  T.eq(
+    nil,
+    require("acp.chat").of_buf(vim.api.nvim_win_get_buf(vim.fn.win_getid(vim.fn.winnr("j")))) and "chat" or nil,
+    "not in the chat's column"
+  )
   vim.cmd("close")
 end)
 

@@ -27,13 +27,17 @@ T.test("setup with bad options applies the valid ones and names the ignored ones
     msgs[#msgs + 1] = m
   end
   T.eq(true, require("acp").setup({ log_level = "debug" }), "valid setup")
-  T.eq(false, require("acp").setup({
-    log_level = "loud",
-    agents = { mine = { cmd = { "mine", "acp" } }, broken = { cmd = "broken acp" } },
-    default_agent = "mine",
-    layout = { position = "top", width = 0.5 },
-    keymaps = { submit = "<C-CR>" },
-  }), "invalid setup")
+  T.eq(
+    false,
+    require("acp").setup({
+      log_level = "loud",
+      agents = { mine = { cmd = { "mine", "acp" } }, broken = { cmd = "broken acp" } },
+      default_agent = "mine",
+      layout = { position = "top", width = 0.5 },
+      keymaps = { submit = "<C-CR>" },
+    }),
+    "invalid setup"
+  )
   vim.notify = orig
   T.eq("info", config.options.log_level, "the bad option takes its default")
   T.eq({ "mine", "acp" }, config.options.agents.mine.cmd, "the valid agent applies")
@@ -64,7 +68,11 @@ T.test("agent quirks are validated and can be switched off", function()
     '`agents.gemini.quirks.missing_file_read` must be "empty" or "error"',
     "bad value"
   )
-  T.contains(err_of({ agents = { gemini = { quirks = { typo = 1 } } } }), "`agents.gemini.quirks.typo` is not a known option", "typo")
+  T.contains(
+    err_of({ agents = { gemini = { quirks = { typo = 1 } } } }),
+    "`agents.gemini.quirks.typo` is not a known option",
+    "typo"
+  )
   require("acp").setup({ agents = { gemini = { quirks = { missing_file_read = "error" } } } })
   T.eq({ missing_file_read = "error" }, config.agent("gemini").quirks, "user wins over the preset")
 end)
@@ -72,7 +80,7 @@ end)
 T.test("the editor's MCP server is on by default and can be switched off or reworded", function()
   T.contains(
     err_of({ agents = { claude = { editor_tools = "no" } } }),
-    "`agents.claude.editor_tools` must be true, false or { prompt = \"...\" }",
+    '`agents.claude.editor_tools` must be true, false or { prompt = "..." }',
     "bad value"
   )
   T.contains(
@@ -126,14 +134,21 @@ T.test("a missing backend gives the one-line build hint", function()
   require("acp").setup({})
   local backend = require("acp.backend")
   local root = require("acp.util").plugin_root()
-  if vim.fn.executable(root .. "/target/release/acp-nvim") == 1 or vim.fn.executable(root .. "/target/debug/acp-nvim") == 1 then
+  if
+    vim.fn.executable(root .. "/target/release/acp-nvim") == 1
+    or vim.fn.executable(root .. "/target/debug/acp-nvim") == 1
+  then
     require("acp").setup({ backend = { cmd = { "/nonexistent/acp-nvim" } } })
     local _, err = backend.find_cmd()
     T.contains(err, "backend.cmd", "names the bad option")
     return
   end
   local _, err = backend.find_cmd()
-  T.eq("the backend is not installed; run :Acp build (it downloads the backend for 0.1.0, or builds it with cargo)", err, "message")
+  T.eq(
+    "the backend is not installed; run :Acp build (it downloads the backend for 0.1.0, or builds it with cargo)",
+    err,
+    "message"
+  )
 end)
 
 T.test(":checkhealth acp runs", function()

@@ -91,49 +91,64 @@ end
 
 --- Write the registry fixture with fake-bin at `version`.
 local function write_registry(version)
-  T.write_file(registry_file, vim.json.encode({
-    version = "1.0.0",
-    agents = {
-      {
-        id = "fake-bin",
-        name = "Fake Agent",
-        version = version,
-        description = "the scripted fake agent",
-        distribution = binary("fake.tar.gz"),
+  T.write_file(
+    registry_file,
+    vim.json.encode({
+      version = "1.0.0",
+      agents = {
+        {
+          id = "fake-bin",
+          name = "Fake Agent",
+          version = version,
+          description = "the scripted fake agent",
+          distribution = binary("fake.tar.gz"),
+        },
+        {
+          id = "codex-acp",
+          name = "Codex CLI",
+          version = "0.9.2",
+          description = "stands in for codex-acp",
+          distribution = binary("fake.tar.gz"),
+        },
+        {
+          id = "broken",
+          name = "Broken",
+          version = "1.0.0",
+          description = "an archive cut short",
+          distribution = binary("corrupt.tar.gz"),
+        },
+        {
+          id = "slow",
+          name = "Slow",
+          version = "1.0.0",
+          description = "served slowly",
+          distribution = {
+            binary = {
+              [platform()] = {
+                archive = slow_url,
+                cmd = "./bin/acp-fake-agent",
+                sha256 = sha256(dir .. "/fake.tar.gz"),
+              },
+            },
+          },
+        },
+        {
+          id = "nosum",
+          name = "No checksum",
+          version = "1.0.0",
+          description = "a binary the registry gives no SHA-256 for",
+          distribution = binary("fake.tar.gz", false),
+        },
+        {
+          id = "elsewhere",
+          name = "Elsewhere",
+          version = "1.0.0",
+          description = "no build here",
+          distribution = { binary = { ["plan9-mips"] = { archive = "file:///x", cmd = "x" } } },
+        },
       },
-      {
-        id = "codex-acp",
-        name = "Codex CLI",
-        version = "0.9.2",
-        description = "stands in for codex-acp",
-        distribution = binary("fake.tar.gz"),
-      },
-      {
-        id = "broken",
-        name = "Broken",
-        version = "1.0.0",
-        description = "an archive cut short",
-        distribution = binary("corrupt.tar.gz"),
-      },
-      {
-        id = "slow",
-        name = "Slow",
-        version = "1.0.0",
-        description = "served slowly",
-        distribution = { binary = { [platform()] = {
-          archive = slow_url, cmd = "./bin/acp-fake-agent", sha256 = sha256(dir .. "/fake.tar.gz") } } },
-      },
-      {
-        id = "nosum",
-        name = "No checksum",
-        version = "1.0.0",
-        description = "a binary the registry gives no SHA-256 for",
-        distribution = binary("fake.tar.gz", false),
-      },
-      { id = "elsewhere", name = "Elsewhere", version = "1.0.0", description = "no build here",
-        distribution = { binary = { ["plan9-mips"] = { archive = "file:///x", cmd = "x" } } } },
-    },
-  }))
+    })
+  )
 end
 write_registry("1.0.0")
 
@@ -217,7 +232,13 @@ T.test("the backend's registry events (golden fixtures) decode and are handled",
     by_name[item.name] = item.event
   end
   local protocol = require("acp.protocol")
-  for _, name in ipairs({ "agents_listed", "agent_install_progress", "agent_installed", "agent_install_failed", "agent_removed" }) do
+  for _, name in ipairs({
+    "agents_listed",
+    "agent_install_progress",
+    "agent_installed",
+    "agent_install_failed",
+    "agent_removed",
+  }) do
     local ev, err = protocol.decode(by_name[name])
     T.truthy(ev, name .. ": " .. tostring(err))
   end
@@ -259,7 +280,10 @@ end)
 
 T.test("the installed agent starts by its id with the registry's env and runs turns", function()
   T.truthy(vim.tbl_contains(require("acp.config").agent_names(), "fake-bin"), "listed among agents")
-  T.truthy(vim.tbl_contains(require("acp.commands").complete("fake", "Acp new fake"), "fake-bin"), ":Acp new completes it")
+  T.truthy(
+    vim.tbl_contains(require("acp.commands").complete("fake", "Acp new fake"), "fake-bin"),
+    ":Acp new completes it"
+  )
   local chat = T.open_chat("fake-bin", dir)
   T.eq("end_turn", T.turn(chat, "hello"), "first turn")
   T.wait_text(chat, "registry agent says hello")
@@ -277,7 +301,11 @@ T.test("your agents.<id> options apply on top of an installed agent", function()
   T.eq(5000, a.init_timeout, "your init_timeout")
   assert(setup())
   local bad = require("acp.config").validate({ agents = { ["not-installed"] = { env = { X = "1" } } } })
-  T.contains(bad, "or install not-installed with :Acp agents first", "an agent neither installed nor with a cmd is refused, naming both fixes")
+  T.contains(
+    bad,
+    "or install not-installed with :Acp agents first",
+    "an agent neither installed nor with a cmd is refused, naming both fixes"
+  )
 end)
 
 T.test(":Acp agents update installs the newer registry version", function()

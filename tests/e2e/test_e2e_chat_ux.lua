@@ -31,8 +31,14 @@ T.setup_fake({
       {
         match = "follow",
         steps = {
-          { type = "toolCall", toolCallId = "r1", title = "Read notes", kind = "read", status = "in_progress",
-            locations = { { path = "{{cwd}}/notes.txt", line = 3 } } },
+          {
+            type = "toolCall",
+            toolCallId = "r1",
+            title = "Read notes",
+            kind = "read",
+            status = "in_progress",
+            locations = { { path = "{{cwd}}/notes.txt", line = 3 } },
+          },
           { type = "toolCallUpdate", toolCallId = "r1", status = "completed" },
           { type = "text", text = "followed" },
         },
@@ -141,7 +147,11 @@ T.test("sending a prompt scrolls the transcript to it even with the cursor up in
   local win = vim.fn.win_findbuf(chat.bufnr)[1]
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
   T.eq("end_turn", T.turn(chat, "again"), "turn 2")
-  T.eq(vim.api.nvim_buf_line_count(chat.bufnr), vim.api.nvim_win_get_cursor(win)[1], "the transcript follows the new turn")
+  T.eq(
+    vim.api.nvim_buf_line_count(chat.bufnr),
+    vim.api.nvim_win_get_cursor(win)[1],
+    "the transcript follows the new turn"
+  )
 end)
 
 --- Run `fn` with vim.notify recorded; returns the messages.

@@ -111,7 +111,11 @@ T.test("typing @ or / at the start of a word opens the menu; mid-word it does no
   chat:show()
   local acs = vim.api.nvim_get_autocmds({ event = "InsertCharPre", buffer = chat.prompt_buf })
   T.eq(1, #acs, "the prompt triggers completion while typing")
-  T.contains(require("acp.config").validate({ context = { auto_complete = "yes" } }), "`context.auto_complete`", "boolean")
+  T.contains(
+    require("acp.config").validate({ context = { auto_complete = "yes" } }),
+    "`context.auto_complete`",
+    "boolean"
+  )
 end)
 
 T.test("@ completion offers files minus .gitignore, buffers, and new files", function()
@@ -147,7 +151,11 @@ T.test("a mention is sent as an embedded resource holding the unsaved buffer tex
   local chat = T.open_chat("full", dir)
   local blocks = send(chat, "look at @a.txt, please")
   T.eq({ type = "text", text = "look at @a.txt, please" }, blocks[1], "the text comes first")
-  T.eq({ type = "resource", resource = { uri = file_uri("a.txt"), text = "unsaved line\nsecond\n" } }, blocks[2], "embedded")
+  T.eq(
+    { type = "resource", resource = { uri = file_uri("a.txt"), text = "unsaved line\nsecond\n" } },
+    blocks[2],
+    "embedded"
+  )
   T.eq(2, #blocks, "one block per mention")
   T.wait_text(chat, "↳ embedded a.txt")
   T.not_contains(T.text(chat.bufnr), "unsaved line", "the transcript names the file, it does not dump it")

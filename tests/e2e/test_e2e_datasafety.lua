@@ -79,7 +79,9 @@ local orig_apply = fs.apply
 fs.apply = function(args)
   local reply = orig_apply(args)
   local status = type(reply) == "table" and reply.status
-  if not args.restore and (status == "saved" or status == "reloaded" or status == "merged" or status == "no_buffer") then
+  if
+    not args.restore and (status == "saved" or status == "reloaded" or status == "merged" or status == "no_buffer")
+  then
     took[review.normalize(args.path)] = args.content
   end
   return reply
@@ -114,13 +116,13 @@ vim.o.hidden = true
 -- CI stays a verdict on the code); ACP_DATASAFETY_SEED=random explores new
 -- ones, a number replays one.
 local SEED_ENV = os.getenv("ACP_DATASAFETY_SEED")
-local SEED = tonumber(SEED_ENV or "")
-  or (SEED_ENV == "random" and (uv.hrtime() % 1000000007))
-  or 20261122
+local SEED = tonumber(SEED_ENV or "") or (SEED_ENV == "random" and (uv.hrtime() % 1000000007)) or 20261122
 local ONLY_CASE = tonumber(os.getenv("ACP_DATASAFETY_CASE") or "")
 local CASES = tonumber(os.getenv("ACP_DATASAFETY_CASES") or "") or 40
 local STEPS = tonumber(os.getenv("ACP_DATASAFETY_STEPS") or "") or 10
-io.stdout:write(("  data safety seed: %d (replay: ACP_DATASAFETY_SEED=%d bash tests/e2e/run.sh datasafety)\n"):format(SEED, SEED))
+io.stdout:write(
+  ("  data safety seed: %d (replay: ACP_DATASAFETY_SEED=%d bash tests/e2e/run.sh datasafety)\n"):format(SEED, SEED)
+)
 
 local function read_or_nil(path)
   local f = io.open(path, "rb")
@@ -439,11 +441,13 @@ function Case:wait_decided(chat, f, ids)
     return true
   end, 10)
   if not ok then
-    self:fail(("the decision on %s was not applied: hunks %s still under review: %s"):format(
-      f.path,
-      vim.inspect(ids),
-      vim.inspect(left, { newline = " ", indent = "" })
-    ))
+    self:fail(
+      ("the decision on %s was not applied: hunks %s still under review: %s"):format(
+        f.path,
+        vim.inspect(ids),
+        vim.inspect(left, { newline = " ", indent = "" })
+      )
+    )
   end
 end
 
@@ -526,7 +530,11 @@ function Case:decide(chat, action)
       -- `file` and `all` resolve the conflicts too (in the buffers).
       targets[g] = { agent, ours, theirs, ids, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
     end
-    self.log[#self.log + 1] = ("user runs :Acp %s %s%s"):format(action, scope, scope == "file" and (" in " .. f.path) or "")
+    self.log[#self.log + 1] = ("user runs :Acp %s %s%s"):format(
+      action,
+      scope,
+      scope == "file" and (" in " .. f.path) or ""
+    )
     vim.cmd(("Acp %s %s"):format(action, scope))
   end
   for g, t in pairs(targets) do
@@ -605,12 +613,14 @@ function Case:wait_gone(f, lines, before)
     return disk ~= nil and disk == fs.buffer_text(f.buf)
   end, 10)
   if not ok then
-    self:fail(("rejected agent lines %s are still in %s (buffer: %s, disk: %s)"):format(
-      vim.inspect(lines),
-      f.path,
-      vim.inspect(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)),
-      vim.inspect(read_or_nil(f.path))
-    ))
+    self:fail(
+      ("rejected agent lines %s are still in %s (buffer: %s, disk: %s)"):format(
+        vim.inspect(lines),
+        f.path,
+        vim.inspect(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)),
+        vim.inspect(read_or_nil(f.path))
+      )
+    )
   end
   local disk = read_or_nil(f.path)
   if disk and not vim.bo[f.buf].modified then
@@ -784,11 +794,13 @@ function Case:user_undo_redo(chat, f)
     return vim.deep_equal(after, before)
   end, 10)
   if not ok then
-    self:fail(("the review of %s did not follow undo and redo: before %s, after %s"):format(
-      f.path,
-      vim.inspect(before, { newline = " ", indent = "" }),
-      vim.inspect(after, { newline = " ", indent = "" })
-    ))
+    self:fail(
+      ("the review of %s did not follow undo and redo: before %s, after %s"):format(
+        f.path,
+        vim.inspect(before, { newline = " ", indent = "" }),
+        vim.inspect(after, { newline = " ", indent = "" })
+      )
+    )
   end
 end
 
@@ -835,7 +847,12 @@ function Case:agent_reads_back(chat, f, s)
       params = { path = f.path },
       expect = { result = { content = text_of(view) } },
     },
-    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { ok = true },
+    },
   }, ("agent reads %s and writes it back: %s, next to the user's line"):format(f.path, how))
   stop_poller()
   if not ok then
@@ -848,10 +865,12 @@ function Case:agent_reads_back(chat, f, s)
     self:fail(("the agent's %q never reached the buffer of %s"):format(line, f.path))
   end
   if review.has_marker(f.buf) then
-    self:fail(("writing back what the agent read opened a conflict in %s:\n%s"):format(
-      f.path,
-      table.concat(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), "\n")
-    ))
+    self:fail(
+      ("writing back what the agent read opened a conflict in %s:\n%s"):format(
+        f.path,
+        table.concat(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), "\n")
+      )
+    )
   end
 end
 
@@ -883,7 +902,12 @@ function Case:agent_creates(chat, s)
         content = { { type = "diff", path = path, newText = content } },
       },
       onAllow = {
-        { type = "call", method = "fs/write_text_file", params = { path = path, content = content }, expect = { ok = true } },
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = path, content = content },
+          expect = { ok = true },
+        },
       },
     },
   }
@@ -928,7 +952,8 @@ function Case:agent_creates(chat, s)
   vim.cmd("edit " .. vim.fn.fnameescape(path))
   local buf = vim.api.nvim_get_current_buf()
   if math.random() < 0.5 then
-    self.files[#self.files + 1] = { path = path, buf = buf, versions = { [content] = true }, typed = {}, created = true }
+    self.files[#self.files + 1] =
+      { path = path, buf = buf, versions = { [content] = true }, typed = {}, created = true }
     return
   end
   self.log[#self.log + 1] = ("user rejects the created %s while it is on screen"):format(path)
@@ -945,12 +970,14 @@ function Case:agent_creates(chat, s)
   end, 10)
   review.confirm_delete = confirm
   if not gone then
-    self:fail(("rejecting the created %s: file readable %d, window %s, directory left %d"):format(
-      path,
-      vim.fn.filereadable(path),
-      vim.api.nvim_win_is_valid(win) and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) or "closed",
-      vim.fn.isdirectory(dir)
-    ))
+    self:fail(
+      ("rejecting the created %s: file readable %d, window %s, directory left %d"):format(
+        path,
+        vim.fn.filereadable(path),
+        vim.api.nvim_win_is_valid(win) and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) or "closed",
+        vim.fn.isdirectory(dir)
+      )
+    )
   end
 end
 
@@ -977,7 +1004,12 @@ function Case:agent_stale_after_save(chat, f, s, wipe)
   end
   local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
   self:agent_turn(chat, {
-    { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
+    {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    },
   }, ("agent reads %s"):format(f.path))
   self:user_types(f, s, true)
   if wipe then
@@ -987,7 +1019,12 @@ function Case:agent_stale_after_save(chat, f, s, wipe)
   f.versions[content] = true
   local stop_poller = self:start_poller()
   local ok, err = pcall(self.agent_turn, self, chat, {
-    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { ok = true },
+    },
   }, ("agent writes back its read of %s after the user's save: %s"):format(f.path, change))
   stop_poller()
   if not ok then
@@ -1005,9 +1042,19 @@ function Case:agent_blind_write(chat, f, s)
   local steps = {
     {
       type = "requestPermission",
-      toolCall = { toolCallId = ("blind-%d-%d"):format(self.k, s), title = "Write " .. f.path, kind = "edit", status = "pending" },
+      toolCall = {
+        toolCallId = ("blind-%d-%d"):format(self.k, s),
+        title = "Write " .. f.path,
+        kind = "edit",
+        status = "pending",
+      },
       onAllow = {
-        { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = f.path, content = content },
+          expect = { ok = true },
+        },
       },
     },
   }
@@ -1054,7 +1101,12 @@ function Case:agent_write_readonly(chat, f, s)
     vim.bo[f.buf].modifiable = false
   end
   local ok, err = pcall(self.agent_turn_quiet, self, chat, {
-    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { error = true } },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { error = true },
+    },
   }, ("agent writes %s, which the user made %s"):format(f.path, opt))
   local kept = opt == "readonly" and vim.bo[f.buf].readonly or not vim.bo[f.buf].modifiable
   vim.bo[f.buf].readonly = false
@@ -1099,7 +1151,12 @@ function Case:two_agents(chat, f, s)
   end
   local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
   self:agent_turn(second_chat, {
-    { type = "call", method = "fs/read_text_file", params = { path = f.path }, expect = { result = { content = text_of(view) } } },
+    {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    },
   }, ("a second agent reads %s"):format(f.path))
   self:agent_fs_write(chat, f, s, false)
   if math.random() < 0.5 then
@@ -1109,7 +1166,12 @@ function Case:two_agents(chat, f, s)
   f.versions[content] = true
   local stop_poller = self:start_poller()
   local ok, err = pcall(self.agent_turn, self, second_chat, {
-    { type = "call", method = "fs/write_text_file", params = { path = f.path, content = content }, expect = { ok = true } },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { ok = true },
+    },
   }, ("the second agent writes back its read of %s: %s"):format(f.path, change))
   stop_poller()
   if not ok then

@@ -24,7 +24,10 @@ T.test("the demo tour runs to end_turn and renders every part", function()
   assert(require("acp").setup({ backend = { cmd = { T.backend_bin() } }, agents = { demo = { cmd = cmd } } }))
   -- The demo project's hello.lua (scripts/demo.lua), open in a buffer: the
   -- agent edits it on disk and the review shows the change there.
-  T.write_file(dir .. "/hello.lua", 'local function greet(name)\n  return "Hello, " .. name\nend\n\nprint(greet("world"))\n')
+  T.write_file(
+    dir .. "/hello.lua",
+    'local function greet(name)\n  return "Hello, " .. name\nend\n\nprint(greet("world"))\n'
+  )
   vim.cmd("edit " .. dir .. "/hello.lua")
   local hello = vim.api.nvim_get_current_buf()
   T.write_file(dir .. "/README.md", "# Saved title\n")
@@ -52,7 +55,7 @@ T.test("the demo tour runs to end_turn and renders every part", function()
   T.truthy(T.find_line(buf, "  ± acp-demo.txt +4 -0 (new file)"), "diff summary, the path relative to the workspace")
   T.eq(nil, T.find_line(buf, dir), "no absolute path of the workspace")
   T.truthy(T.find_line(buf, "  $ ls -la (exited 0)"), "the terminal names its command")
-  T.truthy(T.find_line(buf, "│ ") , "terminal output shown")
+  T.truthy(T.find_line(buf, "│ "), "terminal output shown")
   T.contains(T.read_file(dir .. "/acp-demo.txt"), "Hello from acp.nvim!", "file written after allow")
   -- The on-disk edit: reloaded into the buffer and drawn as review hunks.
   T.truthy(T.find_line(buf, "✓ edit · Edit hello.lua"), "disk edit done")

@@ -40,22 +40,17 @@ local function scenario_file(name, text)
   return path
 end
 
-local turns = scenario_file(
-  "ask",
-  [[{"turns":[
+local turns = scenario_file("ask", [[{"turns":[
   {"match":"form","steps":[
     {"type":"toolCall","toolCallId":"d1","title":"Deploy the app","kind":"execute","status":"pending"},
-    {"type":"elicit","message":"Where to deploy?","toolCallId":"d1","requestedSchema":]]
-    .. FORM_JSON
-    .. [[}]},
+    {"type":"elicit","message":"Where to deploy?","toolCallId":"d1","requestedSchema":]] .. FORM_JSON .. [[}]},
   {"match":"url","steps":[
     {"type":"elicit","mode":"url","message":"Authorize the deploy","url":"https://example.com/authorize",
      "elicitationId":"auth-1","completeAfterMs":20}]},
   {"match":"wait","steps":[
     {"type":"elicit","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}},
     {"type":"waitForCancel"}]}
-]}]]
-)
+]}]])
 
 local login = scenario_file(
   "login",
@@ -145,7 +140,11 @@ T.test("the documented API: autocmd data, a refused answer, then an accepted one
   })
   T.eq(true, ok, err)
   T.wait_text(chat, [[elicitation: accept {"target":"prod","replicas":2,"tags":["a","c"]}]])
-  T.contains(T.text(chat.bufnr), "✓ The agent asked: Where to deploy?\n  answered: Target = Production, replicas = 2, tags = a, c", "note")
+  T.contains(
+    T.text(chat.bufnr),
+    "✓ The agent asked: Where to deploy?\n  answered: Target = Production, replicas = 2, tags = a, c",
+    "note"
+  )
   T.eq(nil, T.find_line(chat.bufnr, "? The agent asks"), "prompt gone")
 end)
 
@@ -254,13 +253,17 @@ T.test("a question asked during the login shows in the opening chat and decides 
   T.eq(nil, data.session_id, "no session yet")
   T.eq(chat.chat_id, data.chat_id, "shown in the chat that is logging in")
   T.wait_text(chat, "? The agent asks: Pick an account")
-  local ok, err = require("acp").elicitation_respond(data.request_id, { action = "accept", content = { account = "nope" } })
+  local ok, err =
+    require("acp").elicitation_respond(data.request_id, { action = "accept", content = { account = "nope" } })
   T.eq(false, ok, "refused")
   T.contains(err, "`account` must be an email address", "format checked")
-  T.eq(true, require("acp").elicitation_respond(data.request_id, {
-    action = "accept",
-    content = { account = "ada@example.com" },
-  }))
+  T.eq(
+    true,
+    require("acp").elicitation_respond(data.request_id, {
+      action = "accept",
+      content = { account = "ada@example.com" },
+    })
+  )
   T.wait(function()
     return chat.status == "ready"
   end, "session after the login; transcript:\n" .. T.text(chat.bufnr))

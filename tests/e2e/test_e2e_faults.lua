@@ -332,7 +332,6 @@ T.test("init_timeout is validated", function()
   T.eq(nil, require("acp.config").validate({ agents = { x = { cmd = { "x" }, init_timeout = 5000 } } }), "ms accepted")
 end)
 
-
 T.test('an "always" answer survives :Acp restart, and a remembered rejection reads rejected', function()
   local chat = T.open_chat("remember", dir)
   assert(chat:send({ { type = "text", text = "migrate" } }))

@@ -27,7 +27,9 @@ local FORM = [[{"type":"object","title":"Deploy settings","description":"Where\n
 local scenario = dir .. "/form.json"
 T.write_file(
   scenario,
-  [[{"turns":[{"match":"form","steps":[{"type":"elicit","message":"Deploy where?","requestedSchema":]] .. FORM .. [[}]}]}]]
+  [[{"turns":[{"match":"form","steps":[{"type":"elicit","message":"Deploy where?","requestedSchema":]]
+    .. FORM
+    .. [[}]}]}]]
 )
 T.setup_fake({ form = scenario }, dir)
 T.require_binaries()
@@ -113,41 +115,44 @@ T.test("every field is shown with its type, default, required mark, choices and 
   keys("X")
 end)
 
-T.test("a value that does not fit shows its problem under the field and blocks the answer; a good one is sent typed", function()
-  local chat, st, e, win = open_form()
-  -- The cursor starts on the first field (Name): replace it by one letter.
-  keys("cZ<CR>")
-  T.contains(rows_from(st, "Name *", 4), "✗ must be at least 2 characters long", "the problem under the field")
-  -- Email: <Tab> from the editor moves on and edits the next field.
-  keys("<Tab>inot-an-email<Tab>7<Tab>x<CR>")
-  T.contains(rows_from(st, "Email *", 3), "✗ must be an email address such as name@example.com", "email")
-  T.contains(rows_from(st, "Replicas *", 3), "✗ must be at most 3", "maximum")
-  T.contains(rows_from(st, "Ratio", 3), "✗ `x` is not a number", "a number")
-  keys("<C-s>")
-  T.contains(form_text(st), "not sent: fix the fields marked ✗", "why nothing was sent")
-  T.eq(true, require("acp.elicitation").pending[e.request_id] ~= nil, "still waiting")
-  T.eq(nil, T.find_line(chat.bufnr, "elicitation: accept"), "nothing sent to the agent")
-  T.eq(st.win, vim.api.nvim_get_current_win(), "the form stays")
+T.test(
+  "a value that does not fit shows its problem under the field and blocks the answer; a good one is sent typed",
+  function()
+    local chat, st, e, win = open_form()
+    -- The cursor starts on the first field (Name): replace it by one letter.
+    keys("cZ<CR>")
+    T.contains(rows_from(st, "Name *", 4), "✗ must be at least 2 characters long", "the problem under the field")
+    -- Email: <Tab> from the editor moves on and edits the next field.
+    keys("<Tab>inot-an-email<Tab>7<Tab>x<CR>")
+    T.contains(rows_from(st, "Email *", 3), "✗ must be an email address such as name@example.com", "email")
+    T.contains(rows_from(st, "Replicas *", 3), "✗ must be at most 3", "maximum")
+    T.contains(rows_from(st, "Ratio", 3), "✗ `x` is not a number", "a number")
+    keys("<C-s>")
+    T.contains(form_text(st), "not sent: fix the fields marked ✗", "why nothing was sent")
+    T.eq(true, require("acp.elicitation").pending[e.request_id] ~= nil, "still waiting")
+    T.eq(nil, T.find_line(chat.bufnr, "elicitation: accept"), "nothing sent to the agent")
+    T.eq(st.win, vim.api.nvim_get_current_win(), "the form stays")
 
-  -- Fix them: the cursor went to the first field with a problem.
-  keys("cGrace<CR><Tab>cgrace@example.com<Tab><C-u>2<Tab><C-u>1.5<CR>")
-  T.eq(nil, form_text(st):find("✗", 1, true), "no problem left:\n" .. form_text(st))
-  -- Target: the cursor on its picked choice; k goes to Production.
-  keys("<Tab>k<Space>")
-  T.contains(form_text(st), "(•) Production", "picked")
-  -- Notify: no; Tags: both, then Alpha off again.
-  keys("<Tab>j<CR><Tab><Space>j<Space>k<Space>")
-  T.contains(form_text(st), "[ ] Alpha", "toggled off")
-  T.contains(form_text(st), "[x] Be␍ta", "toggled on")
-  keys("<C-s>")
-  T.wait_text(
-    chat,
-    [[elicitation: accept {"name":"Grace","email":"grace@example.com","replicas":2,"ratio":1.5,"target":"prod","notify":false,"tags":["b"]}]]
-  )
-  T.eq(nil, F.forms[e.request_id], "the form is gone")
-  T.eq(false, vim.api.nvim_win_is_valid(win), "its window closed")
-  T.truthy(T.find_line(chat.bufnr, "answered: Name = Grace"), "the answer noted in the chat")
-end)
+    -- Fix them: the cursor went to the first field with a problem.
+    keys("cGrace<CR><Tab>cgrace@example.com<Tab><C-u>2<Tab><C-u>1.5<CR>")
+    T.eq(nil, form_text(st):find("✗", 1, true), "no problem left:\n" .. form_text(st))
+    -- Target: the cursor on its picked choice; k goes to Production.
+    keys("<Tab>k<Space>")
+    T.contains(form_text(st), "(•) Production", "picked")
+    -- Notify: no; Tags: both, then Alpha off again.
+    keys("<Tab>j<CR><Tab><Space>j<Space>k<Space>")
+    T.contains(form_text(st), "[ ] Alpha", "toggled off")
+    T.contains(form_text(st), "[x] Be␍ta", "toggled on")
+    keys("<C-s>")
+    T.wait_text(
+      chat,
+      [[elicitation: accept {"name":"Grace","email":"grace@example.com","replicas":2,"ratio":1.5,"target":"prod","notify":false,"tags":["b"]}]]
+    )
+    T.eq(nil, F.forms[e.request_id], "the form is gone")
+    T.eq(false, vim.api.nvim_win_is_valid(win), "its window closed")
+    T.truthy(T.find_line(chat.bufnr, "answered: Name = Grace"), "the answer noted in the chat")
+  end
+)
 
 T.test("D in the form declines, X cancels", function()
   local chat, st, _, win = open_form()

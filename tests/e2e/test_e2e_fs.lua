@@ -137,7 +137,11 @@ T.test("fs write to a modified buffer merges, loses nothing and tells the user",
   end, "merged note")
   vim.notify = orig
   -- Both sides changed the only line: a conflict keeps both.
-  T.eq({ "<<<<<<< buffer", "my unsaved work", "=======", "from agent", ">>>>>>> agent" }, T.lines(buf), "both sides kept")
+  T.eq(
+    { "<<<<<<< buffer", "my unsaved work", "=======", "from agent", ">>>>>>> agent" },
+    T.lines(buf),
+    "both sides kept"
+  )
   T.eq(true, vim.bo[buf].modified, "still modified")
   T.eq("from agent\n", T.read_file(path), "the agent's content is on disk")
   local told = false
@@ -191,34 +195,70 @@ T.test("a line the user saved after the agent read the buffer survives its write
   vim.cmd("edit " .. path)
   local buf = vim.api.nvim_get_current_buf()
   local chat = T.open_chat("steps", dir)
-  T.eq("end_turn", agent_turn(chat, {
-    { type = "call", method = "fs/read_text_file", params = { path = path }, expect = { result = { content = "one\ntwo\nthree\n" } } },
-  }), "read")
+  T.eq(
+    "end_turn",
+    agent_turn(chat, {
+      {
+        type = "call",
+        method = "fs/read_text_file",
+        params = { path = path },
+        expect = { result = { content = "one\ntwo\nthree\n" } },
+      },
+    }),
+    "read"
+  )
   vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "mine" })
   vim.api.nvim_buf_call(buf, function()
     vim.cmd("silent write")
   end)
   T.eq("mine\none\ntwo\nthree\n", T.read_file(path), "saved")
-  T.eq("end_turn", agent_turn(chat, {
-    { type = "call", method = "fs/write_text_file", params = { path = path, content = "one\ntwo\nthree\nagent\n" }, expect = { ok = true } },
-  }), "write back")
+  T.eq(
+    "end_turn",
+    agent_turn(chat, {
+      {
+        type = "call",
+        method = "fs/write_text_file",
+        params = { path = path, content = "one\ntwo\nthree\nagent\n" },
+        expect = { ok = true },
+      },
+    }),
+    "write back"
+  )
   T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the write succeeded")
   T.eq({ "mine", "one", "two", "three", "agent" }, T.lines(buf), "both lines in the buffer")
   T.eq("mine\none\ntwo\nthree\nagent\n", T.read_file(path), "and on disk")
   T.eq(false, vim.bo[buf].modified, "a clean merge is saved")
 
   -- Where both changed the same lines: a conflict the user resolves.
-  T.eq("end_turn", agent_turn(chat, {
-    { type = "call", method = "fs/read_text_file", params = { path = path }, expect = { result = { content = "mine\none\ntwo\nthree\nagent\n" } } },
-  }), "read again")
+  T.eq(
+    "end_turn",
+    agent_turn(chat, {
+      {
+        type = "call",
+        method = "fs/read_text_file",
+        params = { path = path },
+        expect = { result = { content = "mine\none\ntwo\nthree\nagent\n" } },
+      },
+    }),
+    "read again"
+  )
   vim.api.nvim_buf_set_lines(buf, 2, 3, false, { "TWO by me" })
   vim.api.nvim_buf_call(buf, function()
     vim.cmd("silent write")
   end)
   local notes = told(function()
-    T.eq("end_turn", agent_turn(chat, {
-      { type = "call", method = "fs/write_text_file", params = { path = path, content = "mine\none\nTWO by agent\nthree\nagent\n" }, expect = { ok = true } },
-    }), "write over the saved line")
+    T.eq(
+      "end_turn",
+      agent_turn(chat, {
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = path, content = "mine\none\nTWO by agent\nthree\nagent\n" },
+          expect = { ok = true },
+        },
+      }),
+      "write over the saved line"
+    )
   end)
   local lines = T.lines(buf)
   T.truthy(vim.tbl_contains(lines, "TWO by me"), "the user's saved line is kept: " .. vim.inspect(lines))
@@ -243,7 +283,12 @@ T.test("a blind whole-file write keeps the lines the user typed and saved during
       type = "requestPermission",
       toolCall = { toolCallId = "blind-1", title = "Write " .. path, kind = "edit", status = "pending" },
       onAllow = {
-        { type = "call", method = "fs/write_text_file", params = { path = path, content = "one\ntwo\nagent\n" }, expect = { ok = true } },
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = path, content = "one\ntwo\nagent\n" },
+          expect = { ok = true },
+        },
       },
     },
   }
@@ -280,9 +325,18 @@ T.test("an agent write keeps 'readonly' and 'nomodifiable' and tells the user", 
     local buf = vim.api.nvim_get_current_buf()
     vim.cmd("setlocal " .. opt)
     local notes = told(function()
-      T.eq("end_turn", agent_turn(chat, {
-        { type = "call", method = "fs/write_text_file", params = { path = path, content = "agent\n" }, expect = { error = true } },
-      }), "write")
+      T.eq(
+        "end_turn",
+        agent_turn(chat, {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = path, content = "agent\n" },
+            expect = { error = true },
+          },
+        }),
+        "write"
+      )
     end)
     T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the agent is answered with an error")
     T.eq({ "one" }, T.lines(buf), opt .. ": the buffer is left alone")

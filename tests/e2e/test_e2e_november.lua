@@ -27,7 +27,13 @@ local turns = {
     steps = {
       {
         type = "update",
-        update = { sessionUpdate = "tool_call", toolCallId = "r1", kind = "read", title = "List files", status = "in_progress" },
+        update = {
+          sessionUpdate = "tool_call",
+          toolCallId = "r1",
+          kind = "read",
+          title = "List files",
+          status = "in_progress",
+        },
       },
       {
         type = "update",
@@ -220,7 +226,10 @@ T.test("the plan document is drawn as markdown and its header opens the file", f
   T.eq(path, block.actions[0].path)
   -- An update replaces it in place.
   t.view:batch(function()
-    t:apply({ change = "plan_updated", plan = { plan_id = "x", format = "markdown", content = "# Refactor plan\n\n- done" } })
+    t:apply({
+      change = "plan_updated",
+      plan = { plan_id = "x", format = "markdown", content = "# Refactor plan\n\n- done" },
+    })
   end)
   T.eq(1, T.count_lines(chat.bufnr, "Plan document"), T.text(chat.bufnr))
   T.contains(T.text(chat.bufnr), "- done")

@@ -19,13 +19,20 @@ local turn = {
     { type = "thought", text = "Thinking about {{prompt}}.", chunkSize = 4 },
     { type = "text", text = "# About {{prompt}}\n\nA paragraph on **{{prompt}}**.\n\n", chunkSize = 7 },
     { type = "text", text = "| a | b |\n|---|---|\n| 1 | 2 |\n\n```lua\nlocal x = 1\nprint(x)\n```\n", chunkSize = 5 },
-    { type = "plan", entries = {
-      { content = "Read", priority = "high", status = "completed" },
-      { content = "Write", priority = "medium", status = "in_progress" },
-    } },
+    {
+      type = "plan",
+      entries = {
+        { content = "Read", priority = "high", status = "completed" },
+        { content = "Write", priority = "medium", status = "in_progress" },
+      },
+    },
     { type = "toolCall", toolCallId = "t-{{prompt}}", title = "Read notes", kind = "read", status = "pending" },
-    { type = "toolCallUpdate", toolCallId = "t-{{prompt}}", status = "completed",
-      content = { { type = "content", content = { type = "text", text = "notes read\nsecond line" } } } },
+    {
+      type = "toolCallUpdate",
+      toolCallId = "t-{{prompt}}",
+      status = "completed",
+      content = { { type = "content", content = { type = "text", text = "notes read\nsecond line" } } },
+    },
     { type = "text", text = "Done with {{prompt}}.", chunkSize = 3 },
   },
 }
@@ -105,7 +112,14 @@ local function load(ms, in_order)
       and T.text(chat.bufnr):find("About one", 1, true) ~= nil
   end, "the loaded session ready; transcript:\n" .. T.text(chat.bufnr))
   if not ok then
-    error(("status %s pending %s filling %s\n%s"):format(chat.status, replay.pending(chat.chat_id), replay.filling(chat.chat_id), T.text(chat.bufnr)))
+    error(
+      ("status %s pending %s filling %s\n%s"):format(
+        chat.status,
+        replay.pending(chat.chat_id),
+        replay.filling(chat.chat_id),
+        T.text(chat.bufnr)
+      )
+    )
   end
   replay.push, replay.push_behind = push, push_behind
   replay.SLICE_MS = 4
@@ -188,81 +202,88 @@ T.test("a history drawn newest turn first renders what the in-order replay rende
   end
 end)
 
-T.test("the last turn is drawn and the prompt usable before the older turns; they fill in above without moving the view", function()
-  local once = load(math.huge, true)
-  local history = norm(T.lines(once.bufnr))
-  once:close()
+T.test(
+  "the last turn is drawn and the prompt usable before the older turns; they fill in above without moving the view",
+  function()
+    local once = load(math.huge, true)
+    local history = norm(T.lines(once.bufnr))
+    once:close()
 
-  -- The older turns are held back until the test lets them go.
-  local held = {}
-  local push_behind = replay.push_behind
-  replay.push_behind = function(...)
-    held[#held + 1] = { ... }
-  end
-  local chat = assert(require("acp").open({ agent = next_agent(), cwd = dir, load_session_id = session_id }))
-  T.wait(function()
-    return chat.status == "ready" and not replay.pending(chat.chat_id)
-  end, "the chat ready")
-  replay.push_behind = push_behind
-  local text = T.text(chat.bufnr)
-  T.contains(text, "About six", "the last turn is drawn")
-  T.contains(text, "Done with six.", "the last turn is drawn to its end")
-  T.not_contains(text, "About five", "older turns are not drawn yet")
-  T.truthy(#held == 6, ("five older turns and then their folds wait (%d)"):format(#held))
-  T.eq(norm(T.lines(chat.bufnr)), vim.list_slice(history, #history - #T.lines(chat.bufnr) + 1), "the last turn as in order")
-  T.truthy(vim.bo[chat.prompt_buf].modifiable, "the prompt takes input")
-
-  -- The user sends a prompt at once: it is answered below the last turn.
-  api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "eight" })
-  chat:submit()
-  T.wait_text(chat, "Done with eight.")
-  T.not_contains(T.text(chat.bufnr), "About five", "answered before the older turns were drawn")
-
-  -- Then reads a line of the last turn, scrolled to the top of a small
-  -- window, while the older turns are drawn (a change a slice).
-  local win = chat:transcript_wins()[1]
-  api.nvim_win_set_height(win, 6)
-  local row = T.find_line(chat.bufnr, "About six")
-  api.nvim_win_set_cursor(win, { row, 0 })
-  api.nvim_win_call(win, function()
-    vim.cmd("normal! zt")
-  end)
-  local function view()
-    local v = api.nvim_win_call(win, vim.fn.winsaveview)
-    return {
-      top = api.nvim_buf_get_lines(chat.bufnr, v.topline - 1, v.topline, false)[1],
-      cursor = api.nvim_buf_get_lines(chat.bufnr, v.lnum - 1, v.lnum, false)[1],
-      col = v.col,
-    }
-  end
-  local before = view()
-  T.contains(before.top, "About six", "the view is on the last turn")
-  replay.SLICE_MS = 0
-  local moved = {}
-  local function check()
-    local now = view()
-    if not vim.deep_equal(now, before) then
-      moved[#moved + 1] = now
+    -- The older turns are held back until the test lets them go.
+    local held = {}
+    local push_behind = replay.push_behind
+    replay.push_behind = function(...)
+      held[#held + 1] = { ... }
     end
+    local chat = assert(require("acp").open({ agent = next_agent(), cwd = dir, load_session_id = session_id }))
+    T.wait(function()
+      return chat.status == "ready" and not replay.pending(chat.chat_id)
+    end, "the chat ready")
+    replay.push_behind = push_behind
+    local text = T.text(chat.bufnr)
+    T.contains(text, "About six", "the last turn is drawn")
+    T.contains(text, "Done with six.", "the last turn is drawn to its end")
+    T.not_contains(text, "About five", "older turns are not drawn yet")
+    T.truthy(#held == 6, ("five older turns and then their folds wait (%d)"):format(#held))
+    T.eq(
+      norm(T.lines(chat.bufnr)),
+      vim.list_slice(history, #history - #T.lines(chat.bufnr) + 1),
+      "the last turn as in order"
+    )
+    T.truthy(vim.bo[chat.prompt_buf].modifiable, "the prompt takes input")
+
+    -- The user sends a prompt at once: it is answered below the last turn.
+    api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "eight" })
+    chat:submit()
+    T.wait_text(chat, "Done with eight.")
+    T.not_contains(T.text(chat.bufnr), "About five", "answered before the older turns were drawn")
+
+    -- Then reads a line of the last turn, scrolled to the top of a small
+    -- window, while the older turns are drawn (a change a slice).
+    local win = chat:transcript_wins()[1]
+    api.nvim_win_set_height(win, 6)
+    local row = T.find_line(chat.bufnr, "About six")
+    api.nvim_win_set_cursor(win, { row, 0 })
+    api.nvim_win_call(win, function()
+      vim.cmd("normal! zt")
+    end)
+    local function view()
+      local v = api.nvim_win_call(win, vim.fn.winsaveview)
+      return {
+        top = api.nvim_buf_get_lines(chat.bufnr, v.topline - 1, v.topline, false)[1],
+        cursor = api.nvim_buf_get_lines(chat.bufnr, v.lnum - 1, v.lnum, false)[1],
+        col = v.col,
+      }
+    end
+    local before = view()
+    T.contains(before.top, "About six", "the view is on the last turn")
+    replay.SLICE_MS = 0
+    local moved = {}
+    local function check()
+      local now = view()
+      if not vim.deep_equal(now, before) then
+        moved[#moved + 1] = now
+      end
+    end
+    for _, h in ipairs(held) do
+      replay.push_behind(unpack(h))
+      -- Looked at between slices too.
+      replay.push_behind(chat.chat_id, check)
+    end
+    T.wait(function()
+      return not replay.filling(chat.chat_id)
+    end, "the older turns drawn")
+    replay.SLICE_MS = 4
+    T.eq({}, moved, "the window showed the same lines between slices")
+    T.eq(before, view(), "the window shows the same lines")
+    local lines = norm(T.lines(chat.bufnr))
+    T.eq(history, vim.list_slice(lines, 1, #history), "the history first, whole and in order")
+    local rest = table.concat(vim.list_slice(lines, #history + 1), "\n")
+    T.contains(rest, "eight", "the new prompt below the history")
+    T.contains(rest, "Done with eight.", "its answer below the history")
+    chat:close()
   end
-  for _, h in ipairs(held) do
-    replay.push_behind(unpack(h))
-    -- Looked at between slices too.
-    replay.push_behind(chat.chat_id, check)
-  end
-  T.wait(function()
-    return not replay.filling(chat.chat_id)
-  end, "the older turns drawn")
-  replay.SLICE_MS = 4
-  T.eq({}, moved, "the window showed the same lines between slices")
-  T.eq(before, view(), "the window shows the same lines")
-  local lines = norm(T.lines(chat.bufnr))
-  T.eq(history, vim.list_slice(lines, 1, #history), "the history first, whole and in order")
-  local rest = table.concat(vim.list_slice(lines, #history + 1), "\n")
-  T.contains(rest, "eight", "the new prompt below the history")
-  T.contains(rest, "Done with eight.", "its answer below the history")
-  chat:close()
-end)
+)
 
 T.test("the prompt takes a prompt while the history is drawn; it is answered below the history", function()
   local once = load(math.huge, true)

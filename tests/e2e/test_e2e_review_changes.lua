@@ -15,11 +15,20 @@ end
 T.setup_fake({
   changes = {
     turns = {
-      { match = "edit ab", steps = { write("a.txt", THREE), write("b.txt", B), { type = "text", text = "edited a and b" } } },
-      { match = "edit c", steps = { write("c.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nL9 c\n"), { type = "text", text = "edited c" } } },
+      {
+        match = "edit ab",
+        steps = { write("a.txt", THREE), write("b.txt", B), { type = "text", text = "edited a and b" } },
+      },
+      {
+        match = "edit c",
+        steps = { write("c.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nL9 c\n"), { type = "text", text = "edited c" } },
+      },
       {
         match = "edit a more",
-        steps = { write("a.txt", "L1 more\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"), { type = "text", text = "more" } },
+        steps = {
+          write("a.txt", "L1 more\nL2 agent\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9\n"),
+          { type = "text", text = "more" },
+        },
       },
       {
         -- What the agent controls, hostile: a file name with a newline, an

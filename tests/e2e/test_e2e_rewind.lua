@@ -234,7 +234,10 @@ T.test(":Acp rewind without a turn offers the turns, newest first, then rewinds"
   end)
   vim.ui.select = orig
   assert(ok, err)
-  T.truthy(seen[1][1]:match("^1%. ZZTWO create new — 2 files — %d%d:%d%d$"), "picker line: " .. tostring(seen[1][1]))
+  T.truthy(
+    seen[1][1]:match("^1%. ZZTWO create new — 2 files — %d%d:%d%d$"),
+    "picker line: " .. tostring(seen[1][1])
+  )
   T.eq({ "rewind", "preview first" }, seen[2], "then rewind or preview")
   T.eq(false, exists(dir .. "/new.txt"), "rewound")
 end)

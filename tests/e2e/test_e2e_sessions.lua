@@ -28,13 +28,20 @@ local rich_turn = {
   steps = {
     { type = "thought", text = "Let me think about {{prompt}}.", chunkSize = 4 },
     { type = "text", text = "First paragraph about {{prompt}}.\n\nSecond paragraph.\n", chunkSize = 5 },
-    { type = "plan", entries = {
-      { content = "Read", priority = "high", status = "completed" },
-      { content = "Write", priority = "medium", status = "in_progress" },
-    } },
+    {
+      type = "plan",
+      entries = {
+        { content = "Read", priority = "high", status = "completed" },
+        { content = "Write", priority = "medium", status = "in_progress" },
+      },
+    },
     { type = "toolCall", toolCallId = "t-{{prompt}}", title = "Read notes", kind = "read", status = "pending" },
-    { type = "toolCallUpdate", toolCallId = "t-{{prompt}}", status = "completed",
-      content = { { type = "content", content = { type = "text", text = "notes read" } } } },
+    {
+      type = "toolCallUpdate",
+      toolCallId = "t-{{prompt}}",
+      status = "completed",
+      content = { { type = "content", content = { type = "text", text = "notes read" } } },
+    },
     { type = "text", text = "Done with {{prompt}}.", chunkSize = 3 },
   },
 }
@@ -49,10 +56,12 @@ local scenarios = {
   },
   resumer = {
     sessionStore = dir .. "/resumer-store.json",
-    initialize = { agentCapabilities = {
-      loadSession = false,
-      sessionCapabilities = { list = empty, resume = empty, close = empty },
-    } },
+    initialize = {
+      agentCapabilities = {
+        loadSession = false,
+        sessionCapabilities = { list = empty, resume = empty, close = empty },
+      },
+    },
     turns = { { steps = { { type = "text", text = "said {{prompt}}" } } } },
   },
   forgetful = {
@@ -62,10 +71,13 @@ local scenarios = {
   crashy = {
     sessionStore = dir .. "/crashy-store.json",
     turns = {
-      { match = "crash", steps = {
-        { type = "text", text = "dying" },
-        { type = "crash", stderr = "fatal: crashed on purpose", code = 3 },
-      } },
+      {
+        match = "crash",
+        steps = {
+          { type = "text", text = "dying" },
+          { type = "crash", stderr = "fatal: crashed on purpose", code = 3 },
+        },
+      },
       { steps = { { type = "text", text = "alive: {{prompt}}" } } },
     },
   },
@@ -81,10 +93,17 @@ local scenarios = {
   termlogin = {
     authRequired = true,
     authFile = dir .. "/term-auth",
-    initialize = { authMethods = {
-      { id = "term", name = "Terminal login", type = "terminal", args = { "--login" },
-        env = { ACP_FAKE_LOGIN_USER = "ada" } },
-    } },
+    initialize = {
+      authMethods = {
+        {
+          id = "term",
+          name = "Terminal login",
+          type = "terminal",
+          args = { "--login" },
+          env = { ACP_FAKE_LOGIN_USER = "ada" },
+        },
+      },
+    },
   },
   mcp = { turns = { { steps = { { type = "text", text = "mcp: {{mcpServers}}" } } } } },
 }
@@ -233,7 +252,16 @@ T.test("list + load replays the session exactly as it rendered live, with its mo
     return winbar(live):find("mode: Code", 1, true) and winbar(live):find("model: Large", 1, true)
   end, "winbar shows the new mode and model")
   local live_lines = T.lines(live.bufnr)
-  for _, part in ipairs({ "## You", "▸ Thinking", "Read notes", "notes read", "Plan", "Second paragraph.", "Done with beta.", "↳ embedded mention.txt" }) do
+  for _, part in ipairs({
+    "## You",
+    "▸ Thinking",
+    "Read notes",
+    "notes read",
+    "Plan",
+    "Second paragraph.",
+    "Done with beta.",
+    "↳ embedded mention.txt",
+  }) do
     T.contains(table.concat(live_lines, "\n"), part, "the live chat shows everything")
   end
   T.not_contains(table.concat(live_lines, "\n"), "the mentioned file's body", "a mention is one line, not the file")
@@ -316,7 +344,10 @@ T.test("a transcript is reopened read-only after a backend restart", function()
   T.eq("end_turn", T.turn(live, "remember me"), "turn")
   local id, lines = live.session_id, T.lines(live.bufnr)
   local path = live.transcript_path
-  T.truthy(path and path:find(vim.fn.stdpath("state"), 1, true) == 1, "transcript under stdpath('state'): " .. tostring(path))
+  T.truthy(
+    path and path:find(vim.fn.stdpath("state"), 1, true) == 1,
+    "transcript under stdpath('state'): " .. tostring(path)
+  )
   live:close()
   require("acp.backend").stop()
 

@@ -71,18 +71,37 @@ T.setup_fake({
         steps = {
           {
             type = "update",
-            update = { sessionUpdate = "notice", severity = "warning", title = "Rate limited", description = "Retrying in 30 s" },
+            update = {
+              sessionUpdate = "notice",
+              severity = "warning",
+              title = "Rate limited",
+              description = "Retrying in 30 s",
+            },
           },
-          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "in_progress" } },
           {
             type = "update",
-            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "Kept: " } },
+            update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "in_progress" },
           },
           {
             type = "update",
-            update = { sessionUpdate = "compaction_summary_chunk", compactionId = "c1", content = { type = "text", text = "the plan." } },
+            update = {
+              sessionUpdate = "compaction_summary_chunk",
+              compactionId = "c1",
+              content = { type = "text", text = "Kept: " },
+            },
           },
-          { type = "update", update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "completed" } },
+          {
+            type = "update",
+            update = {
+              sessionUpdate = "compaction_summary_chunk",
+              compactionId = "c1",
+              content = { type = "text", text = "the plan." },
+            },
+          },
+          {
+            type = "update",
+            update = { sessionUpdate = "compaction_update", compactionId = "c1", status = "completed" },
+          },
           { type = "text", text = "after" },
         },
         usage = { totalTokens = 1234, inputTokens = 1000, outputTokens = 234, thoughtTokens = 50 },

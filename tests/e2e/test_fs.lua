@@ -95,48 +95,57 @@ T.test("write keeps the content's missing final newline", function()
   T.eq("x\ny", T.read_file(path), "no newline added on save")
 end)
 
-T.test("write to a modified buffer applies the backend's merge at its tick, one undo step, disk left to the backend", function()
-  local path = dir .. "/modified.txt"
-  T.write_file(path, "one\ntwo\nthree\n")
-  local buf = open(path)
-  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
-  local backend = require("acp.backend")
-  local orig_request, orig_notify = backend.request, backend.notify
-  local asked = {}
-  backend.request = function(method)
-    asked[#asked + 1] = method
+T.test(
+  "write to a modified buffer applies the backend's merge at its tick, one undo step, disk left to the backend",
+  function()
+    local path = dir .. "/modified.txt"
+    T.write_file(path, "one\ntwo\nthree\n")
+    local buf = open(path)
+    vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
+    local backend = require("acp.backend")
+    local orig_request, orig_notify = backend.request, backend.notify
+    local asked = {}
+    backend.request = function(method)
+      asked[#asked + 1] = method
+    end
+    backend.notify = backend.request
+    local content = "one\ntwo\nTHREE (agent)\n"
+    local tick = fs.tick(buf)
+    local res
+    -- The stubs go back whatever happens: the rest of the file needs the backend.
+    local ok, err = pcall(function()
+      -- Without the merge (the backend did not know the buffer): stale, with
+      -- the buffer's text, so the backend merges and sends again.
+      res = fs.apply({ path = path, revision = 1, content = content })
+      T.eq({ status = "stale", revision = 1, text = "ONE (mine)\ntwo\nthree\n", tick = tick }, res, "stale")
+      -- A merge made for an older tick: stale too (the user typed since).
+      res = fs.apply({ path = path, revision = 2, content = content, merged = "x\n", tick = tick - 1 })
+      T.eq("stale", res.status, "an older tick")
+      T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "nothing applied while stale")
+      res = fs.apply({
+        path = path,
+        revision = 3,
+        content = content,
+        merged = "ONE (mine)\ntwo\nTHREE (agent)\n",
+        tick = tick,
+      })
+    end)
+    backend.request, backend.notify = orig_request, orig_notify
+    if not ok then
+      error(err, 0)
+    end
+    T.eq({}, asked, "nothing asked of the backend from inside its call")
+    T.eq("merged", res.status, "merged")
+    T.eq(fs.tick(buf), res.tick, "the tick after")
+    T.eq({ "ONE (mine)", "two", "THREE (agent)" }, T.lines(buf), "both edits")
+    T.eq(true, vim.bo[buf].modified, "still modified")
+    T.eq("one\ntwo\nthree\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd("silent undo")
+    end)
+    T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "one undo step undoes only the agent's edit")
   end
-  backend.notify = backend.request
-  local content = "one\ntwo\nTHREE (agent)\n"
-  local tick = fs.tick(buf)
-  local res
-  -- The stubs go back whatever happens: the rest of the file needs the backend.
-  local ok, err = pcall(function()
-    -- Without the merge (the backend did not know the buffer): stale, with
-    -- the buffer's text, so the backend merges and sends again.
-    res = fs.apply({ path = path, revision = 1, content = content })
-    T.eq({ status = "stale", revision = 1, text = "ONE (mine)\ntwo\nthree\n", tick = tick }, res, "stale")
-    -- A merge made for an older tick: stale too (the user typed since).
-    res = fs.apply({ path = path, revision = 2, content = content, merged = "x\n", tick = tick - 1 })
-    T.eq("stale", res.status, "an older tick")
-    T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "nothing applied while stale")
-    res = fs.apply({ path = path, revision = 3, content = content, merged = "ONE (mine)\ntwo\nTHREE (agent)\n", tick = tick })
-  end)
-  backend.request, backend.notify = orig_request, orig_notify
-  if not ok then
-    error(err, 0)
-  end
-  T.eq({}, asked, "nothing asked of the backend from inside its call")
-  T.eq("merged", res.status, "merged")
-  T.eq(fs.tick(buf), res.tick, "the tick after")
-  T.eq({ "ONE (mine)", "two", "THREE (agent)" }, T.lines(buf), "both edits")
-  T.eq(true, vim.bo[buf].modified, "still modified")
-  T.eq("one\ntwo\nthree\n", T.read_file(path), "disk untouched by the plugin (the backend writes it)")
-  vim.api.nvim_buf_call(buf, function()
-    vim.cmd("silent undo")
-  end)
-  T.eq({ "ONE (mine)", "two", "three" }, T.lines(buf), "one undo step undoes only the agent's edit")
-end)
+)
 
 T.test("an agent read reports the buffer's whole text and tick", function()
   local path = dir .. "/agent-read.txt"
@@ -178,7 +187,10 @@ T.test("an agent's disk edit reloads an unmodified buffer without saving it, one
   T.eq(false, vim.bo[buf].modified, "unmodified")
   local now = vim.uv.fs_stat(path).mtime
   T.eq({ old.sec, old.nsec }, { now.sec, now.nsec }, "not saved: the file was not written again")
-  T.truthy(require("acp.review").files[require("acp.review").normalize(path)].reviewed_by.c1, "its saves go to the agent's chat")
+  T.truthy(
+    require("acp.review").files[require("acp.review").normalize(path)].reviewed_by.c1,
+    "its saves go to the agent's chat"
+  )
   vim.api.nvim_buf_call(buf, function()
     vim.cmd("silent undo")
   end)
@@ -205,7 +217,13 @@ T.test("an agent's disk edit merges into a modified buffer at its tick, or answe
   T.eq({ "A (mine)", "b", "C" }, T.lines(buf), "both")
   T.eq(true, vim.bo[buf].modified, "still modified")
   -- Open conflict blocks, and a merge that would open more: it waits.
-  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "<<<<<<< buffer", "B (mine)", "=======", "B (agent)", ">>>>>>> agent" })
+  vim.api.nvim_buf_set_lines(
+    buf,
+    1,
+    2,
+    false,
+    { "<<<<<<< buffer", "B (mine)", "=======", "B (agent)", ">>>>>>> agent" }
+  )
   local before = T.lines(buf)
   tick = fs.tick(buf)
   local waiting = fs.apply({
@@ -244,7 +262,11 @@ T.test("an agent read after undo and redo of a merge with a conflict gets the ag
 end)
 
 T.test("write without a buffer is left to the backend", function()
-  T.eq({ status = "no_buffer", revision = 4 }, fs.apply({ path = dir .. "/nobuf.txt", revision = 4, content = "x" }), "not handled")
+  T.eq(
+    { status = "no_buffer", revision = 4 },
+    fs.apply({ path = dir .. "/nobuf.txt", revision = 4, content = "x" }),
+    "not handled"
+  )
   T.eq(0, vim.fn.filereadable(dir .. "/nobuf.txt"), "nothing written by the plugin")
 end)
 

@@ -34,7 +34,7 @@ local function links()
     end
     if not in_example then
       -- A bar, then no space, bar, star or quote up to the closing bar.
-      for tag in line:gmatch("|([^%s|*\"]+)|") do
+      for tag in line:gmatch('|([^%s|*"]+)|') do
         out[#out + 1] = { tag = tag, lnum = lnum }
       end
       if line:match("%s>$") or line == ">" or line:match("%s>%a+$") then

@@ -77,7 +77,11 @@ T.test("a location at line 0 is shown and opened as the file (claude-code-acp's 
   })
   local l = T.truthy(T.find_line(chat.bufnr, "→ " .. path), "location line:\n" .. T.text(chat.bufnr))
   T.eq("  → " .. path, T.lines(chat.bufnr)[l], "no `:0` after the file")
-  T.eq({ path = path }, require("acp.tool_call").location({ locations = { { path = path, line = 0 } } }), "no line to jump to")
+  T.eq(
+    { path = path },
+    require("acp.tool_call").location({ locations = { { path = path, line = 0 } } }),
+    "no line to jump to"
+  )
   T.eq(3, require("acp.tool_call").location({ locations = { { path = path, line = 3 } } }).line, "a real line stays")
 end)
 
@@ -89,7 +93,10 @@ T.test("a tool call block is updated in place, later blocks stay intact", functi
       index = 0,
       entry = { type = "tool_call", id = "t1", title = "Read config", kind = "read", status = "pending" },
     }),
-    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("after") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("after") } } }
+    ),
   })
   local buf = chat.bufnr
   T.truthy(T.find_line(buf, "○ read · Read config"), "pending header")
@@ -174,7 +181,10 @@ T.test("the plan is one block replaced where it first appeared", function()
         { content = "Write", priority = "low", status = "pending" },
       },
     }),
-    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("working") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("working") } } }
+    ),
   })
   events.dispatch({
     session(chat, {
@@ -215,7 +225,13 @@ T.test("thoughts are dimmed and folded, unknown updates are folded JSON", functi
     T.eq(l + 2, vim.fn.foldclosedend(l), "fold covers the streamed lines")
   end)
   local view = chat.transcript.view
-  local marks = vim.api.nvim_buf_get_extmarks(buf, view.ns, { l - 1, 0 }, { l - 1, -1 }, { details = true, overlap = true })
+  local marks = vim.api.nvim_buf_get_extmarks(
+    buf,
+    view.ns,
+    { l - 1, 0 },
+    { l - 1, -1 },
+    { details = true, overlap = true }
+  )
   local dim = false
   for _, m in ipairs(marks) do
     if m[4].hl_group == "AcpThought" and m[4].end_row == l + 1 then
@@ -275,7 +291,10 @@ T.test("a thought streamed while the user types in the prompt is folded as it gr
   end)
   -- A later block is outside the fold.
   events.dispatch({
-    session(chat, { change = "entry_added", index = 2, entry = { type = "agent_message", content = { text("answer") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 2, entry = { type = "agent_message", content = { text("answer") } } }
+    ),
   })
   local a = T.truthy(T.find_line(buf, "answer"), "message after the thought")
   vim.api.nvim_win_call(win, function()
@@ -291,7 +310,10 @@ T.test("a transcript shown again in a new window gets its folds", function()
   })
   chat:hide()
   events.dispatch({
-    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("x\ny") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("x\ny") } } }
+    ),
     session(chat, { change = "entry_added", index = 2, entry = { type = "thought", content = { text("zeta") } } }),
   })
   chat:show()
@@ -309,7 +331,10 @@ T.test("one blank line between blocks, whatever line breaks a message ends with"
   local chat = T.fake_chat()
   events.dispatch({
     session(chat, { change = "entry_added", index = 0, entry = { type = "user_message", content = { text("go\n") } } }),
-    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("# Hi\n\n") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("# Hi\n\n") } } }
+    ),
   })
   -- Paragraph breaks streamed in pieces still separate the paragraphs.
   for _, c in ipairs({ "One.", "\n", "\n", "Two.\r\n", "\r\n\n" }) do
@@ -326,7 +351,10 @@ T.test("one blank line between blocks, whatever line breaks a message ends with"
       index = 3,
       entry = { type = "tool_call", id = "t1", title = "Read a", kind = "read", status = "pending" },
     }),
-    session(chat, { change = "entry_added", index = 4, entry = { type = "agent_message", content = { text("end\n\n\n") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 4, entry = { type = "agent_message", content = { text("end\n\n\n") } } }
+    ),
   })
   T.eq({
     "## You",
@@ -482,9 +510,19 @@ end)
 
 T.test("winbar shows mode, model and usage; turn end and errors are in the transcript", function()
   local chat = T.fake_chat({
-    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = {
+      current_mode_id = "ask",
+      available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } },
+    },
     config_options = {
-      { id = "model", name = "Model", category = "model", type = "select", current_value = "m1", options = { { value = "m1", name = "Fast 1" } } },
+      {
+        id = "model",
+        name = "Model",
+        category = "model",
+        type = "select",
+        current_value = "m1",
+        options = { { value = "m1", name = "Fast 1" } },
+      },
     },
   })
   local ended
@@ -498,7 +536,10 @@ T.test("winbar shows mode, model and usage; turn end and errors are in the trans
   events.dispatch({
     session(chat, { change = "mode_changed", current_mode_id = "code" }),
     session(chat, { change = "info_changed", title = "Fix the bug" }),
-    session(chat, { change = "usage_changed", usage = { used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } } }),
+    session(
+      chat,
+      { change = "usage_changed", usage = { used = 12345, size = 200000, cost = { amount = 0.5, currency = "USD" } } }
+    ),
     { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "max_tokens" },
     { type = "agent_exited", chat_id = chat.chat_id, status = "exit code 3", stderr_tail = "boom\npanic here" },
   })
@@ -546,12 +587,18 @@ T.test("prompts are queued until the session starts and while a turn runs", func
   T.eq({ "" }, T.lines(chat.prompt_buf), "input cleared")
   T.eq(0, #sent, "nothing sent before the session started")
   require("acp").prompt("second")
-  events.dispatch({ { type = "session_started", chat_id = chat.chat_id, session_id = "S", agent_name = "demo", capabilities = {} } })
+  events.dispatch({
+    { type = "session_started", chat_id = chat.chat_id, session_id = "S", agent_name = "demo", capabilities = {} },
+  })
   T.eq("S", chat.session_id, "handle gets the session id")
   T.eq(1, #sent, "one prompt in flight")
   T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("first\nquestion") } } }, sent[1], "first prompt")
   events.dispatch({ { type = "turn_ended", chat_id = chat.chat_id, stop_reason = "end_turn" } })
-  T.eq({ "acp.prompt", { chat_id = chat.chat_id, blocks = { text("second") } } }, sent[2], "queued prompt sent after the turn")
+  T.eq(
+    { "acp.prompt", { chat_id = chat.chat_id, blocks = { text("second") } } },
+    sent[2],
+    "queued prompt sent after the turn"
+  )
 end)
 
 T.test("shell calls show their command; a replayed terminal is not waiting; unknown updates are the agent's", function()
@@ -566,7 +613,14 @@ T.test("shell calls show their command; a replayed terminal is not waiting; unkn
       entry = { type = "user_message", content = { text("run it") } },
     }),
     session(chat, { change = "unknown", kind = "future_update", raw = { x = 1 } }),
-    tool(1, { type = "tool_call", id = "sh", title = "Run tests", kind = "execute", status = "pending", raw_input = { command = "make test" } }),
+    tool(1, {
+      type = "tool_call",
+      id = "sh",
+      title = "Run tests",
+      kind = "execute",
+      status = "pending",
+      raw_input = { command = "make test" },
+    }),
     tool(2, {
       type = "tool_call",
       id = "old",
@@ -584,12 +638,18 @@ T.test("shell calls show their command; a replayed terminal is not waiting; unkn
   T.truthy(T.find_line(buf, "  $ ls -la (output not kept)"), "a replayed terminal is not waiting for output")
   local unknown = T.find_line(buf, "Unknown update")
   local agent_header = T.find_line(buf, "## demo")
-  T.truthy(agent_header and agent_header < unknown, "the unknown update is under the agent's header: " .. table.concat(lines, "\n"))
+  T.truthy(
+    agent_header and agent_header < unknown,
+    "the unknown update is under the agent's header: " .. table.concat(lines, "\n")
+  )
 end)
 
 T.test("the mode, model and option menus mark the current value and show names, not ids", function()
   local chat = T.fake_chat({
-    modes = { current_mode_id = "code", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = {
+      current_mode_id = "code",
+      available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } },
+    },
     config_options = {
       {
         id = "model",
@@ -628,7 +688,10 @@ T.test("the diff tab is named after the file", function()
   require("acp.tool_call").open_diff({ path = vim.fn.getcwd() .. "/lua/x.lua", old = "a\n", new = "b\n" })
   local name = vim.fn.bufname(vim.api.nvim_get_current_buf())
   T.truthy(name:find("^lua/x%.lua %(after%) %[acp diff %d+%]$"), "the file's name: " .. name)
-  T.truthy(vim.fn.pathshorten(name):find("^l/x%.lua %(after%)"), "readable in the tab line: " .. vim.fn.pathshorten(name))
+  T.truthy(
+    vim.fn.pathshorten(name):find("^l/x%.lua %(after%)"),
+    "readable in the tab line: " .. vim.fn.pathshorten(name)
+  )
   vim.cmd("tabclose")
 end)
 
@@ -651,7 +714,13 @@ T.test("terminal output is shown live inside its tool call", function()
   })
   events.dispatch({
     { type = "terminal", chat_id = chat.chat_id, terminal_id = "term-1", kind = "output", data = "c\n" },
-    { type = "terminal", chat_id = chat.chat_id, terminal_id = "term-1", kind = "exited", exit_status = { exit_code = 0 } },
+    {
+      type = "terminal",
+      chat_id = chat.chat_id,
+      terminal_id = "term-1",
+      kind = "exited",
+      exit_status = { exit_code = 0 },
+    },
   })
   local buf = chat.bufnr
   T.truthy(T.find_line(buf, "$ terminal term-1 (exited 0)"), "status (no command known: the terminal's id)")
@@ -687,7 +756,10 @@ T.test("chunks of a batch land per message without mixing chats; listeners see e
       session(a, { change = "text_appended", index = 0, content = text("a" .. n) }),
       session(a, { change = "text_appended", index = 0, content = text("b" .. n) }),
       session(b, { change = "text_appended", index = 0, content = text("x" .. n) }),
-      session(a, { change = "text_appended", index = 0, content = { type = "image", mime_type = "image/png", data = "" } }),
+      session(
+        a,
+        { change = "text_appended", index = 0, content = { type = "image", mime_type = "image/png", data = "" } }
+      ),
       session(a, { change = "text_appended", index = 0, content = text("c" .. n) }),
     }
   end
@@ -717,8 +789,15 @@ T.test("a bad event does not stop the rest of the batch", function()
   end
   events.dispatch({
     session(chat, { change = "text_appended", index = 99, content = text("nowhere") }),
-    { type = "session", chat_id = chat.chat_id, change = { change = "entry_added", entry = { type = "agent_message" } } },
-    session(chat, { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("fine") } } }),
+    {
+      type = "session",
+      chat_id = chat.chat_id,
+      change = { change = "entry_added", entry = { type = "agent_message" } },
+    },
+    session(
+      chat,
+      { change = "entry_added", index = 1, entry = { type = "agent_message", content = { text("fine") } } }
+    ),
     { type = "no_such_event", chat_id = chat.chat_id },
     { type = "session", chat_id = "no-such-chat", change = {} },
   })
@@ -732,7 +811,10 @@ T.test("the prompt completes the agent's slash commands", function()
   events.dispatch({
     session(chat, {
       change = "commands_changed",
-      available_commands = { { name = "plan", description = "Make a plan" }, { name = "test", description = "Run tests" } },
+      available_commands = {
+        { name = "plan", description = "Make a plan" },
+        { name = "test", description = "Run tests" },
+      },
     }),
   })
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
@@ -749,7 +831,10 @@ end)
 
 T.test(":Acp mode and :Acp model ask the backend", function()
   local chat = T.fake_chat({
-    modes = { current_mode_id = "ask", available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } } },
+    modes = {
+      current_mode_id = "ask",
+      available_modes = { { id = "ask", name = "Ask" }, { id = "code", name = "Code" } },
+    },
     config_options = {
       {
         id = "model",
@@ -770,7 +855,11 @@ T.test(":Acp mode and :Acp model ask the backend", function()
   vim.cmd("Acp mode code")
   vim.cmd("Acp model m2")
   T.eq({ "acp.set_mode", { chat_id = chat.chat_id, mode_id = "code" } }, sent[1], "set_mode request")
-  T.eq({ "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } }, sent[2], "model request")
+  T.eq(
+    { "acp.set_config_option", { chat_id = chat.chat_id, config_id = "model", value = "m2" } },
+    sent[2],
+    "model request"
+  )
 end)
 
 T.test("every layout shows transcript and prompt, and q hides them", function()
@@ -802,7 +891,14 @@ T.test("<CR> on a location opens the file at that line in a normal window", func
     session(chat, {
       change = "entry_added",
       index = 0,
-      entry = { type = "tool_call", id = "l", title = "Look", kind = "read", status = "completed", locations = { { path = path, line = 4 } } },
+      entry = {
+        type = "tool_call",
+        id = "l",
+        title = "Look",
+        kind = "read",
+        status = "completed",
+        locations = { { path = path, line = 4 } },
+      },
     }),
   })
   local l = T.truthy(T.find_line(chat.bufnr, "→ " .. path .. ":4"), "location line")
@@ -866,7 +962,10 @@ T.test("markdown is drawn with extmarks as it streams: markers concealed, code h
   T.eq("acpchat", vim.bo[buf].filetype, "no markdown filetype (its regex syntax re-runs on every redraw)")
   T.eq("", vim.bo[buf].syntax, "no regex syntax on the transcript")
   events.dispatch({
-    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("# Ti") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("# Ti") } } }
+    ),
   })
   -- Split mid-marker, mid-line and mid-fence: each batch draws what arrived.
   local rest = "tle\nSome **bold**, *it*, `code` and [a link](http://x).\n\n```lua\nlocal x = 1\n```\n\n"
@@ -898,7 +997,10 @@ T.test("markdown is drawn with extmarks as it streams: markers concealed, code h
   local head = md_marks(buf, row("| a | bb |"))
   T.eq("│", head.conceal[1].char, "pipes drawn as box lines")
   T.truthy(vim.tbl_contains(head.hl, "AcpMdTableHead"), "header row bold")
-  T.truthy(vim.tbl_contains(head.virt, string.rep(" ", 8)), "header cell padded to the widest cell: " .. vim.inspect(head.virt))
+  T.truthy(
+    vim.tbl_contains(head.virt, string.rep(" ", 8)),
+    "header cell padded to the widest cell: " .. vim.inspect(head.virt)
+  )
   local delim = md_marks(buf, row("|---|---|"))
   T.eq("├", delim.conceal[1].char, "delimiter row drawn as a rule")
   T.eq({}, md_marks(buf, row("after")).hl, "plain text stays plain")
@@ -909,7 +1011,10 @@ end)
 T.test("each batch draws only the rows it added (the cost of an append does not grow with the transcript)", function()
   local chat = T.fake_chat()
   events.dispatch({
-    session(chat, { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("start\n") } } }),
+    session(
+      chat,
+      { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("start\n") } } }
+    ),
   })
   local view = chat.transcript.view
   local block = chat.transcript.entries[0]
@@ -1085,7 +1190,15 @@ T.test("a transcript written before the snake_case protocol (version 1) replays"
       change = {
         change = "entry_added",
         index = 0,
-        entry = { type = "tool_call", id = "t1", title = "Edit", kind = "edit", status = "pending", content = {}, locations = {} },
+        entry = {
+          type = "tool_call",
+          id = "t1",
+          title = "Edit",
+          kind = "edit",
+          status = "pending",
+          content = {},
+          locations = {},
+        },
       },
     },
     {

@@ -26,10 +26,12 @@ vim.fn.writefile({ vim.json.encode(names) }, %q)
 vim.cmd("qall!")
 ]]):format(T.root, T.root .. "/plugin/acp.lua", out)
   )
-  local res = vim.system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
-    text = true,
-    cwd = dir,
-  }):wait(60000)
+  local res = vim
+    .system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
+      text = true,
+      cwd = dir,
+    })
+    :wait(60000)
   T.eq(0, res.code, "the probe ran: " .. tostring(res.stderr))
   local set = {}
   for _, name in ipairs(vim.json.decode(T.read_file(out))) do

@@ -63,40 +63,43 @@ local function assert_clean(chat)
   end
 end
 
-T.test("U1/E1: newlines and escapes in a tool call, a question and a permission prompt render, and both stay answerable by key", function()
-  local msgs, stop = capture_notify()
-  local chat = T.open_chat("display", dir)
-  assert(chat:send({ { type = "text", text = "go" } }))
-  T.wait(function()
-    return #require("acp.permission").for_chat(chat.chat_id) == 1
-      and #require("acp.elicitation").for_chat(chat.chat_id) == 1
-  end, "the permission prompt and the question pending; transcript:\n" .. T.text(chat.bufnr))
-  T.wait_text(chat, "Permission needed")
-  T.wait_text(chat, "The agent asks: Which one?")
-  stop()
-  for _, m in ipairs(msgs) do
-    T.not_contains(m.msg, "could not be shown", "every event was shown")
+T.test(
+  "U1/E1: newlines and escapes in a tool call, a question and a permission prompt render, and both stay answerable by key",
+  function()
+    local msgs, stop = capture_notify()
+    local chat = T.open_chat("display", dir)
+    assert(chat:send({ { type = "text", text = "go" } }))
+    T.wait(function()
+      return #require("acp.permission").for_chat(chat.chat_id) == 1
+        and #require("acp.elicitation").for_chat(chat.chat_id) == 1
+    end, "the permission prompt and the question pending; transcript:\n" .. T.text(chat.bufnr))
+    T.wait_text(chat, "Permission needed")
+    T.wait_text(chat, "The agent asks: Which one?")
+    stop()
+    for _, m in ipairs(msgs) do
+      T.not_contains(m.msg, "could not be shown", "every event was shown")
+    end
+    assert_clean(chat)
+    local text = T.text(chat.bufnr)
+    -- What the agent sent is still there to read, made visible.
+    T.contains(text, "Allow⏎once", "the option name, its newline shown")
+    T.contains(text, "Reject⏎    2  Allow once  [allow_once]␛[2J", "the forged line stays inside the option")
+    T.contains(text, "a⏎b␛[1m.txt:3", "the tool call location")
+    T.contains(text, "Edit⏎file ␛[31mred", "the tool call title")
+    -- The permission is answered with its key: 2 = the option named NASTY.
+    T.cursor_on(chat, "Permission needed")
+    vim.api.nvim_feedkeys("2", "x", false)
+    T.wait(function()
+      return #require("acp.permission").for_chat(chat.chat_id) == 0
+    end, "the permission answered")
+    -- The question is declined with its key.
+    T.cursor_on(chat, "The agent asks: Which one?")
+    vim.api.nvim_feedkeys("D", "x", false)
+    local v = verdict("display")
+    T.contains(v, '"permission": "reject"', "the agent got the option the user pressed")
+    T.contains(v, '"elicitation": "decline"', "the agent got the decline")
   end
-  assert_clean(chat)
-  local text = T.text(chat.bufnr)
-  -- What the agent sent is still there to read, made visible.
-  T.contains(text, "Allow⏎once", "the option name, its newline shown")
-  T.contains(text, "Reject⏎    2  Allow once  [allow_once]␛[2J", "the forged line stays inside the option")
-  T.contains(text, "a⏎b␛[1m.txt:3", "the tool call location")
-  T.contains(text, "Edit⏎file ␛[31mred", "the tool call title")
-  -- The permission is answered with its key: 2 = the option named NASTY.
-  T.cursor_on(chat, "Permission needed")
-  vim.api.nvim_feedkeys("2", "x", false)
-  T.wait(function()
-    return #require("acp.permission").for_chat(chat.chat_id) == 0
-  end, "the permission answered")
-  -- The question is declined with its key.
-  T.cursor_on(chat, "The agent asks: Which one?")
-  vim.api.nvim_feedkeys("D", "x", false)
-  local v = verdict("display")
-  T.contains(v, '"permission": "reject"', "the agent got the option the user pressed")
-  T.contains(v, '"elicitation": "decline"', "the agent got the decline")
-end)
+)
 
 T.test("E2: URL questions open only http(s) links, shown safe and shortened, whole with y", function()
   local opened = {}

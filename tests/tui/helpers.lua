@@ -112,7 +112,10 @@ end
 
 function H.eq(expected, actual, what)
   if not vim.deep_equal(expected, actual) then
-    error(("%s\n  expected: %s\n  actual:   %s"):format(what or "values differ", vim.inspect(expected), vim.inspect(actual)), 2)
+    error(
+      ("%s\n  expected: %s\n  actual:   %s"):format(what or "values differ", vim.inspect(expected), vim.inspect(actual)),
+      2
+    )
   end
 end
 

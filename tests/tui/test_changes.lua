@@ -19,7 +19,13 @@ local EDIT = {
 }
 
 H.test("at 80x24 the changes view draws a turn's files and follows a decision", function()
-  local t = H.nvim({ agents = { edit = EDIT }, default = "edit", width = 80, height = 24, files = { ["a.txt"] = NINE, ["b.txt"] = NINE } })
+  local t = H.nvim({
+    agents = { edit = EDIT },
+    default = "edit",
+    width = 80,
+    height = 24,
+    files = { ["a.txt"] = NINE, ["b.txt"] = NINE },
+  })
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")

@@ -37,7 +37,8 @@ end
 --- Neovim in tmux with a ready `ux` chat (or the demo), in its prompt.
 local function with_chat(opts, body)
   opts = opts or {}
-  local t = H.nvim({ agents = { ux = UX }, default = opts.demo and "demo" or "ux", width = opts.width, height = opts.height })
+  local t =
+    H.nvim({ agents = { ux = UX }, default = opts.demo and "demo" or "ux", width = opts.width, height = opts.height })
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")
@@ -52,32 +53,35 @@ local function with_chat(opts, body)
   assert(ok, err)
 end
 
-H.test("<CR> with the menu open inserts a line break, never an entry not picked; / mid-sentence opens nothing", function()
-  with_chat({ demo = true }, function(t)
-    t:wait_for("mode: Code", "the demo's commands to arrive")
-    t:type("/")
-    t:wait_for("Explain a piece of code", "the command menu")
-    t:keys("Enter")
-    -- Neovim closes a menu with nothing selected on <CR> (or breaks the
-    -- line): either way no command the user did not pick.
-    t:wait_for(function(s)
-      return not s:find("Explain a piece of code", 1, true)
-    end, "the menu to close")
-    local text = prompt_text(t)
-    H.truthy(text == "/" or text == "/\n", "nothing inserted: " .. vim.inspect(text))
-    t:keys("C-u", "BSpace", "C-u")
-    t:wait_for(function()
-      return prompt_text(t) == ""
-    end, "the prompt emptied")
-    t:type("files under /")
-    local screen = t:settle(2000, 400)
-    H.not_contains(screen, "Explain a piece of code", "no command menu in a sentence")
-    t:keys("Enter")
-    t:wait_for(function()
-      return prompt_text(t) == "files under /\n"
-    end, "the text as typed")
-  end)
-end)
+H.test(
+  "<CR> with the menu open inserts a line break, never an entry not picked; / mid-sentence opens nothing",
+  function()
+    with_chat({ demo = true }, function(t)
+      t:wait_for("mode: Code", "the demo's commands to arrive")
+      t:type("/")
+      t:wait_for("Explain a piece of code", "the command menu")
+      t:keys("Enter")
+      -- Neovim closes a menu with nothing selected on <CR> (or breaks the
+      -- line): either way no command the user did not pick.
+      t:wait_for(function(s)
+        return not s:find("Explain a piece of code", 1, true)
+      end, "the menu to close")
+      local text = prompt_text(t)
+      H.truthy(text == "/" or text == "/\n", "nothing inserted: " .. vim.inspect(text))
+      t:keys("C-u", "BSpace", "C-u")
+      t:wait_for(function()
+        return prompt_text(t) == ""
+      end, "the prompt emptied")
+      t:type("files under /")
+      local screen = t:settle(2000, 400)
+      H.not_contains(screen, "Explain a piece of code", "no command menu in a sentence")
+      t:keys("Enter")
+      t:wait_for(function()
+        return prompt_text(t) == "files under /\n"
+      end, "the text as typed")
+    end)
+  end
+)
 
 H.test("the chat column follows the terminal's size", function()
   with_chat({ width = 200, height = 50 }, function(t)

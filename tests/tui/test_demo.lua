@@ -55,7 +55,11 @@ H.test("the demo runs two turns, each drawn in its own place", function()
     H.contains(screen, "-- INSERT --", "typing in the prompt")
     local one = turn(t, "hello", 1)
     H.contains(one, "answered: Allow", "the digit answered the permission")
-    H.eq("", t:lua([[return table.concat(vim.api.nvim_buf_get_lines(require("acp.chat").list[1].prompt_buf, 0, -1, false))]]), "the digit did not go into the prompt")
+    H.eq(
+      "",
+      t:lua([[return table.concat(vim.api.nvim_buf_get_lines(require("acp.chat").list[1].prompt_buf, 0, -1, false))]]),
+      "the digit did not go into the prompt"
+    )
     local two = turn(t, "hello again", 1)
     H.contains(two, "answered: Allow", "turn 2's permission, answered in turn 2")
     local text = transcript(t)

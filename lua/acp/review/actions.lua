@@ -268,7 +268,9 @@ local function merge_pending(buf, path)
   end, 5)
   if not merged then
     util.notify(
-      ("the agent's newer edit of %s is not merged yet; it is shown once it is"):format(vim.fn.fnamemodify(path, ":~:.")),
+      ("the agent's newer edit of %s is not merged yet; it is shown once it is"):format(
+        vim.fn.fnamemodify(path, ":~:.")
+      ),
       vim.log.levels.WARN
     )
   end
@@ -577,6 +579,5 @@ function M.open(path)
     util.notify(("%s has no agent edits under review"):format(vim.fn.fnamemodify(path, ":~:.")))
   end
 end
-
 
 return {}

@@ -277,7 +277,11 @@ local function build(scope, chat_id, path, rv)
       elseif l == review().CONFLICT_MID and side == "AcpReviewConflictOurs" then
         hl, side = "AcpReviewConflictMarker", "AcpReviewConflictTheirs"
       end
-      add(" " .. shown_line(l), { kind = "conflict", line = c.first + i, conflict = true }, { { 0, { line_hl_group = hl } } })
+      add(
+        " " .. shown_line(l),
+        { kind = "conflict", line = c.first + i, conflict = true },
+        { { 0, { line_hl_group = hl } } }
+      )
     end
   end
   if #conflicts > 0 and #hunks > 0 then
@@ -314,13 +318,18 @@ local function build(scope, chat_id, path, rv)
       return at + i - 1
     end)
     if #old + #new > shown then
-      add(("  … %d more lines (<CR> opens the file)"):format(#old + #new - shown), { kind = "hunk", hunk = h, line = at }, {
-        { 0, { end_col = -1, hl_group = "AcpChangesHelp" } },
-      })
+      add(
+        ("  … %d more lines (<CR> opens the file)"):format(#old + #new - shown),
+        { kind = "hunk", hunk = h, line = at },
+        {
+          { 0, { end_col = -1, hl_group = "AcpChangesHelp" } },
+        }
+      )
     end
   end
   local chats = #require("acp.chat").list > 1 and (" · chat %s"):format(chat_id) or ""
-  local counts = #s.hunks > 0 and ("%d hunk%s, +%d -%d"):format(#s.hunks, #s.hunks == 1 and "" or "s", s.added, s.removed)
+  local counts = #s.hunks > 0
+      and ("%d hunk%s, +%d -%d"):format(#s.hunks, #s.hunks == 1 and "" or "s", s.added, s.removed)
     or (s.conflicts > 0 and ("%d conflict%s"):format(s.conflicts, s.conflicts == 1 and "" or "s") or "no lines")
   local name = shown_path(path)
   s.lines[1] = ("%s  %s · %s%s"):format(name, s.status, counts, chats)
@@ -376,11 +385,10 @@ local function top(v)
       or (v.scope.turn >= turn_of(v.scope.chat_id) and "Nothing of this turn under review (:Acp changes all)")
       or "Nothing of these turns under review (:Acp changes all)"
   end
-  return { title, help, "" },
-    {
-      { 0, 0, { end_col = #title, hl_group = "AcpChangesTitle" } },
-      { 1, 0, { end_col = #help, hl_group = "AcpChangesHelp" } },
-    }
+  return { title, help, "" }, {
+    { 0, 0, { end_col = #title, hl_group = "AcpChangesTitle" } },
+    { 1, 0, { end_col = #help, hl_group = "AcpChangesHelp" } },
+  }
 end
 
 --- The first row of a section in the buffer (0-based).
@@ -562,8 +570,10 @@ local function at_cursor()
     return
   end
   local win = vim.fn.bufwinid(v.buf)
-  local row = (api.nvim_get_current_buf() == v.buf and api.nvim_win_get_cursor(0)[1] or (win ~= -1 and api.nvim_win_get_cursor(win)[1] or 1))
-    - 1
+  local row = (
+    api.nvim_get_current_buf() == v.buf and api.nvim_win_get_cursor(0)[1]
+    or (win ~= -1 and api.nvim_win_get_cursor(win)[1] or 1)
+  ) - 1
   local first = TOP
   for _, s in ipairs(v.sections) do
     if row < first + #s.lines then
@@ -636,7 +646,10 @@ function C.decide(action, scope, line1, line2)
     end
     if held > 0 then
       util.notify(
-        ("%d file%s with conflicts left as they are: resolve the conflicts in the buffer (<CR> opens it)"):format(held, held == 1 and "" or "s"),
+        ("%d file%s with conflicts left as they are: resolve the conflicts in the buffer (<CR> opens it)"):format(
+          held,
+          held == 1 and "" or "s"
+        ),
         vim.log.levels.WARN
       )
     elseif not any then
@@ -747,7 +760,8 @@ function C.move(dir)
   for _, s in ipairs(v.sections) do
     for i, r in ipairs(s.rows) do
       local prev = s.rows[i - 1]
-      local starts = (r.kind == "hunk" and (not prev or prev.hunk ~= r.hunk)) or (r.kind == "conflict" and s.lines[i]:match("^conflict"))
+      local starts = (r.kind == "hunk" and (not prev or prev.hunk ~= r.hunk))
+        or (r.kind == "conflict" and s.lines[i]:match("^conflict"))
       if starts then
         heads[#heads + 1] = first + i
       end
@@ -881,9 +895,10 @@ function C.scope(args)
     return { kind = "all" }
   end
   if #args > 1 or (arg ~= nil and not arg:match("^%d+$")) then
-    return nil, ("`:Acp changes %s`: use `:Acp changes` (the last turn), `:Acp changes {turn}` or `:Acp changes all`"):format(
-      table.concat(args, " ")
-    )
+    return nil,
+      ("`:Acp changes %s`: use `:Acp changes` (the last turn), `:Acp changes {turn}` or `:Acp changes all`"):format(
+        table.concat(args, " ")
+      )
   end
   local chat = require("acp.chat").current()
   if not chat then
@@ -892,7 +907,8 @@ function C.scope(args)
   local now = turn_of(chat.chat_id)
   local turn = arg and tonumber(arg) or math.max(now, 1)
   if turn < 1 or turn > math.max(now, 1) then
-    return nil, ("chat %s has turns 1 to %d; `:Acp changes all` shows everything under review"):format(chat.chat_id, now)
+    return nil,
+      ("chat %s has turns 1 to %d; `:Acp changes all` shows everything under review"):format(chat.chat_id, now)
   end
   return { kind = "since", chat_id = chat.chat_id, turn = turn }
 end

@@ -220,5 +220,4 @@ function M.setup()
   })
 end
 
-
 return M

@@ -121,7 +121,14 @@ local function detach(buf)
     )
   )
   local k = keymaps()
-  for _, key in ipairs({ "review_next", "review_prev", "review_accept", "review_reject", "review_accept_file", "review_reject_file" }) do
+  for _, key in ipairs({
+    "review_next",
+    "review_prev",
+    "review_accept",
+    "review_reject",
+    "review_accept_file",
+    "review_reject_file",
+  }) do
     if k[key] then
       pcall(vim.keymap.del, "n", k[key], { buffer = buf })
     end

@@ -68,14 +68,24 @@ function M.preview(req)
     local sa, ca, sb, cb = unpack(h)
     local start = ca == 0 and sa or (sa - 1)
     for r = start, start + ca - 1 do
-      set_mark(buf, r, 0, { line_hl_group = "AcpReviewPreviewDelete", sign_text = "-", sign_hl_group = "AcpReviewSignDelete" })
+      set_mark(
+        buf,
+        r,
+        0,
+        { line_hl_group = "AcpReviewPreviewDelete", sign_text = "-", sign_hl_group = "AcpReviewSignDelete" }
+      )
     end
     local added = vim.list_slice(new_lines, sb, sb + cb - 1)
     if #added > 0 then
       -- After the removed lines (or the line the insertion follows).
       local anchor = start + ca - 1
       if anchor < 0 then
-        set_mark(buf, 0, 0, { virt_lines = virt(added, "AcpReviewPreviewAdd", width), virt_lines_above = true, sign_text = "+", sign_hl_group = "AcpReviewSignAdd" })
+        set_mark(buf, 0, 0, {
+          virt_lines = virt(added, "AcpReviewPreviewAdd", width),
+          virt_lines_above = true,
+          sign_text = "+",
+          sign_hl_group = "AcpReviewSignAdd",
+        })
         above = #added
       else
         set_mark(buf, math.min(anchor, count - 1), 0, { virt_lines = virt(added, "AcpReviewPreviewAdd", width) })
@@ -112,6 +122,5 @@ function M.end_preview(request_id)
     end
   end
 end
-
 
 return {}

@@ -245,16 +245,41 @@ local function draw(buf, review)
   local count = #lines
   local items = find_conflicts(lines)
   for _, c in ipairs(items) do
-    set_mark(buf, c.first, 0, { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" })
+    set_mark(
+      buf,
+      c.first,
+      0,
+      { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" }
+    )
     for r = c.first + 1, c.first + #c.ours do
-      set_mark(buf, r, 0, { line_hl_group = "AcpReviewConflictOurs", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" })
+      set_mark(
+        buf,
+        r,
+        0,
+        { line_hl_group = "AcpReviewConflictOurs", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" }
+      )
     end
     local mid = c.first + #c.ours + 1
-    set_mark(buf, mid, 0, { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" })
+    set_mark(
+      buf,
+      mid,
+      0,
+      { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" }
+    )
     for r = mid + 1, c.last - 1 do
-      set_mark(buf, r, 0, { line_hl_group = "AcpReviewConflictTheirs", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" })
+      set_mark(
+        buf,
+        r,
+        0,
+        { line_hl_group = "AcpReviewConflictTheirs", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" }
+      )
     end
-    set_mark(buf, c.last, 0, { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" })
+    set_mark(
+      buf,
+      c.last,
+      0,
+      { line_hl_group = "AcpReviewConflictMarker", sign_text = "!", sign_hl_group = "AcpReviewSignConflict" }
+    )
   end
   local function in_conflict(first, last)
     for _, c in ipairs(items) do
@@ -275,7 +300,8 @@ local function draw(buf, review)
     local last = new_n > 0 and (first + new_n - 1) or math.min(first, math.max(count - 1, 0))
     if first <= count and not in_conflict(math.min(first, math.max(count - 1, 0)), last) then
       local sign = (new_n > 0 and old_n > 0) and "~" or (new_n > 0 and "+" or "-")
-      local sign_hl = sign == "~" and "AcpReviewSignChange" or (sign == "+" and "AcpReviewSignAdd" or "AcpReviewSignDelete")
+      local sign_hl = sign == "~" and "AcpReviewSignChange"
+        or (sign == "+" and "AcpReviewSignAdd" or "AcpReviewSignDelete")
       for r = first, first + new_n - 1 do
         set_mark(buf, r, 0, { line_hl_group = "AcpReviewAdd", sign_text = sign, sign_hl_group = sign_hl })
       end
@@ -312,7 +338,6 @@ local function rows_of(buf, it)
   end
   return it.first, it.last
 end
-
 
 R.virt = virt
 R.set_mark = set_mark

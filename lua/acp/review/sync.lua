@@ -68,7 +68,6 @@ local function send_user_edit(buf, accept_lines, disk)
   end
 end
 
-
 --- Whether every chat reviewing the file has `text` as its review's text
 --- (as its last `review_changed` said; the shown chat's from `entry.review`).
 --- Not the shown chat's alone: another chat's agent write merged into the
@@ -171,7 +170,6 @@ local function schedule_refresh(path)
     end
   end)
 end
-
 
 --- The backend's instruction for the agent's disk edit of `path` names the
 --- chat whose agent made it (acp.fs.apply): the buffer's saves are reported
