@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Tests run the debug build; the demo and lazy.nvim use the release build.
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build release lint unit e2e tui hostile test agents datasafety demo chat-demo clean bench bench-smoke
+.PHONY: all build release lint fmt unit e2e tui hostile test agents datasafety demo chat-demo clean bench bench-smoke
 
 all: build
 
@@ -13,13 +13,20 @@ build:
 release:
 	$(CARGO) build --release --workspace --bins
 
+# Lua is formatted by StyLua (.stylua.toml; pinned, installed from npm into
+# .cache/stylua by scripts/find-stylua.sh); `make fmt` formats both languages.
 # Module layering: no import cycle between the modules of any folder of the
 # three crates; the client core builds without the registry installer.
 lint:
 	$(CARGO) fmt --all -- --check
+	"$$(scripts/find-stylua.sh)" --check $$(git ls-files '*.lua')
 	python3 scripts/module-layers.py crates/acp-client/src crates/acp-nvim/src crates/acp-testkit/src
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) check -p acp-client --no-default-features
+
+fmt:
+	$(CARGO) fmt --all
+	"$$(scripts/find-stylua.sh)" $$(git ls-files '*.lua')
 
 # --all-targets also runs each benchmark once at a tiny size (criterion's test
 # mode), nothing timed; doc tests need their own run.
