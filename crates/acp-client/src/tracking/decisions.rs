@@ -228,36 +228,9 @@ impl Reviews {
             st.pending_deletes.remove(path);
             st.known.insert(path.to_owned(), None);
         }
-        let meta = match tokio::fs::symlink_metadata(path).await {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => {
-                return Err(Error::FileIo {
-                    path: path.to_owned(),
-                    action: "delete",
-                    source,
-                })
-            }
-        };
-        if !meta.is_file() {
-            return Err(Error::NotRegularFile {
-                path: path.to_owned(),
-                what: if meta.is_dir() {
-                    "directory"
-                } else if meta.file_type().is_symlink() {
-                    "symbolic link"
-                } else {
-                    "special file"
-                },
-            });
+        if !remove_regular_file(path).await? {
+            return Ok(());
         }
-        tokio::fs::remove_file(path)
-            .await
-            .map_err(|source| Error::FileIo {
-                path: path.to_owned(),
-                action: "delete",
-                source,
-            })?;
         let (roots, first_turn, made) = {
             let st = review.state.lock();
             (
@@ -486,6 +459,43 @@ pub(super) async fn write_content(
                 .map(|_| None)
         }
     }
+}
+
+/// Deletes a file the agent created (a rejected creation, a rewound one);
+/// false when it is already gone. Only a regular file: a directory or link
+/// the agent made in its place is left, with an error that says which.
+pub(super) async fn remove_regular_file(path: &Path) -> Result<bool> {
+    let meta = match tokio::fs::symlink_metadata(path).await {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(Error::FileIo {
+                path: path.to_owned(),
+                action: "delete",
+                source,
+            })
+        }
+    };
+    if !meta.is_file() {
+        return Err(Error::NotRegularFile {
+            path: path.to_owned(),
+            what: if meta.is_dir() {
+                "directory"
+            } else if meta.file_type().is_symlink() {
+                "symbolic link"
+            } else {
+                "special file"
+            },
+        });
+    }
+    tokio::fs::remove_file(path)
+        .await
+        .map_err(|source| Error::FileIo {
+            path: path.to_owned(),
+            action: "delete",
+            source,
+        })?;
+    Ok(true)
 }
 
 #[cfg(test)]

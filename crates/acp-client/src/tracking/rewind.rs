@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::decisions::{emit, observe, write_content};
+use super::decisions::{emit, observe, remove_regular_file, write_content};
 use super::watcher::{read_disk, Disk};
 use super::{Job, Reviews};
 use crate::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
@@ -198,7 +198,7 @@ impl Reviews {
                         }
                     }
                 }
-                None => match remove_created(&r.path).await {
+                None => match remove_regular_file(&r.path).await {
                     Ok(true) => done.removed.push(r.path),
                     Ok(false) => {}
                     Err(e) => {
@@ -221,38 +221,4 @@ async fn disk_text(r: &Restore) -> Option<String> {
         Disk::Known(text) => text,
         Disk::Unreadable => None,
     }
-}
-
-/// Removes a file the agent created; false when it is already gone. Only a
-/// regular file: a directory or link the agent made in its place is left.
-async fn remove_created(path: &std::path::Path) -> Result<bool> {
-    let meta = match tokio::fs::symlink_metadata(path).await {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(source) => {
-            return Err(Error::FileIo {
-                path: path.to_owned(),
-                action: "delete",
-                source,
-            })
-        }
-    };
-    if !meta.is_file() {
-        return Err(Error::NotRegularFile {
-            path: path.to_owned(),
-            what: if meta.is_dir() {
-                "directory"
-            } else {
-                "symbolic link or special file"
-            },
-        });
-    }
-    tokio::fs::remove_file(path)
-        .await
-        .map_err(|source| Error::FileIo {
-            path: path.to_owned(),
-            action: "delete",
-            source,
-        })?;
-    Ok(true)
 }
