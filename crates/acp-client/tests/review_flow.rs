@@ -6,57 +6,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use acp_client::review::{FileStatus, FileSummary, RejectOutcome};
-use acp_client::update::SessionId;
-use acp_client::{
-    AgentCommand, ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason,
-};
+use acp_client::{ClientEvent, Error, StopReason};
 use serde_json::{json, Value};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
-
-struct Setup {
-    conn: Connection,
-    _host: Arc<TestHost>,
-    rx: UnboundedReceiver<ClientEvent>,
-    sid: SessionId,
-    /// The session's cwd, symlinks resolved (as review paths are).
-    root: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-/// Starts the fake agent on `turns` in a fresh directory holding `files`.
-async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    for (name, content) in files {
-        std::fs::write(root.join(name), content).unwrap();
-    }
-    let scenario = acp_testkit::write_scenario(&root, &json!({ "turns": turns }));
-    let agent = AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
-        .arg("--scenario")
-        .arg(scenario.to_string_lossy().into_owned())
-        .cwd(&root);
-    let (host, rx) = TestHost::new(PermissionMode::Pick("allow_once"));
-    let conn = Connection::spawn(&agent, host.clone(), ConnectionOptions::default()).unwrap();
-    conn.initialize().await.unwrap();
-    let sid = conn
-        .new_session(SessionParams::new(&root))
-        .await
-        .unwrap()
-        .session_id;
-    Setup {
-        conn,
-        _host: host,
-        rx,
-        sid,
-        root,
-        _dir: dir,
-    }
-}
 
 async fn turn(s: &Setup, prompt: &str) -> StopReason {
     tokio::time::timeout(WAIT * 3, s.conn.prompt(&s.sid, vec![text(prompt)]))

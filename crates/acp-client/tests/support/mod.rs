@@ -407,3 +407,45 @@ pub fn chat_example() -> std::path::PathBuf {
         })
         .clone()
 }
+
+/// A session of the fake agent, for the review and rewind tests.
+pub struct Setup {
+    pub conn: Connection,
+    pub _host: Arc<TestHost>,
+    pub rx: mpsc::UnboundedReceiver<ClientEvent>,
+    pub sid: acp_client::update::SessionId,
+    /// The session's cwd, symlinks resolved (as review paths are).
+    pub root: std::path::PathBuf,
+    pub _dir: tempfile::TempDir,
+}
+
+/// Starts the fake agent on `turns` in a fresh directory holding `files`.
+pub async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for (name, content) in files {
+        std::fs::write(root.join(name), content).unwrap();
+    }
+    let scenario = acp_testkit::write_scenario(&root, &json!({ "turns": turns }));
+    let agent =
+        acp_client::AgentCommand::new(acp_testkit::fake_agent_bin().to_string_lossy().into_owned())
+            .arg("--scenario")
+            .arg(scenario.to_string_lossy().into_owned())
+            .cwd(&root);
+    let (host, rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let conn = Connection::spawn(&agent, host.clone(), ConnectionOptions::default()).unwrap();
+    conn.initialize().await.unwrap();
+    let sid = conn
+        .new_session(acp_client::SessionParams::new(&root))
+        .await
+        .unwrap()
+        .session_id;
+    Setup {
+        conn,
+        _host: host,
+        rx,
+        sid,
+        root,
+        _dir: dir,
+    }
+}
