@@ -84,7 +84,7 @@ local function touched(change)
   end
   local c = change.change
   local tool_call = require("acp.tool_call")
-  if c == "entry_added" or c == "text_appended" or c == "session_message_changed" then
+  if c == "entry_added" or c == "text_appended" or c == "message_replaced" or c == "session_message_changed" then
     key("e", change.index)
   end
   if c == "entry_added" and type(change.entry) == "table" and change.entry.type == "tool_call" then

@@ -131,9 +131,9 @@ local M = {}
 -- Session changes ---------------------------------------------------------------
 
 ---@class acp.SessionChange
----@field change "entry_added"|"text_appended"|"tool_call_changed"|"plan_replaced"|"mode_changed"|"modes_changed"|"config_options_changed"|"commands_changed"|"usage_changed"|"info_changed"
----@field index? integer entry_added, text_appended, tool_call_changed: the entry
----@field entry? acp.Entry entry_added
+---@field change "entry_added"|"text_appended"|"message_replaced"|"tool_call_changed"|"plan_replaced"|"mode_changed"|"modes_changed"|"config_options_changed"|"commands_changed"|"usage_changed"|"info_changed"
+---@field index? integer entry_added, text_appended, message_replaced, tool_call_changed: the entry
+---@field entry? acp.Entry entry_added, message_replaced (the whole message now)
 ---@field content? acp.ContentBlock text_appended
 ---@field message_id? string text_appended
 ---@field tool_call? acp.ToolCall tool_call_changed

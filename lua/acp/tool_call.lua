@@ -127,6 +127,8 @@ function M.agent_terminal(tc, id)
   end
   return {
     agent_run = true,
+    -- A v2 agent's `terminal_update` names the command.
+    command = type(at.command) == "string" and sanitize.line(at.command:gsub("\n", " "), 2000) or nil,
     output = type(at.output) == "string" and at.output or "",
     truncated = at.truncated == true,
     exit_status = exit and { exit_code = exit.exit_code, signal = exit.signal } or nil,

@@ -157,6 +157,30 @@ function Transcript:_append_user(block, content)
   self.view:replace(block, util.split_lines(shown))
 end
 
+--- A message or thought replaced whole (a v2 agent's upsert by message id):
+--- its block is drawn again from the new content, through the same
+--- functions as a streamed one.
+---@param block acp.Block
+---@param content table[]
+function Transcript:_replace_message(block, content)
+  if block.data.user_content then
+    block.data.user_content = vim.deepcopy(content)
+    local shown, held = hold_trailing_breaks(self:_user_text(block.data.user_content))
+    block.data.held = held
+    self.view:replace(block, util.split_lines(shown))
+    return
+  end
+  local shown, held = hold_trailing_breaks(content_text(content))
+  block.data.held = held
+  local lines = util.split_lines(shown)
+  if block.kind == "thought" then
+    -- Its title line (thinking, or how long it thought) stays.
+    local sr = self.view:range(block)
+    table.insert(lines, 1, vim.api.nvim_buf_get_lines(self.view.buf, sr, sr + 1, false)[1] or THINKING)
+  end
+  self.view:replace(block, lines)
+end
+
 ---@param side "user"|"agent"
 function Transcript:_header(side)
   if self.side == side then
@@ -552,6 +576,12 @@ function Transcript:apply(change)
       self:_append_user(block, change.content or {})
     elseif block and (block.kind == "message" or block.kind == "thought") then
       self:_append_text(block, tool_call.content_text(change.content or {}))
+    end
+  elseif c == "message_replaced" then
+    local block = self.entries[change.index]
+    local entry = change.entry or {}
+    if block and (block.kind == "message" or block.kind == "thought") then
+      self:_replace_message(block, entry.content or {})
     end
   elseif c == "tool_call_changed" then
     local state = change.tool_call or {}

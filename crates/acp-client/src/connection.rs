@@ -506,6 +506,10 @@ impl Connection {
             if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
                 v1["promptCapabilities"] = prompt.clone();
             }
+            // v2: agents with auth methods serve `auth/logout` too.
+            if !response.auth_methods.is_empty() {
+                v1["auth"] = json!({ "logout": {} });
+            }
             if let Some(Value::Object(mcp)) = session.get("mcp") {
                 // v2 marks a transport with an object (`http: {}`), v1 with
                 // a boolean: the editor's MCP server is offered over http
@@ -529,6 +533,7 @@ impl Connection {
             .iter()
             .filter_map(|m| {
                 serde_json::to_value(m)
+                    .map(crate::update::v2::auth_method_to_v1)
                     .and_then(schema::AuthMethod::deserialize)
                     .ok()
             })
@@ -667,13 +672,13 @@ impl Connection {
                 .iter()
                 .any(|m| m.id().0.as_ref() == method_id)
         })?;
+        let method = match self.is_v2() {
+            true => methods::AUTH_LOGIN,
+            false => methods::AUTHENTICATE,
+        };
         let _: Value = self
             .engine()
-            .request(
-                methods::AUTHENTICATE,
-                json!({ "methodId": method_id }),
-                self.timeout(),
-            )
+            .request(method, json!({ "methodId": method_id }), self.timeout())
             .await?;
         Ok(())
     }
@@ -681,9 +686,13 @@ impl Connection {
     /// `logout`, when the agent advertises `auth.logout`.
     pub async fn logout(&self) -> Result<()> {
         self.require(methods::LOGOUT, |i| i.capabilities.auth.logout.is_some())?;
+        let method = match self.is_v2() {
+            true => methods::AUTH_LOGOUT,
+            false => methods::LOGOUT,
+        };
         let _: Value = self
             .engine()
-            .request(methods::LOGOUT, json!({}), self.timeout())
+            .request(method, json!({}), self.timeout())
             .await?;
         Ok(())
     }

@@ -54,7 +54,9 @@ impl Handler for Sessions {
                     return;
                 };
                 if self.v2.load(Ordering::Acquire) {
-                    match update::v2::decode_v2_notification(params.get()) {
+                    match update::v2::decode_v2_notification(params.get(), &|sid, path| {
+                        self.diff_base(sid, path)
+                    }) {
                         Ok(n) => self.apply_v2(n),
                         Err(e) => self.warn(format!("ignoring a malformed `session/update`: {e}")),
                     }
@@ -248,7 +250,7 @@ fn decode_permission_request(
         _ => json!({ "toolCallId": format!("permission-{}", shared.next_permission_id().0) }),
     };
     if let Some(obj) = tool_call.as_object_mut() {
-        update::v2::clear_nulls(obj);
+        update::v2::clear_nulls(obj, &|path| shared.diff_base(&wire.session_id, path));
         let untitled = obj
             .get("title")
             .and_then(Value::as_str)

@@ -14,6 +14,10 @@ pub const INITIALIZE: &str = AGENT_METHOD_NAMES.initialize;
 pub const AUTHENTICATE: &str = AGENT_METHOD_NAMES.authenticate;
 /// `logout`.
 pub const LOGOUT: &str = AGENT_METHOD_NAMES.logout;
+/// `auth/login`: v2's `authenticate`.
+pub const AUTH_LOGIN: &str = agent_client_protocol_schema::v2::AGENT_METHOD_NAMES.auth_login;
+/// `auth/logout`: v2's `logout`.
+pub const AUTH_LOGOUT: &str = agent_client_protocol_schema::v2::AGENT_METHOD_NAMES.auth_logout;
 /// `session/new`.
 pub const SESSION_NEW: &str = AGENT_METHOD_NAMES.session_new;
 /// `session/load`.

@@ -74,6 +74,7 @@ pub const AGENT_TERMINAL_TAIL: usize = 64 * 1024;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
+mod v2;
 
 /// Title of a tool call the model only knows from an update or a permission
 /// request (some agents send those before the `tool_call`).
@@ -136,11 +137,21 @@ pub struct AgentTerminal {
     /// How it ended, once it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<TerminalExit>,
+    /// The command line, when the agent reported it (v2 agents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 impl AgentTerminal {
     fn apply(&mut self, meta: TerminalMeta) {
+        if meta.command.is_some() {
+            self.command = meta.command;
+        }
         if let Some(output) = meta.output {
+            if meta.replace_output {
+                self.output.clear();
+                self.truncated = false;
+            }
             self.output.push_str(&output);
             if self.output.len() > AGENT_TERMINAL_TAIL {
                 // Keep the newest output, cut at a character boundary (as
@@ -382,6 +393,14 @@ pub enum SessionChange {
         #[serde(skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
     },
+    /// The message or thought at `index` was replaced whole (a v2 message
+    /// upsert).
+    MessageReplaced {
+        /// Position of the message.
+        index: usize,
+        /// The entry as it is now.
+        entry: Entry,
+    },
     /// The tool call at `index` changed.
     ToolCallChanged {
         /// Position of the tool call.
@@ -552,6 +571,8 @@ pub struct SessionState {
     /// anything since: an echo of it as `user_message_chunk`s is the same
     /// message, not a second one. `(entry index, text still to be echoed)`.
     echo: Option<(usize, String)>,
+    /// The terminals v2 agents report by id, and the tool calls showing them.
+    terminals: v2::Terminals,
 }
 
 /// Token counts of a turn, from the prompt response's `usage`.
@@ -623,6 +644,7 @@ impl SessionState {
             subagents: Vec::new(),
             session_messages: HashMap::new(),
             echo: None,
+            terminals: v2::Terminals::default(),
         }
     }
 
@@ -753,6 +775,8 @@ impl SessionState {
                 },
                 Some(content),
             ),
+            SessionUpdate::MessageUpsert(upsert) => self.upsert_message(upsert),
+            SessionUpdate::TerminalUpdate(meta) => self.apply_terminal(meta),
             SessionUpdate::Unknown { kind, raw } => vec![self.push(Entry::Unknown { kind, raw })],
         }
     }
@@ -879,45 +903,6 @@ impl SessionState {
         }));
         self.echo = (!text.is_empty()).then(|| (self.entries.len() - 1, text));
         vec![change]
-    }
-
-    /// Gives the prompt recorded last the id the agent acknowledged it with
-    /// (a v2 `session/prompt` answer), unless its echo gave it one already.
-    pub fn acknowledge_prompt(&mut self, message_id: String) {
-        let last_prompt = self.entries.iter_mut().rev().find_map(|e| match e {
-            Entry::UserMessage(m) => Some(m),
-            _ => None,
-        });
-        if let Some(m) = last_prompt {
-            if m.message_id.is_none() {
-                m.message_id = Some(message_id);
-            }
-        }
-    }
-
-    /// Whether a v2 `user_message` upsert repeats a prompt already shown:
-    /// the user message with its id, or the prompt recorded last while it
-    /// has no id (which then takes this one), with the same content.
-    pub fn take_prompt_echo(&mut self, message_id: &Option<String>, content: &[Content]) -> bool {
-        let mut last_prompt = true;
-        for entry in self.entries.iter_mut().rev() {
-            let Entry::UserMessage(m) = entry else {
-                continue;
-            };
-            if m.content == content {
-                match (&m.message_id, message_id) {
-                    (Some(a), Some(b)) if a == b => return true,
-                    (None, _) if last_prompt => {
-                        m.message_id.clone_from(message_id);
-                        self.echo = None;
-                        return true;
-                    }
-                    _ => {}
-                }
-            }
-            last_prompt = false;
-        }
-        false
     }
 
     /// Marks every tool call that has not finished as cancelled (on
@@ -1107,6 +1092,7 @@ impl SessionState {
         if let Some(&index) = self.tool_calls.get(&fields.tool_call_id) {
             if let Some(Entry::ToolCall(tc)) = self.entries.get_mut(index) {
                 tc.apply(fields);
+                self.terminals.attach(tc);
                 let tool_call = tc.clone();
                 self.track_status(index, &tool_call.status);
                 return SessionChange::ToolCallChanged { index, tool_call };
@@ -1116,6 +1102,7 @@ impl SessionState {
         // came first (some agents send those before the `tool_call`).
         let mut tc = ToolCallState::placeholder(fields.tool_call_id.clone());
         tc.apply(fields);
+        self.terminals.attach(&mut tc);
         let index = self.entries.len();
         self.tool_calls.insert(tc.id.clone(), index);
         self.track_status(index, &tc.status);

@@ -6,7 +6,7 @@
 //! [`Handler`](crate::engine::Handler) (see [`crate::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -53,6 +53,9 @@ pub(crate) struct SessionSlot {
 /// Cap on `ProtocolWarning` events, so an agent printing garbage in a loop
 /// cannot flood the editor; everything is still logged.
 const MAX_WARNING_EVENTS: usize = 100;
+
+/// The biggest file a v2 diff's old or new text is recovered from.
+const DIFF_BASE_MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Everything above the engine that one connection owns.
 /// See [`Sessions::reads`]: two, so one slow file does not stall the rest.
@@ -381,6 +384,20 @@ impl Sessions {
         });
     }
 
+    /// The text on disk of a file a v2 diff names, to recover the diff's
+    /// other side: only inside the session's workspace (a diff naming
+    /// `/etc/passwd` reads nothing) and up to [`DIFF_BASE_MAX_BYTES`]. A
+    /// small blocking read on the reader task, like the path checks.
+    pub(crate) fn diff_base(&self, session_id: &SessionId, path: &Path) -> Option<String> {
+        let workspace = self.slots.lock().get(session_id)?.workspace.clone();
+        let resolved = workspace.resolve(path).ok()?;
+        let meta = std::fs::metadata(&resolved).ok()?;
+        if !meta.is_file() || meta.len() > DIFF_BASE_MAX_BYTES {
+            return None;
+        }
+        std::fs::read_to_string(&resolved).ok()
+    }
+
     /// Applies one decoded v2 `session/update`: its updates like a v1
     /// agent's, and an idle `state_update` ends the session's turn.
     pub(crate) fn apply_v2(&self, notification: update::v2::V2Notification) {
@@ -407,23 +424,23 @@ impl Sessions {
                 // `session/prompt` with, before or after that answer): the
                 // message with that id, or the prompt recorded last while it
                 // has no id yet, with the same content, is already shown.
+                let id = Some(message_id.clone());
                 let known = self
                     .slots
                     .lock()
                     .get_mut(&session_id)
-                    .is_some_and(|slot| slot.state.take_prompt_echo(&message_id, &content));
+                    .is_some_and(|slot| slot.state.take_prompt_echo(&id, &content));
                 if known {
                     return;
                 }
-                for content in content {
-                    self.apply_update(update::SessionNotification {
-                        session_id: session_id.clone(),
-                        update: SessionUpdate::UserMessageChunk(update::ContentChunk {
-                            content,
-                            message_id: message_id.clone(),
-                        }),
-                    });
-                }
+                self.apply_update(update::SessionNotification {
+                    session_id,
+                    update: SessionUpdate::MessageUpsert(update::MessageUpsert {
+                        kind: update::MessageKind::User,
+                        message_id,
+                        content: Some(content),
+                    }),
+                });
             }
             V2Notification::State {
                 session_id,

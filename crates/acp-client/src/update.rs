@@ -136,6 +136,15 @@ pub enum SessionUpdate {
         /// The appended block.
         content: Content,
     },
+    /// A message upserted whole by its id (v2 `user_message`,
+    /// `agent_message`, `agent_thought`): its content replaces what the
+    /// message had, chunks included; later chunks of the id append.
+    MessageUpsert(MessageUpsert),
+    /// The state of a terminal the agent runs itself, by its id (v2
+    /// `terminal_update` and `terminal_output_chunk`): it reaches the tool
+    /// call whose content shows that terminal, as a v1 agent's `_meta`
+    /// terminal does.
+    TerminalUpdate(TerminalMeta),
     /// An update kind this client does not know, or a known kind whose
     /// required fields are missing, kept whole so an editor can still show it.
     Unknown {
@@ -157,6 +166,32 @@ pub struct ContentChunk {
     /// Groups chunks of one message, when the agent sends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+}
+
+/// Whose message a [`MessageUpsert`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// The user's (a prompt).
+    User,
+    /// The agent's answer.
+    Agent,
+    /// The agent's reasoning.
+    Thought,
+}
+
+/// A message upsert: the whole content of the message `message_id`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageUpsert {
+    /// Whose message.
+    pub kind: MessageKind,
+    /// The message's id.
+    pub message_id: String,
+    /// The new content, replacing the old (`Some(vec![])` clears it);
+    /// `None` leaves it unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<Content>>,
 }
 
 /// A content block, or raw JSON for a block type this client does not know.
@@ -262,9 +297,17 @@ pub struct TerminalMeta {
     /// The agent's terminal id.
     pub terminal_id: String,
     /// Output to append (`terminal_output` and `terminal_output_delta`
-    /// both append: each carries only the new bytes).
+    /// both append: each carries only the new bytes), or to replace all
+    /// output before it with when [`replace_output`](Self::replace_output).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// `output` is a whole snapshot (v2 `terminal_update.output`), not
+    /// new bytes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replace_output: bool,
+    /// The command line, when the agent reports it (v2 `command`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The command exited (`terminal_exit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<TerminalExit>,

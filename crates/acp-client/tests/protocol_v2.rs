@@ -466,3 +466,237 @@ async fn a_v2_agent_marking_http_gets_the_editor_server_over_http() {
     peer.respond(&req["id"], json!({"sessionId": "s1"})).await;
     new.await.unwrap().unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// What a v2 agent reports in its own shapes reaches the same model as v1's.
+
+/// The tool call `id` of the session.
+fn tool_call(
+    conn: &Connection,
+    sid: &acp_client::update::SessionId,
+    id: &str,
+) -> acp_client::session::ToolCallState {
+    conn.with_session(sid, |s| s.tool_call(&id.to_owned().into()).cloned())
+        .unwrap()
+        .unwrap_or_else(|| panic!("no tool call `{id}`"))
+}
+
+#[tokio::test]
+async fn a_v2_agents_command_output_and_diff_read_like_a_v1_agents() {
+    for v2 in [true, false] {
+        let a = spawn(
+            json!({
+                "v2": v2,
+                "turns": [{"steps": [
+                    {"type": "agentTerminal", "toolCallId": "run", "command": "make test", "output": ["a\n", "b ✓\n"], "exitCode": 2},
+                    {"type": "writeDisk", "path": "notes.txt", "content": "one\nTWO\nthree\n", "toolCallId": "edit"}
+                ]}]
+            }),
+            v2_options(),
+        )
+        .await;
+        std::fs::write(a.dir.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+        let info = a.conn.initialize().await.unwrap();
+        assert_eq!(info.protocol_version, if v2 { 2 } else { 1 });
+        let sid = a
+            .conn
+            .new_session(SessionParams::new(a.dir.path()))
+            .await
+            .unwrap()
+            .session_id;
+        prompt(&a.conn, &sid, "go").await;
+        let run = tool_call(&a.conn, &sid, "run");
+        let term = run.agent_terminal.expect("the command's output is kept");
+        assert_eq!(term.output, "a\nb ✓\n", "v2 {v2}");
+        assert_eq!(term.exit.unwrap().exit_code, Some(2), "v2 {v2}");
+        assert_eq!(run.status, ToolStatus::Failed);
+        assert_eq!(
+            term.command.as_deref(),
+            v2.then_some("make test"),
+            "v2 names the command in terminal_update"
+        );
+        let edit = tool_call(&a.conn, &sid, "edit");
+        let path = a.dir.path().join("notes.txt");
+        match &edit.content[..] {
+            [ToolContent::Diff {
+                path: p,
+                old_text,
+                new_text,
+            }] => {
+                assert_eq!(p, &path, "v2 {v2}");
+                assert_eq!(old_text.as_deref(), Some("one\ntwo\nthree\n"), "v2 {v2}");
+                assert_eq!(new_text, "one\nTWO\nthree\n", "v2 {v2}");
+            }
+            other => panic!("v2 {v2}: the edit should be a diff: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_v2_message_upsert_replaces_the_message_it_names() {
+    let a = spawn(
+        json!({
+            "v2": true,
+            "turns": [{"steps": [
+                {"type": "update", "update": {"sessionUpdate": "agent_message", "messageId": "m1", "content": [{"type": "text", "text": "draft"}]}},
+                {"type": "text", "text": " and more", "messageId": "m1"},
+                {"type": "update", "update": {"sessionUpdate": "agent_message", "messageId": "m1", "content": [{"type": "text", "text": "final answer"}]}},
+                {"type": "update", "update": {"sessionUpdate": "agent_thought", "messageId": "t1", "content": [{"type": "text", "text": "hmm"}]}},
+                {"type": "update", "update": {"sessionUpdate": "agent_thought", "messageId": "t1", "content": null}}
+            ]}]
+        }),
+        v2_options(),
+    )
+    .await;
+    let mut rx = a.rx;
+    a.conn.initialize().await.unwrap();
+    let sid = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    prompt(&a.conn, &sid, "go").await;
+    // Before the fix the upsert was appended: "draft and morefinal answer".
+    assert_eq!(agent_text(&a.conn, &sid), "final answer");
+    let thoughts: Vec<String> = a
+        .conn
+        .with_session(&sid, |s| {
+            s.entries()
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Thought(m) => Some(m.text()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap();
+    assert_eq!(thoughts, vec![String::new()], "null cleared the thought");
+    wait_event(&mut rx, |e| {
+        matches!(
+            e,
+            ClientEvent::Session {
+                change: SessionChange::MessageReplaced { .. },
+                ..
+            }
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_v2_agent_logs_in_with_auth_login_and_out_with_auth_logout() {
+    let a = spawn(
+        json!({
+            "v2": true,
+            "authRequired": true,
+            "initialize": {"authMethods": [{"id": "fake-login", "name": "Fake login"}]},
+            "turns": [{"steps": [{"type": "text", "text": "in"}]}]
+        }),
+        v2_options(),
+    )
+    .await;
+    let info = a.conn.initialize().await.unwrap();
+    assert_eq!(info.protocol_version, 2);
+    // The v2 method (`methodId`, `type: "agent"`) in its v1 place.
+    let ids: Vec<String> = info
+        .auth_methods
+        .iter()
+        .map(|m| m.id().0.to_string())
+        .collect();
+    assert_eq!(ids, vec!["fake-login".to_owned()]);
+    let err = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth_required(), "{err}");
+    // The fake agent answers only `auth/login` on v2: `authenticate` failed.
+    a.conn.authenticate("fake-login").await.unwrap();
+    let sid = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    assert_eq!(prompt(&a.conn, &sid, "hi").await, StopReason::EndTurn);
+    assert_eq!(agent_text(&a.conn, &sid), "in");
+    a.conn.logout().await.unwrap();
+    let err = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth_required(), "logged out: {err}");
+}
+
+#[tokio::test]
+async fn a_v2_agent_lists_its_sessions() {
+    let a = spawn(
+        json!({
+            "v2": true,
+            "sessions": [
+                {"sessionId": "one", "cwd": "/tmp", "title": "First"},
+                {"sessionId": "two", "cwd": "/tmp", "title": "Second"}
+            ]
+        }),
+        v2_options(),
+    )
+    .await;
+    a.conn.initialize().await.unwrap();
+    let page = a.conn.list_sessions(None, None).await.unwrap();
+    let mut listed: Vec<(String, Option<String>)> = page
+        .sessions
+        .iter()
+        .map(|s| (s.session_id.to_string(), s.title.clone()))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        vec![
+            ("one".to_owned(), Some("First".to_owned())),
+            ("two".to_owned(), Some("Second".to_owned()))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_v2_turn_ends_it_cancelled_by_its_idle_state() {
+    let a = spawn(
+        json!({
+            "v2": true,
+            "turns": [{"steps": [
+                {"type": "toolCallUpdate", "toolCallId": "w", "title": "Wait", "kind": "execute", "status": "in_progress"},
+                {"type": "waitForCancel"}
+            ]}]
+        }),
+        v2_options(),
+    )
+    .await;
+    a.conn.initialize().await.unwrap();
+    let sid = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    let c = a.conn.clone();
+    let sid2 = sid.clone();
+    let turn = tokio::spawn(async move { c.prompt(&sid2, vec![text("wait")]).await });
+    // The tool call shows once the turn runs.
+    tokio::time::timeout(WAIT, async {
+        while a
+            .conn
+            .with_session(&sid, |s| s.tool_call(&"w".into()).is_none())
+            .unwrap()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    a.conn.cancel(&sid).unwrap();
+    let stop = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap();
+    assert_eq!(stop.unwrap(), StopReason::Cancelled);
+    assert_eq!(tool_call(&a.conn, &sid, "w").status, ToolStatus::Cancelled);
+}

@@ -1014,6 +1014,7 @@ fn an_agent_run_terminal_accumulates_its_output_in_the_tool_call() {
             exit_code: Some(c),
             signal: None,
         }),
+        ..TerminalMeta::default()
     };
     s.apply(SessionUpdate::ToolCall(call("c1", |f| {
         f.content = Some(vec![ToolContent::Terminal {

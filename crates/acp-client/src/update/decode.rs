@@ -123,6 +123,7 @@ fn terminal_meta(meta: &Value) -> Option<TerminalMeta> {
             exit_code: e.get("exit_code").and_then(Value::as_i64),
             signal: string_field(e, "signal"),
         }),
+        ..TerminalMeta::default()
     })
 }
 

@@ -1335,6 +1335,7 @@ fn codex_terminal_meta_is_decoded_and_never_taken_by_the_fast_path() {
             terminal_id: "t9".into(),
             output: Some("ran\n".into()),
             exit: None,
+            ..TerminalMeta::default()
         })
     );
     let f = match wrapped(

@@ -10,11 +10,24 @@
 //! unchanged", so a `null` becomes the cleared value (`[]`, `""`, the
 //! default kind and status) here.
 
+use std::path::Path;
+
 use serde_json::{json, Map, Value};
 
 use super::decode::decode_value_notification;
-use super::{ContentChunk, SessionId, SessionUpdate};
+use super::{
+    Content, MessageKind, MessageUpsert, SessionId, SessionUpdate, TerminalExit, TerminalMeta,
+};
 use crate::error::Error;
+
+mod patch;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests;
+
+/// Reads a file a v2 diff names, to recover its other side: the text on
+/// disk when the file is inside the session's workspace and not too big.
+pub(crate) type DiskReader<'a> = &'a dyn Fn(&SessionId, &Path) -> Option<String>;
 
 /// What the agent's foreground work is doing (`state_update`).
 #[derive(Debug, Clone, PartialEq)]
@@ -41,13 +54,12 @@ pub(crate) enum V2Notification {
         session_id: SessionId,
         updates: Vec<SessionUpdate>,
     },
-    /// A `user_message` upsert: the whole content of the message (empty
-    /// when it sent none). Kept apart from the chunks so the session layer
-    /// can tell the echo of a prompt it recorded from a new message.
+    /// A `user_message` upsert with its content. Kept apart so the session
+    /// layer can tell the echo of a prompt it recorded from a new message.
     UserMessage {
         session_id: SessionId,
-        message_id: Option<String>,
-        content: Vec<super::Content>,
+        message_id: String,
+        content: Vec<Content>,
     },
     /// A `state_update`.
     State {
@@ -63,8 +75,12 @@ fn params_error(reason: String) -> Error {
     }
 }
 
-/// Decodes the params of a v2 `session/update`.
-pub(crate) fn decode_v2_notification(params: &str) -> Result<V2Notification, Error> {
+/// Decodes the params of a v2 `session/update`; `read` gives the disk side
+/// of a diff (see [`DiskReader`]).
+pub(crate) fn decode_v2_notification(
+    params: &str,
+    read: DiskReader,
+) -> Result<V2Notification, Error> {
     let value: Value = serde_json::from_str(params).map_err(|e| params_error(e.to_string()))?;
     let session_id = match value.get("sessionId") {
         Some(Value::String(s)) => SessionId::new(s.as_str()),
@@ -93,40 +109,52 @@ pub(crate) fn decode_v2_notification(params: &str) -> Result<V2Notification, Err
                 state: decode_state(update),
             })
         }
-        // A message upsert: its `content` (when present) is the message's
-        // whole text, appended as chunks of that message id (a replay sends
-        // `content: []` and then the chunks).
-        "user_message" => {
+        // Message upserts: `content` replaces the message's whole content
+        // (chunks included), omitted leaves it, `null` clears it.
+        "user_message" | "agent_message" | "agent_thought" => {
             let content = match update.get("content") {
-                Some(Value::Array(blocks)) => {
-                    blocks.iter().cloned().map(super::decode_content).collect()
-                }
-                _ => Vec::new(),
+                Some(Value::Array(blocks)) => Some(
+                    blocks
+                        .iter()
+                        .cloned()
+                        .map(super::decode_content)
+                        .collect::<Vec<_>>(),
+                ),
+                Some(Value::Null) => Some(Vec::new()),
+                // Absent, or of the wrong type (the schema: default on error).
+                _ => None,
             };
-            return Ok(V2Notification::UserMessage {
-                session_id,
-                message_id,
-                content,
-            });
-        }
-        "agent_message" => {
-            let blocks = match update.get("content") {
-                Some(Value::Array(blocks)) => blocks.clone(),
-                _ => Vec::new(),
+            let (Some(message_id), Some(content)) = (message_id, content) else {
+                return Ok(V2Notification::Updates {
+                    session_id,
+                    updates: Vec::new(),
+                });
             };
-            blocks
-                .into_iter()
-                .map(|block| {
-                    SessionUpdate::AgentMessageChunk(ContentChunk {
-                        content: super::decode_content(block),
-                        message_id: message_id.clone(),
+            let kind = match kind {
+                "user_message" => {
+                    return Ok(V2Notification::UserMessage {
+                        session_id,
+                        message_id,
+                        content,
                     })
-                })
-                .collect()
+                }
+                "agent_message" => MessageKind::Agent,
+                _ => MessageKind::Thought,
+            };
+            vec![SessionUpdate::MessageUpsert(MessageUpsert {
+                kind,
+                message_id,
+                content: Some(content),
+            })]
+        }
+        "terminal_update" | "terminal_output_chunk" => {
+            vec![SessionUpdate::TerminalUpdate(decode_terminal(
+                kind, update,
+            )?)]
         }
         "tool_call" | "tool_call_update" => {
             let mut tool_call = update.clone();
-            clear_nulls(&mut tool_call);
+            clear_nulls(&mut tool_call, &|path| read(&session_id, path));
             // An upsert: the model creates an unknown id from its first update.
             tool_call.insert("sessionUpdate".into(), json!("tool_call_update"));
             vec![
@@ -146,7 +174,7 @@ pub(crate) fn decode_v2_notification(params: &str) -> Result<V2Notification, Err
         }
         // Every other kind has the v1 shape (chunks with a `messageId`,
         // plans, commands, config options, usage...) or is kept whole as
-        // `Unknown` (`terminal_update`).
+        // `Unknown`.
         _ => vec![decode_value_notification(value.clone())?.update],
     };
     Ok(V2Notification::Updates {
@@ -171,11 +199,95 @@ fn decode_state(update: &Map<String, Value>) -> AgentState {
     }
 }
 
+/// A v2 `terminal_update` (an upsert: `output` is a whole snapshot) or
+/// `terminal_output_chunk` (bytes appended), as the terminal state a v1
+/// agent reports in a tool call's `_meta`. Output is base64 on v2; bytes
+/// that are not UTF-8 show as U+FFFD.
+fn decode_terminal(kind: &str, update: &Map<String, Value>) -> Result<TerminalMeta, Error> {
+    let Some(terminal_id) = update.get("terminalId").and_then(Value::as_str) else {
+        return Err(params_error(format!(
+            "a `{kind}` without a `terminalId` string names no terminal"
+        )));
+    };
+    let decode = |data: &Value| match data.as_str().map(base64_decode) {
+        Some(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => {
+            tracing::debug!("terminal `{terminal_id}`: output that is not base64 is dropped");
+            None
+        }
+    };
+    let mut meta = TerminalMeta {
+        terminal_id: terminal_id.to_owned(),
+        ..TerminalMeta::default()
+    };
+    if kind == "terminal_output_chunk" {
+        meta.output = update.get("data").and_then(decode);
+        return Ok(meta);
+    }
+    meta.command = update
+        .get("command")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match update.get("output") {
+        // `null` clears the output.
+        Some(Value::Null) => {
+            meta.output = Some(String::new());
+            meta.replace_output = true;
+        }
+        Some(output) => {
+            meta.output = output.get("data").and_then(decode);
+            meta.replace_output = meta.output.is_some();
+        }
+        None => {}
+    }
+    if let Some(Value::Object(exit)) = update.get("exitStatus") {
+        meta.exit = Some(TerminalExit {
+            exit_code: exit.get("exitCode").and_then(Value::as_i64),
+            signal: exit
+                .get("signal")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+    }
+    Ok(meta)
+}
+
+/// Standard base64 (padding optional); `None` for anything else.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A lone sixth of a byte is not base64.
+    (bits < 6).then_some(out)
+}
+
 /// A v2 tool call upsert in the v1 model's terms: `null` becomes the
-/// cleared value, and a v2 diff (`changes` plus an optional `git_patch`,
-/// no old or new text) becomes a text block with the patch. Also the
-/// decode point of the tool call of a v2 permission request's subject.
-pub(crate) fn clear_nulls(tool_call: &mut Map<String, Value>) {
+/// cleared value, and each v2 diff (`changes` plus an optional `git_patch`)
+/// becomes v1 `diff` content, one per file whose old and new text can be
+/// recovered (see [`patch`]), the rest a text block with its part of the
+/// patch. Also the decode point of the tool call of a v2 permission
+/// request's subject. `read` gives a file's text on disk.
+pub(crate) fn clear_nulls(
+    tool_call: &mut Map<String, Value>,
+    read: &dyn Fn(&Path) -> Option<String>,
+) {
     for (key, cleared) in [
         ("content", json!([])),
         ("locations", json!([])),
@@ -187,30 +299,83 @@ pub(crate) fn clear_nulls(tool_call: &mut Map<String, Value>) {
             tool_call.insert(key.into(), cleared);
         }
     }
+    // Reported done: the disk likely has the new text already.
+    let done = matches!(
+        tool_call.get("status").and_then(Value::as_str),
+        Some("completed" | "failed")
+    );
     if let Some(Value::Array(items)) = tool_call.get_mut("content") {
-        for item in items.iter_mut() {
-            if let Some(text) = v2_diff_text(item) {
-                *item = json!({"type": "content", "content": {"type": "text", "text": text}});
+        let old = std::mem::take(items);
+        for item in old {
+            match v2_diff(&item, read, done) {
+                Some(converted) => items.extend(converted),
+                None => items.push(item),
             }
         }
     }
 }
 
-/// The text shown for a v2 diff: its patch in a `diff` fence, or the list
-/// of changed paths when the agent sent no patch.
-fn v2_diff_text(item: &Value) -> Option<String> {
+/// The v1 content items of a v2 diff; `None` when `item` is not one.
+fn v2_diff(item: &Value, read: &dyn Fn(&Path) -> Option<String>, done: bool) -> Option<Vec<Value>> {
     if item.get("type").and_then(Value::as_str) != Some("diff") {
         return None;
     }
     let changes = item.get("changes")?.as_array()?;
-    if let Some(patch) = item
+    let text_item =
+        |text: String| json!({"type": "content", "content": {"type": "text", "text": text}});
+    let fence = |patch: &str| format!("```diff\n{}\n```", patch.trim_end_matches('\n'));
+    let Some(patch) = item
         .get("patch")
         .and_then(|p| p.get("text"))
         .and_then(Value::as_str)
-    {
-        return Some(format!("```diff\n{}\n```", patch.trim_end_matches('\n')));
+    else {
+        return Some(vec![text_item(change_list(changes))]);
+    };
+    if patch.len() > patch::MAX_PATCH_BYTES {
+        return Some(vec![text_item(fence(&patch::cut(patch)))]);
     }
-    let paths: Vec<String> = changes
+    let Some(files) = patch::parse(patch) else {
+        tracing::debug!("a v2 diff's patch is malformed; shown as text");
+        return Some(vec![text_item(fence(patch))]);
+    };
+    // A patch of one file without `---`/`+++` lines is about the one change.
+    let sole_path = match (&changes[..], &files[..]) {
+        ([change], [_]) => change.get("path").and_then(Value::as_str),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for mut file in files {
+        if file.old_path.is_none() && file.new_path.is_none() {
+            if let Some(path) = sole_path {
+                let op = changes[0].get("operation").and_then(Value::as_str);
+                if op != Some("add") {
+                    file.old_path = Some(path.to_owned());
+                }
+                if op != Some("delete") {
+                    file.new_path = Some(path.to_owned());
+                }
+            }
+        }
+        match patch::texts(&file, read, done) {
+            Some(t) => out.push(json!({
+                "type": "diff",
+                "path": t.path,
+                "oldText": t.old_text,
+                "newText": t.new_text,
+            })),
+            None if file.text.trim().is_empty() => {}
+            None => out.push(text_item(fence(file.text))),
+        }
+    }
+    if out.is_empty() {
+        out.push(text_item(change_list(changes)));
+    }
+    Some(out)
+}
+
+/// The changed paths of a diff without patch text, one per line.
+fn change_list(changes: &[Value]) -> String {
+    changes
         .iter()
         .filter_map(|c| {
             let path = c.get("path").and_then(Value::as_str)?;
@@ -220,8 +385,22 @@ fn v2_diff_text(item: &Value) -> Option<String> {
                 .unwrap_or("change");
             Some(format!("{op} {path}"))
         })
-        .collect();
-    Some(paths.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A v2 auth method in its v1 shape: the id is `methodId` on v2, `id` on
+/// v1, and v1 marks the agent-handled kind by leaving `type` out.
+pub(crate) fn auth_method_to_v1(mut method: Value) -> Value {
+    if let Value::Object(m) = &mut method {
+        if let Some(id) = m.remove("methodId") {
+            m.insert("id".into(), id);
+        }
+        if m.get("type").and_then(Value::as_str) == Some("agent") {
+            m.remove("type");
+        }
+    }
+    method
 }
 
 /// v2 config options in their v1 shape: the id is `configId` on v2

@@ -219,7 +219,23 @@ impl Agent {
             method,
             "session/load" | "session/list" | "session/resume" | "session/close" | "session/delete"
         );
-        if gated && !self.scenario.supports(method) {
+        // v2's baseline: every agent lists, resumes and closes sessions.
+        let v2 = self.v2.load(Ordering::SeqCst);
+        let baseline = v2 && matches!(method, "session/list" | "session/resume" | "session/close");
+        // v2 renamed the auth methods; each version answers only its own.
+        let wrong_version = match method {
+            "authenticate" | "logout" => v2,
+            "auth/login" | "auth/logout" => !v2,
+            _ => false,
+        };
+        if wrong_version {
+            let error = RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("`{method}` is not a method of this protocol version"),
+            );
+            return responder.send(Err(error));
+        }
+        if gated && !baseline && !self.scenario.supports(method) {
             let error = RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("`{method}` is not supported: the agent did not advertise it"),
@@ -228,11 +244,11 @@ impl Agent {
         }
         match method {
             "initialize" => self.initialize(responder, &params),
-            "authenticate" => match &self.scenario.auth_elicitation {
+            "authenticate" | "auth/login" => match &self.scenario.auth_elicitation {
                 Some(ask) => self.authenticate_after_asking(responder, &params, ask.clone()),
                 None => responder.send(self.authenticate(&params)),
             },
-            "logout" => responder.send(self.logout()),
+            "logout" | "auth/logout" => responder.send(self.logout()),
             "session/new" => self.open_session(responder, &params, Open::New),
             "session/load" => self.open_session(responder, &params, Open::Load),
             "session/resume" => self.open_session(responder, &params, Open::Resume),
@@ -272,11 +288,27 @@ impl Agent {
             if let Some(sp) = v1.pointer("/sessionCapabilities/systemPrompt") {
                 session["systemPrompt"] = sp.clone();
             }
+            // v2 auth methods: `methodId`, and `type: "agent"` for the
+            // ones the agent handles itself.
+            let auth_methods: Vec<Value> = self
+                .scenario
+                .auth_methods()
+                .into_iter()
+                .map(|mut m| {
+                    if let Some(o) = m.as_object_mut() {
+                        if let Some(id) = o.remove("id") {
+                            o.insert("methodId".into(), id);
+                        }
+                        o.entry("type").or_insert_with(|| json!("agent"));
+                    }
+                    m
+                })
+                .collect();
             json!({
                 "protocolVersion": 2,
                 "info": info,
                 "capabilities": { "session": session },
-                "authMethods": self.scenario.auth_methods(),
+                "authMethods": auth_methods,
             })
         } else {
             json!({
@@ -366,7 +398,12 @@ impl Agent {
     /// next session needs `authenticate` again (the `authFile` is removed).
     fn logout(&self) -> Reply {
         let caps = self.scenario.agent_capabilities();
-        if caps.pointer("/auth/logout").is_none_or(Value::is_null) {
+        // v2: an agent with auth methods serves `auth/logout`.
+        let supported = match self.v2.load(Ordering::SeqCst) {
+            true => !self.scenario.auth_methods().is_empty(),
+            false => caps.pointer("/auth/logout").is_some_and(|v| !v.is_null()),
+        };
+        if !supported {
             return Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 "`logout` is not supported: the agent did not advertise auth.logout",

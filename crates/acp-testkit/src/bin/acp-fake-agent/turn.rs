@@ -15,6 +15,7 @@ use crate::wire::{ChunkLine, Reply};
 mod bench;
 mod client;
 mod misbehave;
+mod v2;
 
 use client::{Branches, ElicitBranches, TerminalRun};
 use misbehave::{flood_stderr, spawn_grandchild};
@@ -375,36 +376,7 @@ impl<'a> Player<'a> {
                 output,
                 exit_code,
                 delay_ms,
-            } => {
-                let terminal_id = format!("{tool_call_id}-terminal");
-                self.update(json!({
-                    "sessionUpdate": "tool_call",
-                    "toolCallId": tool_call_id,
-                    "title": command,
-                    "kind": "execute",
-                    "status": "in_progress",
-                    "rawInput": { "command": command },
-                    "content": [{ "type": "terminal", "terminalId": terminal_id }],
-                    "_meta": { "terminal_info": { "terminal_id": terminal_id } },
-                }));
-                for chunk in output {
-                    if delay_ms > 0 && self.cancel.sleep(Duration::from_millis(delay_ms)) {
-                        return Flow::End("cancelled".to_owned());
-                    }
-                    self.update(json!({
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": tool_call_id,
-                        "_meta": { "terminal_output_delta": { "terminal_id": terminal_id, "data": chunk } },
-                    }));
-                }
-                self.update(json!({
-                    "sessionUpdate": "tool_call_update",
-                    "toolCallId": tool_call_id,
-                    "status": if exit_code == 0 { "completed" } else { "failed" },
-                    "_meta": { "terminal_exit": { "terminal_id": terminal_id, "exit_code": exit_code, "signal": null } },
-                }));
-                Flow::Next
-            }
+            } => self.agent_terminal(&tool_call_id, &command, &output, exit_code, delay_ms),
             Step::SystemPrompt => {
                 let sp = self
                     .agent
@@ -695,7 +667,10 @@ impl<'a> Player<'a> {
         self.run(&steps)
     }
 
-    fn update(&self, update: Value) {
+    fn update(&self, mut update: Value) {
+        if self.agent.v2.load(std::sync::atomic::Ordering::SeqCst) {
+            v2::shape(&mut update);
+        }
         self.agent.notify_update(&self.session_id, update);
     }
 
