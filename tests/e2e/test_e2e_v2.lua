@@ -21,6 +21,17 @@ local function scenario(v2)
             content = { { type = "content", content = { type = "text", text = "notes body" } } },
           },
           { type = "requestPermission", toolCall = { toolCallId = "e1", title = "Edit notes", kind = "edit" } },
+          -- A command and an edit on disk: on v2 as `terminal_update`s and a
+          -- `git_patch` diff, on v1 as `_meta` output and old/new text (ids of
+          -- their own per turn, as agents give them).
+          {
+            type = "agentTerminal",
+            toolCallId = "run-{{turn}}",
+            command = "make check",
+            output = { "checking\n", "2 passed ✓\n" },
+            exitCode = 0,
+          },
+          { type = "writeDisk", path = "notes.txt", content = "one\nTWO\nthree\n", toolCallId = "w1-{{turn}}" },
           { type = "text", text = "All done." },
         },
         usage = { totalTokens = 1234, inputTokens = 1000, outputTokens = 234 },
@@ -75,6 +86,8 @@ T.test("a full v2 turn renders as the same turn on v1", function()
   setup()
   local bodies = {}
   for _, name in ipairs({ "on_v2", "on_v1", "v1_only" }) do
+    -- Each agent edits the same file from the same text.
+    vim.fn.writefile({ "one", "two", "three" }, dir .. "/notes.txt")
     local chat = T.open_chat(name, dir)
     T.eq("end_turn", T.turn(chat, "read the notes"), name .. " stop reason")
     T.eq("end_turn", T.turn(chat, "and again"), name .. " second turn")
@@ -84,6 +97,9 @@ T.test("a full v2 turn renders as the same turn on v1", function()
     T.contains(text, "✓ read · Read notes", name .. " tool call completed in place")
     T.contains(text, "notes body", name .. " tool content")
     T.contains(text, "All done.", name .. " text after the permission")
+    T.contains(text, "$ make check (exited 0)", name .. " the command and how it ended")
+    T.contains(text, "│ 2 passed ✓", name .. " the command's output")
+    T.contains(text, "± notes.txt +1 -1", name .. " the edit as a diff that opens")
     T.contains(text, "— end turn —", name .. " stop reason shown")
     bodies[name] = text
   end

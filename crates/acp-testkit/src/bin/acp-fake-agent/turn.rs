@@ -843,7 +843,12 @@ impl<'a> Player<'a> {
             tool_call["content"] =
                 json!([{ "type": "diff", "path": shown, "oldText": old_text, "newText": content }]);
         }
-        self.update(tool_call);
+        // v2: announced once written, so the client reading the file to
+        // recover the diff's old text never catches it half written.
+        let v2 = self.agent.v2.load(std::sync::atomic::Ordering::SeqCst) && torn.is_none();
+        if !v2 {
+            self.update(tool_call.clone());
+        }
         let written = match torn {
             Some((file, ms)) => {
                 std::thread::sleep(Duration::from_millis(ms));
@@ -867,6 +872,9 @@ impl<'a> Player<'a> {
                 "content": [text_content(&format!("could not write {shown}: {err}"))],
             }),
         };
+        if v2 {
+            self.update(tool_call);
+        }
         self.update(update);
     }
 }
