@@ -700,3 +700,52 @@ async fn cancelling_a_v2_turn_ends_it_cancelled_by_its_idle_state() {
     assert_eq!(stop.unwrap(), StopReason::Cancelled);
     assert_eq!(tool_call(&a.conn, &sid, "w").status, ToolStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn a_v2_diff_of_a_file_outside_the_workspace_is_not_read_and_shows_its_patch() {
+    // A file that exists and fits the patch, but outside the session's cwd:
+    // recovering its old text would hand its content to the chat.
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "new\n").unwrap();
+    let patch = format!(
+        "diff --git {p} {p}\n--- {p}\n+++ {p}\n@@ -1 +1 @@\n-old\n+new\n",
+        p = secret.display()
+    );
+    let inside_patch = "@@ -1 +1 @@\n-old\n+new\n";
+    let a = spawn(
+        json!({
+            "v2": true,
+            "turns": [{"steps": [
+                {"type": "update", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "x", "status": "completed",
+                    "content": [{"type": "diff", "changes": [{"operation": "modify", "path": secret}],
+                                 "patch": {"format": "git_patch", "text": patch}}]}},
+                {"type": "update", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "y", "status": "completed",
+                    "content": [{"type": "diff", "changes": [{"operation": "modify", "path": "{{cwd}}/in.txt"}],
+                                 "patch": {"format": "git_patch", "text": inside_patch}}]}}
+            ]}]
+        }),
+        v2_options(),
+    )
+    .await;
+    std::fs::write(a.dir.path().join("in.txt"), "new\n").unwrap();
+    a.conn.initialize().await.unwrap();
+    let sid = a
+        .conn
+        .new_session(SessionParams::new(a.dir.path()))
+        .await
+        .unwrap()
+        .session_id;
+    prompt(&a.conn, &sid, "go").await;
+    match &tool_call(&a.conn, &sid, "x").content[..] {
+        [ToolContent::Content { content }] => {
+            assert!(content.as_text().unwrap().contains("+new"), "{content:?}")
+        }
+        other => panic!("outside the workspace the patch stays text: {other:?}"),
+    }
+    // The same patch for a file inside is a diff (the control).
+    match &tool_call(&a.conn, &sid, "y").content[..] {
+        [ToolContent::Diff { old_text, .. }] => assert_eq!(old_text.as_deref(), Some("old\n")),
+        other => panic!("inside the workspace the diff is recovered: {other:?}"),
+    }
+}
