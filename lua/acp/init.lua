@@ -153,6 +153,11 @@ function M.open(opts)
   if opts.show ~= false then
     chat:show({ split = opts.split })
   end
+  if opts.load_session_id and require("acp.backlog").NEWEST_FIRST then
+    -- The end of the session at once, from the chat's own transcript of it;
+    -- the agent's replay is reconciled with it once whole (acp.tail).
+    require("acp.tail").draw(chat, opts.load_session_id)
+  end
   if not opts.background then
     start()
   end
