@@ -40,7 +40,7 @@ vim.cmd("qall!")
   return set
 end
 
-T.test(":Acp loads no module of tool calls, plans, subagents, mentions or the review", function()
+T.test(":Acp loads no module of tool calls, plans, subagents, mentions, the review or the backend", function()
   local loaded = loaded_by_acp()
   T.truthy(loaded["acp.chat"] and loaded["acp.transcript"], "the chat's own modules are loaded")
   for _, name in ipairs({
@@ -51,6 +51,10 @@ T.test(":Acp loads no module of tool calls, plans, subagents, mentions or the re
     "acp.review.render",
     "acp.review.actions",
     "acp.backlog",
+    -- Started after the window is drawn; finding the demo agent needs
+    -- neither (acp.binary).
+    "acp.backend",
+    "acp.build",
   }) do
     T.truthy(not loaded[name], name .. " waits for its first use")
   end
