@@ -265,17 +265,43 @@ local function run()
     if not ok then
       return fail(":Acp failed: " .. tostring(err))
     end
-    local chat = require("acp.chat").current()
-    if not chat then
-      return fail(":Acp opened no chat")
+    local function hook(chat)
+      chat_buf = chat.bufnr
+      local orig = chat.on_session_started
+      chat.on_session_started = function(self, ev)
+        orig(self, ev)
+        until_ready = false
+        ready_ms = ready_ms or (uv.hrtime() - t0) / 1e6
+      end
     end
-    chat_buf = chat.bufnr
-    local orig = chat.on_session_started
-    chat.on_session_started = function(self, ev)
-      orig(self, ev)
-      until_ready = false
-      ready_ms = ready_ms or (uv.hrtime() - t0) / 1e6
+    local loaded = package.loaded["acp.chat"]
+    local chat = loaded and loaded.current()
+    if chat then
+      -- A plugin that makes the chat in the command.
+      return hook(chat)
     end
+    -- The chat's windows are drawn first (acp.layout.frame) and the chat
+    -- made in them after the redraw: its buffer is the frame's.
+    for _, win in ipairs(api.nvim_list_wins()) do
+      if vim.wo[win].winbar:find("starting", 1, true) then
+        chat_buf = api.nvim_win_get_buf(win)
+      end
+    end
+    if not chat_buf then
+      return fail(":Acp drew no chat window")
+    end
+    local poll = assert(uv.new_timer())
+    poll:start(0, 1, function()
+      vim.schedule(function()
+        local mod = package.loaded["acp.chat"]
+        local c = mod and mod.of_buf and mod.of_buf(chat_buf)
+        if c and not poll:is_closing() then
+          poll:stop()
+          poll:close()
+          hook(c)
+        end
+      end)
+    end)
   end
   api.nvim_input(":Acp<CR>")
   wait_for_both()

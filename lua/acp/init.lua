@@ -197,6 +197,11 @@ function M.toggle()
       -- Quit right after `:Acp`: a chat made while Neovim exits hung it.
       return
     end
+    -- The backend boots while the chat's modules load (the chat's start
+    -- waits for the same greeting).
+    if config.agent(config.default_agent()) then
+      require("acp.backend").start_async(function() end)
+    end
     local opened = M.open({ background = true, frame = frame })
     if not opened then
       require("acp.layout").drop_frame(frame)
