@@ -175,8 +175,11 @@ end
 local st = medians("tui_startup", { "command_ms", "command_cpu_ms", "drawn_ms", "ready_ms", "require_ms" })
 -- The cheapest client in the same runs, interleaved (bench/tui_startup.lua).
 local sc = medians("tui_startup_cheap", { "command_ms", "command_cpu_ms", "drawn_ms", "ready_ms" })
+-- CodeCompanion.nvim's `:CodeCompanionChat` under COMPARE=1.
+local scc = medians("tui_startup_codecompanion", { "command_ms", "command_cpu_ms", "drawn_ms" })
 summary.startup = st
 summary.startup_cheap = sc
+summary.startup_codecompanion = scc
 if st then
   local cheap = sc
       and (" (cheapest client: returns %.1f ms, CPU %.1f ms, drawn %.1f ms, ready %.1f ms)"):format(
@@ -186,6 +189,14 @@ if st then
         sc.ready_ms
       )
     or ""
+  if scc then
+    cheap = cheap
+      .. (" (CodeCompanion.nvim's :CodeCompanionChat: returns %.1f ms, CPU %.1f ms, drawn %.1f ms)"):format(
+        scc.command_ms,
+        scc.command_cpu_ms,
+        scc.drawn_ms
+      )
+  end
   budget(
     "TUI :Acp returns in < 10 ms",
     st.command_ms < 10,

@@ -156,6 +156,11 @@ if [ "${COMPARE:-0}" = 1 ]; then
   else
     git -C "$cc" rev-parse --short HEAD >"$out/compare_commit_codecompanion.txt" 2>/dev/null || true
     COMPARE_DIR=$cc PLENARY_DIR=$plenary save_tui tui_codecompanion_20000_1 codecompanion 20000 || failed=1
+    # `:CodeCompanionChat` beside `:Acp` (bench/tui_startup.lua).
+    for i in $(seq 1 "${TUI_RUNS:-3}"); do
+      COMPARE_DIR=$cc PLENARY_DIR=$plenary ACP_BENCH_SCRIPT=bench/tui_startup.lua \
+        save_tui "tui_startup_codecompanion_$i" codecompanion 0 || failed=1
+    done
   fi
   if [ -z "$agentic" ]; then
     echo "bench: COMPARE=1: could not get agentic.nvim (no network?); pass AGENTIC_DIR=/path/to/agentic.nvim" >&2

@@ -137,7 +137,7 @@ api.nvim_set_decoration_provider(ns, {
 })
 
 local function finish()
-  if CLIENT ~= "cheap" then
+  if CLIENT == "acp" then
     pcall(require("acp.backend").stop)
   end
   write_out("RESULT " .. vim.json.encode({
@@ -220,7 +220,7 @@ local function wait_for_both()
       if timer:is_closing() then
         return
       end
-      if ready_ms and drawn_ms then
+      if (ready_ms or CLIENT == "codecompanion") and drawn_ms then
         timer:stop()
         timer:close()
         finish()
@@ -233,9 +233,67 @@ local function wait_for_both()
   end)
 end
 
+--- CodeCompanion.nvim (COMPARE_DIR, PLENARY_DIR: checkouts) set up as in a
+--- user's config, with the demo agent as its ACP adapter; `:CodeCompanionChat`
+--- typed. It connects to the agent at the first prompt, so only the
+--- command and the window are measured (`ready_ms` is left out).
+local function run_codecompanion()
+  local plugin_dir, plenary_dir = os.getenv("COMPARE_DIR") or "", os.getenv("PLENARY_DIR") or ""
+  if
+    vim.fn.isdirectory(plugin_dir .. "/lua/codecompanion") ~= 1
+    or vim.fn.isdirectory(plenary_dir .. "/lua/plenary") ~= 1
+  then
+    return fail("COMPARE_DIR and PLENARY_DIR must be checkouts of codecompanion.nvim and plenary.nvim")
+  end
+  local agent = require("acp.binary").plugin_binary("acp-fake-agent")
+  vim.opt.rtp:prepend(plenary_dir)
+  vim.opt.rtp:prepend(plugin_dir)
+  vim.cmd("runtime! plugin/codecompanion.lua")
+  require("codecompanion").setup({
+    adapters = {
+      acp = {
+        bench = function()
+          return require("codecompanion.adapters").extend("goose", {
+            name = "bench",
+            formatted_name = "Bench",
+            commands = { default = { agent } },
+          })
+        end,
+      },
+    },
+    interactions = { chat = { adapter = "bench" } },
+    strategies = { chat = { adapter = "bench" } },
+    opts = { log_level = "ERROR" },
+  })
+  api.nvim_create_user_command("BenchCC", function()
+    local wins = {}
+    for _, w in ipairs(api.nvim_list_wins()) do
+      wins[w] = true
+    end
+    t0 = uv.hrtime()
+    local c0 = thread_cpu_ms()
+    local ok, err = pcall(vim.cmd, "CodeCompanionChat")
+    command_ms = (uv.hrtime() - t0) / 1e6
+    command_cpu_ms = thread_cpu_ms() - c0
+    if not ok then
+      return fail(":CodeCompanionChat failed: " .. tostring(err))
+    end
+    for _, w in ipairs(api.nvim_list_wins()) do
+      if not wins[w] then
+        chat_buf = api.nvim_win_get_buf(w)
+      end
+    end
+    chat_buf = chat_buf or api.nvim_get_current_buf()
+  end, {})
+  api.nvim_input(":BenchCC<CR>")
+end
+
 local function run()
   if CLIENT == "cheap" then
     run_cheap()
+    return wait_for_both()
+  elseif CLIENT == "codecompanion" then
+    run_codecompanion()
     return wait_for_both()
   end
   -- The chat's buffer is not known before the command creates it.
