@@ -27,7 +27,7 @@ M.TURNS = 3
 M.MAX_RECORDS = 2000
 --- Bytes read first from the end of the file, then twice as many, up to
 --- `MAX_BYTES`: a long transcript is never read whole.
-M.FIRST_BYTES = 256 * 1024
+M.FIRST_BYTES = 64 * 1024
 M.MAX_BYTES = 8 * 1024 * 1024
 
 ---@class acp.TailDrawn

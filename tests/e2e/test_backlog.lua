@@ -424,6 +424,13 @@ T.test("hostile transcripts: another session's, another format, cut or garbled l
     T.eq(1, count(lines, "question " .. i), ("turn %d once"):format(i))
   end
   chat:close()
+  -- Turns longer than the first read: read again from further back.
+  tail.FIRST_BYTES = 64
+  chat, shown = open_load("tail-h3")
+  tail.FIRST_BYTES = 64 * 1024
+  T.contains(table.concat(shown, "\n"), "question 2", "three turns found reading back from the end")
+  T.not_contains(table.concat(shown, "\n"), "question 1", "and no more")
+  chat:close()
   -- A session id that would leave the directory names a file inside it.
   T.truthy(
     vim.startswith(history_mod.path_for("../../x", "../../../etc/passwd"), history_mod.dir() .. "/"),
