@@ -8,7 +8,10 @@
 -- and a table, a plan, a read with its output and an edit with a diff. The
 -- session is loaded (`session/load`: the agent replays it, the backend
 -- forwards it in event batches) while Neovim runs its event loop and redraws
--- as it would for a user. Measured from the load's start:
+-- as it would for a user. The chat's own transcript of the session is
+-- there, as for a session that ran in acp.nvim (ACP_BENCH_TRANSCRIPT=0: not),
+-- so its end is drawn from it at once (acp.tail). Measured from the load's
+-- start:
 --   last_turn_ms    the last turn's closing line drawn on screen
 --   ready_ms        the session ready (`session_started` handled: the
 --                   agent's replay all arrived, the last turn drawn)
@@ -19,7 +22,10 @@
 --   key_max_ms      longest wait of a key typed every 20 ms for its mapping
 --   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
 --   dispatch_max_ms longest call of an event batch from the backend
---   open_ms         the open() call (spawn of the agent, session/load sent)
+--   open_ms         the open() call (the end drawn from the transcript, the
+--                   spawn of the agent, session/load sent)
+--   tail_kept       what was drawn from the transcript stayed (the replay's
+--                   last turns said the same)
 --   nvim_cpu_s, backend_cpu_s, nvim_rss_mb, backend_rss_mb, lines
 -- then, once loaded (medians, each redrawn at once, `:redraw` included):
 --   chat_G_ms, chat_gg_ms, chat_ctrl_d_ms   motions in the transcript window
@@ -33,9 +39,15 @@ local uv = vim.uv
 local api = vim.api
 
 local root = vim.fn.getcwd()
-local release = root .. "/target/release/"
+-- ACP_BENCH_BIN_DIR: other binaries (a debug build, for a quick check).
+local release = os.getenv("ACP_BENCH_BIN_DIR") or (root .. "/target/release/")
 local plugin_root = (os.getenv("ACP_BENCH_PLUGIN") or "") ~= "" and os.getenv("ACP_BENCH_PLUGIN") or root
 local TURNS = tonumber(os.getenv("ACP_BENCH_TURNS")) or 200
+-- ACP_BENCH_TRANSCRIPT=0: no transcript of the session (an agent's session
+-- that never ran in acp.nvim): nothing can be drawn before the replay.
+local TRANSCRIPT = os.getenv("ACP_BENCH_TRANSCRIPT") ~= "0"
+local write_transcript
+local transcript_bytes
 local OUT = os.getenv("ACP_BENCH_OUT") or (root .. "/target/bench-results/tui_long.out")
 local AGENT = release .. "acp-fake-agent"
 
@@ -177,6 +189,7 @@ local function rss_mb(pid)
 end
 
 local t0, last_turn_ms, total_ms, open_ms, ready_ms
+local resets = 0
 local dispatch_max = 0
 local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
@@ -303,6 +316,9 @@ end
 local function finish(backend_pid, cpu0, bcpu0)
   local result = {
     turns = TURNS,
+    transcript = TRANSCRIPT,
+    transcript_bytes = transcript_bytes,
+    tail_kept = TRANSCRIPT and (resets == 0 and 1 or 0) or nil,
     lines = api.nvim_buf_line_count(chat.bufnr),
     last_turn_ms = last_turn_ms,
     ready_ms = ready_ms,
@@ -330,6 +346,64 @@ local function finish(backend_pid, cpu0, bcpu0)
   vim.cmd("qall!")
 end
 
+--- The chat's own transcript of the session, as the backend writes one for
+--- a session that ran in acp.nvim: the session's events as a chat gets them
+--- (taken from a load of it by another agent name, closed once the replay
+--- is whole), a turn end after each turn. Returns an error sentence.
+---@return string?
+write_transcript = function()
+  local events = require("acp.events")
+  local dispatch = events.dispatch
+  local captured, chat_id = {}, nil
+  events.dispatch = function(evs)
+    for _, ev in ipairs(evs or {}) do
+      if ev.type == "session" and ev.chat_id == chat_id then
+        local r = vim.deepcopy(ev)
+        r.chat_id = nil
+        captured[#captured + 1] = r
+      end
+    end
+    return dispatch(evs)
+  end
+  local c = require("acp").open({ agent = "long_capture", cwd = dir, load_session_id = "long", show = false })
+  chat_id = c and c.chat_id
+  local ok = c and vim.wait(60000, function()
+    return c.session_id ~= nil
+  end, 5)
+  events.dispatch = dispatch
+  if c then
+    c:close()
+  end
+  if not ok then
+    return "the capture load did not finish"
+  end
+  local lines = {
+    vim.json.encode({
+      type = "transcript",
+      version = require("acp.protocol").TRANSCRIPT_VERSION,
+      agent_name = "long",
+      session_id = "long",
+      cwd = dir,
+      opening = "new",
+      opened_at = os.time(),
+    }),
+    vim.json.encode({ type = "session_started", session_id = "long" }),
+  }
+  local turn_end = vim.json.encode({ type = "turn_ended", stop_reason = "end_turn" })
+  for i, r in ipairs(captured) do
+    local e = r.change and r.change.change == "entry_added" and r.change.entry
+    if i > 1 and type(e) == "table" and e.type == "user_message" then
+      lines[#lines + 1] = turn_end
+    end
+    lines[#lines + 1] = vim.json.encode(r)
+  end
+  lines[#lines + 1] = turn_end
+  local path = require("acp.history").path_for("long", "long")
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
+  vim.fn.writefile(lines, path)
+  transcript_bytes = vim.fn.getfsize(path)
+end
+
 local function run()
   vim.opt.rtp:prepend(plugin_root)
   dofile(plugin_root .. "/plugin/acp.lua")
@@ -347,7 +421,10 @@ local function run()
     end
   end
   require("acp").setup({
-    agents = { long = { cmd = { AGENT, "--scenario", scenario } } },
+    agents = {
+      long = { cmd = { AGENT, "--scenario", scenario } },
+      long_capture = { cmd = { AGENT, "--scenario", scenario } },
+    },
     backend = { cmd = { release .. "acp-nvim" } },
   })
   -- The backend runs before the clock starts (its start is measured by
@@ -361,6 +438,12 @@ local function run()
     return warm.session_id ~= nil
   end)
   warm:close()
+  if TRANSCRIPT then
+    local err = write_transcript()
+    if err then
+      return fail(err)
+    end
+  end
 
   local timer = assert(uv.new_timer())
   local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
@@ -374,10 +457,24 @@ local function run()
       dispatch_max = math.max(dispatch_max, (uv.hrtime() - t) / 1e6)
     end
   end
+  -- What was drawn from the transcript going (the replay differed: it is
+  -- drawn in its place) is counted: the bench expects it kept.
+  local Transcript = require("acp.transcript")
+  local reset = Transcript.reset
+  Transcript.reset = function(...)
+    resets = resets + 1
+    return reset(...)
+  end
   chat = require("acp").open({ agent = "long", cwd = dir, load_session_id = "long" })
   open_ms = (uv.hrtime() - t0) / 1e6
   if not chat then
     return fail("the load failed")
+  end
+  -- Drawn by open() itself when it came from the transcript.
+  for _, l in ipairs(api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)) do
+    if l:find(last_marker, 1, true) then
+      marker_in_buf = true
+    end
   end
   api.nvim_buf_attach(chat.bufnr, false, {
     on_lines = function(_, buf, _, first, _, last)

@@ -48,51 +48,12 @@ function M.log_file()
   return vim.fn.stdpath("log") .. "/acp.log"
 end
 
----@class acp.BackendSource
----@field kind "configured"|"downloaded"|"built"
----@field detail string where it is from, for messages and :checkhealth
-
---- The plugin's own backend or demo agent: of `<root>/bin/<name>` (installed
---- by :Acp build), `<root>/target/release/<name>` and
---- `<root>/target/debug/<name>` (cargo builds), the newest file. Newest, not a
---- fixed order: whichever the user made last (:Acp build after a pull, or a
---- cargo build after editing the Rust) is the one they expect to run.
+--- The plugin's own backend or demo agent (see acp.binary).
 ---@param name string "acp-nvim" or "acp-fake-agent"
 ---@param root? string plugin directory
 ---@return string? path, acp.BackendSource? source
 function M.plugin_binary(name, root)
-  root = root or util.plugin_root()
-  local build = require("acp.build")
-  local uv = vim.uv or vim.loop
-  local best, best_mtime, best_source
-  local candidates = {
-    { build.bin_dir(root), "downloaded" },
-    { root .. "/target/release", "built" },
-    { root .. "/target/debug", "built" },
-  }
-  for _, c in ipairs(candidates) do
-    local path = c[1] .. "/" .. name
-    local st = uv.fs_stat(path)
-    if st and vim.fn.executable(path) == 1 then
-      local mtime = st.mtime.sec + st.mtime.nsec / 1e9
-      if not best or mtime > best_mtime then
-        best, best_mtime = path, mtime
-        local detail
-        if c[2] == "downloaded" then
-          local marker = build.read_marker(c[1]) or {}
-          detail = ("downloaded by :Acp build (%s %s from %s)"):format(
-            tostring(marker.version or "unknown version"),
-            tostring(marker.target or "?"),
-            tostring(marker.url or "an unknown URL")
-          )
-        else
-          detail = "built with cargo into " .. c[1]
-        end
-        best_source = { kind = c[2], detail = detail }
-      end
-    end
-  end
-  return best, best_source
+  return require("acp.binary").plugin_binary(name, root)
 end
 
 --- The backend command and where it comes from: $ACP_BACKEND, else

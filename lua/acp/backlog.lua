@@ -35,9 +35,18 @@ local M = {}
 ---@field owner table<string, integer> what a change touches ("e:3", "t:call-1") -> number of the run that made it
 ---@field made integer runs numbered so far
 ---@field users integer user messages so far
+---@field timer? uv.uv_timer_t the quiet period (`QUIET_MS`)
 
 ---@type table<string, acp.Backlog> by chat id
 local held = {}
+---@type table<string, boolean> chats whose history was let go: nothing more is held
+local released = {}
+
+--- Milliseconds without a new change after which a held history is drawn
+--- although the agent has not answered the load: an agent that replays and
+--- never answers still shows the session. Changes that come later are drawn
+--- below it, in order.
+M.QUIET_MS = 500
 
 --- Tests set false to draw a loaded history in order (the reference the
 --- newest-first drawing must match line for line).
@@ -57,7 +66,7 @@ local CHAT_STATE = {
 ---@param chat_id string
 ---@return boolean
 function M.holding(chat_id)
-  return held[chat_id] ~= nil
+  return held[chat_id] ~= nil or (package.loaded["acp.tail"] ~= nil and package.loaded["acp.tail"].shown(chat_id))
 end
 
 --- Whether a `session` event of this chat would be held: the chat is still
@@ -65,10 +74,17 @@ end
 ---@param chat acp.Chat
 ---@return boolean
 function M.would_hold(chat)
-  if held[chat.chat_id] then
+  local id = chat.chat_id
+  if held[id] then
     return true
   end
-  return M.NEWEST_FIRST and chat.status == "opening" and chat.transcript.view.empty
+  if released[id] or chat.status ~= "opening" then
+    return false
+  end
+  -- The end of the session drawn from the transcript (acp.tail) waits for
+  -- the replay to be reconciled with.
+  local tail = package.loaded["acp.tail"]
+  return tail ~= nil and tail.shown(id) or (M.NEWEST_FIRST and chat.transcript.view.empty)
 end
 
 --- What a change touches by id, for the rule that a run draws only what it
@@ -190,6 +206,16 @@ function M.hold(chat, change)
     b.owner[k] = b.made
   end
   run.changes[#run.changes + 1] = change
+  -- Drawn after a quiet period if the agent never answers the load.
+  b.timer = b.timer or assert(vim.uv.new_timer())
+  b.timer:start(M.QUIET_MS, 0, function()
+    vim.schedule(function()
+      local chat_of = require("acp.chat").get(chat.chat_id)
+      if held[chat.chat_id] == b and chat_of then
+        M.release(chat_of)
+      end
+    end)
+  end)
   return true
 end
 
@@ -309,24 +335,38 @@ end
 --- Let go of a chat's held history: its last run queued (acp.replay) to be
 --- drawn at the tail now, ahead of whatever the chat gets next, and the
 --- older runs queued newest first to be drawn above it behind everything.
+--- When the end of the session was drawn from the chat's transcript
+--- (acp.tail), the runs that say the same are not drawn again: the older
+--- ones go above what is shown. Later changes of the chat are not held.
 ---@param chat acp.Chat
 function M.release(chat)
   local b = held[chat.chat_id]
   held[chat.chat_id] = nil
-  if not b or #b.runs == 0 then
+  released[chat.chat_id] = true
+  if b and b.timer then
+    b.timer:stop()
+    b.timer:close()
+    b.timer = nil
+  end
+  local runs = b and b.runs or {}
+  local tail = package.loaded["acp.tail"]
+  local older = tail and tail.reconcile(chat, runs, b and b.users or 0) or #runs
+  if #runs == 0 then
     return
   end
   local replay = require("acp.replay")
-  local runs = b.runs
-  local last = runs[#runs]
   local t = chat.transcript
-  -- The state drawing every run before it in order would have left.
-  t.turn = last.turn
-  t.side = #runs > 1 and "agent" or nil
-  for _, change in ipairs(last.changes) do
-    replay.push(chat.chat_id, draw_tail, chat, change)
+  if older == #runs then
+    local last = runs[#runs]
+    -- The state drawing every run before it in order would have left.
+    t.turn = last.turn
+    t.side = #runs > 1 and "agent" or nil
+    for _, change in ipairs(last.changes) do
+      replay.push(chat.chat_id, draw_tail, chat, change)
+    end
+    older = #runs - 1
   end
-  for i = #runs - 1, 1, -1 do
+  for i = older, 1, -1 do
     local run = runs[i]
     ---@type acp.BacklogJob
     local job = {
@@ -343,7 +383,7 @@ function M.release(chat)
     }
     replay.push_behind(chat.chat_id, draw_older, job)
   end
-  if #runs > 1 then
+  if older > 0 then
     -- The folds of the older turns' thoughts, once they are all drawn.
     replay.push_behind(chat.chat_id, make_folds, chat)
   end
@@ -360,7 +400,16 @@ end
 --- Drop a chat's held history (the chat is gone).
 ---@param chat_id string
 function M.drop(chat_id)
+  local b = held[chat_id]
+  if b and b.timer then
+    b.timer:stop()
+    b.timer:close()
+  end
   held[chat_id] = nil
+  released[chat_id] = nil
+  if package.loaded["acp.tail"] then
+    package.loaded["acp.tail"].drop(chat_id)
+  end
 end
 
 return M

@@ -99,7 +99,7 @@ end
 ---@param root? string plugin directory
 ---@return string
 function M.bin_dir(root)
-  return (root or util.plugin_root()) .. "/bin"
+  return require("acp.binary").bin_dir(root)
 end
 
 --- What `:Acp build` installed in `dir`, or nil.

@@ -131,24 +131,28 @@ local function set_filetype_keeping_ours(buf, ft)
 end
 
 ---@param name string
----@param ft? string
-local function scratch(name, ft)
-  local buf = api.nvim_create_buf(false, true)
-  vim.bo[buf].buftype = "nofile"
-  vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].swapfile = false
-  pcall(api.nvim_buf_set_name, buf, name)
-  if ft then
-    vim.bo[buf].filetype = ft
+---@param buf? integer a buffer made already (acp.layout's frame)
+---@return integer
+local function scratch(name, buf)
+  if not (buf and api.nvim_buf_is_valid(buf)) then
+    buf = api.nvim_create_buf(false, true)
+    vim.bo[buf].buftype = "nofile"
+    vim.bo[buf].bufhidden = "hide"
+    vim.bo[buf].swapfile = false
   end
+  -- Naming a buffer runs BufFilePost, which only file plugins listen to
+  -- (Neovim's editorconfig loads and reads the disk for it): a name of
+  -- ours is no file.
+  pcall(vim.cmd, ("noautocmd call nvim_buf_set_name(%d, %s)"):format(buf, vim.fn.string(name)))
   return buf
 end
 
 --- Create a chat (buffers, no windows, not started).
 ---@param agent acp.ResolvedAgent
 ---@param cwd string absolute directory
+---@param frame? acp.Frame buffers drawn already (acp.layout.frame), taken
 ---@return acp.Chat
-function M.create(agent, cwd)
+function M.create(agent, cwd, frame)
   counter = counter + 1
   local n = counter
   local self = setmetatable({
@@ -165,7 +169,17 @@ function M.create(agent, cwd)
   -- Not "markdown": its regex syntax (and a user's treesitter FileType
   -- autocommand) would parse the whole transcript on every redraw; the
   -- transcript draws its own markdown, incrementally (acp.markdown).
-  self.bufnr = scratch("acp://chat/" .. n, "acpchat")
+  self.bufnr = scratch("acp://chat/" .. n, frame and frame.bufnr)
+  -- The filetype once the window is drawn (a timer runs after the redraw
+  -- that follows the command): setting it searches the runtime path for
+  -- its syntax, ftplugin and indent files and runs the user's FileType
+  -- autocommands (a treesitter start), 2-20 ms of `:Acp` with an ordinary
+  -- config.
+  vim.defer_fn(function()
+    if api.nvim_buf_is_valid(self.bufnr) and vim.bo[self.bufnr].filetype == "" then
+      vim.bo[self.bufnr].filetype = "acpchat"
+    end
+  end, 0)
   -- With 'breakindentopt' list:-1 (acp.view), a wrapped line of tool output
   -- (`  │ ...`) or of a list item continues under its text.
   vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
@@ -176,7 +190,7 @@ function M.create(agent, cwd)
   -- autocommand starting treesitter): set once the session started
   -- (acp.events), off the `:Acp` path and after the agent's answer instead
   -- of in front of it; after a second when no session starts.
-  self.prompt_buf = scratch("acp://prompt/" .. n)
+  self.prompt_buf = scratch("acp://prompt/" .. n, frame and frame.prompt_buf)
   self.prompt_ft = "markdown"
   vim.defer_fn(function()
     self:set_prompt_filetype()

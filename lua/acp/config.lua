@@ -165,7 +165,7 @@ M.options = vim.deepcopy(M.defaults)
 --- release build would put it.
 ---@return string
 function M.demo_agent_path()
-  return require("acp.backend").plugin_binary("acp-fake-agent")
+  return require("acp.binary").plugin_binary("acp-fake-agent")
     or (util.plugin_root() .. "/target/release/acp-fake-agent")
 end
 

@@ -20,6 +20,29 @@ function M.dir()
   return vim.fn.stdpath("state") .. "/acp/transcripts"
 end
 
+--- A name as the backend puts it in a path (`transcript::path_for`): kept
+--- to `[A-Za-z0-9._-]`, one `_` per other character (not per byte: the
+--- backend counts UTF-8 characters), never empty or hidden.
+---@param s string
+---@return string
+local function safe_name(s)
+  s = s:gsub("[%z\1-\127\192-\255][\128-\191]*", function(c)
+    return c:match("^[A-Za-z0-9._-]$") and c or "_"
+  end)
+  if s == "" or s:sub(1, 1) == "." then
+    s = "_" .. s
+  end
+  return s
+end
+
+--- The file the backend writes a session's transcript to.
+---@param agent_name string
+---@param session_id string
+---@return string
+function M.path_for(agent_name, session_id)
+  return ("%s/%s/%s.jsonl"):format(M.dir(), safe_name(agent_name), safe_name(session_id))
+end
+
 ---@class acp.TranscriptInfo
 ---@field path string
 ---@field agent_name string
@@ -28,9 +51,10 @@ end
 ---@field title? string the session title, else the first line of the first prompt
 ---@field updated_at string ISO 8601 UTC time of the last write
 
+--- A line of a transcript file as a record (nil: not a JSON object).
 ---@param line string
 ---@return table?
-local function decode(line)
+function M.decode(line)
   local ok, v = pcall(vim.json.decode, line, { luanil = { object = true, array = true } })
   if ok and type(v) == "table" then
     return v
@@ -59,13 +83,13 @@ function M.info(path)
   if not ok or #lines == 0 then
     return nil
   end
-  local header = decode(lines[1])
+  local header = M.decode(lines[1])
   if not header or header.type ~= "transcript" or type(header.session_id) ~= "string" then
     return nil
   end
   local title, prompt
   for i = 2, #lines do
-    local r = decode(lines[i])
+    local r = M.decode(lines[i])
     local change = r and r.type == "session" and r.change
     if type(change) == "table" then
       if change.change == "info_changed" and type(change.title) == "string" then
@@ -111,10 +135,22 @@ end
 ---@field chat acp.Chat
 ---@field headers integer openings seen
 ---@field version any format version of the current opening
+---@field tail? boolean the end of a session drawn while the agent replays it (acp.tail): only the conversation
 
+--- Chat state changes (Chat:on_session_change): not the conversation.
+local CHAT_STATE = {
+  mode_changed = true,
+  modes_changed = true,
+  config_options_changed = true,
+  commands_changed = true,
+  usage_changed = true,
+  info_changed = true,
+}
+
+--- Render one record of a transcript into the player's chat.
 ---@param player acp.TranscriptPlayer
 ---@param record table
-local function play(player, record)
+function M.play(player, record)
   local chat = player.chat
   local protocol = require("acp.protocol")
   if record.type == "transcript" then
@@ -122,6 +158,19 @@ local function play(player, record)
   end
   local r = protocol.decode_record(record, player.version)
   local t = r.type
+  if player.tail then
+    -- Drawn as the agent's replay of the same turns draws them (which it
+    -- then stands for, acp.tail): the conversation only, without what only
+    -- the live chat showed (turn ends, usage, permission notes, errors).
+    local change = t == "session" and r.change or {}
+    if t == "transcript" then
+      -- Another opening: its entries may be numbered from 0 again.
+      chat.transcript:forget_entries()
+    elseif t == "session" and not CHAT_STATE[change.change] and change.change ~= "turn_usage" then
+      chat:on_session_change(change)
+    end
+    return
+  end
   if t == "transcript" then
     player.headers = player.headers + 1
     if player.headers > 1 then
@@ -169,9 +218,9 @@ local function replay(chat, lines, done)
   local player = { chat = chat, headers = 0, version = require("acp.protocol").TRANSCRIPT_VERSION }
   local i = 1
   local function step()
-    local r = decode(lines[i])
+    local r = M.decode(lines[i])
     if r then
-      play(player, r)
+      M.play(player, r)
     end
     i = i + 1
     return i <= #lines
@@ -202,7 +251,7 @@ function M.open_readonly(path, opts)
   end
   local header
   for _, line in ipairs(lines) do
-    header = decode(line)
+    header = M.decode(line)
     if header then
       break
     end

@@ -53,6 +53,7 @@ end
 ---@field resume_session_id? string continue a stored session with session/resume (no replay)
 ---@field additional_directories? string[] more workspace directories of the session (see :help acp-dirs)
 ---@field background? boolean start the backend and the session after returning (the chat is drawn first, its winbar says "starting…"); what `:Acp` does. Default: started before returning
+---@field frame? acp.Frame windows drawn already for the chat (acp.layout.frame, what `:Acp` does)
 
 --- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
 --- the session has started; filled in by the `session_started` event).
@@ -148,10 +149,17 @@ function M.open(opts)
       end)
     end, 0)
   end
-  chat = require("acp.chat").create(agent, cwd)
+  chat = require("acp.chat").create(agent, cwd, opts.frame)
   chat.additional_directories = dirs
-  if opts.show ~= false then
+  if opts.frame then
+    require("acp.layout").adopt(chat)
+  elseif opts.show ~= false then
     chat:show({ split = opts.split })
+  end
+  if opts.load_session_id and require("acp.backlog").NEWEST_FIRST then
+    -- The end of the session at once, from the chat's own transcript of it;
+    -- the agent's replay is reconciled with it once whole (acp.tail).
+    require("acp.tail").draw(chat, opts.load_session_id)
   end
   if not opts.background then
     start()
@@ -159,15 +167,46 @@ function M.open(opts)
   return chat
 end
 
+---@type acp.Frame? the windows of a chat `toggle` is creating
+local framed
+
 --- Show or hide the current chat; open one with the default agent when there
---- is none.
+--- is none: its windows at once (acp.layout.frame), the chat in them once
+--- they are drawn. `:Acp` then loads a third of the modules it did and
+--- returns in a few milliseconds (issue #30); the rest loads while the
+--- backend starts.
 function M.toggle()
-  local chat = require("acp.chat").current()
+  local loaded = package.loaded["acp.chat"]
+  local chat = loaded and loaded.current()
   if chat then
     chat:toggle()
-  else
-    M.open({ background = true })
+    return
   end
+  if framed then
+    for _, win in ipairs(vim.fn.win_findbuf(framed.prompt_buf)) do
+      vim.api.nvim_set_current_win(win)
+      return
+    end
+  end
+  local frame = require("acp.layout").frame(config.default_agent())
+  framed = frame
+  -- A timer, not vim.schedule: it runs after the redraw (see open()).
+  vim.defer_fn(function()
+    framed = nil
+    if vim.v.exiting ~= vim.NIL then
+      -- Quit right after `:Acp`: a chat made while Neovim exits hung it.
+      return
+    end
+    -- The backend boots while the chat's modules load (the chat's start
+    -- waits for the same greeting).
+    if config.agent(config.default_agent()) then
+      require("acp.backend").start_async(function() end)
+    end
+    local opened = M.open({ background = true, frame = frame })
+    if not opened then
+      require("acp.layout").drop_frame(frame)
+    end
+  end, 0)
 end
 
 --- Send text to the current chat.

@@ -3,7 +3,6 @@
 
 local api = vim.api
 local config = require("acp.config")
-local View = require("acp.view")
 
 local M = {}
 
@@ -35,7 +34,7 @@ end
 ---@param twin integer
 ---@param pwin integer
 local function finish(chat, twin, pwin)
-  View.setup_window(twin)
+  require("acp.view").setup_window(twin)
   vim.wo[pwin][0].number = false
   vim.wo[pwin][0].relativenumber = false
   vim.wo[pwin][0].signcolumn = "no"
@@ -83,6 +82,63 @@ local function replace_visible(chat)
   return false
 end
 
+--- Open the transcript and prompt windows of the configured layout for two
+--- buffers; the prompt's is the current window.
+---@param bufnr integer
+---@param prompt_buf integer
+---@param name string the agent, for a float's title
+---@return integer twin, integer pwin
+local function open_wins(bufnr, prompt_buf, name)
+  local twin, pwin
+  local layout = config.options.layout
+  local input_h = math.max(1, math.floor(layout.input_height))
+  if layout.position == "float" then
+    local w = size(layout.width, vim.o.columns)
+    local h = size(layout.height, vim.o.lines - 2)
+    local th = math.max(1, h - input_h - 2)
+    local row = math.max(0, math.floor((vim.o.lines - h) / 2) - 1)
+    local col = math.max(0, math.floor((vim.o.columns - w) / 2))
+    twin = api.nvim_open_win(bufnr, false, {
+      relative = "editor",
+      row = row,
+      col = col,
+      width = w,
+      height = th,
+      border = "rounded",
+      title = " acp: " .. name .. " ",
+    })
+    pwin = api.nvim_open_win(prompt_buf, true, {
+      relative = "editor",
+      row = row + th + 2,
+      col = col,
+      width = w,
+      height = input_h,
+      border = "rounded",
+      title = " prompt ",
+    })
+  else
+    if layout.position == "tab" then
+      vim.cmd("tabnew")
+      local empty = api.nvim_get_current_buf()
+      api.nvim_win_set_buf(0, bufnr)
+      if api.nvim_buf_get_name(empty) == "" and not vim.bo[empty].modified then
+        pcall(api.nvim_buf_delete, empty, {})
+      end
+    else
+      vim.cmd((layout.position == "left" and "topleft" or "botright") .. " vsplit")
+      api.nvim_win_set_buf(0, bufnr)
+      api.nvim_win_set_width(0, size(layout.width, vim.o.columns))
+    end
+    twin = api.nvim_get_current_win()
+    vim.cmd("belowright split")
+    pwin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(pwin, prompt_buf)
+    api.nvim_win_set_height(pwin, input_h)
+    vim.wo[pwin][0].winfixheight = true
+  end
+  return twin, pwin
+end
+
 --- Show the chat windows in the current tab (or focus them when shown). A
 --- chat shown in this tab gives its windows to this one (it keeps running;
 --- `:Acp chats` brings it back) unless `opts.split` asks for windows of its
@@ -122,53 +178,8 @@ function M.show(chat, opts)
   if not opts.split and replace_visible(chat) then
     return
   end
-  local layout = config.options.layout
-  local input_h = math.max(1, math.floor(layout.input_height))
-  if layout.position == "float" then
-    local w = size(layout.width, vim.o.columns)
-    local h = size(layout.height, vim.o.lines - 2)
-    local th = math.max(1, h - input_h - 2)
-    local row = math.max(0, math.floor((vim.o.lines - h) / 2) - 1)
-    local col = math.max(0, math.floor((vim.o.columns - w) / 2))
-    twin = api.nvim_open_win(chat.bufnr, false, {
-      relative = "editor",
-      row = row,
-      col = col,
-      width = w,
-      height = th,
-      border = "rounded",
-      title = " acp: " .. chat.agent.name .. " ",
-    })
-    pwin = api.nvim_open_win(chat.prompt_buf, true, {
-      relative = "editor",
-      row = row + th + 2,
-      col = col,
-      width = w,
-      height = input_h,
-      border = "rounded",
-      title = " prompt ",
-    })
-  else
-    if layout.position == "tab" then
-      vim.cmd("tabnew")
-      local empty = api.nvim_get_current_buf()
-      api.nvim_win_set_buf(0, chat.bufnr)
-      if api.nvim_buf_get_name(empty) == "" and not vim.bo[empty].modified then
-        pcall(api.nvim_buf_delete, empty, {})
-      end
-    else
-      vim.cmd((layout.position == "left" and "topleft" or "botright") .. " vsplit")
-      api.nvim_win_set_buf(0, chat.bufnr)
-      api.nvim_win_set_width(0, size(layout.width, vim.o.columns))
-    end
-    twin = api.nvim_get_current_win()
-    vim.cmd("belowright split")
-    pwin = api.nvim_get_current_win()
-    api.nvim_win_set_buf(pwin, chat.prompt_buf)
-    api.nvim_win_set_height(pwin, input_h)
-    vim.wo[pwin][0].winfixheight = true
-  end
-  finish(chat, twin, pwin)
+  local twin2, pwin2 = open_wins(chat.bufnr, chat.prompt_buf, chat.agent.name)
+  finish(chat, twin2, pwin2)
 end
 
 --- The chat windows of every tab page fitted to the new size of the
@@ -258,6 +269,69 @@ api.nvim_create_autocmd("WinClosed", {
     end)
   end,
 })
+
+---@class acp.Frame
+---@field bufnr integer the transcript's buffer, for the chat to take
+---@field prompt_buf integer the prompt's
+
+--- The windows of a chat about to be created, drawn before it (`:Acp`: the
+--- chat's modules load after the first redraw, issue #30): two empty
+--- buffers in the configured layout, the prompt current and in Insert mode,
+--- the transcript's winbar saying the agent is starting. Chat.create takes
+--- the buffers, `adopt` the windows.
+---@param name string the agent
+---@return acp.Frame
+function M.frame(name)
+  local function buf()
+    local b = api.nvim_create_buf(false, true)
+    vim.bo[b].buftype = "nofile"
+    vim.bo[b].bufhidden = "hide"
+    vim.bo[b].swapfile = false
+    return b
+  end
+  local frame = { bufnr = buf(), prompt_buf = buf() }
+  local twin, pwin = open_wins(frame.bufnr, frame.prompt_buf, name)
+  vim.wo[twin][0].winbar = (" acp: %s · starting…"):format(name:gsub("%%", "%%%%"))
+  vim.wo[pwin][0].number = false
+  vim.wo[pwin][0].relativenumber = false
+  vim.wo[pwin][0].signcolumn = "no"
+  api.nvim_set_current_win(pwin)
+  vim.cmd("startinsert!")
+  return frame
+end
+
+--- The frame's windows and buffers go (the chat could not be created).
+---@param frame acp.Frame
+function M.drop_frame(frame)
+  for _, b in ipairs({ frame.prompt_buf, frame.bufnr }) do
+    for _, win in ipairs(vim.fn.win_findbuf(b)) do
+      pcall(api.nvim_win_close, win, true)
+    end
+    pcall(api.nvim_buf_delete, b, { force = true })
+  end
+end
+
+--- Set up the windows of a frame for the chat that took its buffers (or
+--- show the chat when they were closed meanwhile).
+---@param chat acp.Chat
+function M.adopt(chat)
+  require("acp.chat").last_id = chat.chat_id
+  local twin, pwin = wins_in_tab(chat)
+  if twin and pwin then
+    -- Typed meanwhile: the prompt keeps it and the cursor stays.
+    local typed = api.nvim_buf_line_count(chat.prompt_buf) > 1
+      or (api.nvim_buf_get_lines(chat.prompt_buf, 0, 1, false)[1] or "") ~= ""
+    if typed then
+      require("acp.view").setup_window(twin)
+      api.nvim_win_set_cursor(twin, { api.nvim_buf_line_count(chat.bufnr), 0 })
+      chat:update_winbar()
+    else
+      finish(chat, twin, pwin)
+    end
+  else
+    M.show(chat)
+  end
+end
 
 --- Close the chat windows (all tabs); the chat keeps running.
 ---@param chat acp.Chat

@@ -730,6 +730,19 @@ function Transcript:diff_at(row)
   return best and best[2]
 end
 
+--- Show nothing again: every block goes, with what it knew (acp.tail:
+--- the end of a session drawn from the transcript, which the agent's
+--- replay did not confirm).
+function Transcript:reset()
+  self:forget_entries()
+  self.thinking = nil
+  self.turn = 0
+  self.after_header = false
+  self.prompt_turn = nil
+  self.prompt_blocks = nil
+  self.view:clear()
+end
+
 --- Forget which blocks show which entries and tool calls (the text stays):
 --- a new session numbers its entries from 0 and may reuse tool call ids.
 function Transcript:forget_entries()

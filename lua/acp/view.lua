@@ -418,6 +418,25 @@ function View:front_close()
   end
 end
 
+--- Every block goes: the buffer holds one empty line again, with no marks
+--- or folds.
+function View:clear()
+  if not self:valid() then
+    return
+  end
+  self:begin()
+  api.nvim_buf_clear_namespace(self.buf, -1, 0, -1)
+  api.nvim_buf_set_lines(self.buf, 0, -1, false, {})
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    api.nvim_win_call(win, function()
+      vim.cmd("silent! normal! zE")
+    end)
+  end
+  self.blocks, self.foldable, self.grown, self.md_dirty = {}, {}, {}, {}
+  self.folds_waiting, self.front, self.fronting = nil, nil, nil
+  self.empty = true
+end
+
 --- Draw rows of a block as markdown now, once (a tool call's text content:
 --- the block is drawn whole on every change, nothing streams into it).
 ---@param block acp.Block

@@ -195,4 +195,250 @@ T.test("an agent appending to the first turn's message from every turn gets one 
   T.eq(0, behind, "one run: nothing older to draw above it")
 end)
 
+T.test("an agent that replays and never answers the load: the history is drawn after a quiet period", function()
+  local changes = history(6)
+  local want = draw(changes, false).lines
+  backlog.QUIET_MS = 50
+  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+  local evs = {}
+  for _, c in ipairs(changes) do
+    evs[#evs + 1] = { type = "session", chat_id = chat.chat_id, change = c }
+  end
+  -- Only the replay's first five turns so far, and no answer.
+  local cut = 0
+  for i, c in ipairs(changes) do
+    if c.change == "entry_added" and c.entry.type == "user_message" and c.entry.content[1].text == "question 6" then
+      cut = i - 1
+      break
+    end
+  end
+  events.dispatch(vim.list_slice(evs, 1, cut))
+  T.eq(true, chat.transcript.view.empty, "held while the replay comes")
+  T.wait(function()
+    return T.text(chat.bufnr):find("question 1", 1, true) ~= nil and not replay.filling(chat.chat_id)
+  end, "the held history drawn without an answer")
+  T.eq("opening", chat.status, "the agent still has not answered")
+  -- The rest of the replay comes late: below, in order.
+  events.dispatch(vim.list_slice(evs, cut + 1))
+  T.wait(function()
+    return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+  end, "the rest drawn")
+  T.eq(want, T.lines(chat.bufnr), "the same lines as the whole history drawn in order")
+  backlog.QUIET_MS = 500
+  chat:close()
+end)
+
+-- The end of a session drawn from the client's transcript while the agent
+-- replays it (acp.tail).
+
+local tail = require("acp.tail")
+local history_mod = require("acp.history")
+
+--- Write a transcript of `changes` for session `id` of agent "demo", as
+--- the backend writes one: a header, `session_started`, the changes with a
+--- `turn_ended` after each turn.
+---@param id string
+---@param changes table[]
+---@param header? table fields of the header to change
+local function write_transcript(id, changes, header)
+  local h = { type = "transcript", version = 2, agent_name = "demo", session_id = id, opening = "new", opened_at = 0 }
+  for k, v in pairs(header or {}) do
+    h[k] = v
+  end
+  local lines = { vim.json.encode(h), vim.json.encode({ type = "session_started", session_id = id }) }
+  for i, c in ipairs(changes) do
+    if i > 1 and c.change == "entry_added" and c.entry.type == "user_message" then
+      lines[#lines + 1] = vim.json.encode({ type = "turn_ended", stop_reason = "end_turn" })
+    end
+    lines[#lines + 1] = vim.json.encode({ type = "session", change = c })
+  end
+  lines[#lines + 1] = vim.json.encode({ type = "turn_ended", stop_reason = "end_turn" })
+  local path = history_mod.path_for("demo", id)
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
+  vim.fn.writefile(lines, path)
+end
+
+--- The replay cut differently from the live stream: each text append in two.
+local function rechunked(changes)
+  local out = {}
+  for _, c in ipairs(changes) do
+    local t = c.change == "text_appended" and c.content.text
+    if t and #t > 1 then
+      local half = math.floor(#t / 2)
+      out[#out + 1] = { change = "text_appended", index = c.index, content = text(t:sub(1, half)) }
+      out[#out + 1] = { change = "text_appended", index = c.index, content = text(t:sub(half + 1)) }
+    else
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+--- Open a chat loading session `id`; returns it and the lines it showed
+--- at once (before any event).
+local function open_load(id)
+  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = id }))
+  -- How often what was drawn went (acp.tail: the replay differed).
+  chat.resets = 0
+  local reset = chat.transcript.reset
+  chat.transcript.reset = function(...)
+    chat.resets = chat.resets + 1
+    return reset(...)
+  end
+  return chat, T.lines(chat.bufnr)
+end
+
+--- The agent replays `changes` (answering the load unless `no_answer`);
+--- waits until everything is drawn.
+local function replay_into(chat, changes, no_answer)
+  local evs = {}
+  for _, c in ipairs(changes) do
+    evs[#evs + 1] = { type = "session", chat_id = chat.chat_id, change = c }
+  end
+  if not no_answer then
+    evs[#evs + 1] = {
+      type = "session_started",
+      chat_id = chat.chat_id,
+      session_id = "s-" .. chat.chat_id,
+      agent_name = "demo",
+      capabilities = {},
+    }
+  end
+  events.dispatch(evs)
+  T.wait(function()
+    return not tail.shown(chat.chat_id)
+      and not backlog.holding(chat.chat_id)
+      and not replay.pending(chat.chat_id)
+      and not replay.filling(chat.chat_id)
+  end, "the replay reconciled and drawn")
+end
+
+--- Lines of the lines `lines` that are `line`.
+local function count(lines, line)
+  local n = 0
+  for _, l in ipairs(lines) do
+    n = n + (l == line and 1 or 0)
+  end
+  return n
+end
+
+T.test(
+  "the end of a session is drawn from its transcript at once; the replay saying the same adds only the older turns",
+  function()
+    local changes = history(6)
+    write_transcript("tail-same", changes)
+    local want = draw(changes, false).lines
+    local chat, shown = open_load("tail-same")
+    local text_now = table.concat(shown, "\n")
+    T.contains(text_now, "question 6", "the last turn on screen before any event")
+    T.contains(text_now, "question 4", "the last three turns")
+    T.not_contains(text_now, "question 3", "not more")
+    T.not_contains(text_now, "— end turn —", "drawn as the replay draws it: the conversation only")
+    replay_into(chat, rechunked(changes))
+    local lines = T.lines(chat.bufnr)
+    T.eq(shown, vim.list_slice(lines, #lines - #shown + 1), "what was drawn stays, unmoved, at the end")
+    T.eq(want, lines, "the whole history as the replay drawn in order: every turn once")
+    T.eq(0, chat.resets, "the replay's last turns were not drawn again")
+    T.eq(6, chat.transcript.turn, "the chat counts every turn")
+    chat:close()
+  end
+)
+
+T.test(
+  "a replay that differs from the transcript's end (the session went on elsewhere) is drawn in its place",
+  function()
+    local changes = history(6)
+    write_transcript("tail-more", changes)
+    local want7 = draw(history(7), false).lines
+    local chat, shown = open_load("tail-more")
+    T.contains(table.concat(shown, "\n"), "question 6", "the transcript's end drawn")
+    replay_into(chat, history(7))
+    T.eq(want7, T.lines(chat.bufnr), "exactly the replay, drawn as in order: nothing twice, nothing lost")
+    T.eq(1, chat.resets, "what was drawn went")
+    chat:close()
+
+    -- The agent's last answer differs from the transcript's (the transcript
+    -- lost its last write).
+    local other = history(6)
+    for _, c in ipairs(other) do
+      if c.change == "text_appended" and c.content.text:find("local x = 6", 1, true) then
+        c.content = text("Some other text.\n")
+      end
+    end
+    local want_other = draw(other, false).lines
+    chat = open_load("tail-more")
+    replay_into(chat, other)
+    T.eq(want_other, T.lines(chat.bufnr), "the replay's version, drawn in place")
+    T.eq(1, chat.resets, "what was drawn went")
+    chat:close()
+  end
+)
+
+T.test("the transcript's end is reconciled when the agent never answers; kept when it replays nothing", function()
+  local changes = history(5)
+  write_transcript("tail-quiet", changes)
+  backlog.QUIET_MS = 50
+  local chat, shown = open_load("tail-quiet")
+  replay_into(chat, changes, true)
+  local lines = T.lines(chat.bufnr)
+  T.eq(shown, vim.list_slice(lines, #lines - #shown + 1), "what was drawn stays")
+  T.eq(0, chat.resets, "and was not drawn again")
+  T.eq(draw(changes, false).lines, lines, "the whole history as in order")
+  for i = 1, 5 do
+    T.eq(1, count(lines, "question " .. i), ("turn %d once"):format(i))
+  end
+  backlog.QUIET_MS = 500
+  chat:close()
+
+  chat, shown = open_load("tail-quiet")
+  replay_into(chat, {})
+  T.eq(shown, T.lines(chat.bufnr), "an agent that replays nothing: the transcript's end stays")
+  chat:close()
+end)
+
+T.test("hostile transcripts: another session's, another format, cut or garbled lines", function()
+  local changes = history(4)
+  -- The file at the session's path names another session.
+  write_transcript("tail-h1", changes, { session_id = "someone-else" })
+  local chat, shown = open_load("tail-h1")
+  T.eq({ "" }, shown, "nothing drawn from a file of another session")
+  replay_into(chat, changes)
+  T.eq(draw(changes, false).lines, T.lines(chat.bufnr), "the replay drawn as usual")
+  chat:close()
+  -- An older format (camelCase records): not drawn.
+  write_transcript("tail-h2", changes, { version = 1 })
+  chat, shown = open_load("tail-h2")
+  T.eq({ "" }, shown, "nothing drawn from an older format")
+  chat:close()
+  -- Garbage and a half-written last line: skipped; the turns drawn.
+  write_transcript("tail-h3", changes)
+  local path = history_mod.path_for("demo", "tail-h3")
+  local f = assert(io.open(path, "a"))
+  f:write('not json\n[1,2]\n{"type":"session","change":{"change":"entry_added","ind')
+  f:close()
+  chat, shown = open_load("tail-h3")
+  T.contains(table.concat(shown, "\n"), "question 4", "the turns drawn despite the garbage")
+  replay_into(chat, changes)
+  local lines = T.lines(chat.bufnr)
+  for i = 1, 4 do
+    T.eq(1, count(lines, "question " .. i), ("turn %d once"):format(i))
+  end
+  chat:close()
+  -- Turns longer than the first read: read again from further back.
+  tail.FIRST_BYTES = 64
+  chat, shown = open_load("tail-h3")
+  tail.FIRST_BYTES = 64 * 1024
+  T.contains(table.concat(shown, "\n"), "question 2", "three turns found reading back from the end")
+  T.not_contains(table.concat(shown, "\n"), "question 1", "and no more")
+  chat:close()
+  -- A session id that would leave the directory names a file inside it.
+  T.truthy(
+    vim.startswith(history_mod.path_for("../../x", "../../../etc/passwd"), history_mod.dir() .. "/"),
+    "paths stay under the transcripts directory"
+  )
+  T.eq(history_mod.dir() .. "/_.._._x/_.._.._etc_passwd.jsonl", history_mod.path_for("../.:x", "../../etc/passwd"))
+  -- One `_` per character, as the backend writes it (not per byte).
+  T.eq(history_mod.dir() .. "/a_b/s_.jsonl", history_mod.path_for("aéb", "sé"))
+end)
+
 T.run()

@@ -47,7 +47,7 @@ local scenario = {
   turns = { turn },
 }
 local agents = { long = scenario }
-for i = 1, 8 do
+for i = 1, 10 do
   agents["long" .. i] = scenario
 end
 T.setup_fake(agents, dir)
@@ -364,5 +364,60 @@ T.test("a chat closed while its history is drawn stops drawing it", function()
   end, "the queue dropped")
   replay.SLICE_MS = 4
 end)
+
+T.test(
+  "a session with a transcript shows its end at once; the agent's replay adds the older turns, none twice",
+  function()
+    -- A session of its own: the tests above went on with the first one.
+    local id, live_path = make_session()
+    -- The live chat's transcript, as the agent it is loaded with wrote it.
+    local agent = next_agent()
+    local lines = vim.fn.readfile(live_path)
+    for i, l in ipairs(lines) do
+      local r = vim.json.decode(l)
+      if r.type == "transcript" then
+        r.agent_name = agent
+        lines[i] = vim.json.encode(r)
+      end
+    end
+    local path = require("acp.history").path_for(agent, id)
+    vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
+    vim.fn.writefile(lines, path)
+
+    local chat = assert(require("acp").open({ agent = agent, cwd = dir, load_session_id = id }))
+    local resets = 0
+    local reset = chat.transcript.reset
+    chat.transcript.reset = function(...)
+      resets = resets + 1
+      return reset(...)
+    end
+    local shown = T.lines(chat.bufnr)
+    local text = table.concat(shown, "\n")
+    T.contains(text, "Done with six.", "the last turn drawn before the open returned")
+    T.not_contains(text, "About one", "not the whole session")
+    T.wait(function()
+      return chat.status == "ready"
+        and not require("acp.tail").shown(chat.chat_id)
+        and not replay.pending(chat.chat_id)
+        and not replay.filling(chat.chat_id)
+    end, "the replay reconciled")
+    local got = T.lines(chat.bufnr)
+    T.eq(shown, vim.list_slice(got, #got - #shown + 1), "the agent's replay said the same: what was drawn stays")
+    T.eq(0, resets, "and was not drawn again")
+    local last = 0
+    for _, p in ipairs(PROMPTS) do
+      local rows = {}
+      for i, l in ipairs(got) do
+        if l == "# About " .. p then
+          rows[#rows + 1] = i
+        end
+      end
+      T.eq(1, #rows, "turn " .. p .. " once")
+      T.truthy(rows[1] > last, "turn " .. p .. " in order")
+      last = rows[1]
+    end
+    chat:close()
+  end
+)
 
 T.run()

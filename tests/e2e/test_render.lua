@@ -959,6 +959,9 @@ end
 T.test("markdown is drawn with extmarks as it streams: markers concealed, code highlighted, tables aligned", function()
   local chat = T.fake_chat()
   local buf = chat.bufnr
+  T.wait(function()
+    return vim.bo[buf].filetype ~= ""
+  end, "the transcript's filetype, set once the window is drawn")
   T.eq("acpchat", vim.bo[buf].filetype, "no markdown filetype (its regex syntax re-runs on every redraw)")
   T.eq("", vim.bo[buf].syntax, "no regex syntax on the transcript")
   events.dispatch({
