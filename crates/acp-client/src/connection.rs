@@ -678,7 +678,11 @@ impl Connection {
         };
         let _: Value = self
             .engine()
-            .request(method, json!({ "methodId": method_id }), self.timeout())
+            .request(
+                method,
+                to_params(&schema::AuthenticateRequest::new(method_id.to_owned()))?,
+                self.timeout(),
+            )
             .await?;
         Ok(())
     }
@@ -692,7 +696,11 @@ impl Connection {
         };
         let _: Value = self
             .engine()
-            .request(method, json!({}), self.timeout())
+            .request(
+                method,
+                to_params(&schema::LogoutRequest::new())?,
+                self.timeout(),
+            )
             .await?;
         Ok(())
     }
@@ -1020,13 +1028,11 @@ impl Connection {
         self.require(methods::SESSION_LIST, |i| {
             i.capabilities.session_capabilities.list.is_some()
         })?;
-        let mut params = json!({});
-        if let Some(cwd) = cwd {
-            params["cwd"] = json!(cwd);
-        }
-        if let Some(cursor) = cursor {
-            params["cursor"] = json!(cursor);
-        }
+        let params = to_params(
+            &schema::ListSessionsRequest::new()
+                .cwd(cwd.map(Path::to_path_buf))
+                .cursor(cursor.map(str::to_owned)),
+        )?;
         let response: schema::ListSessionsResponse = self
             .engine()
             .request(methods::SESSION_LIST, params, self.timeout())
@@ -1067,7 +1073,7 @@ impl Connection {
             self.engine()
                 .request::<Value>(
                     methods::SESSION_CLOSE,
-                    json!({ "sessionId": session_id }),
+                    to_params(&schema::CloseSessionRequest::new(session_id.clone()))?,
                     self.timeout(),
                 )
                 .await
@@ -1089,7 +1095,7 @@ impl Connection {
             .engine()
             .request(
                 methods::SESSION_DELETE,
-                json!({ "sessionId": session_id }),
+                to_params(&schema::DeleteSessionRequest::new(session_id.clone()))?,
                 self.timeout(),
             )
             .await?;
@@ -1149,7 +1155,10 @@ impl Connection {
             .engine()
             .request(
                 methods::SESSION_SET_MODE,
-                json!({ "sessionId": session_id, "modeId": mode_id }),
+                to_params(&schema::SetSessionModeRequest::new(
+                    session_id.clone(),
+                    mode_id.to_owned(),
+                ))?,
                 self.timeout(),
             )
             .await?;
@@ -1259,7 +1268,7 @@ impl Connection {
             sessions: self.sessions(),
             session_id,
         };
-        let params = json!({ "sessionId": session_id, "prompt": content });
+        let params = to_params(&schema::PromptRequest::new(session_id.clone(), content))?;
         let (stop_reason, usage) = if self.is_v2() {
             self.prompt_v2(session_id, params).await?
         } else {
@@ -1346,9 +1355,10 @@ impl Connection {
                 session: session_id.to_string(),
             });
         }
-        let sent = self
-            .engine()
-            .notify(methods::SESSION_CANCEL, &json!({ "sessionId": session_id }));
+        // No early return: the prompts are cancelled here whatever happens
+        // to the notification.
+        let sent = to_params(&schema::CancelNotification::new(session_id.clone()))
+            .and_then(|params| self.engine().notify(methods::SESSION_CANCEL, &params));
         self.sessions().cancel_session_prompts(session_id);
         let changes = self
             .sessions()
@@ -1499,3 +1509,15 @@ pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
         .as_str()
         .map(str::to_owned)
 }
+
+/// The params of a request (or notification) to the agent, built from the
+/// schema crate's type so that the field names are the schema's and not
+/// hand-written. Serializing these types cannot fail (string keys, derived
+/// serializers); the error is reported rather than unwrapped all the same.
+fn to_params<T: Serialize>(params: &T) -> Result<Value> {
+    serde_json::to_value(params)
+        .map_err(|e| Error::InvalidParams(format!("the request could not be encoded: {e}")))
+}
+
+#[cfg(test)]
+mod params_tests;

@@ -34,6 +34,8 @@ use crate::tracking::ToolFacts;
 use crate::update::{self, SessionId, SessionUpdate};
 
 mod elicitation;
+#[cfg(test)]
+mod reply_tests;
 
 pub(crate) use elicitation::elicitation_capabilities;
 
@@ -297,7 +299,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
         shared.warn(format!(
             "the agent asked for permission with two options sharing the id `{dup}`; the request was answered `cancelled` without asking you, because an answer could not say which option you chose"
         ));
-        return Ok(decision_to_wire(&PermissionDecision::Cancelled));
+        return decision_to_wire(&PermissionDecision::Cancelled);
     }
     // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
     if shared.always_refused.lock().contains(&wire.session_id)
@@ -318,7 +320,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
             request,
             decision: decision.clone(),
         });
-        return Ok(decision_to_wire(&decision));
+        return decision_to_wire(&decision);
     }
 
     let decision = prompt_user(shared, &request).await;
@@ -342,7 +344,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
         }
         PermissionDecision::Cancelled => PermissionDecision::Cancelled,
     };
-    Ok(decision_to_wire(&decision))
+    decision_to_wire(&decision)
 }
 
 /// Records a tool call the session does not know yet and returns it merged
@@ -452,13 +454,24 @@ fn in_git_dir(path: &Path) -> bool {
         .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
 }
 
-fn decision_to_wire(decision: &PermissionDecision) -> Value {
-    match decision {
+fn decision_to_wire(decision: &PermissionDecision) -> Result<Value> {
+    use crate::schema::{RequestPermissionOutcome, SelectedPermissionOutcome};
+    let outcome = match decision {
         PermissionDecision::Selected { option_id } => {
-            json!({ "outcome": { "outcome": "selected", "optionId": option_id } })
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option_id.clone()))
         }
-        PermissionDecision::Cancelled => json!({ "outcome": { "outcome": "cancelled" } }),
-    }
+        PermissionDecision::Cancelled => RequestPermissionOutcome::Cancelled,
+    };
+    to_reply(&crate::schema::RequestPermissionResponse::new(outcome))
+}
+
+/// The result of one of the agent's requests, built from the schema crate's
+/// type so that the field names are the schema's. Serializing these types
+/// cannot fail (string keys, derived serializers); the error is reported
+/// rather than unwrapped all the same.
+fn to_reply<T: serde::Serialize>(reply: &T) -> Result<Value> {
+    serde_json::to_value(reply)
+        .map_err(|e| Error::InvalidParams(format!("the reply could not be encoded: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -486,7 +499,7 @@ struct WireWrite {
 async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireRead = parse(methods::FS_READ_TEXT_FILE, params)?;
     let content = read_file(shared, wire.session_id, &wire.path, wire.line, wire.limit).await?;
-    Ok(json!({ "content": content }))
+    to_reply(&crate::schema::ReadTextFileResponse::new(content))
 }
 
 /// A read of `path` for the agent of `session_id`: the sandbox check, then
@@ -540,7 +553,7 @@ pub(crate) async fn read_file(
 async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
     write_file(shared, wire.session_id, &wire.path, wire.content).await?;
-    Ok(json!({}))
+    to_reply(&crate::schema::WriteTextFileResponse::new())
 }
 
 /// A write of `content` to `path` for the agent of `session_id`: the
@@ -755,7 +768,7 @@ async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
         .await?;
     }
     let id = shared.terminals.create(spec).await?;
-    Ok(json!({ "terminalId": id.to_string() }))
+    to_reply(&crate::schema::CreateTerminalResponse::new(id))
 }
 
 fn terminal_id(shared: &Sessions, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
@@ -788,11 +801,11 @@ async fn terminal_wait_for_exit(
 async fn terminal_kill(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_KILL, params)?;
     shared.terminals.kill(&id).await?;
-    Ok(json!({}))
+    to_reply(&crate::schema::KillTerminalResponse::new())
 }
 
 async fn terminal_release(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_RELEASE, params)?;
     shared.terminals.release(&id).await?;
-    Ok(json!({}))
+    to_reply(&crate::schema::ReleaseTerminalResponse::new())
 }
