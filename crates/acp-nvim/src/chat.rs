@@ -123,8 +123,8 @@ async fn run(
         &open.agent,
         &open.cwd,
         &chat,
-        open.auto_allow.as_deref(),
-        open.remember,
+        open.permission.auto_allow.as_deref(),
+        open.permission.remember,
         open.permission_dir.as_deref(),
     ) {
         Ok(agent) => agent,

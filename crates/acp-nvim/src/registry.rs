@@ -12,7 +12,6 @@
 //! start them and this module never keeps a copy.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,20 +19,8 @@ use acp_client::registry::install::{CancelToken, InstallOptions, InstalledAgent,
 use acp_client::registry::{self, LoadMode, Loaded, RegistrySource};
 
 use crate::batcher::EventQueue;
+pub use crate::command::{Places, RegistryCommand};
 use crate::protocol::{Event, InstalledListing, RegistryListing};
-
-/// Where the registry and the installed agents live, as the plugin says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Places {
-    /// The registry index URL.
-    pub url: String,
-    /// The install root (`stdpath("data")/acp/agents`).
-    pub dir: PathBuf,
-    /// Where the fetched index is cached.
-    pub cache_dir: PathBuf,
-    /// The snapshot bundled with the plugin.
-    pub bundled: Option<PathBuf>,
-}
 
 impl Places {
     fn source(&self) -> RegistrySource {
@@ -56,55 +43,6 @@ impl Places {
                 ..InstallOptions::default()
             },
         )
-    }
-}
-
-/// The registry commands.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RegistryCommand {
-    /// `acp.agents_list`: the registry's agents and the installed ones.
-    List {
-        /// Echoed in `agents_listed`.
-        request_id: String,
-        /// Where things are.
-        places: Places,
-        /// How much the network may be used.
-        mode: LoadMode,
-    },
-    /// `acp.agents_install`: install (or update to) the registry version.
-    Install {
-        /// The registry id.
-        id: String,
-        /// Where things are.
-        places: Places,
-        /// The user agreed to install a binary the registry gives no
-        /// SHA-256 for (asked after an `agent_install_failed` with
-        /// `unverified`).
-        allow_unverified: bool,
-    },
-    /// `acp.agents_cancel`: stop the running install of `id`.
-    Cancel {
-        /// The registry id.
-        id: String,
-    },
-    /// `acp.agents_remove`: delete an installed agent.
-    Remove {
-        /// The registry id.
-        id: String,
-        /// Where things are.
-        places: Places,
-    },
-}
-
-impl RegistryCommand {
-    /// The method name the command arrived as.
-    pub fn name(&self) -> &'static str {
-        match self {
-            RegistryCommand::List { .. } => "acp.agents_list",
-            RegistryCommand::Install { .. } => "acp.agents_install",
-            RegistryCommand::Cancel { .. } => "acp.agents_cancel",
-            RegistryCommand::Remove { .. } => "acp.agents_remove",
-        }
     }
 }
 

@@ -189,8 +189,7 @@ impl Rig {
             mcp_servers: Vec::new(),
             load_session_id: None,
             resume_session_id: None,
-            auto_allow: None,
-            remember: None,
+            permission: Default::default(),
             permission_dir: None,
             auth_method_id: None,
             transcript_dir: None,
@@ -368,7 +367,7 @@ async fn remember_false_from_the_open_request_asks_again_after_always() {
     let mut rig = Rig::new(FakeLua::no_buffers());
     let scenario = acp_testkit::scenario("permission");
     let mut open = rig.open_command("a", &scenario, &rig.cwd());
-    open.remember = Some(false);
+    open.permission.remember = Some(false);
     rig.send(Command::Open(Box::new(open)));
     rig.wait_type("a", "session_started").await;
     rig.permission_turn("a", Some("allow_always")).await;
@@ -380,7 +379,7 @@ async fn remember_false_from_the_open_request_asks_again_after_always() {
     // The policy is the agent connection's: a later open of the same agent
     // that sends `remember = true` switches remembering back on for it.
     let mut open = rig.open_command("b", &scenario, &rig.cwd());
-    open.remember = Some(true);
+    open.permission.remember = Some(true);
     rig.send(Command::Open(Box::new(open)));
     rig.wait_type("b", "session_started").await;
     assert_eq!(rig.agents.len(), 1, "one agent for both chats");
@@ -464,8 +463,7 @@ async fn an_agent_that_cannot_start_fails_the_open_with_a_fix() {
         mcp_servers: Vec::new(),
         load_session_id: None,
         resume_session_id: None,
-        auto_allow: None,
-        remember: None,
+        permission: Default::default(),
         permission_dir: None,
         auth_method_id: None,
         transcript_dir: None,
@@ -709,8 +707,7 @@ async fn a_loaded_session_replays_its_history_to_the_chat() {
         mcp_servers: Vec::new(),
         load_session_id: Some("stored-1".into()),
         resume_session_id: None,
-        auto_allow: None,
-        remember: None,
+        permission: Default::default(),
         permission_dir: None,
         auth_method_id: None,
         transcript_dir: None,
