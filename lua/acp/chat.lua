@@ -885,6 +885,7 @@ function Chat:on_session_change(change)
     self:update_winbar()
   elseif c == "commands_changed" then
     self.commands = change.available_commands or {}
+    require("acp.prompt").commands_arrived(self.prompt_buf)
   elseif c == "usage_changed" then
     self.usage = change.usage
     self:update_winbar()
