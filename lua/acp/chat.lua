@@ -59,8 +59,6 @@ M.list = {}
 ---@type string? the chat used by commands when the cursor is in no chat
 M.last_id = nil
 
-local counter = 0
-
 --- The chat with this id.
 ---@param chat_id string
 ---@return acp.Chat?
@@ -151,10 +149,10 @@ end
 ---@param agent acp.ResolvedAgent
 ---@param cwd string absolute directory
 ---@param frame? acp.Frame buffers drawn already (acp.layout.frame), taken
+---@param n? integer its number, taken already (acp.opening.next_n: its open was sent first)
 ---@return acp.Chat
-function M.create(agent, cwd, frame)
-  counter = counter + 1
-  local n = counter
+function M.create(agent, cwd, frame, n)
+  n = n or require("acp.opening").next_n()
   local self = setmetatable({
     chat_id = tostring(n),
     n = n,
@@ -256,42 +254,13 @@ function Chat:start(resume)
   end
   self.status = "opening"
   self.session_id = nil
-  local cfg = config.options
-  local params = {
+  local params = require("acp.opening").params({
     chat_id = self.chat_id,
-    agent = {
-      name = self.agent.name,
-      cmd = self.agent.cmd,
-      -- An empty Lua table would travel as an msgpack array.
-      env = next(self.agent.env or {}) and self.agent.env or vim.empty_dict(),
-      cwd = self.agent.cwd,
-      init_timeout_ms = self.agent.init_timeout,
-      protocol_version = self.agent.protocol_version,
-      missing_file_read = (self.agent.quirks or {}).missing_file_read,
-      ask_terminal = cfg.permission.ask_terminal or nil,
-      -- The editor's MCP server (`:help acp-editor-tools`): on unless false.
-      editor_tools = self.agent.editor_tools ~= false,
-      editor_tools_prompt = self.agent.editor_tools_prompt,
-    },
+    agent = self.agent,
     cwd = self.cwd,
-    additional_directories = self.additional_directories or {},
-    mcp_servers = self.agent.mcp_servers or {},
-    system_prompt = self.agent.system_prompt,
-    auth_method_id = resume and resume.auth_method_id or nil,
-    transcript_dir = cfg.transcripts and require("acp.history").dir() or nil,
-    -- The backend answers auto_allow kinds itself (reported as
-    -- `permission_auto`); the plugin also applies the list to requests that
-    -- still reach it. `remember` switches the backend's memory of "always"
-    -- answers; both belong to the agent process, the last open wins. The
-    -- memory is saved per project under `permission_dir`, so it survives
-    -- `:Acp restart` and new Neovim sessions.
-    permission = { auto_allow = cfg.permission.auto_allow, remember = cfg.permission.remember },
-    permission_dir = vim.fn.stdpath("state") .. "/acp/permissions",
-    load_session_id = resume and resume.load_session_id or nil,
-    resume_session_id = resume and resume.resume_session_id or nil,
-    -- After a rewind: the new session keeps the earlier turns' checkpoints.
-    checkpoints = resume and resume.checkpoints or nil,
-  }
+    additional_directories = self.additional_directories,
+    resume = resume,
+  })
   local res, rerr = backend.request("acp.open", params)
   if res == nil then
     self.status = "failed"
@@ -916,6 +885,7 @@ function Chat:on_session_change(change)
     self:update_winbar()
   elseif c == "commands_changed" then
     self.commands = change.available_commands or {}
+    require("acp.prompt").commands_arrived(self.prompt_buf)
   elseif c == "usage_changed" then
     self.usage = change.usage
     self:update_winbar()

@@ -64,7 +64,6 @@ end
 ---@param opts? acp.OpenOpts
 ---@return acp.Handle? handle, string? err
 function M.open(opts)
-  init()
   opts = opts or {}
   if opts.load_session_id and opts.resume_session_id then
     local err = "pass load_session_id or resume_session_id, not both"
@@ -111,46 +110,54 @@ function M.open(opts)
     dirs[#dirs + 1] = full
   end
   local resume = { load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id }
-  ---@type acp.Chat
+  local opening = require("acp.opening")
+  local n = opening.next_n()
+  ---@type acp.Chat?
   local chat
-  local function start()
-    local ok, serr = chat:start(resume)
-    if not ok then
-      util.notify(tostring(serr), vim.log.levels.ERROR)
+  ---@type string? the backend failed before the chat was made
+  local early_err
+  --- The backend could not start, or its greeting failed (it is stopped
+  --- then, the agent with it): the chat says so.
+  ---@param err string
+  local function failed(err)
+    if not chat then
+      early_err = err
+      return
     end
+    if require("acp.chat").get(chat.chat_id) == chat and chat.status ~= "closed" then
+      chat:start_failed(err)
+    end
+    util.notify(err, vim.log.levels.ERROR)
   end
-  if opts.background then
-    -- Spawning the backend and its handshake and `acp.open` took 30-60 ms
-    -- of the command: done once the window is drawn. A timer,
-    -- not vim.schedule: scheduled callbacks run before the redraw that
-    -- follows the command, a timer's after it. Armed before the chat is
-    -- created so it comes before the chat's own deferred work (the prompt's
-    -- filetype): the backend and the agent start while that runs. A chat
-    -- closed meanwhile is not started.
-    -- The handshake is a notification answered later (backend.start_async),
-    -- so the event loop never waits for the backend to start.
-    local function waiting()
-      return chat and require("acp.chat").get(chat.chat_id) and chat.status == "opening" and not chat.session_id
-    end
+  ---@type acp.OpenSpec
+  local spec = { chat_id = tostring(n), agent = agent, cwd = cwd, additional_directories = dirs, resume = resume }
+  if opts.background and opts.frame then
+    -- After the redraw already (`:Acp`, see toggle): the backend and the
+    -- agent start now, while the chat's modules load below.
+    opening.send_early(spec, failed)
+  elseif opts.background then
+    -- Spawning the backend took 20-60 ms: done once the window is drawn.
+    -- A timer, not vim.schedule: scheduled callbacks run before the redraw
+    -- that follows the command, a timer's after it. Armed before the chat
+    -- is created so it comes before the chat's own deferred work (the
+    -- transcript's filetype). A chat closed meanwhile is not started.
     vim.defer_fn(function()
-      if not waiting() then
-        return
+      local c = chat
+      if c and require("acp.chat").get(c.chat_id) == c and c.status == "opening" and not c.session_id then
+        opening.send_early(spec, failed)
       end
-      require("acp.backend").start_async(function(ok, berr)
-        if not waiting() then
-          return
-        end
-        if ok then
-          start()
-        else
-          chat:start_failed(berr)
-          util.notify(tostring(berr), vim.log.levels.ERROR)
-        end
-      end)
     end, 0)
   end
-  chat = require("acp.chat").create(agent, cwd, opts.frame)
+  init()
+  chat = require("acp.chat").create(agent, cwd, opts.frame, n)
   chat.additional_directories = dirs
+  if opts.background then
+    -- Its open is (being) sent: the outcome arrives as an event.
+    chat.opening = resume
+  end
+  if early_err then
+    failed(early_err)
+  end
   if opts.frame then
     require("acp.layout").adopt(chat)
   elseif opts.show ~= false then
@@ -162,7 +169,10 @@ function M.open(opts)
     require("acp.tail").draw(chat, opts.load_session_id)
   end
   if not opts.background then
-    start()
+    local ok, serr = chat:start(resume)
+    if not ok then
+      util.notify(tostring(serr), vim.log.levels.ERROR)
+    end
   end
   return chat
 end
@@ -197,15 +207,20 @@ function M.toggle()
       -- Quit right after `:Acp`: a chat made while Neovim exits hung it.
       return
     end
-    -- The backend boots while the chat's modules load (the chat's start
-    -- waits for the same greeting).
-    if config.agent(config.default_agent()) then
-      require("acp.backend").start_async(function() end)
-    end
+    -- The backend and the agent start while the chat's modules load
+    -- (acp.opening.send_early, in open()).
     local opened = M.open({ background = true, frame = frame })
     if not opened then
       require("acp.layout").drop_frame(frame)
+      return
     end
+    -- What the session's first events need (5-20 ms of module loading),
+    -- loaded while the agent starts rather than when `session_started`
+    -- arrives. Scheduled: the greeting's answer may come first.
+    vim.schedule(function()
+      require("acp.events")
+      require("acp.winbar")
+    end)
   end, 0)
 end
 

@@ -171,6 +171,28 @@ function M.starts_completion(before, char, row)
   return before == "" or before:sub(-1):match("%s") ~= nil
 end
 
+--- Open the omni menu in the prompt when it is the current buffer in
+--- Insert mode and no menu shows.
+---@param buf integer
+---@param again? boolean also after a completion that found nothing (Insert mode's CTRL-X submode)
+local function open_menu(buf, again)
+  local mode = api.nvim_get_mode().mode
+  if
+    api.nvim_get_current_buf() == buf
+    and (mode == "i" or (again and mode:sub(1, 1) == "i"))
+    and vim.fn.pumvisible() == 0
+  then
+    -- Where 'completeopt' is global (Neovim 0.10) the menu inserts its
+    -- first entry (`/` became `/plan`, then typing `explain` gave
+    -- `/planexplain`): <C-p> goes back to what was typed.
+    -- With "noselect" nothing is inserted and <C-p> would pick the
+    -- last entry.
+    local plain = M.completeopt_local or vim.tbl_contains(vim.opt.completeopt:get(), "noselect")
+    local keys = plain and "<C-x><C-o>" or "<C-x><C-o><C-p>"
+    api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "n", false)
+  end
+end
+
 --- Opens the omni menu when `@` or `/` starts a word in the prompt, so the
 --- agent's commands and the workspace files show without <C-x><C-o>.
 --- Users of nvim-cmp or blink.cmp (which trigger on their own) turn it off
@@ -189,19 +211,28 @@ local function auto_complete(buf)
       end
       -- The character is not in the buffer yet: complete once it is.
       vim.schedule(function()
-        if api.nvim_get_current_buf() == buf and api.nvim_get_mode().mode == "i" and vim.fn.pumvisible() == 0 then
-          -- Where 'completeopt' is global (Neovim 0.10) the menu inserts its
-          -- first entry (`/` became `/plan`, then typing `explain` gave
-          -- `/planexplain`): <C-p> goes back to what was typed.
-          -- With "noselect" nothing is inserted and <C-p> would pick the
-          -- last entry.
-          local plain = M.completeopt_local or vim.tbl_contains(vim.opt.completeopt:get(), "noselect")
-          local keys = plain and "<C-x><C-o>" or "<C-x><C-o><C-p>"
-          api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "n", false)
-        end
+        open_menu(buf)
       end)
     end,
   })
+end
+
+--- The agent's commands arrived (`available_commands_update`): a `/`
+--- typed before them (the prompt takes keys while the agent starts, see
+--- acp.layout.frame) found nothing to complete and left Insert mode's
+--- CTRL-X submode without a menu, so the menu opens now.
+---@param buf integer the chat's prompt
+function M.commands_arrived(buf)
+  if not config.options.context.auto_complete or api.nvim_get_current_buf() ~= buf then
+    return
+  end
+  local row, col = unpack(api.nvim_win_get_cursor(0))
+  if row == 1 and api.nvim_get_current_line():sub(1, col):match("^/%S*$") then
+    -- Keys fed inside the backend's call would wait for the next key typed.
+    vim.schedule(function()
+      open_menu(buf, true)
+    end)
+  end
 end
 
 --- The prompt's 'completeopt': the user's, but never inserting nor

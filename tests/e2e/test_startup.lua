@@ -80,4 +80,82 @@ T.test(
   end
 )
 
+--- Run `:Acp` in a fresh Neovim (env added to the editor's) and wait for the
+--- chat's session or its failure: what the backend was sent and when, and
+--- what the user sees.
+---@param env? table<string, string>
+---@return table
+local function acp_until_ready(env)
+  local out = dir .. "/ready.json"
+  vim.fn.delete(out)
+  local script = dir .. "/ready.lua"
+  T.write_file(
+    script,
+    ([[
+vim.opt.rtp:prepend(%q)
+dofile(%q)
+local got = { sent = {}, errors = {} }
+local notify = vim.rpcnotify
+vim.rpcnotify = function(ch, method, ...)
+  got.sent[#got.sent + 1] = { method = method, chat_loaded = package.loaded["acp.chat"] ~= nil }
+  return notify(ch, method, ...)
+end
+vim.notify = function(msg, level)
+  if level == vim.log.levels.ERROR then
+    got.errors[#got.errors + 1] = msg
+  end
+end
+vim.cmd("Acp")
+vim.wait(20000, function()
+  local chat = package.loaded["acp.chat"] and require("acp.chat").current()
+  return chat ~= nil and (chat.session_id ~= nil or chat.status == "failed")
+end, 5)
+local chat = require("acp.chat").current()
+got.status = chat and chat.status
+got.session = chat and chat.session_id ~= nil
+got.text = chat and table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n") or ""
+pcall(require("acp.backend").stop)
+vim.fn.writefile({ vim.json.encode(got) }, %q)
+vim.cmd("qall!")
+]]):format(T.root, T.root .. "/plugin/acp.lua", out)
+  )
+  local res = vim
+    .system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
+      text = true,
+      cwd = dir,
+      env = env,
+    })
+    :wait(60000)
+  T.eq(0, res.code, "the probe ran: " .. tostring(res.stderr))
+  return vim.json.decode(T.read_file(out))
+end
+
+T.test("the chat's open goes to the backend behind the greeting, before the chat's modules load", function()
+  local got = acp_until_ready()
+  T.eq("ready", got.status, "the session started: " .. got.text)
+  T.truthy(got.session, "with a session id")
+  local methods = vim.tbl_map(function(s)
+    return s.method
+  end, got.sent)
+  T.eq("acp.hello", methods[1], "the greeting first: " .. table.concat(methods, ", "))
+  T.eq("acp.open", methods[2], "the open right behind it, not after its answer")
+  T.eq(false, got.sent[2].chat_loaded, "sent while the chat's modules were still to load")
+end)
+
+T.test("a backend that cannot start fails the chat :Acp drew, with a sentence", function()
+  local got = acp_until_ready({ ACP_BACKEND = dir .. "/missing-acp-nvim" })
+  T.eq("failed", got.status, "the chat failed")
+  local missing = "ACP_BACKEND=" .. dir .. "/missing-acp-nvim is not an executable file"
+  T.contains(got.text, missing, "the transcript says why")
+  T.contains(table.concat(got.errors, "\n"), missing, "and so does a message")
+  -- A backend that exits at once: the greeting's failure names it.
+  local dead = dir .. "/dead-acp-nvim"
+  T.write_file(dead, "#!/bin/sh\necho 'no config here' >&2\nexit 3\n")
+  vim.fn.setfperm(dead, "rwxr-xr-x")
+  got = acp_until_ready({ ACP_BACKEND = dead })
+  T.eq("failed", got.status, "the chat failed")
+  T.contains(got.text, "did not answer the handshake (it exited with code 3)", "the transcript says why")
+  T.contains(got.text, "no config here", "with the backend's last words")
+end)
+
 T.run()

@@ -76,6 +76,23 @@ H.test("the same where 'completeopt' is global (Neovim 0.10)", function()
   completion_test(true)
 end)
 
+H.test("a / typed while the agent starts opens the command menu once the commands arrive", function()
+  local t = H.nvim()
+  local ok, err = pcall(function()
+    t:type(":Acp")
+    t:keys("Enter")
+    -- The prompt takes keys at once (acp.layout.frame), before the session
+    -- and the agent's commands (which the backend may send in a batch of
+    -- their own, after `session_started`).
+    t:wait_for("-- INSERT --", "Insert mode in the prompt")
+    t:type("/")
+    t:wait_for("Explain a piece of code", "the command menu")
+    H.eq("/", prompt_text(t), "nothing inserted from the menu")
+  end)
+  t:kill()
+  assert(ok, err)
+end)
+
 H.test("sending with the completion menu open closes the menu", function()
   in_demo_chat(nil, function(t)
     t:type("/explai")
