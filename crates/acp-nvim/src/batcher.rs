@@ -255,11 +255,19 @@ fn streamed_text(event: &Event) -> usize {
     event.appended_text().map_or(0, str::len)
 }
 
-/// Whether an event ends a turn: nothing follows soon, so its batch goes at
-/// once instead of waiting out the frame (the end of every streamed answer
-/// reached the screen up to one frame late).
-fn ends_turn(event: &Event) -> bool {
-    matches!(event, Event::TurnEnded { .. })
+/// Whether an event is one the user waits for with nothing streaming
+/// behind it, so its batch goes at once instead of waiting out the frame:
+/// the end of a turn (every streamed answer reached the screen up to one
+/// frame late) and the outcome of opening a session (`:Acp` was ready one
+/// frame after the agent answered `session/new`, issue #30).
+fn ends_batch(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::TurnEnded { .. }
+            | Event::SessionStarted { .. }
+            | Event::OpenFailed { .. }
+            | Event::AuthRequired { .. }
+    )
 }
 
 /// Sends queued events to the editor in batches until every [`EventQueue`]
@@ -291,7 +299,7 @@ pub async fn run(
         };
         let deadline = Instant::now() + frame;
         let mut text = streamed_text(&first);
-        let mut done = ends_turn(&first);
+        let mut done = ends_batch(&first);
         let mut batch = vec![first];
         while !done && batch.len() < max_batch && text < MAX_BATCH_TEXT {
             // Take what is already queued without waiting, then wait for
@@ -310,7 +318,7 @@ pub async fn run(
                 break;
             };
             text += streamed_text(&ev);
-            done = ends_turn(&ev);
+            done = ends_batch(&ev);
             // The queue's merge rule again: chunks that arrived one by one
             // while the batch filled become one event.
             let merged = match batch.last_mut() {
@@ -469,6 +477,41 @@ pub(crate) mod tests {
         let calls = recorder.calls.lock().unwrap();
         let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
         assert_eq!(sizes, vec![2, 1]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_outcome_of_an_open_goes_at_once() {
+        let started = Event::SessionStarted {
+            chat_id: ChatId("1".into()),
+            session_id: "s1".into(),
+            agent_name: "demo".into(),
+            modes: None,
+            config_options: Vec::new(),
+            capabilities: schema::AgentCapabilities::default(),
+            auth_methods: Vec::new(),
+            transcript_path: None,
+        };
+        let failed = Event::OpenFailed {
+            chat_id: ChatId("2".into()),
+            message: "the agent exited".into(),
+            stderr_tail: None,
+        };
+        for outcome in [started, failed] {
+            let (queue, rx) = EventQueue::new();
+            let recorder = Arc::new(Recorder::default());
+            let task = tokio::spawn(run(rx, recorder.clone(), FRAME, MAX_BATCH, None));
+            let start = Instant::now();
+            queue.push(outcome);
+            tokio::time::sleep(FRAME / 8).await;
+            assert_eq!(
+                recorder.calls.lock().unwrap().len(),
+                1,
+                "the open's outcome did not wait out the frame"
+            );
+            assert!(Instant::now() - start < FRAME);
+            drop(queue);
+            task.await.unwrap();
+        }
     }
     fn appended(chat: &str, index: usize, content: Content) -> Event {
         Event::Session {

@@ -220,7 +220,16 @@ impl<W> NvimHandler<W> {
     /// `acp.backend.on_hello`.
     pub fn notify(&self, method: &str, args: &[Value]) -> Option<Value> {
         match Command::decode(method, args) {
-            Err(bad) => self.warn(&bad),
+            Err(bad) => {
+                self.warn(&bad);
+                if let Some(chat_id) = Command::open_chat_id(method, args) {
+                    self.events.push(Event::OpenFailed {
+                        chat_id,
+                        message: bad.to_string(),
+                        stderr_tail: None,
+                    });
+                }
+            }
             Ok(cmd) if cmd.needs_request() => self.warn(&BadCommand {
                 method: method.to_owned(),
                 reason: "it must be sent with vim.rpcrequest, it has an answer".into(),
@@ -397,6 +406,27 @@ mod tests {
         h.notify("acp.prompt", &[from_json(&json!({"chat_id": "c"}))]);
         assert!(rx.try_recv().is_err());
         assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+    }
+
+    #[test]
+    fn an_open_notification_that_cannot_be_read_fails_its_chat() {
+        let (h, mut rx, mut events) = handler();
+        h.notify("acp.open", &[from_json(&json!({"chat_id": "7", "cwd": 3}))]);
+        assert!(rx.try_recv().is_err(), "nothing reached the command loop");
+        assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+        match events.try_recv().unwrap() {
+            Event::OpenFailed {
+                chat_id, message, ..
+            } => {
+                assert_eq!(chat_id, ChatId::from("7"));
+                assert!(message.contains("acp.open"), "{message}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Without a chat id there is no chat to fail: the warning only.
+        h.notify("acp.open", &[from_json(&json!({"cwd": 3}))]);
+        assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+        assert!(events.try_recv().is_err());
     }
 
     #[test]

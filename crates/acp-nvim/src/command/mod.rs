@@ -273,11 +273,30 @@ impl Command {
             .map_err(|e| bad(e.to_string()))
     }
 
+    /// The chat an `acp.open` names, read without decoding the rest: an
+    /// open that cannot be decoded still fails its chat. The plugin sends
+    /// `:Acp`'s open as a notification (issue #30), so no error reply
+    /// reaches it, and the chat would say "starting" forever.
+    pub fn open_chat_id(method: &str, args: &[Value]) -> Option<ChatId> {
+        if method != Command::OPEN {
+            return None;
+        }
+        match args {
+            [params] => crate::msgpack::field(params, "chat_id")
+                .and_then(Value::as_str)
+                .map(ChatId::from),
+            _ => None,
+        }
+    }
+
+    /// The method of [`Command::Open`] (the serde attribute spells it too).
+    const OPEN: &'static str = "acp.open";
+
     /// The method name the command arrived as.
     pub fn name(&self) -> &'static str {
         match self {
             Command::Hello { .. } => "acp.hello",
-            Command::Open(_) => "acp.open",
+            Command::Open(_) => Command::OPEN,
             Command::Prompt { .. } => "acp.prompt",
             Command::Cancel { .. } => "acp.cancel",
             Command::PermissionRespond { .. } => "acp.permission_respond",
