@@ -244,6 +244,15 @@ impl Worker {
         let Some(path) = self.resolve(raw).await else {
             return;
         };
+        if let (Some(sync), Some(Some(first))) =
+            (self.host.buffer_sync(), self.snapshots.get(&path))
+        {
+            // Named again: the agent may have read it again with its own
+            // tools. The turn's first text stands for that read (an older
+            // text only takes lines out of the base of its write, never
+            // one the user typed): kept again if its own write dropped it.
+            sync.mentioned(&self.session_id, &path, first);
+        }
         if !self.snapshots.contains_key(&path) && !self.late.contains(&path) {
             let Disk::Known(disk) = read_disk(&path, self.snapshot_limit()).await else {
                 return;
@@ -265,7 +274,13 @@ impl Worker {
                 return;
             }
             let changed = before.is_some();
-            self.snapshot(&path, before.map_or(disk, Some));
+            let snapshot = before.map_or(disk, Some);
+            if let (Some(sync), Some(text)) = (self.host.buffer_sync(), &snapshot) {
+                // What the agent read with its own tools, if it read the
+                // file: the base of its blind write (issue 24).
+                sync.mentioned(&self.session_id, &path, text);
+            }
+            self.snapshot(&path, snapshot);
             if changed {
                 // Written before we looked: no watcher event will report it.
                 // Read it after the debounce, not now: an agent rewriting
