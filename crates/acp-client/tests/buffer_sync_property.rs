@@ -374,7 +374,7 @@ impl Run {
                 }
                 self.sync.turn_started(&self.sessions[*s], buffers);
                 // Review's worker begins the turn: last turn's mentions go.
-                self.sync.forget_mentions(&self.sessions[*s]);
+                self.sync.review_turn_began(&self.sessions[*s]);
                 self.first_mention[*s] = None;
             }
             Op::Read(s) => {

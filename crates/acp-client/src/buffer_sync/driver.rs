@@ -238,9 +238,9 @@ impl BufferSync {
     }
 
     /// A new turn of `session` began for review: see
-    /// [`FileSyncs::forget_mentions`].
-    pub fn forget_mentions(&self, session: &SessionId) {
-        self.files().forget_mentions(session, None);
+    /// [`FileSyncs::age_mentions`].
+    pub fn review_turn_began(&self, session: &SessionId) {
+        self.files().age_mentions(session);
     }
 
     /// See [`FileSyncs::text_before_turn`].
@@ -509,7 +509,7 @@ impl Core {
                 path,
                 Some(request.content.as_str().into()),
             );
-            files.forget_mentions(&request.session_id, Some(path));
+            files.drop_mention(&request.session_id, path);
         }
         Ok(outcome)
     }

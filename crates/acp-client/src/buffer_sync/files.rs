@@ -29,7 +29,7 @@ struct FileSync {
     /// turn (review's snapshot when a tool call first named it): what an
     /// agent that reads with its own tools may have read
     /// ([`FileSyncs::mentioned`]).
-    mentioned: HashMap<SessionId, Arc<str>>,
+    mentioned: HashMap<SessionId, Mention>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
     disk: Option<String>,
@@ -52,6 +52,15 @@ struct FileSync {
     /// again once a report has none. Until then (an instruction on its way,
     /// stale answers, a write that waited) any report plans it again.
     waiting: bool,
+}
+
+/// A file's text at its first mention in a session's turn.
+#[derive(Debug, Clone)]
+struct Mention {
+    text: Arc<str>,
+    /// From an earlier turn: still a base (as an earlier prompt's text is),
+    /// until the file's first mention in this one replaces it.
+    aged: bool,
 }
 
 /// A file's text when a session's prompt went out.
@@ -178,36 +187,33 @@ impl FileSyncs {
     }
 
     /// The base of a write by the agent of `session`: what it last saw of
-    /// the file, else the file's text when its current prompt went out,
-    /// else at the file's first mention in the turn, else an earlier
-    /// prompt's. A save is the user's text, never a base: after `:w`, the
+    /// the file, else the file's text when its latest prompt that carried
+    /// the file went out, else at the file's first mention. A save is the user's text, never a base: after `:w`, the
     /// agent's write-back of what it read is merged against what it read,
     /// so the saved lines it never saw stay. `None`: nothing known (the
     /// caller takes the disk).
     ///
-    /// An agent that read the file through the client and also, by its
-    /// own tools, at a mention may write from either text: the base is
-    /// then the lines both hold, so a line only one of them has is never
+    /// An agent that read the file through the client (or had it at the
+    /// prompt) and also, by its own tools, at a mention may write from
+    /// either text: the base is then the lines both hold, so a line only one of them has is never
     /// taken for one the agent deleted (found by the in-memory property: an
     /// agent that read the unsaved buffer, then the disk, wrote the disk's
     /// text back and the user's unsaved line went from the buffer).
     pub fn base_of_write(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
         let file = self.files.get(path)?;
-        let mentioned = file.mentioned.get(session);
-        if let Some(seen) = file.seen.get(session) {
-            return Some(match mentioned {
-                Some(m) if m != seen => common_lines(seen, m).into(),
-                _ => seen.clone(),
-            });
+        let mentioned = file.mentioned.get(session).map(|m| &m.text);
+        let both = |a: &Arc<str>, b: Option<&Arc<str>>| match b {
+            Some(b) if a != b => common_lines(a, b).into(),
+            _ => a.clone(),
+        };
+        match file
+            .seen
+            .get(session)
+            .or_else(|| file.turn_start.get(session).map(|t| &t.text))
+        {
+            Some(base) => Some(both(base, mentioned)),
+            None => mentioned.cloned(),
         }
-        let now = self.turns.get(session).copied().unwrap_or_default();
-        let at_prompt = file.turn_start.get(session);
-        at_prompt
-            .filter(|t| t.turn == now)
-            .map(|t| &t.text)
-            .or(mentioned)
-            .or_else(|| at_prompt.map(|t| &t.text))
-            .cloned()
     }
 
     /// A prompt of `session` goes out: `texts` are the files' texts now
@@ -245,29 +251,37 @@ impl FileSyncs {
     /// disk, and a line the user saved while the agent asked to write was
     /// replaced by its whole-file write without a word.
     pub fn mentioned(&mut self, session: &SessionId, path: &Path, text: &str) {
-        self.files
-            .entry(path.to_owned())
-            .or_default()
-            .mentioned
-            .entry(session.clone())
-            .or_insert_with(|| text.into());
+        let file = self.files.entry(path.to_owned()).or_default();
+        if file.mentioned.get(session).is_some_and(|m| !m.aged) {
+            return;
+        }
+        file.mentioned.insert(
+            session.clone(),
+            Mention {
+                text: text.into(),
+                aged: false,
+            },
+        );
     }
 
-    /// A new turn of `session` began for review, or its agent wrote `path`
-    /// (`Some`: its own text is its newest view): the texts at the first
-    /// mentions are no base any more.
-    pub fn forget_mentions(&mut self, session: &SessionId, path: Option<&Path>) {
-        match path {
-            Some(path) => {
-                if let Some(file) = self.files.get_mut(path) {
-                    file.mentioned.remove(session);
-                }
+    /// A new turn of `session` began for review: the texts at the files'
+    /// first mentions stay a base until a mention in this turn replaces
+    /// them (found by the in-memory property: an agent that read a file
+    /// with its own tools, then wrote it in the next turn after the user
+    /// saved a line and closed the buffer, had no base but the disk).
+    pub fn age_mentions(&mut self, session: &SessionId) {
+        for file in self.files.values_mut() {
+            if let Some(m) = file.mentioned.get_mut(session) {
+                m.aged = true;
             }
-            None => {
-                for file in self.files.values_mut() {
-                    file.mentioned.remove(session);
-                }
-            }
+        }
+    }
+
+    /// The agent of `session` wrote `path`: its own text is its newest
+    /// view, so the text at the file's mention is no base any more.
+    pub fn drop_mention(&mut self, session: &SessionId, path: &Path) {
+        if let Some(file) = self.files.get_mut(path) {
+            file.mentioned.remove(session);
         }
     }
 

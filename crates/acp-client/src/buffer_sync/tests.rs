@@ -155,13 +155,16 @@ fn a_blind_write_merges_against_the_text_at_the_first_mention() {
     assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
     // Only a base: review keeps its own snapshot as the "before".
     assert_eq!(s.text_before_turn(&sid("s"), p), None);
-    // The prompt's text of this turn is older, and wins.
-    s.turn_started(&sid("t"), vec![(p.into(), "prompt\n".into())]);
-    s.mentioned(&sid("t"), p, "mentioned\n");
-    assert_eq!(s.base_of_write(&sid("t"), p).as_deref(), Some("prompt\n"));
-    // A new turn forgets the mention; the next one counts.
-    s.forget_mentions(&sid("s"), None);
-    assert_eq!(s.base_of_write(&sid("s"), p), None);
+    // With the prompt's text: the lines both hold (found by the in-memory
+    // property: another agent's write took the user's line off the disk
+    // the agent read at the mention, while the buffer kept it in a
+    // conflict block; the prompt's text as the base dropped it).
+    s.turn_started(&sid("t"), vec![(p.into(), "a\nmine\nb\n".into())]);
+    s.mentioned(&sid("t"), p, "a\nb\nother\n");
+    assert_eq!(s.base_of_write(&sid("t"), p).as_deref(), Some("a\nb\n"));
+    // A new turn keeps it as a base until the file is mentioned in it.
+    s.age_mentions(&sid("s"));
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
     s.mentioned(&sid("s"), p, "later\n");
     assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("later\n"));
 }
@@ -182,7 +185,7 @@ fn a_read_and_a_mention_that_differ_make_a_base_of_the_lines_both_hold() {
     assert_eq!(i.merge.unwrap().text, "agent\na\nmine\nb\n");
     // Its own write is its newest view: the mention goes.
     s.saw(&sid("s"), p, Some("agent\na\nb\n".into()));
-    s.forget_mentions(&sid("s"), Some(p));
+    s.drop_mention(&sid("s"), p);
     assert_eq!(
         s.base_of_write(&sid("s"), p).as_deref(),
         Some("agent\na\nb\n")

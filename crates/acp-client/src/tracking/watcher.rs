@@ -188,7 +188,7 @@ impl Worker {
                     self.late.clear();
                     self.state.lock().known.clear();
                     if let Some(sync) = self.host.buffer_sync() {
-                        sync.forget_mentions(&self.session_id);
+                        sync.review_turn_began(&self.session_id);
                     }
                 }
             }
