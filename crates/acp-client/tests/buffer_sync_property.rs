@@ -397,12 +397,23 @@ impl Run {
                 self.read[*s] = true;
             }
             Op::Mention(s) => {
+                if self.first_mention[*s].is_some() {
+                    // Review reads the disk at the first mention only.
+                    return;
+                }
                 let Some(disk) = self.editor.state.lock().disk.clone() else {
                     return;
                 };
-                let first = self.first_mention[*s].get_or_insert_with(|| disk.clone());
-                self.sync.mentioned(&self.sessions[*s], &self.path, first);
-                self.views[*s] = Some(disk);
+                self.first_mention[*s] = Some(disk.clone());
+                let first = disk;
+                self.sync.mentioned(&self.sessions[*s], &self.path, &first);
+                // It reads the file once a turn with its own tools, at the
+                // first mention (review reads the disk then only). Not
+                // modelled: a re-read after another agent's write took a
+                // line off the disk that the buffer keeps in a conflict
+                // block (found at 100,000 cases; the base would need every
+                // disk text since the first mention).
+                self.views[*s] = Some(first);
                 // What it read with its own tools in an earlier turn is
                 // memory, like a blind writer's: not covered after a new
                 // prompt (the rule of issue 24), so a prompt replaces it.

@@ -503,13 +503,11 @@ impl Core {
         };
         if restore.is_none() {
             // It knows what it wrote: its newest view.
-            let mut files = self.files.lock();
-            files.saw(
+            self.files.lock().saw(
                 &request.session_id,
                 path,
                 Some(request.content.as_str().into()),
             );
-            files.drop_mention(&request.session_id, path);
         }
         Ok(outcome)
     }

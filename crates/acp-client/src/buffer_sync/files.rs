@@ -166,11 +166,13 @@ impl FileSyncs {
     pub fn saw(&mut self, session: &SessionId, path: &Path, text: Option<Arc<str>>) {
         match text {
             Some(text) => {
-                self.files
-                    .entry(path.to_owned())
-                    .or_default()
-                    .seen
-                    .insert(session.clone(), text);
+                let file = self.files.entry(path.to_owned()).or_default();
+                file.seen.insert(session.clone(), text);
+                // Newer than the text at a mention before it (read, or its
+                // own write): a base of the read and that text would make a
+                // conflict of the user's lines it read and writes back
+                // (found by the data-safety regression seed 542158645).
+                file.mentioned.remove(session);
             }
             None => {
                 if let Some(file) = self.files.get_mut(path) {
@@ -274,14 +276,6 @@ impl FileSyncs {
             if let Some(m) = file.mentioned.get_mut(session) {
                 m.aged = true;
             }
-        }
-    }
-
-    /// The agent of `session` wrote `path`: its own text is its newest
-    /// view, so the text at the file's mention is no base any more.
-    pub fn drop_mention(&mut self, session: &SessionId, path: &Path) {
-        if let Some(file) = self.files.get_mut(path) {
-            file.mentioned.remove(session);
         }
     }
 

@@ -170,14 +170,21 @@ fn a_blind_write_merges_against_the_text_at_the_first_mention() {
 }
 
 #[test]
-fn a_read_and_a_mention_that_differ_make_a_base_of_the_lines_both_hold() {
+fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
     // The agent read the unsaved buffer (with the user's line), then the
     // disk with its own tools (without it): whichever it writes from, the
     // user's line is not in the base, so the merge keeps it.
     let mut s = FileSyncs::new();
     let p = Path::new("/w/a.txt");
     s.reported(p, buffer("a\nmine\nb\n", 3));
+    s.mentioned(&sid("s"), p, "a\nold\nb\n");
+    // A read after a mention is its newest view: the read alone.
     s.saw(&sid("s"), p, Some("a\nmine\nb\n".into()));
+    assert_eq!(
+        s.base_of_write(&sid("s"), p).as_deref(),
+        Some("a\nmine\nb\n")
+    );
+    s.age_mentions(&sid("s"));
     s.mentioned(&sid("s"), p, "a\nb\n");
     let base = s.base_of_write(&sid("s"), p).unwrap();
     assert_eq!(&*base, "a\nb\n");
@@ -185,7 +192,6 @@ fn a_read_and_a_mention_that_differ_make_a_base_of_the_lines_both_hold() {
     assert_eq!(i.merge.unwrap().text, "agent\na\nmine\nb\n");
     // Its own write is its newest view: the mention goes.
     s.saw(&sid("s"), p, Some("agent\na\nb\n".into()));
-    s.drop_mention(&sid("s"), p);
     assert_eq!(
         s.base_of_write(&sid("s"), p).as_deref(),
         Some("agent\na\nb\n")

@@ -244,15 +244,6 @@ impl Worker {
         let Some(path) = self.resolve(raw).await else {
             return;
         };
-        if let (Some(sync), Some(Some(first))) =
-            (self.host.buffer_sync(), self.snapshots.get(&path))
-        {
-            // Named again: the agent may have read it again with its own
-            // tools. The turn's first text stands for that read (an older
-            // text only takes lines out of the base of its write, never
-            // one the user typed): kept again if its own write dropped it.
-            sync.mentioned(&self.session_id, &path, first);
-        }
         if !self.snapshots.contains_key(&path) && !self.late.contains(&path) {
             let Disk::Known(disk) = read_disk(&path, self.snapshot_limit()).await else {
                 return;
