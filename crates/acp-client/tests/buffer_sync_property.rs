@@ -413,11 +413,10 @@ impl Run {
                 // line off the disk that the buffer keeps in a conflict
                 // block (found at 100,000 cases; the base would need every
                 // disk text since the first mention).
+                // Its view; the sync keeps the text as a base across turns
+                // (aged, until the next first mention), so it is kept as
+                // its memory as what it read is.
                 self.views[*s] = Some(first);
-                // What it read with its own tools in an earlier turn is
-                // memory, like a blind writer's: not covered after a new
-                // prompt (the rule of issue 24), so a prompt replaces it.
-                self.read[*s] = false;
             }
             Op::Write {
                 session,
