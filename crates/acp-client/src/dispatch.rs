@@ -20,9 +20,7 @@ use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
-use crate::host::{
-    Applied, ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
-};
+use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
@@ -601,46 +599,31 @@ pub(crate) async fn write_file(
     let mut merged: Option<String> = None;
     let outcome = match shared.host.buffer_sync() {
         Some(sync) => sync.write(&request).await?,
-        None => WriteOutcome::NotHandled,
+        None => WriteOutcome::Disk,
     };
-    let (old_content, applied) = match outcome {
-        WriteOutcome::Handled { old_content } => (old_content, Applied::Buffer),
-        WriteOutcome::NotHandled => (
-            fs::write_text_file_atomic(&request.path, &request.content).await?,
-            Applied::Disk,
-        ),
-        WriteOutcome::Merged {
-            old_content,
-            text,
-            written,
-        } => {
-            if !written {
-                fs::write_text_file_atomic(&request.path, &text).await?;
+    let old_content = match &outcome {
+        WriteOutcome::Saved { old_content } => old_content.clone(),
+        WriteOutcome::Disk => fs::write_text_file_atomic(&request.path, &request.content).await?,
+        WriteOutcome::SavedMerged { old_content, text }
+        | WriteOutcome::DiskMerged { old_content, text } => {
+            if matches!(outcome, WriteOutcome::DiskMerged { .. }) {
+                fs::write_text_file_atomic(&request.path, text).await?;
             }
             // The file holds the merge: its change from the user's saved
             // text is the agent's (the user's lines it never saw are in
             // both), recorded like any write.
-            merged = Some(text);
-            (
-                old_content,
-                if written {
-                    Applied::Buffer
-                } else {
-                    Applied::Disk
-                },
-            )
+            merged = Some(text.clone());
+            old_content.clone()
         }
-        WriteOutcome::KeptUnsaved { seen, buffer } => {
+        WriteOutcome::MergedUnsaved { seen, .. } | WriteOutcome::Waiting { seen } => {
             let old = fs::write_text_file_atomic(&request.path, &request.content).await?;
-            let applied = match &buffer {
-                Some(_) => Applied::MergedUnsaved,
-                None => Applied::Waiting,
-            };
-            user_text = buffer.map(|b| (b, false));
+            if let WriteOutcome::MergedUnsaved { buffer, .. } = &outcome {
+                user_text = Some((buffer.clone(), false));
+            }
             // Its change is the difference from what it saw (the unsaved
             // buffer claude-code-acp reads and writes back), not from the
             // disk: the user's unsaved lines there are the user's.
-            (old.map(|disk| seen.unwrap_or(disk)), applied)
+            old.map(|disk| seen.clone().unwrap_or(disk))
         }
     };
     let new_content = merged.unwrap_or(request.content);
@@ -676,7 +659,7 @@ pub(crate) async fn write_file(
         sync.write_recorded(
             &request.session_id,
             &request.path,
-            applied == Applied::Waiting,
+            matches!(outcome, WriteOutcome::Waiting { .. }),
         );
     }
     shared.emit(ClientEvent::FileEdited(FileEdit {
@@ -684,7 +667,7 @@ pub(crate) async fn write_file(
         path: request.path,
         old_content,
         new_content,
-        applied,
+        applied: outcome,
     }));
     Ok(())
 }

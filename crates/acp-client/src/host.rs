@@ -56,22 +56,6 @@ impl Default for HostCapabilities {
 
 pub use crate::buffer_sync::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 
-/// Where an agent's write went, as [`FileEdit::applied`] reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Applied {
-    /// No buffer had the file: the client wrote the disk.
-    #[default]
-    Disk,
-    /// The editor's buffer took the write and saved it.
-    Buffer,
-    /// Written on disk and merged into the buffer's unsaved edits.
-    MergedUnsaved,
-    /// Written on disk; the buffer has open conflict blocks and gets the
-    /// change once they are resolved.
-    Waiting,
-}
-
 /// A record of one agent edit, for review: the file's content before and
 /// after.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,8 +69,9 @@ pub struct FileEdit {
     pub old_content: Option<String>,
     /// The content after the edit.
     pub new_content: String,
-    /// Where the write went.
-    pub applied: Applied,
+    /// Where the write went (the texts it carries are in `old_content`
+    /// and `new_content`, and not serialized).
+    pub applied: WriteOutcome,
 }
 
 /// Everything the client tells the editor, in the order it happened.

@@ -3,8 +3,9 @@
 //! disk), driven by `acp_client::buffer_sync` alone. Whatever the order of
 //! the user's typing and saves and the agents' reads and writes (stale
 //! writes after a save, blind whole-file writes, two agents, a read-only
-//! buffer, a buffer wiped and opened again, typing while an instruction is
-//! on its way), no line the user typed is lost: it is in the buffer or on
+//! buffer, a buffer wiped and opened again, an agent reading with its own
+//! tools at a file's first mention, typing while an instruction is on its
+//! way), no line the user typed is lost: it is in the buffer or on
 //! disk.
 //!
 //! `ACP_SYNC_CASES` sets the number of cases (default 2,000; CI-scale runs
@@ -200,6 +201,9 @@ enum Op {
     Prompt(usize),
     /// A session reads the file.
     Read(usize),
+    /// A session's agent reads the disk with its own tools and a tool call
+    /// names the file: review snapshots it (its first mention).
+    Mention(usize),
     /// A session writes what it last read (or had at its prompt) plus a
     /// line; the user may type while the instruction is on its way.
     Write {
@@ -227,6 +231,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::UndoRedo),
         2 => (0usize..2).prop_map(Op::Prompt),
         3 => (0usize..2).prop_map(Op::Read),
+        2 => (0usize..2).prop_map(Op::Mention),
         5 => (0usize..2, 0usize..8, proptest::option::of(typing()))
             .prop_map(|(session, at, interfere)| Op::Write { session, at, interfere }),
         1 => (0usize..2).prop_map(Op::WriteReadonly),
@@ -245,6 +250,9 @@ struct Run {
     views: [Option<String>; 2],
     /// Whether that is what it read or wrote (else the text at a prompt).
     read: [bool; 2],
+    /// The disk at each session's first mention of the file in its turn:
+    /// what review's snapshot holds, passed again at every mention.
+    first_mention: [Option<String>; 2],
     agent_lines: usize,
     log: Vec<String>,
 }
@@ -271,6 +279,7 @@ impl Run {
             sessions: [SessionId::new("s0"), SessionId::new("s1")],
             views: [None, None],
             read: [false, false],
+            first_mention: [None, None],
             agent_lines: 0,
             log: Vec::new(),
         }
@@ -364,6 +373,9 @@ impl Run {
                     }
                 }
                 self.sync.turn_started(&self.sessions[*s], buffers);
+                // Review's worker begins the turn: last turn's mentions go.
+                self.sync.review_turn_began(&self.sessions[*s]);
+                self.first_mention[*s] = None;
             }
             Op::Read(s) => {
                 let request = ReadTextFile {
@@ -383,6 +395,28 @@ impl Run {
                 };
                 self.views[*s] = Some(text);
                 self.read[*s] = true;
+            }
+            Op::Mention(s) => {
+                if self.first_mention[*s].is_some() {
+                    // Review reads the disk at the first mention only.
+                    return;
+                }
+                let Some(disk) = self.editor.state.lock().disk.clone() else {
+                    return;
+                };
+                self.first_mention[*s] = Some(disk.clone());
+                let first = disk;
+                self.sync.mentioned(&self.sessions[*s], &self.path, &first);
+                // It reads the file once a turn with its own tools, at the
+                // first mention (review reads the disk then only). Not
+                // modelled: a re-read after another agent's write took a
+                // line off the disk that the buffer keeps in a conflict
+                // block (found at 100,000 cases; the base would need every
+                // disk text since the first mention).
+                // Its view; the sync keeps the text as a base across turns
+                // (aged, until the next first mention), so it is kept as
+                // its memory as what it read is.
+                self.views[*s] = Some(first);
             }
             Op::Write {
                 session,
@@ -467,11 +501,13 @@ impl Run {
         let outcome = outcome?;
         let mut st = self.editor.state.lock();
         match outcome {
-            WriteOutcome::Handled { .. } | WriteOutcome::Merged { written: true, .. } => {}
-            WriteOutcome::NotHandled | WriteOutcome::KeptUnsaved { .. } => {
+            WriteOutcome::Saved { .. } | WriteOutcome::SavedMerged { .. } => {}
+            WriteOutcome::Disk
+            | WriteOutcome::MergedUnsaved { .. }
+            | WriteOutcome::Waiting { .. } => {
                 st.disk = Some(content.clone());
             }
-            WriteOutcome::Merged { text, .. } => st.disk = Some(text),
+            WriteOutcome::DiskMerged { text, .. } => st.disk = Some(text),
         }
         self.views[s] = Some(content);
         self.read[s] = true;

@@ -540,3 +540,49 @@ async fn unsaved_typing_is_not_the_disk_so_a_later_look_at_the_disk_records_noth
     assert_eq!(review.current.as_deref(), Some("a\nB\nmine\n"));
     assert_eq!(review.hunks.len(), 1, "{review:?}");
 }
+
+#[tokio::test]
+async fn a_blind_write_keeps_a_line_saved_after_the_files_first_mention() {
+    // Issue 24: the agent names the file in its tool call (it read it with
+    // its own tools), the user saves a line into it while the agent asks to
+    // write, and the agent writes the whole file from what it read. No
+    // buffer had the file when the prompt went out, so the text at the
+    // file's first mention is the base: the saved line stays. Before the
+    // fix the base was the disk (the user's save), and the write replaced
+    // the saved line without a word.
+    let (ptx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let s = start_with_permission(
+        &[("blind.txt", "one\ntwo\n")],
+        json!([{ "steps": [{ "type": "requestPermission",
+            "toolCall": { "toolCallId": "w1", "title": "Write blind.txt", "kind": "edit",
+                "status": "pending", "locations": [{ "path": "{{cwd}}/blind.txt" }] },
+            "onAllow": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/blind.txt", "content": "one\ntwo\nagent\n" },
+                "expect": { "ok": true } }] }] }]),
+        PermissionMode::Manual(ptx),
+    )
+    .await;
+    let path = s.root.join("blind.txt");
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    let (request, answer) = next_prompt(&mut prompts).await;
+    // The user's save, from a buffer opened after the prompt and closed.
+    std::fs::write(&path, "one\nmine\ntwo\n").unwrap();
+    let allow = request
+        .options
+        .iter()
+        .find(|o| o.kind.as_str() == "allow_once")
+        .unwrap();
+    choose(answer, &allow.option_id);
+    let stop = tokio::time::timeout(WAIT * 3, prompt)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stop.unwrap(), StopReason::EndTurn);
+    assert!(!agent_text(&s.conn, &s.sid).contains("EXPECTATION FAILED"));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "one\nmine\ntwo\nagent\n"
+    );
+}

@@ -9,7 +9,7 @@ use crate::protocol::{ChatId, Event, PromptId, ReviewView};
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationScope,
 };
-use acp_client::host::Applied;
+use acp_client::host::WriteOutcome;
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
@@ -301,9 +301,9 @@ impl Routes {
             ClientEvent::FileEdited(edit) => out.push(Event::FileEdited {
                 chat_id: chat,
                 path: edit.path.to_string_lossy().into_owned(),
-                buffer_updated: edit.applied == Applied::Buffer,
-                kept_unsaved: matches!(edit.applied, Applied::MergedUnsaved | Applied::Waiting),
-                waiting: edit.applied == Applied::Waiting,
+                buffer_updated: edit.applied.saved(),
+                kept_unsaved: edit.applied.kept_unsaved(),
+                waiting: matches!(edit.applied, WriteOutcome::Waiting { .. }),
             }),
             ClientEvent::ReviewChanged { file, review, .. } => out.push(Event::ReviewChanged {
                 chat_id: chat,
@@ -661,9 +661,16 @@ pub(crate) mod tests {
                 applied,
             })
         };
-        r.translate(edit("/p/a.rs", Applied::MergedUnsaved), &mut out);
-        r.translate(edit("/p/b.rs", Applied::Disk), &mut out);
-        r.translate(edit("/p/c.rs", Applied::Waiting), &mut out);
+        let merged = WriteOutcome::MergedUnsaved {
+            seen: None,
+            buffer: "x\nmine\n".into(),
+        };
+        r.translate(edit("/p/a.rs", merged), &mut out);
+        r.translate(edit("/p/b.rs", WriteOutcome::Disk), &mut out);
+        r.translate(
+            edit("/p/c.rs", WriteOutcome::Waiting { seen: None }),
+            &mut out,
+        );
         let flags: Vec<(bool, bool, bool)> = out
             .iter()
             .map(|e| match e {

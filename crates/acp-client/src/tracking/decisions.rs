@@ -440,20 +440,16 @@ pub(super) async fn write_content(
     };
     let outcome = match host.buffer_sync() {
         Some(sync) => sync.write(&request).await?,
-        None => WriteOutcome::NotHandled,
+        None => WriteOutcome::Disk,
     };
     match outcome {
-        WriteOutcome::Handled { .. } => Ok(None),
-        WriteOutcome::Merged {
-            text,
-            written: true,
-            ..
-        } => Ok((text != content).then_some(text)),
-        WriteOutcome::Merged { text, .. } => {
+        WriteOutcome::Saved { .. } => Ok(None),
+        WriteOutcome::SavedMerged { text, .. } => Ok((text != content).then_some(text)),
+        WriteOutcome::DiskMerged { text, .. } => {
             fs::write_text_file_atomic(path, &text).await?;
             Ok((text != content).then_some(text))
         }
-        WriteOutcome::NotHandled | WriteOutcome::KeptUnsaved { .. } => {
+        WriteOutcome::Disk | WriteOutcome::MergedUnsaved { .. } | WriteOutcome::Waiting { .. } => {
             fs::write_text_file_atomic(path, content)
                 .await
                 .map(|_| None)

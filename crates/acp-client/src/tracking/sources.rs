@@ -265,7 +265,13 @@ impl Worker {
                 return;
             }
             let changed = before.is_some();
-            self.snapshot(&path, before.map_or(disk, Some));
+            let snapshot = before.map_or(disk, Some);
+            if let (Some(sync), Some(text)) = (self.host.buffer_sync(), &snapshot) {
+                // What the agent read with its own tools, if it read the
+                // file: the base of its blind write (issue 24).
+                sync.mentioned(&self.session_id, &path, text);
+            }
+            self.snapshot(&path, snapshot);
             if changed {
                 // Written before we looked: no watcher event will report it.
                 // Read it after the debounce, not now: an agent rewriting

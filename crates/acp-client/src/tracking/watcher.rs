@@ -187,6 +187,9 @@ impl Worker {
                     self.snapshots.clear();
                     self.late.clear();
                     self.state.lock().known.clear();
+                    if let Some(sync) = self.host.buffer_sync() {
+                        sync.review_turn_began(&self.session_id);
+                    }
                 }
             }
             Job::Mention(paths) => {

@@ -421,6 +421,15 @@ pub struct Setup {
 
 /// Starts the fake agent on `turns` in a fresh directory holding `files`.
 pub async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
+    start_with_permission(files, turns, PermissionMode::Pick("allow_once")).await
+}
+
+/// [`start`], with permission prompts answered as `permission` says.
+pub async fn start_with_permission(
+    files: &[(&str, &str)],
+    turns: Value,
+    permission: PermissionMode,
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     for (name, content) in files {
@@ -432,7 +441,7 @@ pub async fn start(files: &[(&str, &str)], turns: Value) -> Setup {
             .arg("--scenario")
             .arg(scenario.to_string_lossy().into_owned())
             .cwd(&root);
-    let (host, rx) = TestHost::new(PermissionMode::Pick("allow_once"));
+    let (host, rx) = TestHost::new(permission);
     let conn = Connection::spawn(&agent, host.clone(), ConnectionOptions::default()).unwrap();
     conn.initialize().await.unwrap();
     let sid = conn

@@ -186,9 +186,9 @@ async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
     let outcome = host.sync.write(&write("new\nmine\n")).await.unwrap();
     assert_eq!(
         outcome,
-        WriteOutcome::KeptUnsaved {
+        WriteOutcome::MergedUnsaved {
             seen: Some("old\nmine\n".into()),
-            buffer: Some("new\nmine\n".into())
+            buffer: "new\nmine\n".into()
         }
     );
     assert_eq!(
@@ -214,7 +214,7 @@ async fn a_write_through_the_buffer_returns_the_old_content() {
     let outcome = host.sync.write(&write("new\n")).await.unwrap();
     assert_eq!(
         outcome,
-        WriteOutcome::Handled {
+        WriteOutcome::Saved {
             old_content: Some("old\n".into())
         }
     );
@@ -270,13 +270,7 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
     let outcome = host.sync.write(&write("y\n")).await.unwrap();
     // The buffer is left alone; the client writes the disk and the
     // write is merged into the buffer later, as a disk edit.
-    assert_eq!(
-        outcome,
-        WriteOutcome::KeptUnsaved {
-            seen: None,
-            buffer: None
-        }
-    );
+    assert_eq!(outcome, WriteOutcome::Waiting { seen: None });
     assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
     assert_eq!(
         host.sync.files().pending(Path::new("/p/a.txt")),
@@ -530,13 +524,7 @@ async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit(
     host.buffer_reported(path, blocks.into(), 2, OnDisk::No)
         .await;
     let outcome = host.sync.write(&write("agent\nz\nmore\n")).await.unwrap();
-    assert_eq!(
-        outcome,
-        WriteOutcome::KeptUnsaved {
-            seen: None,
-            buffer: None
-        }
-    );
+    assert_eq!(outcome, WriteOutcome::Waiting { seen: None });
     host.sync.disk_synced().await;
     assert_eq!(
         lua.seen.lock().len(),
@@ -637,7 +625,7 @@ async fn restores_merge_against_the_text_review_knew_and_leave_the_disk() {
         ..write("a\nold\nb\n")
     };
     let outcome = host.sync.write(&restore).await.unwrap();
-    assert_eq!(outcome, WriteOutcome::Handled { old_content: None });
+    assert_eq!(outcome, WriteOutcome::Saved { old_content: None });
     assert_eq!(
         msgpack::to_json(&fs.seen.lock()[0]),
         json!({"path": "/p/a.txt", "revision": 1, "content": "a\nold\nb\n",

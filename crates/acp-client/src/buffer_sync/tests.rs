@@ -1,0 +1,491 @@
+//! Unit tests of the files' sync state.
+#![allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+
+use std::path::Path;
+
+use super::*;
+
+fn sid(s: &str) -> SessionId {
+    SessionId::new(s)
+}
+
+#[test]
+fn a_write_back_of_the_unsaved_buffer_the_agent_read_merges_clean() {
+    // claude-code-acp 0.16.2: read `hello.txt` from the unsaved buffer,
+    // wrote it back with its change.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/hello.txt");
+    let unsaved = "hello world\nunsaved line\n";
+    s.reported(
+        p,
+        BufferText {
+            text: unsaved.into(),
+            version: 7,
+        },
+    );
+    s.saw(&sid("s"), p, Some(unsaved.into()));
+    let base = s.seen(&sid("s"), p).unwrap();
+    let i = s.plan(p, &base, "hello ACP\nunsaved line\n", Origin::Write);
+    assert_eq!(
+        i.merge,
+        Some(PlannedMerge {
+            version: 7,
+            text: "hello ACP\nunsaved line\n".into(),
+            conflicts: 0
+        })
+    );
+    assert_eq!(i.revision, 1);
+}
+
+#[test]
+fn a_restore_keeps_lines_another_chat_wrote_since() {
+    // Two chats' reviews of one file (data-safety seed 141793484, case
+    // 63): the first chat's review knew "first\nbase\n"; the second
+    // agent wrote its line since. The first chat's reject restores
+    // "base\n": the unmodified buffer saves the merge, keeping the
+    // second agent's line, not the restore whole.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.reported(p, buffer("first\nbase\nsecond\n", 2));
+    let i = s.plan(p, "first\nbase\n", "base\n", Origin::Restore);
+    assert_eq!(i.saved_text(), "base\nsecond\n");
+    s.answered(
+        &i,
+        &Applied::Saved {
+            old_content: Some("first\nbase\nsecond\n".into()),
+            version: 3,
+        },
+    );
+    assert_eq!(s.disk(p), Some("base\nsecond\n"));
+}
+
+#[test]
+fn a_save_after_the_agent_read_is_merged_not_overwritten() {
+    // The agent reads the buffer, the user types a line and saves (:w),
+    // the agent writes back what it read plus its own line: the save is
+    // the user's text, so the base stays what the agent read.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    let read = "one\ntwo\n";
+    s.reported(p, buffer(read, 1));
+    s.saw(&sid("s"), p, Some(read.into()));
+    s.user_reported(p, buffer("mine\none\ntwo\n", 3), OnDisk::Saved);
+    let base = s.base_of_write(&sid("s"), p).unwrap();
+    assert_eq!(&*base, read);
+    let i = s.plan(p, &base, "one\ntwo\nagent\n", Origin::Write);
+    let merge = i.merge.clone().unwrap();
+    assert_eq!(
+        (merge.version, merge.text.as_str(), merge.conflicts),
+        (3, "mine\none\ntwo\nagent\n", 0)
+    );
+    // An unmodified buffer saves the merge: that is the disk's text now.
+    assert_eq!(i.saved_text(), "mine\none\ntwo\nagent\n");
+    s.answered(
+        &i,
+        &Applied::Saved {
+            old_content: Some("mine\none\ntwo\n".into()),
+            version: 4,
+        },
+    );
+    assert_eq!(s.disk(p), Some("mine\none\ntwo\nagent\n"));
+    assert_eq!(s.buffer(p), Some(&buffer("mine\none\ntwo\nagent\n", 4)));
+}
+
+#[test]
+fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
+    // The buffer has open conflict blocks; the user saved it (the
+    // blocks and a line of theirs on disk); the agent's write, made from
+    // what it saw before, waits, and is merged as a disk edit later.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    let saved = "<<<<<<< buffer\nmine\n=======\n>>>>>>> agent\nx\nsaved\n";
+    s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
+    let i = s.plan(p, "x\n", "x\nagent\n", Origin::Write);
+    s.answered(&i, &Applied::Waiting);
+    let d = s.plan_disk(p).unwrap();
+    assert_eq!(d.base.as_deref(), Some("x\n"));
+    let merge = d.merge.unwrap();
+    assert!(merge.text.contains("mine\n") && merge.text.contains("saved\n"));
+    assert!(merge.text.contains("agent\n"));
+    // An edit of its own on disk merges against the synced text again.
+    assert!(s.disk_changed(p, None, "disk edit\n"));
+    assert_eq!(s.plan_disk(p).unwrap().base.as_deref(), Some(saved));
+}
+
+#[test]
+fn a_blind_write_merges_against_the_text_at_the_prompt() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    let q = Path::new("/w/b.txt");
+    s.turn_started(&sid("s"), vec![(p.into(), "one\ntwo\n".into())]);
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+    assert_eq!(s.base_of_write(&sid("other"), p), None);
+    // The buffer not known: no merge (the editor answers stale with its
+    // text, the user's saved line in it, and the write is planned again).
+    let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
+    assert_eq!(i.merge, None);
+    s.answered(&i, &Applied::Stale(buffer("one\nmine\ntwo\n", 5)));
+    let i = s.plan(p, "one\ntwo\n", "one\ntwo\nagent\n", Origin::Write);
+    let merge = i.merge.clone().unwrap();
+    assert_eq!(
+        (merge.version, merge.text.as_str()),
+        (5, "one\nmine\ntwo\nagent\n")
+    );
+    assert_eq!(i.saved_text(), "one\nmine\ntwo\nagent\n");
+    // What the agent read wins over the text at the prompt; a newer
+    // prompt replaces the texts it carries, others stay; a closed
+    // session's go.
+    s.saw(&sid("s"), p, Some("read\n".into()));
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
+    s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);
+    s.saw(&sid("s"), p, None);
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+    assert_eq!(s.base_of_write(&sid("s"), q).as_deref(), Some("q\n"));
+    s.drop_session(&sid("s"));
+    assert_eq!(s.base_of_write(&sid("s"), q), None);
+}
+
+#[test]
+fn a_blind_write_merges_against_the_text_at_the_first_mention() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.mentioned(&sid("s"), p, "one\ntwo\n");
+    // A later mention in the same turn is not the first.
+    s.mentioned(&sid("s"), p, "one\nmine\ntwo\n");
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+    // Only a base: review keeps its own snapshot as the "before".
+    assert_eq!(s.text_before_turn(&sid("s"), p), None);
+    // With the prompt's text: the lines both hold (found by the in-memory
+    // property: another agent's write took the user's line off the disk
+    // the agent read at the mention, while the buffer kept it in a
+    // conflict block; the prompt's text as the base dropped it).
+    s.turn_started(&sid("t"), vec![(p.into(), "a\nmine\nb\n".into())]);
+    s.mentioned(&sid("t"), p, "a\nb\nother\n");
+    assert_eq!(s.base_of_write(&sid("t"), p).as_deref(), Some("a\nb\n"));
+    // A new turn keeps it as a base until the file is mentioned in it.
+    s.age_mentions(&sid("s"));
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
+    s.mentioned(&sid("s"), p, "later\n");
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("later\n"));
+}
+
+#[test]
+fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
+    // The agent read the unsaved buffer (with the user's line), then the
+    // disk with its own tools (without it): whichever it writes from, the
+    // user's line is not in the base, so the merge keeps it.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.reported(p, buffer("a\nmine\nb\n", 3));
+    s.mentioned(&sid("s"), p, "a\nold\nb\n");
+    // A read after a mention is its newest view: the read alone.
+    s.saw(&sid("s"), p, Some("a\nmine\nb\n".into()));
+    assert_eq!(
+        s.base_of_write(&sid("s"), p).as_deref(),
+        Some("a\nmine\nb\n")
+    );
+    s.age_mentions(&sid("s"));
+    s.mentioned(&sid("s"), p, "a\nb\n");
+    let base = s.base_of_write(&sid("s"), p).unwrap();
+    assert_eq!(&*base, "a\nb\n");
+    let i = s.plan(p, &base, "agent\na\nb\n", Origin::Write);
+    assert_eq!(i.merge.unwrap().text, "agent\na\nmine\nb\n");
+    // Its own write is its newest view: the mention goes.
+    s.saw(&sid("s"), p, Some("agent\na\nb\n".into()));
+    assert_eq!(
+        s.base_of_write(&sid("s"), p).as_deref(),
+        Some("agent\na\nb\n")
+    );
+}
+
+#[test]
+fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
+    // What the merge was before the agent's view was its base.
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/hello.txt");
+    // The user changed the line the agent read from the buffer and
+    // changed again.
+    s.reported(
+        p,
+        BufferText {
+            text: "hello world!\n".into(),
+            version: 7,
+        },
+    );
+    let i = s.plan(p, "hello world\n", "hello ACP!\n", Origin::Write);
+    assert_eq!(i.merge.unwrap().conflicts, 1);
+    let i = s.plan(p, "hello world!\n", "hello ACP!\n", Origin::Write);
+    assert_eq!(i.merge.unwrap().conflicts, 0);
+}
+
+#[test]
+fn answers_keep_the_buffers_text_and_version() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    // Unknown buffer: no merge to offer; the editor answers stale.
+    let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
+    assert_eq!(i.merge, None);
+    let now = BufferText {
+        text: "a\nx\nmine\n".into(),
+        version: 3,
+    };
+    s.answered(&i, &Applied::Stale(now.clone()));
+    assert_eq!(s.buffer(p), Some(&now));
+    let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
+    assert_eq!(i.revision, 2);
+    let merge = i.merge.clone().unwrap();
+    assert_eq!((merge.version, merge.text.as_str()), (3, "b\nx\nmine\n"));
+    s.answered(&i, &Applied::Merged { version: 4 });
+    assert_eq!(
+        s.buffer(p),
+        Some(&BufferText {
+            text: "b\nx\nmine\n".into(),
+            version: 4
+        })
+    );
+    s.answered(&i, &Applied::NoBuffer);
+    assert_eq!(s.buffer(p), None);
+}
+
+#[test]
+fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    let unsaved = |text: &str, version| BufferText {
+        text: text.into(),
+        version,
+    };
+    s.reported(p, unsaved("a\nx\nmine\n", 4));
+    let merge = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write).merge.unwrap();
+    assert_eq!((merge.version, merge.text.as_str()), (4, "b\nx\nmine\n"));
+    // A newer version held is kept over an older report (a read answered
+    // before an instruction, recorded after it).
+    s.reported(p, unsaved("a\nx\nmine 2\n", 6));
+    s.reported(p, unsaved("a\nx\nmine\n", 5));
+    assert_eq!(s.buffer(p).unwrap().version, 6);
+}
+
+#[test]
+fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.reported(p, buffer("a\n", 2));
+    // The agent's disk edit before the write: the write supersedes it.
+    assert!(s.disk_changed(p, Some("a\n"), "d1\n"));
+    let w = s.plan(p, "a\n", "w\n", Origin::Write);
+    s.answered(
+        &w,
+        &Applied::Saved {
+            old_content: Some("a\n".into()),
+            version: 3,
+        },
+    );
+    assert_eq!(s.pending(p), None);
+    // One after the write was planned is newer than it: it stays, merged
+    // on the text the write left.
+    let w = s.plan(p, "w\n", "w2\n", Origin::Write);
+    assert!(s.disk_changed(p, Some("w2\n"), "d2\n"));
+    s.answered(
+        &w,
+        &Applied::Saved {
+            old_content: Some("w\n".into()),
+            version: 4,
+        },
+    );
+    assert_eq!(s.pending(p), Some("d2\n"));
+    assert_eq!(s.disk(p), Some("w2\n"));
+    let i = s.plan_disk(p).unwrap();
+    assert_eq!((i.content.as_str(), i.origin), ("d2\n", Origin::Disk));
+}
+
+#[test]
+fn what_a_session_saw_goes_with_it() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.saw(&sid("s1"), p, Some("x\n".into()));
+    s.saw(&sid("s2"), p, Some("y\n".into()));
+    s.drop_session(&sid("s1"));
+    assert_eq!(s.seen(&sid("s1"), p).as_deref(), None);
+    assert_eq!(s.seen(&sid("s2"), p).as_deref(), Some("y\n"));
+    s.saw(&sid("s2"), p, None);
+    assert_eq!(s.seen(&sid("s2"), p).as_deref(), None);
+}
+
+fn buffer(text: &str, version: u64) -> BufferText {
+    BufferText {
+        text: text.into(),
+        version,
+    }
+}
+
+#[test]
+fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    // An agent write the buffer saved: the disk holds it.
+    let i = s.plan(p, "a\nb\nc\n", "a\nB\nc\n", Origin::Write);
+    s.answered(
+        &i,
+        &Applied::Saved {
+            old_content: Some("a\nb\nc\n".into()),
+            version: 2,
+        },
+    );
+    assert_eq!(s.disk(p), Some("a\nB\nc\n"));
+    // The user types; the agent then edits the file on disk itself.
+    let r = s.user_reported(p, buffer("mine\na\nB\nc\n", 3), OnDisk::No);
+    assert_eq!(
+        r,
+        Report {
+            record: true,
+            sync: false
+        }
+    );
+    assert!(s.disk_changed(p, Some("stale before"), "a\nB\nC\n"));
+    assert_eq!(s.pending(p), Some("a\nB\nC\n"));
+    let i = s.plan_disk(p).unwrap();
+    assert_eq!(i.origin, Origin::Disk);
+    assert_eq!(i.content, "a\nB\nC\n");
+    // Base = the synced disk text, not the `before` review passed.
+    assert_eq!(
+        i.merge,
+        Some(PlannedMerge {
+            version: 3,
+            text: "mine\na\nB\nC\n".into(),
+            conflicts: 0
+        })
+    );
+    s.answered(&i, &Applied::Merged { version: 4 });
+    assert_eq!(s.disk(p), Some("a\nB\nC\n"));
+    assert_eq!(s.pending(p), None);
+    assert_eq!(s.buffer(p), Some(&buffer("mine\na\nB\nC\n", 4)));
+    // The same text seen again (the watcher after a diff): nothing to do.
+    assert!(!s.disk_changed(p, None, "a\nB\nC\n"));
+    assert_eq!(s.plan_disk(p), None);
+}
+
+#[test]
+fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.user_reported(p, buffer("x\nmine\n", 5), OnDisk::No);
+    assert!(s.disk_changed(p, Some("x\n"), "X\n"));
+    let merge = s.plan_disk(p).unwrap().merge.unwrap();
+    assert_eq!((merge.text.as_str(), merge.conflicts), ("X\nmine\n", 0));
+    // No base at all: no merge, and giving up leaves the buffer alone.
+    let q = Path::new("/w/b.txt");
+    s.user_reported(q, buffer("mine\n", 1), OnDisk::No);
+    assert!(s.disk_changed(q, None, "agent\n"));
+    let i = s.plan_disk(q).unwrap();
+    assert_eq!(i.merge, None);
+    s.answered(&i, &Applied::Stale(buffer("mine\n", 1)));
+    s.gave_up(&i, "");
+    assert_eq!(s.pending(q), None);
+}
+
+#[test]
+fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    assert!(s.disk_changed(p, Some("a\n"), "b\n"));
+    let i = s.plan_disk(p).unwrap();
+    // The buffer's text is not known: only an unmodified buffer can
+    // take it (a modified one answers stale and gets the merge next).
+    assert_eq!(i.merge, None);
+    s.answered(&i, &Applied::Reloaded { version: 9 });
+    assert_eq!(s.disk(p), Some("b\n"));
+    assert_eq!(s.buffer(p), Some(&buffer("b\n", 9)));
+    assert_eq!(s.pending(p), None);
+}
+
+#[test]
+fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
+    s.user_reported(p, buffer("old\nz\n", 1), OnDisk::Saved);
+    s.user_reported(p, buffer(blocks, 2), OnDisk::No);
+    assert!(s.disk_changed(p, None, "agent\nZ\n"));
+    let i = s.plan_disk(p).unwrap();
+    s.answered(&i, &Applied::Waiting);
+    assert_eq!(s.pending(p), Some("agent\nZ\n"));
+    // Typing with the blocks still open: not recorded (the buffer lacks
+    // the agent's newer text), not planned.
+    assert_eq!(
+        s.user_reported(p, buffer(&format!("{blocks}typed\n"), 3), OnDisk::No),
+        Report {
+            record: false,
+            sync: false
+        }
+    );
+    // Resolved: planned again, from the synced base.
+    assert_eq!(
+        s.user_reported(p, buffer("mine\nz\n", 4), OnDisk::No),
+        Report {
+            record: false,
+            sync: true
+        }
+    );
+    let i = s.plan_disk(p).unwrap();
+    let merge = i.merge.clone().unwrap();
+    assert_eq!((merge.version, merge.conflicts), (4, 1));
+    // A newer disk text arriving while this one was out stays pending.
+    assert!(s.disk_changed(p, None, "agent\nZ2\n"));
+    s.answered(&i, &Applied::Merged { version: 5 });
+    assert_eq!(s.disk(p), Some("agent\nZ\n"));
+    assert_eq!(s.pending(p), Some("agent\nZ2\n"));
+}
+
+#[test]
+fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.user_reported(p, buffer("a\n", 1), OnDisk::Read);
+    s.user_reported(p, buffer("a\nmine\n", 2), OnDisk::No);
+    assert!(s.disk_changed(p, None, "A\n"));
+    let i = s.plan_disk(p).unwrap();
+    s.answered(&i, &Applied::Merged { version: 4 });
+    // Typed at 3, merged over at 4: the merge has that text already.
+    let late = s.user_reported(p, buffer("a\nmine\nmore\n", 3), OnDisk::No);
+    assert!(!late.record);
+    assert_eq!(s.buffer(p).unwrap().version, 4);
+    // A buffer read anew starts its versions over.
+    assert!(!s.user_reported(p, buffer("A\n", 1), OnDisk::Read).record);
+    assert!(s.user_reported(p, buffer("A\nx\n", 2), OnDisk::No).record);
+}
+
+#[test]
+fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
+    let mut s = FileSyncs::new();
+    let p = Path::new("/w/a.txt");
+    s.user_reported(p, buffer("old\n", 1), OnDisk::Read);
+    let i = s.plan(p, "old\n", "new\n", Origin::Write);
+    s.answered(&i, &Applied::Waiting);
+    assert_eq!((s.pending(p), s.disk(p)), (Some("new\n"), Some("old\n")));
+    // Not known to conflict yet: a report plans it as a disk edit, even
+    // with conflict blocks open (it may merge around them).
+    let blocks = "<<<<<<< buffer\nmine\n=======\nold\n>>>>>>> agent\n";
+    assert_eq!(
+        s.user_reported(p, buffer(blocks, 2), OnDisk::No),
+        Report {
+            record: false,
+            sync: true
+        }
+    );
+    // The user saves over it (Neovim asked whether to): the disk is theirs.
+    let r = s.user_reported(p, buffer("mine\n", 3), OnDisk::Saved);
+    assert_eq!(
+        r,
+        Report {
+            record: true,
+            sync: false
+        }
+    );
+    assert_eq!((s.pending(p), s.disk(p)), (None, Some("mine\n")));
+    // A read is the buffer's state, never the user's edit.
+    assert!(!s.user_reported(p, buffer("mine\n", 4), OnDisk::Read).record);
+    // A restore merged into unsaved edits leaves the disk alone.
+    let i = s.plan(p, "mine\n", "restored\n", Origin::Restore);
+    s.answered(&i, &Applied::Merged { version: 4 });
+    assert_eq!(s.disk(p), Some("mine\n"));
+}
