@@ -39,10 +39,7 @@ M.MAX_FILE_BYTES = 1024 * 1024
 --- Most bytes copied for one prompt.
 M.MAX_TOTAL_BYTES = 16 * 1024 * 1024
 
-local function normalize(path)
-  local full = vim.fn.fnamemodify(path, ":p")
-  return util.uv.fs_realpath(full) or full
-end
+local normalize = util.normalize_path
 
 --- True when the buffer's text, as `acp.fs` joins it, is what its file holds.
 ---@param buf integer

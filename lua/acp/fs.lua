@@ -13,11 +13,7 @@ local util = require("acp.util")
 
 local M = {}
 
-local function normalize(path)
-  local full = vim.fn.fnamemodify(path, ":p")
-  local real = util.uv.fs_realpath(full)
-  return real or full
-end
+local normalize = util.normalize_path
 
 --- The loaded normal-file buffer of a path, if any.
 ---@param path string absolute path

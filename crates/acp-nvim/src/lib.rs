@@ -56,6 +56,7 @@ use crate::editor::{Editor, NvimEditor};
 use crate::handler::{HelloInfo, NvimHandler};
 use crate::prompts::Prompts;
 use crate::protocol::Event;
+use crate::review::Decisions;
 use crate::transcript::Transcripts;
 
 /// How long the agents get to stop when Neovim is gone.
@@ -93,6 +94,7 @@ pub async fn serve(
         events: events.clone(),
         editor,
         prompts,
+        decisions: Decisions::new(),
     })
     .with_transcripts(transcripts.clone());
     let backend = tokio::spawn(backend.run(rx));

@@ -51,11 +51,25 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     }
 }
 
-/// What the review task does next, in the order Lua sent it.
+/// What the review task does next, in the order Lua (or the buffer sync)
+/// sent it.
 #[derive(Debug)]
 enum Job {
     Decide(ReviewCommand),
     Query(ReviewCommand, oneshot::Sender<rmpv::Value>),
+    Merged(MergedBuffer),
+}
+
+/// A buffer took the merge of an agent's disk edit into its unsaved text
+/// (`acp.fs.apply` answered `merged`): its text at `tick` is that merge.
+#[derive(Debug)]
+pub struct MergedBuffer {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The merged text the buffer holds now.
+    pub text: Arc<str>,
+    /// The buffer's tick (`acp.fs.tick`) at `text`.
+    pub tick: u64,
 }
 
 /// The task applying review decisions in order, and answering review
@@ -63,15 +77,37 @@ enum Job {
 /// user's text (`acp.user_edit`, which renumbers hunks) and the refresh
 /// right after it must see the new hunks, or the next key acts on a hunk
 /// that no longer exists.
+///
+/// Every agent host holds a clone (its buffer sync reports merges here), so
+/// the handle exists before the agents; [`Decisions::start`] starts the
+/// task once they do. Jobs sent before wait in the queue.
 #[derive(Debug, Clone)]
 pub struct Decisions {
     tx: mpsc::UnboundedSender<Job>,
+    rx: Arc<parking_lot::Mutex<Option<mpsc::UnboundedReceiver<Job>>>>,
+}
+
+impl Default for Decisions {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Decisions {
-    /// Starts the task (needs a tokio runtime).
-    pub fn start(agents: Arc<Agents>, events: EventQueue) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
+    /// The queue, with no task yet.
+    pub fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel::<Job>();
+        Self {
+            tx,
+            rx: Arc::new(parking_lot::Mutex::new(Some(rx))),
+        }
+    }
+
+    /// Starts the task (needs a tokio runtime); nothing when it runs.
+    pub fn start(&self, agents: Arc<Agents>, events: EventQueue) {
+        let Some(mut rx) = self.rx.lock().take() else {
+            return;
+        };
         tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
                 match job {
@@ -80,10 +116,18 @@ impl Decisions {
                         // The asker may have given up (timeout): nothing to do.
                         let _ = answer.send(query(&agents, &cmd));
                     }
+                    Job::Merged(merged) => record_merge(&agents, merged).await,
                 }
             }
         });
-        Self { tx }
+    }
+
+    /// A buffer took the merge of an agent's disk edit: every chat's review
+    /// learns its text as the user's edit (see [`record_merge`]).
+    pub fn merged(&self, merged: MergedBuffer) {
+        if self.tx.send(Job::Merged(merged)).is_err() {
+            tracing::warn!("merged buffer not recorded: the review task has stopped");
+        }
     }
 
     /// Queues a decision; its outcome arrives as events.
@@ -196,6 +240,39 @@ async fn reject(
         });
     }
     Ok(())
+}
+
+/// A buffer took the merge of an agent's disk edit into its unsaved text:
+/// every open chat's review records the merged text as the user's edit, as
+/// Lua's report of the buffer would (the agent's lines in it are the
+/// disk's, so they stay the agent's hunk; the user's unsaved lines are
+/// theirs). The backend made the merge and Neovim answered its tick, so
+/// Lua need not send the text back (issue 24: one crossing fewer, and the
+/// `acp.review_file` its report made the refresh ask). In the review task,
+/// in order with Lua's reports: a report of a newer tick processed first
+/// makes this one outdated, and it is dropped (`user_reported`). A chat
+/// whose review never had the file records nothing.
+async fn record_merge(agents: &Agents, merged: MergedBuffer) {
+    for agent in agents.all() {
+        for chat in agent.host.chats() {
+            let Some(session) = agent.host.session_of(&chat) else {
+                continue;
+            };
+            let result = user_edit(
+                &agent,
+                &session,
+                &merged.path,
+                Some(merged.text.to_string()),
+                Some(merged.tick),
+                None,
+                OnDisk::No,
+            )
+            .await;
+            if let Err(e) = result {
+                tracing::debug!(%chat, path = %merged.path.display(), "merged buffer not recorded: {e}");
+            }
+        }
+    }
 }
 
 /// The user's edit of a reviewed buffer: the buffer's state for the sync,
