@@ -163,7 +163,17 @@ function M.setup()
   api.nvim_create_autocmd("BufWritePost", {
     group = group,
     callback = function(a)
+      if vim.bo[a.buf].buftype ~= "" or a.match == "" then
+        return
+      end
       local path = normalize(a.match)
+      -- Any file's save: its text at the prompt (acp.fs.prompt_buffers) is
+      -- no "before" of an agent edit any more (a difference may be the
+      -- user's), in every agent's sync.
+      local backend = require("acp.backend")
+      if backend.running() then
+        backend.notify("acp.file_saved", { path = path })
+      end
       if own_writes[path] or not M.files[path] then
         return
       end
