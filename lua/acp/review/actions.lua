@@ -521,25 +521,32 @@ function M.quickfix(refresh)
     return
   end
   local items = {}
+  -- From the summaries the `review_changed` events carried (M.files), not
+  -- a request per chat: the list follows every event while it is shown.
+  local paths = vim.tbl_keys(M.files)
+  table.sort(paths)
   for _, chat in ipairs(require("acp.chat").list) do
     if chat.session_id then
-      local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
-      for _, f in ipairs(type(files) == "table" and files or {}) do
-        local n = tonumber(f.hunks) or 0
-        local first = tonumber(f.first_line)
-        items[#items + 1] = {
-          filename = f.path,
-          lnum = (first or 0) + 1,
-          text = ("%s, %d hunk%s, +%d -%d (chat %s, %s)"):format(
-            f.status or "modified",
-            n,
-            n == 1 and "" or "s",
-            tonumber(f.added) or 0,
-            tonumber(f.removed) or 0,
-            chat.chat_id,
-            chat.agent and chat.agent.name or "agent"
-          ),
-        }
+      for _, path in ipairs(paths) do
+        local f = M.files[path].chats[chat.chat_id]
+        local n = f and tonumber(f.hunks) or 0
+        if n > 0 then
+          ---@cast f table
+          local first = tonumber(f.first_line)
+          items[#items + 1] = {
+            filename = path,
+            lnum = (first or 0) + 1,
+            text = ("%s, %d hunk%s, +%d -%d (chat %s, %s)"):format(
+              f.status or "modified",
+              n,
+              n == 1 and "" or "s",
+              tonumber(f.added) or 0,
+              tonumber(f.removed) or 0,
+              chat.chat_id,
+              chat.agent and chat.agent.name or "agent"
+            ),
+          }
+        end
       end
     end
   end
