@@ -179,4 +179,28 @@ T.test("an agent's fs/write_text_file into a buffer with an unsaved line crosses
   merged_and_drawn(buf)
 end)
 
+T.test("a review_changed older than the review kept is dropped (a cache by revision)", function()
+  local review = require("acp.review")
+  local path = vim.uv.fs_realpath(dir) .. "/cache.txt"
+  local function ev(revision, line)
+    local hunk = { id = revision, old_start = 0, old_lines = {}, new_start = 0, new_lines = { line } }
+    return {
+      path = path,
+      revision = revision,
+      summary = { path = path, status = "modified", hunks = 1, added = 1, removed = 0, first_line = 0 },
+      review = { path = path, status = "modified", current = line .. "\n", hunks = { hunk } },
+    }
+  end
+  review.on_changed("cache-chat", ev(20, "newer"))
+  review.on_changed("cache-chat", ev(10, "older, late"))
+  T.eq("newer\n", review.files[path].latest["cache-chat"].current, "the newer review is kept")
+  review.on_changed("cache-chat", ev(30, "newest"))
+  T.eq("newest\n", review.files[path].latest["cache-chat"].current, "a newer one replaces it")
+  review.drop_chat("cache-chat")
+  review.on_changed("cache-chat", ev(5, "a chat that came back"))
+  T.eq("a chat that came back\n", review.files[path].latest["cache-chat"].current, "a dropped chat starts over")
+  review.drop_chat("cache-chat")
+  review.files[path] = nil
+end)
+
 T.run()
