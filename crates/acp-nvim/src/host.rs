@@ -128,6 +128,12 @@ impl NvimHost {
         self.sync.saved(path);
     }
 
+    /// Waits until the agent's disk edits queued so far were sent to
+    /// Neovim and their answers taken.
+    pub async fn disk_synced(&self) {
+        self.sync.disk_synced().await;
+    }
+
     /// What is held of a file's sync with its buffer (`acp.file_sync`).
     pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
         self.sync.state(path)

@@ -253,7 +253,17 @@ async fn reject(
 /// makes this one outdated, and it is dropped (`user_reported`). A chat
 /// whose review never had the file records nothing.
 async fn record_merge(agents: &Agents, merged: MergedBuffer) {
-    for agent in agents.all() {
+    let all = agents.all();
+    // The merge is reported from inside the instruction's call, before the
+    // buffer sync took its answer: until then the agent's disk text still
+    // counts as waiting for the buffer, and the report would not be
+    // recorded (`user_reported`). Found by test_e2e_review_changes under
+    // load: the merge with conflict blocks was missing from the review, so
+    // resolving them changed nothing there and the changes view kept them.
+    for agent in &all {
+        agent.host.disk_synced().await;
+    }
+    for agent in all {
         for chat in agent.host.chats() {
             let Some(session) = agent.host.session_of(&chat) else {
                 continue;
