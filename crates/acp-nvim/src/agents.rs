@@ -120,7 +120,7 @@ pub struct Shared {
     /// Pending permission prompts of every agent.
     pub prompts: Arc<Prompts>,
     /// The review task's queue: the hosts report merged buffers to it.
-    pub decisions: crate::review::Decisions,
+    pub decisions: crate::review_queue::Decisions,
 }
 
 impl std::fmt::Debug for Shared {

@@ -14,7 +14,7 @@ use crate::command::{ChatId, Command, ReviewCommand};
 use crate::listing::{self, ListRequest};
 use crate::prompts::Prompts;
 use crate::protocol::Event;
-use crate::review::Decisions;
+use crate::review_queue::Decisions;
 use crate::transcript::Transcripts;
 use rmpv::Value;
 
@@ -246,8 +246,7 @@ impl Backend {
 
     /// The review task, started on first use.
     fn decisions(&mut self) -> &Decisions {
-        self.decisions
-            .start(self.agents.clone(), self.events.clone());
+        crate::review::start(&self.decisions, self.agents.clone(), self.events.clone());
         &self.decisions
     }
 

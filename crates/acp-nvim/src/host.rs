@@ -15,7 +15,7 @@ use crate::elicitation::WithdrawElicitation;
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event};
-use crate::review::{Decisions, MergedBuffer};
+use crate::review_queue::{Decisions, MergedBuffer};
 use crate::routes::{Item, Routes};
 use acp_client::buffer_sync::{self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};

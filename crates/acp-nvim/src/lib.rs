@@ -39,6 +39,7 @@ pub mod prompts;
 pub mod protocol;
 pub mod registry;
 pub mod review;
+pub mod review_queue;
 mod rewind;
 pub mod routes;
 pub mod transcript;
@@ -56,7 +57,7 @@ use crate::editor::{Editor, NvimEditor};
 use crate::handler::{HelloInfo, NvimHandler};
 use crate::prompts::Prompts;
 use crate::protocol::Event;
-use crate::review::Decisions;
+use crate::review_queue::Decisions;
 use crate::transcript::Transcripts;
 
 /// How long the agents get to stop when Neovim is gone.

@@ -16,12 +16,12 @@ use acp_client::buffer_sync::OnDisk;
 use acp_client::review::{FileReview, RejectOutcome};
 use acp_client::update::SessionId;
 use rmpv::Value;
-use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
 use crate::protocol::{wire, Event, FileSyncView, ReviewView};
+use crate::review_queue::{Decisions, Job, MergedBuffer};
 
 /// A file's full review, encoded for Lua.
 fn review_reply(review: &FileReview) -> Value {
@@ -51,98 +51,24 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     }
 }
 
-/// What the review task does next, in the order Lua (or the buffer sync)
-/// sent it.
-#[derive(Debug)]
-enum Job {
-    Decide(ReviewCommand),
-    Query(ReviewCommand, oneshot::Sender<rmpv::Value>),
-    Merged(MergedBuffer),
-}
-
-/// A buffer took the merge of an agent's disk edit into its unsaved text
-/// (`acp.fs.apply` answered `merged`): its text at `tick` is that merge.
-#[derive(Debug)]
-pub struct MergedBuffer {
-    /// The file.
-    pub path: std::path::PathBuf,
-    /// The merged text the buffer holds now.
-    pub text: Arc<str>,
-    /// The buffer's tick (`acp.fs.tick`) at `text`.
-    pub tick: u64,
-}
-
-/// The task applying review decisions in order, and answering review
-/// queries after every decision sent before them: a save reports the
-/// user's text (`acp.user_edit`, which renumbers hunks) and the refresh
-/// right after it must see the new hunks, or the next key acts on a hunk
-/// that no longer exists.
-///
-/// Every agent host holds a clone (its buffer sync reports merges here), so
-/// the handle exists before the agents; [`Decisions::start`] starts the
-/// task once they do. Jobs sent before wait in the queue.
-#[derive(Debug, Clone)]
-pub struct Decisions {
-    tx: mpsc::UnboundedSender<Job>,
-    rx: Arc<parking_lot::Mutex<Option<mpsc::UnboundedReceiver<Job>>>>,
-}
-
-impl Default for Decisions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Decisions {
-    /// The queue, with no task yet.
-    pub fn new() -> Self {
-        let (tx, rx) = mpsc::unbounded_channel::<Job>();
-        Self {
-            tx,
-            rx: Arc::new(parking_lot::Mutex::new(Some(rx))),
-        }
-    }
-
-    /// Starts the task (needs a tokio runtime); nothing when it runs.
-    pub fn start(&self, agents: Arc<Agents>, events: EventQueue) {
-        let Some(mut rx) = self.rx.lock().take() else {
-            return;
-        };
-        tokio::spawn(async move {
-            while let Some(job) = rx.recv().await {
-                match job {
-                    Job::Decide(cmd) => decide(&agents, &events, cmd).await,
-                    Job::Query(cmd, answer) => {
-                        // The asker may have given up (timeout): nothing to do.
-                        let _ = answer.send(query(&agents, &cmd));
-                    }
-                    Job::Merged(merged) => record_merge(&agents, merged).await,
+/// Starts the review task on `decisions`' queue (needs a tokio runtime);
+/// nothing when it runs already.
+pub fn start(decisions: &Decisions, agents: Arc<Agents>, events: EventQueue) {
+    let Some(mut rx) = decisions.take_receiver() else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some(job) = rx.recv().await {
+            match job {
+                Job::Decide(cmd) => decide(&agents, &events, cmd).await,
+                Job::Query(cmd, answer) => {
+                    // The asker may have given up (timeout): nothing to do.
+                    let _ = answer.send(query(&agents, &cmd));
                 }
+                Job::Merged(merged) => record_merge(&agents, merged).await,
             }
-        });
-    }
-
-    /// A buffer took the merge of an agent's disk edit: every chat's review
-    /// learns its text as the user's edit (see [`record_merge`]).
-    pub fn merged(&self, merged: MergedBuffer) {
-        if self.tx.send(Job::Merged(merged)).is_err() {
-            tracing::warn!("merged buffer not recorded: the review task has stopped");
         }
-    }
-
-    /// Queues a decision; its outcome arrives as events.
-    pub fn send(&self, cmd: ReviewCommand) {
-        if self.tx.send(Job::Decide(cmd)).is_err() {
-            tracing::warn!("review decision dropped: the review task has stopped");
-        }
-    }
-
-    /// Queues a query, answered once the decisions before it are applied.
-    pub fn query(&self, cmd: ReviewCommand, answer: oneshot::Sender<rmpv::Value>) {
-        if self.tx.send(Job::Query(cmd, answer)).is_err() {
-            tracing::warn!("review query dropped: the review task has stopped");
-        }
-    }
+    });
 }
 
 /// Applies one decision; failures become a `warning` of the chat.

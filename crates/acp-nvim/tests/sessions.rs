@@ -14,7 +14,7 @@ use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat};
 use acp_nvim::editor::{Editor, LuaError};
 use acp_nvim::prompts::Prompts;
 use acp_nvim::protocol::Event;
-use acp_nvim::review::Decisions;
+use acp_nvim::review_queue::Decisions;
 use acp_nvim::transcript::Transcripts;
 use async_trait::async_trait;
 use rmpv::Value;
