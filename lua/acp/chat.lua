@@ -646,8 +646,8 @@ function Chat:_flush()
   end
   self.status = "busy"
   -- Before the agent can change anything: the "before" of edits that come
-  -- without a diff (acp.baseline).
-  local unsaved = require("acp.baseline").snapshot(self.cwd)
+  -- without a diff (acp.fs.prompt_buffers).
+  local unsaved = require("acp.fs").prompt_buffers(self.cwd)
   local args = { chat_id = self.chat_id, blocks = blocks, buffers = #unsaved > 0 and unsaved or nil }
   if not require("acp.backend").notify("acp.prompt", args) then
     -- No backend (it just died): keep the prompt for after :Acp restart.

@@ -18,8 +18,7 @@ local function file_of(buf)
   if name == "" then
     return nil
   end
-  local full = vim.fn.fnamemodify(name, ":p")
-  return vim.uv.fs_realpath(full) or full
+  return require("acp.util").normalize_path(name)
 end
 
 ---@return {buf: integer, path: string}[]

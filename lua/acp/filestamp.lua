@@ -11,6 +11,13 @@
 --- still holds exactly the agent text that was merged: a change by anyone
 --- else still gets Neovim's question. The write replaces the file at once, so
 --- nothing else sees the old time.
+---
+--- It keeps no copy of the backend's file state (issue 24): `stamps` is
+--- Neovim's own record of the file's time, which Lua cannot read from
+--- Neovim, and `merged` is the `content` of the last instruction the buffer
+--- took (acp.fs.apply), dropped at the buffer's next read or write. Asking
+--- the backend for the disk text instead would be a blocking request in
+--- every `:write` of a file the agent touched.
 
 local api = vim.api
 local uv = vim.uv or vim.loop

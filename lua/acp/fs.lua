@@ -13,11 +13,7 @@ local util = require("acp.util")
 
 local M = {}
 
-local function normalize(path)
-  local full = vim.fn.fnamemodify(path, ":p")
-  local real = util.uv.fs_realpath(full)
-  return real or full
-end
+local normalize = util.normalize_path
 
 --- The loaded normal-file buffer of a path, if any.
 ---@param path string absolute path
@@ -480,6 +476,113 @@ function M.apply(args)
     error(("acp.nvim: could not save %s after applying the agent's edit: %s"):format(args.path, err), 0)
   end
   return { status = "saved", revision = rev, old_content = old_content, tick = M.tick(buf) }
+end
+
+-- The buffers a prompt goes out with ------------------------------------------
+--
+-- The "before" of agent edits that come without a diff. The backend holds
+-- the texts (`acp_client::buffer_sync`); this only collects them (saves are
+-- reported by acp.review's BufWritePost, `acp.file_saved`).
+--
+-- An agent that writes a file right after announcing the tool call (or
+-- that announces it afterwards, or never sends a diff) leaves the backend
+-- nothing to compare with: by the time it reads the file, the new text is
+-- there. The buffer still had the old text when the prompt was sent, but
+-- not necessarily later: Neovim reloads an unmodified buffer whose file
+-- changed (`autoread`, on `:checktime`, focus, or the cursor-hold hooks
+-- many configs add) and fires no event while the old text is still there
+-- (`FileChangedShell` is skipped for autoread reloads, and `BufReadPre`
+-- sees an emptied buffer). So the text is taken before the prompt goes
+-- out, when no edit of that turn can have happened yet; nothing can race
+-- it. The backend uses a file's text when a tool call first names the
+-- file, and only believes it when the file changed on disk during the
+-- turn. For a buffer with unsaved edits it is its file's text, read from
+-- disk at the same moment.
+--
+-- Bounded: only buffers of files inside the chat's directory, each up to
+-- `MAX_FILE_BYTES`, all together up to `MAX_TOTAL_BYTES`, and only
+-- unmodified buffers whose text round-trips to the file byte for byte
+-- (unix line ends, UTF-8, no BOM). A file the user saves during the turn
+-- loses its text at the prompt (every save is reported): the difference
+-- is then the user's, not the agent's.
+
+--- Largest buffer a prompt goes out with.
+M.MAX_FILE_BYTES = 1024 * 1024
+--- Most bytes copied for one prompt.
+M.MAX_TOTAL_BYTES = 16 * 1024 * 1024
+
+local normalize = util.normalize_path
+
+--- True when the buffer's text, as `acp.fs` joins it, is what its file holds.
+---@param buf integer
+---@return boolean
+local function round_trips(buf)
+  local bo = vim.bo[buf]
+  return bo.fileformat == "unix" and not bo.bomb and (bo.fileencoding == "" or bo.fileencoding == "utf-8")
+end
+
+---@class acp.PromptBuffer a buffer of the chat's directory as a prompt goes out
+---@field path string
+---@field text string the buffer's text
+---@field tick integer its tick (acp.fs.tick)
+---@field disk? string its file's text, when the buffer has unsaved edits
+
+--- Copy the open files under `cwd` (see above), for the prompt the
+--- chat is about to send. Returns them for the prompt itself: the backend
+--- then knows their text before the agent edits them (merging its first
+--- edit of one with unsaved edits in one instruction), and the text a
+--- write of an agent that reads nothing first is merged against.
+---@param cwd string
+---@return acp.PromptBuffer[]
+function M.prompt_buffers(cwd)
+  local root = normalize(cwd)
+  if root:sub(-1) ~= "/" then
+    root = root .. "/"
+  end
+  local total = 0
+  local unsaved, unsaved_total = {}, 0
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local modified = vim.bo[buf].modified
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and (modified or round_trips(buf)) then
+      local name = api.nvim_buf_get_name(buf)
+      if name ~= "" then
+        local path = normalize(name)
+        local stat = util.uv.fs_stat(path)
+        local size = modified and (stat and stat.size or 0)
+          or api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
+        if
+          vim.startswith(path, root)
+          and size <= M.MAX_FILE_BYTES
+          and total + size <= M.MAX_TOTAL_BYTES
+          and stat ~= nil
+        then
+          -- A buffer with unsaved edits is not the file: its file's text,
+          -- read now, is. The backend would read it too, but only when the
+          -- agent names the file, and an agent that rewrites it in place
+          -- (truncate, then write) can be caught in between: an empty
+          -- "before" made every line look like the agent's.
+          local text = modified and M.read_disk(path) or M.buffer_text(buf)
+          if text then
+            total = total + #text
+          end
+          local bytes = modified and api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) or 0
+          if text and bytes <= M.MAX_FILE_BYTES and unsaved_total + bytes <= M.MAX_TOTAL_BYTES then
+            -- The backend's merge base of a write by an agent that reads
+            -- nothing first: the file's text now (for a buffer with unsaved
+            -- edits, its disk text goes too).
+            unsaved[#unsaved + 1] = {
+              path = path,
+              text = modified and M.buffer_text(buf) or text,
+              tick = M.tick(buf),
+              disk = modified and text or nil,
+            }
+            unsaved_total = unsaved_total + bytes
+          end
+        end
+      end
+    end
+  end
+  return unsaved
 end
 
 return M

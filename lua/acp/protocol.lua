@@ -223,7 +223,8 @@ local M = {}
 ---@class acp.ev.ReviewChanged: acp.Event
 ---@field path string
 ---@field summary acp.ReviewSummary
----@field review? table the file's whole review now, as `acp.review_file` answers it (nil: nothing left to review)
+---@field review? acp.ReviewFile the file's whole review now (nil: nothing left to review)
+---@field revision integer grows with every `review_changed` of the backend: an older one than the review kept is dropped
 
 ---@class acp.ev.ReviewDeletePending: acp.Event
 ---@field path string
@@ -296,7 +297,7 @@ local M = {}
 ---@field new_start integer
 ---@field new_lines string[]
 
----@class acp.ReviewFile The backend's answer to `acp.review_file`.
+---@class acp.ReviewFile A file's whole review, as `review_changed` carries it (and the diagnostic `acp.review_file` answers it).
 ---@field path string
 ---@field status "created"|"modified"|"deleted"
 ---@field baseline? string

@@ -5,6 +5,16 @@ local M = {}
 --- libuv handle: `vim.uv` on Neovim >= 0.10, `vim.loop` before.
 M.uv = vim.uv or vim.loop
 
+--- A file's one name in the plugin: absolute, symlinks resolved (as the
+--- backend's workspace check gives it), else absolute. Buffers, reviews,
+--- the sync's instructions and the prompt's buffers are matched by it.
+---@param path string
+---@return string
+function M.normalize_path(path)
+  local full = vim.fn.fnamemodify(path, ":p")
+  return M.uv.fs_realpath(full) or full
+end
+
 --- Root directory of the plugin (the directory holding `lua/` and `target/`).
 ---@return string
 function M.plugin_root()

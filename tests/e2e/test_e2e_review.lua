@@ -1200,7 +1200,6 @@ end)
 T.test(
   "the buffers a prompt goes out with: the file's text of modified buffers, none of outside and CRLF; saves reported",
   function()
-    local baseline = require("acp.baseline")
     local _, inside = open_file("copy-in.txt", NINE)
     local in_buf = vim.api.nvim_get_current_buf()
     local mod_buf, modified = open_file("copy-mod.txt", NINE)
@@ -1213,7 +1212,7 @@ T.test(
       return vim.uv.fs_realpath(path) or path
     end
     local sent = {}
-    for _, b in ipairs(baseline.snapshot(dir)) do
+    for _, b in ipairs(require("acp.fs").prompt_buffers(dir)) do
       sent[b.path] = b
     end
     local function get(path)

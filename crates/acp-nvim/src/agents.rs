@@ -119,6 +119,8 @@ pub struct Shared {
     pub editor: Arc<dyn Editor>,
     /// Pending permission prompts of every agent.
     pub prompts: Arc<Prompts>,
+    /// The review task's queue: the hosts report merged buffers to it.
+    pub decisions: crate::review_queue::Decisions,
 }
 
 impl std::fmt::Debug for Shared {
@@ -222,6 +224,7 @@ impl Agents {
             self.shared.events.clone(),
             self.shared.editor.clone(),
             self.shared.prompts.clone(),
+            self.shared.decisions.clone(),
         ));
         let mut options = ConnectionOptions {
             client_name: "acp.nvim".into(),

@@ -14,7 +14,7 @@ use crate::command::{ChatId, Command, ReviewCommand};
 use crate::listing::{self, ListRequest};
 use crate::prompts::Prompts;
 use crate::protocol::Event;
-use crate::review::Decisions;
+use crate::review_queue::Decisions;
 use crate::transcript::Transcripts;
 use rmpv::Value;
 
@@ -39,8 +39,9 @@ pub struct Backend {
     chats: HashMap<ChatId, ChatHandle>,
     transcripts: Option<Arc<Transcripts>>,
     list_linger: Duration,
-    /// The review decision task, started on first use.
-    decisions: Option<Decisions>,
+    /// The review decision task's queue (shared with the agent hosts),
+    /// its task started on first use.
+    decisions: Decisions,
     installs: crate::registry::Installs,
 }
 
@@ -51,11 +52,11 @@ impl Backend {
         Self {
             events: shared.events.clone(),
             prompts: shared.prompts.clone(),
+            decisions: shared.decisions.clone(),
             agents: Agents::new(shared),
             chats: HashMap::new(),
             transcripts: None,
             list_linger: listing::LINGER,
-            decisions: None,
             installs,
         }
     }
@@ -82,6 +83,8 @@ impl Backend {
 
     /// Handles messages until the channel closes, then shuts down.
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Routed>) {
+        // Now: a merge the agents' buffer syncs report may come first.
+        self.decisions();
         while let Some(msg) = rx.recv().await {
             match msg {
                 Routed::Command(cmd) => self.handle(cmd),
@@ -243,10 +246,8 @@ impl Backend {
 
     /// The review task, started on first use.
     fn decisions(&mut self) -> &Decisions {
-        let agents = self.agents.clone();
-        let events = self.events.clone();
-        self.decisions
-            .get_or_insert_with(|| Decisions::start(agents, events))
+        crate::review::start(&self.decisions, self.agents.clone(), self.events.clone());
+        &self.decisions
     }
 
     fn send(&self, chat_id: &ChatId, cmd: ChatCommand) -> bool {

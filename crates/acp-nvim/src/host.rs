@@ -15,8 +15,9 @@ use crate::elicitation::WithdrawElicitation;
 use crate::prompts::{Prompts, Withdraw};
 use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event};
+use crate::review_queue::{Decisions, MergedBuffer};
 use crate::routes::{Item, Routes};
-use acp_client::buffer_sync::{self, BufferAtPrompt, BufferSync, BufferText, OnDisk};
+use acp_client::buffer_sync::{self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
 use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
@@ -55,12 +56,14 @@ impl NvimHost {
         events: EventQueue,
         editor: Arc<dyn Editor>,
         prompts: Arc<Prompts>,
+        decisions: Decisions,
     ) -> Self {
         let routes = Arc::new(Mutex::new(Routes::new(agent_name)));
         let buffers = LuaBuffers {
             editor: editor.clone(),
             events: events.clone(),
             routes: routes.clone(),
+            decisions,
         };
         Self {
             events,
@@ -125,6 +128,12 @@ impl NvimHost {
         self.sync.saved(path);
     }
 
+    /// Waits until the agent's disk edits queued so far were sent to
+    /// Neovim and their answers taken.
+    pub async fn disk_synced(&self) {
+        self.sync.disk_synced().await;
+    }
+
     /// What is held of a file's sync with its buffer (`acp.file_sync`).
     pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
         self.sync.state(path)
@@ -183,6 +192,9 @@ struct LuaBuffers {
     editor: Arc<dyn Editor>,
     events: EventQueue,
     routes: Arc<Mutex<Routes>>,
+    /// Where a buffer that took a disk edit's merge is reported (the
+    /// reviews learn its text without Lua sending it back).
+    decisions: Decisions,
 }
 
 impl LuaBuffers {
@@ -237,8 +249,20 @@ impl buffer_sync::Buffers for LuaBuffers {
                 "Neovim could not write `{path}` through its buffer: {e}"
             ))
         })?;
-        lua::decode_apply(&reply, instruction.revision)
-            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))
+        let applied = lua::decode_apply(&reply, instruction.revision)
+            .map_err(|bad| acp_client::Error::Host(format!("writing `{path}`: {bad}")))?;
+        if let (buffer_sync::Applied::Merged { version }, Origin::Disk, Some(merge)) =
+            (&applied, instruction.origin, &instruction.merge)
+        {
+            // Lua reported the merged buffer back before (one crossing, and
+            // the review request its report made the next refresh ask).
+            self.decisions.merged(MergedBuffer {
+                path: instruction.path.clone(),
+                text: merge.text.as_str().into(),
+                tick: *version,
+            });
+        }
+        Ok(applied)
     }
 
     fn tell_user(&self, path: &Path, session: Option<&SessionId>, message: String) {

@@ -39,6 +39,7 @@ pub mod prompts;
 pub mod protocol;
 pub mod registry;
 pub mod review;
+pub mod review_queue;
 mod rewind;
 pub mod routes;
 pub mod transcript;
@@ -56,6 +57,7 @@ use crate::editor::{Editor, NvimEditor};
 use crate::handler::{HelloInfo, NvimHandler};
 use crate::prompts::Prompts;
 use crate::protocol::Event;
+use crate::review_queue::Decisions;
 use crate::transcript::Transcripts;
 
 /// How long the agents get to stop when Neovim is gone.
@@ -93,6 +95,7 @@ pub async fn serve(
         events: events.clone(),
         editor,
         prompts,
+        decisions: Decisions::new(),
     })
     .with_transcripts(transcripts.clone());
     let backend = tokio::spawn(backend.run(rx));

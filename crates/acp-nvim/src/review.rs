@@ -16,12 +16,12 @@ use acp_client::buffer_sync::OnDisk;
 use acp_client::review::{FileReview, RejectOutcome};
 use acp_client::update::SessionId;
 use rmpv::Value;
-use tokio::sync::{mpsc, oneshot};
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
 use crate::protocol::{wire, Event, FileSyncView, ReviewView};
+use crate::review_queue::{Decisions, Job, MergedBuffer};
 
 /// A file's full review, encoded for Lua.
 fn review_reply(review: &FileReview) -> Value {
@@ -51,54 +51,24 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     }
 }
 
-/// What the review task does next, in the order Lua sent it.
-#[derive(Debug)]
-enum Job {
-    Decide(ReviewCommand),
-    Query(ReviewCommand, oneshot::Sender<rmpv::Value>),
-}
-
-/// The task applying review decisions in order, and answering review
-/// queries after every decision sent before them: a save reports the
-/// user's text (`acp.user_edit`, which renumbers hunks) and the refresh
-/// right after it must see the new hunks, or the next key acts on a hunk
-/// that no longer exists.
-#[derive(Debug, Clone)]
-pub struct Decisions {
-    tx: mpsc::UnboundedSender<Job>,
-}
-
-impl Decisions {
-    /// Starts the task (needs a tokio runtime).
-    pub fn start(agents: Arc<Agents>, events: EventQueue) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
-        tokio::spawn(async move {
-            while let Some(job) = rx.recv().await {
-                match job {
-                    Job::Decide(cmd) => decide(&agents, &events, cmd).await,
-                    Job::Query(cmd, answer) => {
-                        // The asker may have given up (timeout): nothing to do.
-                        let _ = answer.send(query(&agents, &cmd));
-                    }
+/// Starts the review task on `decisions`' queue (needs a tokio runtime);
+/// nothing when it runs already.
+pub fn start(decisions: &Decisions, agents: Arc<Agents>, events: EventQueue) {
+    let Some(mut rx) = decisions.take_receiver() else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some(job) = rx.recv().await {
+            match job {
+                Job::Decide(cmd) => decide(&agents, &events, cmd).await,
+                Job::Query(cmd, answer) => {
+                    // The asker may have given up (timeout): nothing to do.
+                    let _ = answer.send(query(&agents, &cmd));
                 }
+                Job::Merged(merged) => record_merge(&agents, merged).await,
             }
-        });
-        Self { tx }
-    }
-
-    /// Queues a decision; its outcome arrives as events.
-    pub fn send(&self, cmd: ReviewCommand) {
-        if self.tx.send(Job::Decide(cmd)).is_err() {
-            tracing::warn!("review decision dropped: the review task has stopped");
         }
-    }
-
-    /// Queues a query, answered once the decisions before it are applied.
-    pub fn query(&self, cmd: ReviewCommand, answer: oneshot::Sender<rmpv::Value>) {
-        if self.tx.send(Job::Query(cmd, answer)).is_err() {
-            tracing::warn!("review query dropped: the review task has stopped");
-        }
-    }
+    });
 }
 
 /// Applies one decision; failures become a `warning` of the chat.
@@ -196,6 +166,49 @@ async fn reject(
         });
     }
     Ok(())
+}
+
+/// A buffer took the merge of an agent's disk edit into its unsaved text:
+/// every open chat's review records the merged text as the user's edit, as
+/// Lua's report of the buffer would (the agent's lines in it are the
+/// disk's, so they stay the agent's hunk; the user's unsaved lines are
+/// theirs). The backend made the merge and Neovim answered its tick, so
+/// Lua need not send the text back (issue 24: one crossing fewer, and the
+/// `acp.review_file` its report made the refresh ask). In the review task,
+/// in order with Lua's reports: a report of a newer tick processed first
+/// makes this one outdated, and it is dropped (`user_reported`). A chat
+/// whose review never had the file records nothing.
+async fn record_merge(agents: &Agents, merged: MergedBuffer) {
+    let all = agents.all();
+    // The merge is reported from inside the instruction's call, before the
+    // buffer sync took its answer: until then the agent's disk text still
+    // counts as waiting for the buffer, and the report would not be
+    // recorded (`user_reported`). Found by test_e2e_review_changes under
+    // load: the merge with conflict blocks was missing from the review, so
+    // resolving them changed nothing there and the changes view kept them.
+    for agent in &all {
+        agent.host.disk_synced().await;
+    }
+    for agent in all {
+        for chat in agent.host.chats() {
+            let Some(session) = agent.host.session_of(&chat) else {
+                continue;
+            };
+            let result = user_edit(
+                &agent,
+                &session,
+                &merged.path,
+                Some(merged.text.to_string()),
+                Some(merged.tick),
+                None,
+                OnDisk::No,
+            )
+            .await;
+            if let Err(e) = result {
+                tracing::debug!(%chat, path = %merged.path.display(), "merged buffer not recorded: {e}");
+            }
+        }
+    }
 }
 
 /// The user's edit of a reviewed buffer: the buffer's state for the sync,

@@ -6,6 +6,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::elicitation::{self, ElicitationPromptId};
 use crate::protocol::{ChatId, Event, PromptId, ReviewView};
+
+/// The revision of the next `review_changed`, over every agent of the
+/// backend. Taken while the routes' lock is held and the event queued, so
+/// one file's events of one chat (one agent) carry growing revisions in
+/// the order Lua gets them.
+fn next_review_revision() -> u64 {
+    static REVISION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    REVISION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationScope,
 };
@@ -310,6 +319,7 @@ impl Routes {
                 path: file.path.to_string_lossy().into_owned(),
                 summary: file,
                 review: review.as_ref().map(ReviewView::from),
+                revision: next_review_revision(),
             }),
             other => tracing::debug!("client event not forwarded to Lua: {other:?}"),
         }
@@ -742,12 +752,25 @@ pub(crate) mod tests {
         let id = tracker.review(Path::new("/p/a.rs")).unwrap().hunks[0]
             .id
             .get();
+        let view = out[0].json_view();
+        let revision = view["revision"].as_u64().unwrap();
         assert_eq!(
-            out[0].json_view(),
+            view,
             json!({"type": "review_changed", "chat_id": "a", "path": "/p/a.rs",
                    "summary": {"path": "/p/a.rs", "status": "created", "hunks": 1, "added": 2, "removed": 0, "first_line": 0},
                    "review": {"path": "/p/a.rs", "status": "created", "current": "a\nb\r\n",
-                              "hunks": [{"id": id, "old_start": 0, "old_lines": [], "new_start": 0, "new_lines": ["a", "b"]}]}})
+                              "hunks": [{"id": id, "old_start": 0, "old_lines": [], "new_start": 0, "new_lines": ["a", "b"]}]},
+                   "revision": revision})
         );
+        // The next one is newer: Lua drops an older review that comes late.
+        r.translate(
+            ClientEvent::ReviewChanged {
+                session_id: sid("s1"),
+                file: tracker.summary(Path::new("/p/a.rs")).unwrap(),
+                review: None,
+            },
+            &mut out,
+        );
+        assert!(out[1].json_view()["revision"].as_u64().unwrap() > revision);
     }
 }

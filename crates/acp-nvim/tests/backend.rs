@@ -16,6 +16,7 @@ use acp_nvim::editor::{Editor, LuaError};
 use acp_nvim::msgpack;
 use acp_nvim::prompts::Prompts;
 use acp_nvim::protocol::Event;
+use acp_nvim::review_queue::Decisions;
 use async_trait::async_trait;
 use rmpv::Value;
 use serde_json::{json, Value as Json};
@@ -137,6 +138,7 @@ impl Rig {
             events: queue,
             editor: lua.clone(),
             prompts: Arc::new(Prompts::new()),
+            decisions: Decisions::new(),
         });
         let agents = backend.agents().clone();
         let (tx, rx) = mpsc::unbounded_channel();

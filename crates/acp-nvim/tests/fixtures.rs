@@ -413,6 +413,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                     t.record_write(p, Some("fn main() {}\n"), "fn main() {\n    run();\n}\n");
                     t.review(p).as_ref().map(acp_nvim::protocol::ReviewView::from)
                 },
+                revision: 7,
             },
         ),
         (

@@ -14,6 +14,7 @@ use acp_nvim::command::{AgentSpec, ChatId, Command, OpenChat};
 use acp_nvim::editor::{Editor, LuaError};
 use acp_nvim::prompts::Prompts;
 use acp_nvim::protocol::Event;
+use acp_nvim::review_queue::Decisions;
 use acp_nvim::transcript::Transcripts;
 use async_trait::async_trait;
 use rmpv::Value;
@@ -60,6 +61,7 @@ impl Rig {
             events: queue,
             editor: Arc::new(NoBuffers),
             prompts: Arc::new(Prompts::new()),
+            decisions: Decisions::new(),
         })
         .with_transcripts(transcripts.clone())
         .with_list_linger(Duration::ZERO);

@@ -61,10 +61,6 @@ function M.on_delete_pending(chat_id, ev)
       util.notify(("kept %s"):format(path))
       return
     end
-    local entry = M.files[normalize(path)]
-    if entry then
-      entry.asked = true
-    end
     backend().notify("acp.review_delete", { chat_id = chat_id, path = path })
     local buf = fs.find_buffer(path)
     if buf and not vim.bo[buf].modified then
@@ -229,22 +225,25 @@ function M.disk_applied(buf, path, before, ranges)
   api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
   local rows = (before and #ranges > 0) and surviving_rows(before, api.nvim_buf_get_lines(buf, 0, -1, false), ranges)
     or {}
+  local entry = M.files[key]
+  if before and entry then
+    -- The backend made the merge and gets this tick in the answer: it
+    -- records the merged text in every chat's review itself (issue 24:
+    -- sending it back cost a crossing and a review request), so this tick
+    -- is not reported again.
+    entry.reported_tick = fs.tick(buf)
+  end
   vim.schedule(function()
     if not api.nvim_buf_is_valid(buf) then
       return
     end
-    if before then
-      -- The merged text is reported with each run of rows, so its hunks
-      -- there are accepted as a resolution's are (also the pure deletions
-      -- the marker lines leave at the run's edges).
-      if #rows == 0 then
-        send_user_edit(buf)
-      end
-      for _, run in ipairs(rows) do
-        send_user_edit(buf, run)
-      end
+    -- The rows the user resolved conflicts to while the edit waited are
+    -- reported with the merged text, so its hunks there are accepted as a
+    -- resolution's are (also the pure deletions the marker lines leave at
+    -- the run's edges).
+    for _, run in ipairs(rows) do
+      send_user_edit(buf, run)
     end
-    -- The review shown is fetched again after the reports.
     schedule_refresh(key)
   end)
 end
@@ -390,17 +389,6 @@ end
 ---@param opts acp.DecideOpts
 function M.decide(action, opts)
   local method = action == "accept" and "acp.review_accept" or "acp.review_reject"
-  -- The refreshes that follow ask for the reviews: they answer after these.
-  if opts.scope == "all" then
-    for _, e in pairs(M.files) do
-      e.asked = true
-    end
-  else
-    local e = entry_of_buf(api.nvim_get_current_buf())
-    if e then
-      e.asked = true
-    end
-  end
   if opts.scope == "all" then
     -- Conflicts first, in every buffer: they live in the buffers only, and
     -- a restore merged around one would nest its blocks.
@@ -493,8 +481,10 @@ function M.decide(action, opts)
     -- The resolution's report renumbers the file's hunks: a hunk right
     -- after the block joins the kept lines and gets a new id (data-safety
     -- seed 117216006, case 131: the reject named a hunk that no longer
-    -- existed and the agent's line stayed). The review is fetched again
-    -- (answered after that report) and the hunks at those rows decided.
+    -- existed and the agent's line stayed). Once the backend's review has
+    -- that report (its `review_changed`), the hunks at those rows are
+    -- decided.
+    S.settle(buf)
     M.refresh(entry.path)
     ids = {}
     local seen = {}
@@ -531,25 +521,32 @@ function M.quickfix(refresh)
     return
   end
   local items = {}
+  -- From the summaries the `review_changed` events carried (M.files), not
+  -- a request per chat: the list follows every event while it is shown.
+  local paths = vim.tbl_keys(M.files)
+  table.sort(paths)
   for _, chat in ipairs(require("acp.chat").list) do
     if chat.session_id then
-      local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
-      for _, f in ipairs(type(files) == "table" and files or {}) do
-        local n = tonumber(f.hunks) or 0
-        local first = tonumber(f.first_line)
-        items[#items + 1] = {
-          filename = f.path,
-          lnum = (first or 0) + 1,
-          text = ("%s, %d hunk%s, +%d -%d (chat %s, %s)"):format(
-            f.status or "modified",
-            n,
-            n == 1 and "" or "s",
-            tonumber(f.added) or 0,
-            tonumber(f.removed) or 0,
-            chat.chat_id,
-            chat.agent and chat.agent.name or "agent"
-          ),
-        }
+      for _, path in ipairs(paths) do
+        local f = M.files[path].chats[chat.chat_id]
+        local n = f and tonumber(f.hunks) or 0
+        if n > 0 then
+          ---@cast f table
+          local first = tonumber(f.first_line)
+          items[#items + 1] = {
+            filename = path,
+            lnum = (first or 0) + 1,
+            text = ("%s, %d hunk%s, +%d -%d (chat %s, %s)"):format(
+              f.status or "modified",
+              n,
+              n == 1 and "" or "s",
+              tonumber(f.added) or 0,
+              tonumber(f.removed) or 0,
+              chat.chat_id,
+              chat.agent and chat.agent.name or "agent"
+            ),
+          }
+        end
       end
     end
   end

@@ -7,8 +7,9 @@
 --- under review, and follows the review live: a decision taken elsewhere or
 --- a new agent edit redraws that file's section only.
 ---
---- It owns no review state: the backend's review (`acp.review_files`,
---- `acp.review_file`) is what it draws, and decisions go to the backend by
+--- It owns no review state: the reviews the backend's `review_changed`
+--- events carried (acp.review's cache, newest revision per chat and file)
+--- are what it draws, asking the backend nothing, and decisions go to it by
 --- stable hunk id (`acp.review_accept`/`acp.review_reject`), never by
 --- editing files here. Conflict blocks live in the real buffer only: they
 --- are shown, and resolved there. What it adds is the turn a hunk first
@@ -217,7 +218,7 @@ end
 ---@param scope acp.ChangesScope
 ---@param chat_id string
 ---@param path string
----@param rv? table the file's review (`acp.review_file`)
+---@param rv? table the file's review (as its `review_changed` carried it)
 ---@return acp.ChangesSection?
 local function build(scope, chat_id, path, rv)
   if type(rv) ~= "table" then
@@ -440,22 +441,29 @@ local function redraw_top(v)
   replace(v.buf, 0, TOP, lines, marks)
 end
 
---- Every section of the scope, asked of the backend (its answers come after
---- the decisions sent before them).
+--- The newest review of `path` the backend sent for `chat_id` (nil:
+--- nothing under review).
+---@param chat_id string
+---@param path string normalized
+---@return table?
+local function review_of(chat_id, path)
+  local entry = review().files[path]
+  local rv = entry and entry.latest and entry.latest[chat_id]
+  return type(rv) == "table" and rv or nil
+end
+
+--- Every section of the scope, from the reviews the backend sent.
 ---@param scope acp.ChangesScope
 ---@return acp.ChangesSection[]
 local function collect(scope)
   local out = {}
   for _, chat in ipairs(require("acp.chat").list) do
     if chat.session_id and (scope.kind == "all" or chat.chat_id == scope.chat_id) then
-      local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
-      for _, f in ipairs(type(files) == "table" and files or {}) do
-        if type(f) == "table" and type(f.path) == "string" then
-          local rv = backend().request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
-          local s = build(scope, chat.chat_id, f.path, rv)
-          if s then
-            out[#out + 1] = s
-          end
+      for path in pairs(review().files) do
+        local rv = review_of(chat.chat_id, path)
+        local s = rv and build(scope, chat.chat_id, path, rv)
+        if s then
+          out[#out + 1] = s
         end
       end
     end
@@ -493,8 +501,7 @@ function C.refresh_file(chat_id, path)
   if not v or (v.scope.kind == "since" and v.scope.chat_id ~= chat_id) then
     return
   end
-  local rv = backend().request("acp.review_file", { chat_id = chat_id, path = path })
-  local s = build(v.scope, chat_id, path, rv)
+  local s = build(v.scope, chat_id, path, review_of(chat_id, path))
   local key = chat_id .. "\0" .. path
   local index, old
   for i, sec in ipairs(v.sections) do
@@ -532,7 +539,7 @@ end
 ---@type table<string, boolean> sections whose refresh is scheduled
 local scheduled = {}
 
---- Refresh a section at the next tick (a burst of events makes one request).
+--- Refresh a section at the next tick (a burst of events draws once).
 ---@param chat_id string
 ---@param path string
 local function schedule(chat_id, path)
@@ -596,11 +603,6 @@ local function send(action, s, ids)
   local sync = require("acp.review.sync")
   if buf and api.nvim_buf_is_loaded(buf) and sync.send_user_edit then
     sync.send_user_edit(buf)
-  end
-  local entry = type(review().files) == "table" and review().files[s.path]
-  if entry then
-    -- Its refresh asks the backend: the answer comes after this decision.
-    entry.asked = true
   end
   backend().notify(action == "accept" and "acp.review_accept" or "acp.review_reject", {
     chat_id = s.chat_id,

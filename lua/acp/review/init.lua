@@ -60,12 +60,12 @@ M.CONFLICT_END = ">>>>>>> agent"
 ---@field path string
 ---@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
 ---@field chat_id? string the chat whose review is shown
----@field review? table that chat's review as last drawn: the `review` of its last `review_changed`, or an `acp.review_file` answer
+---@field review? table that chat's review as last drawn: the `review` of its last `review_changed`
 ---@field review_chat? string the chat whose review `review` is: the hunks drawn are its (`chat_id` can move on to another chat's newer event before the next refresh draws it)
 ---@field reported_tick? integer the buffer's tick (acp.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
----@field latest? table<string, table|false> chat id -> the review its last `review_changed` carried (false: nothing left to review)
----@field asked? boolean a user edit or decision of this file was sent since the last `acp.review_file`: the next refresh asks (its answer comes after them)
+---@field latest? table<string, table|false> chat id -> the review its newest `review_changed` carried (false: nothing left to review): a cache of the backend's, by revision
+---@field revision? table<string, integer> chat id -> the revision of that `review_changed` (an older one coming late is dropped)
 
 ---@type table<string, acp.ReviewEntry>
 M.files = {}
@@ -89,10 +89,7 @@ local own_writes = {}
 ---@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
 M.previews = {}
 
-local function normalize(path)
-  local full = vim.fn.fnamemodify(path, ":p")
-  return util.uv.fs_realpath(full) or full
-end
+local normalize = util.normalize_path
 M.normalize = normalize
 
 --- Run `fn` (which saves the buffer of `path`) without reporting the save
@@ -166,7 +163,17 @@ function M.setup()
   api.nvim_create_autocmd("BufWritePost", {
     group = group,
     callback = function(a)
+      if vim.bo[a.buf].buftype ~= "" or a.match == "" then
+        return
+      end
       local path = normalize(a.match)
+      -- Any file's save: its text at the prompt (acp.fs.prompt_buffers) is
+      -- no "before" of an agent edit any more (a difference may be the
+      -- user's), in every agent's sync.
+      local backend = require("acp.backend")
+      if backend.running() then
+        backend.notify("acp.file_saved", { path = path })
+      end
       if own_writes[path] or not M.files[path] then
         return
       end

@@ -1,9 +1,10 @@
 ---@mod acp.review.sync Keeping the review and the buffers in sync: the
 --- user's edits reported to the backend (`acp.user_edit`, with the buffer's
---- tick, acp.fs.tick), the review drawn from `review_changed` (asked for with
---- `acp.review_file` only after our own user edits or decisions). The
---- agent's edits reach the buffers as the backend's instructions
---- (`acp.fs.apply`): this part only draws and reports.
+--- tick, acp.fs.tick), the review drawn from `review_changed`, which carries
+--- the whole review and a revision (an older one coming late is dropped):
+--- nothing is asked of the backend. The agent's edits reach the buffers as
+--- the backend's instructions (`acp.fs.apply`): this part only draws and
+--- reports.
 
 local api = vim.api
 local util = require("acp.util")
@@ -55,7 +56,6 @@ local function send_user_edit(buf, accept_lines, disk)
   end
   text = text or fs.buffer_text(buf)
   entry.reported_tick = tick
-  entry.asked = true
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", {
       chat_id = chat_id,
@@ -91,7 +91,36 @@ local function every_review_has(entry, text)
   return true
 end
 
---- Fetch the shown chat's review of a path, report its buffer, draw.
+--- How long `settle` waits for the backend's reviews to take the reports
+--- sent (one event batch, a few milliseconds).
+local SETTLE_MS = 1000
+
+--- Wait until every chat's review has the buffer's text: the reports sent
+--- (a resolution's, which renumbers the hunks) are applied and their
+--- `review_changed` drawn from. A chat with nothing under review (or no
+--- review yet) has nothing to wait for. Returns false on timeout (the
+--- review drawn is then the newest the backend sent).
+---@param buf integer
+---@return boolean
+function S.settle(buf)
+  local entry = entry_of_buf(buf)
+  if not entry then
+    return true
+  end
+  local text = fs.buffer_text(buf)
+  return vim.wait(SETTLE_MS, function()
+    for chat_id in pairs(entry.reviewed_by or entry.chats) do
+      local latest = entry.latest and entry.latest[chat_id]
+      if latest and latest.current ~= text then
+        return false
+      end
+    end
+    return true
+  end, 5)
+end
+
+--- Draw the shown chat's review of a path (the newest its `review_changed`
+--- carried), reporting its buffer's unsaved text the review lacks.
 ---@param path string
 function M.refresh(path)
   local entry = M.files[path]
@@ -100,26 +129,8 @@ function M.refresh(path)
   end
   local chat_id = entry.chat_id
   local latest = chat_id and entry.latest and entry.latest[chat_id]
-  if latest ~= nil and not entry.asked then
-    -- The review its last `review_changed` carried: nothing of ours is on
-    -- the way, so that is the newest (an agent's edit costs no request).
-    entry.review = latest or nil
-    entry.review_chat = entry.review and chat_id or nil
-  elseif chat_id then
-    -- Our user edits and decisions are applied in order before this
-    -- answer, so the hunks the keys act on next are the ones drawn. (Events
-    -- handled while it waits may change entry.chat_id: the answer is kept
-    -- for the chat it was asked of.)
-    entry.asked = nil
-    local review = backend().request("acp.review_file", { chat_id = chat_id, path = path })
-    entry.review = type(review) == "table" and review or nil
-    entry.review_chat = entry.review and chat_id or nil
-    entry.latest = entry.latest or {}
-    entry.latest[chat_id] = entry.review or false
-  else
-    entry.review = nil
-    entry.review_chat = nil
-  end
+  entry.review = latest or nil
+  entry.review_chat = entry.review and chat_id or nil
   local buf = fs.find_buffer(path)
   if not buf then
     return
@@ -198,6 +209,13 @@ function M.on_changed(chat_id, ev)
   local summary = ev.summary or {}
   local entry = M.files[path] or { path = path, chats = {} }
   M.files[path] = entry
+  entry.revision = entry.revision or {}
+  local revision = tonumber(ev.revision)
+  if revision and revision <= (entry.revision[chat_id] or 0) then
+    -- Older than the review already taken: it came late.
+    return
+  end
+  entry.revision[chat_id] = revision
   entry.latest = entry.latest or {}
   entry.latest[chat_id] = type(ev.review) == "table" and ev.review or false
   if (tonumber(summary.hunks) or 0) > 0 then
@@ -239,6 +257,9 @@ function M.drop_chat(chat_id)
     end
     if entry.latest then
       entry.latest[chat_id] = nil
+    end
+    if entry.revision then
+      entry.revision[chat_id] = nil
     end
     if entry.chats[chat_id] then
       entry.chats[chat_id] = nil

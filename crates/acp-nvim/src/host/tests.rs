@@ -54,7 +54,13 @@ impl Editor for FakeFs {
 fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceiver) {
     let fs = Arc::new(fs);
     let (events, rx) = EventQueue::new();
-    let host = NvimHost::new("demo", events, fs.clone(), Arc::new(Prompts::new()));
+    let host = NvimHost::new(
+        "demo",
+        events,
+        fs.clone(),
+        Arc::new(Prompts::new()),
+        Decisions::new(),
+    );
     (host, fs, rx)
 }
 
@@ -266,7 +272,13 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
         instructions: Mutex::new(0),
     });
     let (events, _rx) = EventQueue::new();
-    let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
+    let host = NvimHost::new(
+        "demo",
+        events,
+        lua.clone(),
+        Arc::new(Prompts::new()),
+        Decisions::new(),
+    );
     let outcome = host.sync.write(&write("y\n")).await.unwrap();
     // The buffer is left alone; the client writes the disk and the
     // write is merged into the buffer later, as a disk edit.
@@ -349,7 +361,13 @@ impl Editor for Scripted {
 fn scripted_host(replies: Vec<Json>) -> (NvimHost, Arc<Scripted>) {
     let lua = Scripted::new(replies);
     let (events, _rx) = EventQueue::new();
-    let host = NvimHost::new("demo", events, lua.clone(), Arc::new(Prompts::new()));
+    let host = NvimHost::new(
+        "demo",
+        events,
+        lua.clone(),
+        Arc::new(Prompts::new()),
+        Decisions::new(),
+    );
     (host, lua)
 }
 
@@ -365,6 +383,7 @@ async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
         events,
         lua.clone(),
         Arc::new(Prompts::new()),
+        Decisions::new(),
     ));
     let path = Path::new("/p/a.txt");
     let writer = {

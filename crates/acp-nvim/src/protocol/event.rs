@@ -300,10 +300,14 @@ pub enum Event {
         /// `{path, status, hunks, added, removed, first_line?}`; `hunks` is
         /// 0 when nothing is left to review in the file.
         summary: FileSummary,
-        /// The file's whole review now, as `acp.review_file` answers it
-        /// (absent: nothing left to review): Lua draws it without asking.
+        /// The file's whole review now (absent: nothing left to review):
+        /// all Lua draws, it never asks for a review.
         #[serde(skip_serializing_if = "Option::is_none")]
         review: Option<ReviewView>,
+        /// Grows with every `review_changed` the backend sends: Lua keeps
+        /// the newest review of each chat and file and ignores an older
+        /// one (see `routes::next_review_revision`).
+        revision: u64,
     },
     /// The user rejected the creation of a file: ask them, then send
     /// `acp.review_delete` to delete it.
