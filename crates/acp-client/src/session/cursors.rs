@@ -112,3 +112,107 @@ fn message(entries: &[Entry], id: &str, kind: Kind) -> Option<usize> {
         m.message_id.as_deref() == Some(id)
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use super::*;
+    use crate::session::Message;
+    use serde_json::json;
+
+    fn msg(id: &str) -> Message {
+        Message {
+            message_id: Some(id.to_owned()),
+            content: Vec::new(),
+        }
+    }
+
+    /// Two turns: u1, a1, u2, a2.
+    fn entries() -> Vec<Entry> {
+        vec![
+            Entry::UserMessage(msg("u1")),
+            Entry::AgentMessage(msg("a1")),
+            Entry::UserMessage(msg("u2")),
+            Entry::AgentMessage(msg("a2")),
+        ]
+    }
+
+    fn anchor(v: serde_json::Value) -> Option<CursorAnchor> {
+        Some(serde_json::from_value(v).unwrap())
+    }
+
+    #[test]
+    fn a_cursor_before_the_prompt_or_after_the_turn_before_forks_there() {
+        let e = entries();
+        let mut c = Cursors::default();
+        c.update(
+            "before-u2".into(),
+            anchor(json!({"type": "user_message", "messageId": "u2", "position": "before"})),
+            Some(true),
+        );
+        assert_eq!(c.fork_before_prompt(&e, 2).as_deref(), Some("before-u2"));
+        assert_eq!(c.fork_before_prompt(&e, 1), None, "no cursor before u1");
+        let mut c = Cursors::default();
+        c.update(
+            "after-a1".into(),
+            anchor(json!({"type": "agent_message", "messageId": "a1", "position": "after"})),
+            Some(true),
+        );
+        assert_eq!(c.fork_before_prompt(&e, 2).as_deref(), Some("after-a1"));
+    }
+
+    #[test]
+    fn hostile_or_withdrawn_cursors_do_not_fork() {
+        let e = entries();
+        let mut c = Cursors::default();
+        // No anchor on its first update: dropped, later updates too.
+        c.update("x".into(), None, Some(true));
+        // A cursor that does not fork, one in the middle of turn 1, one
+        // whose anchor names no entry, one of an unknown anchor type.
+        c.update(
+            "no-fork".into(),
+            anchor(json!({"type": "user_message", "messageId": "u2", "position": "before"})),
+            None,
+        );
+        c.update(
+            "mid".into(),
+            anchor(json!({"type": "agent_message", "messageId": "a1", "position": "before"})),
+            Some(true),
+        );
+        c.update(
+            "ghost".into(),
+            anchor(json!({"type": "user_message", "messageId": "nope", "position": "before"})),
+            Some(true),
+        );
+        c.update(
+            "odd".into(),
+            anchor(json!({"type": "_vendor", "where": 2})),
+            Some(true),
+        );
+        assert_eq!(c.fork_before_prompt(&e, 2), None);
+        // Fork capability given, then cleared (`capabilities: null`).
+        c.update("no-fork".into(), None, Some(true));
+        assert_eq!(c.fork_before_prompt(&e, 2).as_deref(), Some("no-fork"));
+        c.update("no-fork".into(), None, Some(false));
+        assert_eq!(c.fork_before_prompt(&e, 2), None);
+        assert_eq!(c.fork_before_prompt(&e, 0), None);
+        assert_eq!(c.fork_before_prompt(&e, 9), None);
+    }
+
+    #[test]
+    fn an_agent_flooding_cursors_keeps_the_newest() {
+        let mut c = Cursors::default();
+        for i in 0..MAX_CURSORS + 10 {
+            c.update(
+                format!("c{i}"),
+                anchor(json!({"type": "user_message", "messageId": "u2", "position": "before"})),
+                Some(true),
+            );
+        }
+        assert_eq!(c.0.len(), MAX_CURSORS);
+        assert_eq!(
+            c.fork_before_prompt(&entries(), 2).as_deref(),
+            Some(format!("c{}", MAX_CURSORS + 9).as_str())
+        );
+    }
+}
