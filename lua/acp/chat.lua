@@ -254,6 +254,7 @@ function Chat:start(resume)
   end
   self.status = "opening"
   self.session_id = nil
+  self.transcript:session_opening()
   local params = require("acp.opening").params({
     chat_id = self.chat_id,
     agent = self.agent,
@@ -801,6 +802,9 @@ function Chat:on_session_started(ev)
   self.config_options = ev.config_options
   self.capabilities = ev.capabilities
   self.transcript_path = ev.transcript_path
+  if ev.turn_base then
+    self.transcript:number_turns(ev.turn_base)
+  end
   self.opening = nil
   self.backend_died = nil
   self:_write_load_note()

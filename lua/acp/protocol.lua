@@ -160,6 +160,7 @@ local M = {}
 ---@field capabilities acp.Capabilities
 ---@field auth_methods? acp.AuthMethod[]
 ---@field transcript_path? string
+---@field turn_base? integer the chat's turns before this session's first prompt (the backend numbers turns)
 
 ---@class acp.ev.OpenFailed: acp.Event
 ---@field message string

@@ -223,11 +223,18 @@ local function drop_buffers(paths)
 end
 
 ---@param chat acp.Chat
----@param ev {turn: integer, ok: boolean, reason?: string, restored: string[], removed: string[], failed: string[], context?: string, checkpoints?: string}
+---@param ev {turn: integer, ok: boolean, reason?: string, restored: string[], removed: string[], failed: string[], context?: string, checkpoints?: string, forked?: boolean, fork_note?: string}
 function M.on_rewound(chat, ev)
   local pending = chat.rewind_pending or {}
   chat.rewind_pending = nil
-  local data = { chat_id = chat.chat_id, turn = ev.turn, ok = ev.ok, reason = ev.reason }
+  local data = {
+    chat_id = chat.chat_id,
+    turn = ev.turn,
+    ok = ev.ok,
+    reason = ev.reason,
+    forked = ev.forked == true,
+    fork_note = ev.fork_note,
+  }
   if not ev.ok then
     chat.transcript.view:batch(function()
       local lines = { ("✗ rewind to before turn %d failed: %s"):format(ev.turn, ev.reason or "no reason given") }
@@ -254,18 +261,33 @@ function M.on_rewound(chat, ev)
         vim.fn.fnamemodify(path, ":~:.")
       )
     end
-    lines[#lines + 1] = ev.context
-        and "the conversation goes on in a new session: the agent gets the conversation before this turn with your next prompt"
-      or "the conversation goes on in a new session, from its start"
+    if ev.forked then
+      lines[#lines + 1] = ("the conversation goes on in a session the agent forked before turn %d: it remembers the turns before"):format(
+        ev.turn
+      )
+    else
+      if ev.fork_note then
+        lines[#lines + 1] = "no fork: " .. ev.fork_note
+      end
+      lines[#lines + 1] = ev.context
+          and "the conversation goes on in a new session: the agent gets the conversation before this turn with your next prompt"
+        or "the conversation goes on in a new session, from its start"
+    end
     lines[#lines + 1] = "the earlier turns' edits left review with the old session (:Acp rewind still undoes them)"
     chat.transcript:note(lines)
     chat.transcript:forget_entries()
   end)
   chat.transcript.prompt_turn = ev.turn - 1
-  chat.rewind_context = ev.context
   -- The old session's review goes with it: drawn but dead otherwise.
   require("acp.review").drop_chat(chat.chat_id)
-  chat:start({ checkpoints = ev.checkpoints })
+  if ev.forked then
+    -- The backend moved the chat to the fork; its `session_started`
+    -- follows and numbers the turns from here.
+    chat.transcript:session_opening()
+  else
+    chat.rewind_context = ev.context
+    chat:start({ checkpoints = ev.checkpoints })
+  end
   if pending.edit then
     api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, vim.split(pending.edit, "\n", { plain = true }))
     chat:focus_prompt()

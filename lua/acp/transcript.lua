@@ -348,6 +348,26 @@ function Transcript:_unknown(kind, raw, index)
   end
 end
 
+--- A session is being opened for the chat: its prompts are numbered once
+--- the backend says from where (`number_turns`).
+function Transcript:session_opening()
+  self.turn_base = nil
+  self.session_prompts = {}
+end
+
+--- The backend's numbering of the session's turns: its k-th prompt is turn
+--- `turn_base + k`. Prompts already drawn (a loaded session's replay) are
+--- numbered again with it.
+---@param turn_base integer
+function Transcript:number_turns(turn_base)
+  self.turn_base = turn_base
+  local prompts = self.session_prompts or {}
+  for i, block in ipairs(prompts) do
+    block.data.prompt_turn = turn_base + i
+  end
+  self.prompt_turn = turn_base + #prompts
+end
+
 ---@param index integer
 ---@param entry table
 function Transcript:_entry_added(index, entry)
@@ -361,9 +381,17 @@ function Transcript:_entry_added(index, entry)
     local content = vim.deepcopy(entry.content or {})
     local block = self:_text_block("message", {}, self:_user_text(content), { markdown = true })
     block.data.user_content = content
-    -- The chat's turn number, for rewind (the backend's checkpoints use
-    -- the same numbering; a rewind to before turn N makes the next N).
-    self.prompt_turn = (self.prompt_turn or 0) + 1
+    -- The chat's turn number, for rewind. The backend owns the numbers
+    -- (`turn_base` of `session_started`: the session's k-th prompt,
+    -- replayed ones included, is turn base + k); until it is known the
+    -- count goes on from the chat's last turn, and is set right then.
+    self.session_prompts = self.session_prompts or {}
+    self.session_prompts[#self.session_prompts + 1] = block
+    if self.turn_base then
+      self.prompt_turn = self.turn_base + #self.session_prompts
+    else
+      self.prompt_turn = (self.prompt_turn or 0) + 1
+    end
     block.data.prompt_turn = self.prompt_turn
     self.prompt_blocks = self.prompt_blocks or {}
     self.prompt_blocks[#self.prompt_blocks + 1] = block

@@ -669,6 +669,11 @@ return function(agent_name)
       end, "the rewind's outcome", 30000)
       vim.api.nvim_del_autocmd(au)
       T.eq(true, done.ok, "rewound: " .. tostring(done.reason))
+      -- claude-agent-acp 0.101.0 advertises session/fork but announces no
+      -- session cursors: no fork before turn 2, the chat says why.
+      T.eq(false, done.forked, "no fork without a session cursor")
+      T.contains(tostring(done.fork_note), "fork only the whole session", "why no fork")
+      T.wait_text(chat, "no fork: the agent can fork only the whole session")
       T.eq({ "user line", "line one", "line two" }, T.lines(buf), "turn-1 state plus the user's line")
       T.eq("one\n", T.read_file(dir .. "/f-one.txt"), "turn 1's file stays")
       T.eq(nil, (vim.uv or vim.loop).fs_stat(dir .. "/f-three.txt"), "turn 3's file is gone")

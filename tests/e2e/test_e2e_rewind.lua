@@ -10,42 +10,61 @@ local function disk(path, content)
   return { type = "writeDisk", path = path, content = content }
 end
 
+local function rewind_turns()
+  return {
+    -- First: later prompts carry the earlier conversation, whose prompts
+    -- would match the turns below.
+    { match = "ZZAFTER", steps = { { type = "text", text = "I got: {{prompt}}" } } },
+    {
+      match = "ZZONE",
+      steps = {
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = "{{cwd}}/a.txt", content = "one\nTWO\nthree\n" },
+          expect = { ok = true },
+        },
+        { type = "text", text = "wrote a" },
+      },
+    },
+    {
+      match = "ZZTWO",
+      steps = { disk("new.txt", "hello\n"), disk("b.txt", "b1\nB2\nb3\n"), { type = "text", text = "made new" } },
+    },
+    {
+      match = "ZZTHREE",
+      steps = { disk("a.txt", "one\nTWO\nthree\nfour\n"), disk("c.txt", "c\n"), { type = "text", text = "more" } },
+    },
+    {
+      match = "ZZCONFLICT",
+      steps = { disk("k.txt", "k1\nK2 agent\nk3\n"), { type = "text", text = "edited k" } },
+    },
+    { match = "ZZSAVED1", steps = { disk("s.txt", "s1\nS2\ns3\n"), { type = "text", text = "edited s" } } },
+    { match = "ZZSAVED2", steps = { disk("s.txt", "s1\nS2\ns3\nS4\n"), { type = "text", text = "more s" } } },
+  }
+end
+
 T.setup_fake({
-  rewind = {
+  rewind = { turns = rewind_turns() },
+  -- The same agent offering session/fork at a cursor before each prompt.
+  forking = { fork = true, turns = rewind_turns() },
+  persist = {
+    sessionStore = dir .. "/persist-store.json",
+    -- A load replays the prompts too, as real agents do.
+    replayUserMessages = true,
     turns = {
-      -- First: later prompts carry the earlier conversation, whose prompts
-      -- would match the turns below.
-      { match = "ZZAFTER", steps = { { type = "text", text = "I got: {{prompt}}" } } },
+      { match = "crash", steps = { { type = "crash", stderr = "fatal: crashed on purpose", code = 3 } } },
       {
-        match = "ZZONE",
+        match = "ZZLATE",
         steps = {
           {
             type = "call",
             method = "fs/write_text_file",
-            params = { path = "{{cwd}}/a.txt", content = "one\nTWO\nthree\n" },
+            params = { path = "{{cwd}}/p.txt", content = "late\n" },
             expect = { ok = true },
           },
-          { type = "text", text = "wrote a" },
         },
       },
-      {
-        match = "ZZTWO",
-        steps = { disk("new.txt", "hello\n"), disk("b.txt", "b1\nB2\nb3\n"), { type = "text", text = "made new" } },
-      },
-      {
-        match = "ZZTHREE",
-        steps = { disk("a.txt", "one\nTWO\nthree\nfour\n"), disk("c.txt", "c\n"), { type = "text", text = "more" } },
-      },
-      {
-        match = "ZZCONFLICT",
-        steps = { disk("k.txt", "k1\nK2 agent\nk3\n"), { type = "text", text = "edited k" } },
-      },
-    },
-  },
-  persist = {
-    sessionStore = dir .. "/persist-store.json",
-    turns = {
-      { match = "crash", steps = { { type = "crash", stderr = "fatal: crashed on purpose", code = 3 } } },
       {
         match = "ZZSAVE",
         steps = {
@@ -171,8 +190,47 @@ T.test("rewind to before turn 2 gives exactly the turn-1 state plus the user's u
   local _, shown = text:gsub("This conversation continues", "")
   T.eq(1, shown, "the context is shown once, in the agent's echo, not as the user's text")
   T.contains(text, "↳ the conversation before the rewind", "the prompt names its context")
+  T.contains(text, "no fork: the agent does not offer session/fork", "the chat says why no fork")
   T.eq(2, chat.transcript.prompt_turn, "the new prompt is turn 2")
   -- The checkpoints went with the chat: turn 1 can still be rewound.
+  T.truthy(require("acp").rewind({ turn = 1, preview = true }), "preview of turn 1")
+  T.wait(function()
+    return vim.api.nvim_buf_get_name(0):find("rewind%-preview") ~= nil
+  end, "preview of turn 1")
+  T.contains(T.text(0), "+two", "a.txt would get turn 1's before back")
+  vim.cmd("normal q")
+end)
+
+T.test("an agent that forks at a session cursor: the chat goes on in its fork before turn 2", function()
+  local a_buf = open_file("a.txt", "one\ntwo\nthree\n")
+  T.write_file(dir .. "/b.txt", "b1\nb2\nb3\n")
+  local chat = T.open_chat("forking", dir)
+  T.eq("end_turn", T.turn(chat, "ZZONE write a"), "turn 1")
+  T.eq("end_turn", T.turn(chat, "ZZTWO create new"), "turn 2")
+  T.eq("end_turn", T.turn(chat, "ZZTHREE edit a on disk"), "turn 3")
+  T.wait(function()
+    return T.lines(a_buf)[4] == "four"
+  end, "turn 3's disk edit reached the buffer")
+  vim.api.nvim_buf_set_lines(a_buf, 0, 0, false, { "mine" })
+  local old = chat.session_id
+  local n = #rewound
+  vim.cmd("Acp rewind 2")
+  local ev = wait_rewound(n + 1)
+  T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
+  T.eq(true, ev.forked, "forked; note: " .. tostring(ev.fork_note))
+  T.eq({ "mine", "one", "TWO", "three" }, T.lines(a_buf), "turn-1 state plus the user's line")
+  T.eq("b1\nb2\nb3\n", T.read_file(dir .. "/b.txt"), "b.txt as before turn 2")
+  T.eq(false, exists(dir .. "/new.txt"), "new.txt removed")
+  T.eq(false, exists(dir .. "/c.txt"), "c.txt removed")
+  T.wait(function()
+    return chat.session_id ~= nil and chat.session_id ~= old and chat.status == "ready"
+  end, "the chat moved to the fork")
+  T.wait_text(chat, "a session the agent forked before turn 2")
+  T.eq("end_turn", T.turn(chat, "ZZAFTER go on"), "a prompt in the fork")
+  T.wait_text(chat, "I got: ZZAFTER go on")
+  T.not_contains(T.text(chat.bufnr), "This conversation continues", "a fork needs no context")
+  T.eq(2, chat.transcript.prompt_turn, "the new prompt is turn 2")
+  -- The fork holds the checkpoints: turn 1 can still be rewound.
   T.truthy(require("acp").rewind({ turn = 1, preview = true }), "preview of turn 1")
   T.wait(function()
     return vim.api.nvim_buf_get_name(0):find("rewind%-preview") ~= nil
@@ -260,6 +318,56 @@ T.test("the checkpoints are saved with the transcript: a restarted session can s
   local ev = wait_rewound(n + 1)
   T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
   T.eq("mine\n", T.read_file(dir .. "/p.txt"), "the new process rewound turn 1's write")
+end)
+
+T.test("a line the user saved after the agent's last change stays through a rewind", function()
+  local s_buf, s = open_file("s.txt", "s1\ns2\ns3\n")
+  local chat = T.open_chat("rewind", dir)
+  T.eq("end_turn", T.turn(chat, "ZZSAVED1"), "turn 1")
+  T.eq("end_turn", T.turn(chat, "ZZSAVED2"), "turn 2")
+  T.wait(function()
+    return T.lines(s_buf)[4] == "S4"
+  end, "turn 2's disk edit reached the buffer")
+  -- The user adds a line of their own and saves it.
+  vim.api.nvim_buf_set_lines(s_buf, 0, 0, false, { "saved by me" })
+  vim.api.nvim_buf_call(s_buf, function()
+    vim.cmd("silent write")
+  end)
+  local n = #rewound
+  T.truthy(require("acp").rewind({ turn = 2 }), "rewind started")
+  local ev = wait_rewound(n + 1)
+  T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
+  T.eq({ "saved by me", "s1", "S2", "s3" }, T.lines(s_buf), "turn 2 undone, the saved line kept")
+  T.wait(function()
+    return T.read_file(s) == "saved by me\ns1\nS2\ns3\n"
+  end, "the disk too: " .. tostring(T.read_file(s)))
+end)
+
+T.test("a loaded session numbers its turns as the chat shows them, checkpoints saved or not", function()
+  T.write_file(dir .. "/p.txt", "mine\n")
+  local first = T.open_chat("persist", dir)
+  T.eq("end_turn", T.turn(first, "hello there"), "turn 1")
+  T.eq("end_turn", T.turn(first, "ZZSAVE write p"), "turn 2")
+  local id = first.session_id
+  local saved = first.transcript_path and first.transcript_path:gsub("%.jsonl$", ".checkpoints.json")
+  first:close()
+  -- A session whose checkpoints were not saved (another client's, or an
+  -- older plugin's): the backend counted from 1, the chat from the replay.
+  T.truthy(saved and vim.uv.fs_stat(saved), "the checkpoints were saved: " .. tostring(saved))
+  os.remove(saved)
+  local loaded = assert(require("acp").open({ agent = "persist", cwd = dir, load_session_id = id }))
+  T.wait(function()
+    return loaded.status == "ready"
+  end, "the session loaded; transcript:\n" .. T.text(loaded.bufnr))
+  T.eq(2, loaded.transcript.prompt_turn, "the replayed prompts are turns 1 and 2")
+  T.eq("end_turn", T.turn(loaded, "ZZLATE write p"), "turn 3")
+  T.eq(3, loaded.transcript.prompt_turn, "the new prompt is turn 3")
+  T.eq("late\n", T.read_file(dir .. "/p.txt"), "written")
+  local ok, why = require("acp").rewind({ turn = 3 })
+  T.truthy(ok, "rewind to turn 3 started: " .. tostring(why))
+  local ev = wait_rewound(#rewound + 1)
+  T.eq(true, ev.ok, "rewound: " .. tostring(ev.reason))
+  T.eq("agent\n", T.read_file(dir .. "/p.txt"), "turn 3's write undone")
 end)
 
 T.run()

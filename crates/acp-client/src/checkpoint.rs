@@ -113,6 +113,10 @@ pub struct Restore {
     /// The turn whose checkpoint this is (the earliest rewound turn that
     /// touched the file).
     pub turn: TurnNumber,
+    /// The agent's last text of the file (what it wrote or last saw there),
+    /// the base of the merge that keeps what the user changed since;
+    /// `None` when not known (too large) or when the agent removed it.
+    pub agent_text: Option<String>,
 }
 
 /// The checkpoints of one chat. See the [module documentation](self).
@@ -122,6 +126,10 @@ pub struct Checkpoints {
     /// Turns before this one were forgotten (bounds) and cannot be rewound.
     #[serde(default)]
     forgotten_before: Option<TurnNumber>,
+    /// Each file's text after the agent's last edit of it (a rewind merges
+    /// against it: a line the user saved since is the user's, and stays).
+    #[serde(default)]
+    last: BTreeMap<PathBuf, Before>,
     /// The number the next turn gets.
     #[serde(default)]
     next: u32,
@@ -154,6 +162,7 @@ impl Checkpoints {
             .turns
             .iter()
             .flat_map(|t| t.files.values())
+            .chain(store.last.values())
             .map(Before::bytes)
             .sum();
         store.enforce(TOTAL_MAX_BYTES);
@@ -192,60 +201,62 @@ impl Checkpoints {
     }
 
     /// An agent edit of `path` is being recorded; `before` is the file's
-    /// text before it (`None`: the file did not exist). Only the first edit
-    /// of a file in a turn is kept. Edits outside a turn are not the
-    /// agent's turn's: they are not kept.
-    pub fn touch(&mut self, path: &Path, before: Option<&str>) {
-        self.touch_with_limit(path, before, FILE_MAX_BYTES, TOTAL_MAX_BYTES);
+    /// text before it and `after` its text after it (`None`: the file does
+    /// not exist). Only the first edit of a file in a turn keeps its
+    /// `before`; every edit updates the agent's last text. Edits outside a
+    /// turn are not the agent's turn's: they are not kept.
+    pub fn touch(&mut self, path: &Path, before: Option<&str>, after: Option<&str>) {
+        if !self.open {
+            return;
+        }
+        let Some(turn) = self.last_turn() else {
+            return;
+        };
+        self.touch_with_limit(turn, path, before, after, FILE_MAX_BYTES, TOTAL_MAX_BYTES);
     }
 
     /// Like [`touch`](Self::touch), for an edit seen late (a disk change
     /// found after its prompt returned): kept in `turn`, its own turn, even
     /// when the next one has begun; nothing when `turn` is gone.
-    pub fn touch_in(&mut self, turn: TurnNumber, path: &Path, before: Option<&str>) {
-        let Some(t) = self.turns.iter_mut().find(|t| t.turn == turn) else {
-            return;
-        };
-        if t.files.contains_key(path) {
-            return;
-        }
-        let before = match before {
-            None => Before::Missing,
-            Some(text) if text.len() > FILE_MAX_BYTES => Before::TooLarge,
-            Some(text) => Before::Text {
-                text: text.to_owned(),
-            },
-        };
-        self.bytes += before.bytes();
-        t.files.insert(path.to_owned(), before);
-        self.enforce(TOTAL_MAX_BYTES);
+    pub fn touch_in(
+        &mut self,
+        turn: TurnNumber,
+        path: &Path,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) {
+        self.touch_with_limit(turn, path, before, after, FILE_MAX_BYTES, TOTAL_MAX_BYTES);
     }
 
     fn touch_with_limit(
         &mut self,
+        turn: TurnNumber,
         path: &Path,
         before: Option<&str>,
+        after: Option<&str>,
         file_max: usize,
         total_max: usize,
     ) {
-        if !self.open {
-            return;
-        }
-        let Some(turn) = self.turns.last_mut() else {
+        let Some(t) = self.turns.iter_mut().find(|t| t.turn == turn) else {
             return;
         };
-        if turn.files.contains_key(path) {
-            return;
-        }
-        let before = match before {
+        let kept = |text: Option<&str>| match text {
             None => Before::Missing,
             Some(text) if text.len() > file_max => Before::TooLarge,
             Some(text) => Before::Text {
                 text: text.to_owned(),
             },
         };
-        self.bytes += before.bytes();
-        turn.files.insert(path.to_owned(), before);
+        if !t.files.contains_key(path) {
+            let before = kept(before);
+            self.bytes += before.bytes();
+            t.files.insert(path.to_owned(), before);
+        }
+        let after = kept(after);
+        self.bytes += after.bytes();
+        if let Some(old) = self.last.insert(path.to_owned(), after) {
+            self.bytes -= old.bytes();
+        }
         self.enforce(total_max);
     }
 
@@ -256,10 +267,31 @@ impl Checkpoints {
         while self.bytes > max && self.turns.len() > 1 {
             let old = self.turns.remove(0);
             self.bytes -= old.files.values().map(Before::bytes).sum::<usize>();
+            // The agent's last text of a file no kept turn touched is of no
+            // use to a rewind any more.
+            for path in old.files.keys() {
+                if !self.turns.iter().any(|t| t.files.contains_key(path)) {
+                    if let Some(gone) = self.last.remove(path) {
+                        self.bytes -= gone.bytes();
+                    }
+                }
+            }
             let first_kept = self.turns.first().map(|t| t.turn);
             tracing::debug!(turn = %old.turn, "checkpoint of an old turn forgotten: over the size bound");
             self.forgotten_before = first_kept;
         }
+    }
+
+    /// The chat already had `turns` turns before this store goes on (a
+    /// loaded session's replayed prompts): the next turn is numbered after
+    /// them at least, so that the numbers the user sees match.
+    pub fn continue_after(&mut self, turns: u32) {
+        self.next = self.next.max(turns.saturating_add(1));
+    }
+
+    /// The number the next turn gets.
+    pub fn next_turn(&self) -> TurnNumber {
+        TurnNumber(self.next.max(1))
     }
 
     /// Every turn still held, oldest first.
@@ -313,12 +345,17 @@ impl Checkpoints {
                         })
                     }
                 };
+                let agent_text = match self.last.get(path) {
+                    Some(Before::Text { text }) => Some(text.clone()),
+                    _ => None,
+                };
                 plan.insert(
                     path,
                     Restore {
                         path: path.clone(),
                         text,
                         turn: t.turn,
+                        agent_text,
                     },
                 );
             }
@@ -329,25 +366,46 @@ impl Checkpoints {
     /// Keeps only the files `keep` accepts (a saved store's paths checked
     /// against the workspace of the session that adopts it).
     pub fn retain_files(&mut self, mut keep: impl FnMut(&Path) -> bool) {
+        let bytes = &mut self.bytes;
+        let mut retain = |path: &PathBuf, before: &mut Before| {
+            let kept = keep(path);
+            if !kept {
+                *bytes -= before.bytes();
+            }
+            kept
+        };
         for t in &mut self.turns {
-            t.files.retain(|path, before| {
-                let kept = keep(path);
-                if !kept {
-                    self.bytes -= before.bytes();
-                }
-                kept
-            });
+            t.files.retain(&mut retain);
         }
+        self.last.retain(retain);
     }
 
     /// The workspace went back to before `turn`: its checkpoints and the
-    /// later ones go, and the next turn is `turn` again.
+    /// later ones go, and the next turn is `turn` again. Each restored
+    /// file's text before the turn becomes the agent's last text of it (it
+    /// is what the agent last left there).
     pub fn rewound(&mut self, turn: TurnNumber) {
         let Some(index) = self.turns.iter().position(|t| t.turn == turn) else {
             return;
         };
+        let mut restored: BTreeMap<PathBuf, Before> = BTreeMap::new();
         for t in self.turns.drain(index..) {
             self.bytes -= t.files.values().map(Before::bytes).sum::<usize>();
+            for (path, before) in t.files {
+                restored.entry(path).or_insert(before);
+            }
+        }
+        for (path, before) in restored {
+            let touched_before = self.turns.iter().any(|t| t.files.contains_key(&path));
+            let old = if touched_before {
+                self.bytes += before.bytes();
+                self.last.insert(path, before)
+            } else {
+                self.last.remove(&path)
+            };
+            if let Some(old) = old {
+                self.bytes -= old.bytes();
+            }
         }
         self.next = turn.0;
         self.open = false;
@@ -367,16 +425,16 @@ mod tests {
         let mut c = Checkpoints::new();
         let now = SystemTime::now();
         c.begin_turn("write a", now);
-        c.touch(&p("/w/a"), Some("a0\n"));
-        c.touch(&p("/w/a"), Some("a1\n")); // second edit in the turn: ignored
+        c.touch(&p("/w/a"), Some("a0\n"), Some("a1\n"));
+        c.touch(&p("/w/a"), Some("a1\n"), Some("a1\n")); // second edit in the turn: ignored
         c.end_turn(1.into());
         c.begin_turn("create b, edit a", now);
-        c.touch(&p("/w/b"), None);
-        c.touch(&p("/w/a"), Some("a1\n"));
+        c.touch(&p("/w/b"), None, Some("b1\n"));
+        c.touch(&p("/w/a"), Some("a1\n"), Some("a2\n"));
         c.end_turn(2.into());
         c.begin_turn("delete c, edit b", now);
-        c.touch(&p("/w/c"), Some("c0\n"));
-        c.touch(&p("/w/b"), Some("b1\n"));
+        c.touch(&p("/w/c"), Some("c0\n"), None);
+        c.touch(&p("/w/b"), Some("b1\n"), Some("b2\n"));
         c.end_turn(3.into());
         c
     }
@@ -391,17 +449,20 @@ mod tests {
                 Restore {
                     path: p("/w/a"),
                     text: Some("a1\n".into()),
-                    turn: 2.into()
+                    turn: 2.into(),
+                    agent_text: Some("a2\n".into()),
                 },
                 Restore {
                     path: p("/w/b"),
                     text: None,
-                    turn: 2.into()
+                    turn: 2.into(),
+                    agent_text: Some("b2\n".into()),
                 },
                 Restore {
                     path: p("/w/c"),
                     text: Some("c0\n".into()),
-                    turn: 3.into()
+                    turn: 3.into(),
+                    agent_text: None,
                 },
             ]
         );
@@ -412,10 +473,10 @@ mod tests {
     #[test]
     fn edits_outside_a_turn_are_not_kept() {
         let mut c = Checkpoints::new();
-        c.touch(&p("/w/a"), Some("x"));
+        c.touch(&p("/w/a"), Some("x"), Some("y"));
         c.begin_turn("t", SystemTime::now());
         c.end_turn(1.into());
-        c.touch(&p("/w/a"), Some("x"));
+        c.touch(&p("/w/a"), Some("x"), Some("y"));
         assert!(c.turns()[0].files.is_empty());
     }
 
@@ -424,9 +485,9 @@ mod tests {
         let mut c = Checkpoints::new();
         c.begin_turn("one", SystemTime::now());
         c.begin_turn("two", SystemTime::now());
-        c.touch_in(1.into(), &p("/w/late"), Some("x"));
+        c.touch_in(1.into(), &p("/w/late"), Some("x"), Some("x2"));
         c.end_turn(1.into());
-        c.touch(&p("/w/a"), Some("y"));
+        c.touch(&p("/w/a"), Some("y"), Some("y2"));
         let t = c.turns();
         assert_eq!(t[0].files, [p("/w/late")]);
         assert_eq!(t[1].files, [p("/w/a")]);
@@ -438,7 +499,13 @@ mod tests {
         c.rewound(2.into());
         assert_eq!(c.last_turn(), Some(1.into()));
         assert_eq!(c.begin_turn("again", SystemTime::now()), 2.into());
-        assert_eq!(c.bytes, "a0\n".len());
+        // Turn 1's before, and a.txt's text as the rewind left it (what
+        // the agent last left there); b and c were not the agent's before.
+        assert_eq!(c.bytes, "a0\n".len() + "a1\n".len());
+        assert_eq!(
+            c.plan(1.into()).unwrap()[0].agent_text.as_deref(),
+            Some("a1\n")
+        );
     }
 
     #[test]
@@ -454,8 +521,8 @@ mod tests {
     fn a_file_over_the_bound_makes_its_turn_unrewindable_and_names_it() {
         let mut c = Checkpoints::new();
         c.begin_turn("big", SystemTime::now());
-        c.touch_with_limit(&p("/w/big"), Some("0123456789"), 4, 1000);
-        c.touch_with_limit(&p("/w/small"), Some("ok"), 4, 1000);
+        c.touch_with_limit(1.into(), &p("/w/big"), Some("0123456789"), None, 4, 1000);
+        c.touch_with_limit(1.into(), &p("/w/small"), Some("ok"), None, 4, 1000);
         c.end_turn(1.into());
         let e = c.plan(1.into()).unwrap_err();
         assert!(matches!(e, Error::FileTooLarge { ref path, .. } if path == &p("/w/big")));
@@ -465,8 +532,15 @@ mod tests {
     fn the_oldest_turns_go_first_when_over_the_total_bound() {
         let mut c = Checkpoints::new();
         for i in 0..4 {
-            c.begin_turn(&format!("t{i}"), SystemTime::now());
-            c.touch_with_limit(&p(&format!("/w/{i}")), Some("0123456789"), 100, 25);
+            let turn = c.begin_turn(&format!("t{i}"), SystemTime::now());
+            c.touch_with_limit(
+                turn,
+                &p(&format!("/w/{i}")),
+                Some("0123456789"),
+                None,
+                100,
+                25,
+            );
             c.end_turn(c.last_turn().unwrap());
         }
         let kept: Vec<u32> = c.turns().iter().map(|t| t.turn.get()).collect();
@@ -491,6 +565,17 @@ mod tests {
     fn a_hostile_save_is_a_clear_error() {
         let e = Checkpoints::from_json("{\"turns\": 3}").unwrap_err();
         assert!(e.to_string().contains("saved checkpoints"), "{e}");
+    }
+
+    #[test]
+    fn a_loaded_history_numbers_the_next_turn_after_it() {
+        let mut c = Checkpoints::new();
+        c.continue_after(3);
+        assert_eq!(c.next_turn(), 4.into());
+        assert_eq!(c.begin_turn("fourth", SystemTime::now()), 4.into());
+        // A store that is ahead keeps its numbers.
+        c.continue_after(1);
+        assert_eq!(c.next_turn(), 5.into());
     }
 
     #[test]

@@ -597,6 +597,9 @@ impl Connection {
                     "configOptions": { "boolean": {} },
                     "notices": {},
                     "compaction": {},
+                    // `cursor_update`s are kept per session: a rewind forks
+                    // at the one before the turn (`fork_session`).
+                    "cursors": {},
                 },
                 // `plan_update`/`plan_removed` and subagent sessions are
                 // decoded into `SessionChange`s (stable 2026-11-20).
@@ -1017,6 +1020,56 @@ impl Connection {
             offer.bind(session_id);
         }
         Ok(self.started(session_id.clone(), &params, response))
+    }
+
+    /// Whether the agent offers `session/fork` (unstable).
+    pub fn can_fork(&self) -> bool {
+        self.agent_info()
+            .is_some_and(|i| i.capabilities.session_capabilities.fork.is_some())
+    }
+
+    /// `session/fork` (unstable): a new session whose history is `source`'s
+    /// before the session cursor `cursor` (whole, without one). The new
+    /// session is live when the agent answers, and has the sandbox of
+    /// `params` like a new one.
+    pub async fn fork_session(
+        &self,
+        source: &SessionId,
+        cursor: Option<&str>,
+        params: SessionParams,
+    ) -> Result<SessionStarted> {
+        Self::check_cwd(&params)?;
+        self.require(methods::SESSION_FORK, |i| {
+            i.capabilities.session_capabilities.fork.is_some()
+        })?;
+        self.sessions()
+            .sessions_opening
+            .fetch_add(1, Ordering::AcqRel);
+        let _opening = OpeningGuard(self.sessions());
+        let offer = self.editor_offer(&params);
+        // `ForkSessionRequest`'s fields are those of `session/resume` (one
+        // builder decides what an agent is sent) plus the cursor.
+        let mut request = self.session_params_json(&params, Some(source), offer.as_ref());
+        if let Some(cursor) = cursor {
+            request["cursorId"] = json!(cursor);
+        }
+        let response: WireSessionResponse =
+            self.session_request(methods::SESSION_FORK, request).await?;
+        let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
+            what: "the agent's answer to `session/fork`".into(),
+            reason: "it has no `sessionId`".into(),
+        })?;
+        if &session_id == source {
+            return Err(Error::Decode {
+                what: "the agent's answer to `session/fork`".into(),
+                reason: "it named the session being forked, not a new one".into(),
+            });
+        }
+        self.register_session(&session_id, &params, &response);
+        if let Some(offer) = offer {
+            offer.bind(&session_id);
+        }
+        Ok(self.started(session_id, &params, response))
     }
 
     /// One page of `session/list`.

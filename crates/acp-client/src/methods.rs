@@ -36,6 +36,9 @@ pub const SESSION_SET_MODE: &str = AGENT_METHOD_NAMES.session_set_mode;
 pub const SESSION_SET_CONFIG_OPTION: &str = AGENT_METHOD_NAMES.session_set_config_option;
 /// `session/prompt`.
 pub const SESSION_PROMPT: &str = AGENT_METHOD_NAMES.session_prompt;
+/// `session/fork` (unstable): a new session with the history of another,
+/// whole or before a session cursor.
+pub const SESSION_FORK: &str = AGENT_METHOD_NAMES.session_fork;
 /// `session/cancel` (notification).
 pub const SESSION_CANCEL: &str = AGENT_METHOD_NAMES.session_cancel;
 

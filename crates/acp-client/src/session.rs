@@ -71,6 +71,7 @@ use crate::update::{
 /// chat shows, like a client terminal's tail.
 pub const AGENT_TERMINAL_TAIL: usize = 64 * 1024;
 
+mod cursors;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
@@ -573,6 +574,8 @@ pub struct SessionState {
     echo: Option<(usize, String)>,
     /// The terminals v2 agents report by id, and the tool calls showing them.
     terminals: v2::Terminals,
+    /// Places in the history the agent can fork at (`cursor_update`).
+    cursors: cursors::Cursors,
 }
 
 /// Token counts of a turn, from the prompt response's `usage`.
@@ -645,6 +648,7 @@ impl SessionState {
             session_messages: HashMap::new(),
             echo: None,
             terminals: v2::Terminals::default(),
+            cursors: cursors::Cursors::default(),
         }
     }
 
@@ -713,6 +717,14 @@ impl SessionState {
                 }
                 c.error = error;
                 vec![Self::compaction_change(c)]
+            }
+            SessionUpdate::CursorUpdate {
+                cursor_id,
+                anchor,
+                fork,
+            } => {
+                self.cursors.update(cursor_id, anchor, fork);
+                Vec::new()
             }
             SessionUpdate::CompactionSummaryChunk { id, content } => {
                 let c = self.compaction_mut(&id);
@@ -961,6 +973,12 @@ impl SessionState {
     /// Every entry, in arrival order.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// The session cursor that forks this session right before its
+    /// `prompt`-th user message (from 1), when the agent offers one.
+    pub fn fork_cursor_before_prompt(&self, prompt: usize) -> Option<String> {
+        self.cursors.fork_before_prompt(&self.entries, prompt)
     }
 
     /// The latest state of a tool call.

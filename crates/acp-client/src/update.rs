@@ -108,6 +108,17 @@ pub enum SessionUpdate {
         /// Why it failed.
         error: Option<String>,
     },
+    /// A session cursor was announced or changed (`cursor_update`; sent
+    /// only to clients advertising `session.cursors`): a place in the
+    /// history the agent may fork at.
+    CursorUpdate {
+        /// The agent's id of the cursor.
+        cursor_id: String,
+        /// Where it is; only on its first update (then fixed).
+        anchor: Option<schema::CursorAnchor>,
+        /// Whether `session/fork` accepts it now; `None`: unchanged.
+        fork: Option<bool>,
+    },
     /// A block appended to a compaction's summary (`compaction_summary_chunk`).
     CompactionSummaryChunk {
         /// The compaction's id.

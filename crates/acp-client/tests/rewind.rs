@@ -233,3 +233,44 @@ async fn a_turn_that_does_not_exist_is_refused_and_changes_nothing() {
     assert_eq!(read(&s.root.join("new.txt")).as_deref(), Some("hello\n"));
     assert_eq!(s.conn.review(&s.sid).turns().len(), 3);
 }
+
+#[tokio::test]
+async fn a_line_the_user_saved_after_the_agents_last_change_survives_a_rewind() {
+    let mut s = start(
+        &[("a.txt", "one\ntwo\n")],
+        json!([
+            { "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/a.txt", "content": "one\ntwo\nagent1\n" },
+                "expect": { "ok": true } }] },
+            { "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/a.txt", "content": "one\ntwo\nagent1\nagent2\n" },
+                "expect": { "ok": true } }] }
+        ]),
+    )
+    .await;
+    let a = s.root.join("a.txt");
+    turn(&s, "1").await;
+    turn(&s, "2").await;
+    review_changed(&mut s.rx, &a, |f| f.added == 2).await;
+    // The user saves a line of their own after the agent's last write.
+    let saved = "user\none\ntwo\nagent1\nagent2\n";
+    let tmp = s.root.join(".a.txt.swp");
+    std::fs::write(&tmp, saved).unwrap();
+    std::fs::rename(&tmp, &a).unwrap();
+    s.conn
+        .review(&s.sid)
+        .record_user_edit(&a, Some(saved), true)
+        .unwrap();
+    // The preview shows the merge, not the checkpoint taken whole.
+    let plan = s.conn.review(&s.sid).rewind_plan(2.into()).await.unwrap();
+    assert_eq!(
+        plan.files[0].then.as_deref(),
+        Some("user\none\ntwo\nagent1\n")
+    );
+    let done = s.conn.review(&s.sid).rewind(2.into()).await.unwrap();
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    assert_eq!(read(&a).as_deref(), Some("user\none\ntwo\nagent1\n"));
+    // Again to before turn 1: still the user's line, not the agent's.
+    s.conn.review(&s.sid).rewind(1.into()).await.unwrap();
+    assert_eq!(read(&a).as_deref(), Some("user\none\ntwo\n"));
+}

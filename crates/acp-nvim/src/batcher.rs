@@ -490,6 +490,7 @@ pub(crate) mod tests {
             capabilities: schema::AgentCapabilities::default(),
             auth_methods: Vec::new(),
             transcript_path: None,
+            turn_base: 0,
         };
         let failed = Event::OpenFailed {
             chat_id: ChatId("2".into()),

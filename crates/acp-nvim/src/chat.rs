@@ -158,8 +158,8 @@ async fn run(
             }
         }
     };
-    let session = match opened {
-        Some(Some(session)) => session,
+    let (session, turn_base) = match opened {
+        Some(Some(opened)) => opened,
         Some(None) => {
             leave(&agents, &agent, &chat).await;
             return;
@@ -178,45 +178,12 @@ async fn run(
         }
     };
 
-    // Beside the transcript: a reopened session can still rewind.
-    let checkpoint_file = open.transcript_dir.as_ref().map(|dir| {
-        crate::rewind::saved_path(&transcript::path_for(
-            dir,
-            &agent.name,
-            &session.to_string(),
-        ))
-    });
-    let reopened = open.load_session_id.is_some() || open.resume_session_id.is_some();
-    let saved = match (&open.checkpoints, &checkpoint_file) {
-        (None, Some(file)) if reopened => crate::rewind::load(file),
-        _ => None,
-    };
-    // The chat goes on after a rewind or from a saved transcript: the new
-    // session keeps the earlier turns' checkpoints (and their numbers).
-    if let Some(json) = open.checkpoints.as_ref().or(saved.as_ref()) {
-        match acp_client::checkpoint::Checkpoints::from_json(json) {
-            Ok(store) => {
-                if let Err(e) = agent.conn.review(&session).adopt_checkpoints(store) {
-                    tracing::warn!(%chat, "checkpoints not adopted: {e}");
-                }
-            }
-            Err(e) => events.push(Event::Warning {
-                chat_id: Some(chat.clone()),
-                message: format!(
-                    "the saved checkpoints of this chat could not be read ({e}); earlier turns cannot be rewound"
-                ),
-            }),
-        }
-    }
-    let turn_base = agent
-        .conn
-        .review(&session)
-        .turns()
-        .last()
-        .map_or(0, |t| t.turn.get());
+    let checkpoint_file = crate::rewind::checkpoint_file(&agent, &open, &session);
     let mut chat_loop = ChatLoop {
         turn_base,
         checkpoint_file,
+        open: open.clone(),
+        transcripts: transcripts.clone(),
         chat: chat.clone(),
         agent: agent.clone(),
         session: session.clone(),
@@ -226,6 +193,8 @@ async fn run(
         cancel_sent: false,
     };
     chat_loop.serve(waiting, &mut rx).await;
+    // A rewind may have moved the chat to a forked session.
+    let session = chat_loop.session.clone();
     drop(chat_loop);
 
     match tokio::time::timeout(CLOSE_TIMEOUT, agent.conn.close_session(&session)).await {
@@ -248,14 +217,15 @@ async fn leave(agents: &Agents, agent: &Arc<Agent>, chat: &ChatId) {
     }
 }
 
-/// Initializes the agent (once per process) and opens the chat's session.
-/// Failures are reported as events; `None` then.
+/// Initializes the agent (once per process) and opens the chat's session,
+/// with the chat's turns before its first prompt. Failures are reported as
+/// events; `None` then.
 async fn open_session(
     agent: &Agent,
     open: &OpenChat,
     events: &EventQueue,
     transcripts: Option<&Transcripts>,
-) -> Option<SessionId> {
+) -> Option<(SessionId, u32)> {
     let chat = &open.chat_id;
     let _opening = agent.host.opening(chat);
     let info = match agent.ready().await {
@@ -326,7 +296,9 @@ async fn open_session(
                     });
                 }
             }
-            let mut event = session_started(chat, &agent.name, &info, started);
+            // Before the plugin hears of the session: its turn numbers.
+            let turn_base = crate::rewind::continue_turns(agent, open, &session, events);
+            let mut event = session_started(chat, &agent.name, &info, started, turn_base);
             if let (Some(t), Some(dir)) = (transcripts, &open.transcript_dir) {
                 let path = transcript::path_for(dir, &agent.name, &session.to_string());
                 let opening = if open.load_session_id.is_some() {
@@ -355,7 +327,7 @@ async fn open_session(
                 .host
                 .register(session.clone(), chat.clone(), Some(event));
             tracing::info!(%chat, %session, agent = %agent.name, "session open");
-            Some(session)
+            Some((session, turn_base))
         }
         Err(e) if e.is_auth_required() => {
             events.push(Event::AuthRequired {
@@ -394,8 +366,10 @@ fn session_started(
     agent_name: &str,
     info: &acp_client::AgentInfo,
     started: SessionStarted,
+    turn_base: u32,
 ) -> Event {
     Event::SessionStarted {
+        turn_base,
         chat_id: chat.clone(),
         session_id: started.session_id.to_string(),
         agent_name: agent_name.to_owned(),
@@ -426,6 +400,9 @@ struct ChatLoop {
     /// Where the checkpoints are saved after each turn (chats with a
     /// transcript).
     checkpoint_file: Option<std::path::PathBuf>,
+    /// How the session was opened: a fork after a rewind gets the same.
+    open: OpenChat,
+    transcripts: Option<Arc<Transcripts>>,
 }
 
 impl ChatLoop {
@@ -473,15 +450,80 @@ impl ChatLoop {
                     }
                     let chat = crate::rewind::Chat {
                         id: &self.chat,
+                        open: &self.open,
                         agent: &self.agent,
                         session: &self.session,
                         events: &self.events,
                         turn_base: self.turn_base,
                     };
-                    crate::rewind::run(chat, turn, preview).await;
+                    if let (Some(forked), Some(turn)) =
+                        (crate::rewind::run(chat, turn, preview).await, turn)
+                    {
+                        self.go_on_in_fork(forked, turn).await;
+                    }
                 }
             }
         }
+    }
+
+    /// A rewind to before `turn` forked the session there: the chat goes on
+    /// in the fork, with the checkpoints, and the old session is closed.
+    async fn go_on_in_fork(&mut self, forked: SessionStarted, turn: u32) {
+        let conn = &self.agent.conn;
+        let checkpoints = conn.review(&self.session).checkpoints();
+        let old = std::mem::replace(&mut self.session, forked.session_id.clone());
+        match tokio::time::timeout(CLOSE_TIMEOUT, conn.close_session(&old)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(chat = %self.chat, "session/close of the rewound session failed: {e}")
+            }
+            Err(_) => {
+                tracing::warn!(chat = %self.chat, "the agent did not answer session/close in time")
+            }
+        }
+        if let Some(t) = &self.transcripts {
+            t.close(&self.chat, &old.to_string());
+        }
+        self.agent.host.unregister(&old);
+        let session = self.session.clone();
+        if let Err(e) = conn.review(&session).adopt_checkpoints(checkpoints) {
+            tracing::warn!(chat = %self.chat, "checkpoints not adopted by the fork: {e}");
+        }
+        self.turn_base = turn.saturating_sub(1);
+        self.checkpoint_file = crate::rewind::checkpoint_file(&self.agent, &self.open, &session);
+        let info = match self.agent.ready().await {
+            Ok(info) => info,
+            Err(message) => {
+                self.events.push(Event::Warning {
+                    chat_id: Some(self.chat.clone()),
+                    message,
+                });
+                return;
+            }
+        };
+        let mut event =
+            session_started(&self.chat, &self.agent.name, &info, forked, self.turn_base);
+        if let (Some(t), Some(dir)) = (&self.transcripts, &self.open.transcript_dir) {
+            let path = transcript::path_for(dir, &self.agent.name, &session.to_string());
+            t.expect(
+                &self.chat,
+                &session.to_string(),
+                path.clone(),
+                &self.agent.name,
+                &self.open.cwd,
+                Opening::New,
+            );
+            if let Event::SessionStarted {
+                transcript_path, ..
+            } = &mut event
+            {
+                *transcript_path = Some(path.to_string_lossy().into_owned());
+            }
+        }
+        tracing::info!(chat = %self.chat, %session, "the chat goes on in the session forked before turn {turn}");
+        self.agent
+            .host
+            .register(session, self.chat.clone(), Some(event));
     }
 
     /// Starts the next queued prompt when no turn runs, and polls it once

@@ -10,13 +10,13 @@
 
 use std::fmt::Write as _;
 
-use acp_client::checkpoint::TurnNumber;
+use acp_client::checkpoint::{Checkpoints, TurnNumber};
 use acp_client::session::Entry;
 use acp_client::update::SessionId;
 
 use crate::agents::Agent;
 use crate::batcher::EventQueue;
-use crate::command::ChatId;
+use crate::command::{ChatId, OpenChat};
 use crate::protocol::Event;
 
 /// Most bytes of conversation handed to the next session: the newest part
@@ -32,6 +32,80 @@ const SAVED_MAX_BYTES: u64 = 2 * acp_client::checkpoint::TOTAL_MAX_BYTES as u64;
 /// so a reopened session can still rewind the files it changed.
 pub(crate) fn saved_path(transcript: &std::path::Path) -> std::path::PathBuf {
     transcript.with_extension("checkpoints.json")
+}
+
+/// Where the session's checkpoints are saved (chats with a transcript).
+pub(crate) fn checkpoint_file(
+    agent: &Agent,
+    open: &OpenChat,
+    session: &SessionId,
+) -> Option<std::path::PathBuf> {
+    open.transcript_dir.as_ref().map(|dir| {
+        saved_path(&crate::transcript::path_for(
+            dir,
+            &agent.name,
+            &session.to_string(),
+        ))
+    })
+}
+
+/// The session continues its chat: it adopts the chat's checkpoints (handed
+/// over after a rewind, or saved beside a reopened session's transcript)
+/// and numbers its next turn after every turn the chat had, the prompts a
+/// loaded session replayed included. Returns the chat's turns before the
+/// session's first prompt. The backend owns the turn numbers: the plugin
+/// used to count the prompts it drew, and a loaded session whose
+/// checkpoints were not saved numbered them from 1 here, so a rewind of a
+/// turn the plugin showed was "no turn N".
+pub(crate) fn continue_turns(
+    agent: &Agent,
+    open: &OpenChat,
+    session: &SessionId,
+    events: &EventQueue,
+) -> u32 {
+    let chat = &open.chat_id;
+    let reopened = open.load_session_id.is_some() || open.resume_session_id.is_some();
+    let saved = match (&open.checkpoints, checkpoint_file(agent, open, session)) {
+        (None, Some(file)) if reopened => load(&file),
+        _ => None,
+    };
+    let json = open.checkpoints.as_ref().or(saved.as_ref());
+    let mut store = match json.map(|j| Checkpoints::from_json(j)) {
+        Some(Ok(store)) => Some(store),
+        Some(Err(e)) => {
+            events.push(Event::Warning {
+                chat_id: Some(chat.clone()),
+                message: format!(
+                    "the saved checkpoints of this chat could not be read ({e}); earlier turns cannot be rewound"
+                ),
+            });
+            None
+        }
+        None => None,
+    };
+    let replayed = agent
+        .conn
+        .with_session(session, |s| {
+            s.entries()
+                .iter()
+                .filter(|e| matches!(e, Entry::UserMessage(_)))
+                .count()
+        })
+        .unwrap_or(0);
+    let replayed = u32::try_from(replayed).unwrap_or(u32::MAX);
+    if replayed > 0 {
+        store
+            .get_or_insert_with(Checkpoints::new)
+            .continue_after(replayed);
+    }
+    let Some(store) = store else {
+        return 0;
+    };
+    let next = store.next_turn().get();
+    if let Err(e) = agent.conn.review(session).adopt_checkpoints(store) {
+        tracing::warn!(%chat, "checkpoints not adopted: {e}");
+    }
+    next.saturating_sub(1).saturating_sub(replayed)
 }
 
 /// Saves the session's checkpoints once its worker recorded the turn's
@@ -62,6 +136,8 @@ pub(crate) fn load(path: &std::path::Path) -> Option<String> {
 /// What the rewind needs of its chat.
 pub(crate) struct Chat<'a> {
     pub(crate) id: &'a ChatId,
+    /// How the chat's session was opened (a fork gets the same settings).
+    pub(crate) open: &'a OpenChat,
     pub(crate) agent: &'a Agent,
     pub(crate) session: &'a SessionId,
     pub(crate) events: &'a EventQueue,
@@ -69,8 +145,13 @@ pub(crate) struct Chat<'a> {
     pub(crate) turn_base: u32,
 }
 
-/// Lists, previews or rewinds; the outcome is an event.
-pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
+/// Lists, previews or rewinds; the outcome is an event. Returns the session
+/// the agent forked before the turn, which the chat goes on in.
+pub(crate) async fn run(
+    chat: Chat<'_>,
+    turn: Option<u32>,
+    preview: bool,
+) -> Option<acp_client::SessionStarted> {
     let review = chat.agent.conn.review(chat.session);
     let Some(turn) = turn else {
         review.settled().await;
@@ -78,7 +159,7 @@ pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
             chat_id: chat.id.clone(),
             turns: review.turns(),
         });
-        return;
+        return None;
     };
     let number = TurnNumber::from(turn);
     if preview {
@@ -97,7 +178,7 @@ pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
             },
         };
         chat.events.push(event);
-        return;
+        return None;
     }
     // Read before the rewind: the conversation up to the turn.
     let context = chat
@@ -108,10 +189,20 @@ pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
         })
         .flatten();
     let show = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let mut forked = None;
     let event = match review.rewind(number).await {
         Ok(done) => {
             let ok = done.failed.is_empty();
+            let mut fork_note = None;
+            if ok {
+                match fork(&chat, turn).await {
+                    Ok(started) => forked = Some(started),
+                    Err(why) => fork_note = Some(why),
+                }
+            }
             Event::Rewound {
+                forked: forked.is_some(),
+                fork_note,
                 chat_id: chat.id.clone(),
                 turn,
                 ok,
@@ -128,7 +219,7 @@ pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
                     .iter()
                     .map(|(p, why)| format!("{}: {why}", show(p)))
                     .collect(),
-                context: ok.then_some(context).flatten(),
+                context: (ok && forked.is_none()).then_some(context).flatten(),
                 checkpoints: ok.then(|| review.checkpoints().to_json()),
             }
         }
@@ -142,9 +233,55 @@ pub(crate) async fn run(chat: Chat<'_>, turn: Option<u32>, preview: bool) {
             failed: Vec::new(),
             context: None,
             checkpoints: None,
+            forked: false,
+            fork_note: None,
         },
     };
     chat.events.push(event);
+    forked
+}
+
+/// Forks the chat's session right before `turn` when the agent offers a
+/// session cursor there; else why not, for the chat's line.
+async fn fork(chat: &Chat<'_>, turn: u32) -> Result<acp_client::SessionStarted, String> {
+    let conn = &chat.agent.conn;
+    if !conn.can_fork() {
+        return Err("the agent does not offer session/fork".to_owned());
+    }
+    let prompt = turn.saturating_sub(chat.turn_base);
+    if prompt == 0 {
+        return Err(format!(
+            "turn {turn} was in an earlier session of this chat, which cannot be forked from this one"
+        ));
+    }
+    let cursor = conn
+        .with_session(chat.session, |s| {
+            s.fork_cursor_before_prompt(usize::try_from(prompt).unwrap_or(usize::MAX))
+        })
+        .flatten();
+    let Some(cursor) = cursor else {
+        // claude-agent-acp 0.101.0 advertises `sessionCapabilities.fork`
+        // but sends no `cursor_update`: it forks a whole session (or at a
+        // fork point in `_meta.jetbrains.air.fork`, private to JetBrains'
+        // client, which this client does not speak). A whole fork would
+        // keep the rewound turns in the agent's memory, so no fork then.
+        return Err(format!(
+            "the agent can fork only the whole session (it named no session cursor before turn {turn}), which would keep the rewound turns"
+        ));
+    };
+    let info = chat.agent.ready().await?;
+    let mut params = acp_client::SessionParams::new(chat.open.cwd.clone());
+    params.mcp_servers = crate::mcp::supported(
+        chat.open.mcp_servers.clone(),
+        &info.capabilities.mcp_capabilities,
+        &chat.agent.name,
+    )
+    .0;
+    params.additional_directories = chat.open.additional_directories.clone();
+    params.system_prompt = chat.open.system_prompt.clone();
+    conn.fork_session(chat.session, Some(&cursor), params)
+        .await
+        .map_err(|e| format!("the agent's session/fork failed ({e})"))
 }
 
 /// The conversation before the session's `prompt`-th user message (from

@@ -347,6 +347,7 @@ mod tests {
             capabilities: acp_client::schema::AgentCapabilities::default(),
             auth_methods: Vec::new(),
             transcript_path: None,
+            turn_base: 0,
         }
     }
 

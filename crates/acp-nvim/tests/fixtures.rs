@@ -105,6 +105,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 capabilities: capabilities(),
                 auth_methods: auth_methods(),
                 transcript_path: Some("/state/transcripts/demo/sess-1.jsonl".into()),
+                turn_base: 0,
             },
         ),
         (

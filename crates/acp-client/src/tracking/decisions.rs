@@ -180,7 +180,7 @@ impl Reviews {
                 .iter()
                 .find(|b| b.path == r.path)
                 .and_then(|b| b.current.clone());
-            match write_content(host, session_id, &r.path, content, current).await {
+            match write_content(host, session_id, &r.path, content, current, None).await {
                 Ok(Some(saved)) => {
                     // The buffer took the restore merged with lines this
                     // review never saw (another chat's agent wrote them):
@@ -424,13 +424,16 @@ fn not_rejected(path: &Path) -> Error {
 }
 
 /// Writes restored content through the editor (a buffer-aware editor
-/// updates its buffer), or atomically to disk when it has none.
+/// merges it into its buffer against `current`), or atomically to disk when
+/// it has none: `on_disk` then, the content already merged with the file's
+/// text by the caller (a rewind's), else the content itself.
 pub(super) async fn write_content(
     host: &dyn EditorHost,
     session_id: &SessionId,
     path: &Path,
     content: &str,
     current: Option<String>,
+    on_disk: Option<&str>,
 ) -> Result<Option<String>> {
     let request = WriteTextFile {
         session_id: session_id.clone(),
@@ -450,9 +453,10 @@ pub(super) async fn write_content(
             Ok((text != content).then_some(text))
         }
         WriteOutcome::Disk | WriteOutcome::MergedUnsaved { .. } | WriteOutcome::Waiting { .. } => {
-            fs::write_text_file_atomic(path, content)
+            let text = on_disk.unwrap_or(content);
+            fs::write_text_file_atomic(path, text)
                 .await
-                .map(|_| None)
+                .map(|_| (text != content).then(|| text.to_owned()))
         }
     }
 }

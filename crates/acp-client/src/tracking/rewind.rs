@@ -2,10 +2,12 @@
 //! session's checkpoints ([`crate::checkpoint`]).
 //!
 //! A rewind is a restore like a review reject's: each file's text before
-//! the turn goes through [`EditorHost::write_text_file`] as
-//! [`WriteKind::Restore`] (a buffer-aware editor merges it into a buffer
-//! with unsaved edits, three-way against the disk's text now, conflicts
-//! shown, one undo step per buffer), else atomically to disk. Files the
+//! the turn goes through the editor's buffer sync as a restore (merged
+//! into a buffer with unsaved edits, conflicts shown, one undo step per
+//! buffer), else atomically to disk. Either way the base of the merge is
+//! the agent's last text of the file, not the disk's: a line the user
+//! saved after the agent's last edit is the user's edit, and stays (on
+//! disk it is merged here; a conflict is written with both sides). Files the
 //! agent created in the rewound turns are removed from disk (the editor
 //! keeps a buffer of one with unsaved edits); files it deleted come back.
 //! The review follows: the rewound edits leave it, earlier ones stay.
@@ -25,6 +27,7 @@ use crate::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
+use crate::merge::{merge3, ConflictLabels};
 use crate::update::SessionId;
 use tokio::sync::oneshot;
 
@@ -117,11 +120,12 @@ impl Reviews {
         let mut files = Vec::new();
         for r in plan {
             let now = disk_text(&r).await;
-            if now != r.text {
+            let then = target(&r, now.as_deref());
+            if now != then {
                 files.push(RewindFile {
                     path: r.path,
                     now,
-                    then: r.text,
+                    then,
                 });
             }
         }
@@ -156,10 +160,11 @@ impl Reviews {
         let mut done = Rewound::default();
         for r in plan {
             let now = disk_text(&r).await;
+            let then = target(&r, now.as_deref());
             // Before any write: the watcher must see the client's text.
             let change = {
                 let mut st = review.state.lock();
-                st.known.insert(r.path.clone(), r.text.clone());
+                st.known.insert(r.path.clone(), then.clone());
                 let under_review = st.tracker.contains(&r.path);
                 observe(&mut st.tracker, &r.path, |t| {
                     if !under_review {
@@ -180,7 +185,11 @@ impl Reviews {
             emit(&self.events, session_id, change);
             match &r.text {
                 Some(text) => {
-                    match write_content(host, session_id, &r.path, text, now.clone()).await {
+                    // The buffer merges against the agent's last text too
+                    // (the disk's when that is not known).
+                    let base = r.agent_text.clone().or_else(|| now.clone());
+                    let on_disk = then.as_deref();
+                    match write_content(host, session_id, &r.path, text, base, on_disk).await {
                         Ok(Some(saved)) => {
                             self.record_user_edit(session_id, &r.path, Some(&saved), true);
                             done.merged.push(r.path.clone());
@@ -213,6 +222,27 @@ impl Reviews {
         }
         Ok(done)
     }
+}
+
+/// The text a rewind gives the file: its text before the turn, with what
+/// the user changed since the agent's last edit merged in (a conflict
+/// rendered with both sides). `None`: the file is removed.
+fn target(r: &Restore, now: Option<&str>) -> Option<String> {
+    let then = r.text.as_deref()?;
+    let (Some(base), Some(now)) = (r.agent_text.as_deref(), now) else {
+        return Some(then.to_owned());
+    };
+    if base == now {
+        return Some(then.to_owned());
+    }
+    let merged = merge3(base, now, then);
+    Some(merged.clean_text().unwrap_or_else(|| {
+        merged.render(&ConflictLabels {
+            ours: "yours".to_owned(),
+            theirs: format!("before turn {}", r.turn),
+            base: None,
+        })
+    }))
 }
 
 /// The file's text on disk now; `None` when missing or not text.

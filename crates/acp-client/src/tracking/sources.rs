@@ -198,7 +198,7 @@ impl Reviews {
         let change = {
             let mut st = review.state.lock();
             st.known.insert(path.to_owned(), Some(new.to_owned()));
-            st.checkpoints.touch(path, old);
+            st.checkpoints.touch(path, old, Some(new));
             observe(&mut st.tracker, path, |t| {
                 t.record_write(path, old, new);
             })
@@ -399,7 +399,8 @@ impl Worker {
             if let (Some(turn), Some(b), true) =
                 (self.checkpoint_turn, turn_before, change.is_some())
             {
-                st.checkpoints.touch_in(turn, &path, b.as_deref());
+                st.checkpoints
+                    .touch_in(turn, &path, b.as_deref(), now.as_deref());
             }
             (before, change)
         };

@@ -327,7 +327,8 @@ impl Worker {
                 // truer "before" (a first look can catch a rewrite midway).
                 let prior = st.tracker.review(path).map(|r| r.current);
                 let turn_before = prior.unwrap_or_else(|| before.clone());
-                st.checkpoints.touch_in(turn, path, turn_before.as_deref());
+                st.checkpoints
+                    .touch_in(turn, path, turn_before.as_deref(), now.as_deref());
             }
             let change = observe(&mut st.tracker, path, |t| match (&before, &now) {
                 (_, Some(new)) => {

@@ -541,6 +541,19 @@ fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
                 .map(|blocks| blocks.iter().cloned().map(decode_content).collect()),
             error: nullable_string(u, "error").flatten(),
         },
+        "cursor_update" => SessionUpdate::CursorUpdate {
+            cursor_id: u.get("cursorId")?.as_str()?.to_owned(),
+            // An anchor this client cannot read cannot be placed: no fork
+            // at it (the schema says never to guess).
+            anchor: u
+                .get("anchor")
+                .filter(|a| !a.is_null())
+                .and_then(|a| serde_json::from_value(a.clone()).ok()),
+            // Patch semantics: omitted leaves it, `null` clears it.
+            fork: u
+                .get("capabilities")
+                .map(|caps| caps.get("fork").is_some_and(Value::is_object)),
+        },
         "compaction_summary_chunk" => SessionUpdate::CompactionSummaryChunk {
             id: u.get("compactionId")?.as_str()?.to_owned(),
             content: decode_content(u.get("content")?.clone()),

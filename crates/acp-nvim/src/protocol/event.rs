@@ -55,6 +55,11 @@ pub enum Event {
         /// The file the session's transcript is written to, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         transcript_path: Option<String>,
+        /// The chat's turns before this session's first prompt: the
+        /// session's k-th prompt (replayed ones included) is turn
+        /// `turn_base + k`. The backend owns these numbers (its
+        /// checkpoints); the plugin's are a cache of them.
+        turn_base: u32,
     },
     /// The session could not be opened; `message` names the fix.
     OpenFailed {
@@ -289,6 +294,13 @@ pub enum Event {
         /// session's `acp.open`.
         #[serde(skip_serializing_if = "Option::is_none")]
         checkpoints: Option<String>,
+        /// The conversation goes on in a session the agent forked before
+        /// the turn (`session/fork` at a session cursor); its
+        /// `session_started` follows. False: the plugin opens a new one.
+        forked: bool,
+        /// Why the agent could not fork there, for the chat's line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fork_note: Option<String>,
     },
     /// A file's edit review changed (agent edit recorded, hunk accepted or
     /// rejected, user edit taken in).

@@ -45,6 +45,9 @@ pub struct State {
     pub children: std::collections::HashMap<String, String>,
     /// The `systemPrompt` each session was opened with.
     pub system_prompts: std::collections::HashMap<String, Value>,
+    /// Session cursors announced (`fork`): id -> (session, history length
+    /// before the cursor).
+    pub cursors: std::collections::HashMap<String, (String, usize)>,
 }
 
 /// The key that marks a recorded update as a child session's.
@@ -103,6 +106,7 @@ impl Agent {
                 store,
                 children: std::collections::HashMap::new(),
                 system_prompts: std::collections::HashMap::new(),
+                cursors: std::collections::HashMap::new(),
             }),
             stdin_stopped: AtomicBool::new(false),
             v2: AtomicBool::new(false),
@@ -217,7 +221,12 @@ impl Agent {
     fn handle_request(self: &Arc<Self>, responder: Responder, method: &str, params: Value) {
         let gated = matches!(
             method,
-            "session/load" | "session/list" | "session/resume" | "session/close" | "session/delete"
+            "session/load"
+                | "session/list"
+                | "session/resume"
+                | "session/close"
+                | "session/delete"
+                | "session/fork"
         );
         // v2's baseline: every agent lists, resumes and closes sessions.
         let v2 = self.v2.load(Ordering::SeqCst);
@@ -250,6 +259,7 @@ impl Agent {
             },
             "logout" | "auth/logout" => responder.send(self.logout()),
             "session/new" => self.open_session(responder, &params, Open::New),
+            "session/fork" => responder.send(crate::fork::fork(self, &params)),
             "session/load" => self.open_session(responder, &params, Open::Load),
             "session/resume" => self.open_session(responder, &params, Open::Resume),
             "session/list" => responder.send(self.list(&params)),
@@ -706,7 +716,7 @@ impl Agent {
     /// reading thread, so a `session/cancel` read right after the prompt
     /// always reaches it.
     /// The prefix of new session ids (with the start time when asked).
-    fn session_id_prefix(&self) -> String {
+    pub(crate) fn session_id_prefix(&self) -> String {
         let prefix = &self.scenario.session_id_prefix;
         if !self.scenario.unique_session_ids {
             return prefix.clone();
@@ -783,6 +793,9 @@ impl Agent {
                     &id,
                     json!({ "sessionUpdate": "state_update", "state": "running" }),
                 );
+            }
+            if agent.scenario.fork && !v2 {
+                crate::fork::announce(&agent, &id, turn_number, &prompt_blocks);
             }
             let mut player =
                 Player::new(&agent, &id, &cwd, &text, cancel.clone(), &turn.stop_reason)
@@ -882,7 +895,7 @@ enum Open {
     Resume,
 }
 
-fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
+pub(crate) fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
     params
         .get(key)
         .and_then(Value::as_str)

@@ -8,6 +8,7 @@
 mod agent;
 mod cancel;
 mod expect;
+mod fork;
 mod mcp;
 mod scenario;
 mod sessions;

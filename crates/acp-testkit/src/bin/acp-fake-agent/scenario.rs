@@ -36,6 +36,10 @@ pub struct Scenario {
     /// Replay each prompt as `user_message_chunk` updates on `session/load`.
     #[serde(default)]
     pub replay_user_messages: bool,
+    /// Offer `session/fork` at session cursors: each prompt is echoed with
+    /// a message id after a `cursor_update` right before it (see fork.rs).
+    #[serde(default)]
+    pub fork: bool,
     /// Answer `protocolVersion: 2` when the client offers it, and play v2:
     /// the prompt echoed as `user_message` and acknowledged with its
     /// `messageId`, `state_update`s (running, requires_action before each
@@ -305,7 +309,8 @@ impl Scenario {
     /// The capabilities sent in `initialize` when the scenario names none:
     /// everything this agent implements.
     pub fn agent_capabilities(&self) -> Value {
-        self.initialize
+        let mut caps = self
+            .initialize
             .agent_capabilities
             .clone()
             .unwrap_or_else(|| {
@@ -315,7 +320,16 @@ impl Scenario {
                     "mcpCapabilities": { "http": false, "sse": false },
                     "sessionCapabilities": { "list": {}, "resume": {}, "close": {}, "delete": {} }
                 })
-            })
+            });
+        if self.fork {
+            if let Some(session) = caps
+                .get_mut("sessionCapabilities")
+                .and_then(Value::as_object_mut)
+            {
+                session.insert("fork".to_owned(), json!({}));
+            }
+        }
+        caps
     }
 
     /// The auth methods sent in `initialize`: the scenario's, else one agent
@@ -346,6 +360,7 @@ impl Scenario {
             "session/resume" => session_cap("resume"),
             "session/close" => session_cap("close"),
             "session/delete" => session_cap("delete"),
+            "session/fork" => session_cap("fork"),
             _ => true,
         }
     }
