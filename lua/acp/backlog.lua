@@ -52,16 +52,6 @@ M.QUIET_MS = 500
 --- newest-first drawing must match line for line).
 M.NEWEST_FIRST = true
 
---- Changes that are chat state, not transcript (Chat:on_session_change).
-local CHAT_STATE = {
-  mode_changed = true,
-  modes_changed = true,
-  config_options_changed = true,
-  commands_changed = true,
-  usage_changed = true,
-  info_changed = true,
-}
-
 --- True while the chat's history is held here.
 ---@param chat_id string
 ---@return boolean
@@ -159,7 +149,7 @@ end
 ---@param change acp.SessionChange
 ---@return boolean
 function M.hold(chat, change)
-  if CHAT_STATE[change.change] or not M.would_hold(chat) then
+  if require("acp.protocol").CHAT_STATE_CHANGES[change.change] or not M.would_hold(chat) then
     return false
   end
   local b = held[chat.chat_id]

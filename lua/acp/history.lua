@@ -137,16 +137,6 @@ end
 ---@field version any format version of the current opening
 ---@field tail? boolean the end of a session drawn while the agent replays it (acp.tail): only the conversation
 
---- Chat state changes (Chat:on_session_change): not the conversation.
-local CHAT_STATE = {
-  mode_changed = true,
-  modes_changed = true,
-  config_options_changed = true,
-  commands_changed = true,
-  usage_changed = true,
-  info_changed = true,
-}
-
 --- Render one record of a transcript into the player's chat.
 ---@param player acp.TranscriptPlayer
 ---@param record table
@@ -166,7 +156,7 @@ function M.play(player, record)
     if t == "transcript" then
       -- Another opening: its entries may be numbered from 0 again.
       chat.transcript:forget_entries()
-    elseif t == "session" and not CHAT_STATE[change.change] and change.change ~= "turn_usage" then
+    elseif t == "session" and not protocol.CHAT_STATE_CHANGES[change.change] and change.change ~= "turn_usage" then
       chat:on_session_change(change)
     end
     return

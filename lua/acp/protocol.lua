@@ -391,6 +391,19 @@ end
 --- record is an event as `decode` gets it, without `chat_id`.
 M.TRANSCRIPT_VERSION = 2
 
+--- The `session` changes that are chat state (mode, commands, usage, title),
+--- not conversation: a replay applies them at once and a transcript player
+--- skips them (Chat:on_session_change draws them).
+---@type table<string, true>
+M.CHAT_STATE_CHANGES = {
+  mode_changed = true,
+  modes_changed = true,
+  config_options_changed = true,
+  commands_changed = true,
+  usage_changed = true,
+  info_changed = true,
+}
+
 --- Keys whose values are the agent's own data (as the backend's encoder).
 local OPAQUE = { raw = true, raw_input = true, raw_output = true, _meta = true, meta = true, env = true }
 
