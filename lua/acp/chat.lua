@@ -240,8 +240,9 @@ end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
 ---@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean, checkpoints?: string} continue a stored session; log in first; open a new session if the load/resume fails
+---@param drawn? boolean the prompts already drawn are this opening's (acp.tail drew the end of the loaded session from the transcript): they keep counting as its turns
 ---@return boolean ok, string? err
-function Chat:start(resume)
+function Chat:start(resume, drawn)
   if self.readonly then
     return false, "this chat is a read-only transcript"
   end
@@ -254,7 +255,9 @@ function Chat:start(resume)
   end
   self.status = "opening"
   self.session_id = nil
-  self.transcript:session_opening()
+  if not drawn then
+    self.transcript:session_opening()
+  end
   local params = require("acp.opening").params({
     chat_id = self.chat_id,
     agent = self.agent,

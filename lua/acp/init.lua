@@ -163,13 +163,14 @@ function M.open(opts)
   elseif opts.show ~= false then
     chat:show({ split = opts.split })
   end
+  local drawn = false
   if opts.load_session_id and require("acp.backlog").NEWEST_FIRST then
     -- The end of the session at once, from the chat's own transcript of it;
     -- the agent's replay is reconciled with it once whole (acp.tail).
-    require("acp.tail").draw(chat, opts.load_session_id)
+    drawn = require("acp.tail").draw(chat, opts.load_session_id)
   end
   if not opts.background then
-    local ok, serr = chat:start(resume)
+    local ok, serr = chat:start(resume, drawn)
     if not ok then
       util.notify(tostring(serr), vim.log.levels.ERROR)
     end

@@ -768,6 +768,8 @@ function Transcript:reset()
   self.after_header = false
   self.prompt_turn = nil
   self.prompt_blocks = nil
+  -- The replay drawn next numbers the session's prompts again.
+  self.session_prompts = {}
   self.view:clear()
 end
 
