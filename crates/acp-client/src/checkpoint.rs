@@ -88,6 +88,22 @@ struct Turn {
     /// Seconds since the Unix epoch when the prompt was sent.
     started: u64,
     files: BTreeMap<PathBuf, Before>,
+    /// Each file's text after the agent's last edit of it in this turn: a
+    /// rewind over several turns undoes them one by one against these, so
+    /// a line the user saved between two rewound turns is the user's and
+    /// stays. Absent in stores saved before it was kept.
+    #[serde(default)]
+    after: BTreeMap<PathBuf, Before>,
+}
+
+impl Turn {
+    fn bytes(&self) -> usize {
+        self.files
+            .values()
+            .chain(self.after.values())
+            .map(Before::bytes)
+            .sum()
+    }
 }
 
 /// One turn as a picker shows it.
@@ -158,13 +174,8 @@ impl Checkpoints {
         store.next = store
             .next
             .max(store.turns.last().map_or(1, |t| t.turn.0 + 1));
-        store.bytes = store
-            .turns
-            .iter()
-            .flat_map(|t| t.files.values())
-            .chain(store.last.values())
-            .map(Before::bytes)
-            .sum();
+        store.bytes = store.turns.iter().map(Turn::bytes).sum::<usize>()
+            + store.last.values().map(Before::bytes).sum::<usize>();
         store.enforce(TOTAL_MAX_BYTES);
         Ok(store)
     }
@@ -187,6 +198,7 @@ impl Checkpoints {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             files: BTreeMap::new(),
+            after: BTreeMap::new(),
         });
         self.open = true;
         turn
@@ -253,7 +265,10 @@ impl Checkpoints {
             t.files.insert(path.to_owned(), before);
         }
         let after = kept(after);
-        self.bytes += after.bytes();
+        self.bytes += 2 * after.bytes();
+        if let Some(old) = t.after.insert(path.to_owned(), after.clone()) {
+            self.bytes -= old.bytes();
+        }
         if let Some(old) = self.last.insert(path.to_owned(), after) {
             self.bytes -= old.bytes();
         }
@@ -266,7 +281,7 @@ impl Checkpoints {
     fn enforce(&mut self, max: usize) {
         while self.bytes > max && self.turns.len() > 1 {
             let old = self.turns.remove(0);
-            self.bytes -= old.files.values().map(Before::bytes).sum::<usize>();
+            self.bytes -= old.bytes();
             // The agent's last text of a file no kept turn touched is of no
             // use to a rewind any more.
             for path in old.files.keys() {
@@ -329,8 +344,9 @@ impl Checkpoints {
             };
             return Err(Error::NotFound(why));
         };
+        let rewound = &self.turns[index..];
         let mut plan: BTreeMap<&Path, Restore> = BTreeMap::new();
-        for t in &self.turns[index..] {
+        for t in rewound {
             for (path, before) in &t.files {
                 if plan.contains_key(path.as_path()) {
                     continue;
@@ -349,6 +365,7 @@ impl Checkpoints {
                     Some(Before::Text { text }) => Some(text.clone()),
                     _ => None,
                 };
+                let text = text.map(|first| undo_turns(rewound, path).unwrap_or(first));
                 plan.insert(
                     path,
                     Restore {
@@ -376,6 +393,7 @@ impl Checkpoints {
         };
         for t in &mut self.turns {
             t.files.retain(&mut retain);
+            t.after.retain(&mut retain);
         }
         self.last.retain(retain);
     }
@@ -390,7 +408,7 @@ impl Checkpoints {
         };
         let mut restored: BTreeMap<PathBuf, Before> = BTreeMap::new();
         for t in self.turns.drain(index..) {
-            self.bytes -= t.files.values().map(Before::bytes).sum::<usize>();
+            self.bytes -= t.bytes();
             for (path, before) in t.files {
                 restored.entry(path).or_insert(before);
             }
@@ -412,6 +430,38 @@ impl Checkpoints {
     }
 }
 
+/// `path`'s text before the first of `turns` that touched it, with the
+/// user's edits made between those turns kept: the agent's turns are undone
+/// one at a time, newest first, each as a three-way merge of the text so far
+/// against that turn's after (base) and before (theirs). Without it a line
+/// the user saved after turn N and before turn N+1 went back with them.
+/// `None` when the plain before-text must do: one turn touched the file, a
+/// text is missing (created, deleted, too large, or a store saved before
+/// `after` was kept), or an undo conflicts (the user changed what the
+/// agent changed; the restore's own merge then shows it).
+fn undo_turns(turns: &[Turn], path: &Path) -> Option<String> {
+    fn text(b: Option<&Before>) -> Option<&str> {
+        match b {
+            Some(Before::Text { text }) => Some(text.as_str()),
+            _ => None,
+        }
+    }
+    let touched: Vec<&Turn> = turns
+        .iter()
+        .filter(|t| t.files.contains_key(path))
+        .collect();
+    let (newest, older) = touched.split_last()?;
+    if older.is_empty() {
+        return None;
+    }
+    let mut acc = text(newest.files.get(path))?.to_owned();
+    for t in older.iter().rev() {
+        let merged = crate::merge::merge3(text(t.after.get(path))?, &acc, text(t.files.get(path))?);
+        acc = merged.clean_text()?;
+    }
+    Some(acc)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
@@ -419,6 +469,60 @@ mod tests {
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
+    }
+
+    #[test]
+    fn a_line_saved_between_two_rewound_turns_stays() {
+        // Turn 2 changes s2; the user saves a line on top; turn 3 changes
+        // s3. Rewinding to before turn 2 undoes both agent changes and
+        // keeps the saved line (it went back with turn 3 before).
+        let mut c = Checkpoints::new();
+        let now = SystemTime::now();
+        c.begin_turn("one", now);
+        c.touch(&p("/w/other"), Some("o\n"), Some("o1\n"));
+        c.end_turn(1.into());
+        c.begin_turn("two", now);
+        c.touch(&p("/w/s"), Some("s1\ns2\ns3\n"), Some("s1\nS2\ns3\n"));
+        c.end_turn(2.into());
+        c.begin_turn("three", now);
+        c.touch(
+            &p("/w/s"),
+            Some("mine\ns1\nS2\ns3\n"),
+            Some("mine\ns1\nS2\nS3\n"),
+        );
+        c.end_turn(3.into());
+        let plan = c.plan(2.into()).unwrap();
+        let s = plan.iter().find(|r| r.path == p("/w/s")).unwrap();
+        assert_eq!(s.text.as_deref(), Some("mine\ns1\ns2\ns3\n"));
+        assert_eq!(s.agent_text.as_deref(), Some("mine\ns1\nS2\nS3\n"));
+        // Saved and read back (the store a reopened session gets): the same.
+        let back = Checkpoints::from_json(&c.to_json()).unwrap();
+        assert_eq!(back.plan(2.into()).unwrap(), plan);
+        // A user edit of the very line a later turn changed back is a
+        // conflict of the undo: the plain checkpoint, and the restore's own
+        // merge shows the conflict.
+        let mut c = Checkpoints::new();
+        c.begin_turn("two", now);
+        c.touch(&p("/w/s"), Some("a\n"), Some("b\n"));
+        c.end_turn(1.into());
+        c.begin_turn("three", now);
+        c.touch(&p("/w/s"), Some("mine\n"), Some("agent\n"));
+        c.end_turn(2.into());
+        let plan = c.plan(1.into()).unwrap();
+        assert_eq!(plan[0].text.as_deref(), Some("a\n"));
+    }
+
+    #[test]
+    fn a_store_saved_without_after_texts_rewinds_as_before() {
+        let mut c = three_turns();
+        let mut json: serde_json::Value = serde_json::from_str(&c.to_json()).unwrap();
+        for t in json["turns"].as_array_mut().unwrap() {
+            t.as_object_mut().unwrap().remove("after");
+        }
+        let old = Checkpoints::from_json(&json.to_string()).unwrap();
+        assert_eq!(old.plan(1.into()).unwrap(), c.plan(1.into()).unwrap());
+        c.rewound(2.into());
+        assert_eq!(c.next_turn(), 2.into());
     }
 
     fn three_turns() -> Checkpoints {
@@ -499,9 +603,10 @@ mod tests {
         c.rewound(2.into());
         assert_eq!(c.last_turn(), Some(1.into()));
         assert_eq!(c.begin_turn("again", SystemTime::now()), 2.into());
-        // Turn 1's before, and a.txt's text as the rewind left it (what
-        // the agent last left there); b and c were not the agent's before.
-        assert_eq!(c.bytes, "a0\n".len() + "a1\n".len());
+        // Turn 1's before and after, and a.txt's text as the rewind left it
+        // (what the agent last left there); b and c were not the agent's
+        // before.
+        assert_eq!(c.bytes, "a0\n".len() + 2 * "a1\n".len());
         assert_eq!(
             c.plan(1.into()).unwrap()[0].agent_text.as_deref(),
             Some("a1\n")

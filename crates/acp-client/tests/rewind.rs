@@ -274,3 +274,40 @@ async fn a_line_the_user_saved_after_the_agents_last_change_survives_a_rewind() 
     s.conn.review(&s.sid).rewind(1.into()).await.unwrap();
     assert_eq!(read(&a).as_deref(), Some("user\none\ntwo\n"));
 }
+
+#[tokio::test]
+async fn a_line_the_user_saved_between_two_rewound_turns_survives() {
+    let mut s = start(
+        &[("a.txt", "one\ntwo\n")],
+        json!([
+            { "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/a.txt", "content": "one\ntwo\nagent1\n" },
+                "expect": { "ok": true } }] },
+            // The agent read the file again: its write holds the user's line.
+            { "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/a.txt", "content": "user\none\ntwo\nagent1\nagent2\n" },
+                "expect": { "ok": true } }] }
+        ]),
+    )
+    .await;
+    let a = s.root.join("a.txt");
+    turn(&s, "1").await;
+    review_changed(&mut s.rx, &a, |f| f.added == 1).await;
+    // Between the two turns the user saves a line of their own.
+    let saved = "user\none\ntwo\nagent1\n";
+    let tmp = s.root.join(".a.txt.swp");
+    std::fs::write(&tmp, saved).unwrap();
+    std::fs::rename(&tmp, &a).unwrap();
+    s.conn
+        .review(&s.sid)
+        .record_user_edit(&a, Some(saved), true)
+        .unwrap();
+    turn(&s, "2").await;
+    review_changed(&mut s.rx, &a, |f| f.added >= 1).await;
+    // Both turns undone, the saved line kept (it went back with turn 2).
+    let plan = s.conn.review(&s.sid).rewind_plan(1.into()).await.unwrap();
+    assert_eq!(plan.files[0].then.as_deref(), Some("user\none\ntwo\n"));
+    let done = s.conn.review(&s.sid).rewind(1.into()).await.unwrap();
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    assert_eq!(read(&a).as_deref(), Some("user\none\ntwo\n"));
+}
