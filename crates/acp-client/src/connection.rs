@@ -1301,14 +1301,25 @@ impl Connection {
     ) -> Result<StopReason> {
         self.require_session(session_id)?;
         self.check_prompt_content(&content)?;
-        let changes = self
+        let (changes, earlier) = self
             .sessions()
             .slots
             .lock()
             .get_mut(session_id)
             .map(|slot| {
-                slot.state
-                    .push_user_prompt(content.iter().cloned().map(Content::Known).collect())
+                // The session's prompts before this one, replayed ones
+                // included: its checkpoint is numbered after them even when
+                // the replay was still being applied as the load returned.
+                let earlier = slot
+                    .state
+                    .entries()
+                    .iter()
+                    .filter(|e| matches!(e, crate::session::Entry::UserMessage(_)))
+                    .count();
+                let changes = slot
+                    .state
+                    .push_user_prompt(content.iter().cloned().map(Content::Known).collect());
+                (changes, earlier)
             })
             .unwrap_or_default();
         self.sessions().emit_changes(session_id, changes);
@@ -1316,7 +1327,7 @@ impl Connection {
         let label = prompt_label(&content);
         self.sessions()
             .review
-            .turn_started(session_id, &workspace, &label);
+            .turn_started(session_id, &workspace, &label, earlier);
         let _turn = TurnGuard {
             sessions: self.sessions(),
             session_id,

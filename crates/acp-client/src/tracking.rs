@@ -165,14 +165,24 @@ impl Reviews {
     }
 
     /// A prompt is about to be sent: watch the files the turn touches, and
-    /// begin its checkpoint (`label`: the prompt's first line).
-    pub(crate) fn turn_started(&self, session_id: &SessionId, workspace: &Workspace, label: &str) {
+    /// begin its checkpoint (`label`: the prompt's first line; `earlier`:
+    /// the session's prompts before it, replayed ones included, which the
+    /// turn is numbered after at least).
+    pub(crate) fn turn_started(
+        &self,
+        session_id: &SessionId,
+        workspace: &Workspace,
+        label: &str,
+        earlier: usize,
+    ) {
         let review = self.get_or_start(session_id, workspace);
         let now = SystemTime::now();
         let turn = {
             let mut st = review.state.lock();
             st.live = true;
             st.first_turn.get_or_insert(now);
+            st.checkpoints
+                .continue_after(u32::try_from(earlier).unwrap_or(u32::MAX));
             st.checkpoints.begin_turn(label, now)
         };
         let _ = review.jobs.send(Job::TurnStarted(now, turn));
