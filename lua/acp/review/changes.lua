@@ -525,6 +525,7 @@ function C.refresh_file(chat_id, path)
   end
   local first = start_of(v, index)
   local last = old and first + #old.lines or first
+  local was_empty = #v.sections == 0
   if s and old then
     v.sections[index] = s
   elseif s then
@@ -534,6 +535,17 @@ function C.refresh_file(chat_id, path)
   end
   replace(v.buf, first, last, s and s.lines or {}, s and s.marks or {})
   redraw_top(v)
+  if was_empty and s then
+    -- The view was opened before any review reached the plugin (the
+    -- review of a disk edit comes after the turn's end: seen at 80x24 in
+    -- tests/tui under load): the cursor goes to the first hunk, where
+    -- :Acp changes puts it, unless the user moved it.
+    for _, win in ipairs(vim.fn.win_findbuf(v.buf)) do
+      if api.nvim_win_get_cursor(win)[1] == 1 then
+        pcall(api.nvim_win_set_cursor, win, { TOP + 2, 0 })
+      end
+    end
+  end
 end
 
 ---@type table<string, boolean> sections whose refresh is scheduled
