@@ -906,6 +906,22 @@ impl Connection {
         self.sessions().emit_changes(session_id, changes);
     }
 
+    /// The end every opening shares (new, load, resume, fork): the session
+    /// registered, the editor's MCP server bound to it, its start reported.
+    fn opened(
+        &self,
+        session_id: SessionId,
+        params: &SessionParams,
+        response: WireSessionResponse,
+        offer: Option<Offer<'_>>,
+    ) -> SessionStarted {
+        self.register_session(&session_id, params, &response);
+        if let Some(offer) = offer {
+            offer.bind(&session_id);
+        }
+        self.started(session_id, params, response)
+    }
+
     fn started(
         &self,
         session_id: SessionId,
@@ -940,11 +956,7 @@ impl Connection {
             what: "the agent's answer to `session/new`".into(),
             reason: "it has no `sessionId`".into(),
         })?;
-        self.register_session(&session_id, &params, &response);
-        if let Some(offer) = offer {
-            offer.bind(&session_id);
-        }
-        Ok(self.started(session_id, &params, response))
+        Ok(self.opened(session_id, &params, response, offer))
     }
 
     /// `session/load`: the agent replays the session's history as updates
@@ -980,13 +992,7 @@ impl Connection {
         };
         let result: Result<WireSessionResponse> = self.session_request(method, request).await;
         match result {
-            Ok(response) => {
-                self.register_session(session_id, &params, &response);
-                if let Some(offer) = offer {
-                    offer.bind(session_id);
-                }
-                Ok(self.started(session_id.clone(), &params, response))
-            }
+            Ok(response) => Ok(self.opened(session_id.clone(), &params, response, offer)),
             Err(e) => {
                 self.sessions().remove_session(session_id);
                 Err(e)
@@ -1015,11 +1021,7 @@ impl Connection {
                 self.session_params_json(&params, Some(session_id), offer.as_ref()),
             )
             .await?;
-        self.register_session(session_id, &params, &response);
-        if let Some(offer) = offer {
-            offer.bind(session_id);
-        }
-        Ok(self.started(session_id.clone(), &params, response))
+        Ok(self.opened(session_id.clone(), &params, response, offer))
     }
 
     /// Whether the agent offers `session/fork` (unstable).
@@ -1065,11 +1067,7 @@ impl Connection {
                 reason: "it named the session being forked, not a new one".into(),
             });
         }
-        self.register_session(&session_id, &params, &response);
-        if let Some(offer) = offer {
-            offer.bind(&session_id);
-        }
-        Ok(self.started(session_id, &params, response))
+        Ok(self.opened(session_id, &params, response, offer))
     }
 
     /// One page of `session/list`.
