@@ -1,7 +1,7 @@
 -- Buffer-aware reads: fs/read_text_file of LIMIT lines near the end of an
 -- unsaved BIG-line buffer vs the same read in a SMALL-line buffer, end to end:
 -- the fake agent sends each request (`timedCalls` step) and times its round
--- trip through the release backend and `acp.fs.read` in this Neovim.
+-- trip through the release backend and `acp.edits.fs.read` in this Neovim.
 --
 --   nvim --headless -u NONE -i NONE --cmd 'set rtp^=.' -l bench/fsread.lua [BIG SMALL COUNT]
 --
@@ -102,7 +102,7 @@ for _, n in ipairs({ "s1", "s2", "b1", "b2" }) do
     lib.fail(("%d reads failed in run %s"):format(r[n].errors, n))
   end
 end
-pcall(require("acp.backend").stop)
+pcall(require("acp.rpc.backend").stop)
 
 -- Each run's percentiles; the two halves are averaged (each half holds the
 -- same number of samples).

@@ -88,7 +88,7 @@ end
 --- Starts the backend; returns its pid.
 ---@return integer
 function M.start_backend()
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   local ok, err = backend.ensure()
   if not ok then
     M.fail("backend did not start: " .. tostring(err))

@@ -17,7 +17,7 @@ local root = vim.fn.getcwd()
 
 dofile(root .. "/plugin/acp.lua")
 -- No backend: record nothing, answer everything.
-local backend = require("acp.backend")
+local backend = require("acp.rpc.backend")
 backend.notify = function()
   return true
 end

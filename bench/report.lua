@@ -235,7 +235,7 @@ local fr = json("fsread.json")
 add("`fs/read_text_file` of 50 lines at line 900,000 of an unsaved 1,000,000-line buffer and at")
 add("line 900 of a 1,000-line one (the files are not on disk, so only the buffers can answer),")
 add("end to end: the fake agent's `timedCalls` step times each round trip through the release")
-add("backend and `acp.fs.read` (bench/fsread.lua; warm-up first, the two runs interleaved).")
+add("backend and `acp.edits.fs.read` (bench/fsread.lua; warm-up first, the two runs interleaved).")
 add("Budget: the big buffer within 2x of the small one.")
 add()
 if fr then

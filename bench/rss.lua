@@ -55,7 +55,7 @@ local _, want_letters = text:gsub("[a-z]", "")
 if letters < want_letters then
   lib.fail(("the transcript has %d letters, expected %d"):format(letters, want_letters))
 end
-pcall(require("acp.backend").stop)
+pcall(require("acp.rpc.backend").stop)
 
 lib.out("RESULT " .. vim.json.encode({
   tool_calls = TOOLS,

@@ -33,6 +33,6 @@ local session_ms = (uv.hrtime() - t0) / 1e6
 if chat.agent.name ~= "demo" then
   lib.fail("expected the demo agent, got " .. tostring(chat.agent.name))
 end
-pcall(require("acp.backend").stop)
+pcall(require("acp.rpc.backend").stop)
 lib.out("RESULT " .. vim.json.encode({ window_ms = window_ms, session_started_ms = session_ms }))
 os.exit(0)

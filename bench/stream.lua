@@ -117,7 +117,7 @@ require("acp").setup({
 })
 
 -- Start-up: backend spawn to `acp.hello` answered, then open to session_started.
-local backend = require("acp.backend")
+local backend = require("acp.rpc.backend")
 local t_spawn = uv.hrtime()
 local ok, err = backend.ensure()
 if not ok then

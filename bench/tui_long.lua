@@ -219,7 +219,7 @@ api.nvim_set_decoration_provider(ns, {
 --- History still to draw: queued, or older turns filling in above
 --- (acp.backlog; `filling` is absent in a plugin from before it).
 local function pending()
-  local ok, replay = pcall(require, "acp.replay")
+  local ok, replay = pcall(require, "acp.chat.replay")
   return ok and (replay.pending(chat.chat_id) or (replay.filling ~= nil and replay.filling(chat.chat_id)))
 end
 
@@ -341,7 +341,7 @@ local function finish(backend_pid, cpu0, bcpu0)
     result[k] = v
   end
   write_out("RESULT " .. vim.json.encode(result))
-  pcall(require("acp.backend").stop)
+  pcall(require("acp.rpc.backend").stop)
   vim.fn.delete(dir, "rf")
   vim.cmd("qall!")
 end
@@ -380,7 +380,7 @@ write_transcript = function()
   local lines = {
     vim.json.encode({
       type = "transcript",
-      version = require("acp.protocol").TRANSCRIPT_VERSION,
+      version = require("acp.rpc.protocol").TRANSCRIPT_VERSION,
       agent_name = "long",
       session_id = "long",
       cwd = dir,
@@ -398,7 +398,7 @@ write_transcript = function()
     lines[#lines + 1] = vim.json.encode(r)
   end
   lines[#lines + 1] = turn_end
-  local path = require("acp.history").path_for("long", "long")
+  local path = require("acp.agents.history").path_for("long", "long")
   vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
   vim.fn.writefile(lines, path)
   transcript_bytes = vim.fn.getfsize(path)
@@ -410,12 +410,12 @@ local function run()
   -- ACP_BENCH_SLICE_MS: another slice length (acp.replay), to weigh it.
   local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
   if slice then
-    require("acp.replay").SLICE_MS = slice
+    require("acp.chat.replay").SLICE_MS = slice
   end
   -- ACP_BENCH_NEWEST_FIRST=0: the history drawn in order (acp.backlog), to
   -- weigh newest-first drawing against it in the same run.
   if os.getenv("ACP_BENCH_NEWEST_FIRST") == "0" then
-    local ok, backlog = pcall(require, "acp.backlog")
+    local ok, backlog = pcall(require, "acp.chat.backlog")
     if ok then
       backlog.NEWEST_FIRST = false
     end
@@ -433,7 +433,7 @@ local function run()
   if not warm then
     return fail("open failed")
   end
-  local backend_pid = vim.fn.jobpid(require("acp.backend").channel())
+  local backend_pid = vim.fn.jobpid(require("acp.rpc.backend").channel())
   vim.wait(10000, function()
     return warm.session_id ~= nil
   end)
@@ -459,7 +459,7 @@ local function run()
   end
   -- What was drawn from the transcript going (the replay differed: it is
   -- drawn in its place) is counted: the bench expects it kept.
-  local Transcript = require("acp.transcript")
+  local Transcript = require("acp.chat.transcript")
   local reset = Transcript.reset
   Transcript.reset = function(...)
     resets = resets + 1

@@ -138,7 +138,7 @@ api.nvim_set_decoration_provider(ns, {
 
 local function finish()
   if CLIENT == "acp" then
-    pcall(require("acp.backend").stop)
+    pcall(require("acp.rpc.backend").stop)
   end
   write_out("RESULT " .. vim.json.encode({
     command_ms = command_ms,
@@ -157,7 +157,7 @@ end
 --- The cheapest client: `:AcpCheap` draws a split with a "starting" line
 --- and spawns the demo agent; ready once `session/new` answers.
 local function run_cheap()
-  local agent = require("acp.binary").plugin_binary("acp-fake-agent")
+  local agent = require("acp.rpc.binary").plugin_binary("acp-fake-agent")
   if not agent then
     return fail("no demo agent built")
   end
@@ -245,7 +245,7 @@ local function run_codecompanion()
   then
     return fail("COMPARE_DIR and PLENARY_DIR must be checkouts of codecompanion.nvim and plenary.nvim")
   end
-  local agent = require("acp.binary").plugin_binary("acp-fake-agent")
+  local agent = require("acp.rpc.binary").plugin_binary("acp-fake-agent")
   vim.opt.rtp:prepend(plenary_dir)
   vim.opt.rtp:prepend(plugin_dir)
   vim.cmd("runtime! plugin/codecompanion.lua")

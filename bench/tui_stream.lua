@@ -229,7 +229,7 @@ function clients.acp.open(k)
     end,
     "session_started",
     function()
-      k(chat.bufnr, vim.fn.jobpid(require("acp.backend").channel()))
+      k(chat.bufnr, vim.fn.jobpid(require("acp.rpc.backend").channel()))
     end,
     30000
   )
@@ -525,7 +525,7 @@ local function run()
           dispatches = os.getenv("ACP_BENCH_TRACE") and meter.dispatches or nil,
         }))
         if CLIENT == "acp" then
-          pcall(require("acp.backend").stop)
+          pcall(require("acp.rpc.backend").stop)
         end
         vim.cmd("qall!")
       end, 100)

@@ -20,7 +20,7 @@ vim.api.nvim_create_autocmd("ModeChanged", {
   callback = function()
     local buf = vim.api.nvim_get_current_buf()
     if vim.bo[buf].buftype == "" then
-      require("acp.context").selection_made(buf)
+      require("acp.chat.context").selection_made(buf)
     end
   end,
 })

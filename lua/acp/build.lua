@@ -99,7 +99,7 @@ end
 ---@param root? string plugin directory
 ---@return string
 function M.bin_dir(root)
-  return require("acp.binary").bin_dir(root)
+  return require("acp.rpc.binary").bin_dir(root)
 end
 
 --- What `:Acp build` installed in `dir`, or nil.
@@ -562,7 +562,7 @@ function M.run(opts)
         .. ("; $ACP_BACKEND (%s) still takes precedence: unset it to use this one"):format(env)
     elseif cfg and cfg.cmd then
       result.message = result.message .. "; backend.cmd in setup() still takes precedence: remove it to use this one"
-    elseif require("acp.backend").running() or #require("acp.chat").list > 0 then
+    elseif require("acp.rpc.backend").running() or #require("acp.chat").list > 0 then
       -- Open chats (a failed one after a version mismatch too) come back
       -- with the new backend on :Acp restart.
       result.message = result.message .. "; run :Acp restart to use it"

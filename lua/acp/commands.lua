@@ -105,7 +105,7 @@ M.subcommands.close = {
 M.subcommands.restart = {
   desc = "start a new backend; every chat continues its session (resumed or loaded when the agent can)",
   run = function()
-    local backend = require("acp.backend")
+    local backend = require("acp.rpc.backend")
     local ok, err = backend.restart()
     if ok then
       -- One message (two stopped at a hit-Enter prompt).
@@ -138,7 +138,7 @@ M.subcommands.build = {
 M.subcommands.log = {
   desc = "open the backend log file at its newest entries",
   run = function()
-    vim.cmd("split " .. vim.fn.fnameescape(require("acp.backend").log_file()))
+    vim.cmd("split " .. vim.fn.fnameescape(require("acp.rpc.backend").log_file()))
     -- The newest entries are what the user came for.
     vim.cmd("normal! G")
   end,
@@ -179,7 +179,7 @@ end
 M.subcommands.agents = {
   desc = "agents from the ACP registry: :Acp agents [update | list | remove {id} | cancel {id}]",
   run = function(args)
-    local registry = require("acp.registry")
+    local registry = require("acp.agents.registry")
     local action, id = args[1], args[2]
     if action == nil then
       registry.pick()
@@ -195,7 +195,7 @@ M.subcommands.agents = {
   end,
   complete_second = true,
   complete = function(lead, words, n)
-    local registry = require("acp.registry")
+    local registry = require("acp.agents.registry")
     local pool
     if n == 4 and (words[3] == "remove" or words[3] == "cancel") then
       pool = {}
@@ -246,7 +246,7 @@ M.subcommands.elicitation = {
   desc = "answer the oldest question an agent is waiting on (a form or a page to open)",
   run = function()
     local chat = require("acp.chat").current()
-    require("acp.elicitation").pick(chat and chat.chat_id or nil)
+    require("acp.chat.view.elicitation").pick(chat and chat.chat_id or nil)
   end,
 }
 
@@ -372,14 +372,14 @@ M.subcommands.model = {
 M.subcommands.add = {
   desc = "add lines of the current buffer to the next prompt: :[range]Acp add (whole buffer without a range)",
   run = function(_, opts)
-    require("acp.context").add(opts or { range = 0 })
+    require("acp.chat.context").add(opts or { range = 0 })
   end,
 }
 
 M.subcommands["paste-image"] = {
   desc = "paste the clipboard's image into the next prompt (wl-paste, xclip or pngpaste)",
   run = function()
-    require("acp.context").paste_image()
+    require("acp.chat.context").paste_image()
   end,
 }
 
@@ -397,9 +397,9 @@ M.subcommands.sessions = {
       end
     end
     if delete then
-      require("acp.sessions").pick_delete(opts)
+      require("acp.agents.sessions").pick_delete(opts)
     else
-      require("acp.sessions").pick(opts)
+      require("acp.agents.sessions").pick(opts)
     end
   end,
   complete = function(lead)
@@ -507,7 +507,7 @@ M.subcommands.option = {
 M.subcommands.login = {
   desc = "log in to the current chat's agent (after it asked for a login)",
   run = on_chat(function(chat)
-    require("acp.auth").choose(chat)
+    require("acp.agents.auth").choose(chat)
   end),
 }
 
@@ -523,7 +523,7 @@ M.subcommands.logout = {
       util.notify(chat.agent.name .. " does not support logging out (no auth.logout capability)", vim.log.levels.WARN)
       return
     end
-    local res, err = require("acp.backend").request("acp.logout", { chat_id = chat.chat_id })
+    local res, err = require("acp.rpc.backend").request("acp.logout", { chat_id = chat.chat_id })
     if res == nil then
       util.notify("could not log out: " .. tostring(err), vim.log.levels.ERROR)
     end
@@ -548,7 +548,7 @@ M.subcommands.rewind = {
       util.notify(":Acp rewind N --preview needs the turn N; :Acp rewind alone opens the picker", vim.log.levels.ERROR)
       return
     end
-    local ok, why = require("acp.rewind").rewind(chat, { turn = turn, preview = preview })
+    local ok, why = require("acp.edits.rewind").rewind(chat, { turn = turn, preview = preview })
     if not ok then
       util.notify("cannot rewind: " .. tostring(why), vim.log.levels.WARN)
     end
@@ -578,14 +578,14 @@ M.subcommands.continue = {
 M.subcommands.review = {
   desc = "list every file with agent edits to review in the quickfix list",
   run = function()
-    require("acp.review").quickfix()
+    require("acp.edits.review").quickfix()
   end,
 }
 
 M.subcommands.changes = {
   desc = "changes [turn|all]: one buffer with the agent's changes of the last turn (from a turn on, or all) to accept or reject",
   run = function(args)
-    require("acp.review.changes").show(args)
+    require("acp.edits.review.changes").show(args)
   end,
   complete = function(lead)
     return vim.tbl_filter(function(s)
@@ -610,12 +610,12 @@ local function decide(action)
     if cmd and (cmd.range or 0) > 0 then
       opts.line1, opts.line2 = cmd.line1, cmd.line2
     end
-    local changes = require("acp.review.changes")
+    local changes = require("acp.edits.review.changes")
     if changes.is_view(vim.api.nvim_get_current_buf()) then
       changes.decide(action, opts.scope, opts.line1, opts.line2)
       return
     end
-    require("acp.review").decide(action, opts)
+    require("acp.edits.review").decide(action, opts)
   end
 end
 

@@ -165,7 +165,7 @@ M.options = vim.deepcopy(M.defaults)
 --- release build would put it.
 ---@return string
 function M.demo_agent_path()
-  return require("acp.binary").plugin_binary("acp-fake-agent")
+  return require("acp.rpc.binary").plugin_binary("acp-fake-agent")
     or (util.plugin_root() .. "/target/release/acp-fake-agent")
 end
 
@@ -226,7 +226,7 @@ local function validate_agent(name, a)
     return err
   end
   -- An agent installed from the registry brings its own command.
-  if a.cmd == nil and not M.presets[name] and name ~= "demo" and not require("acp.registry").installed(name) then
+  if a.cmd == nil and not M.presets[name] and name ~= "demo" and not require("acp.agents.registry").installed(name) then
     return ('`%s.cmd` is required: a list like { "%s", "acp" } (or install %s with :Acp agents first)'):format(
       path,
       name,
@@ -734,7 +734,7 @@ function M.agent_names()
     add(n)
   end
   add("demo")
-  for _, a in ipairs(require("acp.registry").installed_all()) do
+  for _, a in ipairs(require("acp.agents.registry").installed_all()) do
     add(a.id)
   end
   for n, a in pairs(M.options.agents) do
@@ -787,7 +787,7 @@ function M.agent(name)
     -- An agent installed from the registry (`:Acp agents`) under this id,
     -- or for a preset: its command and env replace the preset's PATH
     -- command, the preset's other options (quirks) stay.
-    local installed = require("acp.registry").resolve(name)
+    local installed = require("acp.agents.registry").resolve(name)
     base = M.presets[name] and vim.deepcopy(M.presets[name])
     if installed then
       base = base or {}

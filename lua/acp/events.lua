@@ -6,7 +6,7 @@
 --- touched by the batch are finished once at the end (read-only again,
 --- autoscroll), so a batch of 500 chunks costs one scroll.
 ---
---- Each event passes `acp.protocol.decode` (the one decode point) and is
+--- Each event passes `acp.rpc.protocol.decode` (the one decode point) and is
 --- then read by its snake_case field names. Streamed text arrives merged:
 --- the backend joins the chunks of one message that queue up while a
 --- frame fills (one rule, `Event::merge` in the backend), so one event is
@@ -20,9 +20,9 @@
 --- of a chat opening with nothing drawn is held until `session_started`
 --- and drawn newest turn first instead (acp.backlog).
 
-local protocol = require("acp.protocol")
-local replay = require("acp.replay")
-local backlog = require("acp.backlog")
+local protocol = require("acp.rpc.protocol")
+local replay = require("acp.chat.replay")
+local backlog = require("acp.chat.backlog")
 local util = require("acp.util")
 
 local M = {}
@@ -88,7 +88,7 @@ function handlers.permission_request(chat, ev)
 end
 
 function handlers.permission_cancelled(_, ev)
-  require("acp.permission").cancelled(ev.request_id)
+  require("acp.chat.view.permission").cancelled(ev.request_id)
 end
 
 function handlers.permission_auto(chat, ev)
@@ -127,12 +127,12 @@ function handlers.file_edited(chat, ev)
 end
 
 function handlers.review_changed(chat, ev)
-  require("acp.review").on_changed(chat.chat_id, ev)
-  require("acp.review.changes").on_changed(chat.chat_id, ev)
+  require("acp.edits.review").on_changed(chat.chat_id, ev)
+  require("acp.edits.review.changes").on_changed(chat.chat_id, ev)
 end
 
 function handlers.review_delete_pending(chat, ev)
-  require("acp.review").on_delete_pending(chat.chat_id, ev)
+  require("acp.edits.review").on_delete_pending(chat.chat_id, ev)
 end
 
 function handlers.turn_ended(chat, ev)
@@ -157,27 +157,27 @@ function handlers.logged_out(chat, ev)
 end
 
 function handlers.rewind_turns(chat, ev)
-  require("acp.rewind").on_turns(chat, ev)
+  require("acp.edits.rewind").on_turns(chat, ev)
 end
 
 function handlers.rewind_preview(chat, ev)
-  require("acp.rewind").on_preview(chat, ev)
+  require("acp.edits.rewind").on_preview(chat, ev)
 end
 
 function handlers.rewound(chat, ev)
-  require("acp.rewind").on_rewound(chat, ev)
+  require("acp.edits.rewind").on_rewound(chat, ev)
 end
 
 --- Events that concern no chat, by type.
 ---@type table<string, fun(ev: acp.Event)>
 local global_handlers = {
   sessions_listed = function(ev)
-    require("acp.sessions").on_listed(ev)
+    require("acp.agents.sessions").on_listed(ev)
   end,
   -- Elicitations may come before any session (during a login): they find
   -- their chat themselves.
   elicitation_request = function(ev)
-    local e = require("acp.elicitation").add(ev)
+    local e = require("acp.chat.view.elicitation").add(ev)
     local data = {
       request_id = e.request_id,
       chat_id = e.chat_id,
@@ -196,10 +196,10 @@ local global_handlers = {
     fire("AcpElicitationRequest", data)
   end,
   elicitation_cancelled = function(ev)
-    require("acp.elicitation").cancelled(ev.request_id)
+    require("acp.chat.view.elicitation").cancelled(ev.request_id)
   end,
   elicitation_completed = function(ev)
-    require("acp.elicitation").completed(ev.elicitation_id)
+    require("acp.chat.view.elicitation").completed(ev.elicitation_id)
   end,
 }
 for _, t in ipairs({
@@ -210,7 +210,7 @@ for _, t in ipairs({
   "agent_removed",
 }) do
   global_handlers[t] = function(ev)
-    require("acp.registry").on_event(ev)
+    require("acp.agents.registry").on_event(ev)
   end
 end
 

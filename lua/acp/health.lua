@@ -4,7 +4,7 @@ local M = {}
 
 local function probe_backend(cmd)
   -- With a log file the probe sends no "logging to stderr" warning event.
-  local log = require("acp.backend").log_file()
+  local log = require("acp.rpc.backend").log_file()
   pcall(vim.fn.mkdir, vim.fn.fnamemodify(log, ":h"), "p")
   local args = vim.list_extend(vim.deepcopy(cmd), { "--log-file", log, "--log-level", "error" })
   local job = vim.fn.jobstart(args, { rpc = true })
@@ -22,7 +22,7 @@ end
 
 function M.check()
   local health = vim.health
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   local config = require("acp.config")
   health.start("acp.nvim")
 
@@ -46,7 +46,7 @@ function M.check()
       table.concat(agent and agent.cmd or {}, " ")
     )
     local found = prog and vim.fn.executable(prog) == 1
-    local installed = name ~= "demo" and require("acp.registry").resolve(name)
+    local installed = name ~= "demo" and require("acp.agents.registry").resolve(name)
     if installed and found then
       health.ok(("%s (installed from the ACP registry: %s %s)"):format(label, installed.id, installed.version))
     elseif name ~= default and config.options.agents[name] == nil then
@@ -80,7 +80,7 @@ end
 --- version is the plugin's, and where :Acp build downloads from.
 ---@param health table vim.health
 function M.check_backend(health)
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   local build = require("acp.build")
   local version = require("acp.version")
   local fix = { "Run :Acp build (it downloads the backend for " .. version .. ", or builds it with cargo)" }
@@ -133,7 +133,7 @@ end
 --- or the bundled one: no network here) has a newer version.
 ---@param health table vim.health
 function M.check_registry(health)
-  local registry = require("acp.registry")
+  local registry = require("acp.agents.registry")
   health.start("acp.nvim registry agents")
   local installed = registry.installed_all()
   if #installed == 0 then
@@ -141,7 +141,7 @@ function M.check_registry(health)
     return
   end
   local listed
-  if require("acp.backend").running() then
+  if require("acp.rpc.backend").running() then
     registry.list("offline", function(ev)
       listed = ev
     end)

@@ -20,7 +20,7 @@ local function init()
   end
   did_init = true
   require("acp.highlights").setup()
-  require("acp.review").setup()
+  require("acp.edits.review").setup()
 end
 
 --- Configure the plugin. An invalid option is left out (its default
@@ -110,7 +110,7 @@ function M.open(opts)
     dirs[#dirs + 1] = full
   end
   local resume = { load_session_id = opts.load_session_id, resume_session_id = opts.resume_session_id }
-  local opening = require("acp.opening")
+  local opening = require("acp.chat.opening")
   local n = opening.next_n()
   ---@type acp.Chat?
   local chat
@@ -159,15 +159,15 @@ function M.open(opts)
     failed(early_err)
   end
   if opts.frame then
-    require("acp.layout").adopt(chat)
+    require("acp.chat.layout").adopt(chat)
   elseif opts.show ~= false then
     chat:show({ split = opts.split })
   end
   local drawn = false
-  if opts.load_session_id and require("acp.backlog").NEWEST_FIRST then
+  if opts.load_session_id and require("acp.chat.backlog").NEWEST_FIRST then
     -- The end of the session at once, from the chat's own transcript of it;
     -- the agent's replay is reconciled with it once whole (acp.tail).
-    drawn = require("acp.tail").draw(chat, opts.load_session_id)
+    drawn = require("acp.chat.tail").draw(chat, opts.load_session_id)
   end
   if not opts.background then
     local ok, serr = chat:start(resume, drawn)
@@ -199,7 +199,7 @@ function M.toggle()
       return
     end
   end
-  local frame = require("acp.layout").frame(config.default_agent())
+  local frame = require("acp.chat.layout").frame(config.default_agent())
   framed = frame
   -- A timer, not vim.schedule: it runs after the redraw (see open()).
   vim.defer_fn(function()
@@ -212,7 +212,7 @@ function M.toggle()
     -- (acp.opening.send_early, in open()).
     local opened = M.open({ background = true, frame = frame })
     if not opened then
-      require("acp.layout").drop_frame(frame)
+      require("acp.chat.layout").drop_frame(frame)
       return
     end
     -- What the session's first events need (5-20 ms of module loading),
@@ -220,7 +220,7 @@ function M.toggle()
     -- arrives. Scheduled: the greeting's answer may come first.
     vim.schedule(function()
       require("acp.events")
-      require("acp.winbar")
+      require("acp.chat.view.winbar")
     end)
   end, 0)
 end
@@ -249,7 +249,7 @@ function M.rewind(opts)
   if not chat then
     return false, "no chat to rewind; open one with :Acp"
   end
-  return require("acp.rewind").rewind(chat, opts)
+  return require("acp.edits.rewind").rewind(chat, opts)
 end
 
 --- Cancel the running turn of the current chat.
@@ -268,7 +268,7 @@ end
 ---@param option_id? string
 ---@return boolean ok false when the request is not pending
 function M.permission_respond(request_id, option_id)
-  return require("acp.permission").respond(request_id, option_id)
+  return require("acp.chat.view.permission").respond(request_id, option_id)
 end
 
 --- Answer an agent's question (from an `AcpElicitationRequest` autocmd).
@@ -281,7 +281,7 @@ end
 ---@param response {action: "accept"|"decline"|"cancel", content?: table}
 ---@return boolean ok, string? err
 function M.elicitation_respond(request_id, response)
-  return require("acp.elicitation").respond(request_id, response)
+  return require("acp.chat.view.elicitation").respond(request_id, response)
 end
 
 --- Pick a chat with vim.ui.select and show it (in place of the chat shown).

@@ -269,7 +269,7 @@ return function(agent_name)
   --- Keep the backend's log and the scenario's chat transcripts as they
   --- are now (the next scenario closes the chats).
   local function keep_logs(letter)
-    local src = require("acp.backend").log_file()
+    local src = require("acp.rpc.backend").log_file()
     if vim.fn.filereadable(src) == 1 then
       T.write_file(logs .. "/acp.log", T.read_file(src))
     end
@@ -320,7 +320,7 @@ return function(agent_name)
   --- option kind), and wait for the turn's end; returns its stop reason and
   --- the requests answered.
   local function turn(chat, text, answer)
-    local permission = require("acp.permission")
+    local permission = require("acp.chat.view.permission")
     local before = #(T.turns[chat.chat_id] or {})
     local asked = {}
     assert(chat:send({ { type = "text", text = text } }), "prompt refused")
@@ -539,7 +539,7 @@ return function(agent_name)
       drawn,
       "the agent's line is drawn as a review hunk (row 0): rows " .. vim.inspect(rows_with(buf, "AcpReviewAdd"))
     )
-    local entry = require("acp.review").files[path]
+    local entry = require("acp.edits.review").files[path]
     local summary = entry and entry.chats[chat.chat_id]
     check(summary and summary.hunks == 1, "one hunk under review: " .. vim.inspect(entry and entry.chats))
     if #misses > 0 then
@@ -581,7 +581,7 @@ return function(agent_name)
     end, ("the tool call %q shown failed (✗):\n%s"):format(title, T.text(chat.bufnr)), 15000)
     T.eq(
       nil,
-      require("acp.review").files[path] and require("acp.review").files[path].chats[chat.chat_id],
+      require("acp.edits.review").files[path] and require("acp.edits.review").files[path].chats[chat.chat_id],
       "nothing to review"
     )
   end)

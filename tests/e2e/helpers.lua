@@ -48,7 +48,7 @@ function T.run()
     pcall(T.reset)
   end
   pcall(function()
-    require("acp.backend").stop()
+    require("acp.rpc.backend").stop()
   end)
   out(("# passed %d failed %d"):format(passed, failed))
   io.stdout:flush()
@@ -152,7 +152,7 @@ end
 --- Replace the backend's rpc calls by recorders (for tests without a
 --- backend). Returns the list of recorded {method, params}.
 function T.fake_backend()
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   local sent = {}
   backend.notify = function(method, params)
     sent[#sent + 1] = { method, params }
@@ -282,7 +282,7 @@ end
 ---@return integer[]
 function T.review_rows(buf, group)
   local rows = {}
-  local ns = require("acp.review").ns
+  local ns = require("acp.edits.review").ns
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
     if m[4].line_hl_group == group then
       rows[#rows + 1] = m[2]

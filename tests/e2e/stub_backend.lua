@@ -115,7 +115,7 @@ local function on_message(msg, raw)
           0,
           next_id,
           "nvim_exec_lua",
-          { "require('acp.backend').on_hello(...)", { handlers.acp_hello(msg[3][1]) } },
+          { "require('acp.rpc.backend').on_hello(...)", { handlers.acp_hello(msg[3][1]) } },
         })
       end
       return

@@ -100,13 +100,13 @@ T.test("a killed backend is reported once; :Acp restart reopens the chats", func
   local a = T.open_chat("stubbed", dir)
   local b = T.open_chat("stubbed", dir)
   local errors, restore = capture_errors()
-  vim.uv.kill(vim.fn.jobpid(require("acp.backend").channel()), "sigkill")
+  vim.uv.kill(vim.fn.jobpid(require("acp.rpc.backend").channel()), "sigkill")
   T.wait(function()
     return a.status == "dead" and b.status == "dead"
   end, "chats marked dead")
   restore()
   T.eq(1, #errors, "one notification")
-  T.contains(errors[1], require("acp.backend").log_file(), "names the log file")
+  T.contains(errors[1], require("acp.rpc.backend").log_file(), "names the log file")
   T.contains(errors[1], ":Acp restart", "says how to recover")
   T.eq(false, a:send({ { type = "text", text = "x" } }), "dead chat refuses prompts")
   vim.cmd("Acp restart")
@@ -118,7 +118,7 @@ T.test("a killed backend is reported once; :Acp restart reopens the chats", func
 end)
 
 T.test("a version mismatch is shown with the backend's message", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   vim.env.STUB_HELLO_OK = "0"
   use_stub()
   local errors, restore = capture_errors()
@@ -128,22 +128,22 @@ T.test("a version mismatch is shown with the backend's message", function()
   T.eq("failed", chat.status, "chat failed")
   T.contains(errors[1] or "", "does not match plugin 0.1.0", "notified")
   T.contains(T.text(chat.bufnr), "does not match plugin 0.1.0", "in the transcript")
-  T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
+  T.eq(false, require("acp.rpc.backend").running(), "mismatched backend stopped")
 end)
 
 T.test(":Acp greets the backend with a notification and never waits for it", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   vim.fn.delete(record)
   use_stub()
   local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
-  T.eq(false, require("acp.backend").running(), "nothing started before the command returned")
+  T.eq(false, require("acp.rpc.backend").running(), "nothing started before the command returned")
   T.wait(function()
     return chat.status == "ready"
   end, "the chat becomes ready")
   local hello = find("acp.hello")
   T.eq(true, hello.notification, "the greeting is a notification")
   T.eq({ plugin_version = "0.1.0" }, hello.params, "hello params")
-  T.eq("0.1.0", require("acp.backend").info().backend_version, "the answer is kept")
+  T.eq("0.1.0", require("acp.rpc.backend").info().backend_version, "the answer is kept")
   -- A second chat does not greet again.
   local other = require("acp").open({ agent = "stubbed", cwd = dir, background = true, split = true })
   T.wait(function()
@@ -159,7 +159,7 @@ T.test(":Acp greets the backend with a notification and never waits for it", fun
 end)
 
 T.test(":Acp shows a version mismatch answered to the notification", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   vim.env.STUB_HELLO_OK = "0"
   use_stub()
   local errors, restore = capture_errors()
@@ -171,16 +171,16 @@ T.test(":Acp shows a version mismatch answered to the notification", function()
   vim.env.STUB_HELLO_OK = nil
   T.contains(errors[1] or "", "does not match plugin 0.1.0", "notified")
   T.contains(T.text(chat.bufnr), "does not match plugin 0.1.0", "in the transcript")
-  T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
+  T.eq(false, require("acp.rpc.backend").running(), "mismatched backend stopped")
   chat:close()
 end)
 
 T.test(":Acp with a backend that only answers the request form still checks the version", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   vim.env.STUB_HELLO_OK = "0"
   vim.env.STUB_HELLO_NOTIFY = "0"
-  local wait = require("acp.backend").greeting_wait_ms
-  require("acp.backend").greeting_wait_ms = 200
+  local wait = require("acp.rpc.backend").greeting_wait_ms
+  require("acp.rpc.backend").greeting_wait_ms = 200
   use_stub()
   local errors, restore = capture_errors()
   local chat = require("acp").open({ agent = "stubbed", cwd = dir, background = true })
@@ -188,33 +188,33 @@ T.test(":Acp with a backend that only answers the request form still checks the 
     return chat.status == "failed"
   end, "the chat fails")
   restore()
-  require("acp.backend").greeting_wait_ms = wait
+  require("acp.rpc.backend").greeting_wait_ms = wait
   vim.env.STUB_HELLO_OK = nil
   vim.env.STUB_HELLO_NOTIFY = nil
   T.contains(errors[1] or "", "does not match plugin 0.1.0", "notified")
-  T.eq(false, require("acp.backend").running(), "mismatched backend stopped")
+  T.eq(false, require("acp.rpc.backend").running(), "mismatched backend stopped")
   chat:close()
 end)
 
 T.test("a synchronous start during the greeting finishes it as a request", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   vim.env.STUB_HELLO_NOTIFY = "0"
   use_stub()
   local outcome
-  require("acp.backend").start_async(function(ok, err)
+  require("acp.rpc.backend").start_async(function(ok, err)
     outcome = { ok, err }
   end)
-  T.eq(true, require("acp.backend").start(), "the request form answers")
+  T.eq(true, require("acp.rpc.backend").start(), "the request form answers")
   vim.env.STUB_HELLO_NOTIFY = nil
   T.wait(function()
     return outcome ~= nil
   end, "the waiting caller learns it")
   T.eq(true, outcome[1], "ok for both")
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
 end)
 
 T.test("a backend dying before its greeting fails the chat with its stderr", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   local script = dir .. "/dies.sh"
   T.write_file(script, "#!/bin/sh\necho 'cannot start: no config' >&2\nsleep 0.3\nexit 3\n")
   vim.fn.setfperm(script, "rwxr-xr-x")
@@ -231,7 +231,7 @@ T.test("a backend dying before its greeting fails the chat with its stderr", fun
 end)
 
 T.test("a missing backend gives the build hint", function()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   assert(require("acp").setup({
     backend = { cmd = { dir .. "/no-such-backend" } },
     agents = { stubbed = { cmd = { "true" } } },
@@ -247,9 +247,9 @@ T.test("stop sends acp.shutdown", function()
   use_stub()
   T.open_chat("stubbed", dir)
   vim.fn.delete(record)
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   T.truthy(find("acp.shutdown"), "shutdown request")
-  T.eq(false, require("acp.backend").running(), "stopped")
+  T.eq(false, require("acp.rpc.backend").running(), "stopped")
 end)
 
 T.run()

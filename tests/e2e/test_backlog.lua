@@ -5,8 +5,8 @@
 -- marks and folds of the in-order drawing.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local events = require("acp.events")
-local replay = require("acp.replay")
-local backlog = require("acp.backlog")
+local replay = require("acp.chat.replay")
+local backlog = require("acp.chat.backlog")
 local api = vim.api
 
 T.fake_backend()
@@ -231,8 +231,8 @@ end)
 -- The end of a session drawn from the client's transcript while the agent
 -- replays it (acp.tail).
 
-local tail = require("acp.tail")
-local history_mod = require("acp.history")
+local tail = require("acp.chat.tail")
+local history_mod = require("acp.agents.history")
 
 --- Write a transcript of `changes` for session `id` of agent "demo", as
 --- the backend writes one: a header, `session_started`, the changes with a

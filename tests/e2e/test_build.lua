@@ -9,7 +9,7 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 T.require_binaries()
 
 local build = require("acp.build")
-local backend = require("acp.backend")
+local backend = require("acp.rpc.backend")
 local util = require("acp.util")
 local VERSION = require("acp.version")
 local TARGET = assert(build.target(), "these tests need a platform with a published archive")
@@ -519,8 +519,8 @@ vim.wait(30000, function() return ended ~= nil end, 20)
 finish({
   stage = "done",
   stop_reason = ended,
-  backend = require("acp.backend").find_cmd()[1],
-  source = require("acp.backend").source().kind,
+  backend = require("acp.rpc.backend").find_cmd()[1],
+  source = require("acp.rpc.backend").source().kind,
   cargo = vim.fn.executable("cargo"),
   text = table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n"),
 })

@@ -43,7 +43,7 @@ T.test("at 80 columns the window bar keeps the mode and following, shortened, an
   })
   T.fake_chat()
   chat.following = true
-  local winbar = require("acp.winbar")
+  local winbar = require("acp.chat.view.winbar")
   local wide = winbar.text(chat, 200)
   T.contains(wide, "mode: Code", "the whole mode when there is room")
   T.contains(wide, "following", "following when there is room")
@@ -69,7 +69,7 @@ T.test(":Acp chats names a chat by its first prompt, or the title :Acp sessions 
   T.contains(chat:describe(), "Fix the flaky parser test in src/parse.rs", "named by its first prompt")
   T.not_contains(chat:describe(), chat.session_id, "not by its id")
   -- What `:Acp sessions` makes of the agent's list.
-  require("acp.sessions").items({
+  require("acp.agents.sessions").items({
     agent_name = "demo",
     capabilities = { load_session = true },
     sessions = { { session_id = chat.session_id, title = "Parser test fix" } },
@@ -78,7 +78,7 @@ T.test(":Acp chats names a chat by its first prompt, or the title :Acp sessions 
 end)
 
 T.test("a remembered always-answer is noted as such, not as the option sent", function()
-  local permission = require("acp.permission")
+  local permission = require("acp.chat.view.permission")
   local note = permission.auto_note({ option_id = "o1", name = "Allow once", kind = "allow_once" }, { kind = "edit" })
   T.not_contains(note, "Allow once", "not the option sent to the agent")
   T.contains(note, "always allow", "the user's own answer")
@@ -116,7 +116,7 @@ T.test("a read-only transcript opens with the cursor in the transcript, not typi
     vim.json.encode({ type = "transcript", version = 1, agent_name = "demo", session_id = "s-ro", cwd = T.root }),
     vim.json.encode({ type = "session_started", session_id = "s-ro", capabilities = {} }),
   }, path)
-  local chat = assert(require("acp.history").open_readonly(path))
+  local chat = assert(require("acp.agents.history").open_readonly(path))
   T.eq(chat.bufnr, vim.api.nvim_get_current_buf(), "in the transcript")
   vim.wait(50)
   T.eq("n", vim.api.nvim_get_mode().mode, "Normal mode")
@@ -319,7 +319,7 @@ T.test("on a prompt sent before, yc yanks it and cc puts it in the prompt input 
   vim.api.nvim_feedkeys("cc", "x", false)
   T.eq({ "fix @a.lua", "please" }, vim.api.nvim_buf_get_lines(chat.prompt_buf, 0, -1, false), "in the prompt input")
   T.eq(chat.prompt_buf, vim.api.nvim_get_current_buf(), "the cursor in the prompt")
-  local history = require("acp.prompt").history
+  local history = require("acp.chat.prompt").history
   T.eq("half written", history[#history], "the draft kept in the history")
   vim.cmd("stopinsert")
   -- Not on a prompt: said so, nothing changed.
@@ -351,9 +351,9 @@ T.test("a code block in a tool result is yanked without the result's indent", fu
       },
     },
   })
-  local cb = require("acp.code_block").at(chat.transcript.view, T.find_line(chat.bufnr, "def f():") - 1)
+  local cb = require("acp.chat.view.code_block").at(chat.transcript.view, T.find_line(chat.bufnr, "def f():") - 1)
   T.eq({ "def f():", "    return 1" }, cb and cb.lines, "the code as written")
-  T.eq("python", require("acp.code_block").filetype("py"), "py is python")
+  T.eq("python", require("acp.chat.view.code_block").filetype("py"), "py is python")
 end)
 
 T.run()

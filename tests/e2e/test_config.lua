@@ -132,7 +132,7 @@ end)
 
 T.test("a missing backend gives the one-line build hint", function()
   require("acp").setup({})
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   local root = require("acp.util").plugin_root()
   if
     vim.fn.executable(root .. "/target/release/acp-nvim") == 1

@@ -231,7 +231,7 @@ T.test("the backend's registry events (golden fixtures) decode and are handled",
   for _, item in ipairs(data.events) do
     by_name[item.name] = item.event
   end
-  local protocol = require("acp.protocol")
+  local protocol = require("acp.rpc.protocol")
   for _, name in ipairs({
     "agents_listed",
     "agent_install_progress",
@@ -243,8 +243,12 @@ T.test("the backend's registry events (golden fixtures) decode and are handled",
     T.truthy(ev, name .. ": " .. tostring(err))
   end
   local listed = by_name.agents_listed
-  T.contains(require("acp.registry").format(listed.agents[1]), "installed 0.9.1, update to 0.9.2", "update shown")
-  T.contains(require("acp.registry").format(listed.agents[2]), "installing…", "running install shown")
+  T.contains(
+    require("acp.agents.registry").format(listed.agents[1]),
+    "installed 0.9.1, update to 0.9.2",
+    "update shown"
+  )
+  T.contains(require("acp.agents.registry").format(listed.agents[2]), "installing…", "running install shown")
   local missing = vim.deepcopy(by_name.agent_installed)
   missing.version = nil
   T.eq(nil, protocol.decode(missing), "an agent_installed without version is refused")
@@ -273,7 +277,7 @@ T.test(":Acp agents lists the registry and installs the chosen agent", function(
   T.truthy(result.ok, "installed: " .. vim.inspect(result))
   T.eq("1.0.0", result.version, "version")
   T.truthy(#progress > 0, "progress was reported")
-  local installed = require("acp.registry").installed("fake-bin")
+  local installed = require("acp.agents.registry").installed("fake-bin")
   T.eq(dir .. "/agents/fake-bin/1.0.0/bin/acp-fake-agent", installed.cmd[1], "installed program")
   T.contains(vim.inspect(notes), "start it with :Acp new fake-bin", "the user is told how to start it")
 end)
@@ -315,7 +319,7 @@ T.test(":Acp agents update installs the newer registry version", function()
   local result = done()
   T.truthy(result.ok, "updated")
   T.eq("1.1.0", result.version, "new version")
-  T.eq("1.1.0", require("acp.registry").installed("fake-bin").version, "installed.json")
+  T.eq("1.1.0", require("acp.agents.registry").installed("fake-bin").version, "installed.json")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/fake-bin/1.0.0"), "the old version is gone")
   local chat = T.open_chat("fake-bin", dir)
   T.eq("end_turn", T.turn(chat, "updated"), "turn with the new version")
@@ -331,7 +335,7 @@ T.test("a preset resolves to its installed registry agent, else to PATH", functi
   local config = require("acp.config")
   T.eq("codex-acp", config.agent("codex").cmd[1], "before: the PATH command")
   local done = wait_install("codex-acp")
-  require("acp.registry").install("codex-acp")
+  require("acp.agents.registry").install("codex-acp")
   T.truthy(done().ok, "codex-acp installed")
   T.eq(dir .. "/agents/codex-acp/0.9.2/bin/acp-fake-agent", config.agent("codex").cmd[1], "after: the installed one")
   T.eq(scenario, config.agent("codex").env.ACP_FAKE_SCENARIO, "with the registry's env")
@@ -346,12 +350,12 @@ end)
 T.test("a failed install says why and installs nothing", function()
   notes = {}
   local done = wait_install("broken")
-  require("acp.registry").install("broken")
+  require("acp.agents.registry").install("broken")
   local result = done()
   T.eq(false, result.ok, "failed")
   T.contains(result.message, "corrupt", "the reason")
   T.contains(vim.inspect(notes), "corrupt", "the user saw it")
-  T.eq(nil, require("acp.registry").installed("broken"), "nothing installed")
+  T.eq(nil, require("acp.agents.registry").installed("broken"), "nothing installed")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/broken"), "no half-installed version, no empty directory")
 end)
 
@@ -363,26 +367,26 @@ T.test("a binary without a checksum is installed only once the user agrees", fun
     return "Do not install"
   end
   local done = wait_install("nosum")
-  require("acp.registry").install("nosum")
+  require("acp.agents.registry").install("nosum")
   local result = done()
   T.eq(false, result.ok, "refused")
   T.truthy(asked and vim.tbl_contains(asked, "Install anyway"), "the user was asked")
   T.contains(menus[#menus].opts.prompt, "SHA-256", "the question says why")
-  T.eq(nil, require("acp.registry").installed("nosum"), "nothing installed")
+  T.eq(nil, require("acp.agents.registry").installed("nosum"), "nothing installed")
   pick = function()
     return "Install anyway"
   end
   done = wait_install("nosum")
-  require("acp.registry").install("nosum")
+  require("acp.agents.registry").install("nosum")
   result = done()
   T.eq(true, result.ok, "installed after the user agreed: " .. tostring(result.message))
-  T.truthy(require("acp.registry").installed("nosum"), "installed")
+  T.truthy(require("acp.agents.registry").installed("nosum"), "installed")
 end)
 
 T.test(":Acp agents cancel stops a running install and leaves nothing", function()
   notes = {}
   local done = wait_install("slow")
-  require("acp.registry").install("slow")
+  require("acp.agents.registry").install("slow")
   T.wait(function()
     for _, p in ipairs(progress) do
       if p.id == "slow" and (p.done or 0) > 0 then
@@ -390,7 +394,7 @@ T.test(":Acp agents cancel stops a running install and leaves nothing", function
       end
     end
   end, "download progress of slow")
-  T.truthy(require("acp.registry").installing().slow, "shown as installing")
+  T.truthy(require("acp.agents.registry").installing().slow, "shown as installing")
   T.truthy(
     vim.tbl_contains(require("acp.commands").complete("", "Acp agents cancel "), "slow"),
     ":Acp agents cancel completes the running install"
@@ -399,7 +403,7 @@ T.test(":Acp agents cancel stops a running install and leaves nothing", function
   local result = done()
   T.eq(false, result.ok, "not installed")
   T.contains(result.message, "cancelled", "the reason")
-  T.eq(nil, require("acp.registry").installing().slow, "no longer installing")
+  T.eq(nil, require("acp.agents.registry").installing().slow, "no longer installing")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/slow"), "nothing left behind")
   T.wait(function()
     return served.closed >= 1
@@ -408,7 +412,7 @@ end)
 
 T.test("an install ends when the backend stops, and can run again", function()
   local done = wait_install("slow")
-  require("acp.registry").install("slow")
+  require("acp.agents.registry").install("slow")
   local seen = #progress
   T.wait(function()
     for i = seen + 1, #progress do
@@ -417,18 +421,18 @@ T.test("an install ends when the backend stops, and can run again", function()
       end
     end
   end, "download progress of slow")
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
   local result = done()
   T.eq(false, result.ok, "not installed")
   T.contains(result.message, "stopped with the backend", "the reason")
-  T.eq(nil, require("acp.registry").installing().slow, "not shown as installing any more")
+  T.eq(nil, require("acp.agents.registry").installing().slow, "not shown as installing any more")
   -- The next install starts (a new backend) and is not refused as running.
   local again = wait_install("slow")
-  require("acp.registry").install("slow")
+  require("acp.agents.registry").install("slow")
   T.wait(function()
-    return require("acp.registry").installing().slow ~= nil
+    return require("acp.agents.registry").installing().slow ~= nil
   end, "second install started")
-  require("acp.registry").cancel("slow")
+  require("acp.agents.registry").cancel("slow")
   T.eq(false, again().ok, "cancelled")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/slow"), "nothing left behind")
 end)
@@ -436,7 +440,7 @@ end)
 T.test(":checkhealth acp shows installed registry agents and newer versions", function()
   write_registry("1.2.0")
   local refreshed
-  require("acp.registry").list("refresh", function(ev)
+  require("acp.agents.registry").list("refresh", function(ev)
     refreshed = ev
   end)
   T.wait(function()
@@ -475,7 +479,7 @@ T.test("an installed agent can be removed from the menu", function()
   T.eq(n + 2, #menus, "the agents menu, then the actions menu")
   T.contains(table.concat(menus[n + 1].lines, "\n"), "installed 1.1.0, update to 1.2.0", "status shown")
   T.truthy(removed.removed, "removed")
-  T.eq(nil, require("acp.registry").installed("fake-bin"), "not installed any more")
+  T.eq(nil, require("acp.agents.registry").installed("fake-bin"), "not installed any more")
   T.eq(0, vim.fn.isdirectory(dir .. "/agents/fake-bin"), "its files are gone")
   local agent, err = require("acp.config").agent("fake-bin")
   T.eq(nil, agent, "no longer an agent")

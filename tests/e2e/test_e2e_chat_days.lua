@@ -110,13 +110,13 @@ T.test("a selection made before the first chat is offered first after @", functi
   vim.api.nvim_feedkeys("Vj" .. vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "x", false)
   T.eq(2, vim.api.nvim_buf_get_mark(buf, "<")[1], "the selection was made")
   local chat = T.open_chat("days", dir)
-  local items = require("acp.prompt").mention_items(chat, "@")
+  local items = require("acp.chat.prompt").mention_items(chat, "@")
   T.eq("@selection", (items[1] or {}).word, "@selection first: " .. vim.inspect(items[1]))
   T.contains(items[1].info or "", "sel.txt#L2-3", "the selected lines")
 end)
 
 T.test("completion: nothing selected by itself, / completes commands only at the start", function()
-  local prompt = require("acp.prompt")
+  local prompt = require("acp.chat.prompt")
   for _, global in ipairs({ "menu,popup", "menuone,noinsert", "menu,preview,longest" }) do
     local opt = prompt.completeopt(global)
     T.truthy(vim.tbl_contains(vim.split(opt, ","), "noselect"), global .. " -> " .. opt)
@@ -148,7 +148,7 @@ T.test("an answered question keeps its text next to the answer", function()
   local chat = T.open_chat("days", dir)
   assert(chat:send({ { type = "text", text = "ask a question" } }))
   T.wait_text(chat, "Whom to greet?")
-  local e = T.truthy(require("acp.elicitation").for_chat(chat.chat_id)[1], "pending")
+  local e = T.truthy(require("acp.chat.view.elicitation").for_chat(chat.chat_id)[1], "pending")
   assert(require("acp").elicitation_respond(e.request_id, { action = "accept", content = { greeting = "hi" } }))
   T.wait_text(chat, "greeted")
   local text = T.text(chat.bufnr)
@@ -168,8 +168,8 @@ T.test("gd on a proposed edit adds no undo step to the real buffer", function()
   local after = vim.fn.undotree(buf)
   T.eq(before.seq_last, after.seq_last, "no undo step")
   T.eq(false, vim.bo[buf].modified, "not modified")
-  local req = require("acp.permission").for_chat(chat.chat_id)[1]
-  require("acp.permission").respond_nth(req, #req.options)
+  local req = require("acp.chat.view.permission").for_chat(chat.chat_id)[1]
+  require("acp.chat.view.permission").respond_nth(req, #req.options)
   T.wait_text(chat, "rejected")
   T.eq(before.seq_last, vim.fn.undotree(buf).seq_last, "still none after the answer")
 end)
@@ -184,8 +184,8 @@ T.test("gd on a proposed new file shows its lines at once", function()
   -- The proposed lines are virtual lines above line 1: the window must
   -- show them (filler lines at the top), not only after scrolling up.
   T.eq(3, vim.fn.winsaveview().topfill, "three lines shown above line 1")
-  local req = require("acp.permission").for_chat(chat.chat_id)[1]
-  require("acp.permission").respond_nth(req, #req.options)
+  local req = require("acp.chat.view.permission").for_chat(chat.chat_id)[1]
+  require("acp.chat.view.permission").respond_nth(req, #req.options)
   T.wait_text(chat, "rejected")
 end)
 
@@ -232,7 +232,7 @@ T.test(":Acp restart does not leave a review drawn but dead", function()
   T.wait(function()
     return #T.review_rows(buf, "AcpReviewAdd") == 0
   end, "nothing drawn as under review")
-  local review = require("acp.review")
+  local review = require("acp.edits.review")
   T.eq(nil, review.files[dir .. "/reviewed.txt"], "no review entry left")
   local said = table.concat(vim.list_slice(NOTES, n + 1), "\n")
   T.contains(said, "review", "the user is told: " .. said)

@@ -88,7 +88,7 @@ T.test("opening a session that is open in a chat shows that chat, which goes on 
   vim.cmd("enew")
   local n = #require("acp.chat").list
   local item = { action = "load", session_id = chat.session_id, agent_name = "ux", cwd = dir }
-  T.eq(chat, require("acp.sessions").open(item, dir), "the open chat")
+  T.eq(chat, require("acp.agents.sessions").open(item, dir), "the open chat")
   T.eq(n, #require("acp.chat").list, "no second chat")
   T.truthy(chat:is_visible(), "shown")
   T.eq(chat, require("acp").open({ agent = "ux", load_session_id = chat.session_id }), "open() too")
@@ -116,7 +116,7 @@ T.test("a narrow winbar keeps the agent name and the title, dropping cost and co
   local chat = T.open_chat("ux", dir)
   chat.title = "Fix the parser"
   chat.usage = { used = 18200, size = 200000, cost = { amount = 1.5, currency = "USD" } }
-  local winbar = require("acp.winbar")
+  local winbar = require("acp.chat.view.winbar")
   local wide = winbar.text(chat, 200)
   T.contains(wide, "$1.50", "cost when there is room")
   local narrow = winbar.text(chat, 40)
@@ -177,7 +177,7 @@ T.test("a hidden chat or an unfocused Neovim gets a notification when a turn end
     T.turn(chat, "again")
     assert(chat:send({ { type = "text", text = "ask me" } }))
     T.wait(function()
-      return #require("acp.permission").for_chat(chat.chat_id) > 0
+      return #require("acp.chat.view.permission").for_chat(chat.chat_id) > 0
     end, "the permission request")
   end)
   T.contains(table.concat(hidden, "\n"), "chat " .. chat.n .. " (ux): turn ended (end turn)", "turn end")

@@ -65,7 +65,7 @@ local function complete(chat, line)
   -- where insert mode would be, right after `line`.
   vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { line .. " " })
   vim.api.nvim_win_set_cursor(0, { 1, #line })
-  local omni = require("acp.prompt").omnifunc
+  local omni = require("acp.chat.prompt").omnifunc
   local start = omni(1, "")
   T.truthy(start >= 0, "completion starts in " .. line)
   return omni(0, line:sub(start + 1)), start
@@ -101,7 +101,7 @@ T.test("slash commands complete with descriptions and input hints, updated by th
 end)
 
 T.test("typing @ or / at the start of a word opens the menu; mid-word it does not", function()
-  local prompt = require("acp.prompt")
+  local prompt = require("acp.chat.prompt")
   T.truthy(prompt.starts_completion("", "/"), "/ at the start")
   T.truthy(prompt.starts_completion("look at ", "@"), "@ after a space")
   T.truthy(not prompt.starts_completion("me", "@"), "an e-mail address")
@@ -252,14 +252,14 @@ T.test(":Acp paste-image saves the clipboard image, or says why it cannot", func
 end)
 
 T.test("mentions are parsed from words; e-mail addresses and punctuation are not paths", function()
-  local parse = require("acp.context").parse
+  local parse = require("acp.chat.context").parse
   T.eq({
     { raw = "@src/a.rs", path = "src/a.rs" },
     { raw = "@b.rs#L3-9", path = "b.rs", l1 = 3, l2 = 9 },
     { raw = '@"my dir/c.rs#L4"', path = "my dir/c.rs", l1 = 4, l2 = 4 },
     { raw = "@selection", selection = true },
   }, parse('see @src/a.rs, me@example.com (@b.rs#L3-9) @"my dir/c.rs#L4" and @selection. @src/a.rs'), "mentions")
-  T.eq('@"my dir/c.rs#L2-3"', require("acp.context").mention("/w/my dir/c.rs", "/w", 2, 3), "quoted when needed")
+  T.eq('@"my dir/c.rs#L2-3"', require("acp.chat.context").mention("/w/my dir/c.rs", "/w", 2, 3), "quoted when needed")
 end)
 
 T.test("context options: validated, hidden files on request, big files as links", function()

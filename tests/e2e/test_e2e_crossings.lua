@@ -1,7 +1,7 @@
 -- End to end: how often the backend and Lua cross for one agent edit of a
 -- buffer with unsaved lines (issue 24, "Lua only draws and reports"). A
 -- crossing is one call from one side to the other: the backend's
--- `nvim_exec_lua` of `acp.fs.apply` / `acp.fs.read_for_agent` / an event
+-- `nvim_exec_lua` of `acp.edits.fs.apply` / `acp.edits.fs.read_for_agent` / an event
 -- batch (a request and its answer: one crossing), or Lua's `rpcrequest` /
 -- `rpcnotify` to the backend. Only the crossings about the edited file are
 -- counted: the instructions and reads of its path, the event batches
@@ -68,7 +68,7 @@ end
 ---@param fn fun()
 ---@return string[]
 local function crossings(path, fn)
-  local backend, fs, events = require("acp.backend"), require("acp.fs"), require("acp.events")
+  local backend, fs, events = require("acp.rpc.backend"), require("acp.edits.fs"), require("acp.events")
   local orig = {
     request = backend.request,
     notify = backend.notify,
@@ -124,7 +124,7 @@ local function crossings(path, fn)
     fn()
     -- Quiet for longer than the typing debounce: a report it would send
     -- is counted.
-    local quiet = require("acp.review").USER_EDIT_DEBOUNCE_MS + 500
+    local quiet = require("acp.edits.review").USER_EDIT_DEBOUNCE_MS + 500
     vim.wait(10000, function()
       return vim.uv.now() - last > quiet
     end, 20)
@@ -180,7 +180,7 @@ T.test("an agent's fs/write_text_file into a buffer with an unsaved line crosses
 end)
 
 T.test("a review_changed older than the review kept is dropped (a cache by revision)", function()
-  local review = require("acp.review")
+  local review = require("acp.edits.review")
   local path = vim.uv.fs_realpath(dir) .. "/cache.txt"
   local function ev(revision, line)
     local hunk = { id = revision, old_start = 0, old_lines = {}, new_start = 0, new_lines = { line } }

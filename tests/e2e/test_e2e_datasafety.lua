@@ -67,8 +67,8 @@ local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 
 local uv = vim.uv or vim.loop
 local root = T.tmpdir()
-local review = require("acp.review")
-local fs = require("acp.fs")
+local review = require("acp.edits.review")
+local fs = require("acp.edits.fs")
 --- The disk text each file's buffer last took from the backend (path ->
 --- text): an instruction applied (acp.fs.apply) that left the buffer in
 --- sync with the disk. Kept here, by watching, to know when an agent's disk
@@ -269,7 +269,8 @@ function Case:check_sync()
     return
   end
   for _, f in ipairs(self.files) do
-    local state, err = require("acp.backend").request("acp.file_sync", { chat_id = self.chat.chat_id, path = f.path })
+    local state, err =
+      require("acp.rpc.backend").request("acp.file_sync", { chat_id = self.chat.chat_id, path = f.path })
     if err then
       self:fail("acp.file_sync: " .. err)
     end
@@ -379,7 +380,7 @@ function Case:refresh_all()
       -- The review drawn is the backend's: its `review_changed` arrived
       -- (it comes a frame after the backend recorded an edit).
       if entry and entry.chat_id then
-        local r = require("acp.backend").request("acp.review_file", { chat_id = entry.chat_id, path = f.path })
+        local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = entry.chat_id, path = f.path })
         local ids = function(rv)
           local out = {}
           for _, h in ipairs(type(rv) == "table" and rv.hunks or {}) do
@@ -431,7 +432,7 @@ function Case:wait_decided(chat, f, ids)
   end
   local left
   local ok = vim.wait(5000, function()
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
     left = r
     for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
       if want[h.id] then
@@ -483,7 +484,7 @@ function Case:decide(chat, action)
   decided[action] = decided[action] + 1
   -- Files still reviewed as created: rejecting them asks to delete them.
   local created = {}
-  local listed = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
+  local listed = require("acp.rpc.backend").request("acp.review_files", { chat_id = chat.chat_id })
   for _, sum in ipairs(type(listed) == "table" and listed or {}) do
     created[sum.path] = sum.status == "created"
   end
@@ -522,7 +523,7 @@ function Case:decide(chat, action)
       -- Every hunk of the file, also those hidden under a conflict.
       local _, ours, theirs = item_lines(g, 0, math.huge)
       local agent, ids = {}, {}
-      local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = g.path })
+      local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = g.path })
       for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
         vim.list_extend(agent, h.new_lines or {})
         ids[#ids + 1] = h.id
@@ -737,7 +738,7 @@ function Case:agent_disk_edit(chat, f, s, diff)
     if review.pending[key] == nil and took[key] ~= disk and fs.buffer_text(f.buf) ~= disk then
       return false
     end
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
     local current = type(r) == "table" and r.current or nil
     return current ~= nil and (current == disk or current == fs.buffer_text(f.buf))
   end, 10)
@@ -762,7 +763,7 @@ end
 
 --- The backend's hunks of a file, as `{old_lines, new_lines}` pairs.
 local function hunks_of(chat, f)
-  local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
   local out = {}
   for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
     out[#out + 1] = { h.old_lines or {}, h.new_lines or {} }
@@ -912,7 +913,7 @@ function Case:agent_creates(chat, s)
     },
   }
   self.log[#self.log + 1] = ("agent asks to create %s; the user previews it, then allows"):format(path)
-  local permission = require("acp.permission")
+  local permission = require("acp.chat.view.permission")
   local turns = #(T.turns[chat.chat_id] or {})
   assert(chat:send({ { type = "text", text = "steps: " .. vim.json.encode(steps) } }), "prompt refused")
   T.wait(function()
@@ -934,7 +935,7 @@ function Case:agent_creates(chat, s)
   end, "the turn's end", 30000)
   local status
   local listed = vim.wait(5000, function()
-    local files = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
+    local files = require("acp.rpc.backend").request("acp.review_files", { chat_id = chat.chat_id })
     for _, sum in ipairs(type(files) == "table" and files or {}) do
       if sum.path == path then
         status = sum.status
@@ -1059,7 +1060,7 @@ function Case:agent_blind_write(chat, f, s)
     },
   }
   self.log[#self.log + 1] = ("agent writes %s blind from the text at the prompt: %s"):format(f.path, change)
-  local permission = require("acp.permission")
+  local permission = require("acp.chat.view.permission")
   local turns = #(T.turns[chat.chat_id] or {})
   assert(chat:send({ { type = "text", text = "steps: " .. vim.json.encode(steps) } }), "prompt refused")
   T.wait(function()

@@ -67,7 +67,7 @@ T.test("the demo tour runs to end_turn and renders every part", function()
   local added = {}
   T.wait(function()
     added = {}
-    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(hello, require("acp.review").ns, 0, -1, { details = true })) do
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(hello, require("acp.edits.review").ns, 0, -1, { details = true })) do
       if m[4].line_hl_group == "AcpReviewAdd" then
         added[#added + 1] = m[2]
       end

@@ -132,7 +132,7 @@ T.test("the documented API: autocmd data, a refused answer, then an accepted one
   T.contains(err, "`Target` must be one of `prod`, `dev`", "enum problem named")
   T.contains(err, "`replicas` must be at most 3", "bound problem named")
   T.wait_text(chat, "✗ the answer does not fit the form")
-  T.eq(1, #require("acp.elicitation").for_chat(chat.chat_id), "still open")
+  T.eq(1, #require("acp.chat.view.elicitation").for_chat(chat.chat_id), "still open")
 
   ok, err = require("acp").elicitation_respond(data.request_id, {
     action = "accept",
@@ -233,7 +233,7 @@ T.test("cancelling the turn withdraws its open question; a hidden chat notifies"
     return (T.turns[chat.chat_id] or {})[1] ~= nil
   end, "turn end")
   T.wait_text(chat, "✗ question withdrawn: Name?")
-  T.eq(0, #require("acp.elicitation").for_chat(chat.chat_id), "nothing pending")
+  T.eq(0, #require("acp.chat.view.elicitation").for_chat(chat.chat_id), "nothing pending")
 end)
 
 T.test("a question asked during the login shows in the opening chat and decides it", function()

@@ -206,7 +206,7 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
   local crasher = T.open_chat("shared", dir)
   assert(asking:send({ { type = "text", text = "ask me" } }))
   T.wait_text(asking, "Permission needed")
-  T.eq(1, #require("acp.permission").for_chat(asking.chat_id), "one prompt pending")
+  T.eq(1, #require("acp.chat.view.permission").for_chat(asking.chat_id), "one prompt pending")
   T.truthy(asking.digit_keys, "digit keys answer it")
 
   assert(crasher:send({ { type = "text", text = "crash now" } }))
@@ -217,7 +217,7 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
     T.contains(T.text(chat.bufnr), "exited (exit code 4)", "exit status shown")
   end
   T.eq(nil, T.find_line(asking.bufnr, "Permission needed"), "prompt closed")
-  T.eq(0, #require("acp.permission").for_chat(asking.chat_id), "nothing pending")
+  T.eq(0, #require("acp.chat.view.permission").for_chat(asking.chat_id), "nothing pending")
   T.eq(false, asking.digit_keys, "digit keys released")
   T.truthy(T.find_line(asking.bufnr, "✗ execute · Deploy"), "the tool call failed")
   -- The UI stays usable: a prompt to the dead chat is refused with the way out.
@@ -230,7 +230,7 @@ T.test("a crash while a permission prompt is open closes it, shows stderr, and r
   restart_and_wait({ asking, crasher })
   assert(asking:send({ { type = "text", text = "ask again" } }))
   T.wait(function()
-    return #require("acp.permission").for_chat(asking.chat_id) == 1
+    return #require("acp.chat.view.permission").for_chat(asking.chat_id) == 1
   end, "a new prompt in the restarted chat")
   -- The second chat took the windows (a new chat replaces the one shown).
   asking:show()
@@ -266,18 +266,18 @@ T.test("a backend killed mid-turn is reported once, in every chat, and recovers"
   assert(busy:send({ { type = "text", text = "slow job" } }))
   T.wait_text(busy, "halfway there")
   local errors, stop = capture_notify(vim.log.levels.ERROR)
-  vim.uv.kill(vim.fn.jobpid(require("acp.backend").channel()), "sigkill")
+  vim.uv.kill(vim.fn.jobpid(require("acp.rpc.backend").channel()), "sigkill")
   wait_status(busy, "dead")
   wait_status(quiet, "dead")
   stop()
   T.eq(1, #errors, "reported once: " .. vim.inspect(errors))
-  T.contains(errors[1], require("acp.backend").log_file(), "with the log path")
+  T.contains(errors[1], require("acp.rpc.backend").log_file(), "with the log path")
   for _, chat in ipairs({ busy, quiet }) do
     T.contains(T.text(chat.bufnr), "The acp.nvim backend stopped", "chat " .. chat.chat_id .. " shows it")
     T.contains(T.text(chat.bufnr), ":Acp restart", "and the way out")
   end
   T.truthy(T.find_line(busy.bufnr, "✗ execute · Slow job"), "the running tool call is shown failed")
-  T.eq(false, require("acp.backend").running(), "no backend")
+  T.eq(false, require("acp.rpc.backend").running(), "no backend")
 
   -- The next :Acp new starts a backend by itself.
   vim.cmd("Acp new idle")
@@ -346,7 +346,7 @@ T.test('an "always" answer survives :Acp restart, and a remembered rejection rea
   restart_and_wait({ chat })
   T.eq("end_turn", T.turn(chat, "migrate"), "the restarted agent's turn ends without asking")
   T.wait_text(chat, "permission: reject_once")
-  T.eq(0, #require("acp.permission").for_chat(chat.chat_id), "nothing was asked")
+  T.eq(0, #require("acp.chat.view.permission").for_chat(chat.chat_id), "nothing was asked")
   T.truthy(
     T.find_line(chat.bufnr, "rejected by memory: you answered “always reject” to this before"),
     "the note says rejected; transcript:\n" .. T.text(chat.bufnr)

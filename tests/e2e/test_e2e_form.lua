@@ -34,7 +34,7 @@ T.write_file(
 T.setup_fake({ form = scenario }, dir)
 T.require_binaries()
 
-local F = require("acp.form")
+local F = require("acp.chat.view.form")
 
 --- Type keys as a user would (mappings apply).
 local function keys(k)
@@ -48,7 +48,7 @@ local function open_form()
   T.wait_text(chat, "? The agent asks: Deploy")
   T.cursor_on(chat, "? The agent asks")
   keys("a")
-  local e = require("acp.elicitation").for_chat(chat.chat_id)[1]
+  local e = require("acp.chat.view.elicitation").for_chat(chat.chat_id)[1]
   local st = assert(F.forms[e.request_id], "a form for the question")
   T.eq(st.win, vim.api.nvim_get_current_win(), "the form has the cursor")
   return chat, st, e, st.win
@@ -129,7 +129,7 @@ T.test(
     T.contains(rows_from(st, "Ratio", 3), "✗ `x` is not a number", "a number")
     keys("<C-s>")
     T.contains(form_text(st), "not sent: fix the fields marked ✗", "why nothing was sent")
-    T.eq(true, require("acp.elicitation").pending[e.request_id] ~= nil, "still waiting")
+    T.eq(true, require("acp.chat.view.elicitation").pending[e.request_id] ~= nil, "still waiting")
     T.eq(nil, T.find_line(chat.bufnr, "elicitation: accept"), "nothing sent to the agent")
     T.eq(st.win, vim.api.nvim_get_current_win(), "the form stays")
 
@@ -163,7 +163,7 @@ T.test("D in the form declines, X cancels", function()
   T.wait_text(chat, "? The agent asks: Deploy")
   T.cursor_on(chat, "? The agent asks")
   keys("a")
-  local e = require("acp.elicitation").for_chat(chat.chat_id)[1]
+  local e = require("acp.chat.view.elicitation").for_chat(chat.chat_id)[1]
   st = F.forms[e.request_id]
   keys("<Tab><Tab><Tab><Tab><Tab><Tab><Tab>")
   T.contains(vim.api.nvim_get_current_line(), "[ Submit ]", "Tab reaches the buttons")
@@ -178,7 +178,7 @@ T.test("q closes the form, the question stays; a reopens it with what was typed"
   local chat, _, e, win = open_form()
   keys("<Tab>iada@example.com<CR>q")
   T.eq(false, vim.api.nvim_win_is_valid(win), "closed")
-  T.truthy(require("acp.elicitation").pending[e.request_id], "still waiting")
+  T.truthy(require("acp.chat.view.elicitation").pending[e.request_id], "still waiting")
   T.contains(T.text(chat.bufnr), "Email* (email) = ada@example.com", "the chat's prompt shows the value typed")
   T.cursor_on(chat, "? The agent asks")
   keys("a")
@@ -213,7 +213,7 @@ T.test("the form's checks agree with the backend's, value by value", function()
   local chat = T.open_chat("checks", dir)
   assert(chat:send({ { type = "text", text = "check" } }))
   T.wait_text(chat, "? The agent asks: Checks")
-  local e = require("acp.elicitation").for_chat(chat.chat_id)[1]
+  local e = require("acp.chat.view.elicitation").for_chat(chat.chat_id)[1]
   local by_name = {}
   for _, f in ipairs(e.fields) do
     by_name[f.name] = f

@@ -276,7 +276,7 @@ T.test("a blind whole-file write keeps the lines the user typed and saved during
   vim.cmd("edit " .. path)
   local buf = vim.api.nvim_get_current_buf()
   local chat = T.open_chat("steps", dir)
-  local permission = require("acp.permission")
+  local permission = require("acp.chat.view.permission")
   local turns = #(T.turns[chat.chat_id] or {})
   local steps = {
     {

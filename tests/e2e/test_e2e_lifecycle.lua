@@ -57,7 +57,7 @@ T.test("a killed backend is reported once and :Acp restart recovers", function()
       errors[#errors + 1] = m
     end
   end
-  local job = require("acp.backend").channel()
+  local job = require("acp.rpc.backend").channel()
   local pid = vim.fn.jobpid(job)
   vim.uv.kill(pid, "sigkill")
   T.wait(function()
@@ -65,7 +65,7 @@ T.test("a killed backend is reported once and :Acp restart recovers", function()
   end, "chat marked dead")
   vim.notify = orig
   T.eq(1, #errors, "reported once")
-  T.contains(errors[1], require("acp.backend").log_file(), "with the log path")
+  T.contains(errors[1], require("acp.rpc.backend").log_file(), "with the log path")
   T.contains(T.text(chat.bufnr), ":Acp restart", "the chat says how to recover")
   vim.cmd("Acp restart")
   -- dead -> opening (restart) -> ready (session_started of the new backend)

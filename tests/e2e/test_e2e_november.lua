@@ -271,7 +271,7 @@ T.test("a transcript reopened read-only keeps the subagent's nesting", function(
     local ok, text = pcall(T.read_file, path)
     return ok and text:find("Parent continues", 1, true) and text:find('"idle"', 1, true)
   end, "the transcript is written")
-  local ro = assert(require("acp.history").open_readonly(path))
+  local ro = assert(require("acp.agents.history").open_readonly(path))
   T.wait_text(ro, "Subagent · Explorer — idle")
   local text = T.text(ro.bufnr)
   T.contains(text, "│ CHILD SAYS hello")
@@ -286,11 +286,11 @@ T.test("a subagent's permission request is shown and answered in the parent chat
   local chat = T.open_chat("nov", dir)
   assert(chat:send({ { type = "text", text = "child asks" } }))
   T.wait(function()
-    return #require("acp.permission").for_chat(chat.chat_id) > 0
+    return #require("acp.chat.view.permission").for_chat(chat.chat_id) > 0
   end, "the child's permission request reaches the parent chat:\n" .. T.text(chat.bufnr))
   T.contains(T.text(chat.bufnr), "Subagent · Editor — needs you")
-  local req = require("acp.permission").for_chat(chat.chat_id)[1]
-  require("acp.permission").respond_nth(req, 1)
+  local req = require("acp.chat.view.permission").for_chat(chat.chat_id)[1]
+  require("acp.chat.view.permission").respond_nth(req, 1)
   T.wait_text(chat, "permission: allow")
   T.wait(function()
     return (T.turns[chat.chat_id] or {})[1] ~= nil

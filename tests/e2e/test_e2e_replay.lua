@@ -8,8 +8,8 @@
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 vim.o.columns = 200
 
-local replay = require("acp.replay")
-local backlog = require("acp.backlog")
+local replay = require("acp.chat.replay")
+local backlog = require("acp.chat.backlog")
 local dir = T.tmpdir()
 
 -- Everything a turn can show (markdown, a table, a code block, a plan, a tool
@@ -334,7 +334,7 @@ end)
 
 T.test("a transcript reopened a slice per line renders what the one-shot reopen rendered", function()
   T.truthy(transcript_path and vim.fn.filereadable(transcript_path) == 1, "the live chat wrote a transcript")
-  local history = require("acp.history")
+  local history = require("acp.agents.history")
   replay.SLICE_MS = math.huge
   local once = assert(history.open_readonly(transcript_path))
   T.eq(false, replay.pending(once.chat_id), "one slice: drawn on return")
@@ -356,7 +356,7 @@ end)
 
 T.test("a chat closed while its history is drawn stops drawing it", function()
   replay.SLICE_MS = 0
-  local chat = assert(require("acp.history").open_readonly(transcript_path))
+  local chat = assert(require("acp.agents.history").open_readonly(transcript_path))
   T.truthy(replay.pending(chat.chat_id), "drawing")
   chat:close()
   T.wait(function()
@@ -380,7 +380,7 @@ T.test(
         lines[i] = vim.json.encode(r)
       end
     end
-    local path = require("acp.history").path_for(agent, id)
+    local path = require("acp.agents.history").path_for(agent, id)
     vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
     vim.fn.writefile(lines, path)
 
@@ -397,7 +397,7 @@ T.test(
     T.not_contains(text, "About one", "not the whole session")
     T.wait(function()
       return chat.status == "ready"
-        and not require("acp.tail").shown(chat.chat_id)
+        and not require("acp.chat.tail").shown(chat.chat_id)
         and not replay.pending(chat.chat_id)
         and not replay.filling(chat.chat_id)
     end, "the replay reconciled")

@@ -451,7 +451,7 @@ T.setup_fake({
 
 T.require_binaries()
 
-local review = require("acp.review")
+local review = require("acp.edits.review")
 local NOTES = {}
 local orig_notify = vim.notify
 vim.notify = function(m, ...)
@@ -512,13 +512,13 @@ end
 
 --- A buffer's text as its file would hold it.
 local function fs_text(buf)
-  return require("acp.fs").buffer_text(buf)
+  return require("acp.edits.fs").buffer_text(buf)
 end
 
 --- Counts the backend's instructions (acp.fs.apply) and Lua's requests to
 --- the backend (but opening a chat) while `fn` runs.
 local function counted(fn)
-  local backend, fs = require("acp.backend"), require("acp.fs")
+  local backend, fs = require("acp.rpc.backend"), require("acp.edits.fs")
   local orig_request, orig_apply = backend.request, fs.apply
   local n = { applies = {}, asked = {} }
   backend.request = function(method, ...)
@@ -855,7 +855,7 @@ T.test(":Acp accept file decides an agent edit whose review_changed has not arri
     T.wait(function()
       return T.find_line(buf, "<<<<<<< buffer") ~= nil and #(review.items[buf] or {}) > 0
     end, "the conflict is in the buffer")
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
     T.eq(2, #(type(r) == "table" and r.hunks or {}), "the backend reviews the conflict and the hunk")
     focus(buf)
     vim.cmd("Acp accept file")
@@ -867,7 +867,7 @@ T.test(":Acp accept file decides an agent edit whose review_changed has not arri
   assert(ok, err)
   T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9", "\n"), T.lines(buf), "the agent's side")
   T.wait(function()
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
     return #(type(r) == "table" and r.hunks or {}) == 0
   end, "nothing left under review")
 end)
@@ -895,12 +895,12 @@ T.test("rejecting a file two chats edited removes both agents' lines; one chat's
     return #(review.items[buf] or {}) > 0
   end, "hunks drawn")
   local function hunks(chat)
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
     return type(r) == "table" and r.hunks or {}
   end
   T.eq(1, #hunks(first), "the first chat reviews its line")
   T.eq(1, #hunks(second), "the second chat reviews its line")
-  require("acp.backend").notify("acp.review_reject", { chat_id = first.chat_id, path = path })
+  require("acp.rpc.backend").notify("acp.review_reject", { chat_id = first.chat_id, path = path })
   local without_first = "l1\nl2\nl3\nl4\nl5\nL5b second\nl6\nl7\nl8\nl9\n"
   vim.wait(5000, function()
     return T.read_file(path) == without_first
@@ -945,7 +945,7 @@ T.test(":[range]Acp reject over a conflict block and the hunk after it decides b
   end, 10)
   T.eq({ "b1", "A1 first" }, T.lines(buf), "the block's buffer side stays, the agent's line after it goes")
   T.wait(function()
-    local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
     return #(type(r) == "table" and r.hunks or {}) == 0
   end, "nothing left under review in the first chat; notes: " .. vim.inspect(NOTES))
 end)
@@ -968,7 +968,7 @@ T.test("another chat's merge into a buffer reaches the first chat's review, and 
     return vim.deep_equal(merged, T.lines(buf))
   end, "the merge: a conflict on top, the first agent's line 2 removed by the second")
   local function added(chat)
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
     local out = {}
     for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
       vim.list_extend(out, h.new_lines or {})
@@ -1013,7 +1013,7 @@ T.test(":Acp reject acts on the chat whose review is drawn, also when another ch
     return entry and entry.chat_id == second.chat_id and vim.tbl_contains(rows_with(buf, "AcpReviewAdd"), row - 1)
   end, "the second chat's review drawn")
   -- The first chat's event arrives; its refresh has not run yet.
-  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
   T.eq(1, #(type(r) == "table" and r.hunks or {}), "the first chat reviews its line")
   review.on_changed(first.chat_id, { path = path, summary = { hunks = 1 }, review = r })
   focus(buf)
@@ -1048,7 +1048,7 @@ T.test("another chat's saved write reaches the first chat's review; :Acp reject 
   T.wait(function()
     return T.read_file(path) == merged and not vim.bo[buf].modified
   end, "the merge saved: the second agent removed the first agent's line 3")
-  local r = require("acp.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
+  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
   T.eq(merged, type(r) == "table" and r.current or nil, "the first chat's review has the file's text")
   focus(buf)
   vim.cmd("Acp reject all")
@@ -1212,7 +1212,7 @@ T.test(
       return vim.uv.fs_realpath(path) or path
     end
     local sent = {}
-    for _, b in ipairs(require("acp.fs").prompt_buffers(dir)) do
+    for _, b in ipairs(require("acp.edits.fs").prompt_buffers(dir)) do
       sent[b.path] = b
     end
     local function get(path)
@@ -1226,7 +1226,7 @@ T.test(
     T.eq(nil, get(elsewhere), "outside the chat's directory")
     -- A save is reported: the backend drops the file's texts at the prompts
     -- (later differences are the user's).
-    local backend = require("acp.backend")
+    local backend = require("acp.rpc.backend")
     local notify, running = backend.notify, backend.running
     local calls = {}
     backend.running = function()
@@ -1289,8 +1289,8 @@ T.test("previewing a permission's diff changes nothing until allowed", function(
   T.eq(NINE, T.read_file(path), "disk unchanged")
   T.eq(vim.split(NINE, "\n", { trimempty = true }), T.lines(buf), "buffer text unchanged")
   -- Allow: the edit happens, the preview gives way to the review.
-  local req = require("acp.permission").for_chat(chat.chat_id)[1]
-  require("acp.permission").respond_nth(req, 1)
+  local req = require("acp.chat.view.permission").for_chat(chat.chat_id)[1]
+  require("acp.chat.view.permission").respond_nth(req, 1)
   T.wait(function()
     return T.read_file(path):find("L3 proposed", 1, true) ~= nil
   end, "edit applied after allowing")
@@ -1302,7 +1302,7 @@ end)
 
 --- The option of a pending permission request of `chat` with `kind`.
 local function answer(chat, kind)
-  local permission = require("acp.permission")
+  local permission = require("acp.chat.view.permission")
   local req = permission.for_chat(chat.chat_id)[1]
   for i, o in ipairs(req.options) do
     if o.kind == kind then
@@ -1343,7 +1343,7 @@ T.test("previewing a new file, then allowing it: reviewed as created, and reject
   review.confirm_delete = function()
     return true
   end
-  require("acp.tool_call").jump({ path = path })
+  require("acp.chat.view.tool_call").jump({ path = path })
   vim.cmd("Acp reject file")
   T.wait(function()
     return vim.fn.filereadable(path) == 0
@@ -1385,7 +1385,7 @@ T.test(
       return true
     end
     for _, path in ipairs({ tool, fsfile }) do
-      require("acp.tool_call").jump({ path = path })
+      require("acp.chat.view.tool_call").jump({ path = path })
       local win, wins = vim.api.nvim_get_current_win(), #vim.api.nvim_tabpage_list_wins(0)
       vim.cmd("Acp reject file")
       T.wait(function()

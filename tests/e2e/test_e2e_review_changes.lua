@@ -46,8 +46,8 @@ T.setup_fake({
 }, T.tmpdir())
 T.require_binaries()
 
-local changes = require("acp.review.changes")
-local ns = require("acp.review").ns
+local changes = require("acp.edits.review.changes")
+local ns = require("acp.edits.review").ns
 local NOTES = {}
 local orig_notify = vim.notify
 vim.notify = function(m, ...)
@@ -70,7 +70,7 @@ end
 --- turn ended).
 local function turn(chat, text, files)
   T.eq("end_turn", T.turn(chat, text), text)
-  local backend = require("acp.backend")
+  local backend = require("acp.rpc.backend")
   T.wait(function()
     local listed = backend.request("acp.review_files", { chat_id = chat.chat_id }) or {}
     local n = 0

@@ -196,7 +196,7 @@ local function wait_chat(id, except)
     for _, c in ipairs(require("acp.chat").list) do
       -- Ready comes once the last turn is drawn; the older turns fill in
       -- above after it (acp.backlog).
-      local replay = require("acp.replay")
+      local replay = require("acp.chat.replay")
       if
         c ~= except
         and c.session_id == id
@@ -295,7 +295,7 @@ T.test(":Acp sessions --delete deletes a picked session after confirmation", fun
     end, function(choice)
       return choice == answer
     end)
-    require("acp.sessions").pick_delete({
+    require("acp.agents.sessions").pick_delete({
       agent = "crashy",
       all = true,
       cwd = dir,
@@ -311,7 +311,7 @@ T.test(":Acp sessions --delete deletes a picked session after confirmation", fun
   T.eq(nil, delete("Keep"), "kept when not confirmed")
   T.eq(id, delete("Delete"), "deleted after confirmation")
   local listed
-  require("acp.sessions").list("crashy", { cwd = dir, all = true }, function(ev)
+  require("acp.agents.sessions").list("crashy", { cwd = dir, all = true }, function(ev)
     listed = ev
   end)
   T.wait(function()
@@ -349,7 +349,7 @@ T.test("a transcript is reopened read-only after a backend restart", function()
     "transcript under stdpath('state'): " .. tostring(path)
   )
   live:close()
-  require("acp.backend").stop()
+  require("acp.rpc.backend").stop()
 
   local warned = {}
   local orig = vim.notify

@@ -208,7 +208,7 @@ T.test("cancel answers a pending permission cancelled and ends the turn", functi
   T.eq("cancelled", T.turns[chat.chat_id][1], "stop reason")
   T.wait_text(chat, "permission: cancelled")
   T.eq(nil, T.find_line(chat.bufnr, "Permission needed"), "prompt removed")
-  T.eq(0, #require("acp.permission").for_chat(chat.chat_id), "nothing pending")
+  T.eq(0, #require("acp.chat.view.permission").for_chat(chat.chat_id), "nothing pending")
 end)
 
 T.run()

@@ -1,6 +1,6 @@
--- Buffer-aware fs (lua/acp/fs.lua), called directly as the backend would.
+-- Buffer-aware fs (lua/acp/edits/fs.lua), called directly as the backend would.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
-local fs = require("acp.fs")
+local fs = require("acp.edits.fs")
 
 local dir = T.tmpdir()
 
@@ -102,7 +102,7 @@ T.test(
     T.write_file(path, "one\ntwo\nthree\n")
     local buf = open(path)
     vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
-    local backend = require("acp.backend")
+    local backend = require("acp.rpc.backend")
     local orig_request, orig_notify = backend.request, backend.notify
     local asked = {}
     backend.request = function(method)
@@ -188,7 +188,7 @@ T.test("an agent's disk edit reloads an unmodified buffer without saving it, one
   local now = vim.uv.fs_stat(path).mtime
   T.eq({ old.sec, old.nsec }, { now.sec, now.nsec }, "not saved: the file was not written again")
   T.truthy(
-    require("acp.review").files[require("acp.review").normalize(path)].reviewed_by.c1,
+    require("acp.edits.review").files[require("acp.edits.review").normalize(path)].reviewed_by.c1,
     "its saves go to the agent's chat"
   )
   vim.api.nvim_buf_call(buf, function()
@@ -237,14 +237,17 @@ T.test("an agent's disk edit merges into a modified buffer at its tick, or answe
   })
   T.eq("waiting", waiting.status, "waiting")
   T.eq(before, T.lines(buf), "left alone")
-  T.truthy(require("acp.review").pending[require("acp.review").normalize(path)], "the plugin knows it waits")
+  T.truthy(
+    require("acp.edits.review").pending[require("acp.edits.review").normalize(path)],
+    "the plugin knows it waits"
+  )
 end)
 
 T.test("an agent read after undo and redo of a merge with a conflict gets the agent's side", function()
   local path = dir .. "/undo-conflict.txt"
   T.write_file(path, "mine\nz\n")
   local buf = open(path)
-  local review = require("acp.review")
+  local review = require("acp.edits.review")
   T.eq(false, review.has_marker(buf), "no conflict yet")
   vim.api.nvim_buf_call(buf, function()
     vim.go.undolevels = vim.go.undolevels

@@ -3,7 +3,7 @@
 -- same snake_case shapes (no backend): fast and deterministic.
 local T = dofile(vim.fn.getcwd() .. "/tests/e2e/helpers.lua")
 local events = require("acp.events")
-local protocol = require("acp.protocol")
+local protocol = require("acp.rpc.protocol")
 
 --- The backend's golden fixtures: name -> event, and the names in order.
 ---@return table<string, acp.Event>, string[]
@@ -79,10 +79,14 @@ T.test("a location at line 0 is shown and opened as the file (claude-code-acp's 
   T.eq("  → " .. path, T.lines(chat.bufnr)[l], "no `:0` after the file")
   T.eq(
     { path = path },
-    require("acp.tool_call").location({ locations = { { path = path, line = 0 } } }),
+    require("acp.chat.view.tool_call").location({ locations = { { path = path, line = 0 } } }),
     "no line to jump to"
   )
-  T.eq(3, require("acp.tool_call").location({ locations = { { path = path, line = 3 } } }).line, "a real line stays")
+  T.eq(
+    3,
+    require("acp.chat.view.tool_call").location({ locations = { { path = path, line = 3 } } }).line,
+    "a real line stays"
+  )
 end)
 
 T.test("a tool call block is updated in place, later blocks stay intact", function()
@@ -685,7 +689,7 @@ T.test("the mode, model and option menus mark the current value and show names, 
 end)
 
 T.test("the diff tab is named after the file", function()
-  require("acp.tool_call").open_diff({ path = vim.fn.getcwd() .. "/lua/x.lua", old = "a\n", new = "b\n" })
+  require("acp.chat.view.tool_call").open_diff({ path = vim.fn.getcwd() .. "/lua/x.lua", old = "a\n", new = "b\n" })
   local name = vim.fn.bufname(vim.api.nvim_get_current_buf())
   T.truthy(name:find("^lua/x%.lua %(after%) %[acp diff %d+%]$"), "the file's name: " .. name)
   T.truthy(
@@ -820,7 +824,7 @@ T.test("the prompt completes the agent's slash commands", function()
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.prompt_buf)[1])
   vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { "/pl" })
   vim.api.nvim_win_set_cursor(0, { 1, 3 })
-  local omni = require("acp.prompt").omnifunc
+  local omni = require("acp.chat.prompt").omnifunc
   T.eq(0, omni(1, ""), "completion starts at the slash, at the start of the prompt")
   T.eq(
     { { word = "/plan", menu = "Make a plan", info = "Make a plan", kind = "command", icase = 1 } },
@@ -1021,7 +1025,7 @@ T.test("each batch draws only the rows it added (the cost of an append does not 
   })
   local view = chat.transcript.view
   local block = chat.transcript.entries[0]
-  local markdown = require("acp.markdown")
+  local markdown = require("acp.chat.view.markdown")
   local render = markdown.render
   local drawn = {}
   markdown.render = function(ctx, st, start, last)
@@ -1064,7 +1068,7 @@ T.test("the golden fixtures render as the user sees them", function()
   vim.notify = function(m)
     notified[#notified + 1] = m
   end
-  local review = require("acp.review")
+  local review = require("acp.edits.review")
   local orig_confirm = review.confirm_delete
   local asked_delete
   review.confirm_delete = function(path)
@@ -1105,10 +1109,10 @@ T.test("the golden fixtures render as the user sees them", function()
   T.truthy(T.find_line(buf, "→ /work/src/main.rs:1"), "its location")
 
   dispatch("permission_request")
-  T.truthy(require("acp.permission").pending[7], "the request waits for an answer")
+  T.truthy(require("acp.chat.view.permission").pending[7], "the request waits for an answer")
   T.truthy(T.find_line(buf, "Always allow"), "the options are shown")
   dispatch("permission_cancelled")
-  T.eq(nil, require("acp.permission").pending[7], "withdrawn")
+  T.eq(nil, require("acp.chat.view.permission").pending[7], "withdrawn")
   dispatch("permission_auto")
   T.truthy(T.find_line(buf, "allowed by memory: you answered “always allow” to this before"), "auto answer noted")
 
@@ -1227,7 +1231,7 @@ T.test("a transcript written before the snake_case protocol (version 1) replays"
     lines[#lines + 1] = vim.json.encode(r)
   end
   vim.fn.writefile(lines, path)
-  local chat = assert(require("acp.history").open_readonly(path))
+  local chat = assert(require("acp.agents.history").open_readonly(path))
   T.eq("ask", chat.modes.current_mode_id, "modes renamed")
   T.eq(true, chat.capabilities.load_session, "capabilities renamed")
   T.truthy(T.find_line(chat.bufnr, "✓ edit · Edit"), "the tool call's new state")

@@ -60,19 +60,26 @@ T.test(
     local loaded, after = loaded_by_acp()
     T.eq(2, after.wins, "the transcript and prompt windows are there when the command returns")
     T.contains(table.concat(after.winbars, "|"), "starting…", "saying the agent is starting")
-    for _, name in ipairs({ "acp.chat", "acp.transcript", "acp.view", "acp.markdown", "acp.highlights", "acp.review" }) do
+    for _, name in ipairs({
+      "acp.chat",
+      "acp.chat.transcript",
+      "acp.chat.blocks",
+      "acp.chat.view.markdown",
+      "acp.highlights",
+      "acp.edits.review",
+    }) do
       T.truthy(not loaded[name], name .. " loads after the first redraw")
     end
     T.truthy(after.chat, "then the chat takes the windows' buffers")
     for _, name in ipairs({
-      "acp.tool_call",
-      "acp.plan",
-      "acp.subagent",
-      "acp.context",
-      "acp.review.render",
-      "acp.review.actions",
-      "acp.backlog",
-      "acp.backend",
+      "acp.chat.view.tool_call",
+      "acp.chat.view.plan",
+      "acp.chat.subagent",
+      "acp.chat.context",
+      "acp.edits.review.render",
+      "acp.edits.review.actions",
+      "acp.chat.backlog",
+      "acp.rpc.backend",
       "acp.build",
     }) do
       T.truthy(not loaded[name], name .. " waits for its first use")
@@ -114,7 +121,7 @@ local chat = require("acp.chat").current()
 got.status = chat and chat.status
 got.session = chat and chat.session_id ~= nil
 got.text = chat and table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n") or ""
-pcall(require("acp.backend").stop)
+pcall(require("acp.rpc.backend").stop)
 vim.fn.writefile({ vim.json.encode(got) }, %q)
 vim.cmd("qall!")
 ]]):format(T.root, T.root .. "/plugin/acp.lua", out)

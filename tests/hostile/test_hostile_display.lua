@@ -70,8 +70,8 @@ T.test(
     local chat = T.open_chat("display", dir)
     assert(chat:send({ { type = "text", text = "go" } }))
     T.wait(function()
-      return #require("acp.permission").for_chat(chat.chat_id) == 1
-        and #require("acp.elicitation").for_chat(chat.chat_id) == 1
+      return #require("acp.chat.view.permission").for_chat(chat.chat_id) == 1
+        and #require("acp.chat.view.elicitation").for_chat(chat.chat_id) == 1
     end, "the permission prompt and the question pending; transcript:\n" .. T.text(chat.bufnr))
     T.wait_text(chat, "Permission needed")
     T.wait_text(chat, "The agent asks: Which one?")
@@ -90,7 +90,7 @@ T.test(
     T.cursor_on(chat, "Permission needed")
     vim.api.nvim_feedkeys("2", "x", false)
     T.wait(function()
-      return #require("acp.permission").for_chat(chat.chat_id) == 0
+      return #require("acp.chat.view.permission").for_chat(chat.chat_id) == 0
     end, "the permission answered")
     -- The question is declined with its key.
     T.cursor_on(chat, "The agent asks: Which one?")
@@ -111,7 +111,7 @@ T.test("E2: URL questions open only http(s) links, shown safe and shortened, who
   local msgs, stop = capture_notify()
   local chat = T.open_chat("urls", dir)
   assert(chat:send({ { type = "text", text = "go" } }))
-  local el = require("acp.elicitation")
+  local el = require("acp.chat.view.elicitation")
   local answered = 0
   for i = 0, 4 do
     T.wait(function()
@@ -161,7 +161,7 @@ T.test("P9: a permission prompt with a duplicated option id is refused and the u
   assert(chat:send({ { type = "text", text = "go" } }))
   -- Only the second, well-formed request reaches the user: reject it.
   T.wait(function()
-    return #require("acp.permission").for_chat(chat.chat_id) == 1
+    return #require("acp.chat.view.permission").for_chat(chat.chat_id) == 1
   end, "the second prompt; transcript:\n" .. T.text(chat.bufnr))
   T.cursor_on(chat, "Permission needed")
   vim.api.nvim_feedkeys("2", "x", false)
@@ -179,13 +179,13 @@ T.test("X: reads the agent withdraws while Neovim answers them do not stop the b
   local chat = T.open_chat("cancelread", dir)
   assert(chat:send({ { type = "text", text = "go" } }))
   T.contains(verdict("cancelread", 60000), "PASS", "the agent's verdict")
-  T.eq(true, require("acp.backend").running(), "the backend still runs")
+  T.eq(true, require("acp.rpc.backend").running(), "the backend still runs")
 end)
 
 --- Wait for the one prompt of `chat`, check it names `needle`, press its reject key.
 local function reject_prompt(chat, needle)
   T.wait(function()
-    return #require("acp.permission").for_chat(chat.chat_id) == 1
+    return #require("acp.chat.view.permission").for_chat(chat.chat_id) == 1
   end, "the client's own prompt; transcript:\n" .. T.text(chat.bufnr))
   T.wait_text(chat, needle)
   T.cursor_on(chat, "Permission needed")
@@ -212,7 +212,7 @@ end)
 
 --- Peak memory (VmHWM) of the backend, in MB.
 local function backend_peak_mb()
-  local pid = vim.fn.jobpid((assert(require("acp.backend").channel(), "the backend's channel")))
+  local pid = vim.fn.jobpid((assert(require("acp.rpc.backend").channel(), "the backend's channel")))
   for line in io.lines("/proc/" .. pid .. "/status") do
     local kb = line:match("^VmHWM:%s+(%d+)")
     if kb then
@@ -229,7 +229,7 @@ for _, mode in ipairs({ "p11", "t3" }) do
     local ok, v = pcall(verdict, mode, 90000)
     if not ok then
       -- What the backend saw, for the failure report.
-      local log = vim.fn.readfile(require("acp.backend").log_file())
+      local log = vim.fn.readfile(require("acp.rpc.backend").log_file())
       local tail = {}
       for i = math.max(1, #log - 120), #log do
         if not log[i]:find("Not enough data") then

@@ -191,7 +191,7 @@ H.test("offline, :Acp agents lists the bundled agents at once with a one-line no
     end
     -- The backend's log has the reason, and one fetch: the second listing
     -- used the remembered failure.
-    local log = table.concat(vim.fn.readfile(t:lua("return require('acp.backend').log_file()")), "\n")
+    local log = table.concat(vim.fn.readfile(t:lua("return require('acp.rpc.backend').log_file()")), "\n")
     H.eq(1, H.count(log, "agent registry not fetched"), "one fetch:\n" .. log)
     H.contains(log, "registry unreachable", "the remembered failure")
   end)

@@ -39,7 +39,7 @@ local function completion_test(global)
   local setup = global
       and function(t)
         t:lua([[
-          local prompt = require("acp.prompt")
+          local prompt = require("acp.chat.prompt")
           prompt.completeopt_local = false
           local chat = require("acp.chat").current()
           vim.bo[chat.prompt_buf].completeopt = ""

@@ -14,11 +14,11 @@ use rmpv::Value;
 /// Lua code run for one batch of events.
 pub const DISPATCH_LUA: &str = "require('acp.events').dispatch(...)";
 /// Lua code run for an agent's read of a file Neovim may have a buffer of.
-pub const FS_READ_LUA: &str = "return require('acp.fs').read_for_agent(...)";
+pub const FS_READ_LUA: &str = "return require('acp.edits.fs').read_for_agent(...)";
 /// Lua code run for the one instruction of a write to such a file.
-pub const FS_APPLY_LUA: &str = "return require('acp.fs').apply(...)";
+pub const FS_APPLY_LUA: &str = "return require('acp.edits.fs').apply(...)";
 /// Lua code run for the editor MCP server's `diagnostics` and `open_buffers`.
-pub const EDITOR_STATE_LUA: &str = "return require('acp.editor_tools').state(...)";
+pub const EDITOR_STATE_LUA: &str = "return require('acp.edits.editor_tools').state(...)";
 
 /// A call into Neovim failed (Neovim is gone, or the Lua code raised).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,14 +38,14 @@ pub trait Editor: Send + Sync + 'static {
     /// `require('acp.events').dispatch(events)`: one call per batch.
     async fn dispatch(&self, events: Vec<Value>) -> Result<(), LuaError>;
 
-    /// `require('acp.fs').read_for_agent(args)`: `{text, tick, whole?,
+    /// `require('acp.edits.fs').read_for_agent(args)`: `{text, tick, whole?,
     /// buffer?}`, or nil when no loaded buffer has the path.
     async fn fs_read(&self, args: Value) -> Result<Value, LuaError>;
 
-    /// `require('acp.fs').apply(instruction)`: `{status, revision, ...}`.
+    /// `require('acp.edits.fs').apply(instruction)`: `{status, revision, ...}`.
     async fn fs_apply(&self, args: Value) -> Result<Value, LuaError>;
 
-    /// `require('acp.editor_tools').state({what, path?})`: the editor's
+    /// `require('acp.edits.editor_tools').state({what, path?})`: the editor's
     /// diagnostics (`what = "diagnostics"`) or open buffers
     /// (`"open_buffers"`) for the editor's MCP server. Nil: not supported.
     async fn editor_state(&self, args: Value) -> Result<Value, LuaError> {

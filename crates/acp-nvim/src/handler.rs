@@ -32,7 +32,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// What the answer to an `acp.hello` notification calls in Neovim: the
 /// plugin greets with a notification so that `:Acp` never waits for the
 /// backend to start (issue #30).
-const HELLO_LUA: &str = "require('acp.backend').on_hello(...)";
+const HELLO_LUA: &str = "require('acp.rpc.backend').on_hello(...)";
 /// How long a review query waits for the command loop (which never waits
 /// for anything slow, so this is only a guard).
 const QUERY_WAIT: Duration = Duration::from_secs(5);

@@ -34,7 +34,7 @@ struct FakeBuffer {
 }
 
 /// The Lua side: `acp.fs` over at most one buffer (of `notes.txt`), as
-/// lua/acp/fs.lua answers, recording its calls.
+/// lua/acp/edits/fs.lua answers, recording its calls.
 struct FakeLua {
     buffer: Mutex<Option<FakeBuffer>>,
     /// Typed into the buffer right after the first instruction arrives,

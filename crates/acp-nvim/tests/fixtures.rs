@@ -591,7 +591,7 @@ fn the_checked_in_fixtures_are_what_the_backend_encodes() {
         have == want,
         "{} differs from what the backend encodes now. If the change is intended, regenerate it with \
          `ACP_UPDATE_FIXTURES=1 cargo test -p acp-nvim --test fixtures`, update the Lua side \
-         (lua/acp/protocol.lua, doc/protocol.md) and run tests/e2e/run.sh test_render.",
+         (lua/acp/rpc/protocol.lua, doc/protocol.md) and run tests/e2e/run.sh test_render.",
         path.display()
     );
 }

@@ -18,7 +18,7 @@ use acp_client::buffer_sync::{Applied, BufferRead, BufferText, BufferView, Instr
 use super::wire;
 use crate::msgpack;
 
-/// `require('acp.fs').read(args)`: the buffer's text of a file.
+/// `require('acp.edits.fs').read(args)`: the buffer's text of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FsRead<'a> {
     /// Absolute path.
@@ -33,7 +33,7 @@ pub struct FsRead<'a> {
     pub known: Option<u64>,
 }
 
-/// `require('acp.fs').apply(args)`: the one instruction of a write, or of
+/// `require('acp.edits.fs').apply(args)`: the one instruction of a write, or of
 /// the agent's disk edit, to a file Neovim may have a buffer of (see
 /// `acp_client::buffer_sync`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -101,7 +101,7 @@ impl FsRead<'_> {
     }
 }
 
-/// `require('acp.editor_tools').state(args)`: what the editor's MCP server
+/// `require('acp.edits.editor_tools').state(args)`: what the editor's MCP server
 /// asks of Neovim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EditorState<'a> {

@@ -1,0 +1,264 @@
+---@mod acp.chat.replay History rendered in slices: the work of replaying a
+--- session into its chat (a `session/load` replay arriving as event batches,
+--- a transcript reopened from its file), queued per chat and done a few
+--- milliseconds at a time, yielding to the event loop between slices so keys
+--- typed meanwhile, the prompt and redraws are never held for long.
+---
+--- Work is done in order, per chat. Whoever renders history calls
+--- `M.start()` for the time its slice began, runs items itself while
+--- `M.over(t)` is false and hands the rest to `M.push`; once a chat has work
+--- queued, everything for it goes through the queue (`M.pending`), so
+--- nothing overtakes the history. `M.flush` does what is queued at once
+--- (the backend died: its last events come before the news of its death).
+---
+--- Work queued with `M.push_behind` runs in the time a slice has left once
+--- no chat has work queued with `M.push`, and holds nothing back: a chat's
+--- new events do not wait for it (acp.backlog: the older turns of a loaded
+--- session, drawn above the newer ones while the chat is in use).
+
+local uv = vim.uv
+
+local M = {}
+
+--- Milliseconds of work per slice. A slice ends at the first item past it,
+--- so one item (an event, a transcript record) is the unit: bounded by the
+--- backend's merging of streamed text. Tests set 0 (one item a slice) and
+--- math.huge (one slice) to compare the two.
+M.SLICE_MS = 4
+
+---@class acp.ReplayItem
+---@field fn fun(a: any, b: any): boolean? true: call again, there is more
+---@field a any
+---@field b any
+
+---@class acp.ReplayQueue
+---@field items acp.ReplayItem[]
+---@field head integer next item
+---@field done? fun() called once the queue is empty
+
+---@type table<string, acp.ReplayQueue> by chat id
+local queues = {}
+---@type string[] chat ids with work, in the order their work arrived
+local order = {}
+---@type table<string, acp.ReplayQueue> work that holds nothing back, by chat id
+local behind = {}
+---@type string[] chat ids with such work, in order
+local behind_order = {}
+local scheduled = false
+
+--- The time a slice starts (pass it to `M.over`).
+---@return integer
+function M.start()
+  return uv.hrtime()
+end
+
+--- True when a slice that started at `t0` used up its time.
+---@param t0 integer
+---@return boolean
+function M.over(t0)
+  return (uv.hrtime() - t0) / 1e6 >= M.SLICE_MS
+end
+
+--- True while the chat has history waiting to be rendered.
+---@param chat_id string
+---@return boolean
+function M.pending(chat_id)
+  return queues[chat_id] ~= nil
+end
+
+---@param chat_id string
+---@return acp.Chat?
+local function chat_of(chat_id)
+  return require("acp.chat").get(chat_id)
+end
+
+--- True while the chat has work queued with `M.push_behind` (older turns
+--- of a loaded session still being drawn above the rest).
+---@param chat_id string
+---@return boolean
+function M.filling(chat_id)
+  return behind[chat_id] ~= nil
+end
+
+---@param chat_id string
+---@param q acp.ReplayQueue
+---@param set table<string, acp.ReplayQueue>
+---@param ids string[]
+local function finish(chat_id, q, set, ids)
+  set[chat_id] = nil
+  for i, id in ipairs(ids) do
+    if id == chat_id then
+      table.remove(ids, i)
+      break
+    end
+  end
+  if q.done and chat_of(chat_id) then
+    q.done()
+  end
+end
+
+--- Run the items of one queue until `t0`'s slice is used up (never when
+--- `t0` is nil: all of them); at least one item, however short the slice.
+---@param q acp.ReplayQueue
+---@param t0? integer
+local function drain(q, t0)
+  while q.head <= #q.items do
+    local item = q.items[q.head]
+    local ok, more = xpcall(item.fn, debug.traceback, item.a, item.b)
+    if not ok then
+      require("acp.util").notify("history could not be shown: " .. tostring(more), vim.log.levels.ERROR)
+    end
+    if not (ok and more == true) then
+      q.items[q.head] = false
+      q.head = q.head + 1
+    end
+    if t0 and M.over(t0) then
+      break
+    end
+  end
+end
+
+--- One pass over the chats of `set`: their items in order, until the slice
+--- is used up.
+---@param set table<string, acp.ReplayQueue>
+---@param ids string[]
+---@param t0? integer
+---@param only? string
+---@param touched acp.Chat[]
+---@param skip? table<string, acp.ReplayQueue> chats whose work here waits for work there
+local function run_set(set, ids, t0, only, touched, skip)
+  for _, chat_id in ipairs(only and { only } or vim.list_slice(ids)) do
+    local q = set[chat_id]
+    local chat = q and chat_of(chat_id)
+    if q and not chat then
+      -- Closed meanwhile: its history has nowhere to go.
+      finish(chat_id, q, set, ids)
+    elseif q and not (skip and skip[chat_id]) then
+      touched[#touched + 1] = chat
+      drain(q, t0)
+      if q.head > #q.items then
+        finish(chat_id, q, set, ids)
+      end
+    end
+    if t0 and M.over(t0) then
+      return
+    end
+  end
+end
+
+--- Run queued items of every chat, oldest chat first, until `t0`'s slice is
+--- used up (never when `t0` is nil: everything), then, with time left, the
+--- work that holds nothing back.
+---@param t0? integer
+---@param only? string just this chat
+local function run(t0, only)
+  local touched = {}
+  run_set(queues, order, t0, only, touched)
+  -- At least one item a slice here too: after a slice spent on the other
+  -- queue, or when the slice is shorter than any item.
+  if #touched == 0 or not (t0 and M.over(t0)) then
+    run_set(behind, behind_order, t0, only, touched, queues)
+  end
+  -- The view's batch ends with each slice: read-only again, markdown drawn
+  -- over the rows the slice added, following windows at the new tail.
+  for _, chat in ipairs(touched) do
+    chat.transcript.view:finish()
+  end
+end
+
+local pump
+
+--- The next slice, after the editor had its turn. A timer, not
+--- vim.schedule: Neovim runs scheduled callbacks until none is left before it
+--- reads typed keys or redraws, so a chain of them would hold both until the
+--- whole history was drawn; a timer fires from the event loop's next poll,
+--- after the keys and the redraw.
+---@type uv.uv_timer_t?
+local timer
+local function schedule()
+  if scheduled then
+    return
+  end
+  scheduled = true
+  timer = timer or assert(uv.new_timer())
+  timer:start(0, 0, function()
+    vim.schedule(pump)
+  end)
+end
+
+pump = function()
+  scheduled = false
+  -- An error here must not leave the rest of the history waiting forever.
+  local ok, err = xpcall(run, debug.traceback, M.start())
+  if not ok then
+    require("acp.util").notify("history could not be shown: " .. tostring(err), vim.log.levels.ERROR)
+  end
+  if #order > 0 or #behind_order > 0 then
+    schedule()
+  end
+end
+
+--- Queue `fn(a, b)` after the chat's other queued work. An `fn` that
+--- returns true has more to do: it is called again (in this slice while
+--- time is left, else in the next), one step of a long job per call.
+---@param chat_id string
+---@param fn fun(a: any, b: any): boolean?
+---@param a any
+---@param b any
+function M.push(chat_id, fn, a, b)
+  local q = queues[chat_id]
+  if not q then
+    q = { items = {}, head = 1 }
+    queues[chat_id] = q
+    order[#order + 1] = chat_id
+  end
+  q.items[#q.items + 1] = { fn = fn, a = a, b = b }
+  schedule()
+end
+
+--- Queue `fn(a, b)` after the chat's other work of this kind, to run only
+--- while no chat has work queued with `M.push`; the chat's new events do not
+--- wait for it (`M.pending` does not count it). `fn` as in `M.push`.
+---@param chat_id string
+---@param fn fun(a: any, b: any): boolean?
+---@param a any
+---@param b any
+function M.push_behind(chat_id, fn, a, b)
+  local q = behind[chat_id]
+  if not q then
+    q = { items = {}, head = 1 }
+    behind[chat_id] = q
+    behind_order[#behind_order + 1] = chat_id
+  end
+  q.items[#q.items + 1] = { fn = fn, a = a, b = b }
+  schedule()
+end
+
+--- Call `fn` once the chat's queued work is done (at once when none is).
+---@param chat_id string
+---@param fn fun()
+function M.when_done(chat_id, fn)
+  local q = queues[chat_id]
+  if not q then
+    fn()
+    return
+  end
+  local prev = q.done
+  q.done = function()
+    if prev then
+      prev()
+    end
+    fn()
+  end
+end
+
+--- Do the queued work now: of one chat, else of every chat.
+---@param chat_id? string
+function M.flush(chat_id)
+  if chat_id and not queues[chat_id] and not behind[chat_id] then
+    return
+  end
+  run(nil, chat_id)
+end
+
+return M

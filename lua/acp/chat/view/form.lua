@@ -1,0 +1,1037 @@
+---@mod acp.chat.view.form One floating form for an agent's question (an elicitation
+--- in form mode): every field visible with its type, default, required
+--- marker, choices and description; each field checked as it is edited, the
+--- problems drawn under the field; keyboard only, sized for 80x24.
+---
+--- Keys in the form (Normal mode):
+---   <Tab> / <S-Tab>   next / previous field (then the buttons)
+---   <CR>              edit a text or number field; pick the choice under the
+---                     cursor; press the button under the cursor
+---   <Space>           pick / toggle the choice under the cursor
+---   i, c              edit the field (c starts from an empty text)
+---   x, <BS>           clear the field (no value)
+---   <C-s>             submit;  D decline;  X cancel
+---   q, <Esc>          close the form; the question stays (`a` reopens it,
+---                     with what was typed)
+--- While editing a field (a one-line window over its value): <CR> keeps the
+--- text, <Tab>/<S-Tab> keep it and move on, <C-s> keeps it and submits,
+--- <Esc> in Normal mode keeps it too, <C-c> drops the edit.
+---
+--- The form checks what the backend checks (acp-client's
+--- `FormSchema::validate`), so an answer that cannot fit is never sent; an
+--- answer the backend refuses anyway shows its sentence at the bottom.
+
+local M = {}
+
+---@class acp.FormRow
+---@field field? integer index into the form's fields
+---@field choice? integer index of the choice on this row
+---@field value? boolean the row holding a text field's value
+---@field buttons? boolean the row of the buttons
+
+---@class acp.FormState
+---@field e acp.Elicitation
+---@field fields acp.ElicitationField[]
+---@field values table<string, any> the value of each field (nil: none)
+---@field texts table<string, string> text typed that is no value of its field's type
+---@field errors table<string, string> the problem of each field, drawn under it
+---@field notice? string why the last submit did not go through
+---@field buf? integer
+---@field win? integer
+---@field input_win? integer the window editing one field
+---@field return_win? integer where the cursor was before the form opened
+---@field rows table<integer, acp.FormRow> buffer row (0-based) -> what it shows
+---@field stops integer[] rows <Tab> goes to, in order
+---@field width integer text width of the window
+---@field buttons {name: string, from: integer, to: integer}[] byte columns of each button
+
+--- Forms by elicitation request id: kept while their question waits, so a
+--- closed form reopens with what was typed.
+---@type table<integer, acp.FormState>
+M.forms = {}
+
+local ns = vim.api.nvim_create_namespace("acp.form")
+local group = vim.api.nvim_create_augroup("acp.form", { clear = true })
+
+local HELP = " Tab next · Enter edit/pick · C-s submit · D decline · X cancel · q close "
+
+--- Agent text drawn on one line: newlines and other control characters are
+--- shown as their pictures (they broke the row layout, and a carriage return
+--- or escape sequence could rewrite the screen).
+---@param s any
+---@return string
+local function clean(s)
+  -- The one display sanitizer: nothing an agent sends can break or disguise a line.
+  return require("acp.sanitize").line(s)
+end
+
+--- Cut `s` to `width` display columns (with "…" when cut).
+---@param s string
+---@param width integer
+---@return string
+local function fit(s, width)
+  if vim.fn.strdisplaywidth(s) <= width then
+    return s
+  end
+  local out = vim.fn.strcharpart(s, 0, math.max(width - 1, 0))
+  while vim.fn.strdisplaywidth(out) > width - 1 and #out > 0 do
+    out = vim.fn.strcharpart(out, 0, vim.fn.strchars(out) - 1)
+  end
+  return out .. "…"
+end
+
+--- Words of `s` in lines of at most `width` columns, each prefixed by
+--- `indent` (a word longer than a line is cut).
+---@param s string
+---@param width integer
+---@param indent string
+---@return string[]
+local function wrap(s, width, indent)
+  local lines, cur = {}, ""
+  local room = math.max(width - #indent, 10)
+  for word in clean(s):gmatch("%S+") do
+    word = fit(word, room)
+    if cur == "" then
+      cur = word
+    elseif vim.fn.strdisplaywidth(cur) + 1 + vim.fn.strdisplaywidth(word) <= room then
+      cur = cur .. " " .. word
+    else
+      lines[#lines + 1] = indent .. cur
+      cur = word
+    end
+  end
+  if cur ~= "" then
+    lines[#lines + 1] = indent .. cur
+  end
+  return lines
+end
+
+---@param n number
+---@return string
+local function num(n)
+  if n == math.floor(n) and math.abs(n) < 1e15 then
+    return ("%d"):format(n)
+  end
+  return tostring(n)
+end
+
+-- Validation: the rules of acp-client's FormSchema::validate (elicitation.rs),
+-- with its sentences, so what the form says is what the backend would say.
+
+-- Rust's char::is_whitespace: ASCII space and the Unicode spaces (U+0085,
+-- U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+local function has_space(s)
+  return s:find("%s") ~= nil
+    or s:find("\194[\133\160]") ~= nil
+    or s:find("\225\154\128") ~= nil
+    or s:find("\226\128[\128-\138\168\169\175]") ~= nil
+    or s:find("\226\129\159") ~= nil
+    or s:find("\227\128\128") ~= nil
+end
+
+local function is_email(s)
+  local at = s:match("^.*()@")
+  if not at then
+    return false
+  end
+  local loc, domain = s:sub(1, at - 1), s:sub(at + 1)
+  return loc ~= ""
+    and not has_space(s)
+    and domain:find(".", 1, true) ~= nil
+    and domain:sub(1, 1) ~= "."
+    and domain:sub(-1) ~= "."
+end
+
+local function is_uri(s)
+  local scheme, rest = s:match("^([^:]*):(.*)$")
+  return scheme ~= nil and scheme:match("^%a[%w+%-.]*$") ~= nil and rest ~= "" and not has_space(s)
+end
+
+local function is_date(s)
+  local y, m, d = s:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)$")
+  if not y then
+    return false
+  end
+  y, m, d = tonumber(y), tonumber(m), tonumber(d)
+  local leap = (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0
+  local days = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[m]
+  return days ~= nil and d >= 1 and d <= days
+end
+
+local function is_date_time(s)
+  local date, time = s:match("^(%d%d%d%d%-%d%d%-%d%d)[Tt](.+)$")
+  if not date or not is_date(date) then
+    return false
+  end
+  local clock, offset = time:match("^(.-)[Zz]$"), nil
+  if not clock then
+    clock, offset = time:match("^(.*)[+-](%d%d:%d%d)$")
+    if not clock then
+      return false
+    end
+  end
+  clock = clock:gsub("%.%d+$", "")
+  local h, mi, se = clock:match("^(%d%d):(%d%d):(%d%d)$")
+  if not h or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(se) > 60 then
+    return false
+  end
+  if offset then
+    local oh, om = offset:match("^(%d%d):(%d%d)$")
+    return tonumber(oh) < 24 and tonumber(om) < 60
+  end
+  return true
+end
+
+local FORMATS = {
+  email = { is_email, "an email address such as name@example.com" },
+  uri = { is_uri, "a URI such as https://example.com/page" },
+  date = { is_date, "a date such as 2026-07-28" },
+  ["date-time"] = { is_date_time, "a date and time such as 2026-07-28T14:30:00Z" },
+}
+
+--- The problem of one field's value, as a sentence without the field's
+--- name (drawn under the field), or nil.
+---@param f acp.ElicitationField
+---@param v any
+---@param text? string text typed that is no value of the field's type
+---@return string?
+function M.check(f, v, text)
+  if text then
+    if f.type == "integer" then
+      return ("`%s` is not a whole number"):format(clean(text))
+    end
+    return ("`%s` is not a number"):format(clean(text))
+  end
+  if v == nil or (f.type == "multi_select" and type(v) == "table" and #v == 0 and f.required) then
+    if f.type == "unknown" and f.required then
+      return ("has type `%s`, which this client cannot fill: decline the question"):format(clean(f.wire_type))
+    end
+    if f.required then
+      return f.type == "multi_select" and "is required: pick at least one" or "is required"
+    end
+    return nil
+  end
+  local t = f.type
+  if t == "string" or t == "enum" then
+    if type(v) ~= "string" then
+      return "must be text"
+    end
+    if t == "enum" then
+      for _, c in ipairs(f.choices or {}) do
+        if c.value == v then
+          return nil
+        end
+      end
+      return "must be one of the choices"
+    end
+    local len = vim.fn.strchars(v)
+    if f.min_length and len < f.min_length then
+      return ("must be at least %d characters long"):format(f.min_length)
+    end
+    if f.max_length and len > f.max_length then
+      return ("must be at most %d characters long (it has %d)"):format(f.max_length, len)
+    end
+    local fmt = FORMATS[f.format or ""]
+    if fmt and not fmt[1](v) then
+      return "must be " .. fmt[2]
+    end
+  elseif t == "integer" or t == "number" then
+    if type(v) ~= "number" then
+      return "must be a number"
+    end
+    if t == "integer" and v ~= math.floor(v) then
+      return "must be a whole number"
+    end
+    if f.minimum and v < f.minimum then
+      return "must be at least " .. num(f.minimum)
+    end
+    if f.maximum and v > f.maximum then
+      return "must be at most " .. num(f.maximum)
+    end
+  elseif t == "boolean" then
+    if type(v) ~= "boolean" then
+      return "must be yes or no"
+    end
+  elseif t == "multi_select" then
+    local n = #v
+    if f.min_items and n < f.min_items then
+      return ("needs at least %d choices"):format(f.min_items)
+    end
+    if f.max_items and n > f.max_items then
+      return ("allows at most %d choices"):format(f.max_items)
+    end
+  elseif t == "unknown" then
+    return ("has type `%s`, which this client cannot fill"):format(clean(f.wire_type))
+  end
+  return nil
+end
+
+--- What a field takes, in a few words (on the right of its label).
+---@param f acp.ElicitationField
+---@return string
+local function hint(f)
+  local t = f.type
+  if t == "string" then
+    local fmt = ({ email = "email", uri = "URI", date = "date YYYY-MM-DD", ["date-time"] = "date and time" })[f.format or ""]
+    local s = fmt or "text"
+    if f.min_length and f.max_length then
+      s = ("%s, %d-%d chars"):format(s, f.min_length, f.max_length)
+    elseif f.max_length then
+      s = ("%s, up to %d chars"):format(s, f.max_length)
+    elseif f.min_length then
+      s = ("%s, at least %d chars"):format(s, f.min_length)
+    end
+    return s
+  elseif t == "integer" or t == "number" then
+    local s = t == "integer" and "whole number" or "number"
+    if f.minimum and f.maximum then
+      return ("%s, %s to %s"):format(s, num(f.minimum), num(f.maximum))
+    elseif f.minimum then
+      return ("%s, at least %s"):format(s, num(f.minimum))
+    elseif f.maximum then
+      return ("%s, at most %s"):format(s, num(f.maximum))
+    end
+    return s
+  elseif t == "boolean" then
+    return "yes or no"
+  elseif t == "enum" then
+    return "pick one"
+  elseif t == "multi_select" then
+    if f.min_items or f.max_items then
+      return ("pick %s to %s"):format(f.min_items or 0, f.max_items or "any")
+    end
+    return "pick any"
+  end
+  return "type " .. clean(f.wire_type)
+end
+
+--- The choices drawn on a field's rows: enums and multi-selects have the
+--- agent's, booleans yes and no.
+---@param f acp.ElicitationField
+---@return {value: any, title: string}[]?
+local function choices_of(f)
+  if f.type == "boolean" then
+    return { { value = true, title = "yes" }, { value = false, title = "no" } }
+  elseif f.type == "enum" or f.type == "multi_select" then
+    return f.choices or {}
+  end
+  return nil
+end
+
+---@param v any
+---@return string
+local function value_text(v)
+  if v == nil then
+    return ""
+  end
+  return clean(type(v) == "number" and num(v) or tostring(v))
+end
+
+---@param st acp.FormState
+---@param f acp.ElicitationField
+---@param v any
+---@return boolean
+local function picked(st, f, v)
+  local cur = st.values[f.name]
+  if f.type == "multi_select" then
+    return type(cur) == "table" and vim.tbl_contains(cur, v)
+  end
+  return cur == v
+end
+
+--- The form's lines, highlights and rows.
+---@param st acp.FormState
+---@param compact? boolean no blank line between fields (a small terminal)
+---@return string[] lines, {[1]: integer, [2]: integer, [3]: integer, [4]: string}[] hls
+local function layout(st, compact)
+  local e, W = st.e, st.width
+  local lines, hls = {}, {}
+  st.rows, st.stops, st.buttons = {}, {}, {}
+  local function add(line, hl, row)
+    lines[#lines + 1] = line
+    if hl then
+      hls[#hls + 1] = { #lines - 1, 0, -1, hl }
+    end
+    st.rows[#lines - 1] = row or {}
+    return #lines - 1
+  end
+  for _, l in ipairs(wrap(e.message ~= "" and e.message or "(no message)", W, "")) do
+    add(l, "AcpPermissionTitle")
+  end
+  if e.tool_title or e.tool_call_id then
+    add(fit("for tool call: " .. clean(e.tool_title or e.tool_call_id), W), "AcpNote")
+  end
+  local schema = type(e.requested_schema) == "table" and e.requested_schema or {}
+  if type(schema.title) == "string" and schema.title ~= "" then
+    add(fit(clean(schema.title), W), "Bold")
+  end
+  if type(schema.description) == "string" and schema.description ~= "" then
+    for _, l in ipairs(wrap(schema.description, W, "")) do
+      add(l, "AcpNote")
+    end
+  end
+  for i, f in ipairs(st.fields) do
+    if not compact or i == 1 then
+      add("")
+    end
+    local label = clean(f.label) .. (f.required and " *" or "")
+    local right = hint(f)
+    local room = W - vim.fn.strdisplaywidth(right) - 2
+    label = fit(label, math.max(room, 8))
+    local pad = math.max(W - vim.fn.strdisplaywidth(label) - vim.fn.strdisplaywidth(right), 2)
+    local row = add(label .. (" "):rep(pad) .. right, nil, { field = i })
+    hls[#hls + 1] = { row, 0, #label, "AcpFormLabel" }
+    hls[#hls + 1] = { row, #label + pad, -1, "AcpNote" }
+    local choices = choices_of(f)
+    if choices then
+      local multi = f.type == "multi_select"
+      local first
+      for ci, c in ipairs(choices) do
+        local on = picked(st, f, c.value)
+        local mark = multi and (on and "[x] " or "[ ] ") or (on and "(•) " or "( ) ")
+        local r = add(fit("  " .. mark .. clean(c.title), W), nil, { field = i, choice = ci })
+        hls[#hls + 1] = { r, 2, 2 + #mark, on and "AcpFormPicked" or "AcpNote" }
+        if on and not first then
+          first = r
+        end
+      end
+      if #choices == 0 then
+        add("  (the agent offered no choices)", "AcpNote", { field = i })
+      else
+        st.stops[#st.stops + 1] = first or (row + 1)
+      end
+    elseif f.type == "unknown" then
+      add(fit(("  (type `%s`: cannot be filled here)"):format(clean(f.wire_type)), W), "AcpNote", { field = i })
+    else
+      local text = st.texts[f.name] or value_text(st.values[f.name])
+      local inner = W - 4
+      local shown = fit(text, inner)
+      local r = add(
+        "  [" .. shown .. (" "):rep(math.max(inner - vim.fn.strdisplaywidth(shown), 0)) .. "]",
+        nil,
+        { field = i, value = true }
+      )
+      hls[#hls + 1] = { r, 3, 3 + #shown + math.max(inner - vim.fn.strdisplaywidth(shown), 0), "AcpFormInput" }
+      st.stops[#st.stops + 1] = r
+    end
+    if f.description and f.description ~= "" then
+      for _, l in ipairs(wrap(f.description, W, "  ")) do
+        add(l, "AcpNote", { field = i })
+      end
+    end
+    if st.errors[f.name] then
+      for _, l in ipairs(wrap("✗ " .. st.errors[f.name], W, "  ")) do
+        add(l, "AcpError", { field = i })
+      end
+    end
+  end
+  add("")
+  if st.notice then
+    for _, l in ipairs(wrap("✗ " .. st.notice, W, "")) do
+      add(l, "AcpError")
+    end
+  end
+  local line, col = "", 0
+  for bi, b in ipairs({ { "submit", "[ Submit ]" }, { "decline", "[ Decline ]" }, { "cancel", "[ Cancel ]" } }) do
+    local sep = bi == 1 and "" or "   "
+    line = line .. sep .. b[2]
+    col = col + #sep
+    st.buttons[#st.buttons + 1] = { name = b[1], from = col, to = col + #b[2] }
+    col = col + #b[2]
+  end
+  local r = add(line, "AcpPermissionKey", { buttons = true })
+  st.stops[#st.stops + 1] = r
+  return lines, hls
+end
+
+---@param st acp.FormState
+---@return boolean
+local function shown(st)
+  return st.win ~= nil and vim.api.nvim_win_is_valid(st.win)
+end
+
+--- Window size and place for `n` lines, centred in the editor.
+---@param n integer
+---@return table config, integer width
+local function placement(n)
+  local cols, rows = vim.o.columns, vim.o.lines - vim.o.cmdheight - 1
+  local width = math.max(math.min(76, cols - 4), 20)
+  local height = math.max(math.min(n, rows - 4), 3)
+  return {
+    relative = "editor",
+    width = width,
+    height = height,
+    row = math.max(math.floor((rows - height - 2) / 2), 0),
+    col = math.max(math.floor((cols - width - 2) / 2), 0),
+  },
+    width
+end
+
+--- Draw the form again (a few dozen lines: drawn whole), keeping the
+--- cursor on the same field.
+---@param st acp.FormState
+---@param cursor? integer row to put the cursor on
+local function draw(st, cursor)
+  if not (st.buf and vim.api.nvim_buf_is_valid(st.buf)) then
+    return
+  end
+  local lines, hls = layout(st)
+  if #lines > placement(#lines).height then
+    -- At 80x24 a form of five fields fits without the blank lines.
+    lines, hls = layout(st, true)
+  end
+  local bo = vim.bo[st.buf]
+  bo.modifiable = true
+  vim.api.nvim_buf_set_lines(st.buf, 0, -1, false, lines)
+  bo.modifiable = false
+  vim.api.nvim_buf_clear_namespace(st.buf, ns, 0, -1)
+  for _, h in ipairs(hls) do
+    local line = lines[h[1] + 1]
+    vim.api.nvim_buf_set_extmark(st.buf, ns, h[1], h[2], {
+      end_col = h[3] == -1 and #line or math.min(h[3], #line),
+      hl_group = h[4],
+    })
+  end
+  if shown(st) then
+    local cfg = placement(#lines)
+    -- The border's footer is always on screen, the bottom of a long form
+    -- may not be (80x24): why a submit did not go through is said there,
+    -- in full at the bottom of the form.
+    cfg.footer = st.notice and { { fit(" ✗ " .. clean(st.notice) .. " ", st.width), "AcpError" } }
+      or fit(HELP, st.width)
+    cfg.footer_pos = "center"
+    vim.api.nvim_win_set_config(st.win, cfg)
+    if cursor then
+      vim.api.nvim_win_set_cursor(st.win, { math.min(cursor + 1, #lines), 0 })
+    end
+  end
+end
+
+--- The field and row under the cursor.
+---@param st acp.FormState
+---@return acp.FormRow row, integer lnum 0-based
+local function here(st)
+  local lnum = vim.api.nvim_win_get_cursor(st.win)[1] - 1
+  return st.rows[lnum] or {}, lnum
+end
+
+--- The row of a field the cursor goes back to after a redraw.
+---@param st acp.FormState
+---@param i integer field index
+---@param choice? integer
+---@return integer?
+local function row_of(st, i, choice)
+  for r = 0, #vim.tbl_keys(st.rows) do
+    local row = st.rows[r]
+    if row and row.field == i and ((choice and row.choice == choice) or (not choice and (row.value or row.choice))) then
+      return r
+    end
+  end
+  for r = 0, #vim.tbl_keys(st.rows) do
+    if st.rows[r] and st.rows[r].field == i then
+      return r
+    end
+  end
+end
+
+--- Set a field's value and check it.
+---@param st acp.FormState
+---@param f acp.ElicitationField
+---@param v any
+---@param text? string
+local function set(st, f, v, text)
+  st.values[f.name] = v
+  st.texts[f.name] = text
+  st.errors[f.name] = M.check(f, v, text)
+  st.notice = nil
+  -- The inline prompt in the chat and the vim.ui fallback start from these.
+  st.e.values = vim.deepcopy(st.values)
+end
+
+--- Turn typed text into a field's value: nil for empty text; numbers
+--- parsed (text that is none is kept and named as the problem).
+---@param f acp.ElicitationField
+---@param text string
+---@return any value, string? bad
+local function parse(f, text)
+  if text == "" then
+    return nil
+  end
+  if f.type == "integer" or f.type == "number" then
+    local n = tonumber(vim.trim(text))
+    if not n or n ~= n or n == math.huge or n == -math.huge then
+      return nil, text
+    end
+    if f.type == "integer" and n ~= math.floor(n) then
+      return nil, text
+    end
+    return n
+  end
+  return text
+end
+
+local stop_move
+
+--- Close the one-line editor, keeping its text in the field unless `drop`.
+---@param st acp.FormState
+---@param drop? boolean
+---@param keep_insert? boolean stay in Insert mode (<Tab> to the next field)
+local function end_edit(st, drop, keep_insert)
+  local win = st.input_win
+  if not (win and vim.api.nvim_win_is_valid(win)) then
+    st.input_win = nil
+    return
+  end
+  st.input_win = nil
+  local buf = vim.api.nvim_win_get_buf(win)
+  -- Read before the window closes: its buffer is wiped with it.
+  local i = vim.b[buf].acp_form_field
+  local f = st.fields[i]
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), " ")
+  if not keep_insert then
+    vim.cmd.stopinsert()
+  end
+  pcall(vim.api.nvim_win_close, win, true)
+  if not drop and f then
+    set(st, f, parse(f, text))
+  end
+  if shown(st) then
+    vim.api.nvim_set_current_win(st.win)
+    draw(st, f and row_of(st, i) or nil)
+  end
+end
+
+--- Edit a text or number field in a one-line window over its value.
+---@param st acp.FormState
+---@param i integer field index
+---@param empty? boolean start from no text
+local function edit(st, i, empty)
+  local f = st.fields[i]
+  local r = row_of(st, i)
+  if not r then
+    return
+  end
+  vim.api.nvim_win_set_cursor(st.win, { r + 1, 0 })
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = "wipe"
+  vim.b[buf].acp_form_field = i
+  local text = empty and "" or (st.texts[f.name] or value_text(st.values[f.name]))
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { text })
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = "win",
+    win = st.win,
+    bufpos = { r, 3 },
+    row = 0,
+    col = 0,
+    width = math.max(st.width - 4, 1),
+    height = 1,
+    style = "minimal",
+    zindex = 60,
+  })
+  vim.wo[win].winhighlight = "Normal:AcpFormInput"
+  st.input_win = win
+  local function map(modes, lhs, fn)
+    vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true })
+  end
+  map({ "i", "n" }, "<CR>", function()
+    end_edit(st)
+  end)
+  -- <Tab> from one text field into the next goes on typing there (Insert
+  -- mode is kept: a :stopinsert then :startinsert in one mapping stops).
+  local function move_on(dir)
+    end_edit(st, false, true)
+    stop_move(st, dir, true)
+    if not st.input_win then
+      vim.cmd.stopinsert()
+    end
+  end
+  map({ "i", "n" }, "<Tab>", function()
+    move_on(1)
+  end)
+  map({ "i", "n" }, "<S-Tab>", function()
+    move_on(-1)
+  end)
+  map({ "i", "n" }, "<C-s>", function()
+    end_edit(st)
+    M.submit(st.e.request_id)
+  end)
+  map({ "i", "n" }, "<C-c>", function()
+    end_edit(st, true)
+  end)
+  -- <Esc> twice (Insert, then Normal mode) is a habit, not a wish to lose
+  -- the text: it keeps it; only <C-c> drops an edit.
+  map("n", "<Esc>", function()
+    end_edit(st)
+  end)
+  -- Leaving the editor any other way (a mouse click, <C-w>) keeps the text:
+  -- what was typed is never lost.
+  vim.api.nvim_create_autocmd("WinLeave", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      if st.input_win == win then
+        vim.schedule(function()
+          end_edit(st)
+        end)
+      end
+    end,
+  })
+  if vim.api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    vim.api.nvim_win_set_cursor(win, { 1, #text })
+  else
+    vim.cmd("startinsert!")
+  end
+end
+
+--- Move the cursor to the next (dir 1) or previous (-1) stop; `edit_text`:
+--- start editing when the stop is a text field (<Tab> from an editor).
+---@param st acp.FormState
+---@param dir integer
+---@param edit_text? boolean
+stop_move = function(st, dir, edit_text)
+  if not shown(st) then
+    return
+  end
+  local cur = vim.api.nvim_win_get_cursor(st.win)[1] - 1
+  -- From a field's own stop (one of its choices), the next field's: a
+  -- field with several choices is one stop.
+  local at = st.rows[cur] or {}
+  local cur_field = (at.value or at.choice) and at.field or nil
+  local target
+  if dir > 0 then
+    for _, s in ipairs(st.stops) do
+      if s > cur and (not cur_field or (st.rows[s] or {}).field ~= cur_field) then
+        target = s
+        break
+      end
+    end
+    target = target or st.stops[1]
+  else
+    for k = #st.stops, 1, -1 do
+      local s = st.stops[k]
+      if s < cur and (not cur_field or (st.rows[s] or {}).field ~= cur_field) then
+        target = s
+        break
+      end
+    end
+    target = target or st.stops[#st.stops]
+  end
+  if not target then
+    return
+  end
+  vim.api.nvim_win_set_cursor(st.win, { target + 1, 0 })
+  local row = st.rows[target] or {}
+  if edit_text and row.value then
+    edit(st, row.field)
+  end
+end
+
+--- Pick (enum, boolean) or toggle (multi-select) a choice.
+---@param st acp.FormState
+---@param i integer
+---@param ci integer
+local function pick(st, i, ci)
+  local f = st.fields[i]
+  local c = (choices_of(f) or {})[ci]
+  if not c then
+    return
+  end
+  if f.type == "multi_select" then
+    local list = {}
+    local on = picked(st, f, c.value)
+    for _, x in ipairs(choices_of(f)) do
+      if (x.value == c.value and not on) or (x.value ~= c.value and picked(st, f, x.value)) then
+        list[#list + 1] = x.value
+      end
+    end
+    set(st, f, list)
+  else
+    set(st, f, c.value)
+  end
+  draw(st, row_of(st, i, ci))
+end
+
+--- Clear the field under the cursor.
+---@param st acp.FormState
+local function clear(st)
+  local row = here(st)
+  local f = row.field and st.fields[row.field]
+  if f and f.type ~= "unknown" then
+    set(st, f, nil)
+    draw(st, row_of(st, row.field, row.choice))
+  end
+end
+
+--- <CR>: edit, pick, or press what is under the cursor.
+---@param st acp.FormState
+---@param empty? boolean
+local function activate(st, empty)
+  local row = here(st)
+  if row.buttons then
+    local col = vim.api.nvim_win_get_cursor(st.win)[2]
+    local name = "submit"
+    for _, b in ipairs(st.buttons) do
+      if col >= b.from and col < b.to then
+        name = b.name
+      end
+    end
+    if name == "submit" then
+      M.submit(st.e.request_id)
+    else
+      M.answer(st.e.request_id, name)
+    end
+    return
+  end
+  local f = row.field and st.fields[row.field]
+  if not f then
+    return
+  end
+  if row.choice then
+    pick(st, row.field, row.choice)
+  elseif choices_of(f) then
+    local r = row_of(st, row.field, 1)
+    if r then
+      vim.api.nvim_win_set_cursor(st.win, { r + 1, 0 })
+    end
+  elseif f.type ~= "unknown" then
+    edit(st, row.field, empty)
+  end
+end
+
+--- The answer of the form: every field with a value.
+---@param st acp.FormState
+---@return table
+local function content(st)
+  local out = {}
+  for _, f in ipairs(st.fields) do
+    local v = st.values[f.name]
+    if v ~= nil and not (f.type == "multi_select" and #v == 0 and not f.required) then
+      out[f.name] = v
+    end
+  end
+  return out
+end
+
+--- Check every field and send the answer; a field that does not fit keeps
+--- the form open with its problem drawn under it.
+---@param request_id integer
+---@return boolean sent
+function M.submit(request_id)
+  local st = M.forms[request_id]
+  if not st then
+    return false
+  end
+  if st.input_win then
+    end_edit(st)
+  end
+  local first
+  for i, f in ipairs(st.fields) do
+    st.errors[f.name] = M.check(f, st.values[f.name], st.texts[f.name])
+    if st.errors[f.name] and not first then
+      first = i
+    end
+  end
+  if first then
+    st.notice = "not sent: fix the fields marked ✗ (or decline)"
+    draw(st, row_of(st, first))
+    return false
+  end
+  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = "accept", content = content(st) })
+  if not ok and M.forms[request_id] then
+    -- The backend names each problem as "`label` why": draw each under its
+    -- field, the whole sentence at the bottom.
+    for i, f in ipairs(st.fields) do
+      local why = (err or ""):match("`" .. vim.pesc(f.label) .. "` ([^;]+)")
+      if why then
+        st.errors[f.name] = why
+        first = first or i
+      end
+    end
+    st.notice = err or "the answer was not sent"
+    draw(st, first and row_of(st, first) or nil)
+    return false
+  end
+  return ok
+end
+
+--- Decline or cancel the question.
+---@param request_id integer
+---@param action "decline"|"cancel"
+function M.answer(request_id, action)
+  local st = M.forms[request_id]
+  if st and st.input_win then
+    end_edit(st, true)
+  end
+  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = action })
+  if not ok and st then
+    st.notice = err
+    draw(st)
+  end
+end
+
+--- Close a form's window; the question (and what was typed) stays.
+---@param request_id integer
+function M.hide(request_id)
+  local st = M.forms[request_id]
+  if not st then
+    return
+  end
+  if st.input_win then
+    end_edit(st, true)
+  end
+  local win, ret = st.win, st.return_win
+  st.win = nil
+  -- The chat's prompt shows the values typed so far.
+  require("acp.chat.view.elicitation").refresh(request_id)
+  if win and vim.api.nvim_win_is_valid(win) then
+    pcall(vim.api.nvim_win_close, win, true)
+  end
+  if ret and vim.api.nvim_win_is_valid(ret) then
+    pcall(vim.api.nvim_set_current_win, ret)
+  end
+end
+
+--- The question was answered or withdrawn: its form goes.
+---@param request_id integer
+function M.closed(request_id)
+  if M.forms[request_id] then
+    M.hide(request_id)
+    M.forms[request_id] = nil
+  end
+end
+
+---@param st acp.FormState
+local function map_keys(st)
+  local id = st.e.request_id
+  local function map(lhs, fn, desc)
+    vim.keymap.set("n", lhs, fn, { buffer = st.buf, nowait = true, silent = true, desc = "acp.nvim form: " .. desc })
+  end
+  map("<Tab>", function()
+    stop_move(st, 1)
+  end, "next field")
+  map("<S-Tab>", function()
+    stop_move(st, -1)
+  end, "previous field")
+  map("<CR>", function()
+    activate(st)
+  end, "edit, pick or press")
+  map("<Space>", function()
+    activate(st)
+  end, "pick or toggle")
+  map("i", function()
+    activate(st)
+  end, "edit the field")
+  map("c", function()
+    activate(st, true)
+  end, "edit the field from empty")
+  map("x", function()
+    clear(st)
+  end, "clear the field")
+  map("<BS>", function()
+    clear(st)
+  end, "clear the field")
+  map("<C-s>", function()
+    M.submit(id)
+  end, "submit")
+  map("D", function()
+    M.answer(id, "decline")
+  end, "decline")
+  map("X", function()
+    M.answer(id, "cancel")
+  end, "cancel")
+  map("q", function()
+    M.hide(id)
+  end, "close (the question stays)")
+  map("<Esc>", function()
+    M.hide(id)
+  end, "close (the question stays)")
+end
+
+--- Open (or focus) the form of a pending form elicitation.
+---@param e acp.Elicitation
+function M.open(e)
+  local st = M.forms[e.request_id]
+  if st and shown(st) then
+    vim.api.nvim_set_current_win(st.win)
+    return
+  end
+  for id, other in pairs(M.forms) do
+    if id ~= e.request_id and shown(other) then
+      M.hide(id)
+    end
+  end
+  if not st then
+    st = {
+      e = e,
+      fields = e.fields or {},
+      values = {},
+      texts = {},
+      errors = {},
+      rows = {},
+      stops = {},
+      buttons = {},
+      width = 0,
+    }
+    for _, f in ipairs(st.fields) do
+      -- What was typed before (a refused answer, the vim.ui prompts), else
+      -- the agent's default, checked like a typed value.
+      local v = e.values[f.name]
+      if v == nil then
+        v = f.default
+      end
+      if v ~= nil and f.type ~= "unknown" then
+        st.values[f.name] = v
+        st.errors[f.name] = M.check(f, v)
+      end
+    end
+    M.forms[e.request_id] = st
+  end
+  st.return_win = vim.api.nvim_get_current_win()
+  st.buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[st.buf].bufhidden = "wipe"
+  vim.bo[st.buf].filetype = "acp-form"
+  -- Named for the status line (a scratch buffer says "[Scratch]").
+  pcall(vim.api.nvim_buf_set_name, st.buf, ("acp://question/%d"):format(e.request_id))
+  local cfg, width = placement(10)
+  st.width = width
+  cfg.border = "rounded"
+  cfg.title = " The agent asks "
+  cfg.title_pos = "center"
+  cfg.footer = fit(HELP, width)
+  cfg.footer_pos = "center"
+  cfg.style = "minimal"
+  cfg.zindex = 50
+  st.win = vim.api.nvim_open_win(st.buf, true, cfg)
+  vim.wo[st.win].cursorline = true
+  vim.wo[st.win].wrap = false
+  vim.wo[st.win].winhighlight = "NormalFloat:Normal,FloatBorder:AcpFormBorder"
+  map_keys(st)
+  draw(st)
+  stop_move(st, 1)
+  local buf = st.buf
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      if st.buf == buf then
+        st.buf, st.win = nil, nil
+      end
+    end,
+  })
+end
+
+-- The terminal was resized: forms are centred and sized again.
+vim.api.nvim_create_autocmd("VimResized", {
+  group = group,
+  callback = function()
+    for _, st in pairs(M.forms) do
+      if shown(st) then
+        local _, width = placement(1)
+        st.width = width
+        draw(st)
+      end
+    end
+  end,
+})
+
+return M
