@@ -20,6 +20,7 @@
 --- the build step returns. Progress is echoed while it waits; <C-c> cancels.
 
 local util = require("acp.util")
+local binary = require("acp.rpc.binary")
 
 local M = {}
 
@@ -31,7 +32,7 @@ M.DEFAULT_BASE_URL = "https://github.com/acp-nvim/acp.nvim/releases/download"
 M.BINARIES = { "acp-fake-agent", "acp-nvim" }
 
 --- The file next to the installed binaries that says what was installed.
-M.MARKER = "install.json"
+M.MARKER = binary.MARKER
 
 --- Longest wait for one download, ms.
 local DOWNLOAD_TIMEOUT_MS = 10 * 60 * 1000
@@ -99,25 +100,11 @@ end
 ---@param root? string plugin directory
 ---@return string
 function M.bin_dir(root)
-  return require("acp.rpc.binary").bin_dir(root)
+  return binary.bin_dir(root)
 end
 
---- What `:Acp build` installed in `dir`, or nil.
----@param dir string
----@return table? marker {source, version, target, url, sha256}
-function M.read_marker(dir)
-  local f = io.open(dir .. "/" .. M.MARKER, "r")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  local ok, marker = pcall(vim.json.decode, text)
-  if ok and type(marker) == "table" then
-    return marker
-  end
-  return nil
-end
+--- What `:Acp build` installed in `dir`, or nil (acp.rpc.binary reads it).
+M.read_marker = binary.read_marker
 
 --- Run a program to completion while Neovim keeps drawing; <C-c> kills it.
 --- `on_line` gets stderr's lines as they come (where cargo and curl report

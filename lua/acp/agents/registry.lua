@@ -258,6 +258,7 @@ function M.on_backend_exit()
   end
   state.pending = {}
 end
+require("acp.rpc.hooks").on("stopped", "acp.agents.registry", M.on_backend_exit)
 
 --- The backend's registry events.
 ---@param ev acp.ev.AgentsListed|acp.ev.AgentInstallProgress|acp.ev.AgentInstalled|acp.ev.AgentInstallFailed|acp.ev.AgentRemoved

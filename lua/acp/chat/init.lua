@@ -11,6 +11,7 @@ local config = require("acp.config")
 local Transcript = require("acp.chat.transcript")
 local View = require("acp.chat.blocks")
 local permission = require("acp.chat.view.permission")
+local hooks = require("acp.rpc.hooks")
 
 local M = {}
 
@@ -407,6 +408,30 @@ function Chat:restart()
   end
   return self:reopen()
 end
+
+-- The backend died: nothing of any chat runs any more. History still being
+-- drawn came before the death: shown first, so a queued `session_started`
+-- cannot mark the chat ready after it died.
+hooks.on("died", "acp.chat", function(log_file)
+  local backlog = package.loaded["acp.chat.backlog"]
+  if backlog then
+    backlog.release_all()
+  end
+  local replay = package.loaded["acp.chat.replay"]
+  if replay then
+    replay.flush()
+  end
+  for _, chat in ipairs(M.list) do
+    pcall(chat.on_backend_died, chat, log_file)
+  end
+end)
+
+-- `:Acp restart` started a new backend: every chat opens again.
+hooks.on("restarted", "acp.chat", function()
+  for _, chat in ipairs(M.list) do
+    chat:reopen()
+  end
+end)
 
 -- The chat's methods, by idea: each part returns its methods and requires
 -- neither this module nor another part.

@@ -131,6 +131,8 @@ function M.backend_stopped(quiet)
   return n
 end
 
+require("acp.rpc.hooks").on("stopped", "acp.edits.review", M.backend_stopped)
+
 ---@param n integer files whose review ended
 ---@return string
 function M.ended_message(n)
