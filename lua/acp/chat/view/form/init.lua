@@ -28,6 +28,9 @@ local fit, picked, layout = rows.fit, rows.picked, rows.layout
 
 local M = {}
 
+--- The problem of a value of field `f`, or nil (acp.chat.view.form.fields).
+M.check = fields.check
+
 ---@class acp.FormRow
 ---@field field? integer index into the form's fields
 ---@field choice? integer index of the choice on this row
