@@ -165,4 +165,17 @@ function M.requests_of(pending, chat_id)
   return list
 end
 
+--- Read a file's text; nil when it does not exist or cannot be read.
+---@param path string
+---@return string?
+function M.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
 return M

@@ -334,16 +334,15 @@ end)
 
 T.test("a transcript reopened a slice per line renders what the one-shot reopen rendered", function()
   T.truthy(transcript_path and vim.fn.filereadable(transcript_path) == 1, "the live chat wrote a transcript")
-  local history = require("acp.agents.history")
   replay.SLICE_MS = math.huge
-  local once = assert(history.open_readonly(transcript_path))
+  local once = assert(require("acp.chat.readonly").open(transcript_path))
   T.eq(false, replay.pending(once.chat_id), "one slice: drawn on return")
   local expected = T.lines(once.bufnr)
   once:close()
   T.contains(table.concat(expected, "\n"), "Done with six.", "the whole transcript is there")
 
   replay.SLICE_MS = 0
-  local sliced = assert(history.open_readonly(transcript_path))
+  local sliced = assert(require("acp.chat.readonly").open(transcript_path))
   T.truthy(replay.pending(sliced.chat_id), "still drawing on return")
   T.truthy(#T.lines(sliced.bufnr) < #expected, "shown before it is whole")
   T.wait(function()
@@ -356,7 +355,7 @@ end)
 
 T.test("a chat closed while its history is drawn stops drawing it", function()
   replay.SLICE_MS = 0
-  local chat = assert(require("acp.agents.history").open_readonly(transcript_path))
+  local chat = assert(require("acp.chat.readonly").open(transcript_path))
   T.truthy(replay.pending(chat.chat_id), "drawing")
   chat:close()
   T.wait(function()

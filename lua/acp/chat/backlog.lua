@@ -201,7 +201,7 @@ function M.hold(chat, change)
   b.timer = b.timer or assert(vim.uv.new_timer())
   b.timer:start(M.QUIET_MS, 0, function()
     vim.schedule(function()
-      local chat_of = require("acp.chat").get(chat.chat_id)
+      local chat_of = require("acp.chat.index").get(chat.chat_id)
       if held[chat.chat_id] == b and chat_of then
         M.release(chat_of)
       end

@@ -12,6 +12,7 @@ local Transcript = require("acp.chat.transcript")
 local View = require("acp.chat.blocks")
 local permission = require("acp.chat.view.permission")
 local hooks = require("acp.rpc.hooks")
+local index = require("acp.chat.index")
 
 local M = {}
 
@@ -57,54 +58,14 @@ Chat.__index = Chat
 ---@field blocks table[]|fun(): table[] content blocks, or a function building them when sent
 ---@field text? string what the user typed (put back in the prompt when the queue is cancelled)
 
----@type table<string, acp.Chat>
-M.chats = {}
----@type acp.Chat[] in creation order
-M.list = {}
----@type string? the chat used by commands when the cursor is in no chat
-M.last_id = nil
-
---- The chat with this id.
----@param chat_id string
----@return acp.Chat?
-function M.get(chat_id)
-  return M.chats[chat_id]
-end
-
---- The chat of a buffer (transcript or prompt).
----@param buf integer
----@return acp.Chat?
-function M.of_buf(buf)
-  for _, chat in ipairs(M.list) do
-    if chat.bufnr == buf or chat.prompt_buf == buf then
-      return chat
-    end
-  end
-end
-
---- The live chat (not a read-only transcript) on a session of an agent.
----@param agent_name string
----@param session_id string
----@return acp.Chat?
-function M.of_session(agent_name, session_id)
-  for _, chat in ipairs(M.list) do
-    if chat.session_id == session_id and chat.agent.name == agent_name and not chat.readonly then
-      return chat
-    end
-  end
-end
-
---- The current chat: the one of the current buffer, else the last used one.
----@return acp.Chat?
-function M.current()
-  local chat = M.of_buf(api.nvim_get_current_buf())
-  if chat then
-    return chat
-  end
-  if M.last_id and M.chats[M.last_id] then
-    return M.chats[M.last_id]
-  end
-end
+-- The chats, found by id, buffer or session (acp.chat.index, which the
+-- views require instead of this module).
+M.chats = index.chats
+M.list = index.list
+M.get = index.get
+M.of_buf = index.of_buf
+M.of_session = index.of_session
+M.current = index.current
 
 --- Options a filetype change must not take back.
 local NOT_OURS = { filetype = true, syntax = true, modified = true }
@@ -201,7 +162,7 @@ function M.create(agent, cwd, frame, n)
   self.transcript = Transcript.new(self, self.bufnr)
   M.chats[self.chat_id] = self
   M.list[#M.list + 1] = self
-  M.last_id = self.chat_id
+  index.last_id = self.chat_id
   self:_keymaps()
   require("acp.chat.prompt").attach(self)
   api.nvim_create_autocmd("BufWinEnter", {
@@ -216,7 +177,7 @@ function M.create(agent, cwd, frame, n)
     api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
       buffer = b,
       callback = function()
-        M.last_id = self.chat_id
+        index.last_id = self.chat_id
       end,
     })
   end
@@ -308,8 +269,8 @@ function Chat:close()
       break
     end
   end
-  if M.last_id == self.chat_id then
-    M.last_id = M.list[#M.list] and M.list[#M.list].chat_id or nil
+  if index.last_id == self.chat_id then
+    index.last_id = M.list[#M.list] and M.list[#M.list].chat_id or nil
   end
   for _, b in ipairs({ self.prompt_buf, self.bufnr }) do
     if api.nvim_buf_is_valid(b) then

@@ -69,7 +69,7 @@ end
 ---@param chat_id string
 ---@return acp.Chat?
 local function chat_of(chat_id)
-  return require("acp.chat").get(chat_id)
+  return require("acp.chat.index").get(chat_id)
 end
 
 --- True while the chat has work queued with `M.push_behind` (older turns

@@ -103,7 +103,7 @@ function Chat:_flush()
   if self.rewind_context then
     -- The first prompt after a rewind that could not fork: the agent gets
     -- the conversation before the rewound turn (acp.rewind).
-    local meta = { [require("acp.edits.rewind").CONTEXT_META] = true }
+    local meta = { [require("acp.chat.context").REWIND_META] = true }
     blocks = vim.list_extend({ { type = "text", text = self.rewind_context, _meta = meta } }, blocks)
     self.rewind_context = nil
   end

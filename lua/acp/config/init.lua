@@ -5,6 +5,7 @@
 local util = require("acp.util")
 local D = require("acp.config.defaults")
 local V = require("acp.config.validate")
+local installed = require("acp.config.installed")
 
 local M = {}
 
@@ -19,6 +20,12 @@ M.validate = V.validate
 M.sanitize = V.sanitize
 M.validate_system_prompt = V.validate_system_prompt
 M.validate_mcp_servers = V.validate_mcp_servers
+
+-- An agent installed from the registry brings its own command: the checks
+-- look where the options in effect say agents are installed.
+V.is_installed = function(name)
+  return installed.get(name, M.options.registry) ~= nil
+end
 
 ---@type acp.Config
 M.options = vim.deepcopy(M.defaults)
@@ -112,7 +119,7 @@ function M.agent_names()
     add(n)
   end
   add("demo")
-  for _, a in ipairs(require("acp.agents.registry").installed_all()) do
+  for _, a in ipairs(installed.all(M.options.registry)) do
     add(a.id)
   end
   for n, a in pairs(M.options.agents) do
@@ -165,7 +172,7 @@ function M.agent(name)
     -- An agent installed from the registry (`:Acp agents`) under this id,
     -- or for a preset: its command and env replace the preset's PATH
     -- command, the preset's other options (quirks) stay.
-    local installed = require("acp.agents.registry").resolve(name)
+    local installed = installed.resolve(name, M.options.registry)
     base = M.presets[name] and vim.deepcopy(M.presets[name])
     if installed then
       base = base or {}

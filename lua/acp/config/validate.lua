@@ -6,6 +6,13 @@ local D = require("acp.config.defaults")
 
 local M = {}
 
+--- Whether an agent of that id is installed from the registry. Set by
+--- acp.config, which knows where the options in effect install agents.
+---@type fun(name: string): boolean
+M.is_installed = function(_)
+  return false
+end
+
 local function describe(v)
   if type(v) == "table" then
     return "a table"
@@ -63,7 +70,7 @@ local function validate_agent(name, a)
     return err
   end
   -- An agent installed from the registry brings its own command.
-  if a.cmd == nil and not D.presets[name] and name ~= "demo" and not require("acp.agents.registry").installed(name) then
+  if a.cmd == nil and not D.presets[name] and name ~= "demo" and not M.is_installed(name) then
     return ('`%s.cmd` is required: a list like { "%s", "acp" } (or install %s with :Acp agents first)'):format(
       path,
       name,

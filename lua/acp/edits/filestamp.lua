@@ -105,7 +105,7 @@ end
 ---@return boolean
 function M.holds_disk(buf)
   local text = merged[buf]
-  return text ~= nil and require("acp.edits.fs").read_disk(api.nvim_buf_get_name(buf)) == text
+  return text ~= nil and require("acp.util").read_file(api.nvim_buf_get_name(buf)) == text
 end
 
 --- BufWritePre: quiet Neovim's question when the only change on disk is the

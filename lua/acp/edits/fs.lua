@@ -232,17 +232,7 @@ function M.is_unborn(buf)
 end
 
 --- Read a file's text; nil when it does not exist or cannot be read.
----@param path string
----@return string?
-function M.read_disk(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+M.read_disk = util.read_file
 
 --- Make a buffer hold `content` with minimal line edits (one undo step;
 --- cursor, marks and folds outside the edits survive), including whether

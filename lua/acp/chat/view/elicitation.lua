@@ -192,7 +192,7 @@ end
 ---@param e acp.Elicitation
 ---@return acp.Chat?
 local function chat_of(e)
-  return e.chat_id and require("acp.chat").get(e.chat_id) or nil
+  return e.chat_id and require("acp.chat.index").get(e.chat_id) or nil
 end
 
 ---@param e acp.Elicitation
@@ -540,7 +540,7 @@ function M.activate(request_id)
     if (require("acp.config").options.elicitation or {}).ui == "vim.ui" then
       M.fill(e)
     else
-      require("acp.chat.view.form").open(e)
+      require("acp.chat.view.form").open(e, { respond = M.respond, refresh = M.refresh })
     end
   elseif not e.waiting then
     local openable, why = sanitize.openable(e.url)

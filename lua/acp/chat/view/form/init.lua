@@ -31,6 +31,15 @@ local M = {}
 --- The problem of a value of field `f`, or nil (acp.chat.view.form.fields).
 M.check = fields.check
 
+---@class acp.FormOwner what a form answers through
+---@field respond fun(request_id: integer, answer: table): boolean, string?
+---@field refresh fun(request_id: integer) redraw the question's lines in the chat
+
+--- The form is the elicitation's view and does not require it: the
+--- elicitation hands itself over when it opens a form.
+---@type acp.FormOwner
+local owner
+
 ---@class acp.FormRow
 ---@field field? integer index into the form's fields
 ---@field choice? integer index of the choice on this row
@@ -434,7 +443,7 @@ function M.submit(request_id)
     draw(st, row_of(st, first))
     return false
   end
-  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = "accept", content = content(st) })
+  local ok, err = owner.respond(request_id, { action = "accept", content = content(st) })
   if not ok and M.forms[request_id] then
     -- The backend names each problem as "`label` why": draw each under its
     -- field, the whole sentence at the bottom.
@@ -460,7 +469,7 @@ function M.answer(request_id, action)
   if st and st.input_win then
     end_edit(st, true)
   end
-  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = action })
+  local ok, err = owner.respond(request_id, { action = action })
   if not ok and st then
     st.notice = err
     draw(st)
@@ -480,7 +489,7 @@ function M.hide(request_id)
   local win, ret = st.win, st.return_win
   st.win = nil
   -- The chat's prompt shows the values typed so far.
-  require("acp.chat.view.elicitation").refresh(request_id)
+  owner.refresh(request_id)
   if win and vim.api.nvim_win_is_valid(win) then
     pcall(vim.api.nvim_win_close, win, true)
   end
@@ -547,7 +556,9 @@ end
 
 --- Open (or focus) the form of a pending form elicitation.
 ---@param e acp.Elicitation
-function M.open(e)
+---@param by acp.FormOwner the elicitation, answered through
+function M.open(e, by)
+  owner = by
   local st = M.forms[e.request_id]
   if st and shown(st) then
     vim.api.nvim_set_current_win(st.win)

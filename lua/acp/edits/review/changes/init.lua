@@ -191,7 +191,7 @@ end
 ---@return acp.ChangesSection[]
 local function collect(scope)
   local out = {}
-  for _, chat in ipairs(require("acp.chat").list) do
+  for _, chat in ipairs(require("acp.chat.index").list) do
     if chat.session_id and (scope.kind == "all" or chat.chat_id == scope.chat_id) then
       for path in pairs(review().files) do
         local rv = review_of(chat.chat_id, path)
@@ -648,7 +648,7 @@ function C.scope(args)
         table.concat(args, " ")
       )
   end
-  local chat = require("acp.chat").current()
+  local chat = require("acp.chat.index").current()
   if not chat then
     return { kind = "all" }
   end
@@ -690,7 +690,7 @@ function C.show(args)
   if win ~= -1 then
     api.nvim_set_current_win(win)
   else
-    if require("acp.chat").of_buf(api.nvim_get_current_buf()) or vim.bo.buftype ~= "" then
+    if require("acp.chat.index").of_buf(api.nvim_get_current_buf()) or vim.bo.buftype ~= "" then
       -- From the chat: where files are shown (else a new window left of it).
       local target
       for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do

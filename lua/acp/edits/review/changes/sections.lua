@@ -192,7 +192,7 @@ local function build(scope, chat_id, path, rv)
       )
     end
   end
-  local chats = #require("acp.chat").list > 1 and (" · chat %s"):format(chat_id) or ""
+  local chats = #require("acp.chat.index").list > 1 and (" · chat %s"):format(chat_id) or ""
   local counts = #s.hunks > 0
       and ("%d hunk%s, +%d -%d"):format(#s.hunks, #s.hunks == 1 and "" or "s", s.added, s.removed)
     or (s.conflicts > 0 and ("%d conflict%s"):format(s.conflicts, s.conflicts == 1 and "" or "s") or "no lines")
@@ -211,7 +211,7 @@ local function scope_text(scope)
     return "All under review"
   end
   local now = turn_of(scope.chat_id)
-  local chat = #require("acp.chat").list > 1 and (" of chat %s"):format(scope.chat_id) or ""
+  local chat = #require("acp.chat.index").list > 1 and (" of chat %s"):format(scope.chat_id) or ""
   if scope.turn >= now then
     return ("Turn %d%s"):format(scope.turn, chat)
   end

@@ -25,7 +25,7 @@ end
 ---@param chat_id string
 ---@return integer
 local function turn_of(chat_id)
-  local chat = require("acp.chat").get(chat_id)
+  local chat = require("acp.chat.index").get(chat_id)
   return chat and chat.transcript and chat.transcript.turn or 0
 end
 
