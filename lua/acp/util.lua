@@ -178,4 +178,20 @@ function M.read_file(path)
   return text
 end
 
+--- A path as the chat shows it: relative to `cwd` when inside it.
+---@param path string absolute
+---@param cwd string?
+---@return string
+function M.display_path(path, cwd)
+  if not cwd or cwd == "" then
+    return path
+  end
+  local root = vim.fs.normalize(cwd)
+  path = vim.fs.normalize(path)
+  if vim.startswith(path, root .. "/") then
+    return path:sub(#root + 2)
+  end
+  return path
+end
+
 return M

@@ -110,20 +110,7 @@ function M.selection()
 end
 
 --- A path as the prompt shows it: relative to `cwd` when inside it.
----@param path string absolute
----@param cwd string?
----@return string
-function M.display_path(path, cwd)
-  if not cwd or cwd == "" then
-    return path
-  end
-  local root = vim.fs.normalize(cwd)
-  path = vim.fs.normalize(path)
-  if vim.startswith(path, root .. "/") then
-    return path:sub(#root + 2)
-  end
-  return path
-end
+M.display_path = util.display_path
 
 --- The mention text for a file (and lines).
 ---@param path string absolute

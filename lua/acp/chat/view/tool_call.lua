@@ -176,7 +176,7 @@ function M.render(tc, ctx)
   local status = tc.status or "pending"
   local s = M.STATUS[status] or { "?", "AcpToolPending" }
   local function shown(path)
-    return require("acp.chat.context").display_path(path, ctx.cwd)
+    return util.display_path(path, ctx.cwd)
   end
   local command = M.command(tc)
   local kind = sanitize.line(tc.kind or "other", 40)
