@@ -400,7 +400,7 @@ local function download(ctx)
   local unpacked = stage .. "/unpacked"
   vim.fn.mkdir(unpacked, "p")
   -- -m: the files get the time of this install, not of the release build,
-  -- so acp.backend (which runs the newest of the downloaded and the cargo
+  -- so acp.rpc.backend (which runs the newest of the downloaded and the cargo
   -- builds) runs what the user installed last.
   local res = exec({ "tar", "-x", "-m", "-z", "-f", archive, "-C", unpacked }, { timeout = TOOL_TIMEOUT_MS })
   if res.code ~= 0 then
@@ -483,7 +483,7 @@ local function cargo_build(ctx, reason)
     }
   end
   -- A downloaded backend of another version would shadow the fresh build
-  -- when cargo had nothing to relink (acp.backend picks the newest file).
+  -- when cargo had nothing to relink (acp.rpc.backend picks the newest file).
   local bin = M.bin_dir(ctx.root)
   local marker = M.read_marker(bin)
   if marker and marker.version ~= ctx.version then

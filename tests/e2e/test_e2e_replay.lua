@@ -1,5 +1,5 @@
--- End to end: history drawn in slices (acp.replay), a loaded session's
--- newest turn first (acp.backlog). A session/load replay and a reopened
+-- End to end: history drawn in slices (acp.chat.replay), a loaded session's
+-- newest turn first (acp.chat.backlog). A session/load replay and a reopened
 -- transcript render the same lines, marks and folds in the same order
 -- whether drawn in order at once, a slice per event or newest first; the
 -- last turn and the prompt come first and the older turns fill in above

@@ -128,13 +128,13 @@ function M.list(agent_name, cwd)
 end
 
 --- A transcript's records rendered into a chat, one record at a time (in
---- slices, see acp.replay): the state a record depends on (the format
+--- slices, see acp.chat.replay): the state a record depends on (the format
 --- version of its opening, the openings seen) travels with the player.
 ---@class acp.TranscriptPlayer
 ---@field chat acp.Chat
 ---@field headers integer openings seen
 ---@field version any format version of the current opening
----@field tail? boolean the end of a session drawn while the agent replays it (acp.tail): only the conversation
+---@field tail? boolean the end of a session drawn while the agent replays it (acp.chat.tail): only the conversation
 
 --- Render one record of a transcript into the player's chat.
 ---@param player acp.TranscriptPlayer
@@ -149,7 +149,7 @@ function M.play(player, record)
   local t = r.type
   if player.tail then
     -- Drawn as the agent's replay of the same turns draws them (which it
-    -- then stands for, acp.tail): the conversation only, without what only
+    -- then stands for, acp.chat.tail): the conversation only, without what only
     -- the live chat showed (turn ends, usage, permission notes, errors).
     local change = t == "session" and r.change or {}
     if t == "transcript" then

@@ -114,8 +114,8 @@ end
 --- Create a chat (buffers, no windows, not started).
 ---@param agent acp.ResolvedAgent
 ---@param cwd string absolute directory
----@param frame? acp.Frame buffers drawn already (acp.layout.frame), taken
----@param n? integer its number, taken already (acp.opening.next_n: its open was sent first)
+---@param frame? acp.Frame buffers drawn already (acp.chat.layout.frame), taken
+---@param n? integer its number, taken already (acp.chat.opening.next_n: its open was sent first)
 ---@return acp.Chat
 function M.create(agent, cwd, frame, n)
   n = n or require("acp.chat.opening").next_n()
@@ -132,7 +132,7 @@ function M.create(agent, cwd, frame, n)
   }, Chat)
   -- Not "markdown": its regex syntax (and a user's treesitter FileType
   -- autocommand) would parse the whole transcript on every redraw; the
-  -- transcript draws its own markdown, incrementally (acp.markdown).
+  -- transcript draws its own markdown, incrementally (acp.chat.view.markdown).
   self.bufnr = scratch("acp://chat/" .. n, frame and frame.bufnr)
   -- The filetype once the window is drawn (a timer runs after the redraw
   -- that follows the command): setting it searches the runtime path for
@@ -144,7 +144,7 @@ function M.create(agent, cwd, frame, n)
       vim.bo[self.bufnr].filetype = "acpchat"
     end
   end, 0)
-  -- With 'breakindentopt' list:-1 (acp.view), a wrapped line of tool output
+  -- With 'breakindentopt' list:-1 (acp.chat.blocks), a wrapped line of tool output
   -- (`  │ ...`) or of a list item continues under its text.
   vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
   vim.bo[self.bufnr].undolevels = -1
@@ -206,7 +206,7 @@ end
 
 --- Ask the backend to open the session. The outcome arrives as an event.
 ---@param resume? {load_session_id?: string, resume_session_id?: string, auth_method_id?: string, fallback_new?: boolean, checkpoints?: string} continue a stored session; log in first; open a new session if the load/resume fails
----@param drawn? boolean the prompts already drawn are this opening's (acp.tail drew the end of the loaded session from the transcript): they keep counting as its turns
+---@param drawn? boolean the prompts already drawn are this opening's (acp.chat.tail drew the end of the loaded session from the transcript): they keep counting as its turns
 ---@return boolean ok, string? err
 function Chat:start(resume, drawn)
   if self.readonly then

@@ -219,7 +219,7 @@ end
 
 --- The agent's commands arrived (`available_commands_update`): a `/`
 --- typed before them (the prompt takes keys while the agent starts, see
---- acp.layout.frame) found nothing to complete and left Insert mode's
+--- acp.chat.layout.frame) found nothing to complete and left Insert mode's
 --- CTRL-X submode without a menu, so the menu opens now.
 ---@param buf integer the chat's prompt
 function M.commands_arrived(buf)
@@ -390,7 +390,7 @@ end
 function M.attach(chat)
   M.hint(chat)
   if not vim.g.acp_tracks_selection then
-    -- plugin/acp.lua tracks it already; acp.context loads at first use.
+    -- plugin/acp.lua tracks it already; acp.chat.context loads at first use.
     require("acp.chat.context").track_selection()
   end
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.chat.prompt'.omnifunc"

@@ -8,7 +8,7 @@ local history = require("acp.agents.history")
 local M = {}
 
 --- Render the lines of a transcript file into a chat: as many as fit in
---- one slice now, the rest queued (acp.replay); each line is decoded when
+--- one slice now, the rest queued (acp.chat.replay); each line is decoded when
 --- its turn comes, so a long file costs no up-front pass. A line that is not
 --- a JSON object is skipped. `done` runs once all are drawn.
 ---@param chat acp.Chat
@@ -42,7 +42,7 @@ end
 
 --- Reopen a transcript read-only: a chat rendered with the same code as a
 --- live one, with no session and the prompt disabled. A long transcript is
---- still being drawn when this returns (acp.replay: `pending(chat_id)`).
+--- still being drawn when this returns (acp.chat.replay: `pending(chat_id)`).
 ---@param path string
 ---@param opts? {show?: boolean}
 ---@return acp.Chat? chat, string? err

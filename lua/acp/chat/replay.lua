@@ -13,7 +13,7 @@
 ---
 --- Work queued with `M.push_behind` runs in the time a slice has left once
 --- no chat has work queued with `M.push`, and holds nothing back: a chat's
---- new events do not wait for it (acp.backlog: the older turns of a loaded
+--- new events do not wait for it (acp.chat.backlog: the older turns of a loaded
 --- session, drawn above the newer ones while the chat is in use).
 
 local uv = vim.uv

@@ -767,7 +767,7 @@ function Transcript:diff_at(row)
   return best and best[2]
 end
 
---- Show nothing again: every block goes, with what it knew (acp.tail:
+--- Show nothing again: every block goes, with what it knew (acp.chat.tail:
 --- the end of a session drawn from the transcript, which the agent's
 --- replay did not confirm).
 function Transcript:reset()

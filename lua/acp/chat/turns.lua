@@ -109,7 +109,7 @@ function Chat:_flush()
   end
   self.status = "busy"
   -- Before the agent can change anything: the "before" of edits that come
-  -- without a diff (acp.fs.prompt_buffers).
+  -- without a diff (acp.edits.fs.prompt_buffers).
   local unsaved = require("acp.edits.fs").prompt_buffers(self.cwd)
   local args = { chat_id = self.chat_id, blocks = blocks, buffers = #unsaved > 0 and unsaved or nil }
   if not require("acp.rpc.backend").notify("acp.prompt", args) then

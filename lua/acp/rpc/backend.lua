@@ -49,7 +49,7 @@ function M.log_file()
   return vim.fn.stdpath("log") .. "/acp.log"
 end
 
---- The plugin's own backend or demo agent (see acp.binary).
+--- The plugin's own backend or demo agent (see acp.rpc.binary).
 ---@param name string "acp-nvim" or "acp-fake-agent"
 ---@param root? string plugin directory
 ---@return string? path, acp.BackendSource? source

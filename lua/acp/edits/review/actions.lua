@@ -254,7 +254,7 @@ local MERGE_WAIT_MS = 2000
 
 --- The conflicts of `buf` are resolved while the agent's newer edit waited
 --- (M.pending): the report of the buffer without conflict blocks makes the
---- backend send it (acp.fs.apply merges it: M.disk_applied). The command
+--- backend send it (acp.edits.fs.apply merges it: M.disk_applied). The command
 --- returns once it is merged, as the user sees it: what they do next acts
 --- on the merged buffer (and the merge can open new conflicts, which
 --- resolve_all holds the file's decision back for).
