@@ -1451,6 +1451,12 @@ local REGRESSIONS = {
   -- opened a conflict the second chat's reject nested (every chat that
   -- reviews the file now learns a write as not its agent's).
   { 134340754, 314, OPS },
+  -- `:Acp reject all` with two chats reviewing one file, the second agent's
+  -- line amid the first agent's: the first reject removed them all, the
+  -- second chat never learned it and restored the first agent's lines (a
+  -- reject's restore is now learned by the other chats, and a deletion
+  -- across a hunk deletes the lines around it from the baseline).
+  { 562451862, 978, OPS },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then
