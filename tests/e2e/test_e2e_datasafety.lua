@@ -103,6 +103,39 @@ vim.notify = function(msg, ...)
   return orig_notify(msg, ...)
 end
 
+-- When the last `review_changed` arrived (uv.hrtime), to know the reviews
+-- settled.
+local last_review_event = uv.hrtime()
+local orig_on_changed = review.on_changed
+review.on_changed = function(...)
+  last_review_event = uv.hrtime()
+  return orig_on_changed(...)
+end
+
+--- The review of `path` by chat `chat_id`, as its newest `review_changed`
+--- carried it (the plugin's cache of the backend's): nil when nothing is
+--- under review. The test observes the backend through these events, the
+--- buffers and the disk, as the plugin does: it asks no review.
+---@return table?
+local function latest(chat_id, path)
+  local entry = review.files[review.normalize(path)]
+  local rv = entry and entry.latest and entry.latest[chat_id]
+  return type(rv) == "table" and rv or nil
+end
+
+--- Waits until the backend applied what Lua sent before (`acp.file_sync`,
+--- a diagnostic, is answered after the decisions and user edits sent
+--- before it) and the `review_changed` events they made stopped coming
+--- (none for 40 ms since then: the events take the batcher's way, the
+--- answer does not).
+local function settle(chat_id, path)
+  require("acp.backend").request("acp.file_sync", { chat_id = chat_id, path = path })
+  local answered = uv.hrtime()
+  vim.wait(3000, function()
+    return uv.hrtime() - math.max(answered, last_review_event) > 40e6
+  end, 5)
+end
+
 T.setup_fake({
   driver = { turns = { { startsWith = "steps:", steps = { { type = "promptSteps" } } } } },
 }, root)
@@ -356,6 +389,7 @@ function Case:refresh_all()
       review.refresh(f.path)
     end
   end
+  settle(self.chat.chat_id, self.files[1].path)
   -- A refresh reports unsaved typing (acp.user_edit), which gives hunks new
   -- ids; wait until the review shown is the one that knows the buffer's text,
   -- as a user sees it settle before pressing a key.
@@ -376,10 +410,10 @@ function Case:refresh_all()
           return false
         end
       end
-      -- The review drawn is the backend's: its `review_changed` arrived
-      -- (it comes a frame after the backend recorded an edit).
+      -- The review drawn is the newest `review_changed` of its chat (it
+      -- comes a frame after the backend recorded an edit).
       if entry and entry.chat_id then
-        local r = require("acp.backend").request("acp.review_file", { chat_id = entry.chat_id, path = f.path })
+        local r = latest(entry.chat_id, f.path)
         local ids = function(rv)
           local out = {}
           for _, h in ipairs(type(rv) == "table" and rv.hunks or {}) do
@@ -431,7 +465,7 @@ function Case:wait_decided(chat, f, ids)
   end
   local left
   local ok = vim.wait(5000, function()
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    local r = latest(chat.chat_id, f.path)
     left = r
     for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
       if want[h.id] then
@@ -483,9 +517,9 @@ function Case:decide(chat, action)
   decided[action] = decided[action] + 1
   -- Files still reviewed as created: rejecting them asks to delete them.
   local created = {}
-  local listed = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
-  for _, sum in ipairs(type(listed) == "table" and listed or {}) do
-    created[sum.path] = sum.status == "created"
+  for _, g in ipairs(self.files) do
+    local rv = latest(chat.chat_id, g.path)
+    created[g.path] = rv ~= nil and rv.status == "created"
   end
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
@@ -522,8 +556,8 @@ function Case:decide(chat, action)
       -- Every hunk of the file, also those hidden under a conflict.
       local _, ours, theirs = item_lines(g, 0, math.huge)
       local agent, ids = {}, {}
-      local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = g.path })
-      for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+      local r = latest(chat.chat_id, g.path)
+      for _, h in ipairs(r and r.hunks or {}) do
         vim.list_extend(agent, h.new_lines or {})
         ids[#ids + 1] = h.id
       end
@@ -737,8 +771,8 @@ function Case:agent_disk_edit(chat, f, s, diff)
     if review.pending[key] == nil and took[key] ~= disk and fs.buffer_text(f.buf) ~= disk then
       return false
     end
-    local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
-    local current = type(r) == "table" and r.current or nil
+    local r = latest(chat.chat_id, f.path)
+    local current = r and r.current or nil
     return current ~= nil and (current == disk or current == fs.buffer_text(f.buf))
   end, 10)
   if not seen then
@@ -762,9 +796,9 @@ end
 
 --- The backend's hunks of a file, as `{old_lines, new_lines}` pairs.
 local function hunks_of(chat, f)
-  local r = require("acp.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+  local r = latest(chat.chat_id, f.path)
   local out = {}
-  for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+  for _, h in ipairs(r and r.hunks or {}) do
     out[#out + 1] = { h.old_lines or {}, h.new_lines or {} }
   end
   return out
@@ -934,12 +968,8 @@ function Case:agent_creates(chat, s)
   end, "the turn's end", 30000)
   local status
   local listed = vim.wait(5000, function()
-    local files = require("acp.backend").request("acp.review_files", { chat_id = chat.chat_id })
-    for _, sum in ipairs(type(files) == "table" and files or {}) do
-      if sum.path == path then
-        status = sum.status
-      end
-    end
+    local rv = latest(chat.chat_id, path)
+    status = rv and rv.status
     return status ~= nil and review.files[path] ~= nil and review.files[path].chat_id ~= nil
   end, 10)
   if not listed or status ~= "created" then
