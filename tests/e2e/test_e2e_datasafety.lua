@@ -29,7 +29,10 @@
 --          and saves during the turn; a write into a buffer the user made
 --          'readonly' or 'nomodifiable' (refused, the option kept); the
 --          buffer wiped (saved first) and opened again; a second agent
---          writing back what it read after the first one wrote the file.
+--          writing back what it read after the first one wrote the file;
+--          a second agent removing an agent line held in an open conflict
+--          block, then the first agent reading the file on disk through
+--          its own tools and writing it back.
 -- The fake agent is driven one prompt at a time: each prompt carries the
 -- steps of one agent edit (`promptSteps`), computed from the state at that
 -- moment.
@@ -87,7 +90,7 @@ fs.apply = function(args)
   return reply
 end
 --- Review decisions that acted on something, by kind, for the summary line.
-local decided = { accept = 0, reject = 0, reported = 0, undone = 0 }
+local decided = { accept = 0, reject = 0, reported = 0, undone = 0, reread = 0 }
 -- The debounce is what a typist waits for; the test waits on its effect,
 -- so a short one keeps the run fast.
 review.USER_EDIT_DEBOUNCE_MS = 20
@@ -1209,10 +1212,97 @@ function Case:two_agents(chat, f, s)
   end
 end
 
+--- A conflict block is open in the buffer: a second agent reads the buffer
+--- (the agent's side of the block) and writes the file back without one
+--- of the agent lines held in the block; then the first agent reads the
+--- file on disk through its own tools (no fs/read_text_file: the backend
+--- does not know what it saw) and writes it back with a line of its own.
+--- Without a conflict block, as two_agents.
+function Case:reread_after_other(chat, f, s)
+  if not review.has_marker(f.buf) then
+    return self:two_agents(chat, f, s)
+  end
+  if not (second_chat and vim.api.nvim_buf_is_valid(second_chat.bufnr)) then
+    second_chat = T.open_chat("driver", root)
+  end
+  local lines = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+  local held, inside = {}, false
+  for _, l in ipairs(lines) do
+    if l == "<<<<<<< buffer" then
+      inside = true
+    elseif l == ">>>>>>> agent" then
+      inside = false
+    elseif inside and l:match("^agent%-") then
+      held[l] = true
+    end
+  end
+  local view = review.agent_view(lines, f.path)
+  local at = {}
+  for i, l in ipairs(view) do
+    if held[l] then
+      at[#at + 1] = i
+    end
+  end
+  if #at == 0 then
+    return self:agent_fs_write(chat, f, s, true)
+  end
+  decided.reread = decided.reread + 1
+  local removed = vim.list_slice(view)
+  local gone = table.remove(removed, at[math.random(#at)])
+  local content = text_of(removed)
+  f.versions[content] = true
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, second_chat, {
+    {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { ok = true },
+    },
+  }, ("a second agent reads %s and writes it back without %q, held in a conflict block"):format(f.path, gone))
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+  self:agent_fs_write(chat, f, s, true)
+end
+
 -- The property --------------------------------------------------------------
 
 --- The steps played, with their weights (out of 100).
 local OPS = {
+  { 7, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
+  { 9, "fs_buffer" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
+  { 5, "stale_after_save" },
+  { 2, "stale_after_wipe" },
+  { 4, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+  { 2, "reread_after_other" },
+}
+
+--- The steps of issue 24 before an agent re-read the disk after another
+--- agent's write removed a line held in a conflict block: its regression
+--- cases replay with them.
+local OPS_V4 = {
   { 9, "type" },
   { 7, "type_reported" },
   { 9, "type_save" },
@@ -1340,6 +1430,8 @@ function Case:play(chat, ops)
       self:user_wipes(f)
     elseif op == "two_agents" then
       self:two_agents(chat, f, s)
+    elseif op == "reread_after_other" then
+      self:reread_after_other(chat, f, s)
     else
       self:agent_disk_edit(chat, f, s, false)
     end
@@ -1380,11 +1472,12 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
   end
   T.truthy(played > 0, "no case selected")
   io.stdout:write(
-    ("  data safety: %d rejects and %d accepts decided, %d typings reported, %d undo/redo\n"):format(
+    ("  data safety: %d rejects and %d accepts decided, %d typings reported, %d undo/redo, %d re-reads after a conflict line went\n"):format(
       decided.reject,
       decided.accept,
       decided.reported,
-      decided.undone
+      decided.undone,
+      decided.reread
     )
   )
 end)
@@ -1475,18 +1568,18 @@ local REGRESSIONS = {
   -- A reject of the second chat's hunk went to the first chat, whose event
   -- had just arrived (it now goes to the chat whose review is drawn). It
   -- needs the cases before it to fail (hunk ids); alone it plays the steps.
-  { 588734806, 110, OPS },
+  { 588734806, 110, OPS_V4 },
   -- Another chat's agent write, merged and saved, reached only that chat's
   -- review; the first chat's reject all, merged against its stale text,
   -- opened a conflict the second chat's reject nested (every chat that
   -- reviews the file now learns a write as not its agent's).
-  { 134340754, 314, OPS },
+  { 134340754, 314, OPS_V4 },
   -- `:Acp reject all` with two chats reviewing one file, the second agent's
   -- line amid the first agent's: the first reject removed them all, the
   -- second chat never learned it and restored the first agent's lines (a
   -- reject's restore is now learned by the other chats, and a deletion
   -- across a hunk deletes the lines around it from the baseline).
-  { 562451862, 978, OPS },
+  { 562451862, 978, OPS_V4 },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then
