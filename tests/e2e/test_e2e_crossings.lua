@@ -45,7 +45,6 @@ T.setup_fake({
 --- Methods of Lua's calls that belong to the review and buffer sync even
 --- when they name no path (a decision of a whole chat).
 local REVIEW_METHODS = {
-  ["acp.review_files"] = true,
   ["acp.review_accept"] = true,
   ["acp.review_reject"] = true,
 }

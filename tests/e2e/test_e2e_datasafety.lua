@@ -29,7 +29,10 @@
 --          and saves during the turn; a write into a buffer the user made
 --          'readonly' or 'nomodifiable' (refused, the option kept); the
 --          buffer wiped (saved first) and opened again; a second agent
---          writing back what it read after the first one wrote the file.
+--          writing back what it read after the first one wrote the file;
+--          a second agent removing an agent line held in an open conflict
+--          block, then the first agent reading the file on disk through
+--          its own tools and writing it back.
 -- The fake agent is driven one prompt at a time: each prompt carries the
 -- steps of one agent edit (`promptSteps`), computed from the state at that
 -- moment.
@@ -87,7 +90,7 @@ fs.apply = function(args)
   return reply
 end
 --- Review decisions that acted on something, by kind, for the summary line.
-local decided = { accept = 0, reject = 0, reported = 0, undone = 0 }
+local decided = { accept = 0, reject = 0, reported = 0, undone = 0, reread = 0 }
 -- The debounce is what a typist waits for; the test waits on its effect,
 -- so a short one keeps the run fast.
 review.USER_EDIT_DEBOUNCE_MS = 20
@@ -101,6 +104,39 @@ local orig_notify = vim.notify
 vim.notify = function(msg, ...)
   notes[#notes + 1] = tostring(msg)
   return orig_notify(msg, ...)
+end
+
+-- When the last `review_changed` arrived (uv.hrtime), to know the reviews
+-- settled.
+local last_review_event = uv.hrtime()
+local orig_on_changed = review.on_changed
+review.on_changed = function(...)
+  last_review_event = uv.hrtime()
+  return orig_on_changed(...)
+end
+
+--- The review of `path` by chat `chat_id`, as its newest `review_changed`
+--- carried it (the plugin's cache of the backend's): nil when nothing is
+--- under review. The test observes the backend through these events, the
+--- buffers and the disk, as the plugin does: it asks no review.
+---@return table?
+local function latest(chat_id, path)
+  local entry = review.files[review.normalize(path)]
+  local rv = entry and entry.latest and entry.latest[chat_id]
+  return type(rv) == "table" and rv or nil
+end
+
+--- Waits until the backend applied what Lua sent before (`acp.file_sync`,
+--- a diagnostic, is answered after the decisions and user edits sent
+--- before it) and the `review_changed` events they made stopped coming
+--- (none for 40 ms since then: the events take the batcher's way, the
+--- answer does not).
+local function settle(chat_id, path)
+  require("acp.rpc.backend").request("acp.file_sync", { chat_id = chat_id, path = path })
+  local answered = uv.hrtime()
+  vim.wait(3000, function()
+    return uv.hrtime() - math.max(answered, last_review_event) > 40e6
+  end, 5)
 end
 
 T.setup_fake({
@@ -357,6 +393,7 @@ function Case:refresh_all()
       review.refresh(f.path)
     end
   end
+  settle(self.chat.chat_id, self.files[1].path)
   -- A refresh reports unsaved typing (acp.user_edit), which gives hunks new
   -- ids; wait until the review shown is the one that knows the buffer's text,
   -- as a user sees it settle before pressing a key.
@@ -377,10 +414,10 @@ function Case:refresh_all()
           return false
         end
       end
-      -- The review drawn is the backend's: its `review_changed` arrived
-      -- (it comes a frame after the backend recorded an edit).
+      -- The review drawn is the newest `review_changed` of its chat (it
+      -- comes a frame after the backend recorded an edit).
       if entry and entry.chat_id then
-        local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = entry.chat_id, path = f.path })
+        local r = latest(entry.chat_id, f.path)
         local ids = function(rv)
           local out = {}
           for _, h in ipairs(type(rv) == "table" and rv.hunks or {}) do
@@ -432,7 +469,7 @@ function Case:wait_decided(chat, f, ids)
   end
   local left
   local ok = vim.wait(5000, function()
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+    local r = latest(chat.chat_id, f.path)
     left = r
     for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
       if want[h.id] then
@@ -484,9 +521,9 @@ function Case:decide(chat, action)
   decided[action] = decided[action] + 1
   -- Files still reviewed as created: rejecting them asks to delete them.
   local created = {}
-  local listed = require("acp.rpc.backend").request("acp.review_files", { chat_id = chat.chat_id })
-  for _, sum in ipairs(type(listed) == "table" and listed or {}) do
-    created[sum.path] = sum.status == "created"
+  for _, g in ipairs(self.files) do
+    local rv = latest(chat.chat_id, g.path)
+    created[g.path] = rv ~= nil and rv.status == "created"
   end
   local f = with_items[math.random(#with_items)]
   local scope = ({ "hunk", "range", "file", "all" })[math.random(4)]
@@ -523,8 +560,8 @@ function Case:decide(chat, action)
       -- Every hunk of the file, also those hidden under a conflict.
       local _, ours, theirs = item_lines(g, 0, math.huge)
       local agent, ids = {}, {}
-      local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = g.path })
-      for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+      local r = latest(chat.chat_id, g.path)
+      for _, h in ipairs(r and r.hunks or {}) do
         vim.list_extend(agent, h.new_lines or {})
         ids[#ids + 1] = h.id
       end
@@ -738,8 +775,8 @@ function Case:agent_disk_edit(chat, f, s, diff)
     if review.pending[key] == nil and took[key] ~= disk and fs.buffer_text(f.buf) ~= disk then
       return false
     end
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
-    local current = type(r) == "table" and r.current or nil
+    local r = latest(chat.chat_id, f.path)
+    local current = r and r.current or nil
     return current ~= nil and (current == disk or current == fs.buffer_text(f.buf))
   end, 10)
   if not seen then
@@ -763,9 +800,9 @@ end
 
 --- The backend's hunks of a file, as `{old_lines, new_lines}` pairs.
 local function hunks_of(chat, f)
-  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = f.path })
+  local r = latest(chat.chat_id, f.path)
   local out = {}
-  for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+  for _, h in ipairs(r and r.hunks or {}) do
     out[#out + 1] = { h.old_lines or {}, h.new_lines or {} }
   end
   return out
@@ -935,12 +972,8 @@ function Case:agent_creates(chat, s)
   end, "the turn's end", 30000)
   local status
   local listed = vim.wait(5000, function()
-    local files = require("acp.rpc.backend").request("acp.review_files", { chat_id = chat.chat_id })
-    for _, sum in ipairs(type(files) == "table" and files or {}) do
-      if sum.path == path then
-        status = sum.status
-      end
-    end
+    local rv = latest(chat.chat_id, path)
+    status = rv and rv.status
     return status ~= nil and review.files[path] ~= nil and review.files[path].chat_id ~= nil
   end, 10)
   if not listed or status ~= "created" then
@@ -1180,10 +1213,97 @@ function Case:two_agents(chat, f, s)
   end
 end
 
+--- A conflict block is open in the buffer: a second agent reads the buffer
+--- (the agent's side of the block) and writes the file back without one
+--- of the agent lines held in the block; then the first agent reads the
+--- file on disk through its own tools (no fs/read_text_file: the backend
+--- does not know what it saw) and writes it back with a line of its own.
+--- Without a conflict block, as two_agents.
+function Case:reread_after_other(chat, f, s)
+  if not review.has_marker(f.buf) then
+    return self:two_agents(chat, f, s)
+  end
+  if not (second_chat and vim.api.nvim_buf_is_valid(second_chat.bufnr)) then
+    second_chat = T.open_chat("driver", root)
+  end
+  local lines = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+  local held, inside = {}, false
+  for _, l in ipairs(lines) do
+    if l == "<<<<<<< buffer" then
+      inside = true
+    elseif l == ">>>>>>> agent" then
+      inside = false
+    elseif inside and l:match("^agent%-") then
+      held[l] = true
+    end
+  end
+  local view = review.agent_view(lines, f.path)
+  local at = {}
+  for i, l in ipairs(view) do
+    if held[l] then
+      at[#at + 1] = i
+    end
+  end
+  if #at == 0 then
+    return self:agent_fs_write(chat, f, s, true)
+  end
+  decided.reread = decided.reread + 1
+  local removed = vim.list_slice(view)
+  local gone = table.remove(removed, at[math.random(#at)])
+  local content = text_of(removed)
+  f.versions[content] = true
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, second_chat, {
+    {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = f.path },
+      expect = { result = { content = text_of(view) } },
+    },
+    {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = f.path, content = content },
+      expect = { ok = true },
+    },
+  }, ("a second agent reads %s and writes it back without %q, held in a conflict block"):format(f.path, gone))
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+  self:agent_fs_write(chat, f, s, true)
+end
+
 -- The property --------------------------------------------------------------
 
 --- The steps played, with their weights (out of 100).
 local OPS = {
+  { 7, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
+  { 9, "fs_buffer" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
+  { 5, "stale_after_save" },
+  { 2, "stale_after_wipe" },
+  { 4, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+  { 2, "reread_after_other" },
+}
+
+--- The steps of issue 24 before an agent re-read the disk after another
+--- agent's write removed a line held in a conflict block: its regression
+--- cases replay with them.
+local OPS_V4 = {
   { 9, "type" },
   { 7, "type_reported" },
   { 9, "type_save" },
@@ -1311,6 +1431,8 @@ function Case:play(chat, ops)
       self:user_wipes(f)
     elseif op == "two_agents" then
       self:two_agents(chat, f, s)
+    elseif op == "reread_after_other" then
+      self:reread_after_other(chat, f, s)
     else
       self:agent_disk_edit(chat, f, s, false)
     end
@@ -1351,11 +1473,12 @@ T.test(("user lines survive any interleaving with agent edits (%d cases x %d ste
   end
   T.truthy(played > 0, "no case selected")
   io.stdout:write(
-    ("  data safety: %d rejects and %d accepts decided, %d typings reported, %d undo/redo\n"):format(
+    ("  data safety: %d rejects and %d accepts decided, %d typings reported, %d undo/redo, %d re-reads after a conflict line went\n"):format(
       decided.reject,
       decided.accept,
       decided.reported,
-      decided.undone
+      decided.undone,
+      decided.reread
     )
   )
 end)
@@ -1446,12 +1569,18 @@ local REGRESSIONS = {
   -- A reject of the second chat's hunk went to the first chat, whose event
   -- had just arrived (it now goes to the chat whose review is drawn). It
   -- needs the cases before it to fail (hunk ids); alone it plays the steps.
-  { 588734806, 110, OPS },
+  { 588734806, 110, OPS_V4 },
   -- Another chat's agent write, merged and saved, reached only that chat's
   -- review; the first chat's reject all, merged against its stale text,
   -- opened a conflict the second chat's reject nested (every chat that
   -- reviews the file now learns a write as not its agent's).
-  { 134340754, 314, OPS },
+  { 134340754, 314, OPS_V4 },
+  -- `:Acp reject all` with two chats reviewing one file, the second agent's
+  -- line amid the first agent's: the first reject removed them all, the
+  -- second chat never learned it and restored the first agent's lines (a
+  -- reject's restore is now learned by the other chats, and a deletion
+  -- across a hunk deletes the lines around it from the baseline).
+  { 562451862, 978, OPS_V4 },
 }
 
 if not ONLY_CASE and not tonumber(SEED_ENV or "") then

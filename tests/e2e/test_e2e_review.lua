@@ -452,6 +452,16 @@ T.setup_fake({
 T.require_binaries()
 
 local review = require("acp.edits.review")
+
+--- Chat `chat_id`'s review of `path` as its newest `review_changed` carried
+--- it (nil: nothing under review): the plugin asks the backend no review.
+---@return table?
+local function latest(chat_id, path)
+  local entry = review.files[review.normalize(path)]
+  local rv = entry and entry.latest and entry.latest[chat_id]
+  return type(rv) == "table" and rv or nil
+end
+
 local NOTES = {}
 local orig_notify = vim.notify
 vim.notify = function(m, ...)
@@ -855,8 +865,11 @@ T.test(":Acp accept file decides an agent edit whose review_changed has not arri
     T.wait(function()
       return T.find_line(buf, "<<<<<<< buffer") ~= nil and #(review.items[buf] or {}) > 0
     end, "the conflict is in the buffer")
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
-    T.eq(2, #(type(r) == "table" and r.hunks or {}), "the backend reviews the conflict and the hunk")
+    -- The held events say what the backend reviews now.
+    T.wait(function()
+      local r = held[#held] and held[#held][2].review
+      return #(type(r) == "table" and r.hunks or {}) == 2
+    end, "the backend reviews the conflict and the hunk")
     focus(buf)
     vim.cmd("Acp accept file")
   end)
@@ -867,8 +880,8 @@ T.test(":Acp accept file decides an agent edit whose review_changed has not arri
   assert(ok, err)
   T.eq(vim.split("l1\nl2\nl3\nl4\nL5 agent\nl6\nl7\nL8 agent\nl9", "\n"), T.lines(buf), "the agent's side")
   T.wait(function()
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
-    return #(type(r) == "table" and r.hunks or {}) == 0
+    local r = latest(chat.chat_id, path)
+    return #(r and r.hunks or {}) == 0
   end, "nothing left under review")
 end)
 
@@ -895,9 +908,12 @@ T.test("rejecting a file two chats edited removes both agents' lines; one chat's
     return #(review.items[buf] or {}) > 0
   end, "hunks drawn")
   local function hunks(chat)
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
-    return type(r) == "table" and r.hunks or {}
+    local r = latest(chat.chat_id, path)
+    return r and r.hunks or {}
   end
+  T.wait(function()
+    return #hunks(first) == 1 and #hunks(second) == 1
+  end, "both chats' reviews arrived")
   T.eq(1, #hunks(first), "the first chat reviews its line")
   T.eq(1, #hunks(second), "the second chat reviews its line")
   require("acp.rpc.backend").notify("acp.review_reject", { chat_id = first.chat_id, path = path })
@@ -945,8 +961,8 @@ T.test(":[range]Acp reject over a conflict block and the hunk after it decides b
   end, 10)
   T.eq({ "b1", "A1 first" }, T.lines(buf), "the block's buffer side stays, the agent's line after it goes")
   T.wait(function()
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
-    return #(type(r) == "table" and r.hunks or {}) == 0
+    local r = latest(first.chat_id, path)
+    return #(r and r.hunks or {}) == 0
   end, "nothing left under review in the first chat; notes: " .. vim.inspect(NOTES))
 end)
 
@@ -968,9 +984,9 @@ T.test("another chat's merge into a buffer reaches the first chat's review, and 
     return vim.deep_equal(merged, T.lines(buf))
   end, "the merge: a conflict on top, the first agent's line 2 removed by the second")
   local function added(chat)
-    local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = chat.chat_id, path = path })
+    local r = latest(chat.chat_id, path)
     local out = {}
-    for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+    for _, h in ipairs(r and r.hunks or {}) do
       vim.list_extend(out, h.new_lines or {})
     end
     return out
@@ -1013,8 +1029,11 @@ T.test(":Acp reject acts on the chat whose review is drawn, also when another ch
     return entry and entry.chat_id == second.chat_id and vim.tbl_contains(rows_with(buf, "AcpReviewAdd"), row - 1)
   end, "the second chat's review drawn")
   -- The first chat's event arrives; its refresh has not run yet.
-  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
-  T.eq(1, #(type(r) == "table" and r.hunks or {}), "the first chat reviews its line")
+  local r
+  T.wait(function()
+    r = latest(first.chat_id, path)
+    return r ~= nil and #r.hunks == 1
+  end, "the first chat reviews its line")
   review.on_changed(first.chat_id, { path = path, summary = { hunks = 1 }, review = r })
   focus(buf)
   vim.api.nvim_win_set_cursor(0, { row, 0 })
@@ -1048,8 +1067,10 @@ T.test("another chat's saved write reaches the first chat's review; :Acp reject 
   T.wait(function()
     return T.read_file(path) == merged and not vim.bo[buf].modified
   end, "the merge saved: the second agent removed the first agent's line 3")
-  local r = require("acp.rpc.backend").request("acp.review_file", { chat_id = first.chat_id, path = path })
-  T.eq(merged, type(r) == "table" and r.current or nil, "the first chat's review has the file's text")
+  T.wait(function()
+    local r = latest(first.chat_id, path)
+    return r ~= nil and r.current == merged
+  end, "the first chat's review has the file's text")
   focus(buf)
   vim.cmd("Acp reject all")
   vim.wait(5000, function()

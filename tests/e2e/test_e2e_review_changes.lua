@@ -70,16 +70,16 @@ end
 --- turn ended).
 local function turn(chat, text, files)
   T.eq("end_turn", T.turn(chat, text), text)
-  local backend = require("acp.rpc.backend")
   T.wait(function()
-    local listed = backend.request("acp.review_files", { chat_id = chat.chat_id }) or {}
     local n = 0
-    for _, f in ipairs(listed) do
-      if vim.tbl_contains(files, vim.fs.basename(f.path)) then
+    -- The reviews as their `review_changed` carried them (the plugin asks
+    -- the backend none).
+    for path, entry in pairs(require("acp.edits.review").files) do
+      local rv = entry.latest and entry.latest[chat.chat_id]
+      if type(rv) == "table" and #(rv.hunks or {}) > 0 and vim.tbl_contains(files, vim.fs.basename(path)) then
         -- Its review_changed handled: its hunks have their turn.
-        local rv = backend.request("acp.review_file", { chat_id = chat.chat_id, path = f.path }) or {}
         local known = true
-        for _, h in ipairs(rv.hunks or {}) do
+        for _, h in ipairs(rv.hunks) do
           known = known and changes.hunk_turn(chat.chat_id, h) ~= nil
         end
         n = n + (known and 1 or 0)

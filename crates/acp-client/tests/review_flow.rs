@@ -586,3 +586,87 @@ async fn a_blind_write_keeps_a_line_saved_after_the_files_first_mention() {
         "one\nmine\ntwo\nagent\n"
     );
 }
+
+#[tokio::test]
+async fn a_reject_in_one_chat_is_learned_by_the_other_chat_before_its_own_reject() {
+    // Two sessions of one agent write one file, each adding a line. The
+    // first chat's reject removes its line; the second chat's reject must
+    // then remove only its own, not restore the first agent's rejected
+    // line from the text it had before that reject (data-safety seed
+    // 562451862, case 978: `:Acp reject all` sent to both chats).
+    let mut s = start(
+        &[("two.txt", "one\ntwo\n")],
+        json!([
+            { "match": "first", "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/two.txt", "content": "one\nA\ntwo\n" },
+                "expect": { "ok": true } }] },
+            { "match": "second", "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/two.txt", "content": "one\nA\ntwo\nB\n" },
+                "expect": { "ok": true } }] }
+        ]),
+    )
+    .await;
+    let path = s.root.join("two.txt");
+    let other = s
+        .conn
+        .new_session(acp_client::SessionParams::new(&s.root))
+        .await
+        .unwrap()
+        .session_id;
+    turn(&s, "first").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
+    tokio::time::timeout(WAIT * 3, s.conn.prompt(&other, vec![text("second")]))
+        .await
+        .expect("turn timed out")
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nA\ntwo\nB\n");
+    s.conn.review(&s.sid).reject_all().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nB\n");
+    s.conn.review(&other).reject_all().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+}
+
+#[tokio::test]
+async fn two_chats_rejecting_all_leave_only_the_users_lines() {
+    // The second agent's line lands amid the first agent's lines: the first
+    // chat's reject deletes them all, and the second chat's review must take
+    // that as the end of its hunk, not as its agent deleting the first
+    // agent's lines, which its reject then restored (data-safety seed
+    // 562451862, case 978).
+    let mut s = start(
+        &[("t.txt", "base\n")],
+        json!([
+            { "match": "first", "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/t.txt", "content": "base\na2\na3\na7\n" },
+                "expect": { "ok": true } }] },
+            { "match": "second", "steps": [{ "type": "call", "method": "fs/write_text_file",
+                "params": { "path": "{{cwd}}/t.txt", "content": "base\na2\na1007\na3\na7\nu7\n" },
+                "expect": { "ok": true } }] }
+        ]),
+    )
+    .await;
+    let path = s.root.join("t.txt");
+    let other = s
+        .conn
+        .new_session(acp_client::SessionParams::new(&s.root))
+        .await
+        .unwrap()
+        .session_id;
+    turn(&s, "first").await;
+    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
+    std::fs::write(&path, "base\na2\na3\na7\nu7\n").unwrap();
+    s.conn
+        .review(&s.sid)
+        .record_user_edit(&path, Some("base\na2\na3\na7\nu7\n"), true)
+        .unwrap();
+    tokio::time::timeout(WAIT * 3, s.conn.prompt(&other, vec![text("second")]))
+        .await
+        .expect("turn timed out")
+        .unwrap();
+    s.conn.review(&s.sid).reject_all().await.unwrap();
+    // The first chat's hunk holds the second agent's line amid its own:
+    // shown as its, it goes with them.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "base\nu7\n");
+    s.conn.review(&other).reject_all().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "base\nu7\n");
+}

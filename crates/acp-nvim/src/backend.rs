@@ -25,8 +25,8 @@ pub enum Routed {
     Command(Command),
     /// Stop every agent; the sender (if any) is told when done.
     Shutdown(Option<oneshot::Sender<()>>),
-    /// A review query (`acp.review_files`, `acp.review_file`), answered
-    /// at once on the sender.
+    /// The diagnostic query `acp.file_sync`, answered on the sender after
+    /// the review decisions sent before it.
     Query(ReviewCommand, oneshot::Sender<Value>),
 }
 

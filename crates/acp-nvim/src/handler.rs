@@ -469,18 +469,21 @@ mod tests {
     #[test]
     fn queries_wait_for_the_loop() {
         let (h, mut rx, _events) = handler();
-        let reply = h.request("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]);
+        let reply = h.request(
+            "acp.file_sync",
+            &[from_json(&json!({"chat_id": "c", "path": "/p/a"}))],
+        );
         let Reply::Later(answer) = reply else {
             panic!("queries wait for the command loop");
         };
         match rx.try_recv().unwrap() {
-            Routed::Query(ReviewCommand::Files { chat_id }, tx) => {
+            Routed::Query(ReviewCommand::Sync { chat_id, .. }, tx) => {
                 assert_eq!(chat_id, ChatId("c".into()));
-                tx.send(Value::Array(vec![])).unwrap();
+                tx.send(Value::Nil).unwrap();
             }
             other => panic!("unexpected {other:?}"),
         }
-        assert_eq!(answer.blocking_recv().unwrap(), Value::Array(vec![]));
+        assert_eq!(answer.blocking_recv().unwrap(), Value::Nil);
     }
 
     #[test]
@@ -496,9 +499,25 @@ mod tests {
             rx.try_recv().unwrap(),
             Routed::Command(Command::Review(ReviewCommand::Accept { .. }))
         ));
-        h.notify("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]);
+        // A whole file's decision names no chat: the backend finds the
+        // chats whose reviews hold it (Lua asks nothing first).
+        h.notify("acp.review_reject", &[from_json(&json!({"path": "/p/a"}))]);
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            Routed::Command(Command::Review(ReviewCommand::Reject { chat_id: None, .. }))
+        ));
+        h.notify(
+            "acp.file_sync",
+            &[from_json(&json!({"chat_id": "c", "path": "/p/a"}))],
+        );
         assert!(rx.try_recv().is_err());
         assert!(matches!(events.try_recv().unwrap(), Event::Warning { .. }));
+        // The review queries are gone: a request for one is refused.
+        assert!(matches!(
+            h.request("acp.review_files", &[from_json(&json!({"chat_id": "c"}))]),
+            Reply::Error(_)
+        ));
+        assert!(rx.try_recv().is_err());
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
-//! Edit review for the plugin: the review queries and the decisions (accept,
-//! reject, delete, user edits) applied through acp-client.
+//! Edit review for the plugin: the decisions (accept, reject, delete, user
+//! edits) applied through acp-client, and the diagnostic `acp.file_sync`.
 //!
 //! acp-client tracks the edits (`Connection::review_*`); this module only
 //! turns the plugin's commands into those calls and their results into the
@@ -7,41 +7,30 @@
 //! task, in the order Lua sent them: a user edit sent before a reject is in
 //! the review when the reject is computed. A reject writes through the
 //! agent's host (`acp.edits.fs.apply` in Lua), so the task may wait for Lua; the
-//! queries never do, they are answered from the trackers at once.
+//! query never does, it is answered from the buffer sync at once. Lua asks
+//! no review: `review_changed` carries each one, and a decision on a whole
+//! file or on everything is resolved here, for every chat it concerns.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::buffer_sync::OnDisk;
-use acp_client::review::{FileReview, RejectOutcome};
+use acp_client::review::RejectOutcome;
 use acp_client::update::SessionId;
 use rmpv::Value;
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, ReviewCommand, ReviewTarget};
-use crate::protocol::{wire, Event, FileSyncView, ReviewView};
+use crate::protocol::{wire, Event, FileSyncView};
 use crate::review_queue::{Decisions, Job, MergedBuffer};
 
-/// A file's full review, encoded for Lua.
-fn review_reply(review: &FileReview) -> Value {
-    wire::encode(&ReviewView::from(review))
-}
-
-/// Answers `acp.review_files` (the files' summaries) and `acp.review_file`
-/// (one file's review, or nil). A chat without an open session has nothing
-/// under review.
+/// Answers `acp.file_sync`: what the buffer sync holds of a file (nil for
+/// a chat without an open session).
 pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
-    let found = agents.find_chat(cmd.chat_id());
     match cmd {
-        ReviewCommand::Files { .. } => match found {
-            Some((agent, session)) => wire::encode(&agent.conn.review(&session).files()),
-            None => Value::Array(Vec::new()),
-        },
-        ReviewCommand::File { path, .. } => found
-            .and_then(|(agent, session)| agent.conn.review(&session).file(path))
-            .map_or(Value::Nil, |r| review_reply(&r)),
-        ReviewCommand::Sync { path, .. } => found
+        ReviewCommand::Sync { chat_id, path } => agents
+            .find_chat(chat_id)
             .and_then(|(agent, _)| agent.host.file_state(path))
             .map_or(Value::Nil, |state| wire::encode(&FileSyncView::from(state))),
         other => {
@@ -71,10 +60,14 @@ pub fn start(decisions: &Decisions, agents: Arc<Agents>, events: EventQueue) {
     });
 }
 
-/// Applies one decision; failures become a `warning` of the chat.
+/// Applies one decision; failures become a `warning` of the chat. A
+/// decision that names no chat is applied for every chat whose review holds
+/// its target.
 pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
-    let chat = cmd.chat_id().clone();
     let name = cmd.name();
+    let Some(chat) = cmd.chat_id().cloned() else {
+        return decide_every_chat(agents, events, cmd).await;
+    };
     let Some((agent, session)) = agents.find_chat(&chat) else {
         events.push(Event::Warning {
             message: format!(
@@ -98,9 +91,7 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
             disk,
             ..
         } => user_edit(&agent, &session, &path, content, tick, accept_lines, disk).await,
-        ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Sync { .. } => {
-            Ok(())
-        }
+        ReviewCommand::Sync { .. } => Ok(()),
     };
     if let Err(e) = result {
         tracing::info!(%chat, command = name, "review decision failed: {e}");
@@ -109,6 +100,57 @@ pub async fn decide(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
             message: format!("review: {e}"),
         });
     }
+}
+
+/// `:Acp accept file`, `:Acp reject all`: the decision for every chat
+/// whose review holds the file (every chat, for all), as the backend has
+/// the reviews now. Lua's copy of them (the `review_changed` it was sent)
+/// can lag: a file's decision then told no chat and left the agent's newer
+/// hunks under review (data-safety seed 537081754, case 9).
+async fn decide_every_chat(agents: &Agents, events: &EventQueue, cmd: ReviewCommand) {
+    let (accepting, target) = match cmd {
+        ReviewCommand::Accept { target, .. } => (true, target),
+        ReviewCommand::Reject { target, .. } => (false, target),
+        other => {
+            tracing::warn!(command = other.name(), "a review command without a chat");
+            return;
+        }
+    };
+    for agent in agents.all() {
+        for chat in agent.host.chats() {
+            let Some(session) = agent.host.session_of(&chat) else {
+                continue;
+            };
+            if let ReviewTarget::File { path } | ReviewTarget::Hunks { path, .. } = &target {
+                if agent.conn.review(&session).file(path).is_none() {
+                    continue;
+                }
+            }
+            let target = target.clone();
+            let cmd = if accepting {
+                ReviewCommand::Accept {
+                    chat_id: Some(chat),
+                    target,
+                }
+            } else {
+                ReviewCommand::Reject {
+                    chat_id: Some(chat),
+                    target,
+                }
+            };
+            Box::pin(decide(agents, events, cmd)).await;
+        }
+    }
+}
+
+/// Whether `path` is one of the files a decision of all leaves out (Lua
+/// names them as its buffers do, which may not resolve symlinks as the
+/// review's paths do).
+fn left_out(except: &[std::path::PathBuf], path: &Path) -> bool {
+    let real = std::fs::canonicalize(path).ok();
+    except
+        .iter()
+        .any(|p| p == path || (real.is_some() && std::fs::canonicalize(p).ok() == real))
 }
 
 async fn accept(
@@ -125,7 +167,17 @@ async fn accept(
             Ok(())
         }
         ReviewTarget::File { path } => conn.review(session).accept_file(&path),
-        ReviewTarget::All => conn.review(session).accept_all().map(drop),
+        ReviewTarget::All { except } if except.is_empty() => {
+            conn.review(session).accept_all().map(drop)
+        }
+        ReviewTarget::All { except } => {
+            for file in conn.review(session).files() {
+                if !left_out(&except, &file.path) {
+                    conn.review(session).accept_file(&file.path)?;
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -151,10 +203,20 @@ async fn reject(
                 deletes.push(path);
             }
         }
-        ReviewTarget::All => {
+        ReviewTarget::All { except } if except.is_empty() => {
             for r in conn.review(session).reject_all().await? {
                 if r.outcome == RejectOutcome::Delete {
                     deletes.push(r.path);
+                }
+            }
+        }
+        ReviewTarget::All { except } => {
+            for file in conn.review(session).files() {
+                if left_out(&except, &file.path) {
+                    continue;
+                }
+                if conn.review(session).reject_file(&file.path).await? == RejectOutcome::Delete {
+                    deletes.push(file.path);
                 }
             }
         }
@@ -174,7 +236,7 @@ async fn reject(
 /// disk's, so they stay the agent's hunk; the user's unsaved lines are
 /// theirs). The backend made the merge and Neovim answered its tick, so
 /// Lua need not send the text back (issue 24: one crossing fewer, and the
-/// `acp.review_file` its report made the refresh ask). In the review task,
+/// review query its report made the refresh ask). In the review task,
 /// in order with Lua's reports: a report of a newer tick processed first
 /// makes this one outdated, and it is dropped (`user_reported`). A chat
 /// whose review never had the file records nothing.
@@ -253,6 +315,7 @@ async fn user_edit(
 mod tests {
     use super::*;
     use crate::msgpack;
+    use crate::protocol::ReviewView;
     use acp_client::review::EditTracker;
     use serde_json::json;
 
@@ -262,7 +325,7 @@ mod tests {
         let p = Path::new("/w/a.txt");
         t.record_write(p, Some("a\nb\nc\n"), "a\nB\r\nc\nd\n");
         let review = t.review(p).unwrap();
-        let j = msgpack::to_json(&review_reply(&review));
+        let j = msgpack::to_json(&wire::encode(&ReviewView::from(&review)));
         assert_eq!(j["status"], "modified");
         assert_eq!(j["baseline"], "a\nb\nc\n");
         assert_eq!(j["hunks"][0]["old_start"], 1);

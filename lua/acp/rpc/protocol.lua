@@ -298,7 +298,7 @@ local M = {}
 ---@field new_start integer
 ---@field new_lines string[]
 
----@class acp.ReviewFile A file's whole review, as `review_changed` carries it (and the diagnostic `acp.review_file` answers it).
+---@class acp.ReviewFile A file's whole review, as `review_changed` carries it.
 ---@field path string
 ---@field status "created"|"modified"|"deleted"
 ---@field baseline? string

@@ -1,7 +1,7 @@
 //! The review state of one file: baseline, current content and the hunks
 //! between them.
 
-use super::diff::{changes, join_lines, matches, split_lines};
+use super::diff::{changes, join_lines, matches, split_lines, Change};
 use super::{FileStatus, Hunk, HunkId, RejectOutcome};
 
 /// Hands out hunk ids; never reuses one, so an id from a stale review can
@@ -80,7 +80,7 @@ impl TrackedFile {
 
         let mut new_base: Vec<&str> = Vec::with_capacity(base_lines.len());
         let mut cursor = 0;
-        for change in changes(&current_lines, &user_lines) {
+        for change in self.split_deletions(changes(&current_lines, &user_lines)) {
             let (start, end) = (change.old.start, change.old.end);
             if self.hunks.iter().any(|h| overlaps(h, start, end)) {
                 continue;
@@ -124,6 +124,44 @@ impl TrackedFile {
         };
         self.current = Some(content);
         self.rediff(ids);
+    }
+
+    /// `changes` with each pure deletion that spans hunks cut where a hunk
+    /// starts and ends: the lines deleted outside the agent's hunks are the
+    /// user's deletion (out of the baseline), those inside shrink the hunk.
+    /// Taken whole, the lines around were kept as the agent's deletion, and
+    /// a reject brought them back: another chat's reject had deleted them
+    /// with that agent's line amid this agent's (data-safety seed
+    /// 562451862, case 978). A change that inserts lines stays whole: which
+    /// of them replace which is not known.
+    fn split_deletions(&self, changes: Vec<Change>) -> Vec<Change> {
+        let in_hunk = |i: usize| {
+            self.hunks
+                .iter()
+                .any(|h| h.new_start <= i && i < h.new_end())
+        };
+        let mut out = Vec::with_capacity(changes.len());
+        for change in changes {
+            let (start, end) = (change.old.start, change.old.end);
+            if !change.new.is_empty() || !self.hunks.iter().any(|h| overlaps(h, start, end)) {
+                out.push(change);
+                continue;
+            }
+            let mut at = start;
+            while at < end {
+                let inside = in_hunk(at);
+                let mut next = at + 1;
+                while next < end && in_hunk(next) == inside {
+                    next += 1;
+                }
+                out.push(Change {
+                    old: at..next,
+                    new: change.new.clone(),
+                });
+                at = next;
+            }
+        }
+        out
     }
 
     /// The agent's pure deletion at `current` line `start`, when a user

@@ -481,6 +481,32 @@ fn user_typing_inside_a_hunk_joins_it() {
 }
 
 #[test]
+fn a_user_deletion_across_a_hunk_deletes_the_lines_around_it_from_the_baseline() {
+    // Another chat's reject removed this agent's line and the lines around
+    // it (that agent's, this review's baseline): those are gone for good,
+    // not this agent's deletion, so rejecting here must not bring them back
+    // (data-safety seed 562451862, case 978).
+    let mut t = EditTracker::new();
+    t.record_write(
+        path(),
+        Some("base\na2\na3\nu7\n"),
+        "base\na2\nmine\na3\nu7\n",
+    );
+    t.record_user_edit(path(), Some("base\nu7\n"));
+    assert_eq!(t.review(path()), None);
+    // Only the lines outside the hunk: the hunk's line deleted with them
+    // leaves nothing to review, and the baseline keeps the user's lines.
+    let mut t = EditTracker::new();
+    t.record_write(path(), Some("a\nb\nc\nd\n"), "a\nb\nmine\nc\nd\nagent\n");
+    t.record_user_edit(path(), Some("a\nd\nagent\n"));
+    let r = review(&t);
+    assert_eq!(r.baseline.as_deref(), Some("a\nd\n"));
+    assert_eq!(r.hunks.len(), 1);
+    assert_eq!(r.hunks[0].new_lines, lines("agent\n"));
+    assert_eq!(t.reject_file(path()).unwrap(), write("a\nd\n"));
+}
+
+#[test]
 fn user_edits_next_to_an_agent_deletion_keep_the_deletion() {
     let mut t = EditTracker::new();
     t.record_write(path(), Some("a\nb\nc\nd\n"), "a\nd\n");

@@ -180,7 +180,18 @@ impl Reviews {
                 .iter()
                 .find(|b| b.path == r.path)
                 .and_then(|b| b.current.clone());
-            match write_content(host, session_id, &r.path, content, current, None).await {
+            let written = write_content(host, session_id, &r.path, content, current, None).await;
+            if let Ok(text) = &written {
+                // The file holds the restore: the other chats' reviews learn
+                // it as not their agents', as they learn an agent's write.
+                // Else a second chat's reject, decided right after, restored
+                // from its text from before this one the lines this reject
+                // removed (data-safety seed 562451862, case 978: `:Acp
+                // reject all` with two chats reviewing one file).
+                let text = text.as_deref().unwrap_or(content);
+                self.record_other_write(session_id, &r.path, text);
+            }
+            match written {
                 Ok(Some(saved)) => {
                     // The buffer took the restore merged with lines this
                     // review never saw (another chat's agent wrote them):

@@ -1,6 +1,9 @@
 //! The edit review commands (see "Edit review" in `doc/protocol.md`):
-//! the queries about files under review, the user's decisions on the
-//! agent's changes, and the user's own edits of those files.
+//! the user's decisions on the agent's changes, the user's own edits of
+//! those files, and one diagnostic query (`acp.file_sync`). Lua asks
+//! nothing to draw or decide: `review_changed` carries every review, and a
+//! decision on a whole file or on everything names no hunk (the backend
+//! resolves which hunks, of which chats, it covers).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,7 +19,7 @@ use super::ChatId;
 /// Which agent changes a review decision covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReviewTarget {
-    /// These hunks of one file (ids from `acp.review_file`).
+    /// These hunks of one file (ids from `review_changed`).
     Hunks {
         /// Absolute path of the file.
         path: PathBuf,
@@ -28,30 +31,18 @@ pub enum ReviewTarget {
         /// Absolute path of the file.
         path: PathBuf,
     },
-    /// Every change of the chat's session.
-    All,
+    /// Every change of the chat's session (of every chat's, without a
+    /// chat), but in these files: the user has new conflicts to resolve
+    /// there first.
+    All {
+        /// Absolute paths of the files left out.
+        except: Vec<PathBuf>,
+    },
 }
 
 /// The edit review commands.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub enum ReviewCommand {
-    /// `acp.review_files` (request): every file under review.
-    #[serde(rename = "acp.review_files")]
-    Files {
-        /// The chat concerned.
-        #[serde(deserialize_with = "cmd_de::chat_id")]
-        chat_id: ChatId,
-    },
-    /// `acp.review_file` (request): one file's hunks and texts.
-    #[serde(rename = "acp.review_file")]
-    File {
-        /// The chat concerned.
-        #[serde(deserialize_with = "cmd_de::chat_id")]
-        chat_id: ChatId,
-        /// Absolute path of the file.
-        #[serde(deserialize_with = "cmd_de::abs_path")]
-        path: PathBuf,
-    },
     /// `acp.file_sync` (request): what the backend holds of a file's sync
     /// with its buffer (diagnostics: tests, bug reports).
     #[serde(rename = "acp.file_sync")]
@@ -66,16 +57,18 @@ pub enum ReviewCommand {
     /// `acp.review_accept`: the changes stay, and leave the review.
     #[serde(rename = "acp.review_accept", deserialize_with = "decision")]
     Accept {
-        /// The chat concerned.
-        chat_id: ChatId,
+        /// The chat concerned; `None`: every chat whose review holds the
+        /// target.
+        chat_id: Option<ChatId>,
         /// What to accept.
         target: ReviewTarget,
     },
     /// `acp.review_reject`: the changes are undone (buffer and disk).
     #[serde(rename = "acp.review_reject", deserialize_with = "decision")]
     Reject {
-        /// The chat concerned.
-        chat_id: ChatId,
+        /// The chat concerned; `None`: every chat whose review holds the
+        /// target.
+        chat_id: Option<ChatId>,
         /// What to reject.
         target: ReviewTarget,
     },
@@ -124,8 +117,6 @@ impl ReviewCommand {
     /// The method name the command arrived as.
     pub fn name(&self) -> &'static str {
         match self {
-            ReviewCommand::Files { .. } => "acp.review_files",
-            ReviewCommand::File { .. } => "acp.review_file",
             ReviewCommand::Sync { .. } => "acp.file_sync",
             ReviewCommand::Accept { .. } => "acp.review_accept",
             ReviewCommand::Reject { .. } => "acp.review_reject",
@@ -134,48 +125,63 @@ impl ReviewCommand {
         }
     }
 
-    /// The chat concerned.
-    pub fn chat_id(&self) -> &ChatId {
+    /// The chat concerned; `None` for a decision of every chat.
+    pub fn chat_id(&self) -> Option<&ChatId> {
         match self {
-            ReviewCommand::Files { chat_id }
-            | ReviewCommand::File { chat_id, .. }
-            | ReviewCommand::Sync { chat_id, .. }
-            | ReviewCommand::Accept { chat_id, .. }
-            | ReviewCommand::Reject { chat_id, .. }
+            ReviewCommand::Accept { chat_id, .. } | ReviewCommand::Reject { chat_id, .. } => {
+                chat_id.as_ref()
+            }
+            ReviewCommand::Sync { chat_id, .. }
             | ReviewCommand::Delete { chat_id, .. }
-            | ReviewCommand::UserEdit { chat_id, .. } => chat_id,
+            | ReviewCommand::UserEdit { chat_id, .. } => Some(chat_id),
         }
     }
 
-    /// True for the requests that answer with review data.
+    /// True for the request that answers with data (the diagnostic
+    /// `acp.file_sync`).
     pub fn is_query(&self) -> bool {
-        matches!(
-            self,
-            ReviewCommand::Files { .. } | ReviewCommand::File { .. } | ReviewCommand::Sync { .. }
-        )
+        matches!(self, ReviewCommand::Sync { .. })
     }
 }
 
-/// `acp.review_accept` and `acp.review_reject`: `path?` and `hunks?`, hunks
-/// of a file, a whole file, or (neither) all.
-fn decision<'de, D: Deserializer<'de>>(d: D) -> Result<(ChatId, ReviewTarget), D::Error> {
+/// `acp.review_accept` and `acp.review_reject`: `chat_id?`, `path?`,
+/// `hunks?` and `except?`: hunks of a file (of one chat: ids are a chat's),
+/// a whole file, or (no path) all but the `except` files.
+fn decision<'de, D: Deserializer<'de>>(d: D) -> Result<(Option<ChatId>, ReviewTarget), D::Error> {
     #[derive(Deserialize)]
     struct Params {
-        #[serde(deserialize_with = "cmd_de::chat_id")]
-        chat_id: ChatId,
+        #[serde(default, deserialize_with = "opt_chat_id")]
+        chat_id: Option<ChatId>,
         #[serde(default, deserialize_with = "cmd_de::opt_abs_path")]
         path: Option<PathBuf>,
         #[serde(default, deserialize_with = "hunk_ids")]
         hunks: Option<Vec<HunkId>>,
+        #[serde(default, deserialize_with = "cmd_de::abs_paths")]
+        except: Vec<PathBuf>,
     }
     let p = Params::deserialize(d)?;
+    if p.path.is_some() && !p.except.is_empty() {
+        return Err(de::Error::custom(
+            "`except` is for a decision of all files; leave out `path`",
+        ));
+    }
     let target = match (p.path, p.hunks) {
-        (None, None) => ReviewTarget::All,
+        (None, None) => ReviewTarget::All { except: p.except },
         (None, Some(_)) => return Err(de::Error::custom("`hunks` needs the `path` of their file")),
+        (Some(_), Some(_)) if p.chat_id.is_none() => {
+            return Err(de::Error::custom(
+                "`hunks` needs the `chat_id` whose review numbered them",
+            ))
+        }
         (Some(path), None) => ReviewTarget::File { path },
         (Some(path), Some(ids)) => ReviewTarget::Hunks { path, ids },
     };
     Ok((p.chat_id, target))
+}
+
+/// An optional `chat_id`.
+fn opt_chat_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatId>, D::Error> {
+    cmd_de::chat_id(d).map(Some)
 }
 
 /// `hunks`: a non-empty list of hunk ids.
@@ -278,21 +284,11 @@ mod tests {
     #[test]
     fn decodes_review_queries_and_decisions() {
         let chat = || ChatId("c".into());
-        assert_eq!(
-            decode("acp.review_files", json!({"chat_id": "c"})).unwrap(),
-            Command::Review(ReviewCommand::Files { chat_id: chat() })
-        );
-        assert_eq!(
-            decode(
-                "acp.review_file",
-                json!({"chat_id": "c", "path": "/p/a.rs"})
-            )
-            .unwrap(),
-            Command::Review(ReviewCommand::File {
-                chat_id: chat(),
-                path: "/p/a.rs".into()
-            })
-        );
+        // Lua asks nothing to draw or decide (issue 24): the reviews come
+        // with `review_changed`.
+        for gone in ["acp.review_files", "acp.review_file"] {
+            assert!(decode(gone, json!({"chat_id": "c", "path": "/p/a.rs"})).is_err());
+        }
         let sync = decode("acp.file_sync", json!({"chat_id": "c", "path": "/p/a.rs"})).unwrap();
         assert_eq!(
             sync,
@@ -309,7 +305,7 @@ mod tests {
             )
             .unwrap(),
             Command::Review(ReviewCommand::Accept {
-                chat_id: chat(),
+                chat_id: Some(chat()),
                 target: ReviewTarget::Hunks {
                     path: "/p/a.rs".into(),
                     ids: vec![HunkId::from(3), HunkId::from(7)]
@@ -323,7 +319,7 @@ mod tests {
             )
             .unwrap(),
             Command::Review(ReviewCommand::Reject {
-                chat_id: chat(),
+                chat_id: Some(chat()),
                 target: ReviewTarget::File {
                     path: "/p/a.rs".into()
                 }
@@ -332,8 +328,29 @@ mod tests {
         assert_eq!(
             decode("acp.review_reject", json!({"chat_id": "c"})).unwrap(),
             Command::Review(ReviewCommand::Reject {
-                chat_id: chat(),
-                target: ReviewTarget::All
+                chat_id: Some(chat()),
+                target: ReviewTarget::All { except: vec![] }
+            })
+        );
+        // `:Acp accept file`: every chat whose review holds the file.
+        assert_eq!(
+            decode("acp.review_accept", json!({"path": "/p/a.rs"})).unwrap(),
+            Command::Review(ReviewCommand::Accept {
+                chat_id: None,
+                target: ReviewTarget::File {
+                    path: "/p/a.rs".into()
+                }
+            })
+        );
+        // `:Acp reject all` with new conflicts in one file: every chat,
+        // all files but that one.
+        assert_eq!(
+            decode("acp.review_reject", json!({"except": ["/p/b.rs"]})).unwrap(),
+            Command::Review(ReviewCommand::Reject {
+                chat_id: None,
+                target: ReviewTarget::All {
+                    except: vec!["/p/b.rs".into()]
+                }
             })
         );
         assert_eq!(
@@ -386,13 +403,28 @@ mod tests {
     fn rejects_bad_review_params_with_a_reason() {
         let cases = [
             (
-                "acp.review_file",
+                "acp.file_sync",
                 json!({"chat_id": "c"}),
                 "`path` is missing",
             ),
             (
-                "acp.review_file",
+                "acp.review_accept",
                 json!({"chat_id": "c", "path": "rel.rs"}),
+                "absolute",
+            ),
+            (
+                "acp.review_accept",
+                json!({"path": "/a", "hunks": [1]}),
+                "needs the `chat_id`",
+            ),
+            (
+                "acp.review_reject",
+                json!({"path": "/a", "except": ["/b"]}),
+                "leave out `path`",
+            ),
+            (
+                "acp.review_reject",
+                json!({"except": ["rel.rs"]}),
                 "absolute",
             ),
             (
@@ -440,7 +472,11 @@ mod tests {
                 json!({"chat_id": "c", "path": "/a", "disk": "yes"}),
                 "`disk` must be",
             ),
-            ("acp.review_files", json!({}), "`chat_id` is missing"),
+            (
+                "acp.file_sync",
+                json!({"path": "/a"}),
+                "`chat_id` is missing",
+            ),
         ];
         for (method, params, want) in cases {
             let err = decode(method, params.clone()).unwrap_err();

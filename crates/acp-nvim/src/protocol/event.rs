@@ -640,9 +640,8 @@ impl Event {
     }
 }
 
-/// A file's whole review as Lua draws it (`acp.review_file`'s answer and
-/// `review_changed`'s `review`): texts and hunks, lines without
-/// terminators.
+/// A file's whole review as Lua draws it (`review_changed`'s `review`):
+/// texts and hunks, lines without terminators.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReviewView {
     path: String,

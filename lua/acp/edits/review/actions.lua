@@ -354,29 +354,6 @@ local function held_back(path, action)
   )
 end
 
---- The chats whose reviews hold `path`, as the backend has them now (its
---- answer comes after the user edits and decisions sent before it). Not
---- M.files: a `review_changed` still on its way lags it, and `:Acp accept
---- file` then told no chat and left the agent's newer hunks under review
---- (data-safety seed 537081754, case 9).
----@param path string normalized
----@return string[]
-local function chats_reviewing(path)
-  local ids = {}
-  for _, chat in ipairs(require("acp.chat.index").list) do
-    if chat.session_id then
-      local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
-      for _, f in ipairs(type(files) == "table" and files or {}) do
-        if f.path and normalize(f.path) == path then
-          ids[#ids + 1] = chat.chat_id
-          break
-        end
-      end
-    end
-  end
-  return ids
-end
-
 ---@class acp.DecideOpts
 ---@field scope? "hunks"|"file"|"all" default "hunks"
 ---@field line1? integer 1-based first line (a range); default: the cursor line
@@ -402,26 +379,16 @@ function M.decide(action, opts)
     end
     local any = false
     for _, chat in ipairs(require("acp.chat.index").list) do
-      if chat.session_id then
-        any = true
-        if next(held) == nil then
-          backend().notify(method, { chat_id = chat.chat_id })
-        else
-          -- File by file, leaving out the ones with new conflicts. The
-          -- backend's list, not M.files: review_changed events can lag it.
-          local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
-          for _, f in ipairs(type(files) == "table" and files or {}) do
-            local path = f.path
-            if path and not held[normalize(path)] then
-              backend().notify(method, { chat_id = chat.chat_id, path = path })
-            end
-          end
-        end
-      end
+      any = any or chat.session_id ~= nil
     end
     if not any then
       util.notify("no chat has edits to review", vim.log.levels.WARN)
+      return
     end
+    -- One decision, no chat named: the backend applies it for every chat,
+    -- leaving out the files with new conflicts. It knows which files each
+    -- chat reviews; the review_changed events here can lag it.
+    backend().notify(method, next(held) and { except = vim.tbl_keys(held) } or vim.empty_dict())
     return
   end
   local buf = api.nvim_get_current_buf()
@@ -436,9 +403,11 @@ function M.decide(action, opts)
       held_back(entry.path, action .. " file")
       return
     end
-    for _, chat_id in ipairs(chats_reviewing(entry.path)) do
-      backend().notify(method, { chat_id = chat_id, path = entry.path })
-    end
+    -- No chat named: the backend decides for every chat whose review holds
+    -- the file now. Not M.files: a `review_changed` still on its way lags
+    -- it, and `:Acp accept file` then told no chat and left the agent's
+    -- newer hunks under review (data-safety seed 537081754, case 9).
+    backend().notify(method, { path = entry.path })
     return
   end
   local cursor = api.nvim_win_get_cursor(0)[1]
