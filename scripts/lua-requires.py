@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The require graph of the plugin's Lua modules; fails on a cycle.
 
-Usage: scripts/lua-requires.py [lua/acp] [--dot] [--known FILE]
+Usage: scripts/lua-requires.py [lua/acp] [--dot]
 
 Every `require("acp...")` counts, at the top of a file or inside a function
 alike (a require inside a function is still a dependency: it only runs
@@ -11,12 +11,6 @@ that is exactly the name of a module (a list of modules loaded in a loop, a
 lazy-require helper): better a dependency too many than one missed. A cycle is printed as
 the modules on it, with one loop through them, and the script exits 1.
 `--dot` prints the graph in Graphviz form instead.
-
-`--known FILE` is the ratchet `make lint` uses while issue 32's cycles are
-being broken: FILE lists the modules still on a cycle (one a line, `#`
-comments). The check fails when a module joins a cycle (a new cycle) and
-when a listed module is on none any more (the list must shrink with the
-code). Without it, any cycle fails.
 """
 
 import re
@@ -127,22 +121,8 @@ def loop_in(edges: dict[str, set[str]], comp: list[str]) -> list[str]:
     return comp
 
 
-def read_known(path: str) -> set[str]:
-    known = set()
-    for line in Path(path).read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            known.add(line)
-    return known
-
-
 def main() -> int:
     argv = sys.argv[1:]
-    known_file = None
-    if "--known" in argv:
-        i = argv.index("--known")
-        known_file = argv[i + 1]
-        del argv[i : i + 2]
     args = [a for a in argv if not a.startswith("--")]
     root = Path(args[0] if args else "lua/acp")
     edges = graph(root)
@@ -154,29 +134,6 @@ def main() -> int:
         print("}")
         return 0
     found = cycles(edges)
-    if known_file is not None:
-        known = read_known(known_file)
-        on_cycle = {m for comp in found for m in comp}
-        new = sorted(on_cycle - known)
-        gone = sorted(known - on_cycle)
-        for comp in found:
-            if set(comp) - known:
-                print(
-                    f"require cycle through modules not in {known_file} "
-                    f"({', '.join(sorted(set(comp) - known))}): {' -> '.join(loop_in(edges, comp))}",
-                    file=sys.stderr,
-                )
-        if gone:
-            print(
-                f"no longer on a require cycle (remove from {known_file}): {', '.join(gone)}",
-                file=sys.stderr,
-            )
-        if new or gone:
-            return 1
-        print(
-            f"lua-requires: {len(edges)} modules, {len(on_cycle)} on the known cycles of {known_file}, no new one"
-        )
-        return 0
     for comp in found:
         print(
             f"require cycle among {len(comp)} modules: {', '.join(comp)}\n"

@@ -123,7 +123,7 @@ local function crossings(path, fn)
     fn()
     -- Quiet for longer than the typing debounce: a report it would send
     -- is counted.
-    local quiet = require("acp.edits.review").USER_EDIT_DEBOUNCE_MS + 500
+    local quiet = require("acp.edits.review.state").USER_EDIT_DEBOUNCE_MS + 500
     vim.wait(10000, function()
       return vim.uv.now() - last > quiet
     end, 20)

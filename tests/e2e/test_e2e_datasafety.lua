@@ -93,9 +93,9 @@ end
 local decided = { accept = 0, reject = 0, reported = 0, undone = 0, reread = 0 }
 -- The debounce is what a typist waits for; the test waits on its effect,
 -- so a short one keeps the run fast.
-review.USER_EDIT_DEBOUNCE_MS = 20
+require("acp.edits.review.state").USER_EDIT_DEBOUNCE_MS = 20
 -- Review steps decide programmatically; a confirmation prompt would hang.
-review.confirm_delete = function()
+require("acp.edits.review.actions").confirm_delete = function()
   return false
 end
 -- What the plugin told the user, for the failure message.
@@ -991,8 +991,8 @@ function Case:agent_creates(chat, s)
     return
   end
   self.log[#self.log + 1] = ("user rejects the created %s while it is on screen"):format(path)
-  local confirm = review.confirm_delete
-  review.confirm_delete = function()
+  local confirm = require("acp.edits.review.actions").confirm_delete
+  require("acp.edits.review.actions").confirm_delete = function()
     return true
   end
   vim.cmd("Acp reject file")
@@ -1002,7 +1002,7 @@ function Case:agent_creates(chat, s)
       and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) ~= path
       and vim.fn.isdirectory(dir) == 0
   end, 10)
-  review.confirm_delete = confirm
+  require("acp.edits.review.actions").confirm_delete = confirm
   if not gone then
     self:fail(
       ("rejecting the created %s: file readable %d, window %s, directory left %d"):format(

@@ -1360,8 +1360,8 @@ T.test("previewing a new file, then allowing it: reviewed as created, and reject
   end, "reviewed as created: " .. vim.inspect(review.files[path]))
   vim.cmd("Acp review")
   T.contains(qf_entry(path) or "", "created, 1 hunk, +3 -0", "listed as created")
-  local orig = review.confirm_delete
-  review.confirm_delete = function()
+  local orig = require("acp.edits.review.actions").confirm_delete
+  require("acp.edits.review.actions").confirm_delete = function()
     return true
   end
   require("acp.chat.view.tool_call").jump({ path = path })
@@ -1369,7 +1369,7 @@ T.test("previewing a new file, then allowing it: reviewed as created, and reject
   T.wait(function()
     return vim.fn.filereadable(path) == 0
   end, "file deleted, not emptied: " .. vim.inspect(vim.fn.filereadable(path) == 1 and T.read_file(path)))
-  review.confirm_delete = orig
+  require("acp.edits.review.actions").confirm_delete = orig
 end)
 
 T.test("previewing a new file that is then denied leaves no buffer and no file", function()
@@ -1401,8 +1401,8 @@ T.test(
     end, "both created files under review")
     vim.cmd("Acp review")
     T.truthy(qf_entry(tool) and qf_entry(fsfile), "both listed")
-    local orig = review.confirm_delete
-    review.confirm_delete = function()
+    local orig = require("acp.edits.review.actions").confirm_delete
+    require("acp.edits.review.actions").confirm_delete = function()
       return true
     end
     for _, path in ipairs({ tool, fsfile }) do
@@ -1418,7 +1418,7 @@ T.test(
         return qf_entry(path) == nil
       end, "the quickfix list no longer lists " .. path)
     end
-    review.confirm_delete = orig
+    require("acp.edits.review.actions").confirm_delete = orig
     T.wait(function()
       return vim.fn.isdirectory(dir .. "/made") == 0
     end, "the directories made by the agent's tool are gone")
@@ -1542,8 +1542,8 @@ T.test("rejecting a created file asks before deleting it", function()
     return review.files[path] ~= nil and review.files[path].chat_id ~= nil
   end, "created file under review")
   local asked
-  local orig = review.confirm_delete
-  review.confirm_delete = function(p)
+  local orig = require("acp.edits.review.actions").confirm_delete
+  require("acp.edits.review.actions").confirm_delete = function(p)
     asked = p
     return true
   end
@@ -1552,7 +1552,7 @@ T.test("rejecting a created file asks before deleting it", function()
   T.wait(function()
     return vim.fn.filereadable(path) == 0
   end, "file deleted after confirmation")
-  review.confirm_delete = orig
+  require("acp.edits.review.actions").confirm_delete = orig
   T.eq(path, asked, "the user was asked")
 end)
 

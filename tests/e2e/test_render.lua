@@ -1069,9 +1069,9 @@ T.test("the golden fixtures render as the user sees them", function()
     notified[#notified + 1] = m
   end
   local review = require("acp.edits.review")
-  local orig_confirm = review.confirm_delete
+  local orig_confirm = require("acp.edits.review.actions").confirm_delete
   local asked_delete
-  review.confirm_delete = function(path)
+  require("acp.edits.review.actions").confirm_delete = function(path)
     asked_delete = path
     return false
   end
@@ -1174,7 +1174,7 @@ T.test("the golden fixtures render as the user sees them", function()
   T.truthy(T.find_line(buf, "- Log in: Opens a browser"), "auth methods listed")
 
   vim.notify = orig_notify
-  review.confirm_delete = orig_confirm
+  require("acp.edits.review.actions").confirm_delete = orig_confirm
   local joined = table.concat(notified, "\n")
   T.contains(joined, "a line that is not JSON-RPC", "the warning was shown")
   T.not_contains(joined, "could not be shown", "no event failed")

@@ -5,24 +5,26 @@
 
 local api = vim.api
 local util = require("acp.util")
-local fs = require("acp.edits.fs")
-local M = require("acp.edits.review")
+local buffer = require("acp.edits.buffer")
+local state = require("acp.edits.review.state")
+local render = require("acp.edits.review.render")
+local S = require("acp.edits.review.sync")
 
 local function backend()
   return require("acp.rpc.backend")
 end
 
-local normalize = M.normalize
--- Loaded before this part (acp.review's init loads them in order).
-local S = require("acp.edits.review.sync")
+local A = {}
+
+local normalize = state.normalize
 local send_user_edit, schedule_refresh = S.send_user_edit, S.schedule_refresh
-local rows_of = require("acp.edits.review.render").rows_of
-local entry_of_buf = require("acp.edits.review.keys").entry_of_buf
+local rows_of = render.rows_of
+local entry_of_buf = state.entry_of_buf
 
 --- Wipe a buffer without closing the windows that show it: each shows its
 --- alternate buffer instead, else an empty one.
 ---@param buf integer
-function M.drop_buffer(buf)
+function A.drop_buffer(buf)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     api.nvim_win_call(win, function()
       local alt = vim.fn.bufnr("#")
@@ -39,7 +41,7 @@ end
 --- Ask the user before deleting a file; tests replace it.
 ---@param path string
 ---@return boolean
-function M.confirm_delete(path)
+function A.confirm_delete(path)
   local choice = vim.fn.confirm(
     ("acp.nvim: the agent created %s. Delete it?"):format(vim.fn.fnamemodify(path, ":~:.")),
     "&Delete\n&Keep",
@@ -51,20 +53,20 @@ end
 --- `review_delete_pending`: the user rejected the creation of a file.
 ---@param chat_id string
 ---@param ev acp.ev.ReviewDeletePending
-function M.on_delete_pending(chat_id, ev)
+function A.on_delete_pending(chat_id, ev)
   local path = ev.path
   if not path then
     return
   end
   vim.schedule(function()
-    if not M.confirm_delete(path) then
+    if not A.confirm_delete(path) then
       util.notify(("kept %s"):format(path))
       return
     end
     backend().notify("acp.review_delete", { chat_id = chat_id, path = path })
-    local buf = fs.find_buffer(path)
+    local buf = util.find_buffer(path)
     if buf and not vim.bo[buf].modified then
-      M.drop_buffer(buf)
+      A.drop_buffer(buf)
     end
   end)
 end
@@ -76,7 +78,7 @@ end
 ---@return acp.ReviewItem[]
 local function items_in(buf, first, last)
   local out = {}
-  for _, it in ipairs(M.items[buf] or {}) do
+  for _, it in ipairs(state.items[buf] or {}) do
     local a, b = rows_of(buf, it)
     if a <= last and first <= b then
       it.first, it.last = a, b
@@ -88,10 +90,10 @@ end
 
 --- Move the cursor to the next (dir 1) or previous (-1) hunk or conflict.
 ---@param dir integer
-function M.jump(dir)
+function A.jump(dir)
   local buf = api.nvim_get_current_buf()
   local row = api.nvim_win_get_cursor(0)[1] - 1
-  local items = M.items[buf] or {}
+  local items = state.items[buf] or {}
   for _, it in ipairs(items) do
     it.first, it.last = rows_of(buf, it)
   end
@@ -179,12 +181,12 @@ end
 --- backend keeps the text and sends it again once a report of the buffer
 --- has no conflict blocks; until then only the conflicts are drawn.
 ---@param path string
-function M.disk_waiting(path)
+function A.disk_waiting(path)
   local key = normalize(path)
-  if M.pending[key] then
+  if state.pending[key] then
     return
   end
-  M.pending[key] = true
+  state.pending[key] = true
   util.notify(
     ("the agent changed %s again where conflicts are open; accept or reject them first, then its newer edit is merged"):format(
       vim.fn.fnamemodify(path, ":~:.")
@@ -198,9 +200,9 @@ end
 --- [first, last) ranges (read before that edit is merged: the marks move).
 ---@param buf integer
 ---@return integer[][]
-function M.resolved_rows(buf)
+function A.resolved_rows(buf)
   local ranges = {}
-  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, M.resolved_ns, 0, -1, { details = true })) do
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, state.resolved_ns, 0, -1, { details = true })) do
     ranges[#ranges + 1] = { m[2], math.max(m[2], m[4] and m[4].end_row or m[2]) }
   end
   return ranges
@@ -208,7 +210,7 @@ end
 
 --- `acp.edits.fs.apply` applied the agent's disk edit of `path` to `buf` (reloaded,
 --- or merged into unsaved edits from the rows `before`, where the user had
---- resolved conflicts to `ranges`: M.resolved_rows). Nothing waits any
+--- resolved conflicts to `ranges`: A.resolved_rows). Nothing waits any
 --- more. The rows the user resolved conflicts to while it waited are
 --- accepted (their choice is the file's text now), as far as the agent's
 --- newer change left them alone; what it changed there stays under review.
@@ -217,21 +219,21 @@ end
 ---@param buf integer
 ---@param path string
 ---@param before? string[] the buffer's rows before a merge
----@param ranges? integer[][] M.resolved_rows before the merge
-function M.disk_applied(buf, path, before, ranges)
+---@param ranges? integer[][] A.resolved_rows before the merge
+function A.disk_applied(buf, path, before, ranges)
   local key = normalize(path)
-  M.pending[key] = nil
+  state.pending[key] = nil
   ranges = ranges or {}
-  api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, state.resolved_ns, 0, -1)
   local rows = (before and #ranges > 0) and surviving_rows(before, api.nvim_buf_get_lines(buf, 0, -1, false), ranges)
     or {}
-  local entry = M.files[key]
+  local entry = state.files[key]
   if before and entry then
     -- The backend made the merge and gets this tick in the answer: it
     -- records the merged text in every chat's review itself (issue 24:
     -- sending it back cost a crossing and a review request), so this tick
     -- is not reported again.
-    entry.reported_tick = fs.tick(buf)
+    entry.reported_tick = buffer.tick(buf)
   end
   vim.schedule(function()
     if not api.nvim_buf_is_valid(buf) then
@@ -253,8 +255,8 @@ end
 local MERGE_WAIT_MS = 2000
 
 --- The conflicts of `buf` are resolved while the agent's newer edit waited
---- (M.pending): the report of the buffer without conflict blocks makes the
---- backend send it (acp.edits.fs.apply merges it: M.disk_applied). The command
+--- (state.pending): the report of the buffer without conflict blocks makes the
+--- backend send it (acp.edits.fs.apply merges it: A.disk_applied). The command
 --- returns once it is merged, as the user sees it: what they do next acts
 --- on the merged buffer (and the merge can open new conflicts, which
 --- resolve_all holds the file's decision back for).
@@ -263,7 +265,7 @@ local MERGE_WAIT_MS = 2000
 local function merge_pending(buf, path)
   send_user_edit(buf)
   local merged = vim.wait(MERGE_WAIT_MS, function()
-    return not M.pending[path]
+    return not state.pending[path]
   end, 5)
   if not merged then
     util.notify(
@@ -284,7 +286,7 @@ end
 local function resolve(buf, c, side)
   local keep = side == "theirs" and c.theirs or c.ours
   local path = normalize(api.nvim_buf_get_name(buf))
-  if not M.pending[path] then
+  if not state.pending[path] then
     -- Typing not reported yet goes first, on its own: reported with the
     -- resolution, a line typed right next to the block reads as part of
     -- the agent's hunk there, and a later reject would take it.
@@ -294,23 +296,23 @@ local function resolve(buf, c, side)
     vim.go.undolevels = vim.go.undolevels
   end)
   api.nvim_buf_set_lines(buf, c.first, c.last + 1, false, keep)
-  if M.pending[path] then
+  if state.pending[path] then
     -- The review describes the agent's newer text, which is not in the
     -- buffer yet: the kept rows are remembered (marks move with typing and
     -- the other resolutions) and accepted once it is merged. Insertions at
     -- either edge stay outside.
     -- An empty side still leaves the marker lines' deletions to accept:
     -- a mark without rows.
-    pcall(api.nvim_buf_set_extmark, buf, M.resolved_ns, c.first, 0, {
+    pcall(api.nvim_buf_set_extmark, buf, state.resolved_ns, c.first, 0, {
       end_row = #keep > 0 and c.first + #keep or nil,
       end_col = #keep > 0 and 0 or nil,
       right_gravity = true,
       end_right_gravity = false,
     })
-    if not M.has_conflicts(buf) then
+    if not render.has_conflicts(buf) then
       merge_pending(buf, path)
     end
-    M.redraw(buf)
+    S.redraw(buf)
     return
   end
   -- The marker lines and the other side went into the review as the user's
@@ -318,17 +320,17 @@ local function resolve(buf, c, side)
   -- right after the kept lines, which the range's end reaches (an agent
   -- hunk starting there is not accepted with it).
   send_user_edit(buf, { c.first, c.first + #keep })
-  M.redraw(buf)
+  S.redraw(buf)
 end
 
 --- Resolve every conflict of a buffer to one side, bottom-up. Resolving the
---- last one merges an agent change that waited (M.pending), which can open
+--- last one merges an agent change that waited (state.pending), which can open
 --- new conflicts; those the user has not seen, so they are left for them.
 ---@param buf integer
 ---@param side "ours"|"theirs"
 ---@return boolean settled false when new conflicts were opened
 local function resolve_all(buf, side)
-  local items = M.items[buf] or {}
+  local items = state.items[buf] or {}
   local any = false
   for i = #items, 1, -1 do
     local it = items[i]
@@ -338,7 +340,7 @@ local function resolve_all(buf, side)
       any = true
     end
   end
-  return not (any and M.has_conflicts(buf))
+  return not (any and render.has_conflicts(buf))
 end
 
 --- Tell the user that a file's decision was held back (resolve_all).
@@ -364,13 +366,13 @@ end
 --- chat (`scope = "all"`).
 ---@param action "accept"|"reject"
 ---@param opts acp.DecideOpts
-function M.decide(action, opts)
+function A.decide(action, opts)
   local method = action == "accept" and "acp.review_accept" or "acp.review_reject"
   if opts.scope == "all" then
     -- Conflicts first, in every buffer: they live in the buffers only, and
     -- a restore merged around one would nest its blocks.
     local held = {}
-    for _, buf in ipairs(vim.tbl_keys(M.items)) do
+    for _, buf in ipairs(vim.tbl_keys(state.items)) do
       if api.nvim_buf_is_valid(buf) and not resolve_all(buf, action == "accept" and "theirs" or "ours") then
         local path = normalize(api.nvim_buf_get_name(buf))
         held[path] = true
@@ -393,7 +395,7 @@ function M.decide(action, opts)
   end
   local buf = api.nvim_get_current_buf()
   local entry = entry_of_buf(buf)
-  if not entry or (not entry.chat_id and #(M.items[buf] or {}) == 0) then
+  if not entry or (not entry.chat_id and #(state.items[buf] or {}) == 0) then
     util.notify("this buffer has no agent edits under review (:Acp review lists them)", vim.log.levels.WARN)
     return
   end
@@ -404,7 +406,7 @@ function M.decide(action, opts)
       return
     end
     -- No chat named: the backend decides for every chat whose review holds
-    -- the file now. Not M.files: a `review_changed` still on its way lags
+    -- the file now. Not state.files: a `review_changed` still on its way lags
     -- it, and `:Acp accept file` then told no chat and left the agent's
     -- newer hunks under review (data-safety seed 537081754, case 9).
     backend().notify(method, { path = entry.path })
@@ -415,7 +417,7 @@ function M.decide(action, opts)
   local last = (opts.line2 or opts.line1 or cursor) - 1
   local items = items_in(buf, first, last)
   if #items == 0 then
-    if M.pending[entry.path] then
+    if state.pending[entry.path] then
       util.notify(
         "the agent changed this file again while conflicts were open: accept or reject the conflicts first (]h jumps to them); its newer edit is merged and shown then",
         vim.log.levels.WARN
@@ -446,7 +448,7 @@ function M.decide(action, opts)
       hunk_rows[#hunk_rows + 1] = { it.first, it.last }
     end
   end
-  if resolved and #ids > 0 and not M.pending[entry.path] then
+  if resolved and #ids > 0 and not state.pending[entry.path] then
     -- The resolution's report renumbers the file's hunks: a hunk right
     -- after the block joins the kept lines and gets a new id (data-safety
     -- seed 117216006, case 131: the reject named a hunk that no longer
@@ -454,7 +456,7 @@ function M.decide(action, opts)
     -- that report (its `review_changed`), the hunks at those rows are
     -- decided.
     S.settle(buf)
-    M.refresh(entry.path)
+    S.refresh(entry.path)
     ids = {}
     local seen = {}
     for _, rows in ipairs(hunk_rows) do
@@ -485,19 +487,19 @@ local QF_TITLE = "acp.nvim: agent edits to review"
 --- replace the entries of that list when it is the current one (after a
 --- decision or an agent edit), without opening anything.
 ---@param refresh? boolean
-function M.quickfix(refresh)
+function A.quickfix(refresh)
   if refresh and vim.fn.getqflist({ title = 0 }).title ~= QF_TITLE then
     return
   end
   local items = {}
-  -- From the summaries the `review_changed` events carried (M.files), not
+  -- From the summaries the `review_changed` events carried (state.files), not
   -- a request per chat: the list follows every event while it is shown.
-  local paths = vim.tbl_keys(M.files)
+  local paths = vim.tbl_keys(state.files)
   table.sort(paths)
   for _, chat in ipairs(require("acp.chat.index").list) do
     if chat.session_id then
       for _, path in ipairs(paths) do
-        local f = M.files[path].chats[chat.chat_id]
+        local f = state.files[path].chats[chat.chat_id]
         local n = f and tonumber(f.hunks) or 0
         if n > 0 then
           ---@cast f table
@@ -534,16 +536,16 @@ end
 --- Open a file in a normal window with its review drawn, at its first
 --- hunk (the "open diff" of a tool call block).
 ---@param path string
-function M.open(path)
+function A.open(path)
   path = normalize(path)
-  local entry = M.files[path]
+  local entry = state.files[path]
   local line = entry and entry.chat_id and tonumber((entry.chats[entry.chat_id] or {}).first_line)
   require("acp.chat.view.open").jump({ path = path, line = line and (line + 1) or nil })
   if entry then
-    M.refresh(path)
+    S.refresh(path)
   else
     util.notify(("%s has no agent edits under review"):format(vim.fn.fnamemodify(path, ":~:.")))
   end
 end
 
-return {}
+return A

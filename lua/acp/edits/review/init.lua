@@ -18,93 +18,43 @@
 --- - what the user types in a reviewed buffer is reported (`acp.user_edit`),
 ---   so it is never shown as the agent's nor undone by a reject.
 ---
---- The module is split by what each part owns: `render` (drawing, conflict
---- markers), `keys` (keys and typing reports), `sync` (review and buffers
---- kept in sync, events), `actions` (jump, accept, reject, quickfix, delete)
---- and `preview` (permission previews); this file holds the shared state
---- and the setup. `require("acp.edits.review")` is the whole API.
+--- The module is split by what each part owns, each part requiring only
+--- the ones below it:
+---   state    the shared state (files under review, items drawn, agent
+---            edits waiting for conflicts, previews, namespaces): a leaf
+---   render   drawing, conflict markers                     (state)
+---   sync     review and buffers kept in sync, events       (render)
+---   actions  jump, accept, reject, quickfix, delete         (sync)
+---   keys     the keys of reviewed buffers, typing reports   (actions)
+---   preview  permission previews                            (actions)
+--- `sync` calls the two above it back (the keys to set after a drawing,
+--- the quickfix list to refresh) through hooks this file sets when it loads
+--- the parts. This file is the public face: `require("acp.edits.review")`
+--- is the whole API; the parts load at the first use of one of their
+--- functions, not with it: `:Acp` loads this file (its autocommands) and
+--- spent most of its time loading modules (issue #30).
 
 local api = vim.api
 local util = require("acp.util")
+local state = require("acp.edits.review.state")
 
 local M = {}
 
---- The one namespace of the inline diff (and of the permission preview).
-M.ns = api.nvim_create_namespace("acp_review")
+local normalize = state.normalize
 
---- Debounce of user edits sent to the backend while typing.
-M.USER_EDIT_DEBOUNCE_MS = 300
-
---- The marker lines of a conflict block written by a merge.
-M.CONFLICT_START = "<<<<<<< buffer"
-M.CONFLICT_MID = "======="
-M.CONFLICT_END = ">>>>>>> agent"
-
----@class acp.ReviewHunk
----@field id integer
----@field old_start integer 0-based
----@field old_lines string[]
----@field new_start integer 0-based
----@field new_lines string[]
-
----@class acp.ReviewItem one thing the keys act on, in buffer rows (0-based)
----@field kind "hunk"|"conflict"
----@field first integer first row
----@field last integer last row (== first for a pure deletion)
----@field hunk? acp.ReviewHunk
----@field ours? string[] conflict: the buffer's side
----@field theirs? string[] conflict: the agent's side
----@field mark? integer extmark following the item's rows
-
----@class acp.ReviewEntry
----@field path string
----@field chats table<string, table> chat id -> summary ({status, hunks, added, removed, first_line})
----@field chat_id? string the chat whose review is shown
----@field review? table that chat's review as last drawn: the `review` of its last `review_changed`
----@field review_chat? string the chat whose review `review` is: the hunks drawn are its (`chat_id` can move on to another chat's newer event before the next refresh draws it)
----@field reported_tick? integer the buffer's tick (acp.edits.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
----@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
----@field latest? table<string, table|false> chat id -> the review its newest `review_changed` carried (false: nothing left to review): a cache of the backend's, by revision
----@field revision? table<string, integer> chat id -> the revision of that `review_changed` (an older one coming late is dropped)
-
----@type table<string, acp.ReviewEntry>
-M.files = {}
----@type table<integer, acp.ReviewItem[]> buffer -> items drawn
-M.items = {}
---- Files whose buffer still holds conflict blocks when the agent changed the
---- file again: that change waits on disk until the conflicts are resolved
---- (merging it now would nest conflict blocks), path -> true. Set when
---- `acp.edits.fs.apply` answers `waiting` to a disk instruction (an agent write
---- answered `waiting` comes back as one); the backend keeps the text and sends
---- it again once a report has no conflict blocks.
----@type table<string, true>
-M.pending = {}
---- Rows the user resolved a conflict to while the agent's newer change
---- waited (`M.pending`): range extmarks in this namespace, so typing and the
---- other resolutions move them. Their lines are accepted once that change is
---- merged (see merge_pending).
-M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
----@type table<string, boolean> paths whose BufWritePost is ours (acp.edits.fs.apply)
-local own_writes = {}
----@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
-M.previews = {}
-
-local normalize = util.normalize_path
-M.normalize = normalize
-
---- Run `fn` (which saves the buffer of `path`) without reporting the save
---- as the user's edit.
----@param path string
----@param fn fun()
-function M.own_write(path, fn)
-  local key = normalize(path)
-  own_writes[key] = true
-  local ok, err = pcall(fn)
-  own_writes[key] = nil
-  if not ok then
-    error(err, 0)
-  end
-end
+-- The state, shared with the parts (the same tables: a part's change shows here).
+M.ns = state.ns
+M.resolved_ns = state.resolved_ns
+M.CONFLICT_START = state.CONFLICT_START
+M.CONFLICT_MID = state.CONFLICT_MID
+M.CONFLICT_END = state.CONFLICT_END
+M.files = state.files
+M.items = state.items
+M.pending = state.pending
+M.previews = state.previews
+M.normalize = state.normalize
+M.own_write = state.own_write
+M.disk_edit_by = state.disk_edit_by
 
 --- The backend stopped (`:Acp restart`, a crash): the review it kept went
 --- with it, and nothing would answer the keys of what is drawn. Clear the
@@ -113,18 +63,7 @@ end
 ---@param quiet? boolean
 ---@return integer
 function M.backend_stopped(quiet)
-  local n = vim.tbl_count(M.files)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) then
-      api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-      api.nvim_buf_clear_namespace(buf, M.resolved_ns, 0, -1)
-    end
-  end
-  for _, t in ipairs({ M.files, M.items, M.pending, M.previews }) do
-    for k in pairs(t) do
-      t[k] = nil
-    end
-  end
+  local n = state.clear()
   if n > 0 and not quiet then
     util.notify(M.ended_message(n), vim.log.levels.WARN)
   end
@@ -140,26 +79,196 @@ function M.ended_message(n)
   return ("review of %d file%s ended with the backend (edits kept)"):format(n, n == 1 and "" or "s")
 end
 
--- The parts extend M: it must be findable while they load. They load at
--- the first use of anything they define, not with M: `:Acp` loads M (its
--- autocommands) and spent most of its time loading modules (issue #30).
-package.loaded["acp.edits.review"] = M
-local PARTS = {
-  "acp.edits.review.render",
-  "acp.edits.review.keys",
-  "acp.edits.review.sync",
-  "acp.edits.review.actions",
-  "acp.edits.review.preview",
-}
-setmetatable(M, {
-  __index = function(t, key)
-    setmetatable(t, nil)
-    for _, part in ipairs(PARTS) do
-      require(part)
-    end
-    return rawget(t, key)
-  end,
-})
+-- The parts -------------------------------------------------------------------
+
+local wired = false
+
+--- The parts that keep buffers in sync, with sync's hooks set: it sets the
+--- keys of a buffer after drawing it, and the `:Acp review` list follows
+--- each review_changed.
+local function wire()
+  if wired then
+    return
+  end
+  wired = true
+  local sync = require("acp.edits.review.sync")
+  local actions = require("acp.edits.review.actions")
+  local keys = require("acp.edits.review.keys")
+  sync.set_hooks({
+    keys = keys.set,
+    list_changed = function()
+      actions.quickfix(true)
+    end,
+  })
+end
+
+local function render()
+  return require("acp.edits.review.render")
+end
+
+local function sync()
+  wire()
+  return require("acp.edits.review.sync")
+end
+
+local function actions()
+  wire()
+  return require("acp.edits.review.actions")
+end
+
+local function preview()
+  wire()
+  return require("acp.edits.review.preview")
+end
+
+-- Drawing and conflict markers (acp.edits.review.render).
+
+--- What `fs/read_text_file` answers for a buffer with open conflicts: each
+--- conflict block replaced by its agent side (acp.edits.review.render).
+---@param lines string[]
+---@param path? string
+---@return string[]
+function M.agent_view(lines, path)
+  return render().agent_view(lines, path)
+end
+
+--- Whether a line of the buffer starts a conflict block.
+---@param buf integer
+---@return boolean
+function M.has_marker(buf)
+  return render().has_marker(buf)
+end
+
+--- Whether the buffer holds conflict blocks of an earlier merge.
+---@param buf integer
+---@return boolean
+function M.has_conflicts(buf)
+  return render().has_conflicts(buf)
+end
+
+-- Review and buffers kept in sync (acp.edits.review.sync).
+
+--- `review_changed` from the backend.
+---@param chat_id string
+---@param ev acp.ev.ReviewChanged
+function M.on_changed(chat_id, ev)
+  return sync().on_changed(chat_id, ev)
+end
+
+--- Forget every review of a chat (closed, or its agent died).
+---@param chat_id string
+function M.drop_chat(chat_id)
+  return sync().drop_chat(chat_id)
+end
+
+--- Draw the shown chat's review of a path.
+---@param path string
+function M.refresh(path)
+  return sync().refresh(path)
+end
+
+--- Redraw a buffer from the last review received.
+---@param buf integer
+function M.redraw(buf)
+  return sync().redraw(buf)
+end
+
+--- Tell the backend what the user made of a reviewed buffer.
+---@param buf integer
+---@param accept_lines? integer[] {start, end}: then accept those lines (a resolution)
+---@param disk? "saved"|"read" the buffer's text is the file's on disk (saved, or just read)
+function M.send_user_edit(buf, accept_lines, disk)
+  return sync().send_user_edit(buf, accept_lines, disk)
+end
+
+--- Refresh the review of a path once, soon.
+---@param path string
+function M.schedule_refresh(path)
+  return sync().schedule_refresh(path)
+end
+
+-- What the user does with a review (acp.edits.review.actions).
+
+--- Accept or reject agent changes.
+---@param action "accept"|"reject"
+---@param opts acp.DecideOpts
+function M.decide(action, opts)
+  return actions().decide(action, opts)
+end
+
+--- Move the cursor to the next (dir 1) or previous (-1) hunk or conflict.
+---@param dir integer
+function M.jump(dir)
+  return actions().jump(dir)
+end
+
+--- The `:Acp review` quickfix list of agent edits.
+---@param refresh? boolean
+function M.quickfix(refresh)
+  return actions().quickfix(refresh)
+end
+
+--- Open a file at its review.
+---@param path string
+function M.open(path)
+  return actions().open(path)
+end
+
+--- `review_delete_pending`: the user rejected the creation of a file.
+---@param chat_id string
+---@param ev acp.ev.ReviewDeletePending
+function M.on_delete_pending(chat_id, ev)
+  return actions().on_delete_pending(chat_id, ev)
+end
+
+--- Wipe a buffer without closing the windows that show it.
+---@param buf integer
+function M.drop_buffer(buf)
+  return actions().drop_buffer(buf)
+end
+
+--- `acp.edits.fs.apply` answered `waiting` to the agent's disk edit of `path`.
+---@param path string
+function M.disk_waiting(path)
+  return actions().disk_waiting(path)
+end
+
+--- The rows the user resolved conflicts to while an agent edit waited.
+---@param buf integer
+---@return integer[][]
+function M.resolved_rows(buf)
+  return actions().resolved_rows(buf)
+end
+
+--- `acp.edits.fs.apply` applied the agent's disk edit of `path` to `buf`.
+---@param buf integer
+---@param path string
+---@param before? string[] the buffer's rows before a merge
+---@param ranges? integer[][] M.resolved_rows before the merge
+function M.disk_applied(buf, path, before, ranges)
+  return actions().disk_applied(buf, path, before, ranges)
+end
+
+-- Permission previews (acp.edits.review.preview).
+
+--- The first `diff` content of a tool call.
+---@param tc table
+---@return table?
+function M.diff_of(tc)
+  return preview().diff_of(tc)
+end
+
+--- Show a permission request's edit in the real buffer.
+---@param req acp.PermissionRequest
+function M.preview(req)
+  return preview().preview(req)
+end
+
+--- The permission request was answered: its preview goes.
+---@param request_id integer
+function M.end_preview(request_id)
+  return preview().end_preview(request_id)
+end
 
 -- Setup ----------------------------------------------------------------------
 
@@ -182,7 +291,7 @@ function M.setup()
       if backend.running() then
         backend.notify("acp.file_saved", { path = path })
       end
-      if own_writes[path] or not M.files[path] then
+      if state.is_own_write(path) or not M.files[path] then
         return
       end
       if M.pending[path] then
@@ -191,7 +300,7 @@ function M.setup()
         M.pending[path] = nil
         api.nvim_buf_clear_namespace(a.buf, M.resolved_ns, 0, -1)
       end
-      require("acp.edits.review.sync").send_user_edit(a.buf, nil, "saved")
+      M.send_user_edit(a.buf, nil, "saved")
     end,
   })
   api.nvim_create_autocmd("BufReadPost", {
@@ -205,8 +314,8 @@ function M.setup()
         -- nothing of the agent's waits for this buffer any more.
         M.pending[path] = nil
         api.nvim_buf_clear_namespace(a.buf, M.resolved_ns, 0, -1)
-        require("acp.edits.review.sync").send_user_edit(a.buf, nil, "read")
-        require("acp.edits.review.sync").schedule_refresh(path)
+        M.send_user_edit(a.buf, nil, "read")
+        M.schedule_refresh(path)
       end
     end,
   })
@@ -219,7 +328,7 @@ function M.setup()
         -- merge: acp.edits.fs.apply), also before the edit's review_changed
         -- arrives: the buffer holds the disk's text already.
         vim.v.fcs_choice = ""
-        require("acp.edits.review.sync").schedule_refresh(path)
+        M.schedule_refresh(path)
       else
         vim.v.fcs_choice = "ask"
       end
@@ -230,7 +339,9 @@ function M.setup()
     callback = function(a)
       M.items[a.buf] = nil
       M.previews[a.buf] = nil
-      require("acp.edits.review.keys").forget(a.buf)
+      if wired then
+        require("acp.edits.review.keys").forget(a.buf)
+      end
     end,
   })
 end

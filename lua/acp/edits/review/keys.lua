@@ -3,7 +3,9 @@
 
 local api = vim.api
 local util = require("acp.util")
-local M = require("acp.edits.review")
+local state = require("acp.edits.review.state")
+local sync = require("acp.edits.review.sync")
+local actions = require("acp.edits.review.actions")
 
 local K = {}
 
@@ -12,22 +14,10 @@ local attached = {}
 ---@type table<integer, boolean> buffers whose edits are reported
 local reporting = {}
 
-local normalize = M.normalize
+local entry_of_buf = state.entry_of_buf
 
 local function keymaps()
   return require("acp.config").options.keymaps
-end
-
-local function send_user_edit(buf, accept_lines)
-  return require("acp.edits.review.sync").send_user_edit(buf, accept_lines)
-end
-
-local function entry_of_buf(buf)
-  local name = api.nvim_buf_get_name(buf)
-  if name == "" then
-    return nil
-  end
-  return M.files[normalize(name)]
 end
 
 local function map(buf, lhs, fn, desc)
@@ -60,7 +50,7 @@ local function report_edits(buf)
       local t = util.uv.new_timer()
       timer = t
       t:start(
-        M.USER_EDIT_DEBOUNCE_MS,
+        state.USER_EDIT_DEBOUNCE_MS,
         0,
         vim.schedule_wrap(function()
           if not t:is_closing() then
@@ -72,8 +62,8 @@ local function report_edits(buf)
           end
           timer = nil
           if api.nvim_buf_is_valid(buf) then
-            send_user_edit(buf)
-            M.redraw(buf)
+            sync.send_user_edit(buf)
+            sync.redraw(buf)
           end
         end)
       )
@@ -89,22 +79,22 @@ local function attach(buf)
   attached[buf] = true
   local k = keymaps()
   map(buf, k.review_next, function()
-    M.jump(1)
+    actions.jump(1)
   end, "next agent hunk")
   map(buf, k.review_prev, function()
-    M.jump(-1)
+    actions.jump(-1)
   end, "previous agent hunk")
   map(buf, k.review_accept, function()
-    M.decide("accept", {})
+    actions.decide("accept", {})
   end, "accept the agent hunk under the cursor")
   map(buf, k.review_reject, function()
-    M.decide("reject", {})
+    actions.decide("reject", {})
   end, "reject the agent hunk under the cursor")
   map(buf, k.review_accept_file, function()
-    M.decide("accept", { scope = "file" })
+    actions.decide("accept", { scope = "file" })
   end, "accept every agent change of this file")
   map(buf, k.review_reject_file, function()
-    M.decide("reject", { scope = "file" })
+    actions.decide("reject", { scope = "file" })
   end, "reject every agent change of this file")
 end
 
@@ -135,9 +125,17 @@ local function detach(buf)
   end
 end
 
-K.entry_of_buf = entry_of_buf
-K.attach = attach
-K.detach = detach
+--- The review keys of a buffer on (it has something to review) or off
+--- (acp.edits.review.sync calls this after each drawing).
+---@param buf integer
+---@param on boolean
+function K.set(buf, on)
+  if on then
+    attach(buf)
+  else
+    detach(buf)
+  end
+end
 
 --- Forget a wiped buffer.
 ---@param buf integer

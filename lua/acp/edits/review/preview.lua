@@ -3,17 +3,20 @@
 
 local api = vim.api
 local util = require("acp.util")
-local fs = require("acp.edits.fs")
-local M = require("acp.edits.review")
-
--- Loaded before this part (acp.review's init loads them in order).
+local buffer = require("acp.edits.buffer")
+local state = require("acp.edits.review.state")
+local sync = require("acp.edits.review.sync")
+local actions = require("acp.edits.review.actions")
 local render = require("acp.edits.review.render")
+
+local P = {}
+
 local set_mark, virt = render.set_mark, render.virt
 
 --- The first `diff` content of a tool call.
 ---@param tc table
 ---@return table?
-function M.diff_of(tc)
+function P.diff_of(tc)
   for _, item in ipairs(tc.content or {}) do
     if item.type == "diff" then
       return item
@@ -26,8 +29,8 @@ end
 --- lines it would add are virtual lines. Nothing is applied; the preview
 --- goes away when the request is answered.
 ---@param req acp.PermissionRequest
-function M.preview(req)
-  local d = M.diff_of(req.tool_call or {})
+function P.preview(req)
+  local d = P.diff_of(req.tool_call or {})
   if not d then
     util.notify("this permission request carries no diff to preview", vim.log.levels.WARN)
     return
@@ -35,11 +38,11 @@ function M.preview(req)
   local path = d.path
   local old = d.old_text
   local new = d.new_text or ""
-  local existed = fs.find_buffer(path) ~= nil
+  local existed = util.find_buffer(path) ~= nil
   require("acp.chat.view.open").jump({ path = path })
   local buf = api.nvim_get_current_buf()
-  local unborn = fs.is_unborn(buf)
-  local text = unborn and "" or fs.buffer_text(buf)
+  local unborn = buffer.is_unborn(buf)
+  local text = unborn and "" or buffer.buffer_text(buf)
   local proposed
   if old == nil or old == "" then
     proposed = new
@@ -57,10 +60,10 @@ function M.preview(req)
   end
   local new_lines = util.split_lines(norm(proposed))
   new_lines[#new_lines] = nil
-  api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, state.ns, 0, -1)
   -- A buffer opened only to preview a file that does not exist yet goes
   -- away with the preview (end_preview): a preview leaves no trace.
-  M.previews[buf] = { request_id = req.request_id, path = path, opened = unborn and not existed }
+  state.previews[buf] = { request_id = req.request_id, path = path, opened = unborn and not existed }
   local count = api.nvim_buf_line_count(buf)
   local width = math.max(vim.o.columns - 10, 20)
   local first_row, above = nil, 0
@@ -107,20 +110,20 @@ end
 
 --- The permission request was answered or withdrawn: drop its preview.
 ---@param request_id integer
-function M.end_preview(request_id)
-  for buf, p in pairs(M.previews) do
+function P.end_preview(request_id)
+  for buf, p in pairs(state.previews) do
     if p.request_id == request_id then
-      M.previews[buf] = nil
+      state.previews[buf] = nil
       if api.nvim_buf_is_valid(buf) then
-        api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-        if p.opened and fs.is_unborn(buf) then
-          M.drop_buffer(buf)
+        api.nvim_buf_clear_namespace(buf, state.ns, 0, -1)
+        if p.opened and buffer.is_unborn(buf) then
+          actions.drop_buffer(buf)
         else
-          M.redraw(buf)
+          sync.redraw(buf)
         end
       end
     end
   end
 end
 
-return {}
+return P

@@ -4,15 +4,15 @@
 --- they appear (so an agent's read answers in O(limit)).
 
 local api = vim.api
-local fs = require("acp.edits.fs")
-local M = require("acp.edits.review")
+local util = require("acp.util")
+local state = require("acp.edits.review.state")
 
 local R = {}
 
-local CONFLICT_START = M.CONFLICT_START
-local CONFLICT_MID = M.CONFLICT_MID
-local CONFLICT_END = M.CONFLICT_END
-local normalize = M.normalize
+local CONFLICT_START = state.CONFLICT_START
+local CONFLICT_MID = state.CONFLICT_MID
+local CONFLICT_END = state.CONFLICT_END
+local normalize = state.normalize
 
 --- Conflict blocks written by a merge, found by their marker lines.
 ---@param lines string[]
@@ -57,19 +57,19 @@ end
 --- buffer only. An agent shown our marker lines takes them for file content
 --- and writes them back (seen with the fake agent's read-modify-write, which
 --- any agent rewriting whole files does), and its next edit waits for the
---- conflicts anyway (M.pending), to be merged with the user's choice. Once
+--- conflicts anyway (state.pending), to be merged with the user's choice. Once
 --- the user saved the blocks they are the file's text, and the agent reads
 --- them as they are: hiding the user's side then would let an agent write
 --- the file without the user's lines.
 ---@param lines string[]
 ---@param path? string the buffer's file, to see whether it holds the blocks
 ---@return string[]
-function M.agent_view(lines, path)
+function R.agent_view(lines, path)
   local conflicts = find_conflicts(lines)
   if #conflicts == 0 then
     return lines
   end
-  local disk = path and fs.read_disk(path)
+  local disk = path and util.read_file(path)
   if disk and ("\n" .. disk):find("\n" .. CONFLICT_START .. "\n", 1, true) then
     return lines
   end
@@ -184,7 +184,7 @@ end
 --- marks: O(conflict blocks), whatever the buffer's size.
 ---@param buf integer
 ---@return boolean
-function M.has_marker(buf)
+function R.has_marker(buf)
   watch(buf)
   if watched[buf] == "rescan" then
     scan_all(buf)
@@ -203,8 +203,8 @@ end
 --- to a modified buffer).
 ---@param buf integer
 ---@return boolean
-function M.has_conflicts(buf)
-  return M.has_marker(buf) and #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
+function R.has_conflicts(buf)
+  return R.has_marker(buf) and #find_conflicts(api.nvim_buf_get_lines(buf, 0, -1, false)) > 0
 end
 
 local function virt(lines, hl, width)
@@ -218,7 +218,7 @@ end
 
 local function set_mark(buf, row, col, opts)
   opts.priority = opts.priority or 150
-  pcall(api.nvim_buf_set_extmark, buf, M.ns, row, col, opts)
+  pcall(api.nvim_buf_set_extmark, buf, state.ns, row, col, opts)
 end
 
 --- Removed lines shown as virtual lines at `row` (above it; below the last
@@ -240,7 +240,7 @@ end
 ---@param buf integer
 ---@param review? table
 local function draw(buf, review)
-  api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, state.ns, 0, -1)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
   local count = #lines
   local items = find_conflicts(lines)
@@ -289,11 +289,11 @@ local function draw(buf, review)
     end
     return false
   end
-  -- While an agent change waits for the conflicts (M.pending), the review
+  -- While an agent change waits for the conflicts (state.pending), the review
   -- describes the agent's newer text, not this buffer: its hunks' rows are
   -- not these rows, so only the conflicts are shown and decided.
   local path = normalize(api.nvim_buf_get_name(buf))
-  local hunks = not M.pending[path] and review and review.hunks or {}
+  local hunks = not state.pending[path] and review and review.hunks or {}
   for _, h in ipairs(hunks) do
     local new_n, old_n = #(h.new_lines or {}), #(h.old_lines or {})
     local first = h.new_start
@@ -318,10 +318,10 @@ local function draw(buf, review)
   -- An undecorated mark per item follows the user's edits, so the keys
   -- find the item where it is now, also before the next redraw.
   for _, it in ipairs(items) do
-    local ok, id = pcall(api.nvim_buf_set_extmark, buf, M.ns, it.first, 0, { end_row = it.last, end_col = 0 })
+    local ok, id = pcall(api.nvim_buf_set_extmark, buf, state.ns, it.first, 0, { end_row = it.last, end_col = 0 })
     it.mark = ok and id or nil
   end
-  M.items[buf] = items
+  state.items[buf] = items
 end
 
 --- Rows of an item now (its mark moves with edits above it).
@@ -330,7 +330,7 @@ end
 ---@return integer first, integer last
 local function rows_of(buf, it)
   if it.mark then
-    local pos = api.nvim_buf_get_extmark_by_id(buf, M.ns, it.mark, { details = true })
+    local pos = api.nvim_buf_get_extmark_by_id(buf, state.ns, it.mark, { details = true })
     if pos[1] then
       local last = pos[3] and pos[3].end_row or pos[1]
       return pos[1], math.max(pos[1], last)

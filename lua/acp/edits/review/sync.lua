@@ -1,6 +1,6 @@
 ---@mod acp.edits.review.sync Keeping the review and the buffers in sync: the
 --- user's edits reported to the backend (`acp.user_edit`, with the buffer's
---- tick, acp.edits.fs.tick), the review drawn from `review_changed`, which carries
+--- tick, acp.edits.buffer.tick), the review drawn from `review_changed`, which carries
 --- the whole review and a revision (an older one coming late is dropped):
 --- nothing is asked of the backend. The agent's edits reach the buffers as
 --- the backend's instructions (`acp.edits.fs.apply`): this part only draws and
@@ -8,8 +8,9 @@
 
 local api = vim.api
 local util = require("acp.util")
-local fs = require("acp.edits.fs")
-local M = require("acp.edits.review")
+local buffer = require("acp.edits.buffer")
+local state = require("acp.edits.review.state")
+local draw = require("acp.edits.review.render").draw
 
 local function backend()
   return require("acp.rpc.backend")
@@ -21,12 +22,31 @@ local S = {}
 local scheduled = {}
 local qf_scheduled = false
 
-local normalize = M.normalize
+local normalize = state.normalize
+local entry_of_buf = state.entry_of_buf
 
--- Loaded before this part (acp.review's init loads them in order).
-local keys = require("acp.edits.review.keys")
-local entry_of_buf, attach, detach = keys.entry_of_buf, keys.attach, keys.detach
-local draw = require("acp.edits.review.render").draw
+---@class acp.ReviewSyncHooks what the parts above this one do when it calls
+---@field keys fun(buf: integer, on: boolean) the review keys of a buffer on (something to review) or off (acp.edits.review.keys)
+---@field list_changed fun() a review changed: the `:Acp review` list follows (acp.edits.review.actions)
+
+--- Set by acp.edits.review when it loads its parts: this part draws and
+--- reports, the parts above it (keys, the quickfix list) build on it, and it
+--- calls them back instead of requiring them.
+---@type acp.ReviewSyncHooks?
+local hooks
+
+---@param h acp.ReviewSyncHooks
+function S.set_hooks(h)
+  hooks = h
+end
+
+---@return acp.ReviewSyncHooks
+local function hooked()
+  if not hooks then
+    error("acp.edits.review.sync is used through acp.edits.review, which sets its hooks", 2)
+  end
+  return hooks
+end
 
 --- Tell the backend what the user made of a reviewed buffer. While the
 --- agent's newer disk text waits for this buffer, the backend keeps the
@@ -42,19 +62,19 @@ local function send_user_edit(buf, accept_lines, disk)
   end
   local text
   if not disk and not vim.bo[buf].modified then
-    text = fs.buffer_text(buf)
-    if text ~= fs.read_disk(entry.path) then
+    text = buffer.buffer_text(buf)
+    if text ~= util.read_file(entry.path) then
       -- Undoing the agent's reload lands on the text Neovim read and so
       -- reads as unmodified; the buffer differs from its file: say so, or
       -- the agent's next disk edit would be reloaded over the undo.
       vim.bo[buf].modified = true
     end
   end
-  local tick = fs.tick(buf)
+  local tick = buffer.tick(buf)
   if tick == entry.reported_tick and not accept_lines and not disk then
     return
   end
-  text = text or fs.buffer_text(buf)
+  text = text or buffer.buffer_text(buf)
   entry.reported_tick = tick
   for chat_id in pairs(entry.reviewed_by or entry.chats) do
     backend().notify("acp.user_edit", {
@@ -107,7 +127,7 @@ function S.settle(buf)
   if not entry then
     return true
   end
-  local text = fs.buffer_text(buf)
+  local text = buffer.buffer_text(buf)
   return vim.wait(SETTLE_MS, function()
     for chat_id in pairs(entry.reviewed_by or entry.chats) do
       local latest = entry.latest and entry.latest[chat_id]
@@ -122,8 +142,8 @@ end
 --- Draw the shown chat's review of a path (the newest its `review_changed`
 --- carried), reporting its buffer's unsaved text the review lacks.
 ---@param path string
-function M.refresh(path)
-  local entry = M.files[path]
+function S.refresh(path)
+  local entry = state.files[path]
   if not entry then
     return
   end
@@ -131,12 +151,12 @@ function M.refresh(path)
   local latest = chat_id and entry.latest and entry.latest[chat_id]
   entry.review = latest or nil
   entry.review_chat = entry.review and chat_id or nil
-  local buf = fs.find_buffer(path)
+  local buf = util.find_buffer(path)
   if not buf then
     return
   end
-  local tick = fs.tick(buf)
-  if tick ~= entry.reported_tick and entry.review and every_review_has(entry, fs.buffer_text(buf)) then
+  local tick = buffer.tick(buf)
+  if tick ~= entry.reported_tick and entry.review and every_review_has(entry, buffer.buffer_text(buf)) then
     -- The reviews have the buffer's text: nothing of this tick to report.
     entry.reported_tick = tick
   end
@@ -144,28 +164,24 @@ function M.refresh(path)
   if vim.bo[buf].modified then
     send_user_edit(buf)
   end
-  M.redraw(buf)
+  S.redraw(buf)
 end
 
 --- Redraw a buffer from the last fetched review (e.g. after typing).
 ---@param buf integer
-function M.redraw(buf)
-  if M.previews[buf] then
+function S.redraw(buf)
+  if state.previews[buf] then
     return
   end
   local entry = entry_of_buf(buf)
   if not entry then
-    api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-    M.items[buf] = nil
-    detach(buf)
+    api.nvim_buf_clear_namespace(buf, state.ns, 0, -1)
+    state.items[buf] = nil
+    hooked().keys(buf, false)
     return
   end
   draw(buf, entry.review)
-  if #M.items[buf] > 0 or entry.chat_id then
-    attach(buf)
-  else
-    detach(buf)
-  end
+  hooked().keys(buf, #state.items[buf] > 0 or entry.chat_id ~= nil)
 end
 
 local function schedule_refresh(path)
@@ -175,40 +191,25 @@ local function schedule_refresh(path)
   scheduled[path] = true
   vim.schedule(function()
     scheduled[path] = nil
-    local ok, err = pcall(M.refresh, path)
+    local ok, err = pcall(S.refresh, path)
     if not ok then
       util.notify("could not show the review of " .. path .. ": " .. tostring(err), vim.log.levels.ERROR)
     end
   end)
 end
 
---- The backend's instruction for the agent's disk edit of `path` names the
---- chat whose agent made it (acp.edits.fs.apply): the buffer's saves are reported
---- to that chat from now on, also before the edit's `review_changed`
---- arrives (the instruction can come first; a save in between, unreported,
---- would be taken for part of the agent's edit).
----@param path string
----@param chat_id string
-function M.disk_edit_by(path, chat_id)
-  local key = normalize(path)
-  local entry = M.files[key] or { path = key, chats = {} }
-  M.files[key] = entry
-  entry.reviewed_by = entry.reviewed_by or {}
-  entry.reviewed_by[chat_id] = true
-end
-
 --- `review_changed` from the backend.
 ---@param chat_id string
 ---@param ev acp.ev.ReviewChanged
-function M.on_changed(chat_id, ev)
+function S.on_changed(chat_id, ev)
   local raw = ev.path
   if not raw then
     return
   end
   local path = normalize(raw)
   local summary = ev.summary or {}
-  local entry = M.files[path] or { path = path, chats = {} }
-  M.files[path] = entry
+  local entry = state.files[path] or { path = path, chats = {} }
+  state.files[path] = entry
   entry.revision = entry.revision or {}
   local revision = tonumber(ev.revision)
   if revision and revision <= (entry.revision[chat_id] or 0) then
@@ -240,7 +241,7 @@ function M.on_changed(chat_id, ev)
     qf_scheduled = true
     vim.schedule(function()
       qf_scheduled = false
-      local ok, err = pcall(M.quickfix, true)
+      local ok, err = pcall(hooked().list_changed)
       if not ok then
         util.notify("could not refresh the list of agent edits: " .. tostring(err), vim.log.levels.ERROR)
       end
@@ -250,8 +251,8 @@ end
 
 --- Forget every review of a chat (closed, or its agent died).
 ---@param chat_id string
-function M.drop_chat(chat_id)
-  for path, entry in pairs(M.files) do
+function S.drop_chat(chat_id)
+  for path, entry in pairs(state.files) do
     if entry.reviewed_by then
       entry.reviewed_by[chat_id] = nil
     end

@@ -346,9 +346,8 @@ end
 ---@param ids? integer[] nil: the whole file
 local function send(action, s, ids)
   local buf = buffer_of(s.path)
-  local sync = require("acp.edits.review.sync")
-  if buf and api.nvim_buf_is_loaded(buf) and sync.send_user_edit then
-    sync.send_user_edit(buf)
+  if buf and api.nvim_buf_is_loaded(buf) then
+    review().send_user_edit(buf)
   end
   backend().notify(action == "accept" and "acp.review_accept" or "acp.review_reject", {
     chat_id = s.chat_id,
