@@ -251,18 +251,21 @@ end
 
 ---@class acp.BacklogJob
 ---@field chat acp.Chat
----@field run acp.BacklogRun
+---@field run {changes: (acp.SessionChange|false)[]}
 ---@field next integer next change
 ---@field state table the run's transcript state between slices
+---@field cancelled? boolean what it draws above went (acp.tail: the drawn end was replaced)
+---@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.tail: a resumed session's)
 
 --- Draw a slice of an older run above what is drawn (one change per call,
---- acp.replay's `push_behind` protocol: true while there is more).
+--- acp.replay's `push_behind` protocol: true while there is more). Also
+--- what acp.tail draws the older turns of a transcript's end with.
 ---@param job acp.BacklogJob
 ---@return boolean
 local function draw_older(job)
   local chat, run = job.chat, job.run
   local t, view = chat.transcript, chat.transcript.view
-  if not view:valid() then
+  if job.cancelled or not view:valid() then
     return false
   end
   local live = take(t)
@@ -306,6 +309,8 @@ local function draw_older(job)
   return more
 end
 
+M.draw_older = draw_older
+
 --- Make the folds the older runs' blocks wait for (`View:folds_waiting`),
 --- a few dozen a call (acp.replay's `push_behind` protocol).
 ---@param chat acp.Chat
@@ -313,6 +318,7 @@ end
 local function make_folds(chat)
   return chat.transcript.view:make_waiting_folds(50)
 end
+M.make_folds = make_folds
 
 --- Draw a change of the newest run at the tail, in order (acp.replay's
 --- `push` protocol).

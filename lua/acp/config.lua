@@ -92,7 +92,7 @@ local M = {}
 ---@field keymaps acp.KeymapConfig
 ---@field permission acp.PermissionConfig
 ---@field log_level "error"|"warn"|"info"|"debug"|"trace"
----@field backend { cmd?: string[]|string, release_url?: string }
+---@field backend { cmd?: string[]|string, release_url?: string, prestart: boolean }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field system_prompt? string|acp.SystemPrompt instructions sent to every agent that takes a client system prompt (see :help acp-system-prompt)
 ---@field context acp.ContextConfig
@@ -143,7 +143,7 @@ M.defaults = {
   },
   permission = { auto_allow = {}, remember = true, ask_terminal = false },
   log_level = "info",
-  backend = { cmd = nil },
+  backend = { cmd = nil, prestart = true },
   mcp_servers = {},
   context = {
     hidden_files = false,
@@ -521,9 +521,12 @@ function M.validate(opts)
         describe(opts.backend)
       )
     end
-    err = check_keys(opts.backend, { cmd = true, release_url = true }, "backend.")
+    err = check_keys(opts.backend, { cmd = true, release_url = true, prestart = true }, "backend.")
     if err then
       return err
+    end
+    if opts.backend.prestart ~= nil and type(opts.backend.prestart) ~= "boolean" then
+      return ("`backend.prestart` must be true or false (got %s)"):format(describe(opts.backend.prestart))
     end
     local c = opts.backend.cmd
     if c ~= nil and type(c) ~= "string" and not is_list_of_strings(c, false) then

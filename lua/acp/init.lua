@@ -30,6 +30,9 @@ end
 function M.setup(opts)
   init()
   local ok, errors = config.setup(opts)
+  if config.options.backend.prestart then
+    require("acp.backend").prestart()
+  end
   if not ok then
     util.notify(
       ("setup: %d option%s ignored, the rest applies:\n%s"):format(
@@ -131,9 +134,11 @@ function M.open(opts)
   end
   ---@type acp.OpenSpec
   local spec = { chat_id = tostring(n), agent = agent, cwd = cwd, additional_directories = dirs, resume = resume }
-  if opts.background and opts.frame then
-    -- After the redraw already (`:Acp`, see toggle): the backend and the
-    -- agent start now, while the chat's modules load below.
+  local greeted = package.loaded["acp.backend"] and require("acp.backend").info() ~= nil
+  if opts.background and (opts.frame or greeted) then
+    -- After the redraw already (`:Acp`, see toggle), or the backend runs
+    -- (a notification costs nothing): the agent starts now, while the
+    -- chat's modules load and the end of a loaded session is drawn below.
     opening.send_early(spec, failed)
   elseif opts.background then
     -- Spawning the backend took 20-60 ms: done once the window is drawn.
@@ -164,10 +169,11 @@ function M.open(opts)
     chat:show({ split = opts.split })
   end
   local drawn = false
-  if opts.load_session_id and require("acp.backlog").NEWEST_FIRST then
+  if wanted and require("acp.backlog").NEWEST_FIRST then
     -- The end of the session at once, from the chat's own transcript of it;
-    -- the agent's replay is reconciled with it once whole (acp.tail).
-    drawn = require("acp.tail").draw(chat, opts.load_session_id)
+    -- the agent's replay of a load is reconciled with it once whole, a
+    -- resume replays nothing and keeps it (acp.tail).
+    drawn = require("acp.tail").draw(chat, wanted, { resume = opts.resume_session_id ~= nil })
   end
   if not opts.background then
     local ok, serr = chat:start(resume, drawn)

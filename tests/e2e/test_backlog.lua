@@ -274,10 +274,20 @@ local function rechunked(changes)
   return out
 end
 
---- Open a chat loading session `id`; returns it and the lines it showed
---- at once (before any event).
-local function open_load(id)
-  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = id }))
+--- Open a chat loading session `id` (resuming it with `resume`); returns
+--- it, the lines it showed before any event once the transcript's end was
+--- drawn (its older turns fill in above in slices), and the lines it showed
+--- as open() returned.
+---@param id string
+---@param resume? boolean
+local function open_load(id, resume)
+  local chat = assert(require("acp").open({
+    agent = "demo",
+    cwd = T.root,
+    load_session_id = not resume and id or nil,
+    resume_session_id = resume and id or nil,
+  }))
+  local at_once = T.lines(chat.bufnr)
   -- How often what was drawn went (acp.tail: the replay differed).
   chat.resets = 0
   local reset = chat.transcript.reset
@@ -285,7 +295,10 @@ local function open_load(id)
     chat.resets = chat.resets + 1
     return reset(...)
   end
-  return chat, T.lines(chat.bufnr)
+  T.wait(function()
+    return not replay.filling(chat.chat_id)
+  end, "the transcript's end drawn")
+  return chat, T.lines(chat.bufnr), at_once
 end
 
 --- The agent replays `changes` (answering the load unless `no_answer`);
@@ -395,6 +408,94 @@ T.test("the transcript's end is reconciled when the agent never answers; kept wh
   T.eq(shown, T.lines(chat.bufnr), "an agent that replays nothing: the transcript's end stays")
   chat:close()
 end)
+
+T.test(
+  "the transcript's end: its last turn drawn as open() returns, the older ones filled in above, newest first, without moving the view",
+  function()
+    local changes = history(6)
+    write_transcript("tail-sliced", changes)
+    tail.SLICED = false
+    local whole_chat, whole = open_load("tail-sliced")
+    whole_chat:close()
+    tail.SLICED = true
+    local order = {}
+    local push_behind = replay.push_behind
+    replay.push_behind = function(chat_id, fn, job, ...)
+      if type(job) == "table" and job.run then
+        order[#order + 1] = job.run.changes[1].entry.content[1].text
+      end
+      return push_behind(chat_id, fn, job, ...)
+    end
+    local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = "tail-sliced" }))
+    replay.push_behind = push_behind
+    local at_once = T.lines(chat.bufnr)
+    local resets = 0
+    local reset = chat.transcript.reset
+    chat.transcript.reset = function(...)
+      resets = resets + 1
+      return reset(...)
+    end
+    local text_now = table.concat(at_once, "\n")
+    T.contains(text_now, "question 6", "the last turn on screen as open() returns")
+    T.not_contains(text_now, "question 5", "the older turns not yet")
+    T.eq({ "question 5", "question 4" }, order, "the older turns queued newest first")
+    local win = vim.fn.bufwinid(chat.bufnr)
+    local top = api.nvim_win_call(win, function()
+      return vim.fn.line("w0")
+    end)
+    local top_line = T.lines(chat.bufnr)[top]
+    T.wait(function()
+      return not replay.filling(chat.chat_id)
+    end, "the older turns drawn")
+    local lines = T.lines(chat.bufnr)
+    T.eq(whole, lines, "the same lines as the three turns drawn at once")
+    top = api.nvim_win_call(win, function()
+      return vim.fn.line("w0")
+    end)
+    T.eq(top_line, lines[top], "the window shows the same line at its top")
+    T.eq(vim.list_slice(lines, #lines - #at_once + 1), at_once, "the last turn stayed where it was drawn")
+    local turns = {}
+    for _, block in ipairs(chat.transcript.session_prompts) do
+      turns[#turns + 1] = block.data.prompt_turn
+    end
+    T.eq({ 1, 2, 3 }, turns, "the prompts numbered in order, oldest first")
+    T.eq(3, chat.transcript.prompt_turn, "the chat counts them")
+    replay_into(chat, rechunked(changes))
+    T.eq(draw(changes, false).lines, T.lines(chat.bufnr), "the replay adds only the older turns")
+    T.eq(0, resets, "what was drawn stayed")
+    chat:close()
+  end
+)
+
+T.test(
+  "a resumed session (no replay) shows the transcript's end and keeps it; its prompts are not numbered turns",
+  function()
+    local changes = history(5)
+    write_transcript("tail-resume", changes)
+    local chat, shown = open_load("tail-resume", true)
+    local text_now = table.concat(shown, "\n")
+    T.contains(text_now, "question 5", "the last turn drawn")
+    T.contains(text_now, "question 3", "the last three turns")
+    T.not_contains(text_now, "question 2", "not more")
+    T.eq(false, tail.shown(chat.chat_id), "nothing waits for a replay")
+    T.eq(nil, chat.transcript.prompt_turn, "the resumed prompts are not counted as the chat's turns")
+    events.dispatch({
+      {
+        type = "session_started",
+        chat_id = chat.chat_id,
+        session_id = "tail-resume",
+        agent_name = "demo",
+        capabilities = {},
+      },
+    })
+    T.wait(function()
+      return chat.status == "ready"
+    end, "the session started")
+    T.eq(shown, T.lines(chat.bufnr), "what was drawn stays")
+    T.eq(0, chat.resets, "and was not drawn again")
+    chat:close()
+  end
+)
 
 T.test("hostile transcripts: another session's, another format, cut or garbled lines", function()
   local changes = history(4)

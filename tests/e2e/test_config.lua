@@ -17,6 +17,7 @@ T.test("bad options are rejected with the key named", function()
   T.contains(err_of({ log_level = "loud" }), "`log_level`", "log level")
   T.contains(err_of({ default_agent = "nobody" }), "`default_agent`", "default agent")
   T.contains(err_of({ backend = { cmd = {} } }), "`backend.cmd`", "backend cmd")
+  T.contains(err_of({ backend = { prestart = "yes" } }), "`backend.prestart` must be true or false", "prestart")
   T.eq(nil, err_of({ agents = { claude = { env = { A = "1" } } }, keymaps = { close = false } }), "valid options")
 end)
 
