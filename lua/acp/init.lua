@@ -31,7 +31,7 @@ function M.setup(opts)
   init()
   local ok, errors = config.setup(opts)
   if config.options.backend.prestart then
-    require("acp.backend").prestart()
+    require("acp.opening").prepare()
   end
   if not ok then
     util.notify(

@@ -74,6 +74,39 @@ function M.params(spec)
   }
 end
 
+--- What a chat loads before its session can start, in the order their
+--- first `require`s come (acp.chat pulls in the transcript, the view and
+--- markdown): 15-32 ms of `:Acp` on a loaded machine, while the agent was
+--- ready sooner (issue #30).
+M.CHAT_MODULES = { "acp.markdown", "acp.view", "acp.transcript", "acp.chat", "acp.prompt", "acp.winbar", "acp.events" }
+
+--- Make the first chat cheap (the `backend.prestart` option, called by
+--- setup()): once Neovim is idle (after its first screen), the backend is
+--- started and greeted (acp.backend.prestart), then the chat's modules are
+--- loaded, one a timer tick so keys typed meanwhile wait for one at most.
+--- `:Acp` then only makes the chat's buffers and starts the agent.
+function M.prepare()
+  require("acp.backend").prestart()
+  local i = 0
+  local function step()
+    i = i + 1
+    local name = M.CHAT_MODULES[i]
+    if not name or vim.v.exiting ~= vim.NIL then
+      return
+    end
+    pcall(require, name)
+    vim.defer_fn(step, 0)
+  end
+  local function start()
+    vim.defer_fn(step, 0)
+  end
+  if vim.v.vim_did_enter == 1 then
+    start()
+  else
+    vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = start })
+  end
+end
+
 --- Start the backend when none runs and send it the chat's `acp.open`
 --- without waiting for the greeting or for an answer (a notification, sent
 --- behind the greeting on the same channel, so the backend reads them in

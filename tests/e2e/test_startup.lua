@@ -180,15 +180,17 @@ vim.notify = function(msg, level)
   end
 end
 require("acp").setup(vim.json.decode(%q))
--- Idle for a while, as after a user's Neovim started.
-vim.wait(3000, function()
+-- Idle for a while, as after a user's Neovim started (until the backend is
+-- greeted and the chat's modules loaded, or two seconds).
+vim.wait(2000, function()
   local b = package.loaded["acp.backend"]
-  return b ~= nil and b.info() ~= nil
+  return b ~= nil and b.info() ~= nil and package.loaded["acp.events"] ~= nil
 end, 5)
 local backend = require("acp.backend")
 got.running_before = backend.running()
 got.greeted_before = backend.info() ~= nil
 got.errors_before = #got.errors
+got.chat_loaded_before = package.loaded["acp.chat"] ~= nil and package.loaded["acp.events"] ~= nil
 local notify = vim.rpcnotify
 vim.rpcnotify = function(ch, method, ...)
   got.sent[#got.sent + 1] = method
@@ -221,11 +223,13 @@ end
 T.test("setup() starts the backend once Neovim is idle; :Acp then only opens the chat", function()
   local got = setup_then_acp({})
   T.eq(true, got.greeted_before, "running and greeted before any command")
+  T.eq(true, got.chat_loaded_before, "and the chat's modules loaded")
   T.eq("ready", got.status, "the session started: " .. got.text)
   T.eq({ "acp.open" }, got.sent, "no second start, no second greeting")
   -- Switched off: nothing runs until the first command.
   got = setup_then_acp({ backend = { prestart = false } })
   T.eq(false, got.running_before, "no backend before the first command")
+  T.eq(false, got.chat_loaded_before, "nor the chat's modules")
   T.eq("ready", got.status, "the command starts it: " .. got.text)
   T.eq("acp.hello", got.sent[1], "greeted by the command")
   -- A backend that cannot start says nothing until a command needs it.
