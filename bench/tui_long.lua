@@ -2,6 +2,9 @@
 -- bench/tui.lua in tmux, with the ordinary config of bench/tui_init.lua):
 --
 --   ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=2000 nvim -l bench/tui.lua acp 0
+--   ... nvim -l bench/tui.lua codecompanion 0   (COMPARE_DIR, PLENARY_DIR: the
+--                   same session loaded by CodeCompanion.nvim, see
+--                   run_codecompanion)
 --
 -- The fake agent's session store gets one session of ACP_BENCH_TURNS turns,
 -- each like a real one: a prompt, ~30 lines of markdown with a code block
@@ -20,6 +23,9 @@
 --                   5 ms (how long a key typed meanwhile would wait), the
 --                   open() call included (the command holds the editor)
 --   stalls_16       waits of 16 ms or more
+--   stall_loading_max_ms, stall_filling_max_ms  the longest wait until the
+--                   session was ready (the replay arriving), and after it
+--                   (the older turns filling in above)
 --   key_max_ms      longest wait of a key typed every 20 ms for its mapping
 --   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
 --   dispatch_max_ms longest call of an event batch from the backend
@@ -194,6 +200,7 @@ local resets = 0
 local dispatch_max = 0
 local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
+local phase_max = { loading = 0, filling = 0 }
 local last_marker = ("End of answer %d."):format(TURNS)
 local marker_in_buf = false
 local chat
@@ -327,6 +334,8 @@ local function finish(backend_pid, cpu0, bcpu0)
     stall_max_ms = stall_max,
     stalls_16 = stalls_16,
     stall_samples = stall_n,
+    stall_loading_max_ms = phase_max.loading,
+    stall_filling_max_ms = phase_max.filling,
     redraw_max_ms = redraw_max,
     redraws = redraws,
     key_max_ms = key_max,
@@ -447,6 +456,9 @@ local function run()
   end
 
   local timer = assert(uv.new_timer())
+  -- The capture above left the garbage of a whole load (a user's editor has
+  -- not just loaded the session unseen): collected before the clock starts.
+  collectgarbage("collect")
   local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
   t0 = uv.hrtime()
   local events = require("acp.events")
@@ -526,6 +538,12 @@ local function run()
       if d >= 16 then
         stalls_16 = stalls_16 + 1
       end
+      if not total_ms then
+        -- While the replay arrives (until ready) and while the older turns
+        -- fill in above (after), apart.
+        local k = ready_ms and "filling" or "loading"
+        phase_max[k] = math.max(phase_max[k], d)
+      end
       if not ready_ms and chat.status == "ready" then
         ready_ms = (uv.hrtime() - t0) / 1e6
       end
@@ -545,4 +563,155 @@ local function run()
   end)
 end
 
-vim.defer_fn(run, 300)
+--- CodeCompanion.nvim (COMPARE_DIR, PLENARY_DIR: checkouts) loading the
+--- same stored session as its `/resume` slash command does once a session
+--- is picked: `session/load` waited for in a loop of `vim.wait` (typed keys
+--- wait; timers and scheduled callbacks run), then the collected replay
+--- rendered in one call (messages only: it draws no tool calls or plans).
+--- It opens its chat and connects first (not timed). Measured as ours:
+--- `call_ms` is the picked session's call, counted as a stall as open() is.
+local function run_codecompanion()
+  local plugin_dir, plenary_dir = os.getenv("COMPARE_DIR") or "", os.getenv("PLENARY_DIR") or ""
+  if
+    vim.fn.isdirectory(plugin_dir .. "/lua/codecompanion") ~= 1
+    or vim.fn.isdirectory(plenary_dir .. "/lua/plenary") ~= 1
+  then
+    return fail("COMPARE_DIR and PLENARY_DIR must be checkouts of codecompanion.nvim and plenary.nvim")
+  end
+  vim.opt.rtp:prepend(plenary_dir)
+  vim.opt.rtp:prepend(plugin_dir)
+  vim.cmd("runtime! plugin/codecompanion.lua")
+  require("codecompanion").setup({
+    adapters = {
+      acp = {
+        bench = function()
+          return require("codecompanion.adapters").extend("goose", {
+            name = "bench",
+            formatted_name = "Bench",
+            commands = { default = { AGENT, "--scenario", scenario } },
+          })
+        end,
+      },
+    },
+    interactions = { chat = { adapter = "bench" } },
+    strategies = { chat = { adapter = "bench" } },
+    opts = { log_level = "ERROR" },
+  })
+  vim.cmd("CodeCompanionChat")
+  local cc = require("codecompanion").last_chat()
+  if not cc then
+    return fail(":CodeCompanionChat made no chat")
+  end
+  if
+    not vim.wait(20000, function()
+      return cc.acp_connection ~= nil and cc.acp_connection:is_ready() and cc.acp_connection.session_id ~= nil
+    end, 5)
+  then
+    return fail("CodeCompanion did not connect to the agent")
+  end
+  local buf = cc.bufnr
+  local found = false
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function(_, b, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(b, first, last, false)) do
+        if l:find(last_marker, 1, true) then
+          found = true
+          return true
+        end
+      end
+    end,
+  })
+  local keys = {}
+  vim.keymap.set({ "n", "i" }, "<F20>", function()
+    local t = table.remove(keys, 1)
+    if t then
+      key_max = math.max(key_max, (uv.hrtime() - t) / 1e6)
+      key_n = key_n + 1
+    end
+  end)
+  local cpu0 = self_cpu()
+  local timer = assert(uv.new_timer())
+  local key_timer = assert(uv.new_timer())
+  timer:start(5, 5, function()
+    local t = uv.hrtime()
+    vim.schedule(function()
+      if not t0 or timer:is_closing() then
+        return
+      end
+      local d = (uv.hrtime() - t) / 1e6
+      stall_n = stall_n + 1
+      stall_max = math.max(stall_max, d)
+      if d >= 16 then
+        stalls_16 = stalls_16 + 1
+      end
+      if total_ms and last_turn_ms and #keys == 0 then
+        timer:stop()
+        timer:close()
+        key_timer:stop()
+        key_timer:close()
+        local m = {}
+        local win = vim.fn.bufwinid(buf)
+        if win ~= -1 then
+          api.nvim_set_current_win(win)
+          m.chat_G_ms = timed(9, function()
+            vim.cmd("normal! G")
+          end, function()
+            vim.cmd("normal! gg")
+          end)
+          m.chat_gg_ms = timed(9, function()
+            vim.cmd("normal! gg")
+          end, function()
+            vim.cmd("normal! G")
+          end)
+        end
+        m.turns, m.client = TURNS, "codecompanion"
+        m.lines = api.nvim_buf_line_count(buf)
+        m.last_turn_ms, m.total_ms, m.ready_ms, m.call_ms = last_turn_ms, total_ms, total_ms, open_ms
+        m.stall_max_ms, m.stalls_16, m.stall_samples = stall_max, stalls_16, stall_n
+        m.key_max_ms, m.keys = key_max, key_n
+        m.nvim_cpu_s, m.nvim_rss_mb = self_cpu() - cpu0, rss_mb("self")
+        write_out("RESULT " .. vim.json.encode(m))
+        vim.fn.delete(dir, "rf")
+        vim.cmd("qall!")
+      end
+    end)
+  end)
+  key_timer:start(20, 20, function()
+    if t0 and not total_ms then
+      keys[#keys + 1] = uv.hrtime()
+      api.nvim_input("<F20>")
+    end
+  end)
+  -- The picker's callback of `/resume`, as it runs once the session is
+  -- picked (codecompanion/interactions/chat/slash_commands/builtin/resume.lua).
+  vim.defer_fn(function()
+    t0 = uv.hrtime()
+    local updates = {}
+    local ok = cc.acp_connection:load_session("long", {
+      on_session_update = function(update)
+        updates[#updates + 1] = update
+      end,
+    })
+    if not ok then
+      return fail("CodeCompanion could not load the session")
+    end
+    require("codecompanion.interactions.chat.acp.commands").link_buffer_to_session(buf, cc.acp_connection.session_id)
+    require("codecompanion.interactions.chat.acp.render").restore_session(cc, updates)
+    open_ms = (uv.hrtime() - t0) / 1e6
+    stall_max = math.max(stall_max, open_ms)
+    if open_ms >= 16 then
+      stalls_16 = stalls_16 + 1
+    end
+    total_ms = open_ms
+    marker_in_buf = found
+    if not found then
+      return fail("the session's last turn is not in CodeCompanion's chat")
+    end
+  end, 50)
+end
+
+if os.getenv("ACP_BENCH_CLIENT") == "codecompanion" then
+  vim.defer_fn(run_codecompanion, 300)
+else
+  vim.defer_fn(run, 300)
+end

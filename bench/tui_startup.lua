@@ -124,7 +124,7 @@ dofile(plugin_root .. "/plugin/acp.lua")
 -- backend starts once the first screen is drawn, before `:Acp` is typed.
 -- ACP_BENCH_PRESTART=0: it starts at the command (what `:Acp` costs then).
 if CLIENT == "acp" then
-  require("acp").setup({ backend = { prestart = os.getenv("ACP_BENCH_PRESTART") ~= "0" } })
+  require("acp").setup(os.getenv("ACP_BENCH_PRESTART") == "0" and { backend = { prestart = false } } or {})
 end
 
 local t0, command_ms, drawn_ms, ready_ms, command_cpu_ms
