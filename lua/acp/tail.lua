@@ -274,6 +274,8 @@ end
 
 ---@type table<string, acp.BacklogJob[]> older turns still being drawn, by chat id
 local jobs = {}
+---@type table<string, table> the drawing of a chat's tail under way (its token), by chat id
+local drawing = {}
 
 --- Put the prompts an older turn drew (appended last) before the newer
 --- ones and number them all again, as drawing in order would have.
@@ -339,15 +341,18 @@ local function cancel(chat_id)
     job.cancelled = true
   end
   jobs[chat_id] = nil
+  drawing[chat_id] = nil
 end
 
 --- Draw the end of the session a chat is loading from the chat's own
 --- transcript of it, when there is one and the chat shows nothing yet.
---- The last turn is drawn now; the turns before it are drawn above it in
---- slices (acp.replay, behind everything else), newest first, so opening
---- never holds the editor for more than a turn's drawing (three turns in
---- one call: 29-38 ms on a loaded machine, issue #30), and windows keep
---- showing the same lines while they fill in. `opts.resume`: a
+--- Nothing is drawn in the call: the last turn is queued at the tail
+--- (acp.replay: slices of a few milliseconds right after the call, ahead of
+--- every later event of the chat), the turns before it above it (behind
+--- everything else), newest first, so opening never holds the editor for a
+--- turn's drawing (three turns in one call were 29-38 ms on a loaded
+--- machine, issue #30), and windows keep showing the same lines while they
+--- fill in. `opts.resume`: a
 --- `session/resume`, which replays nothing: what is drawn stays, nothing is
 --- reconciled, and its prompts are not numbered (the backend's numbering
 --- starts after them). Returns whether something was drawn.
@@ -374,65 +379,101 @@ function M.draw(chat, session_id, opts)
   end
   local turns, users, forgets = turns_of(records, version)
   local before, prompt_turn = t.session_prompts and #t.session_prompts or 0, t.prompt_turn
-  -- Old tool calls must not move the user's file view (Chat:on_tool_state).
-  local following = chat.following
-  chat.following = nil
-  local dok, err = pcall(t.view.batch, t.view, function()
-    if not turns or #turns < 2 or not M.SLICED then
+  if not M.SLICED then
+    -- Everything now (the reference the slices must match).
+    local following = chat.following
+    chat.following = nil
+    local dok, err = pcall(t.view.batch, t.view, function()
       ---@type acp.TranscriptPlayer
       local player = { chat = chat, headers = 1, version = version, tail = true }
       for _, r in ipairs(records) do
         history.play(player, r)
       end
-      turns = nil
-      return
-    end
-    -- The state drawing the turns before it in order would have left.
-    t.turn = users[#turns]
-    t.side = not forgets[#turns] and "agent" or nil
-    for _, change in ipairs(turns[#turns]) do
-      t:apply(change)
-    end
-  end)
-  chat.following = following
-  if not dok then
-    require("acp.util").notify("the end of the session could not be shown: " .. tostring(err), vim.log.levels.WARN)
-    M.forget(chat)
-    return false
-  end
-  if turns then
-    local replay = require("acp.replay")
-    local list = {}
-    jobs[chat.chat_id] = list
-    for k = #turns - 1, 1, -1 do
-      ---@type acp.BacklogJob
-      local job = {
-        chat = chat,
-        run = { changes = turns[k] },
-        next = 1,
-        state = {
-          entries = {},
-          tools = {},
-          turn = users[k],
-          side = k > 1 and not forgets[k] and "agent" or nil,
-          after_header = false,
-        },
-        unnumbered = resume,
-      }
-      list[#list + 1] = job
-      replay.push_behind(chat.chat_id, draw_older, job)
-    end
-    replay.push_behind(chat.chat_id, function()
-      if jobs[chat.chat_id] == list then
-        jobs[chat.chat_id] = nil
-      end
-      return require("acp.backlog").make_folds(chat)
     end)
+    chat.following = following
+    if not dok then
+      require("acp.util").notify("the end of the session could not be shown: " .. tostring(err), vim.log.levels.WARN)
+      M.forget(chat)
+      return false
+    end
+    if resume then
+      unnumber(t, before, prompt_turn)
+    end
+  else
+    local replay = require("acp.replay")
+    local token = {}
+    drawing[chat.chat_id] = token
+    --- Queued at the tail, in order (acp.replay: a slice at a time, ahead
+    --- of everything the chat gets next).
+    local function at_tail(fn, a)
+      replay.push(chat.chat_id, function()
+        if drawing[chat.chat_id] ~= token then
+          return
+        end
+        -- Old tool calls must not move the user's file view
+        -- (Chat:on_tool_state).
+        local following = chat.following
+        chat.following = nil
+        local dok, err = pcall(fn, a)
+        chat.following = following
+        if not dok then
+          error(err, 0)
+        end
+      end)
+    end
+    if not turns or #turns < 2 then
+      ---@type acp.TranscriptPlayer
+      local player = { chat = chat, headers = 1, version = version, tail = true }
+      for _, r in ipairs(records) do
+        at_tail(function(record)
+          history.play(player, record)
+        end, r)
+      end
+    else
+      -- The state drawing the turns before it in order would have left.
+      t.turn = users[#turns]
+      t.side = not forgets[#turns] and "agent" or nil
+      for _, change in ipairs(turns[#turns]) do
+        at_tail(function(c)
+          t:apply(c)
+        end, change)
+      end
+      local list = {}
+      jobs[chat.chat_id] = list
+      for k = #turns - 1, 1, -1 do
+        ---@type acp.BacklogJob
+        local job = {
+          chat = chat,
+          run = { changes = turns[k] },
+          next = 1,
+          state = {
+            entries = {},
+            tools = {},
+            turn = users[k],
+            side = k > 1 and not forgets[k] and "agent" or nil,
+            after_header = false,
+          },
+          unnumbered = resume,
+        }
+        list[#list + 1] = job
+        replay.push_behind(chat.chat_id, draw_older, job)
+      end
+      replay.push_behind(chat.chat_id, function()
+        if jobs[chat.chat_id] == list then
+          jobs[chat.chat_id] = nil
+        end
+        return require("acp.backlog").make_folds(chat)
+      end)
+    end
+    if resume then
+      at_tail(function()
+        unnumber(t, before, prompt_turn)
+      end)
+    end
   end
   if resume then
     -- Nothing to reconcile with; the backend numbers the session's next
     -- prompt after these (`session_started`), which are not counted again.
-    unnumber(t, before, prompt_turn)
     return true
   end
   local signature = M.signature(changes)

@@ -276,8 +276,8 @@ end
 
 --- Open a chat loading session `id` (resuming it with `resume`); returns
 --- it, the lines it showed before any event once the transcript's end was
---- drawn (its older turns fill in above in slices), and the lines it showed
---- as open() returned.
+--- drawn (in slices right after open() returns: its last turn at the tail,
+--- the older ones above), and the lines it showed as open() returned.
 ---@param id string
 ---@param resume? boolean
 local function open_load(id, resume)
@@ -296,7 +296,7 @@ local function open_load(id, resume)
     return reset(...)
   end
   T.wait(function()
-    return not replay.filling(chat.chat_id)
+    return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
   end, "the transcript's end drawn")
   return chat, T.lines(chat.bufnr), at_once
 end
@@ -410,7 +410,7 @@ T.test("the transcript's end is reconciled when the agent never answers; kept wh
 end)
 
 T.test(
-  "the transcript's end: its last turn drawn as open() returns, the older ones filled in above, newest first, without moving the view",
+  "the transcript's end: nothing drawn in open(), then its last turn, then the older ones above, newest first, without moving the view",
   function()
     local changes = history(6)
     write_transcript("tail-sliced", changes)
@@ -428,31 +428,39 @@ T.test(
     end
     local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = "tail-sliced" }))
     replay.push_behind = push_behind
-    local at_once = T.lines(chat.bufnr)
+    T.eq({ "" }, T.lines(chat.bufnr), "open() draws nothing itself: it returns at once")
     local resets = 0
     local reset = chat.transcript.reset
     chat.transcript.reset = function(...)
       resets = resets + 1
       return reset(...)
     end
-    local text_now = table.concat(at_once, "\n")
-    T.contains(text_now, "question 6", "the last turn on screen as open() returns")
-    T.not_contains(text_now, "question 5", "the older turns not yet")
     T.eq({ "question 5", "question 4" }, order, "the older turns queued newest first")
+    -- What the window showed as the first older turn started to fill in.
     local win = vim.fn.bufwinid(chat.bufnr)
-    local top = api.nvim_win_call(win, function()
-      return vim.fn.line("w0")
-    end)
-    local top_line = T.lines(chat.bufnr)[top]
+    local function top_line()
+      local top = api.nvim_win_call(win, function()
+        return vim.fn.line("w0")
+      end)
+      return table.concat(vim.list_slice(T.lines(chat.bufnr), top, top + 2), "\n")
+    end
+    local first_older
+    local draw_older = backlog.draw_older
+    backlog.draw_older = function(job)
+      first_older = first_older or { lines = T.lines(chat.bufnr), top = top_line() }
+      return draw_older(job)
+    end
     T.wait(function()
-      return not replay.filling(chat.chat_id)
+      return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
     end, "the older turns drawn")
+    backlog.draw_older = draw_older
+    local at_once = assert(first_older, "older turns drawn above").lines
+    local text_now = table.concat(at_once, "\n")
+    T.contains(text_now, "question 6", "the last turn on screen first, in slices right after open()")
+    T.not_contains(text_now, "question 5", "the older turns after it")
     local lines = T.lines(chat.bufnr)
     T.eq(whole, lines, "the same lines as the three turns drawn at once")
-    top = api.nvim_win_call(win, function()
-      return vim.fn.line("w0")
-    end)
-    T.eq(top_line, lines[top], "the window shows the same line at its top")
+    T.eq(first_older.top, top_line(), "the window shows the same line at its top")
     T.eq(vim.list_slice(lines, #lines - #at_once + 1), at_once, "the last turn stayed where it was drawn")
     local turns = {}
     for _, block in ipairs(chat.transcript.session_prompts) do
