@@ -31,7 +31,9 @@
 --                   (the older turns filling in above)
 --   key_max_ms      longest wait of a key typed every 20 ms for its mapping
 --   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
---   dispatch_max_ms longest call of an event batch from the backend
+--   dispatch_max_ms longest call of an event batch from the backend (with
+--                   dispatch_max_cpu_ms, _events, _kinds: its CPU time, its
+--                   size and its event types)
 --   open_ms         the open() call (the end drawn from the transcript, the
 --                   spawn of the agent, session/load sent)
 --   tail_kept       what was drawn from the transcript stayed (the replay's
@@ -223,6 +225,7 @@ local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
 local phase_max = { loading = 0, filling = 0 }
 local stall_cpu_max = 0
+local dispatch_max_cpu, dispatch_max_events, dispatch_max_kinds = 0, 0, ""
 local last_marker = ("End of answer %d."):format(TURNS)
 local marker_in_buf = false
 local chat
@@ -364,6 +367,9 @@ local function finish(backend_pid, cpu0, bcpu0)
     key_max_ms = key_max,
     keys = key_n,
     dispatch_max_ms = dispatch_max,
+    dispatch_max_cpu_ms = dispatch_max_cpu,
+    dispatch_max_events = dispatch_max_events,
+    dispatch_max_kinds = dispatch_max_kinds,
     open_ms = open_ms,
     nvim_cpu_s = self_cpu() - cpu0,
     backend_cpu_s = proc_cpu(backend_pid) - bcpu0,
@@ -487,10 +493,18 @@ local function run()
   local events = require("acp.events")
   local dispatch = events.dispatch
   events.dispatch = function(evs)
-    local t = uv.hrtime()
+    local t, c = uv.hrtime(), thread_cpu_ms()
     dispatch(evs)
     if not total_ms then
-      dispatch_max = math.max(dispatch_max, (uv.hrtime() - t) / 1e6)
+      local d = (uv.hrtime() - t) / 1e6
+      if d > dispatch_max then
+        dispatch_max, dispatch_max_cpu, dispatch_max_events = d, thread_cpu_ms() - c, #(evs or {})
+        local kinds = {}
+        for _, e in ipairs(evs or {}) do
+          kinds[e.type] = (kinds[e.type] or 0) + 1
+        end
+        dispatch_max_kinds = vim.inspect(kinds, { newline = "", indent = "" })
+      end
     end
   end
   -- What was drawn from the transcript going (the replay differed: it is
