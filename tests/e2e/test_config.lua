@@ -165,6 +165,11 @@ T.test(":checkhealth acp runs", function()
   if vim.fn.executable(T.root .. "/target/debug/acp-nvim") == 1 then
     T.contains(text, "matches the plugin", "backend handshake checked")
   end
+  T.contains(text, "`backend.prestart` is on", "the prestart named")
+  vim.cmd("bwipeout")
+  require("acp").setup({ backend = { prestart = false } })
+  vim.cmd("checkhealth acp")
+  T.contains(T.text(0), "`backend.prestart` is off", "and when it is off")
 end)
 
 T.run()
