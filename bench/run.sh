@@ -160,6 +160,9 @@ if [ "${COMPARE:-0}" = 1 ]; then
     for i in $(seq 1 "${TUI_RUNS:-3}"); do
       COMPARE_DIR=$cc PLENARY_DIR=$plenary ACP_BENCH_SCRIPT=bench/tui_startup.lua \
         save_tui "tui_startup_codecompanion_$i" codecompanion 0 || failed=1
+      # The same 2,000-turn session loaded as its `/resume` does (bench/tui_long.lua).
+      COMPARE_DIR=$cc PLENARY_DIR=$plenary ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=2000 \
+        save_tui "tui_long_codecompanion_2000_$i" codecompanion 0 || failed=1
     done
   fi
   if [ -z "$agentic" ]; then

@@ -18,13 +18,15 @@ local chats = require("acp.chat")
 
 local t0 = uv.hrtime()
 vim.cmd("Acp")
-local chat = chats.current()
-if not chat then
-  lib.fail(":Acp opened no chat")
-end
+-- `:Acp` draws the chat's windows and makes the chat in them after the
+-- redraw (acp.layout.frame): it is there once the event loop ran.
+---@type acp.Chat?
+local chat
 lib.wait(function()
-  return vim.fn.bufwinid(chat.bufnr) ~= -1
+  chat = chats.current()
+  return chat ~= nil and vim.fn.bufwinid(chat.bufnr) ~= -1
 end, "the chat window", 10000)
+---@cast chat acp.Chat
 local window_ms = (uv.hrtime() - t0) / 1e6
 lib.wait(function()
   return chat.session_id ~= nil

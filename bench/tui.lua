@@ -46,6 +46,7 @@ local t = Tmux.start({
     ACP_BENCH_PLUGIN = os.getenv("ACP_BENCH_PLUGIN") or "",
     ACP_BENCH_TRACE = os.getenv("ACP_BENCH_TRACE"),
     ACP_BENCH_TURNS = os.getenv("ACP_BENCH_TURNS"),
+    ACP_BENCH_PRESTART = os.getenv("ACP_BENCH_PRESTART"),
     ACP_BENCH_TRANSCRIPT = os.getenv("ACP_BENCH_TRANSCRIPT"),
     ACP_BENCH_BIN_DIR = os.getenv("ACP_BENCH_BIN_DIR"),
     ACP_BENCH_SLICE_MS = os.getenv("ACP_BENCH_SLICE_MS"),

@@ -2,6 +2,9 @@
 -- bench/tui.lua in tmux, with the ordinary config of bench/tui_init.lua):
 --
 --   ACP_BENCH_SCRIPT=bench/tui_long.lua ACP_BENCH_TURNS=2000 nvim -l bench/tui.lua acp 0
+--   ... nvim -l bench/tui.lua codecompanion 0   (COMPARE_DIR, PLENARY_DIR: the
+--                   same session loaded by CodeCompanion.nvim, see
+--                   run_codecompanion)
 --
 -- The fake agent's session store gets one session of ACP_BENCH_TURNS turns,
 -- each like a real one: a prompt, ~30 lines of markdown with a code block
@@ -17,11 +20,20 @@
 --                   agent's replay all arrived, the last turn drawn)
 --   total_ms        the whole history drawn and the session ready
 --   stall_max_ms    longest wait of a vim.schedule callback queued every
---                   5 ms (how long a key typed meanwhile would wait)
+--                   5 ms (how long a key typed meanwhile would wait), the
+--                   open() call included (the command holds the editor)
 --   stalls_16       waits of 16 ms or more
+--   stall_cpu_max_ms the main thread's CPU time over the longest such
+--                   wait (the wait with a core to itself: on a loaded
+--                   machine the wall time is mostly waiting for one)
+--   stall_loading_max_ms, stall_filling_max_ms  the longest wait until the
+--                   session was ready (the replay arriving), and after it
+--                   (the older turns filling in above)
 --   key_max_ms      longest wait of a key typed every 20 ms for its mapping
 --   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
---   dispatch_max_ms longest call of an event batch from the backend
+--   dispatch_max_ms longest call of an event batch from the backend (with
+--                   dispatch_max_cpu_ms, _events, _kinds: its CPU time, its
+--                   size and its event types)
 --   open_ms         the open() call (the end drawn from the transcript, the
 --                   spawn of the agent, session/load sent)
 --   tail_kept       what was drawn from the transcript stayed (the replay's
@@ -36,6 +48,24 @@
 --   first_chunk_ms  a prompt sent, until its answer's first chunk is drawn
 
 local uv = vim.uv
+
+-- CPU time of the main thread: on a loaded machine a wait is mostly the
+-- process waiting for a core; the main thread's CPU time over the same
+-- wait is the work that held the callback back (what the wait would be
+-- with a core to itself).
+local ffi = require("ffi")
+pcall(
+  ffi.cdef,
+  [[
+  typedef struct { long tv_sec; long tv_nsec; } acp_bench_timespec;
+  int clock_gettime(int clk_id, acp_bench_timespec *tp);
+]]
+)
+local ts = ffi.new("acp_bench_timespec")
+local function thread_cpu_ms()
+  ffi.C.clock_gettime(3, ts) -- CLOCK_THREAD_CPUTIME_ID
+  return tonumber(ts.tv_sec) * 1e3 + tonumber(ts.tv_nsec) / 1e6
+end
 local api = vim.api
 
 local root = vim.fn.getcwd()
@@ -193,6 +223,9 @@ local resets = 0
 local dispatch_max = 0
 local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
+local phase_max = { loading = 0, filling = 0 }
+local stall_cpu_max = 0
+local dispatch_max_cpu, dispatch_max_events, dispatch_max_kinds = 0, 0, ""
 local last_marker = ("End of answer %d."):format(TURNS)
 local marker_in_buf = false
 local chat
@@ -326,11 +359,17 @@ local function finish(backend_pid, cpu0, bcpu0)
     stall_max_ms = stall_max,
     stalls_16 = stalls_16,
     stall_samples = stall_n,
+    stall_cpu_max_ms = stall_cpu_max,
+    stall_loading_max_ms = phase_max.loading,
+    stall_filling_max_ms = phase_max.filling,
     redraw_max_ms = redraw_max,
     redraws = redraws,
     key_max_ms = key_max,
     keys = key_n,
     dispatch_max_ms = dispatch_max,
+    dispatch_max_cpu_ms = dispatch_max_cpu,
+    dispatch_max_events = dispatch_max_events,
+    dispatch_max_kinds = dispatch_max_kinds,
     open_ms = open_ms,
     nvim_cpu_s = self_cpu() - cpu0,
     backend_cpu_s = proc_cpu(backend_pid) - bcpu0,
@@ -446,15 +485,26 @@ local function run()
   end
 
   local timer = assert(uv.new_timer())
+  -- The capture above left the garbage of a whole load (a user's editor has
+  -- not just loaded the session unseen): collected before the clock starts.
+  collectgarbage("collect")
   local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
   t0 = uv.hrtime()
   local events = require("acp.events")
   local dispatch = events.dispatch
   events.dispatch = function(evs)
-    local t = uv.hrtime()
+    local t, c = uv.hrtime(), thread_cpu_ms()
     dispatch(evs)
     if not total_ms then
-      dispatch_max = math.max(dispatch_max, (uv.hrtime() - t) / 1e6)
+      local d = (uv.hrtime() - t) / 1e6
+      if d > dispatch_max then
+        dispatch_max, dispatch_max_cpu, dispatch_max_events = d, thread_cpu_ms() - c, #(evs or {})
+        local kinds = {}
+        for _, e in ipairs(evs or {}) do
+          kinds[e.type] = (kinds[e.type] or 0) + 1
+        end
+        dispatch_max_kinds = vim.inspect(kinds, { newline = "", indent = "" })
+      end
     end
   end
   -- What was drawn from the transcript going (the replay differed: it is
@@ -465,8 +515,17 @@ local function run()
     resets = resets + 1
     return reset(...)
   end
-  chat = require("acp").open({ agent = "long", cwd = dir, load_session_id = "long" })
+  -- As `:Acp sessions` opens it: the open sent as a notification.
+  local oc = thread_cpu_ms()
+  chat = require("acp").open({ agent = "long", cwd = dir, load_session_id = "long", background = true })
   open_ms = (uv.hrtime() - t0) / 1e6
+  stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - oc)
+  -- The call itself held the event loop: a key typed with the command
+  -- waited for it as for any stall.
+  stall_max = math.max(stall_max, open_ms)
+  if open_ms >= 16 then
+    stalls_16 = stalls_16 + 1
+  end
   if not chat then
     return fail("the load failed")
   end
@@ -507,16 +566,25 @@ local function run()
     api.nvim_input("<F20>")
   end)
   timer:start(5, 5, function()
-    local t = uv.hrtime()
+    local t, c = uv.hrtime(), thread_cpu_ms()
     vim.schedule(function()
       if timer:is_closing() then
         return
       end
       local d = (uv.hrtime() - t) / 1e6
+      if not total_ms then
+        stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - c)
+      end
       stall_n = stall_n + 1
       stall_max = math.max(stall_max, d)
       if d >= 16 then
         stalls_16 = stalls_16 + 1
+      end
+      if not total_ms then
+        -- While the replay arrives (until ready) and while the older turns
+        -- fill in above (after), apart.
+        local k = ready_ms and "filling" or "loading"
+        phase_max[k] = math.max(phase_max[k], d)
       end
       if not ready_ms and chat.status == "ready" then
         ready_ms = (uv.hrtime() - t0) / 1e6
@@ -537,4 +605,161 @@ local function run()
   end)
 end
 
-vim.defer_fn(run, 300)
+--- CodeCompanion.nvim (COMPARE_DIR, PLENARY_DIR: checkouts) loading the
+--- same stored session as its `/resume` slash command does once a session
+--- is picked: `session/load` waited for in a loop of `vim.wait` (typed keys
+--- wait; timers and scheduled callbacks run), then the collected replay
+--- rendered in one call (messages only: it draws no tool calls or plans).
+--- It opens its chat and connects first (not timed). Measured as ours:
+--- `call_ms` is the picked session's call, counted as a stall as open() is.
+local function run_codecompanion()
+  local plugin_dir, plenary_dir = os.getenv("COMPARE_DIR") or "", os.getenv("PLENARY_DIR") or ""
+  if
+    vim.fn.isdirectory(plugin_dir .. "/lua/codecompanion") ~= 1
+    or vim.fn.isdirectory(plenary_dir .. "/lua/plenary") ~= 1
+  then
+    return fail("COMPARE_DIR and PLENARY_DIR must be checkouts of codecompanion.nvim and plenary.nvim")
+  end
+  vim.opt.rtp:prepend(plenary_dir)
+  vim.opt.rtp:prepend(plugin_dir)
+  vim.cmd("runtime! plugin/codecompanion.lua")
+  require("codecompanion").setup({
+    adapters = {
+      acp = {
+        bench = function()
+          return require("codecompanion.adapters").extend("goose", {
+            name = "bench",
+            formatted_name = "Bench",
+            commands = { default = { AGENT, "--scenario", scenario } },
+          })
+        end,
+      },
+    },
+    interactions = { chat = { adapter = "bench" } },
+    strategies = { chat = { adapter = "bench" } },
+    opts = { log_level = "ERROR" },
+  })
+  vim.cmd("CodeCompanionChat")
+  local cc = require("codecompanion").last_chat()
+  if not cc then
+    return fail(":CodeCompanionChat made no chat")
+  end
+  if
+    not vim.wait(20000, function()
+      return cc.acp_connection ~= nil and cc.acp_connection:is_ready() and cc.acp_connection.session_id ~= nil
+    end, 5)
+  then
+    return fail("CodeCompanion did not connect to the agent")
+  end
+  local buf = cc.bufnr
+  local found = false
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function(_, b, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(b, first, last, false)) do
+        if l:find(last_marker, 1, true) then
+          found = true
+          return true
+        end
+      end
+    end,
+  })
+  local keys = {}
+  vim.keymap.set({ "n", "i" }, "<F20>", function()
+    local t = table.remove(keys, 1)
+    if t then
+      key_max = math.max(key_max, (uv.hrtime() - t) / 1e6)
+      key_n = key_n + 1
+    end
+  end)
+  local cpu0 = self_cpu()
+  local timer = assert(uv.new_timer())
+  local key_timer = assert(uv.new_timer())
+  timer:start(5, 5, function()
+    local t, c = uv.hrtime(), thread_cpu_ms()
+    vim.schedule(function()
+      if not t0 or timer:is_closing() then
+        return
+      end
+      local d = (uv.hrtime() - t) / 1e6
+      if not total_ms then
+        stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - c)
+      end
+      stall_n = stall_n + 1
+      stall_max = math.max(stall_max, d)
+      if d >= 16 then
+        stalls_16 = stalls_16 + 1
+      end
+      if total_ms and last_turn_ms and #keys == 0 then
+        timer:stop()
+        timer:close()
+        key_timer:stop()
+        key_timer:close()
+        local m = {}
+        local win = vim.fn.bufwinid(buf)
+        if win ~= -1 then
+          api.nvim_set_current_win(win)
+          m.chat_G_ms = timed(9, function()
+            vim.cmd("normal! G")
+          end, function()
+            vim.cmd("normal! gg")
+          end)
+          m.chat_gg_ms = timed(9, function()
+            vim.cmd("normal! gg")
+          end, function()
+            vim.cmd("normal! G")
+          end)
+        end
+        m.turns, m.client = TURNS, "codecompanion"
+        m.lines = api.nvim_buf_line_count(buf)
+        m.last_turn_ms, m.total_ms, m.ready_ms, m.call_ms = last_turn_ms, total_ms, total_ms, open_ms
+        m.stall_max_ms, m.stalls_16, m.stall_samples = stall_max, stalls_16, stall_n
+        m.stall_cpu_max_ms = stall_cpu_max
+        m.key_max_ms, m.keys = key_max, key_n
+        m.nvim_cpu_s, m.nvim_rss_mb = self_cpu() - cpu0, rss_mb("self")
+        write_out("RESULT " .. vim.json.encode(m))
+        vim.fn.delete(dir, "rf")
+        vim.cmd("qall!")
+      end
+    end)
+  end)
+  key_timer:start(20, 20, function()
+    if t0 and not total_ms then
+      keys[#keys + 1] = uv.hrtime()
+      api.nvim_input("<F20>")
+    end
+  end)
+  -- The picker's callback of `/resume`, as it runs once the session is
+  -- picked (codecompanion/interactions/chat/slash_commands/builtin/resume.lua).
+  vim.defer_fn(function()
+    t0 = uv.hrtime()
+    local oc = thread_cpu_ms()
+    local updates = {}
+    local ok = cc.acp_connection:load_session("long", {
+      on_session_update = function(update)
+        updates[#updates + 1] = update
+      end,
+    })
+    if not ok then
+      return fail("CodeCompanion could not load the session")
+    end
+    require("codecompanion.interactions.chat.acp.commands").link_buffer_to_session(buf, cc.acp_connection.session_id)
+    require("codecompanion.interactions.chat.acp.render").restore_session(cc, updates)
+    open_ms = (uv.hrtime() - t0) / 1e6
+    stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - oc)
+    stall_max = math.max(stall_max, open_ms)
+    if open_ms >= 16 then
+      stalls_16 = stalls_16 + 1
+    end
+    total_ms = open_ms
+    marker_in_buf = found
+    if not found then
+      return fail("the session's last turn is not in CodeCompanion's chat")
+    end
+  end, 50)
+end
+
+if os.getenv("ACP_BENCH_CLIENT") == "codecompanion" then
+  vim.defer_fn(run_codecompanion, 300)
+else
+  vim.defer_fn(run, 300)
+end

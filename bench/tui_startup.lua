@@ -12,6 +12,8 @@
 --                   answers: no backend, no plugin), so a loaded machine
 --                   weighs on both
 --   ACP_BENCH_OUT   file that gets the line `RESULT {json}` (or `ERROR msg`)
+--   ACP_BENCH_PRESTART=0  setup() with `backend.prestart = false`: the
+--                   backend is spawned by the command, not before it
 --
 -- Measured (milliseconds from the start of `:Acp`):
 --   command_ms      the command returned (the editor takes keys again)
@@ -118,6 +120,12 @@ end
 
 vim.opt.rtp:prepend(plugin_root)
 dofile(plugin_root .. "/plugin/acp.lua")
+-- A user's config calls setup(); with the default `backend.prestart` the
+-- backend starts once the first screen is drawn, before `:Acp` is typed.
+-- ACP_BENCH_PRESTART=0: it starts at the command (what `:Acp` costs then).
+if CLIENT == "acp" then
+  require("acp").setup(os.getenv("ACP_BENCH_PRESTART") == "0" and { backend = { prestart = false } } or {})
+end
 
 local t0, command_ms, drawn_ms, ready_ms, command_cpu_ms
 local chat_buf

@@ -119,6 +119,13 @@ function M.check_backend(health)
       end
     end
   end
+  if require("acp.config").options.backend.prestart then
+    health.info(
+      "`backend.prestart` is on: setup() starts the backend and loads the chat's modules once Neovim is idle; a failure there is reported by the first :Acp"
+    )
+  else
+    health.info("`backend.prestart` is off: the first :Acp starts the backend")
+  end
   local target, platform = build.target()
   health.info(
     ("`:Acp build` downloads from %s (%s)"):format(

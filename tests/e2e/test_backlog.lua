@@ -274,18 +274,31 @@ local function rechunked(changes)
   return out
 end
 
---- Open a chat loading session `id`; returns it and the lines it showed
---- at once (before any event).
-local function open_load(id)
-  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = id }))
-  -- How often what was drawn went (acp.chat.tail: the replay differed).
+--- Open a chat loading session `id` (resuming it with `resume`); returns
+--- it, the lines it showed before any event once the transcript's end was
+--- drawn (in slices right after open() returns: its last turn at the tail,
+--- the older ones above), and the lines it showed as open() returned.
+---@param id string
+---@param resume? boolean
+local function open_load(id, resume)
+  local chat = assert(require("acp").open({
+    agent = "demo",
+    cwd = T.root,
+    load_session_id = not resume and id or nil,
+    resume_session_id = resume and id or nil,
+  }))
+  local at_once = T.lines(chat.bufnr)
+  -- How often what was drawn went (acp.tail: the replay differed).
   chat.resets = 0
   local reset = chat.transcript.reset
   chat.transcript.reset = function(...)
     chat.resets = chat.resets + 1
     return reset(...)
   end
-  return chat, T.lines(chat.bufnr)
+  T.wait(function()
+    return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+  end, "the transcript's end drawn")
+  return chat, T.lines(chat.bufnr), at_once
 end
 
 --- The agent replays `changes` (answering the load unless `no_answer`);
@@ -395,6 +408,102 @@ T.test("the transcript's end is reconciled when the agent never answers; kept wh
   T.eq(shown, T.lines(chat.bufnr), "an agent that replays nothing: the transcript's end stays")
   chat:close()
 end)
+
+T.test(
+  "the transcript's end: nothing drawn in open(), then its last turn, then the older ones above, newest first, without moving the view",
+  function()
+    local changes = history(6)
+    write_transcript("tail-sliced", changes)
+    tail.SLICED = false
+    local whole_chat, whole = open_load("tail-sliced")
+    whole_chat:close()
+    tail.SLICED = true
+    local order = {}
+    local push_behind = replay.push_behind
+    replay.push_behind = function(chat_id, fn, job, ...)
+      if type(job) == "table" and job.run then
+        order[#order + 1] = job.run.changes[1].entry.content[1].text
+      end
+      return push_behind(chat_id, fn, job, ...)
+    end
+    local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = "tail-sliced" }))
+    replay.push_behind = push_behind
+    T.eq({ "" }, T.lines(chat.bufnr), "open() draws nothing itself: it returns at once")
+    local resets = 0
+    local reset = chat.transcript.reset
+    chat.transcript.reset = function(...)
+      resets = resets + 1
+      return reset(...)
+    end
+    T.eq({ "question 5", "question 4" }, order, "the older turns queued newest first")
+    -- What the window showed as the first older turn started to fill in.
+    local win = vim.fn.bufwinid(chat.bufnr)
+    local function top_line()
+      local top = api.nvim_win_call(win, function()
+        return vim.fn.line("w0")
+      end)
+      return table.concat(vim.list_slice(T.lines(chat.bufnr), top, top + 2), "\n")
+    end
+    local first_older
+    local draw_older = backlog.draw_older
+    backlog.draw_older = function(job)
+      first_older = first_older or { lines = T.lines(chat.bufnr), top = top_line() }
+      return draw_older(job)
+    end
+    T.wait(function()
+      return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+    end, "the older turns drawn")
+    backlog.draw_older = draw_older
+    local at_once = assert(first_older, "older turns drawn above").lines
+    local text_now = table.concat(at_once, "\n")
+    T.contains(text_now, "question 6", "the last turn on screen first, in slices right after open()")
+    T.not_contains(text_now, "question 5", "the older turns after it")
+    local lines = T.lines(chat.bufnr)
+    T.eq(whole, lines, "the same lines as the three turns drawn at once")
+    T.eq(first_older.top, top_line(), "the window shows the same line at its top")
+    T.eq(vim.list_slice(lines, #lines - #at_once + 1), at_once, "the last turn stayed where it was drawn")
+    local turns = {}
+    for _, block in ipairs(chat.transcript.session_prompts) do
+      turns[#turns + 1] = block.data.prompt_turn
+    end
+    T.eq({ 1, 2, 3 }, turns, "the prompts numbered in order, oldest first")
+    T.eq(3, chat.transcript.prompt_turn, "the chat counts them")
+    replay_into(chat, rechunked(changes))
+    T.eq(draw(changes, false).lines, T.lines(chat.bufnr), "the replay adds only the older turns")
+    T.eq(0, resets, "what was drawn stayed")
+    chat:close()
+  end
+)
+
+T.test(
+  "a resumed session (no replay) shows the transcript's end and keeps it; its prompts are not numbered turns",
+  function()
+    local changes = history(5)
+    write_transcript("tail-resume", changes)
+    local chat, shown = open_load("tail-resume", true)
+    local text_now = table.concat(shown, "\n")
+    T.contains(text_now, "question 5", "the last turn drawn")
+    T.contains(text_now, "question 3", "the last three turns")
+    T.not_contains(text_now, "question 2", "not more")
+    T.eq(false, tail.shown(chat.chat_id), "nothing waits for a replay")
+    T.eq(nil, chat.transcript.prompt_turn, "the resumed prompts are not counted as the chat's turns")
+    events.dispatch({
+      {
+        type = "session_started",
+        chat_id = chat.chat_id,
+        session_id = "tail-resume",
+        agent_name = "demo",
+        capabilities = {},
+      },
+    })
+    T.wait(function()
+      return chat.status == "ready"
+    end, "the session started")
+    T.eq(shown, T.lines(chat.bufnr), "what was drawn stays")
+    T.eq(0, chat.resets, "and was not drawn again")
+    chat:close()
+  end
+)
 
 T.test("hostile transcripts: another session's, another format, cut or garbled lines", function()
   local changes = history(4)

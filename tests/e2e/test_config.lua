@@ -17,6 +17,7 @@ T.test("bad options are rejected with the key named", function()
   T.contains(err_of({ log_level = "loud" }), "`log_level`", "log level")
   T.contains(err_of({ default_agent = "nobody" }), "`default_agent`", "default agent")
   T.contains(err_of({ backend = { cmd = {} } }), "`backend.cmd`", "backend cmd")
+  T.contains(err_of({ backend = { prestart = "yes" } }), "`backend.prestart` must be true or false", "prestart")
   T.eq(nil, err_of({ agents = { claude = { env = { A = "1" } } }, keymaps = { close = false } }), "valid options")
 end)
 
@@ -164,6 +165,11 @@ T.test(":checkhealth acp runs", function()
   if vim.fn.executable(T.root .. "/target/debug/acp-nvim") == 1 then
     T.contains(text, "matches the plugin", "backend handshake checked")
   end
+  T.contains(text, "`backend.prestart` is on", "the prestart named")
+  vim.cmd("bwipeout")
+  require("acp").setup({ backend = { prestart = false } })
+  vim.cmd("checkhealth acp")
+  T.contains(T.text(0), "`backend.prestart` is off", "and when it is off")
 end)
 
 T.run()

@@ -383,23 +383,33 @@ T.test(
     vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
     vim.fn.writefile(lines, path)
 
-    local chat = assert(require("acp").open({ agent = agent, cwd = dir, load_session_id = id }))
+    -- What the chat showed as the first older turn started to fill in
+    -- above (the last turn is drawn first, in slices right after open()).
+    local backlog = require("acp.chat.backlog")
+    local draw_older = backlog.draw_older
+    local shown
+    local chat
+    backlog.draw_older = function(job)
+      shown = shown or T.lines(chat.bufnr)
+      return draw_older(job)
+    end
+    chat = assert(require("acp").open({ agent = agent, cwd = dir, load_session_id = id }))
     local resets = 0
     local reset = chat.transcript.reset
     chat.transcript.reset = function(...)
       resets = resets + 1
       return reset(...)
     end
-    local shown = T.lines(chat.bufnr)
-    local text = table.concat(shown, "\n")
-    T.contains(text, "Done with six.", "the last turn drawn before the open returned")
-    T.not_contains(text, "About one", "not the whole session")
     T.wait(function()
       return chat.status == "ready"
         and not require("acp.chat.tail").shown(chat.chat_id)
         and not replay.pending(chat.chat_id)
         and not replay.filling(chat.chat_id)
     end, "the replay reconciled")
+    backlog.draw_older = draw_older
+    local text = table.concat(assert(shown, "older turns drawn above"), "\n")
+    T.contains(text, "Done with six.", "the last turn drawn first")
+    T.not_contains(text, "About one", "not the whole session")
     local got = T.lines(chat.bufnr)
     T.eq(shown, vim.list_slice(got, #got - #shown + 1), "the agent's replay said the same: what was drawn stays")
     T.eq(0, resets, "and was not drawn again")

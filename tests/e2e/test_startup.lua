@@ -165,4 +165,86 @@ T.test("a backend that cannot start fails the chat :Acp drew, with a sentence", 
   T.contains(got.text, "no config here", "with the backend's last words")
 end)
 
+--- A fresh Neovim whose config calls setup(`opts`) (env added): whether
+--- the backend runs and is greeted before any command, what `:Acp` then
+--- sends, and how its chat starts.
+---@param opts table
+---@param env? table<string, string>
+---@return table
+local function setup_then_acp(opts, env)
+  local out = dir .. "/prestart.json"
+  vim.fn.delete(out)
+  local script = dir .. "/prestart.lua"
+  T.write_file(
+    script,
+    ([[
+vim.opt.rtp:prepend(%q)
+dofile(%q)
+local got = { sent = {}, errors = {} }
+vim.notify = function(msg, level)
+  if level == vim.log.levels.ERROR then
+    got.errors[#got.errors + 1] = msg
+  end
+end
+require("acp").setup(vim.json.decode(%q))
+-- Idle for a while, as after a user's Neovim started (until the backend is
+-- greeted and the chat's modules loaded, or two seconds).
+vim.wait(2000, function()
+  local b = package.loaded["acp.rpc.backend"]
+  return b ~= nil and b.info() ~= nil and package.loaded["acp.events"] ~= nil
+end, 5)
+local backend = require("acp.rpc.backend")
+got.running_before = backend.running()
+got.greeted_before = backend.info() ~= nil
+got.errors_before = #got.errors
+got.chat_loaded_before = package.loaded["acp.chat"] ~= nil and package.loaded["acp.events"] ~= nil
+local notify = vim.rpcnotify
+vim.rpcnotify = function(ch, method, ...)
+  got.sent[#got.sent + 1] = method
+  return notify(ch, method, ...)
+end
+vim.cmd("Acp")
+vim.wait(20000, function()
+  local chat = package.loaded["acp.chat"] and require("acp.chat").current()
+  return chat ~= nil and (chat.session_id ~= nil or chat.status == "failed")
+end, 5)
+local chat = require("acp.chat").current()
+got.status = chat and chat.status
+got.text = chat and table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n") or ""
+pcall(require("acp.rpc.backend").stop)
+vim.fn.writefile({ vim.json.encode(got) }, %q)
+vim.cmd("qall!")
+]]):format(T.root, T.root .. "/plugin/acp.lua", vim.json.encode(opts), out)
+  )
+  local res = vim
+    .system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
+      text = true,
+      cwd = dir,
+      env = env,
+    })
+    :wait(60000)
+  T.eq(0, res.code, "the probe ran: " .. tostring(res.stderr))
+  return vim.json.decode(T.read_file(out))
+end
+
+T.test("setup() starts the backend once Neovim is idle; :Acp then only opens the chat", function()
+  local got = setup_then_acp({})
+  T.eq(true, got.greeted_before, "running and greeted before any command")
+  T.eq(true, got.chat_loaded_before, "and the chat's modules loaded")
+  T.eq("ready", got.status, "the session started: " .. got.text)
+  T.eq({ "acp.open" }, got.sent, "no second start, no second greeting")
+  -- Switched off: nothing runs until the first command.
+  got = setup_then_acp({ backend = { prestart = false } })
+  T.eq(false, got.running_before, "no backend before the first command")
+  T.eq(false, got.chat_loaded_before, "nor the chat's modules")
+  T.eq("ready", got.status, "the command starts it: " .. got.text)
+  T.eq("acp.hello", got.sent[1], "greeted by the command")
+  -- A backend that cannot start says nothing until a command needs it.
+  got = setup_then_acp({}, { ACP_BACKEND = dir .. "/missing-acp-nvim" })
+  T.eq(false, got.running_before, "nothing runs")
+  T.eq(0, got.errors_before, "and nothing was said at start")
+  T.eq("failed", got.status, "the command fails")
+  T.contains(got.text, "is not an executable file", "saying why")
+end)
+
 T.run()

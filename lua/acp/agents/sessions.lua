@@ -177,6 +177,10 @@ function M.open(item, cwd, open)
   return open({
     agent = item.agent_name,
     cwd = dir,
+    -- The open goes as a notification (its outcome arrives as events):
+    -- the command returns once the end of the session is drawn, instead
+    -- of waiting for the backend to start the agent (issue #30).
+    background = true,
     load_session_id = item.action == "load" and item.session_id or nil,
     resume_session_id = item.action == "resume" and item.session_id or nil,
   })

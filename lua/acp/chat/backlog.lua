@@ -52,12 +52,17 @@ M.QUIET_MS = 500
 --- newest-first drawing must match line for line).
 M.NEWEST_FIRST = true
 
+--- acp.chat.tail, once loaded: it sets itself here, as it draws the older
+--- turns through this module (a name of its own here would be a require
+--- cycle). Nil while no session end was drawn from a transcript.
+---@type { shown: fun(chat_id: string): boolean, reconcile: fun(chat: acp.Chat, runs: table[], users: integer): integer, drop: fun(chat_id: string) }?
+M.tail = nil
+
 --- True while the chat's history is held here.
 ---@param chat_id string
 ---@return boolean
 function M.holding(chat_id)
-  return held[chat_id] ~= nil
-    or (package.loaded["acp.chat.tail"] ~= nil and package.loaded["acp.chat.tail"].shown(chat_id))
+  return held[chat_id] ~= nil or (M.tail ~= nil and M.tail.shown(chat_id))
 end
 
 --- Whether a `session` event of this chat would be held: the chat is still
@@ -74,7 +79,7 @@ function M.would_hold(chat)
   end
   -- The end of the session drawn from the transcript (acp.chat.tail) waits for
   -- the replay to be reconciled with.
-  local tail = package.loaded["acp.chat.tail"]
+  local tail = M.tail
   return tail ~= nil and tail.shown(id) or (M.NEWEST_FIRST and chat.transcript.view.empty)
 end
 
@@ -252,18 +257,21 @@ end
 
 ---@class acp.BacklogJob
 ---@field chat acp.Chat
----@field run acp.BacklogRun
+---@field run {changes: (acp.SessionChange|false)[]}
 ---@field next integer next change
 ---@field state table the run's transcript state between slices
+---@field cancelled? boolean what it draws above went (acp.tail: the drawn end was replaced)
+---@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.tail: a resumed session's)
 
 --- Draw a slice of an older run above what is drawn (one change per call,
---- acp.replay's `push_behind` protocol: true while there is more).
+--- acp.replay's `push_behind` protocol: true while there is more). Also
+--- what acp.tail draws the older turns of a transcript's end with.
 ---@param job acp.BacklogJob
 ---@return boolean
 local function draw_older(job)
   local chat, run = job.chat, job.run
   local t, view = chat.transcript, chat.transcript.view
-  if not view:valid() then
+  if job.cancelled or not view:valid() then
     return false
   end
   local live = take(t)
@@ -307,6 +315,8 @@ local function draw_older(job)
   return more
 end
 
+M.draw_older = draw_older
+
 --- Make the folds the older runs' blocks wait for (`View:folds_waiting`),
 --- a few dozen a call (acp.replay's `push_behind` protocol).
 ---@param chat acp.Chat
@@ -314,6 +324,7 @@ end
 local function make_folds(chat)
   return chat.transcript.view:make_waiting_folds(50)
 end
+M.make_folds = make_folds
 
 --- Draw a change of the newest run at the tail, in order (acp.replay's
 --- `push` protocol).
@@ -340,7 +351,7 @@ function M.release(chat)
     b.timer = nil
   end
   local runs = b and b.runs or {}
-  local tail = package.loaded["acp.chat.tail"]
+  local tail = M.tail
   local older = tail and tail.reconcile(chat, runs, b and b.users or 0) or #runs
   if #runs == 0 then
     return
@@ -398,8 +409,8 @@ function M.drop(chat_id)
   end
   held[chat_id] = nil
   released[chat_id] = nil
-  if package.loaded["acp.chat.tail"] then
-    package.loaded["acp.chat.tail"].drop(chat_id)
+  if M.tail then
+    M.tail.drop(chat_id)
   end
 end
 

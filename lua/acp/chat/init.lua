@@ -134,16 +134,11 @@ function M.create(agent, cwd, frame, n)
   -- autocommand) would parse the whole transcript on every redraw; the
   -- transcript draws its own markdown, incrementally (acp.chat.view.markdown).
   self.bufnr = scratch("acp://chat/" .. n, frame and frame.bufnr)
-  -- The filetype once the window is drawn (a timer runs after the redraw
-  -- that follows the command): setting it searches the runtime path for
-  -- its syntax, ftplugin and indent files and runs the user's FileType
-  -- autocommands (a treesitter start), 2-20 ms of `:Acp` with an ordinary
-  -- config.
-  vim.defer_fn(function()
-    if api.nvim_buf_is_valid(self.bufnr) and vim.bo[self.bufnr].filetype == "" then
-      vim.bo[self.bufnr].filetype = "acpchat"
-    end
-  end, 0)
+  -- The filetype is set with the prompt's (set_prompt_filetype): setting
+  -- it searches the runtime path for its syntax, ftplugin and indent files
+  -- and runs the user's FileType autocommands (a treesitter start: 7-14 ms
+  -- of loading vim.treesitter with an ordinary config, which held the
+  -- session's start behind it, issue #30).
   -- With 'breakindentopt' list:-1 (acp.chat.blocks), a wrapped line of tool output
   -- (`  │ ...`) or of a list item continues under its text.
   vim.bo[self.bufnr].formatlistpat = [[^\s*\%(│\|[-*+]\|\d\+[.)]\)\s\+]]
@@ -184,10 +179,13 @@ function M.create(agent, cwd, frame, n)
   return self
 end
 
---- Give the prompt its filetype, once (see M.create).
+--- Give the transcript and the prompt their filetypes, once (see M.create).
 function Chat:set_prompt_filetype()
   local pb, ft = self.prompt_buf, self.prompt_ft
   self.prompt_ft = nil
+  if api.nvim_buf_is_valid(self.bufnr) and vim.bo[self.bufnr].filetype == "" then
+    vim.bo[self.bufnr].filetype = "acpchat"
+  end
   if ft and api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
     set_filetype_keeping_ours(pb, ft)
   end

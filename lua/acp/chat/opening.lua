@@ -74,6 +74,34 @@ function M.params(spec)
   }
 end
 
+--- Make the first chat cheap (the `backend.prestart` option, called by
+--- setup()): once Neovim is idle (after its first screen), the backend is
+--- started and greeted (acp.rpc.backend.prestart), then the chat's modules are
+--- loaded, one a timer tick so keys typed meanwhile wait for one at most.
+--- `:Acp` then only makes the chat's buffers and starts the agent.
+---@param modules string[] the chat's modules, in the order to load them (acp's CHAT_MODULES)
+function M.prepare(modules)
+  require("acp.rpc.backend").prestart()
+  local i = 0
+  local function step()
+    i = i + 1
+    local name = modules[i]
+    if not name or vim.v.exiting ~= vim.NIL then
+      return
+    end
+    pcall(require, name)
+    vim.defer_fn(step, 0)
+  end
+  local function start()
+    vim.defer_fn(step, 0)
+  end
+  if vim.v.vim_did_enter == 1 then
+    start()
+  else
+    vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = start })
+  end
+end
+
 --- Start the backend when none runs and send it the chat's `acp.open`
 --- without waiting for the greeting or for an answer (a notification, sent
 --- behind the greeting on the same channel, so the backend reads them in

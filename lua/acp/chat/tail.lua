@@ -29,6 +29,9 @@ M.MAX_RECORDS = 2000
 --- `MAX_BYTES`: a long transcript is never read whole.
 M.FIRST_BYTES = 64 * 1024
 M.MAX_BYTES = 8 * 1024 * 1024
+--- Tests set false to draw every turn at once (the reference the sliced
+--- drawing must match line for line).
+M.SLICED = true
 
 ---@class acp.TailDrawn
 ---@field turns integer user messages drawn
@@ -225,13 +228,140 @@ function M.read(path, agent_name, session_id)
   return out, current
 end
 
+--- The transcript records of the drawn turns as the changes the tail draws
+--- (the conversation only: what the agent's replay of them draws), cut into
+--- turns as acp.backlog cuts a replay into runs: a turn starts at a user
+--- message that follows the agent's output (the header logic then sees the
+--- agent as the last side). Oldest first; nil when a header (another
+--- opening) lies inside a turn, where the turns cannot be drawn apart.
+--- `users[k]`: user messages before turn k; `forgets[k]`: turn k comes
+--- after a header (its entries are numbered afresh).
+---@param records table[]
+---@param version any
+---@return acp.SessionChange[][]? turns, integer[] users, table<integer, boolean> forgets
+local function turns_of(records, version)
+  local protocol = require("acp.rpc.protocol")
+  local turns, users, forgets = {}, {}, {}
+  local header, agent, count = false, false, 0
+  for _, record in ipairs(records) do
+    if record.type == "transcript" then
+      version = record.version
+      header = true
+    end
+    local r = protocol.decode_record(record, version)
+    local change = r.type == "session" and type(r.change) == "table" and r.change or nil
+    if change and not protocol.CHAT_STATE_CHANGES[change.change] and change.change ~= "turn_usage" then
+      local entry = change.change == "entry_added" and type(change.entry) == "table" and change.entry or {}
+      if entry.type == "user_message" and (#turns == 0 or agent) then
+        turns[#turns + 1] = {}
+        users[#turns] = count
+        forgets[#turns] = header
+        header, agent = false, false
+      elseif header or #turns == 0 then
+        return nil, users, forgets
+      end
+      if entry.type == "user_message" then
+        count = count + 1
+      elseif entry.type == "agent_message" or entry.type == "thought" then
+        agent = true
+      end
+      local turn = turns[#turns]
+      turn[#turn + 1] = change
+    end
+  end
+  return turns, users, forgets
+end
+
+---@type table<string, acp.BacklogJob[]> older turns still being drawn, by chat id
+local jobs = {}
+---@type table<string, table> the drawing of a chat's tail under way (its token), by chat id
+local drawing = {}
+
+--- Put the prompts an older turn drew (appended last) before the newer
+--- ones and number them all again, as drawing in order would have.
+---@param t acp.Transcript
+---@param before integer prompts before the turn was drawn
+local function prompts_in_order(t, before)
+  local prompts = t.session_prompts or {}
+  if #prompts <= before then
+    return
+  end
+  local moved = {}
+  for i = before + 1, #prompts do
+    moved[#moved + 1] = prompts[i]
+    prompts[i] = nil
+  end
+  for i = #moved, 1, -1 do
+    table.insert(prompts, 1, moved[i])
+  end
+  local base = t.turn_base or 0
+  for i, block in ipairs(prompts) do
+    block.data.prompt_turn = base + i
+  end
+  t.prompt_turn = base + #prompts
+end
+
+--- Take back the turn numbers of the prompts drawn since there were
+--- `before` (a resumed session's: the backend numbers its next prompt after
+--- them, so they are not the chat's to rewind to by number).
+---@param t acp.Transcript
+---@param before integer
+---@param prompt_turn? integer the chat's count before they were drawn
+local function unnumber(t, before, prompt_turn)
+  local prompts = t.session_prompts or {}
+  for i = #prompts, before + 1, -1 do
+    prompts[i].data.prompt_turn = nil
+    prompts[i] = nil
+  end
+  t.prompt_turn = prompt_turn
+end
+
+--- A slice of an older turn of the tail, drawn above (acp.replay's
+--- `push_behind` protocol).
+---@param job acp.BacklogJob
+---@return boolean
+local function draw_older(job)
+  local t = job.chat.transcript
+  local before, prompt_turn = t.session_prompts and #t.session_prompts or 0, t.prompt_turn
+  local more = require("acp.chat.backlog").draw_older(job)
+  if job.cancelled then
+    return false
+  elseif job.unnumbered then
+    unnumber(t, before, prompt_turn)
+  else
+    prompts_in_order(t, before)
+  end
+  return more
+end
+
+--- Stop drawing a chat's older turns (what was drawn went).
+---@param chat_id string
+local function cancel(chat_id)
+  for _, job in ipairs(jobs[chat_id] or {}) do
+    job.cancelled = true
+  end
+  jobs[chat_id] = nil
+  drawing[chat_id] = nil
+end
+
 --- Draw the end of the session a chat is loading from the chat's own
 --- transcript of it, when there is one and the chat shows nothing yet.
---- Returns whether something was drawn.
+--- Nothing is drawn in the call: the last turn is queued at the tail
+--- (acp.replay: slices of a few milliseconds right after the call, ahead of
+--- every later event of the chat), the turns before it above it (behind
+--- everything else), newest first, so opening never holds the editor for a
+--- turn's drawing (three turns in one call were 29-38 ms on a loaded
+--- machine, issue #30), and windows keep showing the same lines while they
+--- fill in. `opts.resume`: a
+--- `session/resume`, which replays nothing: what is drawn stays, nothing is
+--- reconciled, and its prompts are not numbered (the backend's numbering
+--- starts after them). Returns whether something was drawn.
 ---@param chat acp.Chat
 ---@param session_id string
+---@param opts? {resume?: boolean}
 ---@return boolean
-function M.draw(chat, session_id)
+function M.draw(chat, session_id, opts)
+  local resume = opts and opts.resume
   local t = chat.transcript
   if not t.view.empty or not require("acp.config").options.transcripts then
     return false
@@ -247,21 +377,104 @@ function M.draw(chat, session_id)
       changes[#changes + 1] = r.change
     end
   end
-  ---@type acp.TranscriptPlayer
-  local player = { chat = chat, headers = 1, version = version, tail = true }
-  -- Old tool calls must not move the user's file view (Chat:on_tool_state).
-  local following = chat.following
-  chat.following = nil
-  local dok, err = pcall(t.view.batch, t.view, function()
-    for _, r in ipairs(records) do
-      history.play(player, r)
+  local turns, users, forgets = turns_of(records, version)
+  local before, prompt_turn = t.session_prompts and #t.session_prompts or 0, t.prompt_turn
+  if not M.SLICED then
+    -- Everything now (the reference the slices must match).
+    local following = chat.following
+    chat.following = nil
+    local dok, err = pcall(t.view.batch, t.view, function()
+      ---@type acp.TranscriptPlayer
+      local player = { chat = chat, headers = 1, version = version, tail = true }
+      for _, r in ipairs(records) do
+        history.play(player, r)
+      end
+    end)
+    chat.following = following
+    if not dok then
+      require("acp.util").notify("the end of the session could not be shown: " .. tostring(err), vim.log.levels.WARN)
+      M.forget(chat)
+      return false
     end
-  end)
-  chat.following = following
-  if not dok then
-    require("acp.util").notify("the end of the session could not be shown: " .. tostring(err), vim.log.levels.WARN)
-    M.forget(chat)
-    return false
+    if resume then
+      unnumber(t, before, prompt_turn)
+    end
+  else
+    local replay = require("acp.chat.replay")
+    local token = {}
+    drawing[chat.chat_id] = token
+    --- Queued at the tail, in order (acp.replay: a slice at a time, ahead
+    --- of everything the chat gets next).
+    local function at_tail(fn, a)
+      replay.push(chat.chat_id, function()
+        if drawing[chat.chat_id] ~= token then
+          return
+        end
+        -- Old tool calls must not move the user's file view
+        -- (Chat:on_tool_state).
+        local following = chat.following
+        chat.following = nil
+        local dok, err = pcall(fn, a)
+        chat.following = following
+        if not dok then
+          error(err, 0)
+        end
+      end)
+    end
+    if not turns or #turns < 2 then
+      ---@type acp.TranscriptPlayer
+      local player = { chat = chat, headers = 1, version = version, tail = true }
+      for _, r in ipairs(records) do
+        at_tail(function(record)
+          history.play(player, record)
+        end, r)
+      end
+    else
+      -- The state drawing the turns before it in order would have left.
+      t.turn = users[#turns]
+      t.side = not forgets[#turns] and "agent" or nil
+      for _, change in ipairs(turns[#turns]) do
+        at_tail(function(c)
+          t:apply(c)
+        end, change)
+      end
+      local list = {}
+      jobs[chat.chat_id] = list
+      for k = #turns - 1, 1, -1 do
+        ---@type acp.BacklogJob
+        local job = {
+          chat = chat,
+          run = { changes = turns[k] },
+          next = 1,
+          state = {
+            entries = {},
+            tools = {},
+            turn = users[k],
+            side = k > 1 and not forgets[k] and "agent" or nil,
+            after_header = false,
+          },
+          unnumbered = resume,
+        }
+        list[#list + 1] = job
+        replay.push_behind(chat.chat_id, draw_older, job)
+      end
+      replay.push_behind(chat.chat_id, function()
+        if jobs[chat.chat_id] == list then
+          jobs[chat.chat_id] = nil
+        end
+        return require("acp.chat.backlog").make_folds(chat)
+      end)
+    end
+    if resume then
+      at_tail(function()
+        unnumber(t, before, prompt_turn)
+      end)
+    end
+  end
+  if resume then
+    -- Nothing to reconcile with; the backend numbers the session's next
+    -- prompt after these (`session_started`), which are not counted again.
+    return true
   end
   local signature = M.signature(changes)
   drawn[chat.chat_id] = { turns = #signature, signature = signature }
@@ -280,6 +493,7 @@ end
 ---@param chat acp.Chat
 function M.forget(chat)
   drawn[chat.chat_id] = nil
+  cancel(chat.chat_id)
   chat.terminals = {}
   chat.transcript:reset()
 end
@@ -337,6 +551,9 @@ end
 ---@param chat_id string
 function M.drop(chat_id)
   drawn[chat_id] = nil
+  cancel(chat_id)
 end
+
+require("acp.chat.backlog").tail = M
 
 return M

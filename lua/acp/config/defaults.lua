@@ -92,7 +92,7 @@ local M = {}
 ---@field keymaps acp.KeymapConfig
 ---@field permission acp.PermissionConfig
 ---@field log_level "error"|"warn"|"info"|"debug"|"trace"
----@field backend { cmd?: string[]|string, release_url?: string }
+---@field backend { cmd?: string[]|string, release_url?: string, prestart: boolean }
 ---@field mcp_servers table[] MCP server descriptions passed to every new session
 ---@field system_prompt? string|acp.SystemPrompt instructions sent to every agent that takes a client system prompt (see :help acp-system-prompt)
 ---@field context acp.ContextConfig
@@ -143,7 +143,7 @@ M.defaults = {
   },
   permission = { auto_allow = {}, remember = true, ask_terminal = false },
   log_level = "info",
-  backend = { cmd = nil },
+  backend = { cmd = nil, prestart = true },
   mcp_servers = {},
   context = {
     hidden_files = false,

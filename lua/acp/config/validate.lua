@@ -320,9 +320,12 @@ function M.validate(opts)
         describe(opts.backend)
       )
     end
-    err = check_keys(opts.backend, { cmd = true, release_url = true }, "backend.")
+    err = check_keys(opts.backend, { cmd = true, release_url = true, prestart = true }, "backend.")
     if err then
       return err
+    end
+    if opts.backend.prestart ~= nil and type(opts.backend.prestart) ~= "boolean" then
+      return ("`backend.prestart` must be true or false (got %s)"):format(describe(opts.backend.prestart))
     end
     local c = opts.backend.cmd
     if c ~= nil and type(c) ~= "string" and not is_list_of_strings(c, false) then
