@@ -24,7 +24,7 @@
 local M = {}
 
 ---@class acp.BacklogRun
----@field changes acp.SessionChange[] in order
+---@field changes acp.SessionChange[] oldest first
 ---@field turn integer user messages before the run
 ---@field agent boolean the agent wrote after the run's last user message (a new run may start)
 ---@field first integer the run's number: runs joined into it had the numbers after it

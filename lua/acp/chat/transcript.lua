@@ -542,7 +542,7 @@ end
 --- A message between sessions (`session_message`) in this session: one
 --- block per message, replaced in place as it streams.
 ---@param index integer
----@param message table
+---@param message acp.SessionMessage
 function Transcript:_session_message(index, message)
   local to = message.recipient_session_id
   local from = message.sender_session_id

@@ -375,7 +375,12 @@ local function align(ctx, start, t, last, lines)
         local how = r.delimiter and "left" or aligns[n] or "left"
         -- Before the cell (after its opening pipe) and/or before its
         -- closing pipe.
-        local before = how == "right" and pad or (how == "center" and math.floor(pad / 2) or 0)
+        local before = 0
+        if how == "right" then
+          before = pad
+        elseif how == "center" then
+          before = math.floor(pad / 2)
+        end
         if before > 0 then
           pad_at(r, r.ps[n], before)
         end
