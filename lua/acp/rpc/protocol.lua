@@ -47,6 +47,14 @@ local M = {}
 ---@field locations acp.ToolCallLocation[]
 ---@field raw_input? any
 ---@field raw_output? any
+---@field agent_terminal? acp.AgentTerminal the terminal the agent runs itself for this call, from `_meta`
+
+---@class acp.AgentTerminal
+---@field terminal_id string the terminal_id of the tool call's content
+---@field output string the newest output (a tail)
+---@field truncated boolean older output was dropped
+---@field exit? {exit_code?: integer, signal?: string} how it ended, once it did
+---@field command? string the command line, when the agent reported it
 
 ---@class acp.ToolCallFields A tool call as a permission request carries it.
 ---@field tool_call_id string
@@ -298,6 +306,7 @@ local M = {}
 ---@field id string
 ---@field message string
 ---@field cancelled boolean
+---@field unverified boolean refused only for want of the binary's SHA-256: ask, then install with allow_unverified
 
 ---@class acp.ev.AgentRemoved: acp.Event
 ---@field id string
