@@ -10,7 +10,7 @@
 -- forwards it in event batches) while Neovim runs its event loop and redraws
 -- as it would for a user. The chat's own transcript of the session is
 -- there, as for a session that ran in acp.nvim (ACP_BENCH_TRANSCRIPT=0: not),
--- so its end is drawn from it at once (acp.tail). Measured from the load's
+-- so its end is drawn from it at once (acp.chat.tail). Measured from the load's
 -- start:
 --   last_turn_ms    the last turn's closing line drawn on screen
 --   ready_ms        the session ready (`session_started` handled: the
@@ -217,7 +217,7 @@ api.nvim_set_decoration_provider(ns, {
 })
 
 --- History still to draw: queued, or older turns filling in above
---- (acp.backlog; `filling` is absent in a plugin from before it).
+--- (acp.chat.backlog; `filling` is absent in a plugin from before it).
 local function pending()
   local ok, replay = pcall(require, "acp.chat.replay")
   return ok and (replay.pending(chat.chat_id) or (replay.filling ~= nil and replay.filling(chat.chat_id)))
@@ -407,12 +407,12 @@ end
 local function run()
   vim.opt.rtp:prepend(plugin_root)
   dofile(plugin_root .. "/plugin/acp.lua")
-  -- ACP_BENCH_SLICE_MS: another slice length (acp.replay), to weigh it.
+  -- ACP_BENCH_SLICE_MS: another slice length (acp.chat.replay), to weigh it.
   local slice = tonumber(os.getenv("ACP_BENCH_SLICE_MS") or "")
   if slice then
     require("acp.chat.replay").SLICE_MS = slice
   end
-  -- ACP_BENCH_NEWEST_FIRST=0: the history drawn in order (acp.backlog), to
+  -- ACP_BENCH_NEWEST_FIRST=0: the history drawn in order (acp.chat.backlog), to
   -- weigh newest-first drawing against it in the same run.
   if os.getenv("ACP_BENCH_NEWEST_FIRST") == "0" then
     local ok, backlog = pcall(require, "acp.chat.backlog")

@@ -338,7 +338,7 @@ local function run()
       -- A plugin that makes the chat in the command.
       return hook(chat)
     end
-    -- The chat's windows are drawn first (acp.layout.frame) and the chat
+    -- The chat's windows are drawn first (acp.chat.layout.frame) and the chat
     -- made in them after the redraw: its buffer is the frame's.
     for _, win in ipairs(api.nvim_list_wins()) do
       if vim.wo[win].winbar:find("starting", 1, true) then

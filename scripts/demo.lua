@@ -49,7 +49,7 @@ require("acp").setup({
 
 vim.api.nvim_create_autocmd("VimEnter", {
   once = true,
-  -- The files opened here get their BufReadPost (filetype, and acp.filestamp
+  -- The files opened here get their BufReadPost (filetype, and acp.edits.filestamp
   -- remembering when Neovim read them: without it the first :write after the
   -- tour's edit asked "changed since reading it").
   nested = true,

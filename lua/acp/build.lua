@@ -20,6 +20,7 @@
 --- the build step returns. Progress is echoed while it waits; <C-c> cancels.
 
 local util = require("acp.util")
+local binary = require("acp.rpc.binary")
 
 local M = {}
 
@@ -31,7 +32,7 @@ M.DEFAULT_BASE_URL = "https://github.com/acp-nvim/acp.nvim/releases/download"
 M.BINARIES = { "acp-fake-agent", "acp-nvim" }
 
 --- The file next to the installed binaries that says what was installed.
-M.MARKER = "install.json"
+M.MARKER = binary.MARKER
 
 --- Longest wait for one download, ms.
 local DOWNLOAD_TIMEOUT_MS = 10 * 60 * 1000
@@ -99,25 +100,11 @@ end
 ---@param root? string plugin directory
 ---@return string
 function M.bin_dir(root)
-  return require("acp.rpc.binary").bin_dir(root)
+  return binary.bin_dir(root)
 end
 
---- What `:Acp build` installed in `dir`, or nil.
----@param dir string
----@return table? marker {source, version, target, url, sha256}
-function M.read_marker(dir)
-  local f = io.open(dir .. "/" .. M.MARKER, "r")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  local ok, marker = pcall(vim.json.decode, text)
-  if ok and type(marker) == "table" then
-    return marker
-  end
-  return nil
-end
+--- What `:Acp build` installed in `dir`, or nil (acp.rpc.binary reads it).
+M.read_marker = binary.read_marker
 
 --- Run a program to completion while Neovim keeps drawing; <C-c> kills it.
 --- `on_line` gets stderr's lines as they come (where cargo and curl report
@@ -413,7 +400,7 @@ local function download(ctx)
   local unpacked = stage .. "/unpacked"
   vim.fn.mkdir(unpacked, "p")
   -- -m: the files get the time of this install, not of the release build,
-  -- so acp.backend (which runs the newest of the downloaded and the cargo
+  -- so acp.rpc.backend (which runs the newest of the downloaded and the cargo
   -- builds) runs what the user installed last.
   local res = exec({ "tar", "-x", "-m", "-z", "-f", archive, "-C", unpacked }, { timeout = TOOL_TIMEOUT_MS })
   if res.code ~= 0 then
@@ -496,7 +483,7 @@ local function cargo_build(ctx, reason)
     }
   end
   -- A downloaded backend of another version would shadow the fresh build
-  -- when cargo had nothing to relink (acp.backend picks the newest file).
+  -- when cargo had nothing to relink (acp.rpc.backend picks the newest file).
   local bin = M.bin_dir(ctx.root)
   local marker = M.read_marker(bin)
   if marker and marker.version ~= ctx.version then

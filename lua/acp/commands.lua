@@ -182,7 +182,7 @@ M.subcommands.agents = {
     local registry = require("acp.agents.registry")
     local action, id = args[1], args[2]
     if action == nil then
-      registry.pick()
+      registry.pick(require("acp").open)
     elseif action == "update" then
       registry.update()
     elseif action == "list" then
@@ -399,6 +399,7 @@ M.subcommands.sessions = {
     if delete then
       require("acp.agents.sessions").pick_delete(opts)
     else
+      opts.open = require("acp").open
       require("acp.agents.sessions").pick(opts)
     end
   end,

@@ -15,10 +15,10 @@
 --- A session's history (the `session/load` replay, which arrives before
 --- `session_started`) can be thousands of events: those of a chat still
 --- opening are handled while the batch is within its slice of time
---- (acp.replay), the rest are queued and rendered in later slices, and every
+--- (acp.chat.replay), the rest are queued and rendered in later slices, and every
 --- later event of that chat waits behind them, so order holds. The history
 --- of a chat opening with nothing drawn is held until `session_started`
---- and drawn newest turn first instead (acp.backlog).
+--- and drawn newest turn first instead (acp.chat.backlog).
 
 local protocol = require("acp.rpc.protocol")
 local replay = require("acp.chat.replay")
@@ -49,7 +49,7 @@ local handlers = {}
 function handlers.session_started(chat, ev)
   chat:on_session_started(ev)
   if chat.prompt_ft then
-    -- After the redraw that shows the chat ready: a timer (see acp.replay).
+    -- After the redraw that shows the chat ready: a timer (see acp.chat.replay).
     vim.defer_fn(function()
       chat:set_prompt_filetype()
     end, 0)
@@ -122,7 +122,7 @@ function handlers.file_edited(chat, event)
   end
   -- A write that no buffer took (none was loaded) needs no reload here:
   -- every agent write is recorded for review, and its `review_changed`
-  -- brings a buffer of the file up to date with minimal edits (acp.review).
+  -- brings a buffer of the file up to date with minimal edits (acp.edits.review).
   -- A `:checktime` here would check every buffer, reloading or asking about
   -- files the agent never touched.
 end

@@ -55,18 +55,18 @@ M.links = {
   AcpReviewConflictTheirs = "DiffAdd",
   AcpReviewPreviewAdd = "DiffAdd",
   AcpReviewPreviewDelete = "DiffDelete",
-  -- The view of a turn's changes (acp.review.changes).
+  -- The view of a turn's changes (acp.edits.review.changes).
   AcpChangesTitle = "Title",
   AcpChangesHelp = "Comment",
   AcpChangesFile = "Directory",
   AcpChangesCount = "Comment",
   AcpChangesHunk = "Special",
-  -- The form of an agent's question (acp.form).
+  -- The form of an agent's question (acp.chat.view.form).
   AcpFormLabel = "Title",
   AcpFormInput = "Pmenu",
   AcpFormPicked = "DiagnosticOk",
   AcpFormBorder = "FloatBorder",
-  -- Markdown of the transcript (acp.markdown): the treesitter markup groups,
+  -- Markdown of the transcript (acp.chat.view.markdown): the treesitter markup groups,
   -- so colorschemes style the chat as they style markdown files.
   AcpMdH1 = "@markup.heading.1",
   AcpMdH2 = "@markup.heading.2",

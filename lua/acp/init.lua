@@ -53,7 +53,7 @@ end
 ---@field resume_session_id? string continue a stored session with session/resume (no replay)
 ---@field additional_directories? string[] more workspace directories of the session (see :help acp-dirs)
 ---@field background? boolean start the backend and the session after returning (the chat is drawn first, its winbar says "starting…"); what `:Acp` does. Default: started before returning
----@field frame? acp.Frame windows drawn already for the chat (acp.layout.frame, what `:Acp` does)
+---@field frame? acp.Frame windows drawn already for the chat (acp.chat.layout.frame, what `:Acp` does)
 
 --- A chat handle: `bufnr` (transcript), `chat_id`, and `session_id` (nil until
 --- the session has started; filled in by the `session_started` event).
@@ -166,7 +166,7 @@ function M.open(opts)
   local drawn = false
   if opts.load_session_id and require("acp.chat.backlog").NEWEST_FIRST then
     -- The end of the session at once, from the chat's own transcript of it;
-    -- the agent's replay is reconciled with it once whole (acp.tail).
+    -- the agent's replay is reconciled with it once whole (acp.chat.tail).
     drawn = require("acp.chat.tail").draw(chat, opts.load_session_id)
   end
   if not opts.background then
@@ -182,7 +182,7 @@ end
 local framed
 
 --- Show or hide the current chat; open one with the default agent when there
---- is none: its windows at once (acp.layout.frame), the chat in them once
+--- is none: its windows at once (acp.chat.layout.frame), the chat in them once
 --- they are drawn. `:Acp` then loads a third of the modules it did and
 --- returns in a few milliseconds (issue #30); the rest loads while the
 --- backend starts.
@@ -209,7 +209,7 @@ function M.toggle()
       return
     end
     -- The backend and the agent start while the chat's modules load
-    -- (acp.opening.send_early, in open()).
+    -- (acp.chat.opening.send_early, in open()).
     local opened = M.open({ background = true, frame = frame })
     if not opened then
       require("acp.chat.layout").drop_frame(frame)

@@ -166,4 +166,33 @@ function M.requests_of(pending, chat_id)
   return list
 end
 
+--- Read a file's text; nil when it does not exist or cannot be read.
+---@param path string
+---@return string?
+function M.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+--- A path as the chat shows it: relative to `cwd` when inside it.
+---@param path string absolute
+---@param cwd string?
+---@return string
+function M.display_path(path, cwd)
+  if not cwd or cwd == "" then
+    return path
+  end
+  local root = vim.fs.normalize(cwd)
+  path = vim.fs.normalize(path)
+  if vim.startswith(path, root .. "/") then
+    return path:sub(#root + 2)
+  end
+  return path
+end
+
 return M

@@ -1,4 +1,4 @@
--- A loaded session's history drawn newest turn first (acp.backlog) from
+-- A loaded session's history drawn newest turn first (acp.chat.backlog) from
 -- hand-made replays (no backend): an agent whose later turns change what an
 -- earlier turn made (a tool call updated, a plan replaced, a message of the
 -- first turn appended to from every turn) still gets exactly the lines,
@@ -229,7 +229,7 @@ T.test("an agent that replays and never answers the load: the history is drawn a
 end)
 
 -- The end of a session drawn from the client's transcript while the agent
--- replays it (acp.tail).
+-- replays it (acp.chat.tail).
 
 local tail = require("acp.chat.tail")
 local history_mod = require("acp.agents.history")
@@ -278,7 +278,7 @@ end
 --- at once (before any event).
 local function open_load(id)
   local chat = assert(require("acp").open({ agent = "demo", cwd = T.root, load_session_id = id }))
-  -- How often what was drawn went (acp.tail: the replay differed).
+  -- How often what was drawn went (acp.chat.tail: the replay differed).
   chat.resets = 0
   local reset = chat.transcript.reset
   chat.transcript.reset = function(...)

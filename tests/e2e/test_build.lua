@@ -504,7 +504,7 @@ end
 local ended
 vim.api.nvim_create_autocmd("User", { pattern = "AcpTurnEnd", callback = function(a) ended = a.data.stop_reason end })
 vim.cmd("Acp")
--- The chat is made once its windows are drawn (acp.layout.frame).
+-- The chat is made once its windows are drawn (acp.chat.layout.frame).
 vim.wait(5000, function() return package.loaded["acp.chat"] and require("acp.chat").current() ~= nil end, 5)
 local chat = require("acp.chat").current()
 if not chat then

@@ -116,7 +116,7 @@ T.test("a read-only transcript opens with the cursor in the transcript, not typi
     vim.json.encode({ type = "transcript", version = 1, agent_name = "demo", session_id = "s-ro", cwd = T.root }),
     vim.json.encode({ type = "session_started", session_id = "s-ro", capabilities = {} }),
   }, path)
-  local chat = assert(require("acp.agents.history").open_readonly(path))
+  local chat = assert(require("acp.chat.readonly").open(path))
   T.eq(chat.bufnr, vim.api.nvim_get_current_buf(), "in the transcript")
   vim.wait(50)
   T.eq("n", vim.api.nvim_get_mode().mode, "Normal mode")

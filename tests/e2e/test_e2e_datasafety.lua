@@ -70,7 +70,7 @@ local root = T.tmpdir()
 local review = require("acp.edits.review")
 local fs = require("acp.edits.fs")
 --- The disk text each file's buffer last took from the backend (path ->
---- text): an instruction applied (acp.fs.apply) that left the buffer in
+--- text): an instruction applied (acp.edits.fs.apply) that left the buffer in
 --- sync with the disk. Kept here, by watching, to know when an agent's disk
 --- edit reached the buffer; the plugin itself keeps no such copy (the
 --- backend owns it).
@@ -277,7 +277,7 @@ function Case:check_sync()
     -- Read after the answer: an instruction applied meanwhile moved the tick on.
     local tick = fs.tick(f.buf)
     if type(state) == "table" and state.tick then
-      -- Ticks are acp.fs.tick's: the changedtick is the low 32 bits.
+      -- Ticks are acp.edits.fs.tick's: the changedtick is the low 32 bits.
       if state.tick > tick then
         self:fail(
           ("the backend holds %s at changedtick %d, newer than the buffer's %d"):format(
@@ -685,7 +685,7 @@ function Case:agent_fs_write(chat, f, s, view_from_disk)
     view = lines_of(assert(read_or_nil(f.path)))
   else
     -- Invariant 3: the agent reads the buffer, unsaved lines included, and
-    -- an unsaved conflict as its own side (acp.review.agent_view).
+    -- an unsaved conflict as its own side (acp.edits.review.agent_view).
     view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
     steps[#steps + 1] = {
       type = "call",

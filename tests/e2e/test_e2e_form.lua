@@ -1,5 +1,5 @@
 -- End to end: real backend + fake agent. An agent's question (a form
--- elicitation) opens one floating form (acp.form): every field shown with its
+-- elicitation) opens one floating form (acp.chat.view.form): every field shown with its
 -- type, default, required marker, choices and description; a value that does
 -- not fit shows its problem under the field and keeps the answer from being
 -- sent; typed keys fill it; D declines, X cancels, q closes it and `a` brings

@@ -271,7 +271,7 @@ T.test("a transcript reopened read-only keeps the subagent's nesting", function(
     local ok, text = pcall(T.read_file, path)
     return ok and text:find("Parent continues", 1, true) and text:find('"idle"', 1, true)
   end, "the transcript is written")
-  local ro = assert(require("acp.agents.history").open_readonly(path))
+  local ro = assert(require("acp.chat.readonly").open(path))
   T.wait_text(ro, "Subagent · Explorer — idle")
   local text = T.text(ro.bufnr)
   T.contains(text, "│ CHILD SAYS hello")

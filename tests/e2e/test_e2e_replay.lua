@@ -1,5 +1,5 @@
--- End to end: history drawn in slices (acp.replay), a loaded session's
--- newest turn first (acp.backlog). A session/load replay and a reopened
+-- End to end: history drawn in slices (acp.chat.replay), a loaded session's
+-- newest turn first (acp.chat.backlog). A session/load replay and a reopened
 -- transcript render the same lines, marks and folds in the same order
 -- whether drawn in order at once, a slice per event or newest first; the
 -- last turn and the prompt come first and the older turns fill in above
@@ -334,16 +334,15 @@ end)
 
 T.test("a transcript reopened a slice per line renders what the one-shot reopen rendered", function()
   T.truthy(transcript_path and vim.fn.filereadable(transcript_path) == 1, "the live chat wrote a transcript")
-  local history = require("acp.agents.history")
   replay.SLICE_MS = math.huge
-  local once = assert(history.open_readonly(transcript_path))
+  local once = assert(require("acp.chat.readonly").open(transcript_path))
   T.eq(false, replay.pending(once.chat_id), "one slice: drawn on return")
   local expected = T.lines(once.bufnr)
   once:close()
   T.contains(table.concat(expected, "\n"), "Done with six.", "the whole transcript is there")
 
   replay.SLICE_MS = 0
-  local sliced = assert(history.open_readonly(transcript_path))
+  local sliced = assert(require("acp.chat.readonly").open(transcript_path))
   T.truthy(replay.pending(sliced.chat_id), "still drawing on return")
   T.truthy(#T.lines(sliced.bufnr) < #expected, "shown before it is whole")
   T.wait(function()
@@ -356,7 +355,7 @@ end)
 
 T.test("a chat closed while its history is drawn stops drawing it", function()
   replay.SLICE_MS = 0
-  local chat = assert(require("acp.agents.history").open_readonly(transcript_path))
+  local chat = assert(require("acp.chat.readonly").open(transcript_path))
   T.truthy(replay.pending(chat.chat_id), "drawing")
   chat:close()
   T.wait(function()

@@ -515,7 +515,7 @@ local function fs_text(buf)
   return require("acp.edits.fs").buffer_text(buf)
 end
 
---- Counts the backend's instructions (acp.fs.apply) and Lua's requests to
+--- Counts the backend's instructions (acp.edits.fs.apply) and Lua's requests to
 --- the backend (but opening a chat) while `fn` runs.
 local function counted(fn)
   local backend, fs = require("acp.rpc.backend"), require("acp.edits.fs")
@@ -615,7 +615,7 @@ T.test("an agent that read the unsaved buffer and writes it back with a change m
   local chat = T.open_chat("review", dir)
   focus(buf)
   -- What Lua asks of the backend for this write: the backend merges it
-  -- and sends one instruction (acp.fs.apply); the review_changed event
+  -- and sends one instruction (acp.edits.fs.apply); the review_changed event
   -- carries the hunks, so drawing them asks nothing.
   local n, stop = counted(function()
     local stop = T.turn(chat, "edit read back")
@@ -1102,7 +1102,7 @@ T.test("an edit that would conflict while conflicts are open waits for them, the
   vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "L5 mine"), 0 })
   vim.cmd("Acp reject")
   -- The backend sends the newer edit once it has the report without
-  -- conflict blocks (one instruction, acp.fs.apply); the command returns
+  -- conflict blocks (one instruction, acp.edits.fs.apply); the command returns
   -- once it is merged.
   T.eq({
     "l1",

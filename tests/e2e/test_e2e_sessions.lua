@@ -195,7 +195,7 @@ local function wait_chat(id, except)
   T.wait(function()
     for _, c in ipairs(require("acp.chat").list) do
       -- Ready comes once the last turn is drawn; the older turns fill in
-      -- above after it (acp.backlog).
+      -- above after it (acp.chat.backlog).
       local replay = require("acp.chat.replay")
       if
         c ~= except

@@ -1231,7 +1231,7 @@ T.test("a transcript written before the snake_case protocol (version 1) replays"
     lines[#lines + 1] = vim.json.encode(r)
   end
   vim.fn.writefile(lines, path)
-  local chat = assert(require("acp.agents.history").open_readonly(path))
+  local chat = assert(require("acp.chat.readonly").open(path))
   T.eq("ask", chat.modes.current_mode_id, "modes renamed")
   T.eq(true, chat.capabilities.load_session, "capabilities renamed")
   T.truthy(T.find_line(chat.bufnr, "✓ edit · Edit"), "the tool call's new state")

@@ -1,5 +1,5 @@
 -- An agent's question in a real terminal at 80x24 with an ordinary config:
--- the floating form (acp.form) shows every field at once, and typing fills
+-- the floating form (acp.chat.view.form) shows every field at once, and typing fills
 -- it: a value that does not fit shows its problem on screen and is not sent,
 -- the fixed answer reaches the agent.
 local H = dofile(vim.fn.getcwd() .. "/tests/tui/helpers.lua")

@@ -81,7 +81,7 @@ H.test("a / typed while the agent starts opens the command menu once the command
   local ok, err = pcall(function()
     t:type(":Acp")
     t:keys("Enter")
-    -- The prompt takes keys at once (acp.layout.frame), before the session
+    -- The prompt takes keys at once (acp.chat.layout.frame), before the session
     -- and the agent's commands (which the backend may send in a batch of
     -- their own, after `session_started`).
     t:wait_for("-- INSERT --", "Insert mode in the prompt")

@@ -112,7 +112,7 @@ impl State {
 }
 
 /// The in-memory editor: applies instructions as the Neovim plugin does
-/// (`acp.fs.apply` for an agent's write).
+/// (`acp.edits.fs.apply` for an agent's write).
 #[derive(Debug, Default)]
 struct MemoryEditor {
     state: Mutex<State>,

@@ -170,7 +170,7 @@ impl Drop for EventReceiver {
 }
 
 /// Terminal output kept per queued event: what the transcript keeps of a
-/// terminal (`MAX_TERMINAL_BYTES` in lua/acp/chat/init.lua), so nothing Lua would
+/// terminal (`MAX_TERMINAL_BYTES` in lua/acp/chat/session.lua), so nothing Lua would
 /// drop is queued.
 pub const MAX_QUEUED_TERMINAL_OUTPUT: usize = 64 * 1024;
 

@@ -217,7 +217,7 @@ impl<W> NvimHandler<W> {
 
     /// Handles a notification: decode and forward. Returns the answer to
     /// an `acp.hello` notification, which the caller sends to
-    /// `acp.backend.on_hello`.
+    /// `acp.rpc.backend.on_hello`.
     pub fn notify(&self, method: &str, args: &[Value]) -> Option<Value> {
         match Command::decode(method, args) {
             Err(bad) => {

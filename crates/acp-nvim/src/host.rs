@@ -104,7 +104,7 @@ impl NvimHost {
         self.sync.drop_session(session);
     }
 
-    /// Lua reported a buffer's text with its tick (`acp.fs.tick`; the user's
+    /// Lua reported a buffer's text with its tick (`acp.edits.fs.tick`; the user's
     /// edit of a reviewed buffer; `on_disk`: saved or just read): see
     /// [`BufferSync::user_reported`]. Returns whether review records it as
     /// the user's edit.
@@ -187,7 +187,7 @@ impl NvimHost {
 }
 
 /// Neovim's buffers as the buffer sync drives them: reads go to
-/// `acp.fs.read_for_agent`, instructions to `acp.fs.apply`.
+/// `acp.edits.fs.read_for_agent`, instructions to `acp.edits.fs.apply`.
 struct LuaBuffers {
     editor: Arc<dyn Editor>,
     events: EventQueue,

@@ -11,7 +11,7 @@
 //!   [`backend`] (route by chat) -> [`chat`] tasks -> acp-client.
 //! - acp-client -> [`host`] (session id -> chat id) -> [`batcher`] (one
 //!   `nvim_exec_lua` per frame) -> Lua.
-//! - Buffer-aware `fs/*` of the agent: [`host`] -> [`editor`] -> Lua `acp.fs`.
+//! - Buffer-aware `fs/*` of the agent: [`host`] -> [`editor`] -> Lua `acp.edits.fs`.
 //! - `@` completion: [`handler`] -> [`files`] (a file index per workspace,
 //!   answered without the command loop).
 //!

@@ -6,7 +6,7 @@
 //! shapes of `doc/protocol.md`. Decisions run one after the other on one
 //! task, in the order Lua sent them: a user edit sent before a reject is in
 //! the review when the reject is computed. A reject writes through the
-//! agent's host (`acp.fs.apply` in Lua), so the task may wait for Lua; the
+//! agent's host (`acp.edits.fs.apply` in Lua), so the task may wait for Lua; the
 //! queries never do, they are answered from the trackers at once.
 
 use std::path::Path;

@@ -20,14 +20,14 @@ pub(crate) enum Job {
 }
 
 /// A buffer took the merge of an agent's disk edit into its unsaved text
-/// (`acp.fs.apply` answered `merged`): its text at `tick` is that merge.
+/// (`acp.edits.fs.apply` answered `merged`): its text at `tick` is that merge.
 #[derive(Debug)]
 pub struct MergedBuffer {
     /// The file.
     pub path: std::path::PathBuf,
     /// The merged text the buffer holds now.
     pub text: Arc<str>,
-    /// The buffer's tick (`acp.fs.tick`) at `text`.
+    /// The buffer's tick (`acp.edits.fs.tick`) at `text`.
     pub tick: u64,
 }
 

@@ -36,7 +36,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// Version of the record format, in each header. 2: every key snake_case
 /// (version 1 records carried acp-client's camelCase; the plugin renames
-/// them when it replays an old file, `acp.protocol.decode_record`).
+/// them when it replays an old file, `acp.rpc.protocol.decode_record`).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// The file of a session's transcript under `dir`. Names are kept to

@@ -33,7 +33,7 @@ struct FakeBuffer {
     modified: bool,
 }
 
-/// The Lua side: `acp.fs` over at most one buffer (of `notes.txt`), as
+/// The Lua side: `acp.edits.fs` over at most one buffer (of `notes.txt`), as
 /// lua/acp/edits/fs.lua answers, recording its calls.
 struct FakeLua {
     buffer: Mutex<Option<FakeBuffer>>,

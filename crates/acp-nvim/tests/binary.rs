@@ -46,7 +46,7 @@ impl Handler for FakeNeovim {
             self.batches.send(batch).unwrap();
             return Ok(Value::Nil);
         }
-        // acp.fs.read_for_agent / apply: no buffer has the file.
+        // acp.edits.fs.read_for_agent / apply: no buffer has the file.
         if code == acp_nvim::editor::FS_APPLY_LUA {
             let revision = acp_nvim::msgpack::to_json(&args[1])[0]["revision"].clone();
             return Ok(acp_nvim::msgpack::from_json(

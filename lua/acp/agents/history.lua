@@ -1,13 +1,12 @@
 ---@mod acp.agents.history The client's own transcripts: JSONL files the backend
 --- writes for every session (see doc/protocol.md, "Transcripts"), listed by
---- `:Acp sessions` and reopened read-only with the chat's own renderer.
+--- `:Acp sessions` and reopened read-only with the chat's own renderer
+--- (acp.chat.readonly; `play` draws one record).
 ---
 --- A file is `<dir>/<agent>/<session id>.jsonl`. Its lines are the events
 --- the chat got (without `chat_id`); each opening of the session starts with
 --- a header `{type = "transcript", agent_name, session_id, cwd, opening,
 --- opened_at}`.
-
-local api = vim.api
 
 local M = {}
 
@@ -129,13 +128,13 @@ function M.list(agent_name, cwd)
 end
 
 --- A transcript's records rendered into a chat, one record at a time (in
---- slices, see acp.replay): the state a record depends on (the format
+--- slices, see acp.chat.replay): the state a record depends on (the format
 --- version of its opening, the openings seen) travels with the player.
 ---@class acp.TranscriptPlayer
 ---@field chat acp.Chat
 ---@field headers integer openings seen
 ---@field version any format version of the current opening
----@field tail? boolean the end of a session drawn while the agent replays it (acp.tail): only the conversation
+---@field tail? boolean the end of a session drawn while the agent replays it (acp.chat.tail): only the conversation
 
 --- Render one record of a transcript into the player's chat.
 ---@param player acp.TranscriptPlayer
@@ -150,7 +149,7 @@ function M.play(player, record)
   local t = r.type
   if player.tail then
     -- Drawn as the agent's replay of the same turns draws them (which it
-    -- then stands for, acp.tail): the conversation only, without what only
+    -- then stands for, acp.chat.tail): the conversation only, without what only
     -- the live chat showed (turn ends, usage, permission notes, errors).
     local change = t == "session" and r.change or {}
     if t == "transcript" then
@@ -193,98 +192,6 @@ function M.play(player, record)
       r.stderr_tail
     )
   end
-end
-
---- Render the lines of a transcript file into a chat: as many as fit in
---- one slice now, the rest queued (acp.replay); each line is decoded when
---- its turn comes, so a long file costs no up-front pass. A line that is not
---- a JSON object is skipped. `done` runs once all are drawn.
----@param chat acp.Chat
----@param lines string[]
----@param done fun()
-local function replay(chat, lines, done)
-  local slices = require("acp.chat.replay")
-  ---@type acp.TranscriptPlayer
-  local player = { chat = chat, headers = 0, version = require("acp.rpc.protocol").TRANSCRIPT_VERSION }
-  local i = 1
-  local function step()
-    local r = M.decode(lines[i])
-    if r then
-      M.play(player, r)
-    end
-    i = i + 1
-    return i <= #lines
-  end
-  local t0 = slices.start()
-  chat.transcript.view:batch(function()
-    while i <= #lines and not slices.over(t0) do
-      step()
-    end
-  end)
-  if i <= #lines then
-    -- One queued job that plays a line per call, not one job per line.
-    slices.push(chat.chat_id, step)
-  end
-  slices.when_done(chat.chat_id, done)
-end
-
---- Reopen a transcript read-only: a chat rendered with the same code as a
---- live one, with no session and the prompt disabled. A long transcript is
---- still being drawn when this returns (acp.replay: `pending(chat_id)`).
----@param path string
----@param opts? {show?: boolean}
----@return acp.Chat? chat, string? err
-function M.open_readonly(path, opts)
-  local ok, lines = pcall(vim.fn.readfile, path)
-  if not ok then
-    return nil, ("cannot read the transcript %s: %s"):format(path, tostring(lines))
-  end
-  local header
-  for _, line in ipairs(lines) do
-    header = M.decode(line)
-    if header then
-      break
-    end
-  end
-  if not header or header.type ~= "transcript" then
-    return nil, ("%s is not an acp.nvim transcript"):format(path)
-  end
-  local config = require("acp.config")
-  local name = tostring(header.agent_name or "agent")
-  local agent = config.agent(name) or { name = name, cmd = {}, env = {}, mcp_servers = {} }
-  local cwd = type(header.cwd) == "string" and header.cwd or vim.fn.getcwd()
-  local chat = require("acp.chat").create(agent, cwd)
-  chat.readonly = true
-  chat.status = "readonly"
-  chat.session_id = header.session_id
-  chat.transcript_path = path
-  -- The prompt takes no input: say so instead of the "Ask…" hint (whose
-  -- autocmds would put it back).
-  local pb = chat.prompt_buf
-  vim.bo[pb].modifiable = false
-  api.nvim_clear_autocmds({ buffer = pb })
-  api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
-    buffer = pb,
-    callback = function()
-      require("acp.chat").last_id = chat.chat_id
-    end,
-  })
-  local hint_ns = api.nvim_create_namespace("acp.prompt_hint")
-  api.nvim_buf_clear_namespace(pb, hint_ns, 0, -1)
-  api.nvim_buf_set_extmark(pb, hint_ns, 0, 0, {
-    virt_text = { { "read-only transcript: :Acp sessions to continue the session", "AcpNote" } },
-    virt_text_pos = "overlay",
-  })
-  -- A long transcript is drawn in slices after this returns; the chat is
-  -- shown at once and fills in.
-  replay(chat, lines, function()
-    chat:update_winbar()
-  end)
-  if not opts or opts.show ~= false then
-    chat:show()
-  end
-  chat:update_winbar()
-  return chat
 end
 
 return M

@@ -8,29 +8,16 @@
 --- an installed agent is started by its id: `:Acp new <id>`.
 
 local util = require("acp.util")
+local config = require("acp.config")
+local installed = require("acp.config.installed")
 
 local M = {}
 
 --- The registry's published index (its README).
-M.DEFAULT_URL = "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json"
+M.DEFAULT_URL = installed.DEFAULT_URL
 
 --- Registry ids a preset resolves to when one of them is installed, best first.
----@type table<string, string[]>
-M.preset_ids = {
-  claude = { "claude-acp", "claude-code-acp" },
-  codex = { "codex-acp" },
-  gemini = { "gemini" },
-  goose = { "goose" },
-  opencode = { "opencode" },
-}
-
----@class acp.InstalledAgent
----@field id string
----@field name string
----@field version string
----@field kind "binary"|"npx"|"uvx"
----@field cmd string[]
----@field env table<string,string>
+M.preset_ids = installed.preset_ids
 
 ---@class acp.RegistryState
 ---@field pending table<string, fun(ev: table)> request_id -> callback
@@ -42,15 +29,13 @@ local counter = 0
 --- Where registry agents are installed (absolute, `~` expanded).
 ---@return string
 function M.dir()
-  local opts = require("acp.config").options.registry or {}
-  local dir = vim.fn.fnamemodify(opts.dir or (vim.fn.stdpath("data") .. "/acp/agents"), ":p")
-  return (dir:gsub("/$", ""))
+  return installed.dir(config.options.registry)
 end
 
 --- What every `acp.agents_*` command carries: where things are.
 ---@return table
 function M.places()
-  local opts = require("acp.config").options.registry or {}
+  local opts = config.options.registry or {}
   local bundled = util.plugin_root() .. "/registry/registry.json"
   return {
     url = opts.url or M.DEFAULT_URL,
@@ -64,58 +49,20 @@ end
 ---@param id string
 ---@return acp.InstalledAgent?
 function M.installed(id)
-  if type(id) ~= "string" or not id:match("^[a-z0-9][a-z0-9._-]*$") then
-    return nil
-  end
-  local path = M.dir() .. "/" .. id .. "/installed.json"
-  if vim.fn.filereadable(path) ~= 1 then
-    return nil
-  end
-  local ok, decoded = pcall(vim.json.decode, table.concat(vim.fn.readfile(path), "\n"))
-  if not ok or type(decoded) ~= "table" or type(decoded.cmd) ~= "table" or not decoded.cmd[1] then
-    return nil
-  end
-  if type(decoded.env) ~= "table" then
-    decoded.env = {}
-  end
-  return decoded
+  return installed.get(id, config.options.registry)
 end
 
 --- Every installed agent, sorted by id.
 ---@return acp.InstalledAgent[]
 function M.installed_all()
-  local out = {}
-  local dir = M.dir()
-  if vim.fn.isdirectory(dir) ~= 1 then
-    return out
-  end
-  for _, name in ipairs(vim.fn.readdir(dir)) do
-    local a = M.installed(name)
-    if a then
-      out[#out + 1] = a
-    end
-  end
-  table.sort(out, function(a, b)
-    return a.id < b.id
-  end)
-  return out
+  return installed.all(config.options.registry)
 end
 
---- The installed agent an agent name starts: the registry agent of that
---- id, else (for a preset) the first installed registry id of the preset.
+--- The installed agent an agent name starts (see acp.config.installed).
 ---@param name string
 ---@return acp.InstalledAgent?
 function M.resolve(name)
-  local direct = M.installed(name)
-  if direct then
-    return direct
-  end
-  for _, id in ipairs(M.preset_ids[name] or {}) do
-    local a = M.installed(id)
-    if a then
-      return a
-    end
-  end
+  return installed.resolve(name, config.options.registry)
 end
 
 --- Send an `acp.agents_*` command, starting the backend if needed.
@@ -258,6 +205,7 @@ function M.on_backend_exit()
   end
   state.pending = {}
 end
+require("acp.rpc.hooks").on("stopped", "acp.agents.registry", M.on_backend_exit)
 
 --- The backend's registry events.
 ---@param ev acp.ev.AgentsListed|acp.ev.AgentInstallProgress|acp.ev.AgentInstalled|acp.ev.AgentInstallFailed|acp.ev.AgentRemoved
@@ -337,12 +285,13 @@ end
 
 --- What to do with an installed agent.
 ---@param a table
-local function actions(a)
+---@param open fun(opts: acp.OpenOpts) opens a chat (the caller's, `require("acp").open`)
+local function actions(a, open)
   local choices = {
     {
       label = "Open a chat with it",
       run = function()
-        require("acp").open({ agent = a.id })
+        open({ agent = a.id })
       end,
     },
     {
@@ -421,7 +370,8 @@ end
 
 --- `:Acp agents`: pick an agent of the registry; an agent not installed is
 --- installed, an installed one offers chat, update/reinstall and removal.
-function M.pick()
+---@param open fun(opts: acp.OpenOpts) opens a chat with an installed agent (`require("acp").open`: the registry is below the chats and does not require them)
+function M.pick(open)
   with_listing("cached", function(ev)
     local items = vim.deepcopy(ev.agents)
     local listed = {}
@@ -446,7 +396,7 @@ function M.pick()
         return
       end
       if a.installed_version or state.installing[a.id] then
-        actions(a)
+        actions(a, open)
       elseif #(a.kinds or {}) == 0 then
         util.notify(
           ("%s cannot be installed on this machine (no build for it, and no npm or PyPI package)"):format(a.name),

@@ -100,7 +100,7 @@ function M.items(ev, transcripts)
         local title = s.title
         local updated = s.updated_at
         -- The chat on this session shows the same name in `:Acp chats`.
-        local open = type(title) == "string" and require("acp.chat").of_session(name, id)
+        local open = type(title) == "string" and require("acp.chat.index").of_session(name, id)
         if open then
           open.listed_title = title
         end
@@ -153,9 +153,10 @@ end
 --- Open what the user chose.
 ---@param item acp.SessionItem
 ---@param cwd string fallback directory
+---@param open fun(opts: acp.OpenOpts): acp.Chat?, string? opens a chat on the session (`require("acp").open`: the sessions are below the chats and do not require them)
 ---@return acp.Chat? chat, string? err
-function M.open(item, cwd)
-  local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
+function M.open(item, cwd, open)
+  local open_chat = require("acp.chat.index").of_session(item.agent_name, item.session_id)
   if open_chat then
     -- Also for a transcript: the live chat is the better copy.
     open_chat:show()
@@ -163,7 +164,7 @@ function M.open(item, cwd)
     return open_chat
   end
   if item.action == "readonly" then
-    local chat, err = require("acp.agents.history").open_readonly(item.path)
+    local chat, err = require("acp.chat.readonly").open(item.path)
     if not chat then
       util.notify(tostring(err), vim.log.levels.ERROR)
     end
@@ -173,7 +174,7 @@ function M.open(item, cwd)
   if type(dir) ~= "string" or vim.fn.isdirectory(dir) ~= 1 then
     dir = cwd
   end
-  return require("acp").open({
+  return open({
     agent = item.agent_name,
     cwd = dir,
     load_session_id = item.action == "load" and item.session_id or nil,
@@ -212,7 +213,7 @@ function M.pick_delete(opts)
         if not item then
           return done(nil)
         end
-        local open_chat = require("acp.chat").of_session(item.agent_name, item.session_id)
+        local open_chat = require("acp.chat.index").of_session(item.agent_name, item.session_id)
         if open_chat then
           util.notify(
             ("this session is open in chat %d: close it first (:Acp close)"):format(open_chat.n),
@@ -249,7 +250,7 @@ function M.pick_delete(opts)
 end
 
 --- `:Acp sessions [agent] [--all]`: list, pick, open.
----@param opts {agent?: string, all?: boolean, cwd?: string, on_open?: fun(chat: acp.Chat?)}
+---@param opts {agent?: string, all?: boolean, cwd?: string, on_open?: fun(chat: acp.Chat?), open: fun(opts: acp.OpenOpts): acp.Chat?, string?}
 ---@return boolean ok, string? err
 function M.pick(opts)
   local name = opts.agent or config.default_agent()
@@ -269,7 +270,7 @@ function M.pick(opts)
     end
     vim.ui.select(items, { prompt = ("acp.nvim: sessions of %s"):format(name), format_item = M.format }, function(item)
       if item then
-        local chat = M.open(item, cwd)
+        local chat = M.open(item, cwd, opts.open)
         if opts.on_open then
           opts.on_open(chat)
         end

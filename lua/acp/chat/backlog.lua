@@ -6,7 +6,7 @@
 --- at 2,000 turns). Instead the transcript changes of a chat still opening
 --- with an empty transcript are held here, cut into runs of whole turns as
 --- they come; once the session has started the last run is drawn at the
---- tail (queued in acp.replay, ahead of `session_started` and of every
+--- tail (queued in acp.chat.replay, ahead of `session_started` and of every
 --- later event, so order holds there), then the older runs, newest first,
 --- each above the ones drawn before it (`View:front_open`), in slices that
 --- hold nothing back: the chat takes prompts and streams at the tail
@@ -72,7 +72,7 @@ function M.would_hold(chat)
   if released[id] or chat.status ~= "opening" then
     return false
   end
-  -- The end of the session drawn from the transcript (acp.tail) waits for
+  -- The end of the session drawn from the transcript (acp.chat.tail) waits for
   -- the replay to be reconciled with.
   local tail = package.loaded["acp.chat.tail"]
   return tail ~= nil and tail.shown(id) or (M.NEWEST_FIRST and chat.transcript.view.empty)
@@ -201,7 +201,7 @@ function M.hold(chat, change)
   b.timer = b.timer or assert(vim.uv.new_timer())
   b.timer:start(M.QUIET_MS, 0, function()
     vim.schedule(function()
-      local chat_of = require("acp.chat").get(chat.chat_id)
+      local chat_of = require("acp.chat.index").get(chat.chat_id)
       if held[chat.chat_id] == b and chat_of then
         M.release(chat_of)
       end
@@ -323,11 +323,11 @@ local function draw_tail(chat, change)
   chat.transcript:apply(change)
 end
 
---- Let go of a chat's held history: its last run queued (acp.replay) to be
+--- Let go of a chat's held history: its last run queued (acp.chat.replay) to be
 --- drawn at the tail now, ahead of whatever the chat gets next, and the
 --- older runs queued newest first to be drawn above it behind everything.
 --- When the end of the session was drawn from the chat's transcript
---- (acp.tail), the runs that say the same are not drawn again: the older
+--- (acp.chat.tail), the runs that say the same are not drawn again: the older
 --- ones go above what is shown. Later changes of the chat are not held.
 ---@param chat acp.Chat
 function M.release(chat)

@@ -41,7 +41,7 @@ local markdown = require("acp.chat.view.markdown")
 ---@field actions table<integer, table> row offset -> action for keys on that line
 ---@field hl_group? string highlight of the whole range
 ---@field data table owner data
----@field md? acp.MdState markdown drawn on the block (acp.markdown)
+---@field md? acp.MdState markdown drawn on the block (acp.chat.view.markdown)
 ---@field md_rows? boolean rows of the block drawn as markdown once (`View:markdown_rows`)
 
 ---@class acp.View
@@ -163,7 +163,7 @@ function View:finish()
 end
 
 --- Markdown over the rows added since it was last drawn: once per batch
---- (`finish`), or sooner by whoever times its work (acp.backlog).
+--- (`finish`), or sooner by whoever times its work (acp.chat.backlog).
 function View:draw_markdown()
   for id in pairs(self.md_dirty) do
     local block = self.blocks[id]
@@ -244,7 +244,7 @@ end
 ---@field hl_group? string highlight over the whole block (also over text appended later)
 ---@field sep? boolean false: no blank line before the block (after a header)
 ---@field foldable? boolean the block is a closed fold by default
----@field markdown? boolean draw the block's text as markdown (acp.markdown)
+---@field markdown? boolean draw the block's text as markdown (acp.chat.view.markdown)
 ---@field actions? table<integer, table>
 ---@field data? table
 
@@ -347,7 +347,7 @@ function View:add(kind, lines, hls, opts)
   return block
 end
 
---- Insert a block's lines before the front's blank line (acp.backlog: the
+--- Insert a block's lines before the front's blank line (acp.chat.backlog: the
 --- older turns of a loaded session, drawn after the newer ones below them).
 --- No block mark sits at the insertion point, the start of the blank line:
 --- the block above ends on an earlier row, the one below starts on a later
@@ -642,7 +642,7 @@ function View.setup_window(win)
   wo.signcolumn = "no"
   wo.spell = false
   wo.list = false
-  -- Markdown markers are concealed (acp.markdown), also on the cursor line:
+  -- Markdown markers are concealed (acp.chat.view.markdown), also on the cursor line:
   -- the tail follows the cursor while streaming.
   wo.conceallevel = 2
   wo.concealcursor = "nc"

@@ -21,6 +21,17 @@ local config = require("acp.config")
 
 local M = {}
 
+--- The `_meta` key marking the text block that carries the conversation
+--- before a rewind: the transcript shows one line for it, `cc` leaves it out.
+M.REWIND_META = "acp.nvim/rewind_context"
+
+--- Whether a content block is the context a rewind added.
+---@param b table
+---@return boolean
+function M.is_rewind_context(b)
+  return type(b._meta) == "table" and b._meta[M.REWIND_META] == true
+end
+
 ---@class acp.Mention
 ---@field raw string the mention as typed, `@` included
 ---@field path? string as typed (absent for @selection)
@@ -51,7 +62,7 @@ local function is_file_buffer(buf)
   end
   -- Without the chat module loaded there is no chat buffer (the plugin
   -- file's selection tracking must not load every module).
-  local chat = package.loaded["acp.chat"]
+  local chat = package.loaded["acp.chat.index"]
   return api.nvim_buf_get_name(buf) ~= "" and (not chat or chat.of_buf(buf) == nil)
 end
 
@@ -99,20 +110,7 @@ function M.selection()
 end
 
 --- A path as the prompt shows it: relative to `cwd` when inside it.
----@param path string absolute
----@param cwd string?
----@return string
-function M.display_path(path, cwd)
-  if not cwd or cwd == "" then
-    return path
-  end
-  local root = vim.fs.normalize(cwd)
-  path = vim.fs.normalize(path)
-  if vim.startswith(path, root .. "/") then
-    return path:sub(#root + 2)
-  end
-  return path
-end
+M.display_path = util.display_path
 
 --- The mention text for a file (and lines).
 ---@param path string absolute
@@ -372,7 +370,7 @@ function M.user_text(blocks, cwd)
   local text, extra = {}, {}
   for _, b in ipairs(blocks or {}) do
     local t = b.type
-    if t == "text" and require("acp.edits.rewind").is_context(b) then
+    if t == "text" and M.is_rewind_context(b) then
       extra[#extra + 1] = "↳ the conversation before the rewind (context for the agent)"
     elseif t == "text" then
       text[#text + 1] = b.text or ""
@@ -449,14 +447,14 @@ function M.add(opts)
     util.notify(msg, vim.log.levels.WARN)
     return false, msg
   end
-  if require("acp.chat").of_buf(buf) then
+  if require("acp.chat.index").of_buf(buf) then
     return fail("run :Acp add in the buffer you want to add, not in a chat")
   end
   local path = api.nvim_buf_get_name(buf)
   if path == "" or vim.bo[buf].buftype ~= "" then
     return fail("this buffer has no file name; save it (:w name) before adding it as context")
   end
-  local chat = require("acp.chat").current()
+  local chat = require("acp.chat.index").current()
   if not chat then
     return fail("no chat yet; open one with :Acp")
   end
@@ -497,7 +495,7 @@ function M.paste_image()
     util.notify(msg, vim.log.levels.WARN)
     return false, msg
   end
-  local chat = require("acp.chat").current()
+  local chat = require("acp.chat.index").current()
   if not chat then
     return fail("no chat yet; open one with :Acp")
   end

@@ -65,7 +65,7 @@ end
 ---@param chat acp.Chat
 ---@return boolean
 local function replace_visible(chat)
-  for _, other in ipairs(require("acp.chat").list) do
+  for _, other in ipairs(require("acp.chat.index").list) do
     if other ~= chat then
       local twin, pwin = wins_in_tab(other)
       if twin and pwin then
@@ -147,7 +147,7 @@ end
 ---@param opts? {split?: boolean}
 function M.show(chat, opts)
   opts = opts or {}
-  require("acp.chat").last_id = chat.chat_id
+  require("acp.chat.index").last_id = chat.chat_id
   local twin, pwin = wins_in_tab(chat)
   if twin and pwin then
     api.nvim_set_current_win(pwin)
@@ -188,7 +188,7 @@ end
 --- chat closes (the rewind preview), which hands its rows around.
 function M.relayout()
   local layout = config.options.layout
-  for _, chat in ipairs(require("acp.chat").list) do
+  for _, chat in ipairs(require("acp.chat.index").list) do
     for _, twin in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
       local cfg = api.nvim_win_get_config(twin)
       if cfg.relative ~= "" then
@@ -246,7 +246,7 @@ api.nvim_create_autocmd("VimResized", {
 api.nvim_create_autocmd("WinClosed", {
   group = group,
   callback = function(a)
-    local chat = require("acp.chat").of_buf(a.buf)
+    local chat = require("acp.chat.index").of_buf(a.buf)
     if not chat or a.buf ~= chat.bufnr then
       return
     end
@@ -315,7 +315,7 @@ end
 --- show the chat when they were closed meanwhile).
 ---@param chat acp.Chat
 function M.adopt(chat)
-  require("acp.chat").last_id = chat.chat_id
+  require("acp.chat.index").last_id = chat.chat_id
   local twin, pwin = wins_in_tab(chat)
   if twin and pwin then
     -- Typed meanwhile: the prompt keeps it and the cursor stays.

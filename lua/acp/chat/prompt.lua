@@ -96,7 +96,7 @@ function M.mention_items(chat, base)
       and vim.bo[buf].buflisted
       and vim.bo[buf].buftype == ""
       and name ~= ""
-      and require("acp.chat").of_buf(buf) == nil
+      and require("acp.chat.index").of_buf(buf) == nil
     then
       bufs[#bufs + 1] = { path = name, shown = context.display_path(name, chat.cwd), modified = vim.bo[buf].modified }
     end
@@ -146,7 +146,7 @@ function M.omnifunc(findstart, base)
     end
     return -3
   end
-  local chat = require("acp.chat").of_buf(api.nvim_get_current_buf())
+  local chat = require("acp.chat.index").of_buf(api.nvim_get_current_buf())
   if base:sub(1, 1) == "@" then
     return M.mention_items(chat, base)
   end
@@ -219,7 +219,7 @@ end
 
 --- The agent's commands arrived (`available_commands_update`): a `/`
 --- typed before them (the prompt takes keys while the agent starts, see
---- acp.layout.frame) found nothing to complete and left Insert mode's
+--- acp.chat.layout.frame) found nothing to complete and left Insert mode's
 --- CTRL-X submode without a menu, so the menu opens now.
 ---@param buf integer the chat's prompt
 function M.commands_arrived(buf)
@@ -318,7 +318,7 @@ function M.message_text(chat, row)
   end
   local parts = {}
   for _, b in ipairs(content) do
-    if b.type == "text" and type(b.text) == "string" and not require("acp.edits.rewind").is_context(b) then
+    if b.type == "text" and type(b.text) == "string" and not require("acp.chat.context").is_rewind_context(b) then
       parts[#parts + 1] = b.text
     end
   end
@@ -371,7 +371,7 @@ local function history_keys(chat)
         if vim.fn.pumvisible() == 1 or row ~= edge then
           return lhs
         end
-        return "<Cmd>lua require('acp.chat.prompt').recall(require('acp.chat').get('"
+        return "<Cmd>lua require('acp.chat.prompt').recall(require('acp.chat.index').get('"
           .. chat.chat_id
           .. "'), "
           .. dir
@@ -390,7 +390,7 @@ end
 function M.attach(chat)
   M.hint(chat)
   if not vim.g.acp_tracks_selection then
-    -- plugin/acp.lua tracks it already; acp.context loads at first use.
+    -- plugin/acp.lua tracks it already; acp.chat.context loads at first use.
     require("acp.chat.context").track_selection()
   end
   vim.bo[chat.prompt_buf].omnifunc = "v:lua.require'acp.chat.prompt'.omnifunc"

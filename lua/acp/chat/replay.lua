@@ -13,7 +13,7 @@
 ---
 --- Work queued with `M.push_behind` runs in the time a slice has left once
 --- no chat has work queued with `M.push`, and holds nothing back: a chat's
---- new events do not wait for it (acp.backlog: the older turns of a loaded
+--- new events do not wait for it (acp.chat.backlog: the older turns of a loaded
 --- session, drawn above the newer ones while the chat is in use).
 
 local uv = vim.uv
@@ -69,7 +69,7 @@ end
 ---@param chat_id string
 ---@return acp.Chat?
 local function chat_of(chat_id)
-  return require("acp.chat").get(chat_id)
+  return require("acp.chat.index").get(chat_id)
 end
 
 --- True while the chat has work queued with `M.push_behind` (older turns

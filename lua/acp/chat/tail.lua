@@ -5,9 +5,9 @@
 --- 0.7-1.6 s for 2,000 turns, never with an agent that replays and does not
 --- answer. Nothing of it can be drawn before, since any update may still
 --- follow. The backend writes every session a chat saw to a transcript
---- (acp.history); when one exists for the session being loaded, its last
+--- (acp.agents.history); when one exists for the session being loaded, its last
 --- turns are drawn from it as the chat opens, before the backend has even
---- started. The agent's replay is still held (acp.backlog) and, once whole,
+--- started. The agent's replay is still held (acp.chat.backlog) and, once whole,
 --- reconciled with what was drawn (`M.reconcile`): when its last turns say
 --- what the drawn turns said (the same messages, thoughts and tool calls, in
 --- the same order) they are dropped and only the older turns are drawn,
@@ -285,7 +285,7 @@ function M.forget(chat)
 end
 
 --- Reconcile what was drawn with the agent's whole replay, cut into runs
---- (acp.backlog). Returns the number of runs still to draw: all of them
+--- (acp.chat.backlog). Returns the number of runs still to draw: all of them
 --- when what was drawn went (it differed), those before the drawn turns
 --- when the replay's last runs say what was drawn (they are not drawn
 --- again), all of them too when nothing was drawn.

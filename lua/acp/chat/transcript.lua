@@ -261,6 +261,14 @@ function Transcript:error(message, stderr_tail)
   self:_add("error", lines, hls)
 end
 
+--- A child session's name, for the link of the tool call that started it
+--- (acp.chat.subagent loads when a call links to one).
+---@param info acp.Subagent
+---@return string
+local function subagent_name(info)
+  return subagent.name(info)
+end
+
 ---@param block acp.Block
 function Transcript:_render_tool(block)
   local d = block.data
@@ -270,6 +278,7 @@ function Transcript:_render_tool(block)
     terminals = self.chat.terminals,
     cwd = self.chat.cwd,
     subagents = self.subagents,
+    subagent_name = subagent_name,
   })
   self.view:replace(block, lines, hls, actions)
   self.view:markdown_rows(block, md)
@@ -758,7 +767,7 @@ function Transcript:diff_at(row)
   return best and best[2]
 end
 
---- Show nothing again: every block goes, with what it knew (acp.tail:
+--- Show nothing again: every block goes, with what it knew (acp.chat.tail:
 --- the end of a session drawn from the transcript, which the agent's
 --- replay did not confirm).
 function Transcript:reset()

@@ -4,8 +4,8 @@
 --- Neovim remembers a file's modification time when it reads or writes a
 --- buffer, and `:write` asks "The file has been changed since reading it!!!"
 --- when the disk's time differs. After the agent's on-disk change was merged
---- into a modified buffer, or applied to an unmodified one (acp.review,
---- acp.fs), that question is noise: the buffer already holds the change. Lua cannot update Neovim's record, so
+--- into a modified buffer, or applied to an unmodified one (acp.edits.review,
+--- acp.edits.fs), that question is noise: the buffer already holds the change. Lua cannot update Neovim's record, so
 --- right before such a write (BufWritePre runs before Neovim's check) the
 --- file's time is set back to the one Neovim recorded, and only when the disk
 --- still holds exactly the agent text that was merged: a change by anyone
@@ -15,7 +15,7 @@
 --- It keeps no copy of the backend's file state (issue 24): `stamps` is
 --- Neovim's own record of the file's time, which Lua cannot read from
 --- Neovim, and `merged` is the `content` of the last instruction the buffer
---- took (acp.fs.apply), dropped at the buffer's next read or write. Asking
+--- took (acp.edits.fs.apply), dropped at the buffer's next read or write. Asking
 --- the backend for the disk text instead would be a blocking request in
 --- every `:write` of a file the agent touched.
 
@@ -105,7 +105,7 @@ end
 ---@return boolean
 function M.holds_disk(buf)
   local text = merged[buf]
-  return text ~= nil and require("acp.edits.fs").read_disk(api.nvim_buf_get_name(buf)) == text
+  return text ~= nil and require("acp.util").read_file(api.nvim_buf_get_name(buf)) == text
 end
 
 --- BufWritePre: quiet Neovim's question when the only change on disk is the

@@ -104,7 +104,7 @@ end
 
 --- Read from a loaded buffer (a mention's text: context.lua). nil when no
 --- loaded buffer has the path. Only the requested lines are fetched, unless
---- open conflicts are read as the agent's side (acp.review.agent_view: the
+--- open conflicts are read as the agent's side (acp.edits.review.agent_view: the
 --- whole text, then the range).
 ---@param args acp.FsReadArgs
 ---@return string?
@@ -233,17 +233,7 @@ function M.is_unborn(buf)
 end
 
 --- Read a file's text; nil when it does not exist or cannot be read.
----@param path string
----@return string?
-function M.read_disk(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+M.read_disk = util.read_file
 
 --- Make a buffer hold `content` with minimal line edits (one undo step;
 --- cursor, marks and folds outside the edits survive), including whether
@@ -322,7 +312,7 @@ end
 --- unsaved. Unless it is a restore (the disk is left alone), the disk holds
 --- the agent's `content` (a disk edit), or the backend writes it next: the
 --- next :write of the buffer must not ask whether to overwrite it
---- (acp.filestamp), and the user hears of the conflicts it kept.
+--- (acp.edits.filestamp), and the user hears of the conflicts it kept.
 ---@param buf integer
 ---@param args acp.FsApplyArgs
 local function take_merge(buf, args)
@@ -359,7 +349,7 @@ local function apply_disk(buf, args)
     M.apply_text(buf, content)
     vim.bo[buf].modified = false
     -- Neovim remembers when it last read or wrote the file and would ask
-    -- "changed since reading it" at the next :write; acp.filestamp quiets
+    -- "changed since reading it" at the next :write; acp.edits.filestamp quiets
     -- that while the disk holds this text. Saving the identical text instead
     -- would race the agent: one that rewrites the file in place (truncate,
     -- then write) can be read half way, and saving that clobbered its
@@ -525,7 +515,7 @@ end
 ---@class acp.PromptBuffer a buffer of the chat's directory as a prompt goes out
 ---@field path string
 ---@field text string the buffer's text
----@field tick integer its tick (acp.fs.tick)
+---@field tick integer its tick (acp.edits.fs.tick)
 ---@field disk? string its file's text, when the buffer has unsaved edits
 
 --- Copy the open files under `cwd` (see above), for the prompt the

@@ -12,17 +12,6 @@ local M = {}
 
 local ns = api.nvim_create_namespace("acp.rewind")
 
---- The `_meta` key marking the text block that carries the conversation
---- before a rewind: the transcript shows one line for it, `cc` leaves it out.
-M.CONTEXT_META = "acp.nvim/rewind_context"
-
---- Whether a content block is the context a rewind added.
----@param b table
----@return boolean
-function M.is_context(b)
-  return type(b._meta) == "table" and b._meta[M.CONTEXT_META] == true
-end
-
 ---@class acp.RewindTurn
 ---@field turn integer
 ---@field label string the prompt's first line

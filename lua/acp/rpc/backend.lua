@@ -12,6 +12,7 @@
 
 local util = require("acp.util")
 local config = require("acp.config")
+local hooks = require("acp.rpc.hooks")
 
 local M = {}
 
@@ -49,7 +50,7 @@ function M.log_file()
   return vim.fn.stdpath("log") .. "/acp.log"
 end
 
---- The plugin's own backend or demo agent (see acp.binary).
+--- The plugin's own backend or demo agent (see acp.rpc.binary).
 ---@param name string "acp-nvim" or "acp-fake-agent"
 ---@param root? string plugin directory
 ---@return string? path, acp.BackendSource? source
@@ -141,13 +142,10 @@ local function on_exit(job, code)
   end
   state.job = nil
   state.hello = nil
-  -- Installs and listings ran in that backend: they will not answer.
-  require("acp.agents.registry").on_backend_exit()
-  -- So did the review: never drawn but dead (issue 29). A stop asked for
+  -- Installs and listings ran in that backend: they will not answer. So
+  -- did the review: never drawn but dead (issue 29). A stop asked for
   -- (`:Acp restart`) says it in its own message.
-  if package.loaded["acp.edits.review"] then
-    state.review_ended = (state.review_ended or 0) + require("acp.edits.review").backend_stopped(state.stopping)
-  end
+  state.review_ended = (state.review_ended or 0) + hooks.run("stopped", state.stopping == true)
   local g = state.greeting
   if g and g.job == job then
     -- Died before it answered: as the request form says it.
@@ -169,16 +167,6 @@ local function on_exit(job, code)
     return
   end
   state.exit_reported[job] = true
-  -- History still being drawn came before the death: show it first, so a
-  -- queued `session_started` cannot mark the chat ready after it died.
-  local backlog = package.loaded["acp.chat.backlog"]
-  if backlog then
-    backlog.release_all()
-  end
-  local replay = package.loaded["acp.chat.replay"]
-  if replay then
-    replay.flush()
-  end
   local tail = table.concat(state.stderr, "\n")
   local msg = ("the backend exited (code %d); its log is %s. Run :Acp restart to start it again."):format(
     code,
@@ -188,9 +176,7 @@ local function on_exit(job, code)
     msg = msg .. "\n" .. tail
   end
   util.notify(msg, vim.log.levels.ERROR)
-  for _, chat in ipairs(require("acp.chat").list) do
-    pcall(chat.on_backend_died, chat, M.log_file())
-  end
+  hooks.run("died", M.log_file())
 end
 
 local function on_stderr(_, data)
@@ -429,13 +415,10 @@ function M.stop()
   -- Wait for the exit so a restart never overlaps two backends.
   vim.fn.jobwait({ job }, 2000)
   -- Its exit may come later than the wait (and is then ignored): the
-  -- review goes now.
-  if package.loaded["acp.edits.review"] then
-    state.review_ended = state.review_ended + require("acp.edits.review").backend_stopped(true)
-  end
+  -- review and the installs go now.
+  state.review_ended = state.review_ended + hooks.run("stopped", true)
   state.job = nil
   state.hello = nil
-  require("acp.agents.registry").on_backend_exit()
 end
 
 --- Files whose review ended with the backend the last `stop()` stopped.
@@ -453,9 +436,7 @@ function M.restart()
   if not ok then
     return false, err
   end
-  for _, chat in ipairs(require("acp.chat").list) do
-    chat:reopen()
-  end
+  hooks.run("restarted")
   return true
 end
 

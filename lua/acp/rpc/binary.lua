@@ -13,6 +13,26 @@ function M.bin_dir(root)
   return (root or util.plugin_root()) .. "/bin"
 end
 
+--- The file `:Acp build` writes next to the binaries it installed.
+M.MARKER = "install.json"
+
+--- What `:Acp build` installed in `dir`, or nil.
+---@param dir string
+---@return table? marker {source, version, target, url, sha256}
+function M.read_marker(dir)
+  local f = io.open(dir .. "/" .. M.MARKER, "r")
+  if not f then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  local ok, marker = pcall(vim.json.decode, text)
+  if ok and type(marker) == "table" then
+    return marker
+  end
+  return nil
+end
+
 ---@class acp.BackendSource
 ---@field kind "configured"|"downloaded"|"built"
 ---@field detail string where it is from, for messages and :checkhealth
@@ -49,7 +69,7 @@ function M.plugin_binary(name, root)
   end
   local detail
   if best_kind == "downloaded" then
-    local marker = require("acp.build").read_marker(best_dir) or {}
+    local marker = M.read_marker(best_dir) or {}
     detail = ("downloaded by :Acp build (%s %s from %s)"):format(
       tostring(marker.version or "unknown version"),
       tostring(marker.target or "?"),

@@ -56,7 +56,7 @@ pub struct PromptBuffer {
     pub path: PathBuf,
     /// The buffer's whole text.
     pub text: String,
-    /// Its tick (`acp.fs.tick`).
+    /// Its tick (`acp.edits.fs.tick`).
     pub tick: u64,
     /// The file's text on disk, for a buffer with unsaved edits; `None`:
     /// the buffer is unmodified (its text is the file's).

@@ -37,7 +37,7 @@ pub use sessions::{AgentSpec, OpenChat};
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub enum Command {
     /// `acp.hello`: version handshake. A request (answered in the reply)
-    /// or a notification (answered by calling `acp.backend.on_hello`).
+    /// or a notification (answered by calling `acp.rpc.backend.on_hello`).
     #[serde(rename = "acp.hello")]
     Hello {
         /// The plugin's version; must equal the backend's.

@@ -107,7 +107,7 @@ pub enum ReviewCommand {
         /// lines (`[start, end)`): a conflict the user just resolved.
         #[serde(default, deserialize_with = "line_range")]
         accept_lines: Option<(usize, usize)>,
-        /// The buffer's tick (`acp.fs.tick`) at `content`: the backend merges the
+        /// The buffer's tick (`acp.edits.fs.tick`) at `content`: the backend merges the
         /// agent's next write against this text (see
         /// `acp_client::buffer_sync`).
         #[serde(default)]

@@ -19,7 +19,7 @@ fn chat(s: &str) -> ChatId {
     ChatId(s.into())
 }
 
-/// A fake Lua `acp.fs`, answering with fixed values.
+/// A fake Lua `acp.edits.fs`, answering with fixed values.
 struct FakeFs {
     read: Value,
     apply: Value,

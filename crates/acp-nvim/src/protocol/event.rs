@@ -693,7 +693,7 @@ impl From<&FileReview> for ReviewView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileSyncView {
     revision: u64,
-    /// The buffer's text as last known, and its tick then (`acp.fs.tick`).
+    /// The buffer's text as last known, and its tick then (`acp.edits.fs.tick`).
     text: Option<String>,
     tick: Option<u64>,
     disk: Option<String>,

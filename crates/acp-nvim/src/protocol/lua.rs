@@ -2,7 +2,7 @@
 //! their replies.
 //!
 //! An agent's `fs/read_text_file` and `fs/write_text_file` go through the
-//! plugin so that open buffers win over the disk (`acp.fs`), and review asks
+//! plugin so that open buffers win over the disk (`acp.edits.fs`), and review asks
 //! for the text a buffer had before a turn (`acp.baseline`). The arguments
 //! are encoded like events ([`wire::encode`]); the replies are decoded here
 //! into typed values, and a reply of the wrong shape is a [`BadReply`] that
@@ -27,7 +27,7 @@ pub struct FsRead<'a> {
     pub line: Option<u32>,
     /// Most lines to return.
     pub limit: Option<u32>,
-    /// The tick (`acp.fs.tick`) of the buffer text the backend holds (from a
+    /// The tick (`acp.edits.fs.tick`) of the buffer text the backend holds (from a
     /// read, a report or an instruction): a buffer still at it answers with
     /// the range only.
     pub known: Option<u64>,
@@ -45,11 +45,11 @@ pub struct Apply<'a> {
     /// The text an unmodified buffer takes (then saved, unless `disk`).
     pub content: &'a str,
     /// The text the buffer takes instead of `content`, only while its tick
-    /// (`acp.fs.tick`) is still `tick`: a modified buffer keeps it unsaved;
+    /// (`acp.edits.fs.tick`) is still `tick`: a modified buffer keeps it unsaved;
     /// for an agent's write an unmodified one takes it too (saved unless it
     /// has conflict blocks), and without it answers stale.
     pub merged: Option<&'a str>,
-    /// The tick (`acp.fs.tick`) `merged` was made against.
+    /// The tick (`acp.edits.fs.tick`) `merged` was made against.
     pub tick: Option<u64>,
     /// How many conflict blocks `merged` holds.
     #[serde(skip_serializing_if = "is_zero")]

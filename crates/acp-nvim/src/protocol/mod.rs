@@ -6,8 +6,8 @@
 //!   module (its payloads belong to the modules that serve them);
 //! - [`Event`]: what the backend tells Lua (`require('acp.events').dispatch`),
 //!   encoded once by [`Event::encode`];
-//! - [`lua`]: the backend's calls into Lua (`acp.fs.read_for_agent`,
-//!   `acp.fs.apply`) and their replies, decoded once.
+//! - [`lua`]: the backend's calls into Lua (`acp.edits.fs.read_for_agent`,
+//!   `acp.edits.fs.apply`) and their replies, decoded once.
 //!
 //! Every key Lua sees is snake_case: values are encoded by [`wire::encode`],
 //! which also renames the camelCase keys of acp-client's and the ACP

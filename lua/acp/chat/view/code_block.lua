@@ -131,7 +131,7 @@ function M.open(chat)
   local target
   for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
     local b = api.nvim_win_get_buf(win)
-    if api.nvim_win_get_config(win).relative == "" and require("acp.chat").of_buf(b) == nil then
+    if api.nvim_win_get_config(win).relative == "" and require("acp.chat.index").of_buf(b) == nil then
       target = win
       break
     end

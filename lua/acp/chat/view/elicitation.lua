@@ -10,7 +10,7 @@
 ---
 --- Keys in the transcript while an elicitation is pending (on the one under
 --- the cursor, else the oldest of the chat): `a` answers (opens the form,
---- acp.form, or with `elicitation.ui = "vim.ui"` fills it field by field
+--- acp.chat.view.form, or with `elicitation.ui = "vim.ui"` fills it field by field
 --- with vim.ui.input / vim.ui.select; opens a URL with vim.ui.open), `D`
 --- declines, `X` cancels (capitals: `d` is the diff key, and both would edit
 --- text in an ordinary buffer). `<CR>` answers too. `y` copies a URL whole
@@ -192,7 +192,7 @@ end
 ---@param e acp.Elicitation
 ---@return acp.Chat?
 local function chat_of(e)
-  return e.chat_id and require("acp.chat").get(e.chat_id) or nil
+  return e.chat_id and require("acp.chat.index").get(e.chat_id) or nil
 end
 
 ---@param e acp.Elicitation
@@ -535,12 +535,12 @@ function M.activate(request_id)
     return
   end
   if e.mode == "form" then
-    -- One floating form (acp.form); the prompts of vim.ui field by field
+    -- One floating form (acp.chat.view.form); the prompts of vim.ui field by field
     -- when the user configured them.
     if (require("acp.config").options.elicitation or {}).ui == "vim.ui" then
       M.fill(e)
     else
-      require("acp.chat.view.form").open(e)
+      require("acp.chat.view.form").open(e, { respond = M.respond, refresh = M.refresh })
     end
   elseif not e.waiting then
     local openable, why = sanitize.openable(e.url)
@@ -605,7 +605,7 @@ function M.pick(chat_id)
 end
 
 --- Draw an elicitation's inline prompt again (its values changed in the
---- form, acp.form).
+--- form, acp.chat.view.form).
 ---@param request_id integer
 function M.refresh(request_id)
   local e = M.pending[request_id]

@@ -108,7 +108,7 @@ function M.auto_note(opt, tool_call)
 end
 
 local function chat_of(req)
-  return require("acp.chat").get(req.chat_id)
+  return require("acp.chat.index").get(req.chat_id)
 end
 
 --- The option the auto-allow policy picks for a request, if any: the tool

@@ -34,6 +34,7 @@ M.MAX_TERMINAL_LINES = 15
 ---@field terminals table<string, acp.TerminalState>
 ---@field cwd? string the chat's workspace: paths under it are shown relative
 ---@field subagents? table<string, acp.SubagentView> the chat's child sessions, to name the ones a call links to
+---@field subagent_name? fun(info: acp.Subagent): string a child's name (acp.chat.subagent's, which requires this module)
 
 --- Id of a tool call state.
 ---@param tc table
@@ -175,7 +176,7 @@ function M.render(tc, ctx)
   local status = tc.status or "pending"
   local s = M.STATUS[status] or { "?", "AcpToolPending" }
   local function shown(path)
-    return require("acp.chat.context").display_path(path, ctx.cwd)
+    return util.display_path(path, ctx.cwd)
   end
   local command = M.command(tc)
   local kind = sanitize.line(tc.kind or "other", 40)
@@ -267,7 +268,7 @@ function M.render(tc, ctx)
     elseif t == "session" then
       -- A link to the subagent this call started (its block is in the chat).
       local sub = ctx.subagents and ctx.subagents[item.session_id]
-      local name = sub and require("acp.chat.subagent").name(sub.info)
+      local name = sub and ctx.subagent_name and ctx.subagent_name(sub.info)
         or ("subagent " .. tostring(item.session_id or "?"):gsub("[\r\n]", " "))
       add("  ⧉ " .. (sub and ("subagent " .. name) or name), "AcpToolKind")
     else
@@ -405,7 +406,7 @@ end
 ---@param beside? integer window to split when no editor window exists
 ---@return integer? win the window showing it
 function M.show(action, beside)
-  local chat_mod = require("acp.chat")
+  local chat_mod = require("acp.chat.index")
   local target
   for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
     local buf = vim.api.nvim_win_get_buf(win)

@@ -123,7 +123,7 @@ local function parts_of(chat)
   if chat.following then
     parts[#parts + 1] = { text = "following", short = "↓", drop = 3 }
   end
-  if #require("acp.chat").list > 1 then
+  if #require("acp.chat.index").list > 1 then
     -- Which chat this is, as `:Acp chats` numbers them.
     parts[#parts + 1] = { text = "#" .. chat.n }
   end
@@ -240,7 +240,7 @@ end
 api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
   group = api.nvim_create_augroup("acp.winbar", { clear = true }),
   callback = function()
-    for _, chat in ipairs(require("acp.chat").list) do
+    for _, chat in ipairs(require("acp.chat.index").list) do
       M.update(chat)
     end
   end,

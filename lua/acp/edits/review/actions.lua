@@ -254,7 +254,7 @@ local MERGE_WAIT_MS = 2000
 
 --- The conflicts of `buf` are resolved while the agent's newer edit waited
 --- (M.pending): the report of the buffer without conflict blocks makes the
---- backend send it (acp.fs.apply merges it: M.disk_applied). The command
+--- backend send it (acp.edits.fs.apply merges it: M.disk_applied). The command
 --- returns once it is merged, as the user sees it: what they do next acts
 --- on the merged buffer (and the merge can open new conflicts, which
 --- resolve_all holds the file's decision back for).
@@ -363,7 +363,7 @@ end
 ---@return string[]
 local function chats_reviewing(path)
   local ids = {}
-  for _, chat in ipairs(require("acp.chat").list) do
+  for _, chat in ipairs(require("acp.chat.index").list) do
     if chat.session_id then
       local files = backend().request("acp.review_files", { chat_id = chat.chat_id })
       for _, f in ipairs(type(files) == "table" and files or {}) do
@@ -401,7 +401,7 @@ function M.decide(action, opts)
       end
     end
     local any = false
-    for _, chat in ipairs(require("acp.chat").list) do
+    for _, chat in ipairs(require("acp.chat.index").list) do
       if chat.session_id then
         any = true
         if next(held) == nil then
@@ -525,7 +525,7 @@ function M.quickfix(refresh)
   -- a request per chat: the list follows every event while it is shown.
   local paths = vim.tbl_keys(M.files)
   table.sort(paths)
-  for _, chat in ipairs(require("acp.chat").list) do
+  for _, chat in ipairs(require("acp.chat.index").list) do
     if chat.session_id then
       for _, path in ipairs(paths) do
         local f = M.files[path].chats[chat.chat_id]

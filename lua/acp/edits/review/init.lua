@@ -57,7 +57,7 @@ M.CONFLICT_END = ">>>>>>> agent"
 ---@field chat_id? string the chat whose review is shown
 ---@field review? table that chat's review as last drawn: the `review` of its last `review_changed`
 ---@field review_chat? string the chat whose review `review` is: the hunks drawn are its (`chat_id` can move on to another chat's newer event before the next refresh draws it)
----@field reported_tick? integer the buffer's tick (acp.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
+---@field reported_tick? integer the buffer's tick (acp.edits.fs.tick) whose text the backend's review has (we reported it, or its review's text is the buffer's): typing is reported when the tick moved
 ---@field reviewed_by? table<string, true> chats that had edits of the file under review: told of the user's edits also once nothing is left to review, so an undo then redo brings the review back
 ---@field latest? table<string, table|false> chat id -> the review its newest `review_changed` carried (false: nothing left to review): a cache of the backend's, by revision
 ---@field revision? table<string, integer> chat id -> the revision of that `review_changed` (an older one coming late is dropped)
@@ -79,7 +79,7 @@ M.pending = {}
 --- other resolutions move them. Their lines are accepted once that change is
 --- merged (see merge_pending).
 M.resolved_ns = api.nvim_create_namespace("acp_review_resolved")
----@type table<string, boolean> paths whose BufWritePost is ours (acp.fs.apply)
+---@type table<string, boolean> paths whose BufWritePost is ours (acp.edits.fs.apply)
 local own_writes = {}
 ---@type table<integer, {request_id: integer, path: string, opened?: boolean}> buffer -> preview shown (opened: its buffer was made for the preview, of a file that does not exist yet)
 M.previews = {}
@@ -126,6 +126,8 @@ function M.backend_stopped(quiet)
   return n
 end
 
+require("acp.rpc.hooks").on("stopped", "acp.edits.review", M.backend_stopped)
+
 ---@param n integer files whose review ended
 ---@return string
 function M.ended_message(n)
@@ -168,7 +170,7 @@ function M.setup()
         return
       end
       local path = normalize(a.match)
-      -- Any file's save: its text at the prompt (acp.fs.prompt_buffers) is
+      -- Any file's save: its text at the prompt (acp.edits.fs.prompt_buffers) is
       -- no "before" of an agent edit any more (a difference may be the
       -- user's), in every agent's sync.
       local backend = require("acp.rpc.backend")
@@ -193,7 +195,7 @@ function M.setup()
       local path = normalize(a.match)
       if M.files[path] then
         -- The buffer was read anew (its tick moved on, or it is a new
-        -- buffer: acp.fs.tick). The backend learns the text the buffer is
+        -- buffer: acp.edits.fs.tick). The backend learns the text the buffer is
         -- in sync with now (not an edit; the report sets reported_tick);
         -- nothing of the agent's waits for this buffer any more.
         M.pending[path] = nil
@@ -209,7 +211,7 @@ function M.setup()
       local path = normalize(a.match)
       if (M.files[path] and next(M.files[path].chats) ~= nil) or require("acp.edits.filestamp").holds_disk(a.buf) then
         -- The backend syncs this buffer with the agent's edits (reload or
-        -- merge: acp.fs.apply), also before the edit's review_changed
+        -- merge: acp.edits.fs.apply), also before the edit's review_changed
         -- arrives: the buffer holds the disk's text already.
         vim.v.fcs_choice = ""
         require("acp.edits.review.sync").schedule_refresh(path)

@@ -1,6 +1,6 @@
 ---@mod acp.edits.review.sync Keeping the review and the buffers in sync: the
 --- user's edits reported to the backend (`acp.user_edit`, with the buffer's
---- tick, acp.fs.tick), the review drawn from `review_changed`, which carries
+--- tick, acp.edits.fs.tick), the review drawn from `review_changed`, which carries
 --- the whole review and a revision (an older one coming late is dropped):
 --- nothing is asked of the backend. The agent's edits reach the buffers as
 --- the backend's instructions (`acp.edits.fs.apply`): this part only draws and
@@ -183,7 +183,7 @@ local function schedule_refresh(path)
 end
 
 --- The backend's instruction for the agent's disk edit of `path` names the
---- chat whose agent made it (acp.fs.apply): the buffer's saves are reported
+--- chat whose agent made it (acp.edits.fs.apply): the buffer's saves are reported
 --- to that chat from now on, also before the edit's `review_changed`
 --- arrives (the instruction can come first; a save in between, unreported,
 --- would be taken for part of the agent's edit).

@@ -21,7 +21,24 @@
 --- `FormSchema::validate`), so an answer that cannot fit is never sent; an
 --- answer the backend refuses anyway shows its sentence at the bottom.
 
+local fields = require("acp.chat.view.form.fields")
+local rows = require("acp.chat.view.form.layout")
+local clean, choices_of, value_text, parse = fields.clean, fields.choices_of, fields.value_text, fields.parse
+local fit, picked, layout = rows.fit, rows.picked, rows.layout
+
 local M = {}
+
+--- The problem of a value of field `f`, or nil (acp.chat.view.form.fields).
+M.check = fields.check
+
+---@class acp.FormOwner what a form answers through
+---@field respond fun(request_id: integer, answer: table): boolean, string?
+---@field refresh fun(request_id: integer) redraw the question's lines in the chat
+
+--- The form is the elicitation's view and does not require it: the
+--- elicitation hands itself over when it opens a form.
+---@type acp.FormOwner
+local owner
 
 ---@class acp.FormRow
 ---@field field? integer index into the form's fields
@@ -51,398 +68,10 @@ local M = {}
 M.forms = {}
 
 local ns = vim.api.nvim_create_namespace("acp.form")
+
 local group = vim.api.nvim_create_augroup("acp.form", { clear = true })
 
 local HELP = " Tab next · Enter edit/pick · C-s submit · D decline · X cancel · q close "
-
---- Agent text drawn on one line: newlines and other control characters are
---- shown as their pictures (they broke the row layout, and a carriage return
---- or escape sequence could rewrite the screen).
----@param s any
----@return string
-local function clean(s)
-  -- The one display sanitizer: nothing an agent sends can break or disguise a line.
-  return require("acp.sanitize").line(s)
-end
-
---- Cut `s` to `width` display columns (with "…" when cut).
----@param s string
----@param width integer
----@return string
-local function fit(s, width)
-  if vim.fn.strdisplaywidth(s) <= width then
-    return s
-  end
-  local out = vim.fn.strcharpart(s, 0, math.max(width - 1, 0))
-  while vim.fn.strdisplaywidth(out) > width - 1 and #out > 0 do
-    out = vim.fn.strcharpart(out, 0, vim.fn.strchars(out) - 1)
-  end
-  return out .. "…"
-end
-
---- Words of `s` in lines of at most `width` columns, each prefixed by
---- `indent` (a word longer than a line is cut).
----@param s string
----@param width integer
----@param indent string
----@return string[]
-local function wrap(s, width, indent)
-  local lines, cur = {}, ""
-  local room = math.max(width - #indent, 10)
-  for word in clean(s):gmatch("%S+") do
-    word = fit(word, room)
-    if cur == "" then
-      cur = word
-    elseif vim.fn.strdisplaywidth(cur) + 1 + vim.fn.strdisplaywidth(word) <= room then
-      cur = cur .. " " .. word
-    else
-      lines[#lines + 1] = indent .. cur
-      cur = word
-    end
-  end
-  if cur ~= "" then
-    lines[#lines + 1] = indent .. cur
-  end
-  return lines
-end
-
----@param n number
----@return string
-local function num(n)
-  if n == math.floor(n) and math.abs(n) < 1e15 then
-    return ("%d"):format(n)
-  end
-  return tostring(n)
-end
-
--- Validation: the rules of acp-client's FormSchema::validate (elicitation.rs),
--- with its sentences, so what the form says is what the backend would say.
-
--- Rust's char::is_whitespace: ASCII space and the Unicode spaces (U+0085,
--- U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
-local function has_space(s)
-  return s:find("%s") ~= nil
-    or s:find("\194[\133\160]") ~= nil
-    or s:find("\225\154\128") ~= nil
-    or s:find("\226\128[\128-\138\168\169\175]") ~= nil
-    or s:find("\226\129\159") ~= nil
-    or s:find("\227\128\128") ~= nil
-end
-
-local function is_email(s)
-  local at = s:match("^.*()@")
-  if not at then
-    return false
-  end
-  local loc, domain = s:sub(1, at - 1), s:sub(at + 1)
-  return loc ~= ""
-    and not has_space(s)
-    and domain:find(".", 1, true) ~= nil
-    and domain:sub(1, 1) ~= "."
-    and domain:sub(-1) ~= "."
-end
-
-local function is_uri(s)
-  local scheme, rest = s:match("^([^:]*):(.*)$")
-  return scheme ~= nil and scheme:match("^%a[%w+%-.]*$") ~= nil and rest ~= "" and not has_space(s)
-end
-
-local function is_date(s)
-  local y, m, d = s:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)$")
-  if not y then
-    return false
-  end
-  y, m, d = tonumber(y), tonumber(m), tonumber(d)
-  local leap = (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0
-  local days = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[m]
-  return days ~= nil and d >= 1 and d <= days
-end
-
-local function is_date_time(s)
-  local date, time = s:match("^(%d%d%d%d%-%d%d%-%d%d)[Tt](.+)$")
-  if not date or not is_date(date) then
-    return false
-  end
-  local clock, offset = time:match("^(.-)[Zz]$"), nil
-  if not clock then
-    clock, offset = time:match("^(.*)[+-](%d%d:%d%d)$")
-    if not clock then
-      return false
-    end
-  end
-  clock = clock:gsub("%.%d+$", "")
-  local h, mi, se = clock:match("^(%d%d):(%d%d):(%d%d)$")
-  if not h or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(se) > 60 then
-    return false
-  end
-  if offset then
-    local oh, om = offset:match("^(%d%d):(%d%d)$")
-    return tonumber(oh) < 24 and tonumber(om) < 60
-  end
-  return true
-end
-
-local FORMATS = {
-  email = { is_email, "an email address such as name@example.com" },
-  uri = { is_uri, "a URI such as https://example.com/page" },
-  date = { is_date, "a date such as 2026-07-28" },
-  ["date-time"] = { is_date_time, "a date and time such as 2026-07-28T14:30:00Z" },
-}
-
---- The problem of one field's value, as a sentence without the field's
---- name (drawn under the field), or nil.
----@param f acp.ElicitationField
----@param v any
----@param text? string text typed that is no value of the field's type
----@return string?
-function M.check(f, v, text)
-  if text then
-    if f.type == "integer" then
-      return ("`%s` is not a whole number"):format(clean(text))
-    end
-    return ("`%s` is not a number"):format(clean(text))
-  end
-  if v == nil or (f.type == "multi_select" and type(v) == "table" and #v == 0 and f.required) then
-    if f.type == "unknown" and f.required then
-      return ("has type `%s`, which this client cannot fill: decline the question"):format(clean(f.wire_type))
-    end
-    if f.required then
-      return f.type == "multi_select" and "is required: pick at least one" or "is required"
-    end
-    return nil
-  end
-  local t = f.type
-  if t == "string" or t == "enum" then
-    if type(v) ~= "string" then
-      return "must be text"
-    end
-    if t == "enum" then
-      for _, c in ipairs(f.choices or {}) do
-        if c.value == v then
-          return nil
-        end
-      end
-      return "must be one of the choices"
-    end
-    local len = vim.fn.strchars(v)
-    if f.min_length and len < f.min_length then
-      return ("must be at least %d characters long"):format(f.min_length)
-    end
-    if f.max_length and len > f.max_length then
-      return ("must be at most %d characters long (it has %d)"):format(f.max_length, len)
-    end
-    local fmt = FORMATS[f.format or ""]
-    if fmt and not fmt[1](v) then
-      return "must be " .. fmt[2]
-    end
-  elseif t == "integer" or t == "number" then
-    if type(v) ~= "number" then
-      return "must be a number"
-    end
-    if t == "integer" and v ~= math.floor(v) then
-      return "must be a whole number"
-    end
-    if f.minimum and v < f.minimum then
-      return "must be at least " .. num(f.minimum)
-    end
-    if f.maximum and v > f.maximum then
-      return "must be at most " .. num(f.maximum)
-    end
-  elseif t == "boolean" then
-    if type(v) ~= "boolean" then
-      return "must be yes or no"
-    end
-  elseif t == "multi_select" then
-    local n = #v
-    if f.min_items and n < f.min_items then
-      return ("needs at least %d choices"):format(f.min_items)
-    end
-    if f.max_items and n > f.max_items then
-      return ("allows at most %d choices"):format(f.max_items)
-    end
-  elseif t == "unknown" then
-    return ("has type `%s`, which this client cannot fill"):format(clean(f.wire_type))
-  end
-  return nil
-end
-
---- What a field takes, in a few words (on the right of its label).
----@param f acp.ElicitationField
----@return string
-local function hint(f)
-  local t = f.type
-  if t == "string" then
-    local fmt = ({ email = "email", uri = "URI", date = "date YYYY-MM-DD", ["date-time"] = "date and time" })[f.format or ""]
-    local s = fmt or "text"
-    if f.min_length and f.max_length then
-      s = ("%s, %d-%d chars"):format(s, f.min_length, f.max_length)
-    elseif f.max_length then
-      s = ("%s, up to %d chars"):format(s, f.max_length)
-    elseif f.min_length then
-      s = ("%s, at least %d chars"):format(s, f.min_length)
-    end
-    return s
-  elseif t == "integer" or t == "number" then
-    local s = t == "integer" and "whole number" or "number"
-    if f.minimum and f.maximum then
-      return ("%s, %s to %s"):format(s, num(f.minimum), num(f.maximum))
-    elseif f.minimum then
-      return ("%s, at least %s"):format(s, num(f.minimum))
-    elseif f.maximum then
-      return ("%s, at most %s"):format(s, num(f.maximum))
-    end
-    return s
-  elseif t == "boolean" then
-    return "yes or no"
-  elseif t == "enum" then
-    return "pick one"
-  elseif t == "multi_select" then
-    if f.min_items or f.max_items then
-      return ("pick %s to %s"):format(f.min_items or 0, f.max_items or "any")
-    end
-    return "pick any"
-  end
-  return "type " .. clean(f.wire_type)
-end
-
---- The choices drawn on a field's rows: enums and multi-selects have the
---- agent's, booleans yes and no.
----@param f acp.ElicitationField
----@return {value: any, title: string}[]?
-local function choices_of(f)
-  if f.type == "boolean" then
-    return { { value = true, title = "yes" }, { value = false, title = "no" } }
-  elseif f.type == "enum" or f.type == "multi_select" then
-    return f.choices or {}
-  end
-  return nil
-end
-
----@param v any
----@return string
-local function value_text(v)
-  if v == nil then
-    return ""
-  end
-  return clean(type(v) == "number" and num(v) or tostring(v))
-end
-
----@param st acp.FormState
----@param f acp.ElicitationField
----@param v any
----@return boolean
-local function picked(st, f, v)
-  local cur = st.values[f.name]
-  if f.type == "multi_select" then
-    return type(cur) == "table" and vim.tbl_contains(cur, v)
-  end
-  return cur == v
-end
-
---- The form's lines, highlights and rows.
----@param st acp.FormState
----@param compact? boolean no blank line between fields (a small terminal)
----@return string[] lines, {[1]: integer, [2]: integer, [3]: integer, [4]: string}[] hls
-local function layout(st, compact)
-  local e, W = st.e, st.width
-  local lines, hls = {}, {}
-  st.rows, st.stops, st.buttons = {}, {}, {}
-  local function add(line, hl, row)
-    lines[#lines + 1] = line
-    if hl then
-      hls[#hls + 1] = { #lines - 1, 0, -1, hl }
-    end
-    st.rows[#lines - 1] = row or {}
-    return #lines - 1
-  end
-  for _, l in ipairs(wrap(e.message ~= "" and e.message or "(no message)", W, "")) do
-    add(l, "AcpPermissionTitle")
-  end
-  if e.tool_title or e.tool_call_id then
-    add(fit("for tool call: " .. clean(e.tool_title or e.tool_call_id), W), "AcpNote")
-  end
-  local schema = type(e.requested_schema) == "table" and e.requested_schema or {}
-  if type(schema.title) == "string" and schema.title ~= "" then
-    add(fit(clean(schema.title), W), "Bold")
-  end
-  if type(schema.description) == "string" and schema.description ~= "" then
-    for _, l in ipairs(wrap(schema.description, W, "")) do
-      add(l, "AcpNote")
-    end
-  end
-  for i, f in ipairs(st.fields) do
-    if not compact or i == 1 then
-      add("")
-    end
-    local label = clean(f.label) .. (f.required and " *" or "")
-    local right = hint(f)
-    local room = W - vim.fn.strdisplaywidth(right) - 2
-    label = fit(label, math.max(room, 8))
-    local pad = math.max(W - vim.fn.strdisplaywidth(label) - vim.fn.strdisplaywidth(right), 2)
-    local row = add(label .. (" "):rep(pad) .. right, nil, { field = i })
-    hls[#hls + 1] = { row, 0, #label, "AcpFormLabel" }
-    hls[#hls + 1] = { row, #label + pad, -1, "AcpNote" }
-    local choices = choices_of(f)
-    if choices then
-      local multi = f.type == "multi_select"
-      local first
-      for ci, c in ipairs(choices) do
-        local on = picked(st, f, c.value)
-        local mark = multi and (on and "[x] " or "[ ] ") or (on and "(•) " or "( ) ")
-        local r = add(fit("  " .. mark .. clean(c.title), W), nil, { field = i, choice = ci })
-        hls[#hls + 1] = { r, 2, 2 + #mark, on and "AcpFormPicked" or "AcpNote" }
-        if on and not first then
-          first = r
-        end
-      end
-      if #choices == 0 then
-        add("  (the agent offered no choices)", "AcpNote", { field = i })
-      else
-        st.stops[#st.stops + 1] = first or (row + 1)
-      end
-    elseif f.type == "unknown" then
-      add(fit(("  (type `%s`: cannot be filled here)"):format(clean(f.wire_type)), W), "AcpNote", { field = i })
-    else
-      local text = st.texts[f.name] or value_text(st.values[f.name])
-      local inner = W - 4
-      local shown = fit(text, inner)
-      local r = add(
-        "  [" .. shown .. (" "):rep(math.max(inner - vim.fn.strdisplaywidth(shown), 0)) .. "]",
-        nil,
-        { field = i, value = true }
-      )
-      hls[#hls + 1] = { r, 3, 3 + #shown + math.max(inner - vim.fn.strdisplaywidth(shown), 0), "AcpFormInput" }
-      st.stops[#st.stops + 1] = r
-    end
-    if f.description and f.description ~= "" then
-      for _, l in ipairs(wrap(f.description, W, "  ")) do
-        add(l, "AcpNote", { field = i })
-      end
-    end
-    if st.errors[f.name] then
-      for _, l in ipairs(wrap("✗ " .. st.errors[f.name], W, "  ")) do
-        add(l, "AcpError", { field = i })
-      end
-    end
-  end
-  add("")
-  if st.notice then
-    for _, l in ipairs(wrap("✗ " .. st.notice, W, "")) do
-      add(l, "AcpError")
-    end
-  end
-  local line, col = "", 0
-  for bi, b in ipairs({ { "submit", "[ Submit ]" }, { "decline", "[ Decline ]" }, { "cancel", "[ Cancel ]" } }) do
-    local sep = bi == 1 and "" or "   "
-    line = line .. sep .. b[2]
-    col = col + #sep
-    st.buttons[#st.buttons + 1] = { name = b[1], from = col, to = col + #b[2] }
-    col = col + #b[2]
-  end
-  local r = add(line, "AcpPermissionKey", { buttons = true })
-  st.stops[#st.stops + 1] = r
-  return lines, hls
-end
 
 ---@param st acp.FormState
 ---@return boolean
@@ -542,32 +171,10 @@ end
 local function set(st, f, v, text)
   st.values[f.name] = v
   st.texts[f.name] = text
-  st.errors[f.name] = M.check(f, v, text)
+  st.errors[f.name] = fields.check(f, v, text)
   st.notice = nil
   -- The inline prompt in the chat and the vim.ui fallback start from these.
   st.e.values = vim.deepcopy(st.values)
-end
-
---- Turn typed text into a field's value: nil for empty text; numbers
---- parsed (text that is none is kept and named as the problem).
----@param f acp.ElicitationField
----@param text string
----@return any value, string? bad
-local function parse(f, text)
-  if text == "" then
-    return nil
-  end
-  if f.type == "integer" or f.type == "number" then
-    local n = tonumber(vim.trim(text))
-    if not n or n ~= n or n == math.huge or n == -math.huge then
-      return nil, text
-    end
-    if f.type == "integer" and n ~= math.floor(n) then
-      return nil, text
-    end
-    return n
-  end
-  return text
 end
 
 local stop_move
@@ -826,7 +433,7 @@ function M.submit(request_id)
   end
   local first
   for i, f in ipairs(st.fields) do
-    st.errors[f.name] = M.check(f, st.values[f.name], st.texts[f.name])
+    st.errors[f.name] = fields.check(f, st.values[f.name], st.texts[f.name])
     if st.errors[f.name] and not first then
       first = i
     end
@@ -836,7 +443,7 @@ function M.submit(request_id)
     draw(st, row_of(st, first))
     return false
   end
-  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = "accept", content = content(st) })
+  local ok, err = owner.respond(request_id, { action = "accept", content = content(st) })
   if not ok and M.forms[request_id] then
     -- The backend names each problem as "`label` why": draw each under its
     -- field, the whole sentence at the bottom.
@@ -862,7 +469,7 @@ function M.answer(request_id, action)
   if st and st.input_win then
     end_edit(st, true)
   end
-  local ok, err = require("acp.chat.view.elicitation").respond(request_id, { action = action })
+  local ok, err = owner.respond(request_id, { action = action })
   if not ok and st then
     st.notice = err
     draw(st)
@@ -882,7 +489,7 @@ function M.hide(request_id)
   local win, ret = st.win, st.return_win
   st.win = nil
   -- The chat's prompt shows the values typed so far.
-  require("acp.chat.view.elicitation").refresh(request_id)
+  owner.refresh(request_id)
   if win and vim.api.nvim_win_is_valid(win) then
     pcall(vim.api.nvim_win_close, win, true)
   end
@@ -949,7 +556,9 @@ end
 
 --- Open (or focus) the form of a pending form elicitation.
 ---@param e acp.Elicitation
-function M.open(e)
+---@param by acp.FormOwner the elicitation, answered through
+function M.open(e, by)
+  owner = by
   local st = M.forms[e.request_id]
   if st and shown(st) then
     vim.api.nvim_set_current_win(st.win)
@@ -981,7 +590,7 @@ function M.open(e)
       end
       if v ~= nil and f.type ~= "unknown" then
         st.values[f.name] = v
-        st.errors[f.name] = M.check(f, v)
+        st.errors[f.name] = fields.check(f, v)
       end
     end
     M.forms[e.request_id] = st

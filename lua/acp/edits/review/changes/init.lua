@@ -19,16 +19,21 @@
 
 local api = vim.api
 local util = require("acp.util")
-local sanitize = require("acp.sanitize")
+local turns = require("acp.edits.review.changes.turns")
+local sections = require("acp.edits.review.changes.sections")
+local record, turn_of = turns.record, turns.turn_of
+local shown_path, buffer_of, build, scope_text =
+  sections.shown_path, sections.buffer_of, sections.build, sections.scope_text
 
 local C = {}
+
+C.hunk_turn = turns.hunk_turn
 
 --- The view buffer's name.
 C.NAME = "acp://changes"
 
---- Lines of one hunk shown before the rest is summed up (a created file of
---- a million lines must not make a million-line view).
-C.MAX_HUNK_LINES = 200
+--- Lines of one hunk shown before the rest is summed up.
+C.MAX_HUNK_LINES = sections.MAX_HUNK_LINES
 
 --- Rows above the first file: title, help, blank.
 local TOP = 3
@@ -39,54 +44,6 @@ end
 
 local function review()
   return require("acp.edits.review")
-end
-
---- chat id -> hunk key -> the chat's turn when the hunk was first seen.
----@type table<string, table<string, integer>>
-local seen = {}
-
----@param h acp.ReviewHunk
----@return string
-local function hunk_key(h)
-  local old, new = h.old_lines or {}, h.new_lines or {}
-  -- A few bytes of its lines tell it from an old hunk of the same id; all
-  -- of them would keep a copy of every line ever reviewed.
-  local function bit(l)
-    return type(l) == "string" and l:sub(1, 64) or ""
-  end
-  return table.concat({ tostring(h.id), #old, #new, bit(old[1]), bit(new[1]), bit(new[#new]) }, "\0")
-end
-
---- The number of the chat's turn now (its transcript counts the prompts).
----@param chat_id string
----@return integer
-local function turn_of(chat_id)
-  local chat = require("acp.chat").get(chat_id)
-  return chat and chat.transcript and chat.transcript.turn or 0
-end
-
---- Remember the turn of hunks not seen before.
----@param chat_id string
----@param hunks acp.ReviewHunk[]
-local function record(chat_id, hunks)
-  local map = seen[chat_id] or {}
-  seen[chat_id] = map
-  local turn
-  for _, h in ipairs(hunks) do
-    local key = hunk_key(h)
-    if not map[key] then
-      turn = turn or turn_of(chat_id)
-      map[key] = turn
-    end
-  end
-end
-
---- The turn a hunk of a chat was first seen in (nil: not seen yet).
----@param chat_id string
----@param h acp.ReviewHunk
----@return integer?
-function C.hunk_turn(chat_id, h)
-  return (seen[chat_id] or {})[hunk_key(h)]
 end
 
 ---@class acp.ChangesScope
@@ -129,229 +86,6 @@ local function live()
     return view
   end
   view = nil
-end
-
----@param path string
----@return string
-local function shown_path(path)
-  return sanitize.line(vim.fn.fnamemodify(path, ":~:."))
-end
-
----@param line string
----@return string
-local function shown_line(line)
-  return sanitize.line((tostring(line):gsub("\t", string.rep(" ", vim.o.tabstop))))
-end
-
---- The loaded buffer of a file, if any.
----@param path string
----@return integer?
-local function buffer_of(path)
-  return require("acp.edits.fs").find_buffer(path)
-end
-
---- Conflict blocks in the file's buffer (they exist there only), as
---- {first, last, lines} with 0-based rows.
----@param path string
----@return table[]
-local function conflicts_of(path)
-  local buf = buffer_of(path)
-  if not buf or not api.nvim_buf_is_loaded(buf) then
-    return {}
-  end
-  local M = review()
-  -- The review tracks the blocks' first lines: most buffers have none, and
-  -- this runs on every review change of the file while the view is open.
-  if M.has_conflicts and not M.has_conflicts(buf) then
-    return {}
-  end
-  local out, lines = {}, api.nvim_buf_get_lines(buf, 0, -1, false)
-  local i = 1
-  while i <= #lines do
-    if lines[i] == M.CONFLICT_START then
-      local last
-      for j = i + 1, #lines do
-        if lines[j] == M.CONFLICT_END then
-          last = j
-          break
-        elseif lines[j] == M.CONFLICT_START then
-          break
-        end
-      end
-      if last then
-        out[#out + 1] = { first = i - 1, last = last - 1, lines = vim.list_slice(lines, i, last) }
-        i = last + 1
-      else
-        i = i + 1
-      end
-    else
-      i = i + 1
-    end
-  end
-  return out
-end
-
---- Whether a hunk of a chat is in the scope.
----@param scope acp.ChangesScope
----@param chat_id string
----@param h acp.ReviewHunk
----@return boolean
-local function in_scope(scope, chat_id, h)
-  if scope.kind == "all" then
-    return true
-  end
-  if chat_id ~= scope.chat_id then
-    return false
-  end
-  local map = seen[chat_id] or {}
-  local key = hunk_key(h)
-  if not map[key] then
-    -- Not seen in an event (asked before one came): it is new now.
-    map[key] = turn_of(chat_id)
-    seen[chat_id] = map
-  end
-  return map[key] >= (scope.turn or 0)
-end
-
---- Build the section of one file of one chat from its review, nil when
---- nothing of it is in the scope.
----@param scope acp.ChangesScope
----@param chat_id string
----@param path string
----@param rv? table the file's review (as its `review_changed` carried it)
----@return acp.ChangesSection?
-local function build(scope, chat_id, path, rv)
-  if type(rv) ~= "table" then
-    return nil
-  end
-  local all = type(rv.hunks) == "table" and rv.hunks or {}
-  record(chat_id, all)
-  local hunks = {}
-  for _, h in ipairs(all) do
-    if type(h) == "table" and tonumber(h.id) and in_scope(scope, chat_id, h) then
-      hunks[#hunks + 1] = h
-    end
-  end
-  local conflicts = conflicts_of(path)
-  -- A created or deleted empty file has no hunk: shown in the whole view.
-  local empty_change = #all == 0 and rv.status ~= "modified" and scope.kind == "all"
-  if #hunks == 0 and #conflicts == 0 and not empty_change then
-    return nil
-  end
-  local s = {
-    key = chat_id .. "\0" .. path,
-    chat_id = chat_id,
-    path = path,
-    status = tostring(rv.status or "modified"),
-    hunks = hunks,
-    conflicts = #conflicts,
-    added = 0,
-    removed = 0,
-    lines = {},
-    rows = {},
-    marks = {},
-  }
-  local function add(text, row, marks)
-    s.lines[#s.lines + 1] = text
-    s.rows[#s.rows + 1] = row
-    for _, m in ipairs(marks or {}) do
-      s.marks[#s.marks + 1] = { #s.lines - 1, m[1], m[2] }
-    end
-  end
-  for _, h in ipairs(hunks) do
-    s.added = s.added + #(h.new_lines or {})
-    s.removed = s.removed + #(h.old_lines or {})
-  end
-  -- The header: counted after the hunks, filled in below.
-  add("", { kind = "file", line = hunks[1] and (tonumber(hunks[1].new_start) or 0) + 1 or 1 })
-  for _, c in ipairs(conflicts) do
-    add(("conflict at line %d: resolve it in the buffer (<CR> opens it)"):format(c.first + 1), {
-      kind = "conflict",
-      line = c.first + 1,
-      conflict = true,
-    }, { { 0, { end_col = 8, hl_group = "AcpReviewSignConflict" } } })
-    local side = "AcpReviewConflictOurs"
-    for i, l in ipairs(c.lines) do
-      local hl = side
-      if i == 1 or i == #c.lines then
-        hl = "AcpReviewConflictMarker"
-      elseif l == review().CONFLICT_MID and side == "AcpReviewConflictOurs" then
-        hl, side = "AcpReviewConflictMarker", "AcpReviewConflictTheirs"
-      end
-      add(
-        " " .. shown_line(l),
-        { kind = "conflict", line = c.first + i, conflict = true },
-        { { 0, { line_hl_group = hl } } }
-      )
-    end
-  end
-  if #conflicts > 0 and #hunks > 0 then
-    -- The review may describe the agent's text past the conflicts (its
-    -- newer edit waits for them): decided once they are resolved.
-    add(
-      ("%d hunk%s wait until the conflicts are resolved"):format(#hunks, #hunks == 1 and "" or "s"),
-      { kind = "note", line = conflicts[1].first + 1 },
-      { { 0, { end_col = -1, hl_group = "AcpChangesHelp" } } }
-    )
-    s.hunks = {}
-    hunks = {}
-    s.added, s.removed = 0, 0
-  end
-  for _, h in ipairs(hunks) do
-    local old, new = h.old_lines or {}, h.new_lines or {}
-    local at = (tonumber(h.new_start) or 0) + 1
-    local head = ("@@ -%d,%d +%d,%d @@"):format((tonumber(h.old_start) or 0) + 1, #old, at, #new)
-    add(head, { kind = "hunk", hunk = h, line = at }, { { 0, { end_col = #head, hl_group = "AcpChangesHunk" } } })
-    local shown = 0
-    local function body(lines, sign, hl, line_of)
-      for i, l in ipairs(lines) do
-        if shown >= C.MAX_HUNK_LINES then
-          return
-        end
-        shown = shown + 1
-        add(sign .. shown_line(l), { kind = "hunk", hunk = h, line = line_of(i) }, { { 0, { line_hl_group = hl } } })
-      end
-    end
-    body(old, "-", "AcpReviewDelete", function()
-      return at
-    end)
-    body(new, "+", "AcpReviewAdd", function(i)
-      return at + i - 1
-    end)
-    if #old + #new > shown then
-      add(
-        ("  … %d more lines (<CR> opens the file)"):format(#old + #new - shown),
-        { kind = "hunk", hunk = h, line = at },
-        {
-          { 0, { end_col = -1, hl_group = "AcpChangesHelp" } },
-        }
-      )
-    end
-  end
-  local chats = #require("acp.chat").list > 1 and (" · chat %s"):format(chat_id) or ""
-  local counts = #s.hunks > 0
-      and ("%d hunk%s, +%d -%d"):format(#s.hunks, #s.hunks == 1 and "" or "s", s.added, s.removed)
-    or (s.conflicts > 0 and ("%d conflict%s"):format(s.conflicts, s.conflicts == 1 and "" or "s") or "no lines")
-  local name = shown_path(path)
-  s.lines[1] = ("%s  %s · %s%s"):format(name, s.status, counts, chats)
-  s.marks[#s.marks + 1] = { 0, 0, { end_col = #name, hl_group = "AcpChangesFile" } }
-  s.marks[#s.marks + 1] = { 0, #name, { end_col = #s.lines[1], hl_group = "AcpChangesCount" } }
-  add("", { kind = "note" })
-  return s
-end
-
----@param scope acp.ChangesScope
----@return string
-local function scope_text(scope)
-  if scope.kind == "all" then
-    return "All under review"
-  end
-  local now = turn_of(scope.chat_id)
-  local chat = #require("acp.chat").list > 1 and (" of chat %s"):format(scope.chat_id) or ""
-  if scope.turn >= now then
-    return ("Turn %d%s"):format(scope.turn, chat)
-  end
-  return ("Turns %d-%d%s"):format(scope.turn, now, chat)
 end
 
 --- The keys, in full and for narrow windows (80 columns with the chat
@@ -457,7 +191,7 @@ end
 ---@return acp.ChangesSection[]
 local function collect(scope)
   local out = {}
-  for _, chat in ipairs(require("acp.chat").list) do
+  for _, chat in ipairs(require("acp.chat.index").list) do
     if chat.session_id and (scope.kind == "all" or chat.chat_id == scope.chat_id) then
       for path in pairs(review().files) do
         local rv = review_of(chat.chat_id, path)
@@ -914,7 +648,7 @@ function C.scope(args)
         table.concat(args, " ")
       )
   end
-  local chat = require("acp.chat").current()
+  local chat = require("acp.chat.index").current()
   if not chat then
     return { kind = "all" }
   end
@@ -956,7 +690,7 @@ function C.show(args)
   if win ~= -1 then
     api.nvim_set_current_win(win)
   else
-    if require("acp.chat").of_buf(api.nvim_get_current_buf()) or vim.bo.buftype ~= "" then
+    if require("acp.chat.index").of_buf(api.nvim_get_current_buf()) or vim.bo.buftype ~= "" then
       -- From the chat: where files are shown (else a new window left of it).
       local target
       for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
