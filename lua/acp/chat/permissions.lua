@@ -6,7 +6,7 @@ local api = vim.api
 local util = require("acp.util")
 local permission = require("acp.chat.view.permission")
 
----@class acp.Chat
+---@class (partial) acp.Chat
 local Chat = {}
 
 --- The permission request the keys answer: the one under the cursor when the

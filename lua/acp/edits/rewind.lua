@@ -313,7 +313,7 @@ function M.edit_from(chat, row)
   local block = chat.transcript.view:block_at(row)
   local data = block and block.data
   local text = require("acp.chat.prompt").message_text(chat, row)
-  if not text or not data.prompt_turn then
+  if not text or not data or not data.prompt_turn then
     return false, "no prompt of yours under the cursor"
   end
   if data.rewound then
