@@ -43,6 +43,7 @@ function Chat:update_permission_keys()
   -- The prompt too (normal mode): the user is often there when the agent
   -- asks, and the transcript says "press 1-4". Counts come back when no
   -- permission is pending.
+  ---@type integer[]
   local bufs = { self.bufnr }
   if self.prompt_buf and api.nvim_buf_is_valid(self.prompt_buf) then
     bufs[2] = self.prompt_buf
