@@ -504,11 +504,12 @@ end
 --- `plan_removed`: the plan stays as one line marked removed.
 ---@param plan_id string
 function Transcript:_plan_removed(plan_id)
-  local known = (self.plans or {})[plan_id]
-  if not known then
+  local plans = self.plans
+  local known = plans and plans[plan_id]
+  if not plans or not known then
     return
   end
-  self.plans[plan_id] = nil
+  plans[plan_id] = nil
   if self.view.blocks[known.block.id] then
     local lines, hls = plan.render_removed(known.plan)
     self.view:replace(known.block, lines, hls)
