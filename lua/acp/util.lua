@@ -195,4 +195,22 @@ function M.display_path(path, cwd)
   return path
 end
 
+--- The loaded normal-file buffer of a path, if any.
+---@param path string absolute path
+---@return integer? buf
+function M.find_buffer(path)
+  if type(path) ~= "string" or path == "" then
+    return nil
+  end
+  local want = M.normalize_path(path)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= "" and (name == path or M.normalize_path(name) == want) then
+        return buf
+      end
+    end
+  end
+end
+
 return M

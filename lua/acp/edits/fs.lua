@@ -16,22 +16,7 @@ local M = {}
 local normalize = util.normalize_path
 
 --- The loaded normal-file buffer of a path, if any.
----@param path string absolute path
----@return integer? buf
-function M.find_buffer(path)
-  if type(path) ~= "string" or path == "" then
-    return nil
-  end
-  local want = normalize(path)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
-      local name = api.nvim_buf_get_name(buf)
-      if name ~= "" and (name == path or normalize(name) == want) then
-        return buf
-      end
-    end
-  end
-end
+M.find_buffer = util.find_buffer
 
 --- A buffer's version as the backend knows it (the `tick` of reports,
 --- reads and instructions): `b:changedtick` tagged with the buffer number.

@@ -569,7 +569,7 @@ function M.open(path)
   path = normalize(path)
   local entry = M.files[path]
   local line = entry and entry.chat_id and tonumber((entry.chats[entry.chat_id] or {}).first_line)
-  require("acp.chat.view.tool_call").jump({ path = path, line = line and (line + 1) or nil })
+  require("acp.chat.view.open").jump({ path = path, line = line and (line + 1) or nil })
   if entry then
     M.refresh(path)
   else

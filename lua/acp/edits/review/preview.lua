@@ -36,7 +36,7 @@ function M.preview(req)
   local old = d.old_text
   local new = d.new_text or ""
   local existed = fs.find_buffer(path) ~= nil
-  require("acp.chat.view.tool_call").jump({ path = path })
+  require("acp.chat.view.open").jump({ path = path })
   local buf = api.nvim_get_current_buf()
   local unborn = fs.is_unborn(buf)
   local text = unborn and "" or fs.buffer_text(buf)
@@ -47,7 +47,7 @@ function M.preview(req)
     local s, e = text:find(old, 1, true)
     if not s or not e then
       util.notify("the proposed edit does not match the buffer; showing it side by side", vim.log.levels.WARN)
-      require("acp.chat.view.tool_call").open_diff({ path = path, old = old, new = new })
+      require("acp.chat.view.open").open_diff({ path = path, old = old, new = new })
       return
     end
     proposed = text:sub(1, s - 1) .. new .. text:sub(e + 1)
