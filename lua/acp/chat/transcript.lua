@@ -560,6 +560,7 @@ function Transcript:_session_message(index, message)
     local v = sid and (self.subagents or {})[sid]
     return v and subagent.name(v.info) or (sid and ("session " .. sid)) or "?"
   end
+  ---@type string
   local label
   if to and (self.subagents or {})[to] then
     label = "⇢ to " .. name(to)
