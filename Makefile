@@ -15,6 +15,9 @@ release:
 
 # Lua is formatted by StyLua (.stylua.toml; pinned, installed from npm into
 # .cache/stylua by scripts/find-stylua.sh); `make fmt` formats both languages.
+# Its LuaCATS annotations are type-checked by emmylua_check (.emmyrc.lua; built
+# from crates.io into .cache/emmylua by scripts/find-luacheck.sh, once: minutes)
+# against scripts/lua-typecheck-baseline.txt, which only shrinks.
 # Module layering: no import cycle between the modules of any folder of the
 # three crates; the client core builds without the registry installer; no
 # require cycle between the plugin's Lua modules (a require inside a function
@@ -22,6 +25,7 @@ release:
 lint:
 	$(CARGO) fmt --all -- --check
 	"$$(scripts/find-stylua.sh)" --check $$(git ls-files '*.lua')
+	scripts/lua-typecheck.sh
 	python3 scripts/lua-requires.py lua/acp
 	python3 scripts/module-layers.py crates/acp-client/src crates/acp-nvim/src crates/acp-testkit/src
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

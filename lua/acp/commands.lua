@@ -6,7 +6,7 @@ local M = {}
 
 ---@class acp.Subcommand
 ---@field run fun(args: string[], cmd?: table) `cmd`: the user command's opts (range, line1, line2)
----@field complete? fun(arglead: string, words?: string[], n?: integer): string[] `n`: the index of the word completed (3 = the first argument)
+---@field complete? fun(arglead: string, words: string[], n: integer): string[] `n`: the index of the word completed (3 = the first argument)
 ---@field complete_second? boolean complete the second argument too
 ---@field desc string
 
@@ -452,6 +452,7 @@ M.subcommands.option = {
     local function pick_value(opt)
       local id = opt.id
       if args[2] then
+        ---@type string|boolean
         local v = args[2]
         if opt.type == "boolean" then
           v = (v == "true" or v == "on" or v == "1")

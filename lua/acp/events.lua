@@ -65,7 +65,7 @@ function handlers.auth_required(chat, ev)
 end
 
 function handlers.session(chat, ev, ctx)
-  local change = ev.change
+  local change = (ev --[[@as acp.ev.Session]]).change
   if not backlog.hold(chat, change) then
     chat:on_session_change(change)
   end
@@ -88,7 +88,7 @@ function handlers.permission_request(chat, ev)
 end
 
 function handlers.permission_cancelled(_, ev)
-  require("acp.chat.view.permission").cancelled(ev.request_id)
+  require("acp.chat.view.permission").cancelled((ev --[[@as acp.ev.PermissionCancelled]]).request_id)
 end
 
 function handlers.permission_auto(chat, ev)
@@ -99,7 +99,8 @@ function handlers.terminal(chat, ev)
   chat:on_terminal(ev)
 end
 
-function handlers.file_edited(chat, ev)
+function handlers.file_edited(chat, event)
+  local ev = event --[[@as acp.ev.FileEdited]]
   local path = ev.path
   if ev.kept_unsaved and ev.waiting then
     -- The review's sync tells whether the edit had to wait.
@@ -140,7 +141,7 @@ function handlers.turn_ended(chat, ev)
   fire("AcpTurnEnd", {
     session_id = chat.session_id,
     chat_id = chat.chat_id,
-    stop_reason = ev.stop_reason,
+    stop_reason = (ev --[[@as acp.ev.TurnEnded]]).stop_reason,
   })
 end
 
@@ -157,15 +158,15 @@ function handlers.logged_out(chat, ev)
 end
 
 function handlers.rewind_turns(chat, ev)
-  require("acp.edits.rewind").on_turns(chat, ev)
+  require("acp.edits.rewind").on_turns(chat, ev --[[@as acp.ev.RewindTurns]])
 end
 
 function handlers.rewind_preview(chat, ev)
-  require("acp.edits.rewind").on_preview(chat, ev)
+  require("acp.edits.rewind").on_preview(chat, ev --[[@as acp.ev.RewindPreview]])
 end
 
 function handlers.rewound(chat, ev)
-  require("acp.edits.rewind").on_rewound(chat, ev)
+  require("acp.edits.rewind").on_rewound(chat, ev --[[@as acp.ev.Rewound]])
 end
 
 --- Events that concern no chat, by type.
@@ -196,10 +197,10 @@ local global_handlers = {
     fire("AcpElicitationRequest", data)
   end,
   elicitation_cancelled = function(ev)
-    require("acp.chat.view.elicitation").cancelled(ev.request_id)
+    require("acp.chat.view.elicitation").cancelled((ev --[[@as acp.ElicitationCancelledEvent]]).request_id)
   end,
   elicitation_completed = function(ev)
-    require("acp.chat.view.elicitation").completed(ev.elicitation_id)
+    require("acp.chat.view.elicitation").completed((ev --[[@as acp.ElicitationCompletedEvent]]).elicitation_id)
   end,
 }
 for _, t in ipairs({
@@ -219,7 +220,7 @@ end
 local function handle(ev, ctx)
   local t = ev.type
   if t == "warning" then
-    util.notify(ev.message, vim.log.levels.WARN)
+    util.notify((ev --[[@as acp.ev.Warning]]).message, vim.log.levels.WARN)
     return
   end
   if global_handlers[t] then

@@ -117,6 +117,7 @@ local function headings()
   local function fg(name)
     return resolved(name).fg or title.fg
   end
+  ---@type table<string, vim.api.keyset.highlight>
   local own = {
     AcpMdH1 = { fg = title.fg, bold = true, underline = true },
     AcpMdH2 = { fg = fg("Function"), bold = true },

@@ -18,7 +18,8 @@ end
 --- Root directory of the plugin (the directory holding `lua/` and `target/`).
 ---@return string
 function M.plugin_root()
-  local src = debug.getinfo(1, "S").source
+  -- This function's own frame: getinfo(1) always has it.
+  local src = assert(debug.getinfo(1, "S")).source
   if src:sub(1, 1) == "@" then
     src = src:sub(2)
   end

@@ -287,6 +287,7 @@ end
 ---@param a table
 ---@param open fun(opts: acp.OpenOpts) opens a chat (the caller's, `require("acp").open`)
 local function actions(a, open)
+  ---@type {label: string, run: fun()}[]
   local choices = {
     {
       label = "Open a chat with it",

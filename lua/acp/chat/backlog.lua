@@ -24,7 +24,7 @@
 local M = {}
 
 ---@class acp.BacklogRun
----@field changes acp.SessionChange[] in order
+---@field changes acp.SessionChange[] oldest first
 ---@field turn integer user messages before the run
 ---@field agent boolean the agent wrote after the run's last user message (a new run may start)
 ---@field first integer the run's number: runs joined into it had the numbers after it
@@ -55,14 +55,20 @@ M.NEWEST_FIRST = true
 --- acp.chat.tail, once loaded: it sets itself here, as it draws the older
 --- turns through this module (a name of its own here would be a require
 --- cycle). Nil while no session end was drawn from a transcript.
----@type { shown: fun(chat_id: string): boolean, reconcile: fun(chat: acp.Chat, runs: table[], users: integer): integer, drop: fun(chat_id: string) }?
+---@class acp.BacklogTail
+---@field shown fun(chat_id: string): boolean
+---@field reconcile fun(chat: acp.Chat, runs: table[], users: integer): integer
+---@field drop fun(chat_id: string)
+
+---@type acp.BacklogTail?
 M.tail = nil
 
 --- True while the chat's history is held here.
 ---@param chat_id string
 ---@return boolean
 function M.holding(chat_id)
-  return held[chat_id] ~= nil or (M.tail ~= nil and M.tail.shown(chat_id))
+  local tail = M.tail --[[@as acp.BacklogTail?]]
+  return held[chat_id] ~= nil or (tail ~= nil and tail.shown(chat_id))
 end
 
 --- Whether a `session` event of this chat would be held: the chat is still
@@ -79,7 +85,7 @@ function M.would_hold(chat)
   end
   -- The end of the session drawn from the transcript (acp.chat.tail) waits for
   -- the replay to be reconciled with.
-  local tail = M.tail
+  local tail = M.tail --[[@as acp.BacklogTail?]]
   return tail ~= nil and tail.shown(id) or (M.NEWEST_FIRST and chat.transcript.view.empty)
 end
 
@@ -351,7 +357,7 @@ function M.release(chat)
     b.timer = nil
   end
   local runs = b and b.runs or {}
-  local tail = M.tail
+  local tail = M.tail --[[@as acp.BacklogTail?]]
   local older = tail and tail.reconcile(chat, runs, b and b.users or 0) or #runs
   if #runs == 0 then
     return

@@ -9,7 +9,7 @@ local M = {}
 
 ---@type table<string, acp.Chat>
 M.chats = {}
----@type acp.Chat[] in creation order
+---@type acp.Chat[] oldest first
 M.list = {}
 ---@type string? the chat used by commands when the cursor is in no chat
 M.last_id = nil

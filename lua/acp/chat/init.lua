@@ -18,7 +18,7 @@ local M = {}
 
 ---@alias acp.ChatStatus "opening"|"ready"|"busy"|"cancelling"|"failed"|"dead"|"closed"|"readonly"
 
----@class acp.Chat
+---@class (partial) acp.Chat
 ---@field chat_id string id shared with the backend
 ---@field n integer number in the buffer name `acp://chat/<n>`
 ---@field bufnr integer transcript buffer
@@ -42,7 +42,7 @@ local M = {}
 ---@field capabilities? table
 ---@field terminals table<string, acp.TerminalState>
 ---@field digit_keys boolean digit keys are mapped (a permission is pending)
----@field readonly? boolean a transcript reopened from its file: no session, no prompts
+---@field ["readonly"]? boolean a transcript reopened from its file: no session, no prompts
 ---@field transcript_path? string where the backend writes this session's transcript
 ---@field auth_methods? table[] the agent's auth methods, after `auth_required`
 ---@field opening? table the load/resume/auth options of the running `acp.open`
@@ -51,6 +51,7 @@ local M = {}
 ---@field history_pos? integer position in the prompt history while recalling
 ---@field history_draft? string[] what was in the prompt when recalling began
 ---@field prompt_ft? string the prompt's filetype, until it is set (set_prompt_filetype)
+---@field rewind_pending? {turn?: integer, preview?: boolean, edit?: string} a rewind sent to the backend, until its answer (acp.edits.rewind)
 local Chat = {}
 Chat.__index = Chat
 

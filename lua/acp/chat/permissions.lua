@@ -6,7 +6,7 @@ local api = vim.api
 local util = require("acp.util")
 local permission = require("acp.chat.view.permission")
 
----@class acp.Chat
+---@class (partial) acp.Chat
 local Chat = {}
 
 --- The permission request the keys answer: the one under the cursor when the
@@ -43,6 +43,7 @@ function Chat:update_permission_keys()
   -- The prompt too (normal mode): the user is often there when the agent
   -- asks, and the transcript says "press 1-4". Counts come back when no
   -- permission is pending.
+  ---@type integer[]
   local bufs = { self.bufnr }
   if self.prompt_buf and api.nvim_buf_is_valid(self.prompt_buf) then
     bufs[2] = self.prompt_buf

@@ -5,7 +5,7 @@
 local util = require("acp.util")
 local config = require("acp.config")
 
----@class acp.Chat
+---@class (partial) acp.Chat
 local Chat = {}
 
 ---@param ev acp.ev.SessionStarted

@@ -33,7 +33,7 @@ local M = {}
 ---@class acp.SubagentView
 ---@field info acp.Subagent
 ---@field block? acp.Block
----@field items acp.SubagentItem[] in arrival order
+---@field items acp.SubagentItem[] oldest first
 ---@field by_index table<integer, acp.SubagentItem> child entry index -> item
 ---@field folded boolean the block was folded when the child went idle
 

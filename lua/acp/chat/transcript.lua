@@ -504,11 +504,12 @@ end
 --- `plan_removed`: the plan stays as one line marked removed.
 ---@param plan_id string
 function Transcript:_plan_removed(plan_id)
-  local known = (self.plans or {})[plan_id]
-  if not known then
+  local plans = self.plans
+  local known = plans and plans[plan_id]
+  if not plans or not known then
     return
   end
-  self.plans[plan_id] = nil
+  plans[plan_id] = nil
   if self.view.blocks[known.block.id] then
     local lines, hls = plan.render_removed(known.plan)
     self.view:replace(known.block, lines, hls)
@@ -551,7 +552,7 @@ end
 --- A message between sessions (`session_message`) in this session: one
 --- block per message, replaced in place as it streams.
 ---@param index integer
----@param message table
+---@param message acp.SessionMessage
 function Transcript:_session_message(index, message)
   local to = message.recipient_session_id
   local from = message.sender_session_id
@@ -559,6 +560,7 @@ function Transcript:_session_message(index, message)
     local v = sid and (self.subagents or {})[sid]
     return v and subagent.name(v.info) or (sid and ("session " .. sid)) or "?"
   end
+  ---@type string
   local label
   if to and (self.subagents or {})[to] then
     label = "⇢ to " .. name(to)

@@ -5,7 +5,7 @@
 local api = vim.api
 local util = require("acp.util")
 
----@class acp.Chat
+---@class (partial) acp.Chat
 local Chat = {}
 
 ---@return boolean the prompt input holds no text

@@ -7,7 +7,7 @@ local util = require("acp.util")
 local config = require("acp.config")
 local permission = require("acp.chat.view.permission")
 
----@class acp.Chat
+---@class (partial) acp.Chat
 local Chat = {}
 
 ---@return integer[] windows showing the transcript

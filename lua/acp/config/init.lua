@@ -87,7 +87,8 @@ end
 --- Validate and apply options. Invalid options are left out (their defaults
 --- apply) and named in the returned errors; everything valid applies.
 ---@param opts? table
----@return boolean ok false when some options were left out, string[] errors
+---@return boolean ok false when some options were left out
+---@return string[] errors
 function M.setup(opts)
   local errors
   opts, errors = M.sanitize(opts)

@@ -70,7 +70,7 @@ end
 ---@field path string
 ---@field modified boolean unsaved changes
 ---@field current boolean the buffer of the current window
----@field cursor? {line: integer, column: integer} in the last window showing it (1-based line, 0-based byte column)
+---@field cursor? {line: integer, column: integer} of the last window showing it (1-based line, 0-based byte column)
 ---@field selection? {start: {line: integer, column: integer}, ["end"]: {line: integer, column: integer}} the last visual selection
 
 --- The open files with their modified flag, cursor and last visual selection.

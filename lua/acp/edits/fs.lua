@@ -147,7 +147,8 @@ local function apply_minimal(buf, old, new)
   end)
   local first = true
   for i = #hunks, 1, -1 do
-    local sa, ca, sb, cb = unpack(hunks[i])
+    local h = hunks[i]
+    local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
     local replacement = {}
     for j = sb, sb + cb - 1 do
       replacement[#replacement + 1] = new[j]

@@ -84,8 +84,11 @@ function M.format_turn(t)
   )
 end
 
+---@class acp.ev.RewindTurns: acp.Event
+---@field turns acp.RewindTurn[]
+
 ---@param chat acp.Chat
----@param ev {turns: acp.RewindTurn[]}
+---@param ev acp.ev.RewindTurns
 function M.on_turns(chat, ev)
   chat.rewind_pending = nil
   local turns = ev.turns or {}
@@ -122,10 +125,15 @@ function M.on_turns(chat, ev)
   end)
 end
 
+---@class acp.ev.RewindPreview: acp.Event
+---@field turn integer
+---@field files {path: string, now?: string, ["then"]?: string}[]
+---@field reason? string
+
 --- The preview: every file's change as a unified diff, in a scratch buffer
 --- (`R` rewinds, `q` closes).
 ---@param chat acp.Chat
----@param ev {turn: integer, files: {path: string, now?: string, ["then"]?: string}[], reason?: string}
+---@param ev acp.ev.RewindPreview
 function M.on_preview(chat, ev)
   chat.rewind_pending = nil
   if ev.reason then
@@ -211,8 +219,20 @@ local function drop_buffers(paths)
   return kept
 end
 
+---@class acp.ev.Rewound: acp.Event
+---@field turn integer
+---@field ok boolean
+---@field reason? string
+---@field restored string[]
+---@field removed string[]
+---@field failed string[]
+---@field context? string
+---@field checkpoints? string
+---@field forked? boolean
+---@field fork_note? string
+
 ---@param chat acp.Chat
----@param ev {turn: integer, ok: boolean, reason?: string, restored: string[], removed: string[], failed: string[], context?: string, checkpoints?: string, forked?: boolean, fork_note?: string}
+---@param ev acp.ev.Rewound
 function M.on_rewound(chat, ev)
   local pending = chat.rewind_pending or {}
   chat.rewind_pending = nil
@@ -293,7 +313,7 @@ function M.edit_from(chat, row)
   local block = chat.transcript.view:block_at(row)
   local data = block and block.data
   local text = require("acp.chat.prompt").message_text(chat, row)
-  if not text or not data.prompt_turn then
+  if not text or not data or not data.prompt_turn then
     return false, "no prompt of yours under the cursor"
   end
   if data.rewound then

@@ -24,6 +24,7 @@ local M = {}
 ---@field source? acp.BackendSource where the running backend came from
 ---@field exit_reported table<integer, boolean> jobs whose death was reported
 ---@field greeting? acp.Greeting the handshake sent as a notification, not answered yet
+---@field review_ended integer files whose review ended with the backend the last stop() stopped
 
 ---@class acp.Greeting
 ---@field job integer

@@ -47,6 +47,14 @@ local M = {}
 ---@field locations acp.ToolCallLocation[]
 ---@field raw_input? any
 ---@field raw_output? any
+---@field agent_terminal? acp.AgentTerminal the terminal the agent runs itself for this call, from `_meta`
+
+---@class acp.AgentTerminal
+---@field terminal_id string the terminal_id of the tool call's content
+---@field output string the newest output (a tail)
+---@field truncated boolean older output was dropped
+---@field exit? {exit_code?: integer, signal?: string} how it ended, once it did
+---@field command? string the command line, when the agent reported it
 
 ---@class acp.ToolCallFields A tool call as a permission request carries it.
 ---@field tool_call_id string
@@ -69,8 +77,8 @@ local M = {}
 
 ---@class acp.PlanEntry
 ---@field content string
----@field priority string
----@field status string
+---@field priority string high|medium|low (unknown values kept)
+---@field status string pending|in_progress|completed (unknown values kept)
 
 ---@class acp.SessionMode
 ---@field id string
@@ -131,8 +139,8 @@ local M = {}
 -- Session changes ---------------------------------------------------------------
 
 ---@class acp.SessionChange
----@field change "entry_added"|"text_appended"|"message_replaced"|"tool_call_changed"|"plan_replaced"|"mode_changed"|"modes_changed"|"config_options_changed"|"commands_changed"|"usage_changed"|"info_changed"
----@field index? integer entry_added, text_appended, message_replaced, tool_call_changed: the entry
+---@field change "entry_added"|"text_appended"|"message_replaced"|"tool_call_changed"|"plan_replaced"|"plan_updated"|"plan_removed"|"subagent_changed"|"child"|"session_message_changed"|"mode_changed"|"modes_changed"|"config_options_changed"|"commands_changed"|"usage_changed"|"notice"|"compaction_changed"|"turn_usage"|"info_changed"|"unknown"
+---@field index? integer entry_added, text_appended, message_replaced, tool_call_changed, session_message_changed: the entry
 ---@field entry? acp.Entry entry_added, message_replaced (the whole message now)
 ---@field content? acp.ContentBlock text_appended
 ---@field message_id? string text_appended
@@ -142,9 +150,37 @@ local M = {}
 ---@field available_modes? acp.SessionMode[] modes_changed
 ---@field config_options? acp.ConfigOption[] config_options_changed
 ---@field available_commands? acp.Command[] commands_changed
----@field usage? acp.Usage usage_changed
----@field title? string info_changed
+---@field usage? acp.Usage|acp.TurnUsage usage_changed (context window); turn_usage (tokens of the turn)
+---@field plan? acp.PlanDocument plan_updated
+---@field plan_id? string plan_removed
+---@field subagent? acp.Subagent subagent_changed
+---@field session_id? string child: the subagent's session
+---@field child_change? acp.SessionChange child: the change in that session
+---@field message? acp.SessionMessage session_message_changed
+---@field severity? string notice
+---@field title? string info_changed; notice
+---@field description? string notice
+---@field id? string compaction_changed
+---@field status? string compaction_changed
+---@field summary? acp.ContentBlock[] compaction_changed
+---@field error? string compaction_changed
 ---@field updated_at? string info_changed
+---@field kind? string unknown: the update's kind
+---@field raw? any unknown: the update as the agent sent it
+
+---@class acp.TurnUsage Tokens one turn used (`turn_usage`).
+---@field total integer
+---@field input integer
+---@field output integer
+---@field thought? integer
+---@field cached_read? integer
+---@field cached_write? integer
+
+---@class acp.SessionMessage A message between two sessions (`session_message_changed`).
+---@field message_id string
+---@field sender_session_id? string
+---@field recipient_session_id? string
+---@field content acp.ContentBlock[]
 
 -- Events ---------------------------------------------------------------------------
 
@@ -270,6 +306,7 @@ local M = {}
 ---@field id string
 ---@field message string
 ---@field cancelled boolean
+---@field unverified boolean refused only for want of the binary's SHA-256: ask, then install with allow_unverified
 
 ---@class acp.ev.AgentRemoved: acp.Event
 ---@field id string
@@ -293,9 +330,9 @@ local M = {}
 
 ---@class acp.ReviewHunk
 ---@field id integer
----@field old_start integer
+---@field old_start integer 0-based
 ---@field old_lines string[]
----@field new_start integer
+---@field new_start integer 0-based
 ---@field new_lines string[]
 
 ---@class acp.ReviewFile A file's whole review, as `review_changed` carries it.

@@ -56,6 +56,10 @@ function M.at(view, row)
   end
 end
 
+---@param lines string[] the buffer's rows from `sr` on
+---@param sr integer the buffer row (0-based) of lines[1]
+---@param open {row: integer, indent: integer, lang: string} the opening fence
+---@param close_row integer the closing fence's row (or one past the block's end)
 ---@return acp.CodeBlock
 function M._make(lines, sr, open, close_row)
   local code = {}

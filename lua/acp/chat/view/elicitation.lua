@@ -23,7 +23,7 @@ local util = require("acp.util")
 local M = {}
 
 ---@class acp.ElicitationChoice
----@field value string
+---@field value any an enum's value (as the agent sent it); a boolean's true/false; vim.NIL for "no value"
 ---@field title string
 
 ---@class acp.ElicitationField

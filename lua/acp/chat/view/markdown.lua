@@ -129,10 +129,11 @@ local function inline(ctx, row, line, s, e, depth)
   local hidden = 0
   local i = s
   while i <= e do
-    i = line:find("[`*_~%[\\]", i)
-    if not i or i > e then
+    local at = line:find("[`*_~%[\\]", i)
+    if not at or at > e then
       break
     end
+    i = at
     local c = line:sub(i, i)
     if c == "\\" then
       if line:sub(i + 1, i + 1):match("%p") then
@@ -149,7 +150,7 @@ local function inline(ctx, row, line, s, e, depth)
       local close
       while true do
         local a, b = line:find("`+", j)
-        if not a or b > e then
+        if not a or not b or b > e then
           break
         end
         if b - a + 1 == k then
@@ -170,7 +171,7 @@ local function inline(ctx, row, line, s, e, depth)
     elseif c == "[" then
       local text_end = line:find("]", i + 1, true)
       local url_end = text_end and line:sub(text_end + 1, text_end + 1) == "(" and line:find(")", text_end + 2, true)
-      if url_end and url_end <= e then
+      if text_end and url_end and url_end <= e then
         conceal(ctx, row, i - 1, i)
         conceal(ctx, row, text_end - 1, url_end)
         hl(ctx, row, i, text_end - 1, "AcpMdLink")
@@ -375,7 +376,12 @@ local function align(ctx, start, t, last, lines)
         local how = r.delimiter and "left" or aligns[n] or "left"
         -- Before the cell (after its opening pipe) and/or before its
         -- closing pipe.
-        local before = how == "right" and pad or (how == "center" and math.floor(pad / 2) or 0)
+        local before = 0
+        if how == "right" then
+          before = pad
+        elseif how == "center" then
+          before = math.floor(pad / 2)
+        end
         if before > 0 then
           pad_at(r, r.ps[n], before)
         end
@@ -503,7 +509,7 @@ local function text_line(ctx, st, row, off, line, prev_line)
   end
   st.table = nil
   local hashes, rest = line:match("^(#+)%s+()")
-  if hashes and #hashes <= 6 then
+  if hashes and rest and #hashes <= 6 then
     conceal(ctx, row, 0, rest - 1)
     hl(ctx, row, rest - 1, #line, "AcpMdH" .. #hashes)
     inline_line(ctx, row, line, rest)

@@ -15,7 +15,6 @@ local M = {}
 ---@class acp.PermissionRequest
 ---@field request_id integer
 ---@field chat_id string
----@field session_id? string
 ---@field tool_call table
 ---@field options acp.PermissionOption[]
 
@@ -148,7 +147,6 @@ function M.add(chat_id, ev)
   local req = {
     request_id = ev.request_id,
     chat_id = chat_id,
-    session_id = ev.session_id,
     tool_call = ev.tool_call or {},
     options = ev.options or {},
   }

@@ -2,10 +2,7 @@
 
 local M = {}
 
----@class acp.PlanEntry
----@field content string
----@field priority string high|medium|low (unknown values kept)
----@field status string pending|in_progress|completed (unknown values kept)
+-- acp.PlanEntry is annotated in acp.rpc.protocol.
 
 local STATUS = {
   pending = { "[ ]", "AcpPlanPending" },

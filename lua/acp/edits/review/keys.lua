@@ -47,7 +47,7 @@ local function report_edits(buf)
         timer:stop()
         timer:close()
       end
-      local t = util.uv.new_timer()
+      local t = assert(util.uv.new_timer())
       timer = t
       t:start(
         state.USER_EDIT_DEBOUNCE_MS,

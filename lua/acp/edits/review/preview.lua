@@ -48,7 +48,7 @@ function P.preview(req)
     proposed = new
   else
     local s, e = text:find(old, 1, true)
-    if not s then
+    if not s or not e then
       util.notify("the proposed edit does not match the buffer; showing it side by side", vim.log.levels.WARN)
       require("acp.chat.view.open").open_diff({ path = path, old = old, new = new })
       return
@@ -68,7 +68,7 @@ function P.preview(req)
   local width = math.max(vim.o.columns - 10, 20)
   local first_row, above = nil, 0
   for _, h in ipairs(util.diff_indices(norm(text), norm(proposed))) do
-    local sa, ca, sb, cb = unpack(h)
+    local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
     local start = ca == 0 and sa or (sa - 1)
     for r = start, start + ca - 1 do
       set_mark(

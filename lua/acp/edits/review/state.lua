@@ -20,12 +20,7 @@ M.CONFLICT_START = "<<<<<<< buffer"
 M.CONFLICT_MID = "======="
 M.CONFLICT_END = ">>>>>>> agent"
 
----@class acp.ReviewHunk
----@field id integer
----@field old_start integer 0-based
----@field old_lines string[]
----@field new_start integer 0-based
----@field new_lines string[]
+-- acp.ReviewHunk (a hunk of acp.ReviewFile) is annotated in acp.rpc.protocol.
 
 ---@class acp.ReviewItem one thing the keys act on, in buffer rows (0-based)
 ---@field kind "hunk"|"conflict"

@@ -62,6 +62,9 @@ local function is_date(s)
     return false
   end
   y, m, d = tonumber(y), tonumber(m), tonumber(d)
+  if not y or not m or not d then
+    return false
+  end
   local leap = (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0
   local days = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[m]
   return days ~= nil and d >= 1 and d <= days

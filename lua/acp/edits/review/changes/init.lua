@@ -73,7 +73,7 @@ end
 ---@class acp.ChangesView
 ---@field buf integer
 ---@field scope acp.ChangesScope
----@field sections acp.ChangesSection[] in path order
+---@field sections acp.ChangesSection[] sorted by path
 ---@field fresh? true drawn by `:Acp changes` just before its window shows it (no second draw on entering)
 
 ---@type acp.ChangesView?
