@@ -170,11 +170,12 @@ end
 M.ASSIST_MS = 1
 
 --- A few bounded collector steps (`collectgarbage("step")`, the user's
---- collector settings untouched) after a slice or an event batch, so that
---- the collector's cycle goes on between callbacks instead of ending inside
---- whichever one allocates most (a 2,000-turn load's event batches decoded
---- by Neovim: a cycle's end of 27 ms of CPU in one of them, its longest
---- wait; with these steps 10-21 ms, bench/tui_long.lua on a loaded machine).
+--- collector settings untouched) after an event batch (acp.events), so that
+--- the collector's cycle goes on between the batches of a long load instead
+--- of ending inside the one whose decoding allocates when it is due (27 ms
+--- of CPU in one wait of a 2,000-turn load in bench/tui_long.lua). Not after
+--- each replay slice: there the steps started cycles of their own, 2 s more
+--- CPU over that load (4.5 s -> 6.5 s).
 function M.assist()
   local t = uv.hrtime()
   repeat
@@ -214,7 +215,6 @@ pump = function()
   if #order > 0 or #behind_order > 0 then
     schedule()
   end
-  M.assist()
 end
 
 --- Queue `fn(a, b)` after the chat's other queued work. An `fn` that
