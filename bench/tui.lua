@@ -51,6 +51,7 @@ local t = Tmux.start({
     ACP_BENCH_BIN_DIR = os.getenv("ACP_BENCH_BIN_DIR"),
     ACP_BENCH_SLICE_MS = os.getenv("ACP_BENCH_SLICE_MS"),
     ACP_BENCH_NEWEST_FIRST = os.getenv("ACP_BENCH_NEWEST_FIRST"),
+    ACP_BENCH_GC = os.getenv("ACP_BENCH_GC"),
     COMPARE_DIR = os.getenv("COMPARE_DIR") or "",
     PLENARY_DIR = os.getenv("PLENARY_DIR") or "",
     AGENTIC_DIR = os.getenv("AGENTIC_DIR") or "",

@@ -225,6 +225,13 @@ local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
 local phase_max = { loading = 0, filling = 0 }
 local stall_cpu_max = 0
+-- ACP_BENCH_GC=log (a diagnosis, not a measurement): each wait of 16 ms or
+-- more with the Lua heap before and after it (a drop: a collector cycle
+-- ended inside), event batches of over 10 ms of CPU, backlog.release's CPU
+-- and allocation with the collector stopped around it, and the CPU and time
+-- of the prompt's filetype (the user's FileType autocommands), also when it
+-- comes after the load; =stop: no collector during the load.
+local gclog = {}
 local dispatch_max_cpu, dispatch_max_events, dispatch_max_kinds = 0, 0, ""
 local last_marker = ("End of answer %d."):format(TURNS)
 local marker_in_buf = false
@@ -379,6 +386,9 @@ local function finish(backend_pid, cpu0, bcpu0)
   for k, v in pairs(after_load(backend_pid)) do
     result[k] = v
   end
+  if #gclog > 0 then
+    result.gclog = gclog
+  end
   write_out("RESULT " .. vim.json.encode(result))
   pcall(require("acp.rpc.backend").stop)
   vim.fn.delete(dir, "rf")
@@ -488,11 +498,15 @@ local function run()
   -- The capture above left the garbage of a whole load (a user's editor has
   -- not just loaded the session unseen): collected before the clock starts.
   collectgarbage("collect")
+  local GC = os.getenv("ACP_BENCH_GC") or ""
+  if GC == "stop" then
+    collectgarbage("stop")
+  end
   local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
   t0 = uv.hrtime()
   local events = require("acp.events")
   local dispatch = events.dispatch
-  events.dispatch = function(evs)
+  events.dispatch_inner = function(evs)
     local t, c = uv.hrtime(), thread_cpu_ms()
     dispatch(evs)
     if not total_ms then
@@ -507,6 +521,7 @@ local function run()
       end
     end
   end
+  events.dispatch = events.dispatch_inner
   -- What was drawn from the transcript going (the replay differed: it is
   -- drawn in its place) is counted: the bench expects it kept.
   local Transcript = require("acp.chat.transcript")
@@ -516,6 +531,48 @@ local function run()
     return reset(...)
   end
   -- As `:Acp sessions` opens it: the open sent as a notification.
+  if GC == "log" then
+    local Chat = require("acp.chat").Chat
+    local spf = Chat.set_prompt_filetype
+    Chat.set_prompt_filetype = function(self)
+      local c = os.clock()
+      spf(self)
+      gclog[#gclog + 1] = ("set_prompt_filetype %s cpu %.1f at %.0f"):format(
+        self == chat and "load" or "other",
+        (os.clock() - c) * 1e3,
+        (uv.hrtime() - t0) / 1e6
+      )
+    end
+    local backlog = require("acp.chat.backlog")
+    local release = backlog.release
+    backlog.release = function(...)
+      local c, k = os.clock(), collectgarbage("count")
+      collectgarbage("stop")
+      release(...)
+      local c1, k1 = os.clock(), collectgarbage("count")
+      collectgarbage("restart")
+      gclog[#gclog + 1] = ("release nogc cpu %.1f alloc %.2f MB at %.0f"):format(
+        (c1 - c) * 1e3,
+        (k1 - k) / 1024,
+        (uv.hrtime() - t0) / 1e6
+      )
+    end
+    events.dispatch = function(evs)
+      local c, k = os.clock(), collectgarbage("count")
+      local r = events.dispatch_inner(evs)
+      local cpu = os.clock() - c
+      if cpu > 0.010 and not total_ms then
+        gclog[#gclog + 1] = ("dispatch %.0f@%.0f heap %.1f->%.1f n%d"):format(
+          cpu * 1e3,
+          (uv.hrtime() - t0) / 1e6,
+          k / 1024,
+          collectgarbage("count") / 1024,
+          #evs
+        )
+      end
+      return r
+    end
+  end
   local oc = thread_cpu_ms()
   chat = require("acp").open({ agent = "long", cwd = dir, load_session_id = "long", background = true })
   open_ms = (uv.hrtime() - t0) / 1e6
@@ -567,11 +624,21 @@ local function run()
   end)
   timer:start(5, 5, function()
     local t, c = uv.hrtime(), thread_cpu_ms()
+    local k0 = collectgarbage("count")
     vim.schedule(function()
       if timer:is_closing() then
         return
       end
       local d = (uv.hrtime() - t) / 1e6
+      if GC == "log" and d >= 16 and not total_ms then
+        gclog[#gclog + 1] = ("%.0f@%.0f cpu %.0f heap %.1f->%.1f MB"):format(
+          d,
+          (t - t0) / 1e6,
+          thread_cpu_ms() - c,
+          k0 / 1024,
+          collectgarbage("count") / 1024
+        )
+      end
       if not total_ms then
         stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - c)
       end

@@ -49,10 +49,9 @@ local handlers = {}
 function handlers.session_started(chat, ev)
   chat:on_session_started(ev)
   if chat.prompt_ft then
-    -- After the redraw that shows the chat ready: a timer (see acp.chat.replay).
-    vim.defer_fn(function()
-      chat:set_prompt_filetype()
-    end, 0)
+    -- After the redraw that shows the chat ready: a timer (see acp.chat.replay);
+    -- after a loaded history is drawn.
+    chat:set_prompt_filetype_later(0)
   end
 end
 
@@ -294,6 +293,7 @@ function M.dispatch(events)
   if first_err then
     util.notify("an event could not be shown: " .. tostring(first_err), vim.log.levels.ERROR)
   end
+  replay.assist()
 end
 
 return M

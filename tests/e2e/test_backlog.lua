@@ -116,9 +116,9 @@ local function draw(changes, newest)
   replay.SLICE_MS = 0
   local behind = 0
   local push_behind = replay.push_behind
-  replay.push_behind = function(...)
-    behind = behind + 1
-    return push_behind(...)
+  replay.push_behind = function(chat_id, fn, a, b)
+    behind = behind + backlog.runs_in(fn, b)
+    return push_behind(chat_id, fn, a, b)
   end
   local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
   local evs = {}

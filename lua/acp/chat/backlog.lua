@@ -340,6 +340,66 @@ local function draw_tail(chat, change)
   chat.transcript:apply(change)
 end
 
+--- Draw the older runs `a.runs[a.feed.at]` down to the first, one job at a
+--- time (acp.chat.replay's `push_behind` protocol: true while there is more).
+---@param chat acp.Chat
+---@param a {runs: acp.BacklogRun[], feed: {at: integer, job?: acp.BacklogJob}}
+---@return boolean
+local function draw_runs(chat, a)
+  local feed, runs = a.feed, a.runs
+  local i = feed.at
+  if i < 1 then
+    return false
+  end
+  if not chat.transcript.view:valid() then
+    return false
+  end
+  local job = feed.job
+  if not job then
+    local run = runs[i]
+    ---@type acp.BacklogJob
+    job = {
+      chat = chat,
+      run = run,
+      next = 1,
+      state = {
+        entries = {},
+        tools = {},
+        turn = run.turn,
+        side = i > 1 and "agent" or nil,
+        after_header = false,
+      },
+    }
+    feed.job = job
+  end
+  local ok, more = pcall(draw_older, job)
+  if ok and more then
+    return true
+  end
+  if not ok then
+    -- This run is lost, not the older ones (each was a queue item of its own).
+    require("acp.util").notify("history could not be shown: " .. tostring(more), vim.log.levels.ERROR)
+  end
+  feed.job = nil
+  runs[i] = nil
+  feed.at = i - 1
+  return feed.at >= 1
+end
+
+M.draw_runs = draw_runs
+
+--- The older runs a queue item of `push_behind` draws (for tests: a
+--- `draw_runs` item draws several, one at a time; any other item one).
+---@param fn function
+---@param a any its second argument
+---@return integer
+function M.runs_in(fn, a)
+  if fn == draw_runs then
+    return a.feed.at
+  end
+  return 1
+end
+
 --- Let go of a chat's held history: its last run queued (acp.chat.replay) to be
 --- drawn at the tail now, ahead of whatever the chat gets next, and the
 --- older runs queued newest first to be drawn above it behind everything.
@@ -374,22 +434,15 @@ function M.release(chat)
     end
     older = #runs - 1
   end
-  for i = older, 1, -1 do
-    local run = runs[i]
-    ---@type acp.BacklogJob
-    local job = {
-      chat = chat,
-      run = run,
-      next = 1,
-      state = {
-        entries = {},
-        tools = {},
-        turn = run.turn,
-        side = i > 1 and "agent" or nil,
-        after_header = false,
-      },
-    }
-    replay.push_behind(chat.chat_id, draw_older, job)
+  if older > 0 then
+    -- One queue item draws the older runs, newest first, each made into a
+    -- job only when its turn comes and let go once drawn: a job per run made
+    -- here (2,000 at 2,000 turns, 1.4 MB of tables in this one call) paid
+    -- the Lua collector's sweep of the whole load's garbage inside this
+    -- call (50-65 ms of CPU in bench/tui_long.lua); drawn in slices the
+    -- sweep goes with the allocations, slice by slice.
+    local feed = { at = older }
+    replay.push_behind(chat.chat_id, draw_runs, chat, { runs = runs, feed = feed })
   end
   if older > 0 then
     -- The folds of the older turns' thoughts, once they are all drawn.

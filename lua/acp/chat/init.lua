@@ -152,9 +152,7 @@ function M.create(agent, cwd, frame, n)
   -- of in front of it; after a second when no session starts.
   self.prompt_buf = scratch("acp://prompt/" .. n, frame and frame.prompt_buf)
   self.prompt_ft = "markdown"
-  vim.defer_fn(function()
-    self:set_prompt_filetype()
-  end, 1000)
+  self:set_prompt_filetype_later(1000)
   self.transcript = Transcript.new(self, self.bufnr)
   M.chats[self.chat_id] = self
   M.list[#M.list + 1] = self
@@ -190,6 +188,28 @@ function Chat:set_prompt_filetype()
   if ft and api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
     set_filetype_keeping_ours(pb, ft)
   end
+end
+
+--- Set the prompt's filetype (`set_prompt_filetype`) in `ms`, once the
+--- chat's history is neither arriving nor being drawn (acp.chat.backlog,
+--- acp.chat.replay): the user's FileType autocommands for it (a treesitter
+--- start: 27 ms of CPU in one call under the ordinary config of
+--- bench/tui_init.lua) were the longest wait of a 2,000-turn load, in its
+--- middle. Until then the prompt is plain text.
+---@param ms integer
+function Chat:set_prompt_filetype_later(ms)
+  vim.defer_fn(function()
+    local id = self.chat_id
+    if not self.prompt_ft or not index.get(id) then
+      return
+    end
+    local replay = require("acp.chat.replay")
+    if replay.pending(id) or replay.filling(id) or require("acp.chat.backlog").holding(id) then
+      self:set_prompt_filetype_later(100)
+      return
+    end
+    self:set_prompt_filetype()
+  end, ms)
 end
 
 --- Mark the chat failed: its backend could not start (the sentence is
