@@ -17,20 +17,20 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use parking_lot::Mutex;
 
-use crate::dispatch::elicitation_capabilities;
-use crate::editor_tools::{EditorTools, Offer};
-use crate::engine::{CloseReason, Engine, Limits, Tasks};
+use crate::agents::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
-use crate::methods;
-use crate::permission::PermissionPolicy;
-use crate::process::{AgentCommand, AgentProcess, ExitInfo};
+use crate::policy::permission::PermissionPolicy;
+use crate::rpc::engine::{CloseReason, Engine, Limits, Tasks};
+use crate::rpc::methods;
 use crate::schema;
+use crate::serve::dispatch::elicitation_capabilities;
+use crate::serve::editor_tools::{EditorTools, Offer};
+use crate::serve::live::{SessionSlot, Sessions};
+use crate::session::update::{Content, SessionId};
 use crate::session::{SessionChange, SessionState, TurnUsage};
-use crate::sessions::{SessionSlot, Sessions};
 use crate::tracking::Review;
-use crate::update::{Content, SessionId};
 
 pub use crate::options::{env_denied, ConnectionOptions, ProtocolVersion, DENIED_ENV_DEFAULT};
 
@@ -297,7 +297,7 @@ impl Drop for TurnGuard<'_> {
 struct V2Turn<'a> {
     sessions: &'a Sessions,
     session_id: &'a SessionId,
-    rx: tokio::sync::oneshot::Receiver<crate::sessions::TurnEnd>,
+    rx: tokio::sync::oneshot::Receiver<crate::serve::live::TurnEnd>,
 }
 
 impl Drop for V2Turn<'_> {
@@ -533,7 +533,7 @@ impl Connection {
             .iter()
             .filter_map(|m| {
                 serde_json::to_value(m)
-                    .map(crate::update::v2::auth_method_to_v1)
+                    .map(crate::session::update::v2::auth_method_to_v1)
                     .and_then(schema::AuthMethod::deserialize)
                     .ok()
             })
@@ -629,7 +629,7 @@ impl Connection {
             .request(method, params, self.timeout())
             .await?;
         if self.is_v2() {
-            crate::update::v2::config_options_to_v1(&mut answer);
+            crate::session::update::v2::config_options_to_v1(&mut answer);
         }
         T::deserialize(&answer).map_err(|e| Error::Decode {
             what: format!("the agent's answer to `{method}`"),
@@ -743,7 +743,7 @@ impl Connection {
                 #[allow(unreachable_patterns)]
                 _ => return false,
             };
-            name == crate::editor_tools::SERVER_NAME
+            name == crate::serve::editor_tools::SERVER_NAME
         });
         if taken {
             return None;

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+pub mod codec;
+pub(crate) mod engine;
+pub mod methods;
+
 pub use crate::error::{codes, RpcError};
 
 /// A JSON-RPC request id: ACP allows numbers and strings.

@@ -61,7 +61,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::schema;
-use crate::update::{
+use crate::session::update::{
     Content, ContentChunk, PlanDocument, PlanEntry, SessionId, SessionInfo, SessionMessagePatch,
     SessionUpdate, SubagentPatch, SubagentState, TerminalExit, TerminalMeta, ToolCallFields,
     ToolCallId, ToolContent, ToolKind, ToolStatus, Usage,
@@ -75,6 +75,7 @@ mod cursors;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
+pub mod update;
 mod v2;
 
 /// Title of a tool call the model only knows from an update or a permission

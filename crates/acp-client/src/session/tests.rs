@@ -2,7 +2,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::update::decode_session_notification;
+use crate::session::update::decode_session_notification;
 
 fn state() -> SessionState {
     SessionState::new(SessionId::new("s1"))
@@ -1051,7 +1051,7 @@ fn plans_by_id_replace_in_place_and_unknown_removals_are_ignored() {
     let doc = |id: &str, text: &str| {
         SessionUpdate::PlanUpdate(PlanDocument {
             plan_id: id.into(),
-            body: crate::update::PlanBody::Markdown {
+            body: crate::session::update::PlanBody::Markdown {
                 content: text.into(),
                 path: None,
             },

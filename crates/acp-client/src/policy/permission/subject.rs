@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::update::{ToolCallFields, ToolContent, ToolKind};
+use crate::session::update::{ToolCallFields, ToolContent, ToolKind};
 
 /// The subject a remembered decision is about, so an "always" answer only
 /// ever covers the same kind of action on the same thing.

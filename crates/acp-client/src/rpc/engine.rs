@@ -2,7 +2,7 @@
 //! pending requests and the map of the peer's requests being served. It
 //! knows nothing of ACP beyond `$/cancel_request`: what a request or a
 //! notification means is for its [`Handler`] (the session layer, see
-//! [`crate::sessions`]).
+//! [`crate::serve::live`]).
 //!
 //! Wire order is call order: a request is queued for the writer before its
 //! future is returned. Incoming requests run in their own tasks, so a handler
@@ -24,10 +24,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
-use crate::codec::LineReader;
+use crate::agents::process::ExitInfo;
 use crate::error::{Error, Result};
-use crate::methods;
-use crate::process::ExitInfo;
+use crate::rpc::codec::LineReader;
+use crate::rpc::methods;
 use crate::rpc::{codes, Incoming, Outgoing, RequestId, RpcError};
 
 #[cfg(test)]

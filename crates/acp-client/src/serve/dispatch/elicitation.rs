@@ -9,11 +9,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::parse;
-use crate::elicitation::*;
 use crate::error::{Error, Result};
 use crate::host::{ClientEvent, HostCapabilities};
-use crate::methods;
-use crate::sessions::{unknown_session, PendingElicitation, Sessions};
+use crate::policy::elicitation::*;
+use crate::rpc::methods;
+use crate::serve::live::{unknown_session, PendingElicitation, Sessions};
 
 /// `clientCapabilities.elicitation` for what the host serves; `null` (not
 /// advertised) when it serves neither mode.
@@ -93,7 +93,10 @@ pub(crate) async fn serve(shared: &Arc<Sessions>, params: Option<&RawValue>) -> 
             .ok_or_else(|| unknown_session(session_id))?;
         *tool_title = tool_call_id
             .as_deref()
-            .and_then(|id| slot.state.tool_call(&crate::update::ToolCallId::new(id)))
+            .and_then(|id| {
+                slot.state
+                    .tool_call(&crate::session::update::ToolCallId::new(id))
+            })
             .map(|tc| tc.title.clone());
     }
     let request = ElicitationRequest {

@@ -1018,7 +1018,7 @@ fn decode_line_general(line: &str) -> Result<SessionNotification, String> {
         Ok(crate::rpc::Incoming::Notification {
             method,
             params: Some(params),
-        }) if method == crate::methods::SESSION_UPDATE => {
+        }) if method == crate::rpc::methods::SESSION_UPDATE => {
             decode_general_for_test(params.get()).map_err(|e| e.to_string())
         }
         Ok(other) => Err(format!("not a session/update with params: {other:?}")),
@@ -1256,7 +1256,7 @@ mod fast_path_properties {
         ) {
             let body: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
             let line = format!("{{{}}}", body.join(","));
-            if let Some(fast) = crate::update::decode_session_update_line(line.as_bytes()) {
+            if let Some(fast) = crate::session::update::decode_session_update_line(line.as_bytes()) {
                 prop_assert_eq!(Ok(fast), super::decode_line_general(&line));
             }
         }
@@ -1275,7 +1275,7 @@ mod fast_path_properties {
             }
             let line = json!({"jsonrpc": "2.0", "method": "session/update",
                               "params": {"sessionId": sid, "update": update}}).to_string();
-            let fast = crate::update::decode_session_update_line(line.as_bytes());
+            let fast = crate::session::update::decode_session_update_line(line.as_bytes());
             prop_assert!(fast.is_some(), "{}", line);
             prop_assert_eq!(fast.ok_or_else(String::new), super::decode_line_general(&line));
         }

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::{decision_to_wire, to_reply};
-use crate::permission::PermissionDecision;
+use crate::policy::permission::PermissionDecision;
 use crate::schema;
 
 fn same(built: serde_json::Value, before: serde_json::Value) {

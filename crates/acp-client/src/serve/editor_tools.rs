@@ -38,12 +38,12 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::dispatch;
 use crate::schema::{
     EnvVariable, HttpHeader, McpCapabilities, McpServer, McpServerHttp, McpServerStdio,
 };
-use crate::sessions::Sessions;
-use crate::update::SessionId;
+use crate::serve::dispatch;
+use crate::serve::live::Sessions;
+use crate::session::update::SessionId;
 
 mod http;
 mod socket;

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::update::{SessionId, ToolCallFields};
+use crate::session::update::{SessionId, ToolCallFields};
 
 mod memory;
 mod store;

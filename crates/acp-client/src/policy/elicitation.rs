@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::rpc::RequestId;
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// Identifies one pending elicitation so an editor can answer it later and
 /// be told when it was withdrawn. Numbered by the client, per connection.

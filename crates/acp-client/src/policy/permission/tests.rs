@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::subject::normalize_lexically;
 use super::*;
 use crate::error::Error;
-use crate::update::{SessionId, ToolContent, ToolKind};
+use crate::session::update::{SessionId, ToolContent, ToolKind};
 use agent_client_protocol_schema::v1::ToolCallLocation;
 use serde_json::json;
 use serde_json::Value;

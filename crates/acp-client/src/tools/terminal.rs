@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::Error;
 use crate::schema::{TerminalExitStatus, TerminalOutputResponse};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 use buffer::TailBuffer;
 use reader::{Control, OutputSink, TerminalTask};
 
@@ -235,7 +235,7 @@ struct Inner {
     default_cap: usize,
     next_id: AtomicU64,
     terminals: Mutex<HashMap<TerminalId, Arc<Terminal>>>,
-    /// The agent's [`crate::process::MARKER`] value, given to every command
+    /// The agent's [`crate::agents::process::MARKER`] value, given to every command
     /// so a `setsid` daemon one leaves behind is swept with the agent.
     mark: Option<String>,
     /// Live terminals per session and the sum of their limits, reserved
@@ -323,10 +323,10 @@ impl TerminalManager {
     }
 
     /// A manager whose commands carry the agent's mark
-    /// ([`crate::process::AgentProcess::mark`]): a daemon a terminal command
+    /// ([`crate::agents::process::AgentProcess::mark`]): a daemon a terminal command
     /// starts with `setsid` is then killed when the agent closes, like the
     /// agent's own (Linux, in a process that called
-    /// [`crate::process::become_subreaper`]).
+    /// [`crate::agents::process::become_subreaper`]).
     pub fn with_agent_mark(events: TerminalSink, default_cap: usize, mark: String) -> Self {
         let mut manager = Self::new(events, default_cap);
         if let Some(inner) = Arc::get_mut(&mut manager.inner) {

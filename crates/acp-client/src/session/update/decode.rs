@@ -303,7 +303,7 @@ fn decode_fast(params: &str) -> Option<SessionNotification> {
 pub fn decode_session_update_line(line: &[u8]) -> Option<SessionNotification> {
     from_peek(crate::rpc::notification_params(
         line,
-        crate::methods::SESSION_UPDATE,
+        crate::rpc::methods::SESSION_UPDATE,
     )?)
 }
 

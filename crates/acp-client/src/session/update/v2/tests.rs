@@ -3,7 +3,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::update::ToolContent;
+use crate::session::update::ToolContent;
 
 fn decode(update: Value, disk: Option<&str>) -> V2Notification {
     let params = json!({"sessionId": "s1", "update": update}).to_string();

@@ -3,7 +3,7 @@
 //! waiting for the editor and the memory that answers some of them, the
 //! agent's terminals, and the feed of typed edit events into edit review
 //! ([`crate::tracking`]). It serves the agent's messages as the engine's
-//! [`Handler`](crate::engine::Handler) (see [`crate::dispatch`]).
+//! [`Handler`](crate::rpc::engine::Handler) (see [`crate::serve::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,19 +13,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
-use crate::engine::CloseReason;
+use crate::agents::process::{AgentProcess, ExitInfo};
 use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost, EventSink};
 use crate::options::ConnectionOptions;
-use crate::permission::{PermissionPolicy, PermissionRequestId};
-use crate::process::{AgentProcess, ExitInfo};
+use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
+use crate::policy::permission::{PermissionPolicy, PermissionRequestId};
+use crate::rpc::engine::CloseReason;
+use crate::session::update::{self, SessionId, SessionUpdate, ToolStatus};
+use crate::session::update::{Content, ToolContent};
 use crate::session::{SessionChange, SessionState};
-use crate::terminal::TerminalManager;
+use crate::tools::terminal::TerminalManager;
 use crate::tracking::{Reviews, ToolFacts};
-use crate::update::{self, SessionId, SessionUpdate, ToolStatus};
-use crate::update::{Content, ToolContent};
 
 /// A permission prompt waiting for the editor.
 pub(crate) struct PendingPermission {
@@ -127,7 +127,7 @@ impl Sessions {
         let host_for_events = host.clone();
         let events: EventSink = Arc::new(move |e| host_for_events.on_event(e));
         let terminal_events = events.clone();
-        let terminal_sink: crate::terminal::TerminalSink =
+        let terminal_sink: crate::tools::terminal::TerminalSink =
             Arc::new(move |e| terminal_events(ClientEvent::Terminal(e)));
         // Commands run for the agent carry its mark: a daemon one of them
         // starts with `setsid` is swept when the agent closes (issue #25, X2).

@@ -58,7 +58,7 @@ pub(super) fn spawn(spec: &TerminalSpec, mark: Option<&str>) -> Result<Spawned, 
     if let Ok(pid) = u32::try_from(pgid) {
         // Marked, and our child: the reaper of adopted daemons must leave
         // its exit status to the terminal's task (reader.rs disowns it).
-        crate::process::own(pid);
+        crate::agents::process::own(pid);
     }
     Ok(Spawned {
         child,
@@ -85,7 +85,7 @@ fn build_command(spec: &TerminalSpec, mark: Option<&str>) -> Command {
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
     if let Some(mark) = mark {
         // After the agent's env: the agent cannot unmark its commands.
-        command.env(crate::process::MARKER, mark);
+        command.env(crate::agents::process::MARKER, mark);
     }
     command
         .current_dir(&spec.cwd)

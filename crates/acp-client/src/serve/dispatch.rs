@@ -2,7 +2,7 @@
 //! [`Handler`]. Requests are permission prompts, `fs/*` and `terminal/*`;
 //! the notification is `session/update`.
 //!
-//! Each request runs in its own task (see [`crate::engine`]); this module
+//! Each request runs in its own task (see [`crate::rpc::engine`]); this module
 //! turns params into typed values once, checks them against the session's
 //! workspace and the editor's capabilities, and calls the editor host or the
 //! built-in disk/process implementations.
@@ -16,20 +16,20 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::elicitation::ElicitationScope;
-use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
 use crate::fs::{self, Workspace};
 use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
-use crate::methods;
-use crate::permission::{
+use crate::policy::elicitation::ElicitationScope;
+use crate::policy::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
 };
+use crate::rpc::engine::{CloseReason, Handler};
+use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
-use crate::sessions::{unknown_session, PendingPermission, Sessions};
-use crate::terminal::{TerminalId, TerminalSpec};
+use crate::serve::live::{unknown_session, PendingPermission, Sessions};
+use crate::session::update::{self, SessionId, SessionUpdate};
+use crate::tools::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
-use crate::update::{self, SessionId, SessionUpdate};
 
 mod elicitation;
 #[cfg(test)]
@@ -502,7 +502,7 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
 
 /// A read of `path` for the agent of `session_id`: the sandbox check, then
 /// the editor's buffer (unsaved text included) or the disk. Shared by
-/// `fs/read_text_file` and the editor's MCP tools ([`crate::editor_tools`]).
+/// `fs/read_text_file` and the editor's MCP tools ([`crate::serve::editor_tools`]).
 pub(crate) async fn read_file(
     shared: &Arc<Sessions>,
     session_id: SessionId,
@@ -557,7 +557,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
 /// A write of `content` to `path` for the agent of `session_id`: the
 /// sandbox check, then the editor's buffer sync (merged into a modified
 /// buffer) or the disk, recorded for review as the agent's edit. Shared by
-/// `fs/write_text_file` and the editor's MCP tools ([`crate::editor_tools`]).
+/// `fs/write_text_file` and the editor's MCP tools ([`crate::serve::editor_tools`]).
 pub(crate) async fn write_file(
     shared: &Arc<Sessions>,
     session_id: SessionId,

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::buffer::{incomplete_tail_len, leading_continuation_len, TailBuffer};
 use super::spawn::exit_of;
 use super::{TerminalEvent, TerminalExit, TerminalId};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// At most one output event per terminal per this interval: a command
 /// printing 100k lines must not send the editor 100k redraws.
@@ -88,7 +88,7 @@ impl TerminalTask {
                 status = self.child.wait(), if !exited => {
                     exited = true;
                     if let Some(pid) = self.pid {
-                        crate::process::disown(pid);
+                        crate::agents::process::disown(pid);
                     }
                     let exit = match status {
                         Ok(status) => exit_of(status),
