@@ -27,7 +27,7 @@ use crate::rpc::methods;
 use crate::schema;
 use crate::serve::dispatch::elicitation_capabilities;
 use crate::serve::editor_tools::{EditorTools, Offer};
-use crate::serve::live::{SessionSlot, Sessions};
+use crate::serve::live::{LiveSessions, SessionSlot};
 use crate::session::update::{Content, SessionId};
 use crate::session::{SessionChange, SessionState, TurnUsage};
 use crate::tracking::Review;
@@ -254,7 +254,7 @@ struct WireConfigResponse {
 }
 
 /// Decrements the "session opening" counter however the open ends.
-struct OpeningGuard<'a>(&'a Sessions);
+struct OpeningGuard<'a>(&'a LiveSessions);
 
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
@@ -282,7 +282,7 @@ fn prompt_label(content: &[schema::ContentBlock]) -> String {
 /// Ends a turn for edit review however the prompt ends (answered, failed,
 /// or the caller dropped the future).
 struct TurnGuard<'a> {
-    sessions: &'a Sessions,
+    sessions: &'a LiveSessions,
     session_id: &'a SessionId,
 }
 
@@ -295,7 +295,7 @@ impl Drop for TurnGuard<'_> {
 /// A v2 turn waiting for its idle `state_update`; forgets its waiter
 /// however the prompt ends.
 struct V2Turn<'a> {
-    sessions: &'a Sessions,
+    sessions: &'a LiveSessions,
     session_id: &'a SessionId,
     rx: tokio::sync::oneshot::Receiver<crate::serve::live::TurnEnd>,
 }
@@ -324,7 +324,7 @@ pub struct Connection {
 struct Inner {
     // Dropped first: the last clone stops the engine's tasks and the agent.
     _tasks: Tasks,
-    engine: Arc<Engine<Sessions>>,
+    engine: Arc<Engine<LiveSessions>>,
     agent: Mutex<Option<AgentInfo>>,
     /// The editor's MCP server, started with the first session that is
     /// offered it (`None` inside: it could not start).
@@ -380,7 +380,7 @@ impl Connection {
             outgoing_queue: options.outgoing_queue,
             max_outgoing_bytes: options.max_outgoing_bytes,
         };
-        let sessions = Arc::new(Sessions::new(host, options, process));
+        let sessions = Arc::new(LiveSessions::new(host, options, process));
         let (engine, tasks) = Engine::start(reader, writer, sessions, limits);
         Self {
             inner: Arc::new(Inner {
@@ -392,11 +392,11 @@ impl Connection {
         }
     }
 
-    fn engine(&self) -> &Engine<Sessions> {
+    fn engine(&self) -> &Engine<LiveSessions> {
         &self.inner.engine
     }
 
-    fn sessions(&self) -> &Sessions {
+    fn sessions(&self) -> &LiveSessions {
         self.inner.engine.handler()
     }
 

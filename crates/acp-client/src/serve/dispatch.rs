@@ -26,7 +26,7 @@ use crate::policy::permission::{
 use crate::rpc::engine::{CloseReason, Handler};
 use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
-use crate::serve::live::{unknown_session, PendingPermission, Sessions};
+use crate::serve::live::{unknown_session, LiveSessions, PendingPermission};
 use crate::session::update::{self, SessionId, SessionUpdate};
 use crate::tools::terminal::{TerminalId, TerminalSpec};
 use crate::tracking::ToolFacts;
@@ -37,7 +37,7 @@ mod reply_tests;
 
 pub(crate) use elicitation::elicitation_capabilities;
 
-impl Handler for Sessions {
+impl Handler for LiveSessions {
     async fn request(
         self: Arc<Self>,
         method: String,
@@ -97,7 +97,7 @@ impl Handler for Sessions {
     }
 
     fn warn(&self, message: String) {
-        Sessions::warn(self, message);
+        LiveSessions::warn(self, message);
     }
 
     fn closing(&self, _reason: &CloseReason) {
@@ -113,17 +113,17 @@ impl Handler for Sessions {
     }
 
     async fn input_ended(self: Arc<Self>, failure: Option<CloseReason>) -> CloseReason {
-        Sessions::input_ended(&self, failure).await
+        LiveSessions::input_ended(&self, failure).await
     }
 
     async fn closed(self: Arc<Self>, reason: CloseReason, first: bool) {
-        Sessions::closed(&self, reason, first).await
+        LiveSessions::closed(&self, reason, first).await
     }
 }
 
 /// Runs one agent request to completion and returns its reply.
 async fn handle_request(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     method: &str,
     params: Option<Box<RawValue>>,
 ) -> Result<Value, RpcError> {
@@ -191,7 +191,7 @@ struct WireOption {
 /// Removes a prompt from the pending map when its handler ends in any way,
 /// and tells the editor it is gone when the client (not the editor) closed it.
 struct PromptGuard<'a> {
-    shared: &'a Sessions,
+    shared: &'a LiveSessions,
     id: PermissionRequestId,
     session_id: SessionId,
     answered_by_editor: bool,
@@ -233,7 +233,7 @@ struct WireV2Subject {
 
 /// The one decode point of a permission request, v1 or v2.
 fn decode_permission_request(
-    shared: &Sessions,
+    shared: &LiveSessions,
     params: Option<&RawValue>,
 ) -> Result<WirePermissionRequest> {
     if !shared.v2.load(Ordering::Acquire) {
@@ -266,7 +266,10 @@ fn decode_permission_request(
     })
 }
 
-async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn request_permission(
+    shared: &Arc<LiveSessions>,
+    params: Option<&RawValue>,
+) -> Result<Value> {
     let wire = decode_permission_request(shared, params)?;
     let fields = update::decode_tool_call_fields(&wire.tool_call)?;
     let tool_call = record_tool_call(shared, &wire.session_id, &fields)?;
@@ -299,7 +302,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
         ));
         return decision_to_wire(&PermissionDecision::Cancelled);
     }
-    // See `Sessions::check_always_refused` (gemini-cli in untrusted folders).
+    // See `LiveSessions::check_always_refused` (gemini-cli in untrusted folders).
     if shared.always_refused.lock().contains(&wire.session_id)
         && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
     {
@@ -350,7 +353,7 @@ async fn request_permission(shared: &Arc<Sessions>, params: Option<&RawValue>) -
 /// call before announcing it: recorded, its later `tool_call_update`s have a
 /// title, kind, locations and diff to update.
 fn record_tool_call(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     session_id: &SessionId,
     fields: &update::ToolCallFields,
 ) -> Result<update::ToolCallFields> {
@@ -372,7 +375,10 @@ fn record_tool_call(
 
 /// Shows a prompt to the editor and waits for its answer, or for the
 /// prompt to be withdrawn (turn cancelled, agent gone): `Cancelled` then.
-async fn prompt_user(shared: &Arc<Sessions>, request: &PermissionRequest) -> PermissionDecision {
+async fn prompt_user(
+    shared: &Arc<LiveSessions>,
+    request: &PermissionRequest,
+) -> PermissionDecision {
     let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
     shared.permissions_pending.lock().insert(
         request.id,
@@ -407,7 +413,7 @@ const CLIENT_REJECT: &str = "acp-client-reject";
 /// `Ok(())` when the user allowed it, else [`Error::RefusedByUser`] with
 /// `refused` as the sentence.
 async fn ask_user(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     session_id: &SessionId,
     tool_call: Value,
     refused: String,
@@ -494,7 +500,7 @@ struct WireWrite {
     content: String,
 }
 
-async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn read_text_file(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireRead = parse(methods::FS_READ_TEXT_FILE, params)?;
     let content = read_file(shared, wire.session_id, &wire.path, wire.line, wire.limit).await?;
     to_reply(&crate::schema::ReadTextFileResponse::new(content))
@@ -504,7 +510,7 @@ async fn read_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Re
 /// the editor's buffer (unsaved text included) or the disk. Shared by
 /// `fs/read_text_file` and the editor's MCP tools ([`crate::serve::editor_tools`]).
 pub(crate) async fn read_file(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     session_id: SessionId,
     path: &Path,
     line: Option<u32>,
@@ -548,7 +554,7 @@ pub(crate) async fn read_file(
     Ok(content)
 }
 
-async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn write_text_file(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireWrite = parse(methods::FS_WRITE_TEXT_FILE, params)?;
     write_file(shared, wire.session_id, &wire.path, wire.content).await?;
     to_reply(&crate::schema::WriteTextFileResponse::new())
@@ -559,7 +565,7 @@ async fn write_text_file(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
 /// buffer) or the disk, recorded for review as the agent's edit. Shared by
 /// `fs/write_text_file` and the editor's MCP tools ([`crate::serve::editor_tools`]).
 pub(crate) async fn write_file(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     session_id: SessionId,
     path: &Path,
     content: String,
@@ -711,7 +717,7 @@ fn terminal_cwd(workspace: &Workspace, cwd: Option<&Path>, session_cwd: &Path) -
     }
 }
 
-async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_create(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireCreate = parse(methods::TERMINAL_CREATE, params)?;
     if let Some(e) = wire
         .env
@@ -754,7 +760,11 @@ async fn terminal_create(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
     to_reply(&crate::schema::CreateTerminalResponse::new(id))
 }
 
-fn terminal_id(shared: &Sessions, method: &str, params: Option<&RawValue>) -> Result<TerminalId> {
+fn terminal_id(
+    shared: &LiveSessions,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<TerminalId> {
     let wire: WireTerminal = parse(method, params)?;
     if !shared.slots.lock().contains_key(&wire.session_id) {
         return Err(unknown_session(&wire.session_id));
@@ -762,7 +772,7 @@ fn terminal_id(shared: &Sessions, method: &str, params: Option<&RawValue>) -> Re
     Ok(TerminalId::from(wire.terminal_id))
 }
 
-async fn terminal_output(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_output(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_OUTPUT, params)?;
     let out = shared.terminals.output(&id).await?;
     let mut reply = json!({ "output": out.output, "truncated": out.truncated });
@@ -773,7 +783,7 @@ async fn terminal_output(shared: &Arc<Sessions>, params: Option<&RawValue>) -> R
 }
 
 async fn terminal_wait_for_exit(
-    shared: &Arc<Sessions>,
+    shared: &Arc<LiveSessions>,
     params: Option<&RawValue>,
 ) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_WAIT_FOR_EXIT, params)?;
@@ -781,13 +791,13 @@ async fn terminal_wait_for_exit(
     Ok(json!({ "exitCode": exit.exit_code, "signal": exit.signal }))
 }
 
-async fn terminal_kill(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_kill(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_KILL, params)?;
     shared.terminals.kill(&id).await?;
     to_reply(&crate::schema::KillTerminalResponse::new())
 }
 
-async fn terminal_release(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+async fn terminal_release(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_RELEASE, params)?;
     shared.terminals.release(&id).await?;
     to_reply(&crate::schema::ReleaseTerminalResponse::new())

@@ -42,7 +42,7 @@ use crate::schema::{
     EnvVariable, HttpHeader, McpCapabilities, McpServer, McpServerHttp, McpServerStdio,
 };
 use crate::serve::dispatch;
-use crate::serve::live::Sessions;
+use crate::serve::live::LiveSessions;
 use crate::session::update::SessionId;
 
 mod http;
@@ -100,7 +100,7 @@ enum Binding {
 /// What the transports share: the secrets and the session layer.
 #[derive(Debug)]
 struct Shared {
-    sessions: Weak<Sessions>,
+    sessions: Weak<LiveSessions>,
     tokens: Mutex<HashMap<String, Binding>>,
     connections: Arc<Semaphore>,
 }
@@ -129,7 +129,10 @@ impl Drop for EditorTools {
 
 impl EditorTools {
     /// Binds both transports and starts serving. Must run in a tokio runtime.
-    pub(crate) fn start(sessions: Weak<Sessions>, options: EditorToolsOptions) -> io::Result<Self> {
+    pub(crate) fn start(
+        sessions: Weak<LiveSessions>,
+        options: EditorToolsOptions,
+    ) -> io::Result<Self> {
         let shared = Arc::new(Shared {
             sessions,
             tokens: Mutex::new(HashMap::new()),

@@ -1,5 +1,6 @@
-//! The session layer above the JSON-RPC engine: every session of one
-//! connection (its model, workspace and cwd), the permission prompts
+//! The live sessions of one connection ([`LiveSessions`]), as opposed to
+//! [`crate::session`], the model of one session's transcript: every open
+//! session (its model, workspace and cwd), the permission prompts
 //! waiting for the editor and the memory that answers some of them, the
 //! agent's terminals, and the feed of typed edit events into edit review
 //! ([`crate::tracking`]). It serves the agent's messages as the engine's
@@ -58,10 +59,10 @@ const MAX_WARNING_EVENTS: usize = 100;
 const DIFF_BASE_MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Everything above the engine that one connection owns.
-/// See [`Sessions::reads`]: two, so one slow file does not stall the rest.
+/// See [`LiveSessions::reads`]: two, so one slow file does not stall the rest.
 const READS_AT_ONCE: usize = 2;
 
-pub(crate) struct Sessions {
+pub(crate) struct LiveSessions {
     pub host: Arc<dyn EditorHost>,
     pub options: ConnectionOptions,
     pub events: EventSink,
@@ -72,7 +73,7 @@ pub(crate) struct Sessions {
     pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
     /// Tool calls the user answered with an `allow_always` option, until
     /// they complete or fail; and the sessions whose agent refused such an
-    /// answer (see [`Sessions::check_always_refused`]).
+    /// answer (see [`LiveSessions::check_always_refused`]).
     pub always_answered: Mutex<HashSet<(SessionId, String)>>,
     pub always_refused: Mutex<HashSet<SessionId>>,
     /// URL elicitations the user accepted, until `elicitation/complete`.
@@ -109,16 +110,16 @@ pub(crate) struct TurnEnd {
     pub usage: Option<serde_json::Value>,
 }
 
-impl std::fmt::Debug for Sessions {
+impl std::fmt::Debug for LiveSessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sessions")
+        f.debug_struct("LiveSessions")
             .field("sessions", &self.slots.lock().len())
             .field("prompts", &self.permissions_pending.lock().len())
             .finish_non_exhaustive()
     }
 }
 
-impl Sessions {
+impl LiveSessions {
     pub(crate) fn new(
         host: Arc<dyn EditorHost>,
         options: ConnectionOptions,
@@ -142,7 +143,7 @@ impl Sessions {
         let review = Reviews::new(events.clone(), host.clone(), options.max_read_bytes);
         let mut policy = PermissionPolicy::new();
         policy.auto_allow_kinds(options.auto_allow_kinds.iter().cloned());
-        Sessions {
+        LiveSessions {
             reads: tokio::sync::Semaphore::new(READS_AT_ONCE),
             host,
             events,

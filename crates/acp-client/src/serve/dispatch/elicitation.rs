@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::host::{ClientEvent, HostCapabilities};
 use crate::policy::elicitation::*;
 use crate::rpc::methods;
-use crate::serve::live::{unknown_session, PendingElicitation, Sessions};
+use crate::serve::live::{unknown_session, LiveSessions, PendingElicitation};
 
 /// `clientCapabilities.elicitation` for what the host serves; `null` (not
 /// advertised) when it serves neither mode.
@@ -35,7 +35,7 @@ pub(crate) fn elicitation_capabilities(caps: &HostCapabilities) -> Value {
 /// Removes an elicitation from the pending map when its handler ends in any
 /// way, and tells the editor it is gone when the client closed it.
 struct Guard<'a> {
-    shared: &'a Sessions,
+    shared: &'a LiveSessions,
     id: ElicitationRequestId,
     scope: ElicitationScope,
     answered_by_editor: bool,
@@ -54,7 +54,7 @@ impl Drop for Guard<'_> {
 }
 
 /// Serves one `elicitation/create`.
-pub(crate) async fn serve(shared: &Arc<Sessions>, params: Option<&RawValue>) -> Result<Value> {
+pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireCreate = parse(methods::ELICITATION_CREATE, params)?;
     let caps = shared.host.capabilities();
     let (mut scope, message, mode) = match wire.decode()? {
@@ -165,7 +165,7 @@ fn supported_modes(caps: &HostCapabilities) -> &'static str {
 
 /// `elicitation/complete`: a URL elicitation finished on the agent's side.
 /// Ids we never accepted (or already saw complete) are ignored.
-pub(crate) fn completed(shared: &Sessions, params: Option<&RawValue>) {
+pub(crate) fn completed(shared: &LiveSessions, params: Option<&RawValue>) {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Complete {
