@@ -52,7 +52,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 pub use buffers::{BufferAtPrompt, BufferRead, BufferView, Buffers};
 pub use driver::BufferSync;

@@ -1,12 +1,12 @@
-//! The crate's one error type.
+//! The crate's one error type, and the JSON-RPC error object (with its
+//! codes) that an agent sends and that [`Error::to_rpc_error`] answers with.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
-use crate::rpc::{codes, RpcError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Everything that can go wrong talking to an agent or serving its requests.
 ///
@@ -250,4 +250,71 @@ impl ExitInfo {
         code: None,
         signal: None,
     };
+}
+
+/// JSON-RPC error codes used by ACP.
+pub mod codes {
+    /// The message was not valid JSON.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// The JSON was not a valid request.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// Unknown or unadvertised method.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Malformed parameters.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// The handler failed.
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// The request was cancelled with `$/cancel_request`.
+    pub const REQUEST_CANCELLED: i32 = -32800;
+    /// The agent needs `authenticate` first.
+    pub const AUTH_REQUIRED: i32 = -32000;
+    /// A session, terminal or file does not exist or may not be used.
+    pub const RESOURCE_NOT_FOUND: i32 = -32002;
+}
+
+/// The `error` member of a JSON-RPC response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// One of [`codes`], or an agent-specific code.
+    pub code: i32,
+    /// A human-readable description.
+    pub message: String,
+    /// Extra data, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with no data.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// `-32601` for `method`.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method `{method}` is not supported by this client"),
+        )
+    }
+
+    /// `-32602` with the reason.
+    pub fn invalid_params(reason: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_PARAMS, format!("invalid params: {reason}"))
+    }
+
+    /// `-32800`.
+    pub fn cancelled() -> Self {
+        Self::new(codes::REQUEST_CANCELLED, "request cancelled")
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
 }

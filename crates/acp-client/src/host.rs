@@ -12,16 +12,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::agents::process::ExitInfo;
 use crate::buffer_sync::BufferSync;
-use crate::elicitation::{
+use crate::policy::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };
-use crate::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
-use crate::process::ExitInfo;
+use crate::policy::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use crate::review::{FileReview, FileSummary};
+use crate::session::update::SessionId;
 use crate::session::SessionChange;
-use crate::terminal::TerminalEvent;
-use crate::update::SessionId;
+use crate::tools::terminal::TerminalEvent;
 
 /// Which agent->client methods the editor serves. Advertised in
 /// `initialize`; a request for anything switched off is answered `-32601`.
@@ -178,7 +178,7 @@ pub trait EditorHost: Send + Sync + 'static {
 
     /// Ask the user an elicitation (only called for the modes
     /// [`HostCapabilities`] switches on). Form answers should be checked
-    /// with [`crate::elicitation::FormSchema::validate`] first, so the user
+    /// with [`crate::policy::elicitation::FormSchema::validate`] first, so the user
     /// can fix them; an invalid answer reaching the client is answered
     /// `cancel` with a warning. If the turn is cancelled while this runs,
     /// the future is dropped and [`ClientEvent::ElicitationCancelled`] is
@@ -200,7 +200,7 @@ pub trait EditorHost: Send + Sync + 'static {
     }
 
     /// The editor's diagnostics for the `diagnostics` tool of the editor's
-    /// MCP server ([`crate::editor_tools`]): for `path` (already checked
+    /// MCP server ([`crate::serve::editor_tools`]): for `path` (already checked
     /// against the session's workspace), or every open file when `None`. A
     /// JSON value shown to the model as is; the default says the editor has
     /// none to give.

@@ -82,32 +82,32 @@
 
 #![warn(missing_docs)]
 
+pub mod agents;
 pub mod buffer_sync;
 pub mod checkpoint;
-pub mod codec;
 pub mod connection;
-mod dispatch;
-pub mod editor_tools;
-pub mod elicitation;
-mod engine;
 pub mod error;
 pub mod fs;
 pub mod host;
-pub mod index;
 pub mod merge;
-pub mod methods;
 mod options;
-pub mod permission;
-pub mod process;
-#[cfg(feature = "registry")]
-pub mod registry;
+pub mod policy;
 pub mod review;
 pub mod rpc;
+mod serve;
 pub mod session;
-mod sessions;
-pub mod terminal;
+pub mod tools;
 mod tracking;
-pub mod update;
+
+// The modules' paths before they moved into folders by layer.
+pub use agents::process;
+#[cfg(feature = "registry")]
+pub use agents::registry;
+pub use policy::{elicitation, permission};
+pub use rpc::{codec, methods};
+pub use serve::editor_tools;
+pub use session::update;
+pub use tools::{index, terminal};
 
 /// The official ACP v1 schema types this crate builds on.
 pub use agent_client_protocol_schema::v1 as schema;

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::codec::DEFAULT_MAX_LINE_BYTES;
-use crate::terminal::DEFAULT_OUTPUT_CAP;
+use crate::rpc::codec::DEFAULT_MAX_LINE_BYTES;
+use crate::tools::terminal::DEFAULT_OUTPUT_CAP;
 
 /// The default of [`ConnectionOptions::denied_env`]: the variables with
 /// which the Linux and macOS dynamic loaders load or redirect libraries.
@@ -83,7 +83,7 @@ pub struct ConnectionOptions {
     pub max_read_bytes: usize,
     /// The most output one terminal keeps, whatever `outputByteLimit` the
     /// agent asks for (without one it keeps
-    /// [`DEFAULT_OUTPUT_LIMIT`](crate::terminal::DEFAULT_OUTPUT_LIMIT)).
+    /// [`DEFAULT_OUTPUT_LIMIT`](crate::tools::terminal::DEFAULT_OUTPUT_LIMIT)).
     pub terminal_output_cap: usize,
     /// Tool kinds (`read`, `search`, `think`...) whose permission requests are
     /// allowed without asking. Empty by default: ask for everything.
@@ -120,7 +120,7 @@ pub struct ConnectionOptions {
     pub missing_file_read_empty: bool,
     /// Offer the editor's own MCP server (`editor`: read, write and edit
     /// files as the editor has them, diagnostics, open buffers) in every
-    /// `session/new`, load and resume; see [`crate::editor_tools`]. `None`
+    /// `session/new`, load and resume; see [`crate::serve::editor_tools`]. `None`
     /// (the default) offers nothing and starts no server.
     pub editor_tools: Option<EditorToolsOptions>,
     /// The newest ACP version to offer in `initialize` (v1 by default).

@@ -13,25 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// JSON-RPC error codes used by ACP.
-pub mod codes {
-    /// The message was not valid JSON.
-    pub const PARSE_ERROR: i32 = -32700;
-    /// The JSON was not a valid request.
-    pub const INVALID_REQUEST: i32 = -32600;
-    /// Unknown or unadvertised method.
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    /// Malformed parameters.
-    pub const INVALID_PARAMS: i32 = -32602;
-    /// The handler failed.
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// The request was cancelled with `$/cancel_request`.
-    pub const REQUEST_CANCELLED: i32 = -32800;
-    /// The agent needs `authenticate` first.
-    pub const AUTH_REQUIRED: i32 = -32000;
-    /// A session, terminal or file does not exist or may not be used.
-    pub const RESOURCE_NOT_FOUND: i32 = -32002;
-}
+pub mod codec;
+pub(crate) mod engine;
+pub mod methods;
+
+pub use crate::error::{codes, RpcError};
 
 /// A JSON-RPC request id: ACP allows numbers and strings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,53 +35,6 @@ impl fmt::Display for RequestId {
             RequestId::Number(n) => write!(f, "{n}"),
             RequestId::String(s) => write!(f, "{s:?}"),
         }
-    }
-}
-
-/// The `error` member of a JSON-RPC response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RpcError {
-    /// One of [`codes`], or an agent-specific code.
-    pub code: i32,
-    /// A human-readable description.
-    pub message: String,
-    /// Extra data, as sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    /// An error with no data.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// `-32601` for `method`.
-    pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            codes::METHOD_NOT_FOUND,
-            format!("method `{method}` is not supported by this client"),
-        )
-    }
-
-    /// `-32602` with the reason.
-    pub fn invalid_params(reason: impl fmt::Display) -> Self {
-        Self::new(codes::INVALID_PARAMS, format!("invalid params: {reason}"))
-    }
-
-    /// `-32800`.
-    pub fn cancelled() -> Self {
-        Self::new(codes::REQUEST_CANCELLED, "request cancelled")
-    }
-}
-
-impl fmt::Display for RpcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
     }
 }
 

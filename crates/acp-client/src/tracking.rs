@@ -42,7 +42,7 @@ use crate::checkpoint::{Checkpoints, TurnNumber};
 use crate::fs::Workspace;
 use crate::host::{EditorHost, EventSink};
 use crate::review::{EditTracker, FileReview, FileSummary};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 use sources::ToolDiff;
 use watcher::Worker;
 

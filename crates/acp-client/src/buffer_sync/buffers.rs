@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::instruction::{Applied, Instruction};
 use super::ReadTextFile;
 use crate::error::Result;
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 #[cfg(doc)]
 use super::BufferSync;

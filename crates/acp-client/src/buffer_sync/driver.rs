@@ -16,7 +16,7 @@ use super::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile, MAX_ATTEMPTS};
 use crate::error::{Error, Result};
 use crate::merge::{merge3, ConflictLabels};
 use crate::schema;
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// The buffer sync of one connection's agents: the one owner of every
 /// file's state ([`FileSyncs`]), the order of instructions, and the task

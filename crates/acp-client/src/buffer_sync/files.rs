@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
 use crate::merge::{merge3, ConflictLabels};
 use crate::review::diff::{join_lines, matches, split_lines};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// One file's state.
 #[derive(Debug, Default)]

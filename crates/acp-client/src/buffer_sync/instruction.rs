@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 #[cfg(doc)]
 use super::{FileSyncs, WriteOutcome};

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::{AgentTerminal, Entry, SessionChange, SessionState, ToolCallState};
-use crate::update::{
+use crate::session::update::{
     Content, MessageKind, MessageUpsert, TerminalMeta, ToolCallFields, ToolCallId, ToolContent,
 };
 

@@ -21,7 +21,7 @@ use crate::review::{
     missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
     RejectOutcome,
 };
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// Which changes a decision covers.
 #[derive(Debug, Clone, Copy)]

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
 use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// The edit review of one session: every file the agent changed, as hunks
 /// the user accepts or rejects one by one.

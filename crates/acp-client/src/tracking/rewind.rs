@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::fs::Workspace;
 use crate::host::EditorHost;
 use crate::merge::{merge3, ConflictLabels};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 use tokio::sync::oneshot;
 
 /// What a rewind would do to one file, for a preview.

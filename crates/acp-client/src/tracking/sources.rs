@@ -40,8 +40,8 @@ use super::{Job, Reviews};
 use crate::fs::Workspace;
 use crate::review::{EditTracker, ToolDiffPlacement};
 use crate::schema::ToolCallLocation;
+use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 use crate::session::ToolCallState;
-use crate::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 
 /// Largest file snapshotted when a tool call mentions it: every mentioned
 /// file of a turn is held in memory (twice), and agents mention every file
@@ -472,7 +472,7 @@ mod tests {
     use serde_json::json;
 
     fn fields(v: Value) -> ToolCallFields {
-        crate::update::decode_tool_call_fields(&v).unwrap()
+        crate::session::update::decode_tool_call_fields(&v).unwrap()
     }
 
     #[test]

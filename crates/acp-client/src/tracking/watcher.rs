@@ -27,7 +27,7 @@ use crate::checkpoint::TurnNumber;
 use crate::error::Error;
 use crate::fs;
 use crate::host::{EditorHost, EventSink};
-use crate::update::SessionId;
+use crate::session::update::SessionId;
 
 /// Quiet time after the last change of a watched file before it is read:
 /// editors and agents often write a file in several steps.

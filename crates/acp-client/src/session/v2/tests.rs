@@ -1,5 +1,5 @@
 use super::*;
-use crate::update::{SessionUpdate, TerminalExit};
+use crate::session::update::{SessionUpdate, TerminalExit};
 
 fn state() -> SessionState {
     SessionState::new("s1".into())
@@ -91,7 +91,7 @@ fn a_message_upsert_replaces_the_message_with_that_id() {
     let mut s = state();
     s.apply(upsert(MessageKind::Agent, "m1", Some("draft")));
     s.apply(SessionUpdate::AgentMessageChunk(
-        crate::update::ContentChunk {
+        crate::session::update::ContentChunk {
             content: Content::text(" more"),
             message_id: Some("m1".into()),
         },

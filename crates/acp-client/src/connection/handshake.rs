@@ -1,0 +1,322 @@
+//! Before any session: `initialize` (v1 and v2), the agent's info and
+//! capabilities, and authentication.
+
+use super::*;
+
+impl Connection {
+    /// `initialize`: offers the version of
+    /// [`ConnectionOptions::protocol_version`] and the capabilities the
+    /// editor host implements. Offering v2 sends the v2 `info` and
+    /// `capabilities` and the v1 `clientInfo` and `clientCapabilities`
+    /// beside them, so an agent that answers 1 still has the client's fs and
+    /// terminal. An agent answering a version that was not offered is an
+    /// error.
+    pub async fn initialize(&self) -> Result<AgentInfo> {
+        let offered = self.sessions().options.protocol_version;
+        let mut params = self.initialize_v1_params();
+        if offered == ProtocolVersion::V2 {
+            params["protocolVersion"] = json!(2);
+            params["info"] = params["clientInfo"].clone();
+            params["capabilities"] = self.client_capabilities_v2();
+        }
+        let raw: Value = self
+            .engine()
+            .request(
+                methods::INITIALIZE,
+                params,
+                self.sessions().options.initialize_timeout,
+            )
+            .await?;
+        let answered = raw
+            .get("protocolVersion")
+            .and_then(Value::as_u64)
+            .and_then(|n| u16::try_from(n).ok());
+        let info = match answered.and_then(ProtocolVersion::from_u16) {
+            Some(ProtocolVersion::V2) if offered == ProtocolVersion::V2 => {
+                self.agent_info_v2(&raw)?
+            }
+            Some(ProtocolVersion::V2) => {
+                return Err(Error::ProtocolVersion {
+                    agent: 2,
+                    client: offered.as_u16(),
+                })
+            }
+            _ => self.agent_info_v1(&raw)?,
+        };
+        self.sessions()
+            .v2
+            .store(info.protocol_version == 2, Ordering::Release);
+        *self.inner.agent.lock() = Some(info.clone());
+        Ok(info)
+    }
+
+    /// The v2 client capabilities: no fs or terminal (v2 has neither; the
+    /// editor's tools reach the agent as an MCP server instead).
+    fn client_capabilities_v2(&self) -> Value {
+        let caps = self.sessions().host.capabilities();
+        json!({
+            "auth": { "terminal": self.sessions().options.terminal_auth },
+            "elicitation": elicitation_capabilities(&caps),
+        })
+    }
+
+    /// The v2 answer to `initialize` as an [`AgentInfo`]: `info` and
+    /// `capabilities.session` mapped onto their v1 places. A v2 agent's
+    /// baseline session methods (`{}`) include list, resume and close, and
+    /// load is a resume with a replay.
+    fn agent_info_v2(&self, raw: &Value) -> Result<AgentInfo> {
+        let decode_error = |e: serde_json::Error| Error::Decode {
+            what: "the agent's v2 answer to `initialize`".into(),
+            reason: e.to_string(),
+        };
+        let response = agent_client_protocol_schema::v2::InitializeResponse::deserialize(raw)
+            .map_err(decode_error)?;
+        let session = serde_json::to_value(&response.capabilities.session).map_err(decode_error)?;
+        let mut v1 = json!({ "loadSession": false });
+        if let Value::Object(session) = &session {
+            let mut session_caps = json!({ "list": {}, "resume": {}, "close": {} });
+            for key in ["systemPrompt", "additionalDirectories", "delete"] {
+                if let Some(v) = session.get(key).filter(|v| !v.is_null()) {
+                    session_caps[key] = v.clone();
+                }
+            }
+            v1["loadSession"] = json!(true);
+            v1["sessionCapabilities"] = session_caps;
+            if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
+                v1["promptCapabilities"] = prompt.clone();
+            }
+            // v2: agents with auth methods serve `auth/logout` too.
+            if !response.auth_methods.is_empty() {
+                v1["auth"] = json!({ "logout": {} });
+            }
+            if let Some(Value::Object(mcp)) = session.get("mcp") {
+                // v2 marks a transport with an object (`http: {}`), v1 with
+                // a boolean: the editor's MCP server is offered over http
+                // only where the agent marks it (claude-agent-acp 0.101.0
+                // sends `{stdio: {}, http: {}}`).
+                let mut caps = serde_json::Map::new();
+                for (transport, marker) in mcp {
+                    if transport != "_meta" {
+                        caps.insert(transport.clone(), json!(!marker.is_null()));
+                    }
+                }
+                v1["mcpCapabilities"] = Value::Object(caps);
+            }
+        }
+        let capabilities = schema::AgentCapabilities::deserialize(&v1).map_err(decode_error)?;
+        let implementation = serde_json::to_value(&response.info)
+            .and_then(schema::Implementation::deserialize)
+            .ok();
+        let auth_methods = response
+            .auth_methods
+            .iter()
+            .filter_map(|m| {
+                serde_json::to_value(m)
+                    .map(crate::session::update::v2::auth_method_to_v1)
+                    .and_then(schema::AuthMethod::deserialize)
+                    .ok()
+            })
+            .map(|m| self.without_denied_env(m))
+            .collect();
+        Ok(AgentInfo {
+            protocol_version: 2,
+            system_prompt: SystemPromptSupport::of_capabilities(&capabilities),
+            capabilities,
+            auth_methods,
+            implementation,
+        })
+    }
+
+    /// The v1 answer to `initialize` as an [`AgentInfo`].
+    fn agent_info_v1(&self, raw: &Value) -> Result<AgentInfo> {
+        let response = schema::InitializeResponse::deserialize(raw).map_err(|e| Error::Decode {
+            what: "the agent's answer to `initialize`".into(),
+            reason: e.to_string(),
+        })?;
+        let version = response.protocol_version.as_u16();
+        if version != PROTOCOL_VERSION {
+            return Err(Error::ProtocolVersion {
+                agent: version,
+                client: self.sessions().options.protocol_version.as_u16(),
+            });
+        }
+        let system_prompt = SystemPromptSupport::of_capabilities(&response.agent_capabilities);
+        Ok(AgentInfo {
+            protocol_version: version,
+            capabilities: response.agent_capabilities,
+            auth_methods: response
+                .auth_methods
+                .into_iter()
+                .map(legacy_terminal_auth)
+                .map(|m| self.without_denied_env(m))
+                .collect(),
+            implementation: response.agent_info,
+            system_prompt,
+        })
+    }
+
+    /// The v1 `initialize` params (also sent beside the v2 ones).
+    fn initialize_v1_params(&self) -> Value {
+        let caps = self.sessions().host.capabilities();
+        json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": {
+                    "readTextFile": caps.read_text_file,
+                    "writeTextFile": caps.write_text_file,
+                },
+                "terminal": caps.terminal,
+                "auth": { "terminal": self.sessions().options.terminal_auth },
+                "elicitation": elicitation_capabilities(&caps),
+                // Boolean config options are decoded, shown and set
+                // (`set_config_option` with `ConfigValue::Bool`); agents
+                // hide them from clients that do not say so. Notices and
+                // compactions are decoded into `SessionChange`s.
+                "session": {
+                    "configOptions": { "boolean": {} },
+                    "notices": {},
+                    "compaction": {},
+                    // `cursor_update`s are kept per session: a rewind forks
+                    // at the one before the turn (`fork_session`).
+                    "cursors": {},
+                },
+                // `plan_update`/`plan_removed` and subagent sessions are
+                // decoded into `SessionChange`s (stable 2026-11-20).
+                "plan": {},
+                "subagents": {},
+                // codex-acp 2.6.0 streams the output of the commands it runs
+                // itself as `_meta.terminal_output_delta` to clients that
+                // say so (and as a single blob otherwise).
+                "_meta": { "terminal_output_delta": true },
+            },
+            "clientInfo": {
+                "name": self.sessions().options.client_name,
+                "version": self.sessions().options.client_version,
+            },
+        })
+    }
+
+    /// Drops the entries of a terminal auth method's `env` that
+    /// `ConnectionOptions::denied_env` names (`LD_PRELOAD` in a login
+    /// command would load the agent's code into it), and says so.
+    fn without_denied_env(&self, method: schema::AuthMethod) -> schema::AuthMethod {
+        let schema::AuthMethod::Terminal(mut terminal) = method else {
+            return method;
+        };
+        let sessions = self.sessions();
+        let denied = &sessions.options.denied_env;
+        let before = terminal.env.len();
+        terminal
+            .env
+            .retain(|name, _| !crate::options::env_denied(name, denied));
+        if terminal.env.len() != before {
+            sessions.warn(format!(
+                "the agent's login method `{}` sets loader variables (such as LD_PRELOAD); they were dropped",
+                terminal.name
+            ));
+        }
+        schema::AuthMethod::Terminal(terminal)
+    }
+
+    /// What the agent answered to `initialize`, once it did.
+    pub fn agent_info(&self) -> Option<AgentInfo> {
+        self.inner.agent.lock().clone()
+    }
+
+    /// `authenticate` with one of the agent's `authMethods`.
+    pub async fn authenticate(&self, method_id: &str) -> Result<()> {
+        self.require(methods::AUTHENTICATE, |i| {
+            i.auth_methods
+                .iter()
+                .any(|m| m.id().0.as_ref() == method_id)
+        })?;
+        let method = match self.is_v2() {
+            true => methods::AUTH_LOGIN,
+            false => methods::AUTHENTICATE,
+        };
+        let _: Value = self
+            .engine()
+            .request(
+                method,
+                to_params(&schema::AuthenticateRequest::new(method_id.to_owned()))?,
+                self.timeout(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `logout`, when the agent advertises `auth.logout`.
+    pub async fn logout(&self) -> Result<()> {
+        self.require(methods::LOGOUT, |i| i.capabilities.auth.logout.is_some())?;
+        let method = match self.is_v2() {
+            true => methods::AUTH_LOGOUT,
+            false => methods::LOGOUT,
+        };
+        let _: Value = self
+            .engine()
+            .request(
+                method,
+                to_params(&schema::LogoutRequest::new())?,
+                self.timeout(),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// An older agent's terminal login: an `agent` method marked
+/// `_meta["terminal-auth"] = {command, args, env, label}` (claude-code-acp
+/// before ACP had terminal auth methods) becomes a `terminal` method, so no
+/// client passes it to `authenticate`. Its `args` and `env` move into the
+/// method; the `_meta` stays, for [`terminal_auth_command`].
+fn legacy_terminal_auth(method: schema::AuthMethod) -> schema::AuthMethod {
+    let schema::AuthMethod::Agent(agent) = &method else {
+        return method;
+    };
+    let Some(marker) = agent
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("terminal-auth"))
+        .and_then(Value::as_object)
+    else {
+        return method;
+    };
+    let args: Vec<String> = marker
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env: std::collections::HashMap<String, String> = marker
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = schema::AuthMethodTerminal::new(agent.id.clone(), agent.name.clone())
+        .description(agent.description.clone())
+        .args(args)
+        .env(env)
+        .meta(agent.meta.clone());
+    schema::AuthMethod::Terminal(terminal)
+}
+
+/// The program a terminal auth method runs instead of the agent's own
+/// command: the `command` of an older agent's `_meta["terminal-auth"]`.
+/// `None` for ACP terminal methods, which run the agent's command.
+pub fn terminal_auth_command(method: &schema::AuthMethod) -> Option<String> {
+    let meta = match method {
+        schema::AuthMethod::Terminal(t) => t.meta.as_ref(),
+        _ => None,
+    }?;
+    meta.get("terminal-auth")?
+        .get("command")?
+        .as_str()
+        .map(str::to_owned)
+}

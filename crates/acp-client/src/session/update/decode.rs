@@ -1,0 +1,829 @@
+//! The two-step decoder behind [`decode_session_notification`].
+//!
+//! Step one peeks at the discriminators; step two decodes only the shape the
+//! discriminator names. The hot path (a `*_chunk` carrying one plain text
+//! block) never builds a `serde_json::Value`: it borrows the pieces it needs
+//! straight from the input and constructs the typed chunk. Everything else
+//! goes through `Value`, where a missing or odd field can be inspected and
+//! the whole update kept as `Unknown` instead of failing.
+
+// `Error`'s size is the crate's choice (error.rs).
+#![allow(clippy::result_large_err)]
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{
+    schema, Content, ContentChunk, Notice, PlanBody, PlanDocument, PlanEntry, SessionId,
+    SessionInfo, SessionMessagePatch, SessionNotification, SessionUpdate, SubagentPatch,
+    SubagentState, TerminalExit, TerminalMeta, ToolCallFields, ToolCallId, ToolContent, ToolKind,
+    ToolStatus, Usage,
+};
+use crate::error::Error;
+
+/// Decode the params of a `session/update` notification.
+///
+/// Never fails because of an unknown `sessionUpdate` kind, content block
+/// type, tool status or kind, or plan status or priority: those become
+/// `Unknown` variants or kept wire names. Fails only when the envelope itself
+/// is unusable: params that are not a JSON object, or no string `sessionId`.
+pub fn decode_session_notification(params: &RawValue) -> Result<SessionNotification, Error> {
+    if let Some(fast) = decode_fast(params.get()) {
+        return Ok(fast);
+    }
+    decode_notification_value(params.get())
+}
+
+/// Decode the params of a `session/update` whose line
+/// [`decode_session_update_line`] turned down (the engine offers every line
+/// to it first): the one-pass shapes would be turned down again, so only
+/// the general decoder runs.
+pub(crate) fn decode_declined_session_notification(
+    params: &RawValue,
+) -> Result<SessionNotification, Error> {
+    decode_notification_value(params.get())
+}
+
+/// Decode one tool call object (as in `tool_call`, `tool_call_update` and the
+/// `toolCall` of a permission request) leniently: only a missing or non-text
+/// `toolCallId` is an error; odd values of other fields are dropped (or kept
+/// as `Unknown`) one by one.
+pub fn decode_tool_call_fields(v: &Value) -> Result<ToolCallFields, Error> {
+    let obj = v.as_object().ok_or_else(|| Error::Decode {
+        what: "a tool call".into(),
+        reason: format!("expected a JSON object, got {}", type_name(v)),
+    })?;
+    tool_call_from_map(obj)
+}
+
+fn tool_call_from_map(obj: &Map<String, Value>) -> Result<ToolCallFields, Error> {
+    let id = match obj.get("toolCallId") {
+        Some(Value::String(s)) => ToolCallId::new(s.as_str()),
+        // Numbers are unambiguous ids too; keep them rather than drop the call.
+        Some(Value::Number(n)) => ToolCallId::new(n.to_string()),
+        _ => {
+            return Err(Error::Decode {
+                what: "a tool call".into(),
+                reason: "it has no `toolCallId` string".into(),
+            })
+        }
+    };
+    let mut fields = ToolCallFields::new(id);
+    fields.title = string_field(obj, "title");
+    fields.name = string_field(obj, "name");
+    fields.kind = string_field(obj, "kind").map(|k| ToolKind::from_wire(&k));
+    fields.status = string_field(obj, "status").map(|s| ToolStatus::from_wire(&s));
+    fields.content = match obj.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(items.iter().map(decode_tool_content).collect()),
+        // A single item where a list belongs is still unambiguous.
+        Some(item @ Value::Object(_)) => Some(vec![decode_tool_content(item)]),
+        Some(other) => {
+            tracing::debug!(value = %other, "ignoring tool call `content` that is not a list");
+            None
+        }
+    };
+    fields.locations = match obj.get("locations") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(decode_each(items, "tool call location")),
+        Some(other) => {
+            tracing::debug!(value = %other, "ignoring tool call `locations` that is not a list");
+            None
+        }
+    };
+    fields.raw_input = non_null(obj.get("rawInput"));
+    fields.raw_output = non_null(obj.get("rawOutput"));
+    fields.terminal_meta = obj.get("_meta").and_then(terminal_meta);
+    Ok(fields)
+}
+
+/// The terminal an agent runs itself, from a tool call's `_meta`: codex-acp
+/// 2.6.0 sends `terminal_info {terminal_id}` when the command starts,
+/// `terminal_output_delta {terminal_id, data}` (or Zed's `terminal_output`)
+/// per chunk and `terminal_exit {terminal_id, exit_code, signal}` at the end.
+/// A key of the wrong shape is ignored on its own.
+fn terminal_meta(meta: &Value) -> Option<TerminalMeta> {
+    let meta = meta.as_object()?;
+    let part = |key: &str| meta.get(key).and_then(Value::as_object);
+    let id_of = |o: &Map<String, Value>| string_field(o, "terminal_id");
+    let info = part("terminal_info");
+    let delta = part("terminal_output_delta").or_else(|| part("terminal_output"));
+    let exit = part("terminal_exit");
+    let terminal_id = info
+        .and_then(id_of)
+        .or_else(|| delta.and_then(id_of))
+        .or_else(|| exit.and_then(id_of))?;
+    Some(TerminalMeta {
+        terminal_id,
+        output: delta.and_then(|d| string_field(d, "data")),
+        exit: exit.map(|e| TerminalExit {
+            exit_code: e.get("exit_code").and_then(Value::as_i64),
+            signal: string_field(e, "signal"),
+        }),
+        ..TerminalMeta::default()
+    })
+}
+
+/// Decode a content block leniently: a block of a known `type` that matches
+/// the schema becomes [`Content::Known`], anything else [`Content::Unknown`]
+/// with the JSON kept whole. A bare string and an object with a `text`
+/// string but no `type` (both seen in agents' docs) are read as text blocks.
+pub fn decode_content(v: Value) -> Content {
+    match decode_content_ref(&v) {
+        Some(known) => Content::Known(known),
+        None => Content::Unknown(v),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Hot path.
+//
+// One borrowed, strictly typed pass over the params for the two shapes agents
+// send in bulk: plain text chunks (a streamed answer) and tool calls whose
+// content is text, diffs or terminals (a running command's output). Any
+// deviation (a field of an unexpected type, a duplicate key, an unknown
+// content type, annotations) makes the pass give up, and the general path
+// decodes the update from scratch, so the fast path only ever decides *how
+// fast* an update decodes, never *what* it decodes to (tests compare both).
+
+/// Borrowed view of the envelope.
+#[derive(Deserialize)]
+struct EnvelopePeek<'a> {
+    #[serde(rename = "sessionId", borrow, default)]
+    session_id: Option<Str<'a>>,
+    /// Boxed: moving the view by value (~300 bytes, a dozen times per
+    /// line) was a tenth of the decode's instructions.
+    #[serde(borrow, default)]
+    update: Option<Box<UpdatePeek<'a>>>,
+}
+
+/// Borrowed view of an update: the fields of chunks and of tool calls. The
+/// discriminator says which ones matter; `content` stays raw because its
+/// shape depends on it (a block for chunks, a list for tool calls).
+#[derive(Deserialize)]
+struct UpdatePeek<'a> {
+    #[serde(rename = "sessionUpdate", borrow, default)]
+    session_update: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    content: Option<ContentPeek<'a>>,
+    #[serde(rename = "messageId", borrow, default)]
+    message_id: Option<Str<'a>>,
+    #[serde(rename = "toolCallId", borrow, default)]
+    tool_call_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    title: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    locations: Option<&'a RawValue>,
+    #[serde(rename = "rawInput", borrow, default)]
+    raw_input: Option<&'a RawValue>,
+    #[serde(rename = "rawOutput", borrow, default)]
+    raw_output: Option<&'a RawValue>,
+    /// Only looked at to leave a tool call with `_meta` (agent-run
+    /// terminal output) to the general path.
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+/// An update's `content`, parsed where it lies: a block (chunks) or a list
+/// (tool calls). Keeping it as a `RawValue` to parse once the discriminator
+/// was known scanned the streamed text twice (bench/fixes.md section 10).
+/// Any other shape fails the peek, and the general path decodes the update.
+enum ContentPeek<'a> {
+    Block(TextPeek<'a>),
+    Items(Vec<ToolItemPeek<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContentPeek<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ContentPeek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block or a list of tool call content")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                TextPeek::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ContentPeek::Block)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::<ToolItemPeek<'de>>::deserialize(serde::de::value::SeqAccessDeserializer::new(
+                    seq,
+                ))
+                .map(ContentPeek::Items)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// Borrowed view of a content block, enough to build a plain text block.
+#[derive(Deserialize)]
+struct TextPeek<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Str<'a>>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(borrow, default)]
+    annotations: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+/// Borrowed view of one item of a tool call's `content`.
+#[derive(Deserialize)]
+struct ToolItemPeek<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow, default)]
+    content: Option<TextPeek<'a>>,
+    #[serde(borrow, default)]
+    path: Option<Str<'a>>,
+    #[serde(rename = "oldText", default)]
+    old_text: Option<String>,
+    #[serde(rename = "newText", default)]
+    new_text: Option<String>,
+    #[serde(rename = "terminalId", borrow, default)]
+    terminal_id: Option<Str<'a>>,
+}
+
+/// A JSON string, borrowed from the input when it has no escapes. Anything
+/// but a string is an error, which sends the update to the general path.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
+}
+
+/// Decodes the common well-formed updates without building a `Value`.
+/// `None` means "not one of those shapes": the general path decides.
+fn decode_fast(params: &str) -> Option<SessionNotification> {
+    from_peek(serde_json::from_str(params).ok()?)
+}
+
+/// A whole `session/update` line (one JSON-RPC message) decoded in one
+/// pass, envelope and params together, when it is a notification of the
+/// shapes agents stream in bulk: text chunks and tool calls of the usual
+/// shapes. `None` for every other line, which
+/// [`Incoming::decode`](crate::rpc::Incoming::decode) and then
+/// [`decode_session_notification`] decode; what this takes, it decodes as
+/// they would.
+pub fn decode_session_update_line(line: &[u8]) -> Option<SessionNotification> {
+    from_peek(crate::rpc::notification_params(
+        line,
+        crate::rpc::methods::SESSION_UPDATE,
+    )?)
+}
+
+fn from_peek(peek: EnvelopePeek<'_>) -> Option<SessionNotification> {
+    let session_id = SessionId::new(&*peek.session_id?.0);
+    let update = *peek.update?;
+    let update = match &*update.session_update.as_ref()?.0 {
+        "agent_message_chunk" => SessionUpdate::AgentMessageChunk(chunk_fast(update)?),
+        "agent_thought_chunk" => SessionUpdate::AgentThoughtChunk(chunk_fast(update)?),
+        "user_message_chunk" => SessionUpdate::UserMessageChunk(chunk_fast(update)?),
+        "tool_call" => SessionUpdate::ToolCall(tool_call_fast(update)?),
+        "tool_call_update" => SessionUpdate::ToolCallUpdate(tool_call_fast(update)?),
+        _ => return None,
+    };
+    Some(SessionNotification { session_id, update })
+}
+
+/// `{content: {type: "text", text}, messageId?}`.
+fn chunk_fast(update: UpdatePeek<'_>) -> Option<ContentChunk> {
+    let ContentPeek::Block(block) = update.content? else {
+        return None;
+    };
+    Some(ContentChunk {
+        content: plain_text_fast(block)?,
+        message_id: update.message_id.map(|s| s.0.into_owned()),
+    })
+}
+
+/// A text block without annotations or `_meta`: exactly what the schema
+/// type decodes it to, `TextContent::new(text)`.
+fn plain_text_fast(block: TextPeek<'_>) -> Option<Content> {
+    if block.annotations.is_some() || block.meta.is_some() || block.kind?.0 != "text" {
+        return None;
+    }
+    Some(Content::text(block.text?))
+}
+
+/// A tool call whose id is a string and whose content items are text
+/// blocks, diffs or terminals. Locations and raw input/output are rare and
+/// small: they go through the general path's per-field decoders, parsed
+/// from their own slice of the input.
+fn tool_call_fast(update: UpdatePeek<'_>) -> Option<ToolCallFields> {
+    if update.meta.is_some() {
+        return None;
+    }
+    let mut fields = ToolCallFields::new(ToolCallId::new(&*update.tool_call_id?.0));
+    fields.title = update.title.map(|s| s.0.into_owned());
+    fields.name = update.name.map(|s| s.0.into_owned());
+    fields.kind = update.kind.map(|s| ToolKind::from_wire(&s.0));
+    fields.status = update.status.map(|s| ToolStatus::from_wire(&s.0));
+    fields.content = match update.content {
+        None => None,
+        Some(ContentPeek::Items(items)) => Some(
+            items
+                .into_iter()
+                .map(tool_item_fast)
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        Some(ContentPeek::Block(_)) => return None,
+    };
+    fields.locations = match update.locations {
+        None => None,
+        Some(raw) => match serde_json::from_str::<Value>(raw.get()).ok()? {
+            Value::Array(items) => Some(decode_each(&items, "tool call location")),
+            _ => return None,
+        },
+    };
+    fields.raw_input = raw_json(update.raw_input)?;
+    fields.raw_output = raw_json(update.raw_output)?;
+    Some(fields)
+}
+
+fn tool_item_fast(item: ToolItemPeek<'_>) -> Option<ToolContent> {
+    Some(match &*item.kind.0 {
+        "content" => ToolContent::Content {
+            content: plain_text_fast(item.content?)?,
+        },
+        "diff" => ToolContent::Diff {
+            path: (*item.path?.0).into(),
+            old_text: item.old_text,
+            new_text: item.new_text?,
+        },
+        "terminal" => ToolContent::Terminal {
+            terminal_id: item.terminal_id?.0.into_owned(),
+        },
+        _ => return None,
+    })
+}
+
+/// `Some(value)` for a present field (never null: serde reads a null
+/// `Option` as `None`); `None` when the slice is not JSON after all.
+fn raw_json(raw: Option<&RawValue>) -> Option<Option<Value>> {
+    match raw {
+        None => Some(None),
+        Some(raw) => serde_json::from_str(raw.get()).ok().map(Some),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// General path.
+
+fn decode_notification_value(params: &str) -> Result<SessionNotification, Error> {
+    let value: Value = serde_json::from_str(params).map_err(|e| params_error(e.to_string()))?;
+    decode_value_notification(value)
+}
+
+/// [`decode_notification_value`] of params already parsed (the v2 decoder
+/// hands its v1-shaped updates here).
+pub(super) fn decode_value_notification(value: Value) -> Result<SessionNotification, Error> {
+    let Value::Object(mut obj) = value else {
+        return Err(params_error(format!(
+            "expected a JSON object, got {}",
+            type_name(&value)
+        )));
+    };
+    let session_id = match obj.get("sessionId") {
+        Some(Value::String(s)) => SessionId::new(s.as_str()),
+        _ => {
+            return Err(params_error(
+                "there is no `sessionId` string, so the update cannot be routed to a session"
+                    .into(),
+            ))
+        }
+    };
+    let wrapped = matches!(obj.get("update"), Some(Value::Object(_)));
+    let update = match obj.remove("update") {
+        Some(update) if wrapped => update,
+        other => {
+            // Some agents' docs put the update fields straight into params
+            // (no `update` wrapper): treat params as the update then.
+            if let Some(other) = other {
+                obj.insert("update".into(), other);
+            }
+            Value::Object(obj)
+        }
+    };
+    Ok(SessionNotification {
+        session_id,
+        update: decode_update(update),
+    })
+}
+
+/// Decodes one update object; anything unusable becomes `Unknown`.
+fn decode_update(update: Value) -> SessionUpdate {
+    let kind = discriminator(&update);
+    let decoded = update.as_object().and_then(|obj| decode_known(&kind, obj));
+    match decoded {
+        Some(decoded) => decoded,
+        None => {
+            tracing::debug!(kind = %kind, "keeping session/update of unknown kind or shape");
+            SessionUpdate::Unknown { kind, raw: update }
+        }
+    }
+}
+
+/// `sessionUpdate`, else the legacy `kind` (an old draft used `kind` as the
+/// discriminator), else empty. `kind` is only a fallback: in a tool call it
+/// is the tool kind.
+fn discriminator(update: &Value) -> String {
+    let tag = match update.get("sessionUpdate") {
+        Some(tag) => tag.as_str(),
+        None => update.get("kind").and_then(Value::as_str),
+    };
+    tag.unwrap_or_default().to_owned()
+}
+
+fn params_error(reason: String) -> Error {
+    Error::Decode {
+        what: "session/update params".into(),
+        reason,
+    }
+}
+
+fn decode_known(kind: &str, u: &Map<String, Value>) -> Option<SessionUpdate> {
+    Some(match kind {
+        // `*_text_update` with a `text` string: the names of an early draft,
+        // still in circulating docs.
+        "agent_message_chunk" | "agent_message_text_update" => {
+            SessionUpdate::AgentMessageChunk(decode_chunk(u)?)
+        }
+        "agent_thought_chunk" | "agent_thought_text_update" => {
+            SessionUpdate::AgentThoughtChunk(decode_chunk(u)?)
+        }
+        "user_message_chunk" => SessionUpdate::UserMessageChunk(decode_chunk(u)?),
+        // `message` with a `role`: another early draft. Without a role it is
+        // ambiguous and stays Unknown.
+        "message" => match u.get("role").and_then(Value::as_str)? {
+            "assistant" | "agent" => SessionUpdate::AgentMessageChunk(decode_chunk(u)?),
+            "user" => SessionUpdate::UserMessageChunk(decode_chunk(u)?),
+            _ => return None,
+        },
+        "tool_call" => SessionUpdate::ToolCall(tool_call_in_update(u)?),
+        "tool_call_update" => SessionUpdate::ToolCallUpdate(tool_call_in_update(u)?),
+        "plan" => SessionUpdate::Plan {
+            entries: decode_plan(u.get("entries")?.as_array()?),
+        },
+        "available_commands_update" => SessionUpdate::AvailableCommandsUpdate {
+            available_commands: decode_each(
+                first_of(u, &["availableCommands", "commands"])?.as_array()?,
+                "available command",
+            ),
+        },
+        "current_mode_update" => SessionUpdate::CurrentModeUpdate {
+            current_mode_id: first_of(u, &["currentModeId", "modeId"])?
+                .as_str()?
+                .to_owned(),
+        },
+        "config_option_update" => SessionUpdate::ConfigOptionUpdate {
+            config_options: decode_each(u.get("configOptions")?.as_array()?, "config option"),
+        },
+        "session_info_update" => SessionUpdate::SessionInfoUpdate(SessionInfo {
+            title: nullable_string(u, "title"),
+            updated_at: nullable_string(u, "updatedAt"),
+        }),
+        "usage_update" => SessionUpdate::UsageUpdate(Usage {
+            used: u.get("used")?.as_u64()?,
+            size: u.get("size")?.as_u64()?,
+            cost: non_null(u.get("cost")),
+        }),
+        "notice" => SessionUpdate::Notice(Notice {
+            severity: u.get("severity")?.as_str()?.to_owned(),
+            title: u
+                .get("title")?
+                .as_str()
+                .filter(|t| !t.is_empty())?
+                .to_owned(),
+            description: nullable_string(u, "description").flatten(),
+        }),
+        "compaction_update" => SessionUpdate::CompactionUpdate {
+            id: u.get("compactionId")?.as_str()?.to_owned(),
+            status: u.get("status")?.as_str()?.to_owned(),
+            summary: u
+                .get("summary")
+                .and_then(Value::as_array)
+                .map(|blocks| blocks.iter().cloned().map(decode_content).collect()),
+            error: nullable_string(u, "error").flatten(),
+        },
+        "cursor_update" => SessionUpdate::CursorUpdate {
+            cursor_id: u.get("cursorId")?.as_str()?.to_owned(),
+            // An anchor this client cannot read cannot be placed: no fork
+            // at it (the schema says never to guess).
+            anchor: u
+                .get("anchor")
+                .filter(|a| !a.is_null())
+                .and_then(|a| serde_json::from_value(a.clone()).ok()),
+            // Patch semantics: omitted leaves it, `null` clears it.
+            fork: u
+                .get("capabilities")
+                .map(|caps| caps.get("fork").is_some_and(Value::is_object)),
+        },
+        "compaction_summary_chunk" => SessionUpdate::CompactionSummaryChunk {
+            id: u.get("compactionId")?.as_str()?.to_owned(),
+            content: decode_content(u.get("content")?.clone()),
+        },
+        "plan_update" => SessionUpdate::PlanUpdate(decode_plan_update(u.get("plan")?)?),
+        "plan_removed" => SessionUpdate::PlanRemoved {
+            plan_id: u.get("planId")?.as_str()?.to_owned(),
+        },
+        "subagent_update" => SessionUpdate::SubagentUpdate(decode_subagent(u)?),
+        "session_message" => SessionUpdate::SessionMessage(SessionMessagePatch {
+            message_id: u.get("messageId")?.as_str()?.to_owned(),
+            sender_session_id: nullable_string(u, "senderSessionId"),
+            recipient_session_id: nullable_string(u, "recipientSessionId"),
+            content: match u.get("content") {
+                None => None,
+                Some(Value::Null) => Some(Vec::new()),
+                Some(Value::Array(blocks)) => {
+                    Some(blocks.iter().cloned().map(decode_content).collect())
+                }
+                Some(_) => None,
+            },
+        }),
+        "session_message_chunk" => SessionUpdate::SessionMessageChunk {
+            message_id: u.get("messageId")?.as_str()?.to_owned(),
+            content: decode_content(u.get("content")?.clone()),
+        },
+        _ => return None,
+    })
+}
+
+/// `plan_update.plan`: `{type: "items", planId, entries}` or
+/// `{type: "markdown", planId, content, path?}`.
+fn decode_plan_update(plan: &Value) -> Option<PlanDocument> {
+    let p = plan.as_object()?;
+    let plan_id = p.get("planId")?.as_str()?.to_owned();
+    let body = match p.get("type")?.as_str()? {
+        "items" => PlanBody::Items {
+            entries: decode_plan(p.get("entries")?.as_array()?),
+        },
+        "markdown" => PlanBody::Markdown {
+            content: p.get("content")?.as_str()?.to_owned(),
+            // The spec says absolute; a relative path is no file to open.
+            path: string_field(p, "path").filter(|path| std::path::Path::new(path).is_absolute()),
+        },
+        _ => return None,
+    };
+    Some(PlanDocument { plan_id, body })
+}
+
+/// `subagent_update`: patch semantics (omitted = unchanged, null = cleared).
+fn decode_subagent(u: &Map<String, Value>) -> Option<SubagentPatch> {
+    Some(SubagentPatch {
+        session_id: u.get("sessionId")?.as_str()?.to_owned(),
+        title: nullable_string(u, "title"),
+        description: nullable_string(u, "description"),
+        state: match u.get("state") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::Object(o)) => string_field(o, "state").map(|state| {
+                Some(SubagentState {
+                    state,
+                    stop_reason: string_field(o, "stopReason"),
+                })
+            }),
+            Some(_) => None,
+        },
+        can_cancel: match u.get("capabilities") {
+            None => None,
+            Some(Value::Object(c)) => Some(c.get("cancel").is_some_and(Value::is_object)),
+            Some(_) => Some(false),
+        },
+        cwd: nullable_string(u, "cwd"),
+    })
+}
+
+fn first_of<'a>(u: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| u.get(*k))
+}
+
+fn tool_call_in_update(u: &Map<String, Value>) -> Option<ToolCallFields> {
+    match tool_call_from_map(u) {
+        Ok(fields) => Some(fields),
+        Err(e) => {
+            tracing::debug!(error = %e, "keeping tool call update without a usable id as unknown");
+            None
+        }
+    }
+}
+
+fn decode_chunk(u: &Map<String, Value>) -> Option<ContentChunk> {
+    let content = match u.get("content") {
+        Some(c) => chunk_content(c, true)?,
+        None => Content::text(u.get("text")?.as_str()?),
+    };
+    Some(ContentChunk {
+        content,
+        message_id: string_field(u, "messageId"),
+    })
+}
+
+/// The content of a chunk. Besides a block, accepts a list of blocks (one
+/// block, or text blocks that join into one) and, one level deep, a message
+/// wrapper `{role, content}` (both seen in agents' docs).
+fn chunk_content(c: &Value, unwrap: bool) -> Option<Content> {
+    match c {
+        Value::Array(items) => match items.as_slice() {
+            [] => None,
+            [one] => Some(decode_content(one.clone())),
+            many => {
+                let mut text = String::new();
+                for item in many {
+                    text.push_str(decode_content_ref(item).as_ref().and_then(block_text)?);
+                }
+                Some(Content::text(text))
+            }
+        },
+        Value::Object(o) if unwrap && !o.contains_key("type") && !o.contains_key("text") => {
+            match o.get("content") {
+                Some(inner) => chunk_content(inner, false),
+                None => Some(Content::Unknown(c.clone())),
+            }
+        }
+        other => Some(decode_content(other.clone())),
+    }
+}
+
+fn block_text(block: &schema::ContentBlock) -> Option<&str> {
+    match block {
+        schema::ContentBlock::Text(t) => Some(&t.text),
+        _ => None,
+    }
+}
+
+const CONTENT_BLOCK_TYPES: [&str; 5] = ["text", "image", "audio", "resource_link", "resource"];
+
+fn decode_content_ref(v: &Value) -> Option<schema::ContentBlock> {
+    match v {
+        Value::String(s) => Some(schema::ContentBlock::Text(schema::TextContent::new(
+            s.as_str(),
+        ))),
+        Value::Object(o) => match o.get("type") {
+            Some(Value::String(t)) if CONTENT_BLOCK_TYPES.contains(&t.as_str()) => {
+                match schema::ContentBlock::deserialize(v) {
+                    Ok(block) => Some(block),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "keeping malformed content block as unknown");
+                        None
+                    }
+                }
+            }
+            None => match o.get("text") {
+                Some(Value::String(text)) => Some(schema::ContentBlock::Text(
+                    schema::TextContent::new(text.as_str()),
+                )),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn decode_tool_content(item: &Value) -> ToolContent {
+    decode_tool_content_known(item).unwrap_or_else(|| ToolContent::Unknown { raw: item.clone() })
+}
+
+fn decode_tool_content_known(item: &Value) -> Option<ToolContent> {
+    let obj = item.as_object()?;
+    let ty = obj.get("type")?.as_str()?;
+    Some(match ty {
+        "content" => ToolContent::Content {
+            content: decode_content(obj.get("content")?.clone()),
+        },
+        "diff" => ToolContent::Diff {
+            path: obj.get("path")?.as_str()?.into(),
+            old_text: match obj.get("oldText") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                // Reading an odd oldText as "new file" would let a review
+                // overwrite a file: keep the whole item unknown instead.
+                Some(_) => return None,
+            },
+            new_text: obj.get("newText")?.as_str()?.to_owned(),
+        },
+        "terminal" => ToolContent::Terminal {
+            terminal_id: obj.get("terminalId")?.as_str()?.to_owned(),
+        },
+        "session" => ToolContent::Session {
+            session_id: obj.get("sessionId")?.as_str()?.to_owned(),
+        },
+        // A bare content block where a `{type: "content"}` wrapper belongs.
+        t if CONTENT_BLOCK_TYPES.contains(&t) => ToolContent::Content {
+            content: decode_content(item.clone()),
+        },
+        _ => return None,
+    })
+}
+
+fn decode_plan(entries: &[Value]) -> Vec<PlanEntry> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Value::Object(o) => Some(PlanEntry {
+                content: string_field(o, "content").unwrap_or_default(),
+                priority: string_field(o, "priority").unwrap_or_default(),
+                status: string_field(o, "status").unwrap_or_default(),
+            }),
+            Value::String(s) => Some(PlanEntry {
+                content: s.clone(),
+                priority: String::new(),
+                status: String::new(),
+            }),
+            other => {
+                tracing::debug!(entry = %other, "dropping plan entry that is not an object");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Decodes each item with its schema type, leaving out (and logging) the
+/// ones that do not match, so one odd item never loses the list.
+fn decode_each<T: for<'de> Deserialize<'de>>(items: &[Value], what: &str) -> Vec<T> {
+    items
+        .iter()
+        .filter_map(|item| match T::deserialize(item) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::debug!(error = %e, item = %item, "dropping {what} that does not match the schema");
+                None
+            }
+        })
+        .collect()
+}
+
+fn string_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Absent -> unchanged (`None`), null -> cleared (`Some(None)`). A value of
+/// another type is ignored (unchanged).
+fn nullable_string(obj: &Map<String, Value>, key: &str) -> Option<Option<String>> {
+    match obj.get(key)? {
+        Value::Null => Some(None),
+        Value::String(s) => Some(Some(s.clone())),
+        _ => None,
+    }
+}
+
+fn non_null(v: Option<&Value>) -> Option<Value> {
+    v.filter(|v| !v.is_null()).cloned()
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+pub(super) fn decode_general_for_test(params: &str) -> Result<SessionNotification, Error> {
+    decode_notification_value(params)
+}
+
+#[cfg(test)]
+pub(super) fn decode_fast_for_test(params: &str) -> Option<SessionNotification> {
+    decode_fast(params)
+}
