@@ -19,9 +19,10 @@ use parking_lot::Mutex;
 
 use crate::dispatch::elicitation_capabilities;
 use crate::editor_tools::{EditorTools, Offer};
+use crate::edits::fs::Workspace;
+use crate::edits::tracking::Review;
 use crate::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
-use crate::fs::Workspace;
 use crate::host::EditorHost;
 use crate::methods;
 use crate::permission::PermissionPolicy;
@@ -29,7 +30,6 @@ use crate::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::schema;
 use crate::session::{SessionChange, SessionState, TurnUsage};
 use crate::sessions::{SessionSlot, Sessions};
-use crate::tracking::Review;
 use crate::update::{Content, SessionId};
 
 pub use crate::options::{env_denied, ConnectionOptions, ProtocolVersion, DENIED_ENV_DEFAULT};

@@ -16,10 +16,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::edits::fs::{self, Workspace};
+use crate::edits::tracking::ToolFacts;
 use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
-use crate::fs::{self, Workspace};
 use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use crate::methods;
 use crate::permission::{
@@ -28,7 +29,6 @@ use crate::permission::{
 use crate::rpc::{RequestId, RpcError};
 use crate::sessions::{unknown_session, PendingPermission, Sessions};
 use crate::terminal::{TerminalId, TerminalSpec};
-use crate::tracking::ToolFacts;
 use crate::update::{self, SessionId, SessionUpdate};
 
 mod elicitation;

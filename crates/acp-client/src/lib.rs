@@ -17,11 +17,11 @@
 //!   incrementally;
 //! - serves the agent's requests: permission prompts with a scoped memory of
 //!   "always" answers ([`permission`]), `fs/*` sandboxed to the session's
-//!   workspace ([`fs`]), and `terminal/*` with real processes ([`terminal`]);
+//!   workspace ([`edits::fs`]), and `terminal/*` with real processes ([`terminal`]);
 //! - tracks every file an agent changes, from `fs/*` writes, tool-call diffs
 //!   and a file watcher, as hunks an editor can accept or reject one by one
-//!   ([`review`]), with a three-way merge for buffers holding unsaved edits
-//!   ([`merge`]);
+//!   ([`edits::review`]), with a three-way merge for buffers holding unsaved edits
+//!   ([`edits::merge`]);
 //! - keeps an index of the workspace's files for `@` mentions ([`index`]),
 //!   honouring `.gitignore` and kept fresh by a file watcher;
 //! - with the `registry` feature (on by default), loads the ACP agent
@@ -82,31 +82,26 @@
 
 #![warn(missing_docs)]
 
-pub mod buffer_sync;
-pub mod checkpoint;
 pub mod codec;
 pub mod connection;
 mod dispatch;
 pub mod editor_tools;
+pub mod edits;
 pub mod elicitation;
 mod engine;
 pub mod error;
-pub mod fs;
 pub mod host;
 pub mod index;
-pub mod merge;
 pub mod methods;
 mod options;
 pub mod permission;
 pub mod process;
 #[cfg(feature = "registry")]
 pub mod registry;
-pub mod review;
 pub mod rpc;
 pub mod session;
 mod sessions;
 pub mod terminal;
-mod tracking;
 pub mod update;
 
 /// The official ACP v1 schema types this crate builds on.
@@ -117,7 +112,7 @@ pub use connection::{
     SessionPage, SessionParams, SessionStarted, StopReason, SystemPrompt, SystemPromptMode,
     SystemPromptSupport, DENIED_ENV_DEFAULT,
 };
+pub use edits::tracking::{Review, RewindFile, RewindPlan, Rewound};
 pub use error::{Error, Result};
 pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;
-pub use tracking::{Review, RewindFile, RewindPlan, Rewound};

@@ -2,7 +2,7 @@
 //! connection (its model, workspace and cwd), the permission prompts
 //! waiting for the editor and the memory that answers some of them, the
 //! agent's terminals, and the feed of typed edit events into edit review
-//! ([`crate::tracking`]). It serves the agent's messages as the engine's
+//! ([`crate::edits::tracking`]). It serves the agent's messages as the engine's
 //! [`Handler`](crate::engine::Handler) (see [`crate::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
@@ -13,17 +13,17 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::edits::fs::Workspace;
+use crate::edits::tracking::{Reviews, ToolFacts};
 use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::engine::CloseReason;
 use crate::error::{Error, Result};
-use crate::fs::Workspace;
 use crate::host::{ClientEvent, EditorHost, EventSink};
 use crate::options::ConnectionOptions;
 use crate::permission::{PermissionPolicy, PermissionRequestId};
 use crate::process::{AgentProcess, ExitInfo};
 use crate::session::{SessionChange, SessionState};
 use crate::terminal::TerminalManager;
-use crate::tracking::{Reviews, ToolFacts};
 use crate::update::{self, SessionId, SessionUpdate, ToolStatus};
 use crate::update::{Content, ToolContent};
 

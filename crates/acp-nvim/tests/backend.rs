@@ -81,7 +81,7 @@ impl Editor for FakeLua {
         };
         let line = args["line"].as_u64().map(|n| n as u32);
         let limit = args["limit"].as_u64().map(|n| n as u32);
-        let text = acp_client::fs::slice_lines(&b.text, line, limit).unwrap();
+        let text = acp_client::edits::fs::slice_lines(&b.text, line, limit).unwrap();
         let mut reply = json!({"text": text, "tick": b.tick});
         if text != b.text {
             reply["whole"] = json!(b.text);
@@ -945,9 +945,10 @@ async fn a_rewind_undoes_the_agents_write_and_hands_back_the_checkpoints() {
     assert_eq!(done["restored"], json!([notes.to_string_lossy()]));
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "old\n");
     // The store after the rewind has no turns left, for the next session.
-    let store =
-        acp_client::checkpoint::Checkpoints::from_json(done["checkpoints"].as_str().unwrap())
-            .unwrap();
+    let store = acp_client::edits::checkpoint::Checkpoints::from_json(
+        done["checkpoints"].as_str().unwrap(),
+    )
+    .unwrap();
     assert!(store.turns().is_empty());
 
     rewind(&rig, "a", Some(1), false);

@@ -38,10 +38,10 @@ pub use handle::Review;
 pub use rewind::{RewindFile, RewindPlan, Rewound};
 pub(crate) use sources::ToolFacts;
 
-use crate::checkpoint::{Checkpoints, TurnNumber};
-use crate::fs::Workspace;
+use crate::edits::checkpoint::{Checkpoints, TurnNumber};
+use crate::edits::fs::Workspace;
+use crate::edits::review::{EditTracker, FileReview, FileSummary};
 use crate::host::{EditorHost, EventSink};
-use crate::review::{EditTracker, FileReview, FileSummary};
 use crate::update::SessionId;
 use sources::ToolDiff;
 use watcher::Worker;

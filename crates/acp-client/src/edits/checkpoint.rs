@@ -456,7 +456,8 @@ fn undo_turns(turns: &[Turn], path: &Path) -> Option<String> {
     }
     let mut acc = text(newest.files.get(path))?.to_owned();
     for t in older.iter().rev() {
-        let merged = crate::merge::merge3(text(t.after.get(path))?, &acc, text(t.files.get(path))?);
+        let merged =
+            crate::edits::merge::merge3(text(t.after.get(path))?, &acc, text(t.files.get(path))?);
         acc = merged.clean_text()?;
     }
     Some(acc)

@@ -23,9 +23,9 @@ use tokio::time::Instant;
 
 use super::decisions::{emit, observe};
 use super::{Job, ReviewState};
-use crate::checkpoint::TurnNumber;
+use crate::edits::checkpoint::TurnNumber;
+use crate::edits::fs;
 use crate::error::Error;
-use crate::fs;
 use crate::host::{EditorHost, EventSink};
 use crate::update::SessionId;
 

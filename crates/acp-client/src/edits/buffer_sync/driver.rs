@@ -13,8 +13,8 @@ use super::buffers::{BufferAtPrompt, Buffers};
 use super::files::{FileState, FileSyncs, OnDisk};
 use super::instruction::{Applied, BufferText, Instruction, Origin};
 use super::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile, MAX_ATTEMPTS};
+use crate::edits::merge::{merge3, ConflictLabels};
 use crate::error::{Error, Result};
-use crate::merge::{merge3, ConflictLabels};
 use crate::schema;
 use crate::update::SessionId;
 

@@ -1,0 +1,20 @@
+//! The edit layer: everything that follows a file an agent reads or
+//! changes, from the agent's request to the user's buffer and disk.
+//!
+//! - [`fs`]: the workspace sandbox every agent path goes through, and the
+//!   disk reads and atomic writes behind `fs/*`;
+//! - [`buffer_sync`]: each file's sync with the editor's open buffers
+//!   (instructions, merge bases, the user's reported text);
+//! - [`merge`]: the line-based three-way merge both use;
+//! - [`review`]: the hunks of each file the agent changed, accepted or
+//!   rejected one by one;
+//! - `tracking`: feeds review from `fs/*` writes, tool-call diffs and a
+//!   file watcher, and applies the user's decisions;
+//! - [`checkpoint`]: each turn's texts, for a rewind.
+
+pub mod buffer_sync;
+pub mod checkpoint;
+pub mod fs;
+pub mod merge;
+pub mod review;
+pub(crate) mod tracking;
