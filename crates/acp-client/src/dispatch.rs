@@ -17,11 +17,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::edits::fs::{self, Workspace};
+use crate::edits::host::{
+    ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
+};
 use crate::edits::tracking::ToolFacts;
 use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
-use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use crate::methods;
 use crate::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,

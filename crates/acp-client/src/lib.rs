@@ -84,16 +84,17 @@
 
 pub mod codec;
 pub mod connection;
+mod disk;
 mod dispatch;
 pub mod editor_tools;
 pub mod edits;
 pub mod elicitation;
 mod engine;
 pub mod error;
-pub mod host;
 pub mod index;
 pub mod methods;
 mod options;
+pub mod path;
 pub mod permission;
 pub mod process;
 #[cfg(feature = "registry")]
@@ -112,7 +113,7 @@ pub use connection::{
     SessionPage, SessionParams, SessionStarted, StopReason, SystemPrompt, SystemPromptMode,
     SystemPromptSupport, DENIED_ENV_DEFAULT,
 };
+pub use edits::host::{ClientEvent, EditorHost, HostCapabilities};
 pub use edits::tracking::{Review, RewindFile, RewindPlan, Rewound};
 pub use error::{Error, Result};
-pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;

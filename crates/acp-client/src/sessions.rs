@@ -14,11 +14,11 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::edits::fs::Workspace;
+use crate::edits::host::{ClientEvent, EditorHost, EventSink};
 use crate::edits::tracking::{Reviews, ToolFacts};
 use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::engine::CloseReason;
 use crate::error::{Error, Result};
-use crate::host::{ClientEvent, EditorHost, EventSink};
 use crate::options::ConnectionOptions;
 use crate::permission::{PermissionPolicy, PermissionRequestId};
 use crate::process::{AgentProcess, ExitInfo};

@@ -21,7 +21,7 @@ use acp_client::edits::buffer_sync::{
     Applied, BufferAtPrompt, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
     OnDisk, Origin,
 };
-use acp_client::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
+use acp_client::edits::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use acp_client::update::SessionId;
 use async_trait::async_trait;
 use parking_lot::Mutex;

@@ -13,7 +13,7 @@ use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTION
 use acp_client::edits::buffer_sync::{
     Applied, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
 };
-use acp_client::host::ReadTextFile;
+use acp_client::edits::host::ReadTextFile;
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};

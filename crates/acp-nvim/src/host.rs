@@ -20,8 +20,8 @@ use crate::routes::{Item, Routes};
 use acp_client::edits::buffer_sync::{
     self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin,
 };
+use acp_client::edits::host::{HostCapabilities, ReadTextFile};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::schema;
 use acp_client::update::SessionId;

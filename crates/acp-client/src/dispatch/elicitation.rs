@@ -9,9 +9,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::parse;
+use crate::edits::host::{ClientEvent, HostCapabilities};
 use crate::elicitation::*;
 use crate::error::{Error, Result};
-use crate::host::{ClientEvent, HostCapabilities};
 use crate::methods;
 use crate::sessions::{unknown_session, PendingElicitation, Sessions};
 

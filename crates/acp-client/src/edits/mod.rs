@@ -10,11 +10,16 @@
 //!   rejected one by one;
 //! - `tracking`: feeds review from `fs/*` writes, tool-call diffs and a
 //!   file watcher, and applies the user's decisions;
-//! - [`checkpoint`]: each turn's texts, for a rewind.
+//! - [`checkpoint`]: each turn's texts, for a rewind;
+//! - [`host`]: the editor boundary ([`host::EditorHost`], the events the
+//!   client sends). It lives here because it is the seam of this layer:
+//!   it names the buffer sync and review's types, and tracking serves the
+//!   editor through it, so outside the folder it would make a cycle.
 
 pub mod buffer_sync;
 pub mod checkpoint;
 pub mod fs;
+pub mod host;
 pub mod merge;
 pub mod review;
 pub(crate) mod tracking;

@@ -40,8 +40,8 @@ pub(crate) use sources::ToolFacts;
 
 use crate::edits::checkpoint::{Checkpoints, TurnNumber};
 use crate::edits::fs::Workspace;
+use crate::edits::host::{EditorHost, EventSink};
 use crate::edits::review::{EditTracker, FileReview, FileSummary};
-use crate::host::{EditorHost, EventSink};
 use crate::update::SessionId;
 use sources::ToolDiff;
 use watcher::Worker;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use acp_client::edits::buffer_sync::{
     Applied, BufferRead, BufferSync, BufferView, Buffers, Instruction,
 };
+use acp_client::edits::host::{HostCapabilities, ReadTextFile};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
 use async_trait::async_trait;

@@ -15,12 +15,14 @@ use std::time::{Duration, SystemTime};
 
 use super::Reviews;
 use crate::edits::fs;
+use crate::edits::host::{
+    ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile,
+};
 use crate::edits::review::{
     missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
     RejectOutcome,
 };
 use crate::error::{Error, Result};
-use crate::host::{ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile};
 use crate::update::SessionId;
 
 /// Which changes a decision covers.

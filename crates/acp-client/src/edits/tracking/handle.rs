@@ -7,9 +7,9 @@ use super::decisions::Target;
 use super::Reviews;
 use crate::edits::checkpoint::{Checkpoints, TurnInfo, TurnNumber};
 use crate::edits::fs::Workspace;
+use crate::edits::host::EditorHost;
 use crate::edits::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::error::{Error, Result};
-use crate::host::EditorHost;
 use crate::update::SessionId;
 
 /// The edit review of one session: every file the agent changed, as hunks

@@ -25,9 +25,9 @@ use super::watcher::{read_disk, Disk};
 use super::{Job, Reviews};
 use crate::edits::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
 use crate::edits::fs::Workspace;
+use crate::edits::host::EditorHost;
 use crate::edits::merge::{merge3, ConflictLabels};
 use crate::error::{Error, Result};
-use crate::host::EditorHost;
 use crate::update::SessionId;
 use tokio::sync::oneshot;
 

@@ -25,8 +25,8 @@ use super::decisions::{emit, observe};
 use super::{Job, ReviewState};
 use crate::edits::checkpoint::TurnNumber;
 use crate::edits::fs;
+use crate::edits::host::{EditorHost, EventSink};
 use crate::error::Error;
-use crate::host::{EditorHost, EventSink};
 use crate::update::SessionId;
 
 /// Quiet time after the last change of a watched file before it is read:
