@@ -21,7 +21,7 @@ use crate::dispatch::elicitation_capabilities;
 use crate::editor_tools::{EditorTools, Offer};
 use crate::edits::fs::Workspace;
 use crate::edits::host::EditorHost;
-use crate::edits::tracking::Review;
+use crate::edits::review::Review;
 use crate::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
 use crate::methods;

@@ -20,7 +20,7 @@ use crate::edits::fs::{self, Workspace};
 use crate::edits::host::{
     ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
 };
-use crate::edits::tracking::ToolFacts;
+use crate::edits::review::ToolFacts;
 use crate::elicitation::ElicitationScope;
 use crate::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};

@@ -20,7 +20,7 @@
 //!   workspace ([`edits::fs`]), and `terminal/*` with real processes ([`terminal`]);
 //! - tracks every file an agent changes, from `fs/*` writes, tool-call diffs
 //!   and a file watcher, as hunks an editor can accept or reject one by one
-//!   ([`edits::review`]), with a three-way merge for buffers holding unsaved edits
+//!   ([`edits::hunks`]), with a three-way merge for buffers holding unsaved edits
 //!   ([`edits::merge`]);
 //! - keeps an index of the workspace's files for `@` mentions ([`index`]),
 //!   honouring `.gitignore` and kept fresh by a file watcher;
@@ -114,6 +114,6 @@ pub use connection::{
     SystemPromptSupport, DENIED_ENV_DEFAULT,
 };
 pub use edits::host::{ClientEvent, EditorHost, HostCapabilities};
-pub use edits::tracking::{Review, RewindFile, RewindPlan, Rewound};
+pub use edits::review::{Review, RewindFile, RewindPlan, Rewound};
 pub use error::{Error, Result};
 pub use process::AgentCommand;

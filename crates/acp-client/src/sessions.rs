@@ -2,7 +2,7 @@
 //! connection (its model, workspace and cwd), the permission prompts
 //! waiting for the editor and the memory that answers some of them, the
 //! agent's terminals, and the feed of typed edit events into edit review
-//! ([`crate::edits::tracking`]). It serves the agent's messages as the engine's
+//! ([`crate::edits::review`]). It serves the agent's messages as the engine's
 //! [`Handler`](crate::engine::Handler) (see [`crate::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::edits::fs::Workspace;
 use crate::edits::host::{ClientEvent, EditorHost, EventSink};
-use crate::edits::tracking::{Reviews, ToolFacts};
+use crate::edits::review::{Reviews, ToolFacts};
 use crate::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::engine::CloseReason;
 use crate::error::{Error, Result};
@@ -470,7 +470,7 @@ impl Sessions {
     pub(crate) fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
         self.check_always_refused(&session_id, &notification.update);
-        // Tool calls feed edit review (tracking.rs) once the session is live.
+        // Tool calls feed edit review (edits/review.rs) once the session is live.
         let tool_call = match &notification.update {
             SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)
                 if self.review.is_live(&session_id) =>

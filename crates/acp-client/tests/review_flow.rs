@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 
-use acp_client::edits::review::{FileStatus, FileSummary, RejectOutcome};
+use acp_client::edits::hunks::{FileStatus, FileSummary, RejectOutcome};
 use acp_client::{ClientEvent, Error, StopReason};
 use serde_json::{json, Value};
 use support::*;

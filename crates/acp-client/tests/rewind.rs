@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use acp_client::edits::checkpoint::Checkpoints;
-use acp_client::edits::review::FileSummary;
+use acp_client::edits::hunks::FileSummary;
 use acp_client::{ClientEvent, SessionParams};
 use serde_json::{json, Value};
 use support::*;

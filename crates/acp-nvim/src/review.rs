@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::edits::buffer_sync::OnDisk;
-use acp_client::edits::review::{FileReview, RejectOutcome};
+use acp_client::edits::hunks::{FileReview, RejectOutcome};
 use acp_client::update::SessionId;
 use rmpv::Value;
 
@@ -253,7 +253,7 @@ async fn user_edit(
 mod tests {
     use super::*;
     use crate::msgpack;
-    use acp_client::edits::review::EditTracker;
+    use acp_client::edits::hunks::EditTracker;
     use serde_json::json;
 
     #[test]

@@ -726,7 +726,7 @@ pub(crate) mod tests {
 
     #[test]
     fn review_changes_reach_the_chat_with_a_snake_case_summary_and_the_review() {
-        use acp_client::edits::review::{EditTracker, FileStatus, FileSummary};
+        use acp_client::edits::hunks::{EditTracker, FileStatus, FileSummary};
         let mut tracker = EditTracker::new();
         tracker.record_write(Path::new("/p/a.rs"), None, "a\nb\r\n");
         let mut r = Routes::new("demo");

@@ -16,7 +16,7 @@
 //! to JSON so an editor can save it with its transcript and hand it back to
 //! a reopened session.
 //!
-//! This module is data only: the tracking layer feeds it and applies a
+//! This module is data only: the review service (`edits::review`) feeds it and applies a
 //! plan through the editor's buffers.
 
 use std::collections::BTreeMap;

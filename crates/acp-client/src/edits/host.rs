@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::edits::buffer_sync::BufferSync;
-use crate::edits::review::{FileReview, FileSummary};
+use crate::edits::hunks::{FileReview, FileSummary};
 use crate::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };

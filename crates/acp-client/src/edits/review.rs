@@ -1,637 +1,210 @@
-//! Editor-agnostic review of agent edits: per-file baselines, hunks with
-//! stable ids, accept and reject per hunk, per file and per session.
+//! The review service (was `tracking`): one [`EditTracker`] per session, fed from
+//! the three places an edit shows up, and the decisions (accept, reject)
+//! applied back to buffers and disk.
 //!
-//! Agents change files in three ways, and each has an entry point:
+//! This module owns the review state of every session ([`Reviews`]: each
+//! session's tracker, last known file contents and worker) and the session
+//! and turn lifecycle. Its parts, each owning one job:
 //!
-//! - through `fs/write_text_file`, where the client sees the old and the
-//!   new content: [`EditTracker::record_write`];
-//! - directly on disk, reporting `diff` content in their tool calls (Claude
-//!   does this and never calls `fs/*`): [`EditTracker::record_tool_diff`];
-//! - on disk with no diff at all, where the disk change itself is the
-//!   evidence (seen by a file watcher): [`EditTracker::record_write`] and
-//!   [`EditTracker::record_delete`] with the last known content.
+//! - [`sources`]: where edits come from: `fs/write_text_file`, the diffs of
+//!   completed tool calls, and the files tool calls mention (snapshots, the
+//!   editor's copy from the prompt).
+//! - [`watcher`]: the per-session worker task and its file watcher, which
+//!   sees disk changes no diff reports, with their debounce.
+//! - [`decisions`]: accept, reject and delete, written back through the
+//!   editor or to disk, and the user's own edits of reviewed files.
+//! - [`handle`]: [`Review`], the editor's handle on one session's review.
 //!
-//! One [`EditTracker`] per session keeps, for every file the agent changed,
-//! its *baseline* (the content before the agent's first change since the
-//! last review decision) and its *current* content, and the [`Hunk`]s
-//! between them. Accepting a hunk moves it into the baseline; rejecting it
-//! puts the baseline's lines back into the current content and returns the
-//! new content ([`RejectOutcome`]) for the caller to write (to the buffer,
-//! or to disk with [`crate::edits::fs::write_text_file_atomic`]). The tracker never
-//! touches disk or buffers itself.
-//!
-//! Lines keep their terminators, so CRLF files and files without a final
-//! newline come back byte for byte. Line numbers are 0-based.
-//!
-//! When the user edits a file under review, report it with
-//! [`EditTracker::record_user_edit`], so the user's typing is not taken for
-//! the agent's. When the agent changes a file whose buffer has unsaved
-//! edits, combine both with [`crate::edits::merge::merge3`] instead of reloading.
-//!
-//! # Example
-//!
-//! ```
-//! use std::path::Path;
-//! use acp_client::edits::review::{EditTracker, FileStatus, RejectOutcome};
-//!
-//! # fn main() -> acp_client::Result<()> {
-//! let mut tracker = EditTracker::new();
-//! let path = Path::new("/project/src/lib.rs");
-//!
-//! // The agent wrote through fs/write_text_file: the client saw both texts.
-//! tracker.record_write(path, Some("a\nb\nc\nd\ne\n"), "a\nB\nc\nD\ne\n");
-//! let review = tracker.review(path).expect("under review");
-//! assert_eq!(review.status, FileStatus::Modified);
-//! let (first, second) = (review.hunks[0].id, review.hunks[1].id);
-//!
-//! // The user accepts the first hunk: it moves into the baseline.
-//! tracker.accept_hunk(path, first)?;
-//!
-//! // The agent appends a line. The accepted hunk is not shown again and
-//! // the other one keeps its id.
-//! tracker.record_write(path, None, "a\nB\nc\nD\ne\nf\n");
-//! let review = tracker.review(path).expect("under review");
-//! assert_eq!(review.hunks.len(), 2);
-//! assert_eq!(review.hunks[0].id, second);
-//!
-//! // Rejecting a hunk returns the content to write; the other hunks stay.
-//! let outcome = tracker.reject_hunk(path, second)?;
-//! assert_eq!(outcome, RejectOutcome::Write { content: "a\nB\nc\nd\ne\nf\n".into() });
-//!
-//! // Whole-session decisions.
-//! tracker.accept_all();
-//! assert!(tracker.is_empty());
-//! # Ok(())
-//! # }
-//! ```
+//! Updates are only tracked once the session had a prompt on this
+//! connection, so a `session/load` replay does not put old edits under
+//! review.
 
-pub(crate) mod diff;
-mod file;
-#[cfg(test)]
-#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
-mod tests;
-mod tool_diff;
-
-use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
-use std::ops::Range;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use parking_lot::Mutex;
 
-use crate::error::{Error, Result};
-use file::{IdGen, TrackedFile};
+use tokio::sync::{mpsc, oneshot};
 
-/// The id of a hunk, unique within one [`EditTracker`] and never reused.
-///
-/// Stable: a hunk keeps its id while its lines stay the same, also when
-/// other edits move it. A hunk whose lines changed (the agent edited it
-/// again, or the user typed inside it) gets a new id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct HunkId(u64);
+mod decisions;
+mod handle;
+mod rewind;
+mod sources;
+mod watcher;
 
-impl HunkId {
-    /// The id as a number, for the wire.
-    pub fn get(self) -> u64 {
-        self.0
+pub use handle::Review;
+pub use rewind::{RewindFile, RewindPlan, Rewound};
+pub(crate) use sources::ToolFacts;
+
+use crate::edits::checkpoint::{Checkpoints, TurnNumber};
+use crate::edits::fs::Workspace;
+use crate::edits::host::{EditorHost, EventSink};
+use crate::edits::hunks::{EditTracker, FileReview, FileSummary};
+use crate::update::SessionId;
+use sources::ToolDiff;
+use watcher::Worker;
+
+/// The review state of every session of a connection.
+pub(crate) struct Reviews {
+    sessions: Mutex<HashMap<SessionId, Arc<SessionReview>>>,
+    events: EventSink,
+    /// Asked for the text files had when the prompt was sent.
+    host: Arc<dyn EditorHost>,
+    max_read_bytes: usize,
+}
+
+impl std::fmt::Debug for Reviews {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reviews")
+            .field("sessions", &self.sessions.lock().len())
+            .finish_non_exhaustive()
     }
 }
 
-impl From<u64> for HunkId {
-    /// An id that came back from the editor.
-    fn from(id: u64) -> Self {
-        Self(id)
-    }
+/// One session's tracker and the handle of its worker task.
+struct SessionReview {
+    state: Arc<Mutex<ReviewState>>,
+    /// Held while a file is read and recorded (worker) and while the client
+    /// writes a file itself (reject, delete), so the two never interleave.
+    io: Arc<tokio::sync::Mutex<()>>,
+    jobs: mpsc::UnboundedSender<Job>,
 }
 
-impl fmt::Display for HunkId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
+struct ReviewState {
+    tracker: EditTracker,
+    /// The content each file had when last seen (`None`: missing): on disk
+    /// for files mentioned this turn, or as the client itself wrote it. A
+    /// disk change is an agent edit only when it differs from this.
+    known: HashMap<PathBuf, Option<String>>,
+    /// Files whose creation the user rejected and which may now be deleted.
+    pending_deletes: HashSet<PathBuf>,
+    workspace: Workspace,
+    /// A prompt was sent in this session: its updates are live, not a replay.
+    live: bool,
+    /// When the session's first prompt was sent: an empty directory born
+    /// since then held only what the agent created.
+    first_turn: Option<SystemTime>,
+    /// Directories `fs/write_text_file` created for the agent's files.
+    made_dirs: HashSet<PathBuf>,
+    /// Each turn's text of the files the agent touched, for a rewind.
+    checkpoints: Checkpoints,
 }
 
-/// One changed region between a file's baseline and its current content.
-///
-/// Lines carry their terminators (`"x\n"`, `"x\r\n"`; a file's last line may
-/// have none); use [`strip_line_ending`] to display them. Either side may
-/// be empty: a pure insertion has no `old_lines`, a pure deletion no
-/// `new_lines`. Hunks of one file are ordered and separated by at least one
-/// unchanged line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Hunk {
-    /// Stable id, for accept and reject.
-    pub id: HunkId,
-    /// 0-based index in the baseline of the first replaced line (for an
-    /// insertion: of the line the new lines go before).
-    pub old_start: usize,
-    /// The baseline's lines.
-    pub old_lines: Vec<String>,
-    /// 0-based index in the current content of the first new line (for a
-    /// deletion: of the line the removed lines stood before).
-    pub new_start: usize,
-    /// The current content's lines.
-    pub new_lines: Vec<String>,
+/// Work for a session's worker task, done in the order it was sent.
+enum Job {
+    /// A prompt is being sent, at this time.
+    TurnStarted(SystemTime, TurnNumber),
+    Mention(Vec<PathBuf>),
+    Completed(Vec<ToolDiff>),
+    TurnEnded,
+    Barrier(oneshot::Sender<()>),
 }
 
-impl Hunk {
-    /// The hunk's lines in the baseline.
-    pub fn old_range(&self) -> Range<usize> {
-        self.old_start..self.old_start + self.old_lines.len()
-    }
-
-    /// The hunk's lines in the current content: where a buffer shows it.
-    pub fn new_range(&self) -> Range<usize> {
-        self.new_start..self.new_end()
-    }
-
-    fn new_end(&self) -> usize {
-        self.new_start + self.new_lines.len()
-    }
-}
-
-/// `line` without its `\n` or `\r\n`.
-pub fn strip_line_ending(line: &str) -> &str {
-    let line = line.strip_suffix('\n').unwrap_or(line);
-    line.strip_suffix('\r').unwrap_or(line)
-}
-
-/// What happened to a file under review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    /// The file did not exist before the agent's change.
-    Created,
-    /// The file existed and still exists.
-    Modified,
-    /// The agent deleted the file.
-    Deleted,
-}
-
-/// One line of a review list (a quickfix entry).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileSummary {
-    /// The file.
-    pub path: PathBuf,
-    /// Created, modified or deleted.
-    pub status: FileStatus,
-    /// Number of hunks; 0 for an empty file created or deleted.
-    pub hunks: usize,
-    /// Lines in the current content that the baseline does not have.
-    pub added: usize,
-    /// Lines of the baseline that the current content does not have.
-    pub removed: usize,
-    /// 0-based line of the first hunk in the current content, to jump to.
-    pub first_line: Option<usize>,
-}
-
-/// Everything needed to show one file's review.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileReview {
-    /// The file.
-    pub path: PathBuf,
-    /// Created, modified or deleted.
-    pub status: FileStatus,
-    /// Content before the agent's changes; `None` when the file did not exist.
-    pub baseline: Option<String>,
-    /// Content now, as far as the tracker knows; `None` when deleted.
-    pub current: Option<String>,
-    /// The changes from `baseline` to `current`, in order.
-    pub hunks: Vec<Hunk>,
-}
-
-impl FileReview {
-    /// The hunk with this id.
-    pub fn hunk(&self, id: HunkId) -> Option<&Hunk> {
-        self.hunks.iter().find(|h| h.id == id)
-    }
-
-    /// The hunk shown at 0-based `line` of the current content: the hunk
-    /// whose new lines include it, or a deletion that stood just before it
-    /// (a deletion at the end of the file is found at the last line).
-    pub fn hunk_at(&self, line: usize) -> Option<&Hunk> {
-        let current_lines = self
-            .current
-            .as_deref()
-            .map_or(0, |c| diff::split_lines(c).len());
-        self.hunks.iter().find(|h| {
-            if h.new_lines.is_empty() {
-                h.new_start == line || (h.new_start == current_lines && line + 1 == h.new_start)
-            } else {
-                h.new_range().contains(&line)
-            }
-        })
-    }
-}
-
-/// What the caller must do to a file after a reject.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum RejectOutcome {
-    /// Write this content to the file (buffer and/or disk). Also the
-    /// outcome of rejecting a deletion: the file comes back.
-    Write {
-        /// The file's whole new content.
-        content: String,
-    },
-    /// The file did not exist before the agent created it: delete it, after
-    /// the user confirms. The tracker has already dropped the file; if the
-    /// user keeps it, nothing more needs to be done.
-    Delete,
-}
-
-/// One file's result of [`EditTracker::reject_all`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileRejection {
-    /// The file.
-    pub path: PathBuf,
-    /// What to do to it.
-    pub outcome: RejectOutcome,
-}
-
-/// How [`EditTracker::record_tool_diff`] used a tool call's `diff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolDiffPlacement {
-    /// The file was already under review: the tracker took the disk content
-    /// as the current content (the baseline stays).
-    Tracked,
-    /// `newText` is the whole file: `oldText` was taken as the content
-    /// before (`null` = new file).
-    WholeFile,
-    /// `newText` was found once in the file: the content before was rebuilt
-    /// by putting `oldText` back in its place.
-    Snippet,
-    /// Nothing recorded: the file is not on disk, or the edit could not be
-    /// placed (empty, missing or repeated `newText`). The caller may fall
-    /// back to a snapshot it took before the tool ran.
-    NotPlaced,
-}
-
-/// The agent edits of one session, file by file. See the [module
-/// documentation](self).
-///
-/// Paths are used as given: pass them normalized (as
-/// [`crate::edits::fs::Workspace::resolve`] returns them) so one file has one key.
-#[derive(Debug, Default)]
-pub struct EditTracker {
-    files: BTreeMap<PathBuf, TrackedFile>,
-    ids: IdGen,
-    /// The states each file's review went through since the last decision
-    /// on it, newest last: the user's undo and redo bring a buffer back to
-    /// one of their texts, and the review follows (redoing an undone agent
-    /// merge shows its hunks again, instead of nothing to review).
-    states: BTreeMap<PathBuf, VecDeque<TrackedFile>>,
-}
-
-/// Most states kept per file for undo and redo.
-const STATES_KEPT: usize = 16;
-
-impl EditTracker {
-    /// An empty tracker.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The agent wrote `new` to `path` (through `fs/write_text_file`, a
-    /// tool call whose diff holds the whole file, or a disk change seen
-    /// during the agent's turn).
-    ///
-    /// `old` is the content before this write (`None`: the file did not
-    /// exist). It becomes the baseline when the file is not under review
-    /// yet; for a file under review the baseline stays the one from the
-    /// agent's first change and `old` is not used. Returns the file's
-    /// summary, or `None` when nothing is left to review (the agent wrote
-    /// the baseline back, or `old == new`).
-    pub fn record_write(
-        &mut self,
-        path: &Path,
-        old: Option<&str>,
-        new: &str,
-    ) -> Option<FileSummary> {
-        self.record(path, old, Some(new))
-    }
-
-    /// The agent deleted `path`, whose content was `old`. Same baseline rule
-    /// as [`record_write`](Self::record_write); a file the agent created and
-    /// then deleted leaves nothing to review.
-    pub fn record_delete(&mut self, path: &Path, old: &str) -> Option<FileSummary> {
-        self.record(path, Some(old), None)
-    }
-
-    fn record(&mut self, path: &Path, old: Option<&str>, new: Option<&str>) -> Option<FileSummary> {
-        match self.files.get_mut(path) {
-            Some(file) => {
-                if old.is_some() && old != file.current.as_deref() {
-                    // Someone else changed the file between two agent edits
-                    // (or `old` is stale); the baseline stays the first one.
-                    tracing::debug!(path = %path.display(), "agent edit starts from content the tracker did not see; keeping the first baseline");
-                }
-                file.set_current(new.map(str::to_owned), &mut self.ids);
-                trace_state(path, file, "agent edit recorded");
-            }
-            None => {
-                if old == new {
-                    return None;
-                }
-                let file = TrackedFile::new(
-                    old.map(str::to_owned),
-                    new.map(str::to_owned),
-                    &mut self.ids,
-                );
-                trace_state(path, &file, "agent edit starts a review");
-                self.files.insert(path.to_owned(), file);
-            }
+impl Reviews {
+    pub(crate) fn new(events: EventSink, host: Arc<dyn EditorHost>, max_read_bytes: usize) -> Self {
+        Self {
+            sessions: Mutex::new(HashMap::new()),
+            events,
+            host,
+            max_read_bytes,
         }
-        self.remember(path);
-        self.settle(path)
     }
 
-    /// Keeps the file's state for the user's undo and redo.
-    fn remember(&mut self, path: &Path) {
-        let Some(file) = self.files.get(path) else {
-            return;
+    fn get(&self, session_id: &SessionId) -> Option<Arc<SessionReview>> {
+        self.sessions.lock().get(session_id).cloned()
+    }
+
+    /// The session's review, created (with its worker) on first use.
+    fn get_or_start(&self, session_id: &SessionId, workspace: &Workspace) -> Arc<SessionReview> {
+        let mut sessions = self.sessions.lock();
+        if let Some(review) = sessions.get(session_id) {
+            review.state.lock().workspace = workspace.clone();
+            return review.clone();
+        }
+        let state = Arc::new(Mutex::new(ReviewState {
+            tracker: EditTracker::new(),
+            known: HashMap::new(),
+            pending_deletes: HashSet::new(),
+            workspace: workspace.clone(),
+            live: false,
+            first_turn: None,
+            made_dirs: HashSet::new(),
+            checkpoints: Checkpoints::new(),
+        }));
+        let io = Arc::new(tokio::sync::Mutex::new(()));
+        let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
+        // Ends when the session's review is dropped (its job sender with it).
+        Worker::spawn(
+            session_id.clone(),
+            state.clone(),
+            io.clone(),
+            self.events.clone(),
+            self.host.clone(),
+            self.max_read_bytes,
+            jobs_rx,
+        );
+        let review = Arc::new(SessionReview {
+            state,
+            io,
+            jobs: jobs_tx,
+        });
+        sessions.insert(session_id.clone(), review.clone());
+        review
+    }
+
+    /// Forgets a closed session: its worker stops and its watches go.
+    pub(crate) fn remove(&self, session_id: &SessionId) {
+        self.sessions.lock().remove(session_id);
+    }
+
+    /// True when the session's tool call updates are tracked.
+    pub(crate) fn is_live(&self, session_id: &SessionId) -> bool {
+        self.get(session_id).is_some_and(|r| r.state.lock().live)
+    }
+
+    /// A prompt is about to be sent: watch the files the turn touches, and
+    /// begin its checkpoint (`label`: the prompt's first line; `earlier`:
+    /// the session's prompts before it, replayed ones included, which the
+    /// turn is numbered after at least).
+    pub(crate) fn turn_started(
+        &self,
+        session_id: &SessionId,
+        workspace: &Workspace,
+        label: &str,
+        earlier: usize,
+    ) {
+        let review = self.get_or_start(session_id, workspace);
+        let now = SystemTime::now();
+        let turn = {
+            let mut st = review.state.lock();
+            st.live = true;
+            st.first_turn.get_or_insert(now);
+            st.checkpoints
+                .continue_after(u32::try_from(earlier).unwrap_or(u32::MAX));
+            st.checkpoints.begin_turn(label, now)
         };
-        if file.current.is_none() {
-            return;
-        }
-        let states = self.states.entry(path.to_owned()).or_default();
-        states.retain(|s| s.current != file.current);
-        states.push_back(file.clone());
-        if states.len() > STATES_KEPT {
-            states.pop_front();
-        }
+        let _ = review.jobs.send(Job::TurnStarted(now, turn));
     }
 
-    /// A decision on `path` is final: undo does not bring the states before
-    /// it back (an accepted hunk stays accepted); the state after it is the
-    /// first one kept.
-    fn decided(&mut self, path: &Path) {
-        self.states.remove(path);
-        self.remember(path);
-    }
-
-    /// Records a tool call's `diff` content (`path`, `oldText`, `newText`),
-    /// given the file's content on disk now (`None`: no such file). Call it
-    /// when the tool call has completed, so the disk shows the edit.
-    ///
-    /// For a file under review the disk content is all that is needed. For
-    /// a new one, the content before the edit comes from the diff: `newText`
-    /// equal to the disk content is a whole-file diff with `oldText` as the
-    /// previous content; otherwise `newText` is taken as a snippet (as
-    /// claude-agent-acp sends for its `Edit` tool) and the previous content
-    /// is rebuilt by putting `oldText` back where `newText` occurs, if it
-    /// occurs exactly once.
-    ///
-    /// Caveat: claude-agent-acp sends `oldText: null` for its `Write` tool
-    /// also when it overwrites an existing file, which reads as "new file"
-    /// here (a reject would then offer to delete it). A caller that
-    /// snapshotted the file when the tool call was announced should call
-    /// [`record_write`](Self::record_write) with that snapshot instead.
-    pub fn record_tool_diff(
-        &mut self,
-        path: &Path,
-        old_text: Option<&str>,
-        new_text: &str,
-        on_disk: Option<&str>,
-    ) -> ToolDiffPlacement {
-        if self.files.contains_key(path) {
-            match on_disk {
-                Some(now) => self.record_write(path, None, now),
-                // The agent deleted the file after editing it; the diff is
-                // not evidence of that, the caller's watcher is.
-                None => return ToolDiffPlacement::NotPlaced,
-            };
-            return ToolDiffPlacement::Tracked;
-        }
-        let Some(now) = on_disk else {
-            return ToolDiffPlacement::NotPlaced;
-        };
-        if now == new_text {
-            self.record_write(path, old_text, now);
-            return ToolDiffPlacement::WholeFile;
-        }
-        let before = old_text.and_then(|old| tool_diff::content_before(old, new_text, now));
-        match before {
-            Some(before) => {
-                self.record_write(path, Some(&before), now);
-                ToolDiffPlacement::Snippet
-            }
-            None => {
-                tracing::debug!(path = %path.display(), "could not place a tool call diff in the file on disk");
-                ToolDiffPlacement::NotPlaced
-            }
+    /// The prompt ended (answered, failed or dropped).
+    pub(crate) fn turn_ended(&self, session_id: &SessionId) {
+        if let Some(review) = self.get(session_id) {
+            let _ = review.jobs.send(Job::TurnEnded);
         }
     }
 
-    /// The user changed a file under review (typed in its buffer, or saved
-    /// it from elsewhere); `content` is the new text, `None` when the user
-    /// deleted the file.
-    ///
-    /// The user's changes outside the agent's hunks go into the baseline
-    /// too: they are not shown as the agent's, and rejecting a hunk keeps
-    /// them. A change overlapping an agent hunk becomes part of that hunk
-    /// (which gets a new id); a line typed right above or below a hunk stays
-    /// outside it. A deleted file is dropped from review. Paths not under
-    /// review are ignored. Returns the file's summary after the change.
-    pub fn record_user_edit(&mut self, path: &Path, content: Option<&str>) -> Option<FileSummary> {
-        if let Some(content) = content {
-            let earlier = self.states.get(path).and_then(|states| {
-                states
-                    .iter()
-                    .rev()
-                    .find(|s| s.current.as_deref() == Some(content))
-                    .cloned()
-            });
-            let changed = self
-                .files
-                .get(path)
-                .is_none_or(|f| f.current.as_deref() != Some(content));
-            if let (Some(earlier), true) = (earlier, changed) {
-                // Undo or redo: the text is one the review had.
-                trace_state(path, &earlier, "user undo/redo restores a review state");
-                self.files.insert(path.to_owned(), earlier);
-                return self.settle(path);
-            }
-        }
-        let file = self.files.get_mut(path)?;
-        match content {
-            Some(content) => {
-                file.rebase_user_edit(content.to_owned(), &mut self.ids);
-                trace_state(path, file, "user edit rebased");
-            }
-            None => {
-                self.files.remove(path);
-                self.decided(path);
-                return None;
-            }
-        }
-        self.remember(path);
-        self.settle(path)
+    /// Every file under review in the session.
+    fn files(&self, session_id: &SessionId) -> Vec<FileSummary> {
+        self.get(session_id)
+            .map(|r| r.state.lock().tracker.files())
+            .unwrap_or_default()
     }
 
-    /// True when `path` has changes under review.
-    pub fn contains(&self, path: &Path) -> bool {
-        self.files.contains_key(path)
-    }
-
-    /// True when nothing is under review.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
-    /// Every file under review, sorted by path.
-    pub fn files(&self) -> Vec<FileSummary> {
-        self.files
-            .iter()
-            .map(|(path, file)| summarize(path, file))
-            .collect()
-    }
-
-    /// The summary of one file, `None` when it has nothing under review.
-    pub fn summary(&self, path: &Path) -> Option<FileSummary> {
-        self.files.get(path).map(|file| summarize(path, file))
-    }
-
-    /// The full review of one file, `None` when it has nothing under review.
-    pub fn review(&self, path: &Path) -> Option<FileReview> {
-        let file = self.files.get(path)?;
-        Some(FileReview {
-            path: path.to_owned(),
-            status: file.status(),
-            baseline: file.baseline.clone(),
-            current: file.current.clone(),
-            hunks: file.hunks.clone(),
-        })
-    }
-
-    /// Accepts one hunk: it becomes part of the baseline and is not shown
-    /// again. The file itself does not change. Accepting the last hunk of a
-    /// deleted file accepts the deletion.
-    pub fn accept_hunk(&mut self, path: &Path, id: HunkId) -> Result<()> {
-        let file = self.file_mut(path)?;
-        file.accept(id).ok_or_else(|| missing_hunk(path, id))?;
-        self.decided(path);
-        self.settle(path);
-        Ok(())
-    }
-
-    /// Accepts lines `start..end` of the current content (0-based), not
-    /// the whole hunks they are part of: what a user keeps when resolving a
-    /// conflict is theirs, the agent's lines around it stay under review.
-    /// Pure deletions standing at a line in `start..=end` are accepted.
-    pub fn accept_lines(&mut self, path: &Path, start: usize, end: usize) -> Result<()> {
-        let file = self.files.get_mut(path).ok_or_else(|| missing_file(path))?;
-        file.accept_lines(start, end, &mut self.ids);
-        self.decided(path);
-        self.settle(path);
-        Ok(())
-    }
-
-    /// Rejects one hunk: its lines go back to the baseline's, the other
-    /// hunks stay. Returns what to write; rejecting the last hunk of a file
-    /// the agent created returns [`RejectOutcome::Delete`].
-    ///
-    /// The tracker takes the returned content as the file's current content
-    /// at once; write it to the buffer or disk before the next `record_*`
-    /// call for this file.
-    pub fn reject_hunk(&mut self, path: &Path, id: HunkId) -> Result<RejectOutcome> {
-        let file = self.file_mut(path)?;
-        let outcome = file.reject(id).ok_or_else(|| missing_hunk(path, id))?;
-        self.decided(path);
-        self.settle(path);
-        Ok(outcome)
-    }
-
-    /// Accepts every change to `path`, including its creation or deletion.
-    pub fn accept_file(&mut self, path: &Path) -> Result<()> {
-        self.file_mut(path)?.accept_all();
-        self.decided(path);
-        self.settle(path);
-        Ok(())
-    }
-
-    /// Rejects every change to `path`: returns the baseline to write, or
-    /// [`RejectOutcome::Delete`] for a file the agent created.
-    pub fn reject_file(&mut self, path: &Path) -> Result<RejectOutcome> {
-        let outcome = self.file_mut(path)?.reject_all();
-        self.decided(path);
-        self.settle(path);
-        Ok(outcome)
-    }
-
-    /// Accepts every change of the session; returns the files that were
-    /// under review.
-    pub fn accept_all(&mut self) -> Vec<PathBuf> {
-        self.states.clear();
-        std::mem::take(&mut self.files).into_keys().collect()
-    }
-
-    /// Rejects every change of the session; returns what to do to each file,
-    /// sorted by path.
-    pub fn reject_all(&mut self) -> Vec<FileRejection> {
-        self.states.clear();
-        std::mem::take(&mut self.files)
-            .into_iter()
-            .map(|(path, mut file)| FileRejection {
-                path,
-                outcome: file.reject_all(),
-            })
-            .collect()
-    }
-
-    /// Stops reviewing `path` without a decision (the caller took the file
-    /// over some other way). Returns whether it was under review.
-    pub fn forget(&mut self, path: &Path) -> bool {
-        self.decided(path);
-        self.files.remove(path).is_some()
-    }
-
-    fn file_mut(&mut self, path: &Path) -> Result<&mut TrackedFile> {
-        self.files.get_mut(path).ok_or_else(|| missing_file(path))
-    }
-
-    /// Drops the file when nothing is left to review; else its summary.
-    fn settle(&mut self, path: &Path) -> Option<FileSummary> {
-        let file = self.files.get(path)?;
-        if file.is_settled() {
-            self.files.remove(path);
-            return None;
-        }
-        Some(summarize(path, file))
-    }
-}
-
-/// Both texts of a tracked file, at trace level (what a data-safety
-/// failure is read from).
-fn trace_state(path: &Path, file: &TrackedFile, what: &str) {
-    tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "{what}");
-}
-
-pub(crate) fn missing_file(path: &Path) -> Error {
-    Error::NotFound(format!(
-        "`{}` has no agent edits under review; refresh the review list",
-        path.display()
-    ))
-}
-
-fn missing_hunk(path: &Path, id: HunkId) -> Error {
-    Error::NotFound(format!(
-        "hunk {id} of `{}` no longer exists (the file changed since the review was shown); refresh the review",
-        path.display()
-    ))
-}
-
-fn summarize(path: &Path, file: &TrackedFile) -> FileSummary {
-    FileSummary {
-        path: path.to_owned(),
-        status: file.status(),
-        hunks: file.hunks.len(),
-        added: file.hunks.iter().map(|h| h.new_lines.len()).sum(),
-        removed: file.hunks.iter().map(|h| h.old_lines.len()).sum(),
-        first_line: file.hunks.first().map(|h| h.new_start),
+    /// One file's review; `path` is already resolved.
+    fn file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
+        self.get(session_id)
+            .and_then(|r| r.state.lock().tracker.review(path))
     }
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use acp_client::edits::buffer_sync::OnDisk;
-use acp_client::edits::review::HunkId;
+use acp_client::edits::hunks::HunkId;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 

@@ -11,7 +11,7 @@
 //! merged by one rule, [`Event::merge`], wherever they pile up (the batcher's
 //! queue, a batch on its way to Lua, a transcript's pending record).
 
-use acp_client::edits::review::{strip_line_ending, FileReview, FileStatus, FileSummary};
+use acp_client::edits::hunks::{strip_line_ending, FileReview, FileStatus, FileSummary};
 use acp_client::permission::PermissionOption;
 use acp_client::registry;
 use acp_client::schema;

@@ -8,7 +8,7 @@ use super::Reviews;
 use crate::edits::checkpoint::{Checkpoints, TurnInfo, TurnNumber};
 use crate::edits::fs::Workspace;
 use crate::edits::host::EditorHost;
-use crate::edits::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
+use crate::edits::hunks::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::error::{Error, Result};
 use crate::update::SessionId;
 
@@ -99,7 +99,7 @@ impl<'a> Review<'a> {
     }
 
     /// Accepts lines `start..end` of a file's current content, not whole
-    /// hunks (see [`EditTracker::accept_lines`](crate::edits::review::EditTracker::accept_lines)):
+    /// hunks (see [`EditTracker::accept_lines`](crate::edits::hunks::EditTracker::accept_lines)):
     /// the side of a conflict the user kept.
     pub fn accept_lines(&self, path: &Path, start: usize, end: usize) -> Result<()> {
         let path = self.path(path)?;

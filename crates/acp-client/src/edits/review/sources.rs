@@ -38,7 +38,7 @@ use super::decisions::{emit, observe};
 use super::watcher::{read_disk, Disk, Worker, DEBOUNCE};
 use super::{Job, Reviews};
 use crate::edits::fs::Workspace;
-use crate::edits::review::{EditTracker, ToolDiffPlacement};
+use crate::edits::hunks::{EditTracker, ToolDiffPlacement};
 use crate::schema::ToolCallLocation;
 use crate::session::ToolCallState;
 use crate::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
@@ -468,7 +468,7 @@ fn record_diff(
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
-    use crate::edits::review::FileStatus;
+    use crate::edits::hunks::FileStatus;
     use serde_json::json;
 
     fn fields(v: Value) -> ToolCallFields {

@@ -18,7 +18,7 @@ use crate::edits::fs;
 use crate::edits::host::{
     ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile,
 };
-use crate::edits::review::{
+use crate::edits::hunks::{
     missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
     RejectOutcome,
 };
