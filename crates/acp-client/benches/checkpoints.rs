@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use acp_client::checkpoint::{Checkpoints, TOTAL_MAX_BYTES};
+use acp_client::edits::checkpoint::{Checkpoints, TOTAL_MAX_BYTES};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 /// A store of `turns` turns, each with one file of `file_bytes` (text with
@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("save_{name}"), |b| {
             b.iter(|| {
                 let json = s.clone().to_json();
-                rt.block_on(acp_client::fs::write_text_file_atomic(&path, &json))
+                rt.block_on(acp_client::edits::fs::write_text_file_atomic(&path, &json))
                     .expect("write");
             })
         });

@@ -17,11 +17,11 @@
 //!   incrementally;
 //! - serves the agent's requests: permission prompts with a scoped memory of
 //!   "always" answers ([`permission`]), `fs/*` sandboxed to the session's
-//!   workspace ([`fs`]), and `terminal/*` with real processes ([`terminal`]);
+//!   workspace ([`edits::fs`]), and `terminal/*` with real processes ([`terminal`]);
 //! - tracks every file an agent changes, from `fs/*` writes, tool-call diffs
 //!   and a file watcher, as hunks an editor can accept or reject one by one
-//!   ([`review`]), with a three-way merge for buffers holding unsaved edits
-//!   ([`merge`]);
+//!   ([`edits::hunks`]), with a three-way merge for buffers holding unsaved edits
+//!   ([`edits::merge`]);
 //! - keeps an index of the workspace's files for `@` mentions ([`index`]),
 //!   honouring `.gitignore` and kept fresh by a file watcher;
 //! - with the `registry` feature (on by default), loads the ACP agent
@@ -83,21 +83,17 @@
 #![warn(missing_docs)]
 
 pub mod agents;
-pub mod buffer_sync;
-pub mod checkpoint;
 pub mod connection;
+mod disk;
+pub mod edits;
 pub mod error;
-pub mod fs;
-pub mod host;
-pub mod merge;
 mod options;
+pub mod path;
 pub mod policy;
-pub mod review;
 pub mod rpc;
 mod serve;
 pub mod session;
 pub mod tools;
-mod tracking;
 
 // The modules' paths before they moved into folders by layer.
 pub use agents::process;
@@ -117,7 +113,7 @@ pub use connection::{
     SessionPage, SessionParams, SessionStarted, StopReason, SystemPrompt, SystemPromptMode,
     SystemPromptSupport, DENIED_ENV_DEFAULT,
 };
+pub use edits::host::{ClientEvent, EditorHost, HostCapabilities};
+pub use edits::review::{Review, RewindFile, RewindPlan, Rewound};
 pub use error::{Error, Result};
-pub use host::{ClientEvent, EditorHost, HostCapabilities};
 pub use process::AgentCommand;
-pub use tracking::{Review, RewindFile, RewindPlan, Rewound};

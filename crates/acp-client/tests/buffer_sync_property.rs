@@ -1,6 +1,6 @@
 //! The data-safety property of the buffer sync, against a second editor: an
 //! in-memory one (buffers with ticks, saves, undo and redo as snapshots, a
-//! disk), driven by `acp_client::buffer_sync` alone. Whatever the order of
+//! disk), driven by `acp_client::edits::buffer_sync` alone. Whatever the order of
 //! the user's typing and saves and the agents' reads and writes (stale
 //! writes after a save, blind whole-file writes, two agents, a read-only
 //! buffer, a buffer wiped and opened again, an agent reading with its own
@@ -17,11 +17,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use acp_client::buffer_sync::{
+use acp_client::edits::buffer_sync::{
     Applied, BufferAtPrompt, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
     OnDisk, Origin,
 };
-use acp_client::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
+use acp_client::edits::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 use acp_client::update::SessionId;
 use async_trait::async_trait;
 use parking_lot::Mutex;

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use acp_client::buffer_sync::{
+use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTIONS};
+use acp_client::edits::buffer_sync::{
     Applied, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
 };
-use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTIONS};
-use acp_client::host::ReadTextFile;
+use acp_client::edits::host::ReadTextFile;
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::update::SessionId;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
@@ -41,7 +41,7 @@ impl Buffers for EditorBuffers {
         };
         let whole: Arc<str> = text.as_str().into();
         Ok(Some(BufferRead {
-            text: acp_client::fs::slice_lines(&text, request.line, request.limit)?,
+            text: acp_client::edits::fs::slice_lines(&text, request.line, request.limit)?,
             version,
             view: Some(BufferView {
                 whole: whole.clone(),

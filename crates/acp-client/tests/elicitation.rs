@@ -6,8 +6,8 @@
 
 mod support;
 
+use acp_client::edits::host::HostCapabilities;
 use acp_client::elicitation::{ElicitationMode, ElicitationResponse, ElicitationScope, FieldKind};
-use acp_client::host::HostCapabilities;
 use acp_client::rpc::RequestId;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, SessionParams};
 use serde_json::{json, Map, Value};

@@ -5,7 +5,9 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acp_client::fs::{read_text_file, write_text_file_atomic, Workspace, DEFAULT_MAX_READ_BYTES};
+use acp_client::edits::fs::{
+    read_text_file, write_text_file_atomic, Workspace, DEFAULT_MAX_READ_BYTES,
+};
 use acp_client::rpc::codes;
 use acp_client::Error;
 

@@ -6,8 +6,10 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use acp_client::merge::{merge3, ConflictLabels, MergeRegion, MergeResult};
-use acp_client::review::{EditTracker, FileReview, Hunk, HunkId, RejectOutcome, ToolDiffPlacement};
+use acp_client::edits::hunks::{
+    EditTracker, FileReview, Hunk, HunkId, RejectOutcome, ToolDiffPlacement,
+};
+use acp_client::edits::merge::{merge3, ConflictLabels, MergeRegion, MergeResult};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

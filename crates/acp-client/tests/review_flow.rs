@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 
-use acp_client::review::{FileStatus, FileSummary, RejectOutcome};
+use acp_client::edits::hunks::{FileStatus, FileSummary, RejectOutcome};
 use acp_client::{ClientEvent, Error, StopReason};
 use serde_json::{json, Value};
 use support::*;
@@ -170,8 +170,8 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
 /// before the client could read it), then names the file with no diff, then
 /// edits `y.txt` with a diff (an event to wait for).
 /// A buffer without unsaved edits, as a prompt goes out with it.
-fn unmodified(path: &Path, text: &str) -> acp_client::buffer_sync::BufferAtPrompt {
-    acp_client::buffer_sync::BufferAtPrompt {
+fn unmodified(path: &Path, text: &str) -> acp_client::edits::buffer_sync::BufferAtPrompt {
+    acp_client::edits::buffer_sync::BufferAtPrompt {
         path: path.to_owned(),
         text: text.into(),
         version: 1,

@@ -8,8 +8,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use acp_client::checkpoint::Checkpoints;
-use acp_client::review::FileSummary;
+use acp_client::edits::checkpoint::Checkpoints;
+use acp_client::edits::hunks::FileSummary;
 use acp_client::{ClientEvent, SessionParams};
 use serde_json::{json, Value};
 use support::*;

@@ -200,15 +200,15 @@ async fn the_disk_layer_never_follows_a_final_symlink_even_after_the_check() {
     std::fs::write(&secret, "secret\n").unwrap();
     let path = ws.path().join("f.txt");
     std::fs::write(&path, "mine\n").unwrap();
-    let workspace = acp_client::fs::Workspace::new(vec![ws.path().to_path_buf()]);
+    let workspace = acp_client::edits::fs::Workspace::new(vec![ws.path().to_path_buf()]);
     let checked = workspace.resolve(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&secret, &path).unwrap();
-    let err = acp_client::fs::read_text_file(&checked, None, None, 1 << 20)
+    let err = acp_client::edits::fs::read_text_file(&checked, None, None, 1 << 20)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
-    let err = acp_client::fs::write_text_file_atomic(&checked, "pwned")
+    let err = acp_client::edits::fs::write_text_file_atomic(&checked, "pwned")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");

@@ -1,6 +1,6 @@
 //! The editor host of one agent process: acp-client calls it for permission
 //! prompts and events, and drives Neovim's buffers through [`LuaBuffers`]
-//! (reads, writes and disk-edit sync live in `acp_client::buffer_sync`); it
+//! (reads, writes and disk-edit sync live in `acp_client::edits::buffer_sync`); it
 //! answers through Lua and turns the client's session-keyed events into the
 //! plugin's chat-keyed ones.
 
@@ -17,9 +17,11 @@ use crate::protocol::lua::{self, BadReply};
 use crate::protocol::{ChatId, Event};
 use crate::review_queue::{Decisions, MergedBuffer};
 use crate::routes::{Item, Routes};
-use acp_client::buffer_sync::{self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin};
+use acp_client::edits::buffer_sync::{
+    self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin,
+};
+use acp_client::edits::host::{HostCapabilities, ReadTextFile};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::schema;
 use acp_client::update::SessionId;
@@ -34,7 +36,7 @@ pub struct NvimHost {
     routes: Arc<Mutex<Routes>>,
     /// The state of the files this agent read or wrote through Neovim,
     /// the order of the instructions and the disk-sync task (see
-    /// `acp_client::buffer_sync`).
+    /// `acp_client::edits::buffer_sync`).
     sync: BufferSync,
     /// Neovim, for the editor MCP server's `diagnostics` and `open_buffers`
     /// (the buffer calls go through [`LuaBuffers`], which shares it).

@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use acp_client::buffer_sync::OnDisk;
-use acp_client::review::RejectOutcome;
+use acp_client::edits::buffer_sync::OnDisk;
+use acp_client::edits::hunks::RejectOutcome;
 use acp_client::update::SessionId;
 use rmpv::Value;
 
@@ -316,7 +316,7 @@ mod tests {
     use super::*;
     use crate::msgpack;
     use crate::protocol::ReviewView;
-    use acp_client::review::EditTracker;
+    use acp_client::edits::hunks::EditTracker;
     use serde_json::json;
 
     #[test]

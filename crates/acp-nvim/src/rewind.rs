@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use acp_client::checkpoint::{Checkpoints, TurnNumber};
+use acp_client::edits::checkpoint::{Checkpoints, TurnNumber};
 use acp_client::session::Entry;
 use acp_client::update::SessionId;
 
@@ -26,7 +26,7 @@ const CONTEXT_MAX_BYTES: usize = 96 * 1024;
 
 /// Largest saved checkpoints file read back (the store's own bound, with
 /// room for JSON escapes).
-const SAVED_MAX_BYTES: u64 = 2 * acp_client::checkpoint::TOTAL_MAX_BYTES as u64;
+const SAVED_MAX_BYTES: u64 = 2 * acp_client::edits::checkpoint::TOTAL_MAX_BYTES as u64;
 
 /// Where a chat's checkpoints are saved: beside its session's transcript,
 /// so a reopened session can still rewind the files it changed.
@@ -117,7 +117,7 @@ pub(crate) async fn save(agent: &Agent, session: &SessionId, path: &std::path::P
         return;
     }
     let json = review.checkpoints().to_json();
-    if let Err(e) = acp_client::fs::write_text_file_atomic(path, &json).await {
+    if let Err(e) = acp_client::edits::fs::write_text_file_atomic(path, &json).await {
         tracing::warn!(path = %path.display(), "could not save the checkpoints: {e}");
     }
 }

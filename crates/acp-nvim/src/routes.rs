@@ -15,10 +15,10 @@ fn next_review_revision() -> u64 {
     static REVISION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     REVISION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+use acp_client::edits::host::WriteOutcome;
 use acp_client::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationScope,
 };
-use acp_client::host::WriteOutcome;
 use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
 use acp_client::terminal::TerminalEvent;
 use acp_client::update::SessionId;
@@ -420,7 +420,7 @@ fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&st
 pub(crate) mod tests {
     use std::path::{Path, PathBuf};
 
-    use acp_client::host::FileEdit;
+    use acp_client::edits::host::FileEdit;
     use acp_client::permission::{OptionKind, PermissionOption};
     use acp_client::process::ExitInfo;
     use acp_client::session::SessionChange;
@@ -726,7 +726,7 @@ pub(crate) mod tests {
 
     #[test]
     fn review_changes_reach_the_chat_with_a_snake_case_summary_and_the_review() {
-        use acp_client::review::{EditTracker, FileStatus, FileSummary};
+        use acp_client::edits::hunks::{EditTracker, FileStatus, FileSummary};
         let mut tracker = EditTracker::new();
         tracker.record_write(Path::new("/p/a.rs"), None, "a\nb\r\n");
         let mut r = Routes::new("demo");

@@ -90,7 +90,7 @@ impl Editor for FakeLua {
         };
         let line = args["line"].as_u64().map(|n| n as u32);
         let limit = args["limit"].as_u64().map(|n| n as u32);
-        let text = acp_client::fs::slice_lines(&b.text, line, limit).unwrap();
+        let text = acp_client::edits::fs::slice_lines(&b.text, line, limit).unwrap();
         let mut reply = json!({"text": text, "tick": b.tick});
         if text != b.text {
             reply["whole"] = json!(b.text);

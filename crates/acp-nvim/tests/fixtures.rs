@@ -9,9 +9,9 @@
 
 use std::path::PathBuf;
 
+use acp_client::edits::hunks::{FileStatus, FileSummary};
 use acp_client::permission::{OptionKind, PermissionOption};
 use acp_client::registry::{DistributionKind, Origin};
-use acp_client::review::{FileStatus, FileSummary};
 use acp_client::schema;
 use acp_client::session::{Entry, Message, SessionChange, ToolCallState};
 use acp_client::terminal::{TerminalEvent, TerminalExit};
@@ -409,7 +409,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                     first_line: Some(0),
                 },
                 review: {
-                    let mut t = acp_client::review::EditTracker::new();
+                    let mut t = acp_client::edits::hunks::EditTracker::new();
                     let p = std::path::Path::new("/work/src/main.rs");
                     t.record_write(p, Some("fn main() {}\n"), "fn main() {\n    run();\n}\n");
                     t.review(p).as_ref().map(acp_nvim::protocol::ReviewView::from)

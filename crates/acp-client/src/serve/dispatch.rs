@@ -16,20 +16,22 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
-use crate::fs::{self, Workspace};
-use crate::host::{ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
+use crate::edits::fs::{self, Workspace};
+use crate::edits::host::{
+    ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
+};
+use crate::edits::review::ToolFacts;
 use crate::policy::elicitation::ElicitationScope;
+use crate::rpc::engine::{CloseReason, Handler};
+use crate::error::{Error, Result};
+use crate::rpc::methods;
 use crate::policy::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
 };
-use crate::rpc::engine::{CloseReason, Handler};
-use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
-use crate::serve::live::{unknown_session, LiveSessions, PendingPermission};
-use crate::session::update::{self, SessionId, SessionUpdate};
+use crate::serve::live::{unknown_session, PendingPermission, LiveSessions};
 use crate::tools::terminal::{TerminalId, TerminalSpec};
-use crate::tracking::ToolFacts;
+use crate::session::update::{self, SessionId, SessionUpdate};
 
 mod elicitation;
 #[cfg(test)]

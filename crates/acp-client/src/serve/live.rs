@@ -3,7 +3,7 @@
 //! session (its model, workspace and cwd), the permission prompts
 //! waiting for the editor and the memory that answers some of them, the
 //! agent's terminals, and the feed of typed edit events into edit review
-//! ([`crate::tracking`]). It serves the agent's messages as the engine's
+//! ([`crate::edits::review`]). It serves the agent's messages as the engine's
 //! [`Handler`](crate::rpc::engine::Handler) (see [`crate::serve::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
@@ -14,19 +14,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::edits::fs::Workspace;
+use crate::edits::host::{ClientEvent, EditorHost, EventSink};
+use crate::edits::review::{Reviews, ToolFacts};
+use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
+use crate::rpc::engine::CloseReason;
 use crate::agents::process::{AgentProcess, ExitInfo};
 use crate::error::{Error, Result};
-use crate::fs::Workspace;
-use crate::host::{ClientEvent, EditorHost, EventSink};
 use crate::options::ConnectionOptions;
-use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::policy::permission::{PermissionPolicy, PermissionRequestId};
-use crate::rpc::engine::CloseReason;
 use crate::session::update::{self, SessionId, SessionUpdate, ToolStatus};
 use crate::session::update::{Content, ToolContent};
 use crate::session::{SessionChange, SessionState};
 use crate::tools::terminal::TerminalManager;
-use crate::tracking::{Reviews, ToolFacts};
 
 /// A permission prompt waiting for the editor.
 pub(crate) struct PendingPermission {
@@ -471,7 +471,7 @@ impl LiveSessions {
     pub(crate) fn apply_update(&self, notification: update::SessionNotification) {
         let session_id = notification.session_id;
         self.check_always_refused(&session_id, &notification.update);
-        // Tool calls feed edit review (tracking.rs) once the session is live.
+        // Tool calls feed edit review (edits/review.rs) once the session is live.
         let tool_call = match &notification.update {
             SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)
                 if self.review.is_live(&session_id) =>

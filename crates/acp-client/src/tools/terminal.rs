@@ -42,7 +42,7 @@ use reader::{Control, OutputSink, TerminalTask};
 pub use crate::schema::TerminalId;
 
 /// Where a [`TerminalManager`] sends its events (the session layer wraps
-/// them into [`ClientEvent::Terminal`](crate::host::ClientEvent::Terminal)).
+/// them into [`ClientEvent::Terminal`](crate::edits::host::ClientEvent::Terminal)).
 pub type TerminalSink = Arc<dyn Fn(TerminalEvent) + Send + Sync>;
 
 /// The most output one terminal may keep, whatever `outputByteLimit` the

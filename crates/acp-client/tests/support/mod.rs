@@ -5,9 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_client::buffer_sync::{Applied, BufferRead, BufferSync, BufferView, Buffers, Instruction};
+use acp_client::edits::buffer_sync::{
+    Applied, BufferRead, BufferSync, BufferView, Buffers, Instruction,
+};
+use acp_client::edits::host::{HostCapabilities, ReadTextFile};
 use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::host::{HostCapabilities, ReadTextFile};
 use acp_client::permission::{PermissionDecision, PermissionRequest};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
 use async_trait::async_trait;
@@ -161,7 +163,7 @@ impl Buffers for TestBuffers {
         let buffer = self.buffer.lock().unwrap().clone();
         match buffer {
             Some((path, text)) if path == request.path => Ok(Some(BufferRead {
-                text: acp_client::fs::slice_lines(&text, request.line, request.limit)?,
+                text: acp_client::edits::fs::slice_lines(&text, request.line, request.limit)?,
                 version: 1,
                 view: Some(BufferView {
                     whole: text.as_str().into(),

@@ -8,8 +8,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use acp_client::buffer_sync::OnDisk;
-use acp_client::review::HunkId;
+use acp_client::edits::buffer_sync::OnDisk;
+use acp_client::edits::hunks::HunkId;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
@@ -102,7 +102,7 @@ pub enum ReviewCommand {
         accept_lines: Option<(usize, usize)>,
         /// The buffer's tick (`acp.edits.fs.tick`) at `content`: the backend merges the
         /// agent's next write against this text (see
-        /// `acp_client::buffer_sync`).
+        /// `acp_client::edits::buffer_sync`).
         #[serde(default)]
         tick: Option<u64>,
         /// `content` is the file's text on disk: the user saved the buffer

@@ -1,7 +1,7 @@
 //! Tests of the Neovim editor host: reads, writes and disk edits through a
 //! faked Lua side.
 
-use acp_client::host::{WriteKind, WriteOutcome, WriteTextFile};
+use acp_client::edits::host::{WriteKind, WriteOutcome, WriteTextFile};
 use std::collections::VecDeque;
 
 use rmpv::Value;

@@ -11,9 +11,9 @@
 //! merged by one rule, [`Event::merge`], wherever they pile up (the batcher's
 //! queue, a batch on its way to Lua, a transcript's pending record).
 
+use acp_client::edits::hunks::{strip_line_ending, FileReview, FileStatus, FileSummary};
 use acp_client::permission::PermissionOption;
 use acp_client::registry;
-use acp_client::review::{strip_line_ending, FileReview, FileStatus, FileSummary};
 use acp_client::schema;
 use acp_client::session::{Entry, SessionChange};
 use acp_client::terminal::TerminalEvent;
@@ -255,7 +255,7 @@ pub enum Event {
         /// The chat concerned.
         chat_id: ChatId,
         /// Each turn: number, the prompt's first line, when, files touched.
-        turns: Vec<acp_client::checkpoint::TurnInfo>,
+        turns: Vec<acp_client::edits::checkpoint::TurnInfo>,
     },
     /// The answer to `acp.rewind` with `preview`: what would change.
     RewindPreview {
@@ -699,8 +699,8 @@ pub struct FileSyncView {
     pending: Option<String>,
 }
 
-impl From<acp_client::buffer_sync::FileState> for FileSyncView {
-    fn from(state: acp_client::buffer_sync::FileState) -> Self {
+impl From<acp_client::edits::buffer_sync::FileState> for FileSyncView {
+    fn from(state: acp_client::edits::buffer_sync::FileState) -> Self {
         let (text, tick) = match state.buffer {
             Some(b) => (Some(b.text), Some(b.version)),
             None => (None, None),

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use acp_client::buffer_sync::{Applied, BufferRead, BufferText, BufferView, Instruction, Origin};
+use acp_client::edits::buffer_sync::{
+    Applied, BufferRead, BufferText, BufferView, Instruction, Origin,
+};
 
 use super::wire;
 use crate::msgpack;
@@ -35,7 +37,7 @@ pub struct FsRead<'a> {
 
 /// `require('acp.edits.fs').apply(args)`: the one instruction of a write, or of
 /// the agent's disk edit, to a file Neovim may have a buffer of (see
-/// `acp_client::buffer_sync`).
+/// `acp_client::edits::buffer_sync`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Apply<'a> {
     /// Absolute path.

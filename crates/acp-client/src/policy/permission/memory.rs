@@ -352,6 +352,6 @@ impl PermissionPolicy {
             reason: format!("could not encode it: {e}"),
         })?;
         json.push(b'\n');
-        crate::fs::write_atomic_blocking(&p.file, &json, false).map(|_| ())
+        crate::disk::write_atomic_blocking(&p.file, &json, false).map(|_| ())
     }
 }

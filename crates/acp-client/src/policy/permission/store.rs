@@ -70,7 +70,9 @@ pub(super) fn parse(bytes: &[u8]) -> Result<ParsedState, String> {
 /// symlinks resolved, so every spelling of the same directory shares one file.
 pub(super) fn canonical_root(project_root: &Path) -> PathBuf {
     let absolute = std::path::absolute(project_root).unwrap_or_else(|_| project_root.to_owned());
-    crate::fs::resolve_symlinks(&absolute).unwrap_or_else(|_| normalize_lexically(&absolute))
+    crate::path::CanonicalPath::resolve(&absolute)
+        .map(crate::path::CanonicalPath::into_path_buf)
+        .unwrap_or_else(|_| normalize_lexically(&absolute))
 }
 
 /// `<dir>/<hash of the canonical root>.json`.

@@ -9,11 +9,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::parse;
-use crate::error::{Error, Result};
-use crate::host::{ClientEvent, HostCapabilities};
+use crate::edits::host::{ClientEvent, HostCapabilities};
 use crate::policy::elicitation::*;
+use crate::error::{Error, Result};
 use crate::rpc::methods;
-use crate::serve::live::{unknown_session, LiveSessions, PendingElicitation};
+use crate::serve::live::{unknown_session, PendingElicitation, LiveSessions};
 
 /// `clientCapabilities.elicitation` for what the host serves; `null` (not
 /// advertised) when it serves neither mode.

@@ -1,4 +1,4 @@
-//! Line splitting and line diffs, shared by edit review and [`crate::merge`].
+//! Line splitting and line diffs, shared by edit review and [`crate::edits::merge`].
 //!
 //! Lines keep their terminators (`"a\r\n"`, `"b\n"`, or a last `"c"` with
 //! none), so joining lines gives back the exact bytes: CRLF files, files

@@ -489,3 +489,41 @@ fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
     s.answered(&i, &Applied::Merged { version: 4 });
     assert_eq!(s.disk(p), Some("mine\n"));
 }
+
+/// No buffer: every instruction finds none.
+struct NoBuffers;
+
+#[async_trait::async_trait]
+impl Buffers for NoBuffers {
+    async fn apply(&self, _: &Instruction) -> crate::error::Result<Applied> {
+        Ok(Applied::NoBuffer)
+    }
+}
+
+#[test]
+fn a_prompt_embedding_a_new_file_under_a_symlinked_dir_is_keyed_like_the_agents_requests() {
+    // The prompt's embedded text is what the agent saw. Keyed by std's
+    // canonicalize, a file not on disk yet kept its path as written (the
+    // symlinked directory and `..` in it), so the agent's write to the
+    // resolved path found no base. Failed before the one normaliser.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("real/sub")).unwrap();
+    std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+    let sync = BufferSync::new(std::sync::Arc::new(NoBuffers));
+    let uri = format!("file://{}/link/sub/../new.txt", root.display());
+    let resource = crate::schema::EmbeddedResource::new(
+        crate::schema::EmbeddedResourceResource::TextResourceContents(
+            crate::schema::TextResourceContents::new("typed\n", uri),
+        ),
+    );
+    sync.saw_prompt(
+        &sid("s"),
+        &[crate::schema::ContentBlock::Resource(resource)],
+    );
+    let agents_path = crate::path::CanonicalPath::resolve(&root.join("real/new.txt")).unwrap();
+    assert_eq!(
+        sync.files().seen(&sid("s"), &agents_path).as_deref(),
+        Some("typed\n")
+    );
+}

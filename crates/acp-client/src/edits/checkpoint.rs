@@ -16,7 +16,7 @@
 //! to JSON so an editor can save it with its transcript and hand it back to
 //! a reopened session.
 //!
-//! This module is data only: the tracking layer feeds it and applies a
+//! This module is data only: the review service (`edits::review`) feeds it and applies a
 //! plan through the editor's buffers.
 
 use std::collections::BTreeMap;
@@ -456,7 +456,8 @@ fn undo_turns(turns: &[Turn], path: &Path) -> Option<String> {
     }
     let mut acc = text(newest.files.get(path))?.to_owned();
     for t in older.iter().rev() {
-        let merged = crate::merge::merge3(text(t.after.get(path))?, &acc, text(t.files.get(path))?);
+        let merged =
+            crate::edits::merge::merge3(text(t.after.get(path))?, &acc, text(t.files.get(path))?);
         acc = merged.clean_text()?;
     }
     Some(acc)

@@ -2,7 +2,7 @@
 //!
 //! An editor that implements only [`EditorHost::request_permission`] gets
 //! disk-backed `fs/*` and process-backed `terminal/*` for free; an editor with
-//! buffers implements [`crate::buffer_sync::Buffers`] and returns its
+//! buffers implements [`crate::edits::buffer_sync::Buffers`] and returns its
 //! [`BufferSync`] from [`EditorHost::buffer_sync`], so agents see and edit
 //! unsaved text.
 
@@ -12,13 +12,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::agents::process::ExitInfo;
-use crate::buffer_sync::BufferSync;
+use crate::edits::buffer_sync::BufferSync;
+use crate::edits::hunks::{FileReview, FileSummary};
 use crate::policy::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };
 use crate::policy::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
-use crate::review::{FileReview, FileSummary};
+use crate::agents::process::ExitInfo;
 use crate::session::update::SessionId;
 use crate::session::SessionChange;
 use crate::tools::terminal::TerminalEvent;
@@ -54,7 +54,7 @@ impl Default for HostCapabilities {
     }
 }
 
-pub use crate::buffer_sync::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
+pub use crate::edits::buffer_sync::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
 
 /// A record of one agent edit, for review: the file's content before and
 /// after.
@@ -192,7 +192,7 @@ pub trait EditorHost: Send + Sync + 'static {
     /// then serves `fs/read_text_file` and `fs/write_text_file` through
     /// them (agents see unsaved text; their writes are merged into unsaved
     /// edits) and brings them up to date with the agent's own disk edits.
-    /// The editor makes it from its [`crate::buffer_sync::Buffers`] and
+    /// The editor makes it from its [`crate::edits::buffer_sync::Buffers`] and
     /// reports the user's edits, saves and prompts to it. `None` (the
     /// default): the client reads and writes the disk.
     fn buffer_sync(&self) -> Option<&BufferSync> {

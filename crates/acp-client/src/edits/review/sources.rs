@@ -20,7 +20,7 @@
 //! disk during the turn (a buffer that was stale before the prompt is not
 //! believed: its difference is not the agent's).
 //!
-//! [`BufferSync::text_before_turn`]: crate::buffer_sync::BufferSync::text_before_turn
+//! [`BufferSync::text_before_turn`]: crate::edits::buffer_sync::BufferSync::text_before_turn
 //!
 //! This module owns what a tool call says about files ([`ToolFacts`]), the
 //! recording of `fs/write_text_file` and of tool call diffs, and the
@@ -37,8 +37,8 @@ use tokio::time::Instant;
 use super::decisions::{emit, observe};
 use super::watcher::{read_disk, Disk, Worker, DEBOUNCE};
 use super::{Job, Reviews};
-use crate::fs::Workspace;
-use crate::review::{EditTracker, ToolDiffPlacement};
+use crate::edits::fs::Workspace;
+use crate::edits::hunks::{EditTracker, ToolDiffPlacement};
 use crate::schema::ToolCallLocation;
 use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 use crate::session::ToolCallState;
@@ -468,7 +468,7 @@ fn record_diff(
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
-    use crate::review::FileStatus;
+    use crate::edits::hunks::FileStatus;
     use serde_json::json;
 
     fn fields(v: Value) -> ToolCallFields {

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use super::decisions::Target;
 use super::Reviews;
-use crate::checkpoint::{Checkpoints, TurnInfo, TurnNumber};
+use crate::edits::checkpoint::{Checkpoints, TurnInfo, TurnNumber};
+use crate::edits::fs::Workspace;
+use crate::edits::host::EditorHost;
+use crate::edits::hunks::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::error::{Error, Result};
-use crate::fs::Workspace;
-use crate::host::EditorHost;
-use crate::review::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::session::update::SessionId;
 
 /// The edit review of one session: every file the agent changed, as hunks
@@ -99,7 +99,7 @@ impl<'a> Review<'a> {
     }
 
     /// Accepts lines `start..end` of a file's current content, not whole
-    /// hunks (see [`EditTracker::accept_lines`](crate::review::EditTracker::accept_lines)):
+    /// hunks (see [`EditTracker::accept_lines`](crate::edits::hunks::EditTracker::accept_lines)):
     /// the side of a conflict the user kept.
     pub fn accept_lines(&self, path: &Path, start: usize, end: usize) -> Result<()> {
         let path = self.path(path)?;

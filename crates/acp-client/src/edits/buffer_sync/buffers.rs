@@ -78,7 +78,7 @@ pub trait Buffers: Send + Sync + 'static {
     /// with its own file system (a test's memory, a remote one) overrides
     /// it.
     async fn disk_text(&self, path: &Path) -> Option<String> {
-        crate::fs::read_text_file(path, None, None, crate::fs::DEFAULT_MAX_READ_BYTES)
+        crate::edits::fs::read_text_file(path, None, None, crate::edits::fs::DEFAULT_MAX_READ_BYTES)
             .await
             .ok()
     }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
-use crate::merge::{merge3, ConflictLabels};
-use crate::review::diff::{join_lines, matches, split_lines};
+use crate::edits::hunks::diff::{join_lines, matches, split_lines};
+use crate::edits::merge::{merge3, ConflictLabels};
 use crate::session::update::SessionId;
 
 /// One file's state.

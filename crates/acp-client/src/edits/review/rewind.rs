@@ -1,5 +1,5 @@
 //! Rewind: the workspace taken back to its state before a turn, from the
-//! session's checkpoints ([`crate::checkpoint`]).
+//! session's checkpoints ([`crate::edits::checkpoint`]).
 //!
 //! A rewind is a restore like a review reject's: each file's text before
 //! the turn goes through the editor's buffer sync as a restore (merged
@@ -23,11 +23,11 @@ use serde::Serialize;
 use super::decisions::{emit, observe, remove_regular_file, write_content};
 use super::watcher::{read_disk, Disk};
 use super::{Job, Reviews};
-use crate::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
+use crate::edits::checkpoint::{Checkpoints, Restore, TurnInfo, TurnNumber};
+use crate::edits::fs::Workspace;
+use crate::edits::host::EditorHost;
+use crate::edits::merge::{merge3, ConflictLabels};
 use crate::error::{Error, Result};
-use crate::fs::Workspace;
-use crate::host::EditorHost;
-use crate::merge::{merge3, ConflictLabels};
 use crate::session::update::SessionId;
 use tokio::sync::oneshot;
 
@@ -247,7 +247,7 @@ fn target(r: &Restore, now: Option<&str>) -> Option<String> {
 
 /// The file's text on disk now; `None` when missing or not text.
 async fn disk_text(r: &Restore) -> Option<String> {
-    match read_disk(&r.path, crate::checkpoint::FILE_MAX_BYTES).await {
+    match read_disk(&r.path, crate::edits::checkpoint::FILE_MAX_BYTES).await {
         Disk::Known(text) => text,
         Disk::Unreadable => None,
     }

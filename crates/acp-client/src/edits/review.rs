@@ -1,4 +1,4 @@
-//! Feeding agent edits into review: one [`EditTracker`] per session, fed from
+//! The review service (was `tracking`): one [`EditTracker`] per session, fed from
 //! the three places an edit shows up, and the decisions (accept, reject)
 //! applied back to buffers and disk.
 //!
@@ -38,10 +38,10 @@ pub use handle::Review;
 pub use rewind::{RewindFile, RewindPlan, Rewound};
 pub(crate) use sources::ToolFacts;
 
-use crate::checkpoint::{Checkpoints, TurnNumber};
-use crate::fs::Workspace;
-use crate::host::{EditorHost, EventSink};
-use crate::review::{EditTracker, FileReview, FileSummary};
+use crate::edits::checkpoint::{Checkpoints, TurnNumber};
+use crate::edits::fs::Workspace;
+use crate::edits::host::{EditorHost, EventSink};
+use crate::edits::hunks::{EditTracker, FileReview, FileSummary};
 use crate::session::update::SessionId;
 use sources::ToolDiff;
 use watcher::Worker;

@@ -27,7 +27,7 @@
 //! # Example
 //!
 //! ```
-//! use acp_client::merge::{merge3, ConflictLabels};
+//! use acp_client::edits::merge::{merge3, ConflictLabels};
 //!
 //! let base = "fn a() {}\n\nfn b() {}\n";
 //! let ours = "fn a() { user(); }\n\nfn b() {}\n"; // unsaved buffer
@@ -49,7 +49,7 @@
 
 use serde::Serialize;
 
-use crate::review::diff::{changes, join_lines, split_lines, Change};
+use crate::edits::hunks::diff::{changes, join_lines, split_lines, Change};
 
 /// The result of [`merge3`]: the merged file as a sequence of regions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -104,7 +104,7 @@ pub enum WriteKind {
 }
 
 /// Where a write went: what [`BufferSync::write`] answers, what the client
-/// does with the disk next, and what [`crate::host::FileEdit::applied`]
+/// does with the disk next, and what [`crate::edits::host::FileEdit::applied`]
 /// tells the editor. (One enum for the three that were: the write's outcome,
 /// the event's "applied" and half of the editor's answer.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

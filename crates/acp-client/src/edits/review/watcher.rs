@@ -23,10 +23,10 @@ use tokio::time::Instant;
 
 use super::decisions::{emit, observe};
 use super::{Job, ReviewState};
-use crate::checkpoint::TurnNumber;
+use crate::edits::checkpoint::TurnNumber;
+use crate::edits::fs;
+use crate::edits::host::{EditorHost, EventSink};
 use crate::error::Error;
-use crate::fs;
-use crate::host::{EditorHost, EventSink};
 use crate::session::update::SessionId;
 
 /// Quiet time after the last change of a watched file before it is read:

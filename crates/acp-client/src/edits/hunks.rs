@@ -17,7 +17,7 @@
 //! between them. Accepting a hunk moves it into the baseline; rejecting it
 //! puts the baseline's lines back into the current content and returns the
 //! new content ([`RejectOutcome`]) for the caller to write (to the buffer,
-//! or to disk with [`crate::fs::write_text_file_atomic`]). The tracker never
+//! or to disk with [`crate::edits::fs::write_text_file_atomic`]). The tracker never
 //! touches disk or buffers itself.
 //!
 //! Lines keep their terminators, so CRLF files and files without a final
@@ -26,13 +26,13 @@
 //! When the user edits a file under review, report it with
 //! [`EditTracker::record_user_edit`], so the user's typing is not taken for
 //! the agent's. When the agent changes a file whose buffer has unsaved
-//! edits, combine both with [`crate::merge::merge3`] instead of reloading.
+//! edits, combine both with [`crate::edits::merge::merge3`] instead of reloading.
 //!
 //! # Example
 //!
 //! ```
 //! use std::path::Path;
-//! use acp_client::review::{EditTracker, FileStatus, RejectOutcome};
+//! use acp_client::edits::hunks::{EditTracker, FileStatus, RejectOutcome};
 //!
 //! # fn main() -> acp_client::Result<()> {
 //! let mut tracker = EditTracker::new();
@@ -275,7 +275,7 @@ pub enum ToolDiffPlacement {
 /// documentation](self).
 ///
 /// Paths are used as given: pass them normalized (as
-/// [`crate::fs::Workspace::resolve`] returns them) so one file has one key.
+/// [`crate::edits::fs::Workspace::resolve`] returns them) so one file has one key.
 #[derive(Debug, Default)]
 pub struct EditTracker {
     files: BTreeMap<PathBuf, TrackedFile>,

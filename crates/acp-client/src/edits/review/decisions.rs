@@ -14,13 +14,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::Reviews;
-use crate::error::{Error, Result};
-use crate::fs;
-use crate::host::{ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile};
-use crate::review::{
+use crate::edits::fs;
+use crate::edits::host::{
+    ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile,
+};
+use crate::edits::hunks::{
     missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
     RejectOutcome,
 };
+use crate::error::{Error, Result};
 use crate::session::update::SessionId;
 
 /// Which changes a decision covers.

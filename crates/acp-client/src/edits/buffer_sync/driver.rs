@@ -13,8 +13,9 @@ use super::buffers::{BufferAtPrompt, Buffers};
 use super::files::{FileState, FileSyncs, OnDisk};
 use super::instruction::{Applied, BufferText, Instruction, Origin};
 use super::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile, MAX_ATTEMPTS};
+use crate::edits::merge::{merge3, ConflictLabels};
 use crate::error::{Error, Result};
-use crate::merge::{merge3, ConflictLabels};
+use crate::path::CanonicalPath;
 use crate::schema;
 use crate::session::update::SessionId;
 
@@ -275,10 +276,14 @@ impl BufferSync {
                     .strip_prefix("file://")
                     .filter(|p| !p.contains('#'))
                     .map(percent_decode)?;
-                // Keyed like the agent's requests: resolved (symlinks
-                // followed). Resolved before the state is locked: it reads
+                // Keyed like the agent's requests: by the one normaliser
+                // the workspace uses (std's canonicalize kept a missing
+                // file's path as written, `..` and symlinked parents
+                // included). Resolved before the state is locked: it reads
                 // the file system.
-                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(path));
+                let path = CanonicalPath::resolve(Path::new(&path))
+                    .map(CanonicalPath::into_path_buf)
+                    .unwrap_or_else(|_| PathBuf::from(path));
                 Some((path, res.text.as_str()))
             })
             .collect();
