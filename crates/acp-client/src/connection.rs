@@ -19,17 +19,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use parking_lot::Mutex;
 
-use crate::serve::dispatch::elicitation_capabilities;
-use crate::serve::editor_tools::{EditorTools, Offer};
+use crate::agents::process::{AgentCommand, AgentProcess, ExitInfo};
 use crate::edits::fs::Workspace;
 use crate::edits::host::EditorHost;
 use crate::edits::review::Review;
-use crate::rpc::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::error::{Error, Result};
-use crate::rpc::methods;
 use crate::policy::permission::PermissionPolicy;
-use crate::agents::process::{AgentCommand, AgentProcess, ExitInfo};
+use crate::rpc::engine::{CloseReason, Engine, Limits, Tasks};
+use crate::rpc::methods;
 use crate::schema;
+use crate::serve::dispatch::elicitation_capabilities;
+use crate::serve::editor_tools::{EditorTools, Offer};
 use crate::serve::live::{LiveSessions, SessionSlot};
 use crate::session::update::{Content, SessionId};
 use crate::session::{SessionChange, SessionState, TurnUsage};

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::agents::process::ExitInfo;
 use crate::edits::buffer_sync::BufferSync;
 use crate::edits::hunks::{FileReview, FileSummary};
 use crate::policy::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };
 use crate::policy::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
-use crate::agents::process::ExitInfo;
 use crate::session::update::SessionId;
 use crate::session::SessionChange;
 use crate::tools::terminal::TerminalEvent;

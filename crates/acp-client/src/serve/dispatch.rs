@@ -21,17 +21,17 @@ use crate::edits::host::{
     ClientEvent, FileEdit, ReadTextFile, WriteKind, WriteOutcome, WriteTextFile,
 };
 use crate::edits::review::ToolFacts;
-use crate::policy::elicitation::ElicitationScope;
-use crate::rpc::engine::{CloseReason, Handler};
 use crate::error::{Error, Result};
-use crate::rpc::methods;
+use crate::policy::elicitation::ElicitationScope;
 use crate::policy::permission::{
     OptionKind, PermissionDecision, PermissionOption, PermissionRequest, PermissionRequestId,
 };
+use crate::rpc::engine::{CloseReason, Handler};
+use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
-use crate::serve::live::{unknown_session, PendingPermission, LiveSessions};
-use crate::tools::terminal::{TerminalId, TerminalSpec};
+use crate::serve::live::{unknown_session, LiveSessions, PendingPermission};
 use crate::session::update::{self, SessionId, SessionUpdate};
+use crate::tools::terminal::{TerminalId, TerminalSpec};
 
 mod elicitation;
 #[cfg(test)]

@@ -14,15 +14,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::agents::process::{AgentProcess, ExitInfo};
 use crate::edits::fs::Workspace;
 use crate::edits::host::{ClientEvent, EditorHost, EventSink};
 use crate::edits::review::{Reviews, ToolFacts};
-use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
-use crate::rpc::engine::CloseReason;
-use crate::agents::process::{AgentProcess, ExitInfo};
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
+use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, ElicitationScope};
 use crate::policy::permission::{PermissionPolicy, PermissionRequestId};
+use crate::rpc::engine::CloseReason;
 use crate::session::update::{self, SessionId, SessionUpdate, ToolStatus};
 use crate::session::update::{Content, ToolContent};
 use crate::session::{SessionChange, SessionState};

@@ -160,9 +160,10 @@ async fn a_rewind_undoes_the_agents_write_and_hands_back_the_checkpoints() {
     assert_eq!(done["restored"], json!([notes.to_string_lossy()]));
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "old\n");
     // The store after the rewind has no turns left, for the next session.
-    let store =
-        acp_client::edits::checkpoint::Checkpoints::from_json(done["checkpoints"].as_str().unwrap())
-            .unwrap();
+    let store = acp_client::edits::checkpoint::Checkpoints::from_json(
+        done["checkpoints"].as_str().unwrap(),
+    )
+    .unwrap();
     assert!(store.turns().is_empty());
 
     rewind(&rig, "a", Some(1), false);

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 
 use super::parse;
 use crate::edits::host::{ClientEvent, HostCapabilities};
-use crate::policy::elicitation::*;
 use crate::error::{Error, Result};
+use crate::policy::elicitation::*;
 use crate::rpc::methods;
-use crate::serve::live::{unknown_session, PendingElicitation, LiveSessions};
+use crate::serve::live::{unknown_session, LiveSessions, PendingElicitation};
 
 /// `clientCapabilities.elicitation` for what the host serves; `null` (not
 /// advertised) when it serves neither mode.
