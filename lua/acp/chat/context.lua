@@ -134,7 +134,7 @@ function M.mention(path, cwd, l1, l2)
 end
 
 --- A line number a pattern matched as `%d+` (digits only: an integer).
----@param d string
+---@param d string? a `%d+` capture of a pattern that matched (so set)
 ---@return integer
 local function line_no(d)
   return tonumber(d) --[[@as integer]]
