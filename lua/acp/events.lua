@@ -234,7 +234,7 @@ local function handle(ev, ctx)
   end
   local chat_id = ev.chat_id
   local chat = chat_id and require("acp.chat").get(chat_id)
-  if not chat then
+  if not (chat_id and chat) then
     -- Late events of a chat closed meanwhile.
     return
   end
