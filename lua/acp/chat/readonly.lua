@@ -51,6 +51,7 @@ function M.open(path, opts)
   if not ok then
     return nil, ("cannot read the transcript %s: %s"):format(path, tostring(lines))
   end
+  ---@cast lines string[] readfile returned: the file's lines
   local header
   for _, line in ipairs(lines) do
     header = history.decode(line)
