@@ -280,7 +280,8 @@ function M.dispatch(events)
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
     if ev and later(ev, t0) then
-      replay.push(ev.chat_id, handle, ev, ctx)
+      -- later() holds back only an event of a chat: it has a chat id.
+      replay.push(ev.chat_id --[[@as string]], handle, ev, ctx)
     elseif ev then
       ok, err = xpcall(handle, debug.traceback, ev, ctx)
     end

@@ -64,7 +64,8 @@ function M.open(path, opts)
   end
   local config = require("acp.config")
   local name = tostring(header.agent_name or "agent")
-  local agent = config.agent(name) or { name = name, cmd = {}, env = {}, mcp_servers = {} }
+  local agent = config.agent(name)
+    or { name = name, cmd = {}, env = {}, mcp_servers = {}, quirks = {}, editor_tools = false }
   local cwd = type(header.cwd) == "string" and header.cwd or vim.fn.getcwd()
   local chat = require("acp.chat").create(agent, cwd)
   chat.readonly = true
