@@ -117,7 +117,7 @@ local function exec(cmd, opts)
   -- stderr cut into lines at \r or \n (curl redraws its bar with \r); a
   -- chunk may end mid-line, so the tail waits for the next one.
   local lines, partial = {}, ""
-  local result
+  local result ---@type vim.SystemCompleted?
   local ok, proc = pcall(vim.system, cmd, {
     cwd = opts.cwd,
     text = true,
@@ -136,7 +136,7 @@ local function exec(cmd, opts)
           if line ~= "" then
             lines[#lines + 1] = line
           end
-          last_end = stop
+          last_end = stop --[[@as integer]] -- `()` captures a position
         end
         partial = partial:sub(last_end)
       end
@@ -177,7 +177,9 @@ local function exec(cmd, opts)
       timed_out = why ~= -2,
     }
   end
-  return { code = result.code, stdout = table.concat(out), stderr = table.concat(err) }
+  -- vim.wait returned true: the exit callback set `result`.
+  local res = result --[[@as vim.SystemCompleted]]
+  return { code = res.code, stdout = table.concat(out), stderr = table.concat(err) }
 end
 
 ---@class acp.Fetched
@@ -368,7 +370,7 @@ local function download(ctx)
   end
 
   local archive = stage .. "/" .. asset
-  local last_shown = -10
+  local last_shown = -10 ---@type number
   got = fetch(url, archive, function(pct)
     -- Every 10 %: enough to see it move, not a flood of redraws.
     local n = tonumber(pct) or 0

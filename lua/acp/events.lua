@@ -233,7 +233,7 @@ local function handle(ev, ctx)
   end
   local chat_id = ev.chat_id
   local chat = chat_id and require("acp.chat").get(chat_id)
-  if not chat then
+  if not (chat_id and chat) then
     -- Late events of a chat closed meanwhile.
     return
   end
@@ -279,7 +279,8 @@ function M.dispatch(events)
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
     if ev and later(ev, t0) then
-      replay.push(ev.chat_id, handle, ev, ctx)
+      -- later() holds back only an event of a chat: it has a chat id.
+      replay.push(ev.chat_id --[[@as string]], handle, ev, ctx)
     elseif ev then
       ok, err = xpcall(handle, debug.traceback, ev, ctx)
     end

@@ -27,7 +27,8 @@ function M.check()
   health.start("acp.nvim")
 
   if vim.fn.has("nvim-0.10") == 1 then
-    local v = vim.version()
+    -- vim.version is callable (a __call the runtime's annotations miss).
+    local v = (vim.version --[[@as fun(): vim.Version]])()
     health.ok(("Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
   else
     health.error("Neovim >= 0.10 is required", { "Upgrade Neovim" })

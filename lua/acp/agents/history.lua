@@ -151,7 +151,8 @@ function M.play(player, record)
     -- Drawn as the agent's replay of the same turns draws them (which it
     -- then stands for, acp.chat.tail): the conversation only, without what only
     -- the live chat showed (turn ends, usage, permission notes, errors).
-    local change = t == "session" and r.change or {}
+    -- Read only for a session record: the change as the backend sent it.
+    local change = (t == "session" and r.change or {}) --[[@as acp.SessionChange]]
     if t == "transcript" then
       -- Another opening: its entries may be numbered from 0 again.
       chat.transcript:forget_entries()
@@ -183,9 +184,9 @@ function M.play(player, record)
   elseif t == "prompt_failed" then
     chat.transcript:error(r.message or "the prompt failed")
   elseif t == "permission_auto" then
-    chat:on_permission_auto(r)
+    chat:on_permission_auto(r --[[@as acp.ev.PermissionAuto]]) -- a record is the event it recorded
   elseif t == "terminal" then
-    chat:on_terminal(r)
+    chat:on_terminal(r --[[@as acp.ev.Terminal]])
   elseif t == "agent_exited" then
     chat.transcript:error(
       ("The agent %s exited (%s)."):format(chat.agent.name, tostring(r.status or "?")),

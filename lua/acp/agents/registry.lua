@@ -248,8 +248,9 @@ function M.on_event(ev)
       end)
     end)
   elseif t == "agent_install_failed" then
-    util.notify(ev.message, ev.cancelled and vim.log.levels.WARN or vim.log.levels.ERROR)
-    finish(ev.id, false, ev)
+    local failed = ev --[[@as acp.ev.AgentInstallFailed]] -- its type says which event it is
+    util.notify(failed.message, failed.cancelled and vim.log.levels.WARN or vim.log.levels.ERROR)
+    finish(failed.id, false, failed)
   elseif t == "agent_removed" then
     if ev.removed then
       util.notify(("%s is removed"):format(ev.id))

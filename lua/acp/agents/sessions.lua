@@ -164,7 +164,8 @@ function M.open(item, cwd, open)
     return open_chat
   end
   if item.action == "readonly" then
-    local chat, err = require("acp.chat.readonly").open(item.path)
+    -- A read-only item is a transcript file: it has a path.
+    local chat, err = require("acp.chat.readonly").open(item.path --[[@as string]])
     if not chat then
       util.notify(tostring(err), vim.log.levels.ERROR)
     end

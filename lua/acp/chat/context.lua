@@ -133,17 +133,24 @@ function M.mention(path, cwd, l1, l2)
   return "@" .. shown .. range
 end
 
+--- A line number a pattern matched as `%d+` (digits only: an integer).
+---@param d string? a `%d+` capture of a pattern that matched (so set)
+---@return integer
+local function line_no(d)
+  return tonumber(d) --[[@as integer]]
+end
+
 --- Split `path#L10-20` into the path and its lines.
 ---@param s string
 ---@return string path, integer? l1, integer? l2
 local function split_range(s)
   local path, a, b = s:match("^(.-)#L(%d+)%-L?(%d+)$")
   if path then
-    return path, tonumber(a), tonumber(b)
+    return path, line_no(a), line_no(b)
   end
   path, a = s:match("^(.-)#L(%d+)$")
   if path then
-    return path, tonumber(a), tonumber(a)
+    return path, line_no(a), line_no(a)
   end
   return s
 end
@@ -223,7 +230,8 @@ local function item_of(m, cwd)
   end
   -- normalize expands `~` and `$VARS`; never vim.fn.expand, which would
   -- read `%` and `#` as buffer names.
-  local path = vim.fs.normalize(m.path)
+  -- Every mention but @selection has a path.
+  local path = vim.fs.normalize(m.path --[[@as string]])
   if path:sub(1, 1) ~= "/" then
     path = cwd .. "/" .. path
   end
@@ -270,7 +278,7 @@ end
 local function item_text(item)
   local max = config.options.context.max_embed_bytes
   local fs = require("acp.edits.fs")
-  local limit = item.l1 and (item.l2 - item.l1 + 1) or nil
+  local limit = item.l1 and item.l2 and (item.l2 - item.l1 + 1) or nil
   local text = fs.read({ path = item.path, line = item.l1, limit = limit, as_shown = true })
   if text then
     if #text > max then
@@ -378,7 +386,8 @@ function M.user_text(blocks, cwd)
       local uri = b.uri or (b.resource or {}).uri
       local shown = uri or b.mime_type or ""
       if type(uri) == "string" and vim.startswith(uri, "file://") then
-        local path, frag = uri:match("^([^#]*)(#?.*)$")
+        -- The pattern matches any string.
+        local path, frag = uri:match("^([^#]*)(#?.*)$") --[[@as string, string]]
         shown = M.display_path(vim.uri_to_fname(path), cwd) .. frag
       end
       local what = ({ resource = "embedded", resource_link = "link", image = "image" })[t] or tostring(t)
@@ -511,7 +520,8 @@ function M.paste_image()
     return vim.system(cmd, { text = false }):wait(5000)
   end)
   if not ok or res.code ~= 0 or not res.stdout or res.stdout == "" then
-    local why = ok and (res.stderr ~= "" and vim.trim(res.stderr) or ("exit code " .. tostring(res.code)))
+    local why = ok
+        and (res.stderr and res.stderr ~= "" and vim.trim(res.stderr) or ("exit code " .. tostring(res.code)))
       or tostring(res)
     return fail(("the clipboard holds no PNG image (%s: %s)"):format(cmd[1], why))
   end

@@ -108,7 +108,7 @@ local function scratch(name, buf)
   -- Naming a buffer runs BufFilePost, which only file plugins listen to
   -- (Neovim's editorconfig loads and reads the disk for it): a name of
   -- ours is no file.
-  pcall(vim.cmd, ("noautocmd call nvim_buf_set_name(%d, %s)"):format(buf, vim.fn.string(name)))
+  pcall(vim.api.nvim_exec2, ("noautocmd call nvim_buf_set_name(%d, %s)"):format(buf, vim.fn.string(name)), {})
   return buf
 end
 

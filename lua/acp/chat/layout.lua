@@ -250,7 +250,7 @@ api.nvim_create_autocmd("WinClosed", {
     if not chat or a.buf ~= chat.bufnr then
       return
     end
-    local closed = tonumber(a.match)
+    local closed = tonumber(a.match) --[[@as integer?]] -- WinClosed's match is a window id
     local tab = closed and api.nvim_win_is_valid(closed) and api.nvim_win_get_tabpage(closed)
     vim.schedule(function()
       if not (tab and api.nvim_tabpage_is_valid(tab)) then

@@ -51,6 +51,7 @@ function M.open(path, opts)
   if not ok then
     return nil, ("cannot read the transcript %s: %s"):format(path, tostring(lines))
   end
+  ---@cast lines string[] readfile returned: the file's lines
   local header
   for _, line in ipairs(lines) do
     header = history.decode(line)
@@ -63,7 +64,8 @@ function M.open(path, opts)
   end
   local config = require("acp.config")
   local name = tostring(header.agent_name or "agent")
-  local agent = config.agent(name) or { name = name, cmd = {}, env = {}, mcp_servers = {} }
+  local agent = config.agent(name)
+    or { name = name, cmd = {}, env = {}, mcp_servers = {}, quirks = {}, editor_tools = false }
   local cwd = type(header.cwd) == "string" and header.cwd or vim.fn.getcwd()
   local chat = require("acp.chat").create(agent, cwd)
   chat.readonly = true

@@ -104,7 +104,8 @@ function M.render(view, ctx)
     end
   end
   for _, item in ipairs(view.items) do
-    if item.kind == "tool" then
+    -- A tool item always carries its tool call (see M.apply_child).
+    if item.kind == "tool" and item.tool then
       local tl, thl, tact = tool_call.render(item.tool, ctx)
       local base = #lines
       for i, l in ipairs(tl) do

@@ -43,13 +43,14 @@ end
 ---@param sp string|acp.SystemPrompt|nil
 ---@return acp.SystemPrompt?
 function M.system_prompt(sp)
-  if type(sp) == "string" then
-    sp = { text = sp }
+  local mode, text = "append", sp ---@type "append"|"override", any
+  if type(sp) == "table" then
+    mode, text = sp.mode or "append", sp.text
   end
-  if type(sp) ~= "table" or type(sp.text) ~= "string" or not sp.text:find("%S") then
+  if type(text) ~= "string" or not text:find("%S") then
     return nil
   end
-  return { mode = sp.mode or "append", text = sp.text }
+  return { mode = mode, text = text }
 end
 
 --- An MCP server from the config as ACP wants it: `env` and `headers` may be

@@ -6,6 +6,7 @@
 
 local M = {}
 
+---@type table<vim.diagnostic.Severity, string>
 local severity_names = { "error", "warning", "info", "hint" }
 
 ---@param buf integer

@@ -28,6 +28,14 @@ M.buffer_text = buffer.buffer_text
 M.is_unborn = buffer.is_unborn
 local join = buffer.join
 
+--- An integer field of a backend instruction, nil when it is no number: the
+--- backend sends integers; tonumber keeps a malformed one from erroring.
+---@param v any
+---@return integer?
+local function int(v)
+  return tonumber(v) --[[@as integer?]]
+end
+
 ---@class acp.FsReadArgs
 ---@field path string
 ---@field line? integer 1-based first line
@@ -40,8 +48,8 @@ local join = buffer.join
 ---@param args acp.FsReadArgs
 ---@return string
 local function read_rows(buf, args)
-  local first = math.max(1, tonumber(args.line) or 1) - 1
-  local limit = tonumber(args.limit)
+  local first = math.max(1, int(args.line) or 1) - 1
+  local limit = int(args.limit)
   if limit == 0 then
     return ""
   end
@@ -55,8 +63,8 @@ end
 ---@param args acp.FsReadArgs
 ---@return string
 local function range_of(buf, lines, args)
-  local first = math.max(1, tonumber(args.line) or 1) - 1
-  local limit = tonumber(args.limit)
+  local first = math.max(1, int(args.line) or 1) - 1
+  local limit = int(args.limit)
   if limit == 0 then
     return ""
   end
@@ -112,7 +120,7 @@ function M.read_for_agent(args)
     -- on the disk, which has no tick: sent whole.)
     return { text = read_rows(buf, args), tick = tick, unchanged = true }
   end
-  local ranged = (tonumber(args.line) or 1) > 1 or tonumber(args.limit) ~= nil
+  local ranged = (int(args.line) or 1) > 1 or int(args.limit) ~= nil
   local rows = api.nvim_buf_get_lines(buf, 0, -1, false)
   -- Only open conflicts make the rows differ from what the agent reads.
   local view = marker and review.agent_view(rows, args.path) or rows
@@ -156,7 +164,7 @@ local function apply_minimal(buf, old, new)
     if not first then
       -- Join with the previous hunk so one `u` undoes the whole write.
       api.nvim_buf_call(buf, function()
-        pcall(vim.cmd, "undojoin")
+        pcall(api.nvim_exec2, "undojoin", {})
       end)
     end
     first = false
@@ -258,12 +266,14 @@ end
 ---@param buf integer
 ---@param args acp.FsApplyArgs
 local function take_merge(buf, args)
-  M.apply_text(buf, args.merged)
+  -- Called past stale_reply, which turns away an instruction without a
+  -- string `merged`.
+  M.apply_text(buf, args.merged --[[@as string]])
   if args.restore then
     return
   end
   require("acp.edits.filestamp").merged(buf, args.content or "")
-  local conflicts = tonumber(args.conflicts) or 0
+  local conflicts = int(args.conflicts) or 0
   if conflicts > 0 then
     notify_conflicts(args.path, conflicts)
   end
@@ -305,7 +315,7 @@ local function apply_disk(buf, args)
     return stale
   end
   local tick = M.tick(buf)
-  local conflicts = tonumber(args.conflicts) or 0
+  local conflicts = int(args.conflicts) or 0
   if conflicts > 0 and review.has_conflicts(buf) then
     -- New conflict blocks next to (or inside) the open ones would nest
     -- them: the agent's text waits on disk, and resolving the open
@@ -391,7 +401,9 @@ function M.apply(args)
   if stale then
     return stale
   end
-  local text, conflicts = args.merged, tonumber(args.conflicts) or 0
+  -- stale_reply turned away an instruction without a string `merged`.
+  local text = args.merged --[[@as string]]
+  local conflicts = int(args.conflicts) or 0
   if conflicts > 0 then
     -- Both changed the same lines: the conflict blocks are the user's to
     -- resolve, left unsaved (the backend writes the agent's text to disk).

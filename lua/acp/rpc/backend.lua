@@ -69,10 +69,8 @@ function M.find_cmd()
     end
     return { env }, nil, { kind = "configured", detail = "configured by $ACP_BACKEND" }
   end
-  local c = config.options.backend and config.options.backend.cmd
-  if type(c) == "string" then
-    c = { c }
-  end
+  local configured = config.options.backend and config.options.backend.cmd
+  local c = type(configured) == "string" and { configured } or configured --[[@as string[]?]]
   if c then
     if vim.fn.executable(c[1]) ~= 1 then
       return nil, ("backend.cmd %q is not an executable file; fix `backend.cmd` in setup()"):format(c[1])
@@ -134,6 +132,7 @@ function M.info()
   return state.hello
 end
 
+---@type fun(g?: acp.Greeting, ok: boolean, err?: string)
 local finish_greeting
 
 local function on_exit(job, code)
@@ -336,8 +335,9 @@ function M.start_async(done)
   -- A backend older than the notification form never answers it (it warns
   -- that acp.hello must be a request): ask again the way it understands.
   local uv = vim.uv or vim.loop
-  g.timer = uv.new_timer()
-  g.timer:start(
+  local timer = assert(uv.new_timer())
+  g.timer = timer
+  timer:start(
     M.greeting_wait_ms,
     0,
     vim.schedule_wrap(function()
@@ -424,7 +424,8 @@ function M.notify(method, params)
     util.notify("the backend is not running; run :Acp restart", vim.log.levels.ERROR)
     return false
   end
-  return pcall(vim.rpcnotify, state.job, method, params)
+  local ok = pcall(vim.rpcnotify, state.job, method, params)
+  return ok
 end
 
 --- Stop the backend (agents are shut down by it first).

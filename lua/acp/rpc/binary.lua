@@ -48,7 +48,8 @@ end
 function M.plugin_binary(name, root)
   root = root or util.plugin_root()
   local uv = vim.uv or vim.loop
-  local best, best_mtime, best_kind, best_dir
+  local best, best_mtime, best_kind, best_dir ---@type string?, number, "downloaded"|"built", string
+  ---@type {[1]: string, [2]: "downloaded"|"built"}[]
   local candidates = {
     { M.bin_dir(root), "downloaded" },
     { root .. "/target/release", "built" },

@@ -43,7 +43,8 @@ function M.run(kind, ...)
   for _, h in ipairs(hooks[kind]) do
     local ok, n = pcall(h.fn, ...)
     if ok and type(n) == "number" then
-      sum = sum + n
+      -- The hooks return counts (reviews ended): integers.
+      sum = sum + n --[[@as integer]]
     end
   end
   return sum

@@ -86,8 +86,8 @@ local M = {}
 ---@field description? string
 
 ---@class acp.Modes
----@field current_mode_id string
----@field available_modes acp.SessionMode[]
+---@field current_mode_id? string absent until the agent names one
+---@field available_modes? acp.SessionMode[] absent when a mode change came before the list
 
 ---@class acp.ConfigOption A session config option (select or boolean).
 ---@field id string

@@ -551,7 +551,8 @@ function M.activate(request_id)
       )
       return
     end
-    local ok, cmd, err = pcall(vim.ui.open, e.url)
+    -- openable() took only a string.
+    local ok, cmd, err = pcall(vim.ui.open, e.url --[[@as string]])
     if not ok or not cmd then
       util.notify(
         ("could not open %s (%s); open it yourself, then press `a` again"):format(

@@ -185,7 +185,8 @@ local function inline(ctx, row, line, s, e, depth)
       end
     else
       -- Emphasis: a run of `*`, `_` (not inside a word) or `~~`.
-      local run = line:match("^" .. vim.pesc(c) .. "+", i)
+      -- `c` is the character at `i`: the run holds at least it.
+      local run = line:match("^" .. vim.pesc(c) .. "+", i) --[[@as string]]
       local k = #run
       local prev = i > 1 and line:sub(i - 1, i - 1) or ""
       local after = line:sub(i + k, i + k)
@@ -324,7 +325,9 @@ end
 ---@param last integer block row offset of the table's last row
 ---@param lines string[] the table's lines (offset t.first .. last)
 local function align(ctx, start, t, last, lines)
+  ---@type {off: integer, ps: integer[], cells: integer[], delimiter: boolean}[]
   local rows = {}
+  ---@type integer[]
   local width = {}
   for off = t.first, last do
     local line = lines[off - t.first + 1]
@@ -333,7 +336,7 @@ local function align(ctx, start, t, last, lines)
     local cells = {}
     for n = 1, #ps - 1 do
       local cell = line:sub(ps[n] + 1, ps[n + 1] - 1)
-      local w
+      local w ---@type integer
       if delimiter then
         -- Every character of the rule is shown (as `─`).
         w = #cell
@@ -525,7 +528,8 @@ local function text_line(ctx, st, row, off, line, prev_line)
     return
   end
   -- A quote's `>` as a bar, a bullet as `•`: the marker at byte `m`.
-  local m, char, marker_hl, rest_hl = line:match("^%s*()>"), "▎", "AcpMdQuoteMarker", "AcpMdQuote"
+  local m, char, marker_hl = line:match("^%s*()>"), "▎", "AcpMdQuoteMarker"
+  local rest_hl = "AcpMdQuote" ---@type string?
   if not m then
     m, char, marker_hl, rest_hl = line:match("^%s*()[-*+]%s"), "•", "AcpMdBullet", nil
   end

@@ -87,7 +87,7 @@ end
 ---@return integer? win the window showing it
 function M.show(action, beside)
   local chat_mod = require("acp.chat.index")
-  local target
+  local target ---@type integer?
   for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
     local buf = vim.api.nvim_win_get_buf(win)
     if
@@ -109,17 +109,18 @@ function M.show(action, beside)
     vim.fn.bufload(buf)
     target = vim.api.nvim_open_win(buf, false, { split = "left", win = beside })
   end
-  local ok = pcall(vim.api.nvim_win_call, target, function()
-    if vim.api.nvim_win_get_buf(target) ~= buf then
+  local win = target
+  local ok = pcall(vim.api.nvim_win_call, win, function()
+    if vim.api.nvim_win_get_buf(win) ~= buf then
       vim.cmd("keepalt buffer " .. buf)
     end
     if action.line then
       local count = vim.api.nvim_buf_line_count(buf)
-      vim.api.nvim_win_set_cursor(target, { math.max(1, math.min(action.line, count)), 0 })
+      vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(action.line, count)), 0 })
       vim.cmd("normal! zz")
     end
   end)
-  return ok and target or nil
+  return ok and win or nil
 end
 
 --- Jump to a location in a normal window (not a chat window; a split is made

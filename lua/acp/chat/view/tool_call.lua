@@ -258,7 +258,7 @@ function M.render(tc, ctx)
       actions[row] = { type = "diff", path = path, old = old or "", new = new }
     elseif t == "terminal" then
       local id = item.terminal_id or "?"
-      local term = ctx.terminals[id]
+      local term = ctx.terminals[id] ---@type acp.TerminalState?
       if not term then
         -- A terminal the agent runs itself (codex-acp 2.6.0): its output
         -- came in the tool call's `_meta`, kept by the backend.

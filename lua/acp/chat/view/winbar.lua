@@ -152,7 +152,8 @@ function M.text(chat, width)
     end
     return w
   end
-  width = width or math.huge
+  -- Unlimited: no window is that wide (an integer, unlike math.huge).
+  local cols = width or 1000000000
   -- Parts go in short forms (`Code` for `mode: Code`) before any is
   -- dropped: at 80 columns the chat column lost `mode:` and `following`
   -- while the short forms fit.
@@ -176,7 +177,7 @@ function M.text(chat, width)
     end
   end
   for _, p in ipairs(order) do
-    if total() <= width then
+    if total() <= cols then
       break
     end
     if p.short then
@@ -189,7 +190,7 @@ function M.text(chat, width)
   -- mode and `following` go: a long title took the whole bar at 80
   -- columns), then as far as needed once nothing else can go.
   local function cut_title(min)
-    local over = total() - width
+    local over = total() - cols
     if over <= 0 then
       return
     end
@@ -202,12 +203,12 @@ function M.text(chat, width)
     end
   end
   for _, p in ipairs(order) do
-    if total() <= width then
+    if total() <= cols then
       break
     end
     if p.drop <= 3 then
       cut_title(M.TITLE_MIN)
-      if total() <= width then
+      if total() <= cols then
         break
       end
     end

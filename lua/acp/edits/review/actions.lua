@@ -284,7 +284,8 @@ end
 ---@param c acp.ReviewItem
 ---@param side "ours"|"theirs"
 local function resolve(buf, c, side)
-  local keep = side == "theirs" and c.theirs or c.ours
+  -- A conflict block has both sides.
+  local keep = (side == "theirs" and c.theirs or c.ours) --[[@as string[] ]]
   local path = normalize(api.nvim_buf_get_name(buf))
   if not state.pending[path] then
     -- Typing not reported yet goes first, on its own: reported with the
@@ -443,7 +444,7 @@ function A.decide(action, opts)
       for _, rows in ipairs(hunk_rows) do
         rows[1], rows[2] = rows[1] + shift, rows[2] + shift
       end
-    else
+    elseif it.hunk then
       table.insert(ids, 1, it.hunk.id)
       hunk_rows[#hunk_rows + 1] = { it.first, it.last }
     end
@@ -461,9 +462,10 @@ function A.decide(action, opts)
     local seen = {}
     for _, rows in ipairs(hunk_rows) do
       for _, it in ipairs(items_in(buf, rows[1], rows[2])) do
-        if it.kind ~= "conflict" and not seen[it.hunk.id] then
-          seen[it.hunk.id] = true
-          ids[#ids + 1] = it.hunk.id
+        local h = it.kind ~= "conflict" and it.hunk
+        if h and not seen[h.id] then
+          seen[h.id] = true
+          ids[#ids + 1] = h.id
         end
       end
     end
@@ -539,7 +541,8 @@ end
 function A.open(path)
   path = normalize(path)
   local entry = state.files[path]
-  local line = entry and entry.chat_id and tonumber((entry.chats[entry.chat_id] or {}).first_line)
+  -- The backend's summary gives the first line as an integer.
+  local line = entry and entry.chat_id and tonumber((entry.chats[entry.chat_id] or {}).first_line) --[[@as integer?]]
   require("acp.chat.view.open").jump({ path = path, line = line and (line + 1) or nil })
   if entry then
     S.refresh(path)

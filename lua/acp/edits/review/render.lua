@@ -22,7 +22,7 @@ local function find_conflicts(lines)
   local i = 1
   while i <= #lines do
     if lines[i] == CONFLICT_START then
-      local mid, last
+      local mid, last ---@type integer?, integer?
       for j = i + 1, #lines do
         if lines[j] == CONFLICT_MID and not mid then
           mid = j
@@ -76,7 +76,8 @@ function R.agent_view(lines, path)
   local out, row = {}, 0
   for _, c in ipairs(conflicts) do
     vim.list_extend(out, lines, row + 1, c.first)
-    vim.list_extend(out, c.theirs)
+    -- find_conflicts gives every block both sides.
+    vim.list_extend(out, c.theirs --[[@as string[] ]])
     row = c.last + 1
   end
   vim.list_extend(out, lines, row + 1, #lines)

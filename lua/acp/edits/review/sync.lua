@@ -128,7 +128,7 @@ function S.settle(buf)
     return true
   end
   local text = buffer.buffer_text(buf)
-  return vim.wait(SETTLE_MS, function()
+  local settled = vim.wait(SETTLE_MS, function()
     for chat_id in pairs(entry.reviewed_by or entry.chats) do
       local latest = entry.latest and entry.latest[chat_id]
       if latest and latest.current ~= text then
@@ -137,6 +137,7 @@ function S.settle(buf)
     end
     return true
   end, 5)
+  return settled
 end
 
 --- Draw the shown chat's review of a path (the newest its `review_changed`

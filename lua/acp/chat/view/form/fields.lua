@@ -66,7 +66,9 @@ local function is_date(s)
     return false
   end
   local leap = (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0
-  local days = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[m]
+  ---@type integer[]
+  local month_days = { 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
+  local days = month_days[m]
   return days ~= nil and d >= 1 and d <= days
 end
 
@@ -184,7 +186,9 @@ end
 local function hint(f)
   local t = f.type
   if t == "string" then
-    local fmt = ({ email = "email", uri = "URI", date = "date YYYY-MM-DD", ["date-time"] = "date and time" })[f.format or ""]
+    ---@type table<string, string>
+    local formats = { email = "email", uri = "URI", date = "date YYYY-MM-DD", ["date-time"] = "date and time" }
+    local fmt = formats[f.format or ""]
     local s = fmt or "text"
     if f.min_length and f.max_length then
       s = ("%s, %d-%d chars"):format(s, f.min_length, f.max_length)

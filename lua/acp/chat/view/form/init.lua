@@ -74,9 +74,11 @@ local group = vim.api.nvim_create_augroup("acp.form", { clear = true })
 local HELP = " Tab next · Enter edit/pick · C-s submit · D decline · X cancel · q close "
 
 ---@param st acp.FormState
----@return boolean
+---@return integer? win the form's window while it is open
 local function shown(st)
-  return st.win ~= nil and vim.api.nvim_win_is_valid(st.win)
+  if st.win ~= nil and vim.api.nvim_win_is_valid(st.win) then
+    return st.win
+  end
 end
 
 --- Window size and place for `n` lines, centred in the editor.
@@ -121,7 +123,8 @@ local function draw(st, cursor)
       hl_group = h[4],
     })
   end
-  if shown(st) then
+  local win = shown(st)
+  if win then
     local cfg = placement(#lines)
     -- The border's footer is always on screen, the bottom of a long form
     -- may not be (80x24): why a submit did not go through is said there,
@@ -129,9 +132,9 @@ local function draw(st, cursor)
     cfg.footer = st.notice and { { fit(" ✗ " .. clean(st.notice) .. " ", st.width), "AcpError" } }
       or fit(HELP, st.width)
     cfg.footer_pos = "center"
-    vim.api.nvim_win_set_config(st.win, cfg)
+    vim.api.nvim_win_set_config(win, cfg)
     if cursor then
-      vim.api.nvim_win_set_cursor(st.win, { math.min(cursor + 1, #lines), 0 })
+      vim.api.nvim_win_set_cursor(win, { math.min(cursor + 1, #lines), 0 })
     end
   end
 end
@@ -140,7 +143,11 @@ end
 ---@param st acp.FormState
 ---@return acp.FormRow row, integer lnum 0-based
 local function here(st)
-  local lnum = vim.api.nvim_win_get_cursor(st.win)[1] - 1
+  local win = shown(st)
+  if not win then
+    return {}, 0
+  end
+  local lnum = vim.api.nvim_win_get_cursor(win)[1] - 1
   return st.rows[lnum] or {}, lnum
 end
 
@@ -177,6 +184,7 @@ local function set(st, f, v, text)
   st.e.values = vim.deepcopy(st.values)
 end
 
+---@type fun(st: acp.FormState, dir: integer, edit_text?: boolean)
 local stop_move
 
 --- Close the one-line editor, keeping its text in the field unless `drop`.
@@ -202,8 +210,9 @@ local function end_edit(st, drop, keep_insert)
   if not drop and f then
     set(st, f, parse(f, text))
   end
-  if shown(st) then
-    vim.api.nvim_set_current_win(st.win)
+  local form_win = shown(st)
+  if form_win then
+    vim.api.nvim_set_current_win(form_win)
     draw(st, f and row_of(st, i) or nil)
   end
 end
@@ -215,10 +224,11 @@ end
 local function edit(st, i, empty)
   local f = st.fields[i]
   local r = row_of(st, i)
-  if not r then
+  local form_win = shown(st)
+  if not (r and form_win) then
     return
   end
-  vim.api.nvim_win_set_cursor(st.win, { r + 1, 0 })
+  vim.api.nvim_win_set_cursor(form_win, { r + 1, 0 })
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = "wipe"
   vim.b[buf].acp_form_field = i
@@ -226,7 +236,7 @@ local function edit(st, i, empty)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { text })
   local win = vim.api.nvim_open_win(buf, true, {
     relative = "win",
-    win = st.win,
+    win = form_win,
     bufpos = { r, 3 },
     row = 0,
     col = 0,
@@ -296,10 +306,11 @@ end
 ---@param dir integer
 ---@param edit_text? boolean
 stop_move = function(st, dir, edit_text)
-  if not shown(st) then
+  local win = shown(st)
+  if not win then
     return
   end
-  local cur = vim.api.nvim_win_get_cursor(st.win)[1] - 1
+  local cur = vim.api.nvim_win_get_cursor(win)[1] - 1
   -- From a field's own stop (one of its choices), the next field's: a
   -- field with several choices is one stop.
   local at = st.rows[cur] or {}
@@ -326,9 +337,10 @@ stop_move = function(st, dir, edit_text)
   if not target then
     return
   end
-  vim.api.nvim_win_set_cursor(st.win, { target + 1, 0 })
+  vim.api.nvim_win_set_cursor(win, { target + 1, 0 })
   local row = st.rows[target] or {}
-  if edit_text and row.value then
+  -- A value row always names its field.
+  if edit_text and row.value and row.field then
     edit(st, row.field)
   end
 end
@@ -346,7 +358,7 @@ local function pick(st, i, ci)
   if f.type == "multi_select" then
     local list = {}
     local on = picked(st, f, c.value)
-    for _, x in ipairs(choices_of(f)) do
+    for _, x in ipairs(choices_of(f) or {}) do
       if (x.value == c.value and not on) or (x.value ~= c.value and picked(st, f, x.value)) then
         list[#list + 1] = x.value
       end
@@ -362,10 +374,11 @@ end
 ---@param st acp.FormState
 local function clear(st)
   local row = here(st)
-  local f = row.field and st.fields[row.field]
-  if f and f.type ~= "unknown" then
+  local i = row.field
+  local f = i and st.fields[i]
+  if i and f and f.type ~= "unknown" then
     set(st, f, nil)
-    draw(st, row_of(st, row.field, row.choice))
+    draw(st, row_of(st, i, row.choice))
   end
 end
 
@@ -375,7 +388,8 @@ end
 local function activate(st, empty)
   local row = here(st)
   if row.buttons then
-    local col = vim.api.nvim_win_get_cursor(st.win)[2]
+    -- here() finds no row unless the form is shown.
+    local col = vim.api.nvim_win_get_cursor(shown(st) --[[@as integer]])[2]
     local name = "submit"
     for _, b in ipairs(st.buttons) do
       if col >= b.from and col < b.to then
@@ -385,23 +399,26 @@ local function activate(st, empty)
     if name == "submit" then
       M.submit(st.e.request_id)
     else
-      M.answer(st.e.request_id, name)
+      -- Not submit: one of the two other buttons layout draws.
+      M.answer(st.e.request_id, name --[[@as "decline"|"cancel"]])
     end
     return
   end
-  local f = row.field and st.fields[row.field]
-  if not f then
+  local i = row.field
+  local f = i and st.fields[i]
+  if not (i and f) then
     return
   end
   if row.choice then
-    pick(st, row.field, row.choice)
+    pick(st, i, row.choice)
   elseif choices_of(f) then
-    local r = row_of(st, row.field, 1)
-    if r then
-      vim.api.nvim_win_set_cursor(st.win, { r + 1, 0 })
+    local r = row_of(st, i, 1)
+    local win = shown(st)
+    if r and win then
+      vim.api.nvim_win_set_cursor(win, { r + 1, 0 })
     end
   elseif f.type ~= "unknown" then
-    edit(st, row.field, empty)
+    edit(st, i, empty)
   end
 end
 
@@ -560,8 +577,9 @@ end
 function M.open(e, by)
   owner = by
   local st = M.forms[e.request_id]
-  if st and shown(st) then
-    vim.api.nvim_set_current_win(st.win)
+  local win = st and shown(st)
+  if win then
+    vim.api.nvim_set_current_win(win)
     return
   end
   for id, other in pairs(M.forms) do
@@ -570,7 +588,8 @@ function M.open(e, by)
     end
   end
   if not st then
-    st = {
+    ---@type acp.FormState
+    local fresh = {
       e = e,
       fields = e.fields or {},
       values = {},
@@ -581,7 +600,8 @@ function M.open(e, by)
       buttons = {},
       width = 0,
     }
-    for _, f in ipairs(st.fields) do
+    st = fresh
+    for _, f in ipairs(fresh.fields) do
       -- What was typed before (a refused answer, the vim.ui prompts), else
       -- the agent's default, checked like a typed value.
       local v = e.values[f.name]
@@ -589,8 +609,8 @@ function M.open(e, by)
         v = f.default
       end
       if v ~= nil and f.type ~= "unknown" then
-        st.values[f.name] = v
-        st.errors[f.name] = fields.check(f, v)
+        fresh.values[f.name] = v
+        fresh.errors[f.name] = fields.check(f, v)
       end
     end
     M.forms[e.request_id] = st

@@ -117,7 +117,11 @@ local function top(v)
   local help = #HELP <= width and HELP or HELP_SHORT
   if files == 0 then
     help = v.scope.kind == "all" and "No agent edits under review."
-      or (v.scope.turn >= turn_of(v.scope.chat_id) and "Nothing of this turn under review (:Acp changes all)")
+      -- A "since" scope names its chat.
+      or (
+        v.scope.turn >= turn_of(v.scope.chat_id --[[@as string]])
+        and "Nothing of this turn under review (:Acp changes all)"
+      )
       or "Nothing of these turns under review (:Acp changes all)"
   end
   return { title, help, "" }, {
@@ -192,7 +196,7 @@ end
 local function collect(scope)
   local out = {}
   for _, chat in ipairs(require("acp.chat.index").list) do
-    if chat.session_id and (scope.kind == "all" or chat.chat_id == scope.chat_id) then
+    if chat.session_id and (scope.kind == "all" or scope.chat_id == chat.chat_id) then
       for path in pairs(review().files) do
         local rv = review_of(chat.chat_id, path)
         local s = rv and build(scope, chat.chat_id, path, rv)
@@ -237,7 +241,7 @@ function C.refresh_file(chat_id, path)
   end
   local s = build(v.scope, chat_id, path, review_of(chat_id, path))
   local key = chat_id .. "\0" .. path
-  local index, old
+  local index, old ---@type integer?, acp.ChangesSection?
   for i, sec in ipairs(v.sections) do
     if sec.key == key then
       index, old = i, sec
@@ -449,7 +453,8 @@ function C.decide(action, scope, line1, line2)
     util.notify("no agent hunk here; ]h / [h move to one", vim.log.levels.WARN)
     return
   end
-  send(action, s, { tonumber(r.hunk.id) })
+  local id = tonumber(r.hunk.id) --[[@as integer]] -- hunk ids are integers
+  send(action, s, { id })
 end
 
 --- Open the real buffer at the row under the cursor, in another window
@@ -666,7 +671,8 @@ end
 function C.show(args)
   local scope, err = C.scope(args)
   if not scope then
-    util.notify(err, vim.log.levels.ERROR)
+    -- C.scope says why whenever it gives no scope.
+    util.notify(err --[[@as string]], vim.log.levels.ERROR)
     return
   end
   local v = live()

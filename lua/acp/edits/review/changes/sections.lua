@@ -210,7 +210,7 @@ local function scope_text(scope)
   if scope.kind == "all" then
     return "All under review"
   end
-  local now = turn_of(scope.chat_id)
+  local now = turn_of(scope.chat_id --[[@as string]]) -- a "since" scope names its chat
   local chat = #require("acp.chat.index").list > 1 and (" of chat %s"):format(scope.chat_id) or ""
   if scope.turn >= now then
     return ("Turn %d%s"):format(scope.turn, chat)
