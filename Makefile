@@ -16,8 +16,8 @@ release:
 # Lua is formatted by StyLua (.stylua.toml; pinned, installed from npm into
 # .cache/stylua by scripts/find-stylua.sh); `make fmt` formats both languages.
 # Its LuaCATS annotations are type-checked by emmylua_check (.emmyrc.lua; built
-# from crates.io into .cache/emmylua by scripts/find-luacheck.sh, once: minutes)
-# against scripts/lua-typecheck-baseline.txt, which only shrinks.
+# from crates.io into .cache/emmylua by scripts/find-luacheck.sh, once: minutes);
+# any finding fails.
 # Module layering: no import cycle between the modules of any folder of the
 # three crates; the client core builds without the registry installer; no
 # require cycle between the plugin's Lua modules (a require inside a function

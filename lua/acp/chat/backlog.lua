@@ -24,7 +24,7 @@
 local M = {}
 
 ---@class acp.BacklogRun
----@field changes acp.SessionChange[] oldest first
+---@field changes (acp.SessionChange|false)[] oldest first (false: drawn, let go)
 ---@field turn integer user messages before the run
 ---@field agent boolean the agent wrote after the run's last user message (a new run may start)
 ---@field first integer the run's number: runs joined into it had the numbers after it
@@ -106,7 +106,9 @@ local function touched(change)
     key("e", change.index)
   end
   if c == "entry_added" and type(change.entry) == "table" and change.entry.type == "tool_call" then
-    key("t", tool_call.id(change.entry.tool_call or change.entry))
+    -- Read as a table: acp.Entry does not declare the nested `tool_call`.
+    local entry = change.entry --[[@as table]]
+    key("t", tool_call.id(entry.tool_call or entry))
   elseif c == "tool_call_changed" then
     key("e", change.index)
     key("t", tool_call.id(change.tool_call or {}))
@@ -119,6 +121,7 @@ local function touched(change)
     key("s", info.session_id)
     key("t", info.tool_call_id)
   elseif c == "child" then
+    ---@type acp.SessionChange?
     local inner = change
     while type(inner) == "table" and inner.change == "child" do
       key("s", inner.session_id)
@@ -298,7 +301,11 @@ local function draw_older(job)
       local change = run.changes[job.next]
       run.changes[job.next] = false
       job.next = job.next + 1
-      t:apply(change)
+      -- false: drawn already (let go for the collector); the index only
+      -- moves forward, so this is the guard the checker cannot see.
+      if change then
+        t:apply(change)
+      end
     until job.next > #run.changes or (vim.uv.hrtime() - t0) / 1e6 >= budget
     if job.next > #run.changes then
       -- Drawn in order, the next turn's first entry would have ended it.

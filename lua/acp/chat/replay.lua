@@ -32,7 +32,7 @@ M.SLICE_MS = 4
 ---@field b any
 
 ---@class acp.ReplayQueue
----@field items acp.ReplayItem[]
+---@field items (acp.ReplayItem|false)[] false: done, let go
 ---@field head integer next item
 ---@field done? fun() called once the queue is empty
 
@@ -103,7 +103,8 @@ end
 ---@param t0? integer
 local function drain(q, t0)
   while q.head <= #q.items do
-    local item = q.items[q.head]
+    -- Items before `head` are the false ones (done); this one is not.
+    local item = q.items[q.head] --[[@as acp.ReplayItem]]
     local ok, more = xpcall(item.fn, debug.traceback, item.a, item.b)
     if not ok then
       require("acp.util").notify("history could not be shown: " .. tostring(more), vim.log.levels.ERROR)
@@ -185,6 +186,7 @@ function M.assist()
   until (uv.hrtime() - t) / 1e6 >= M.ASSIST_MS
 end
 
+---@type fun()
 local pump
 
 --- The next slice, after the editor had its turn. A timer, not

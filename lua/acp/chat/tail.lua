@@ -79,19 +79,20 @@ function M.signature(changes)
   ---@type table<integer, {kind: string, parts: string[]}>
   local by_index = {}
   local current
+  ---@return table
   local function open()
     current = {}
     turns[#turns + 1] = current
+    return current
   end
   for _, c in ipairs(changes) do
     local kind = c.change
-    local entry = kind == "entry_added" and type(c.entry) == "table" and c.entry or nil
+    -- Read as a table: acp.Entry does not declare the nested `tool_call`.
+    local entry = (kind == "entry_added" and type(c.entry) == "table" and c.entry or nil) --[[@as table?]]
     if entry and entry.type == "user_message" then
       open()
     end
-    if not current then
-      open()
-    end
+    current = current or open()
     if entry then
       local t = entry.type
       if t == "user_message" or t == "agent_message" or t == "thought" then
@@ -160,8 +161,12 @@ function M.read(path, agent_name, session_id)
   if not f then
     return nil
   end
-  local size = f:seek("end")
-  local want = math.min(size, M.FIRST_BYTES)
+  local size = f:seek("end", 0)
+  if not size then
+    f:close()
+    return nil
+  end
+  local want = math.min(size, M.FIRST_BYTES) --[[@as integer]]
   -- Newest first while read; `governed`: the oldest record read is under
   -- a header read (whose version is then known).
   local records, turns, governed, old
@@ -201,7 +206,7 @@ function M.read(path, agent_name, session_id)
     if turns == M.TURNS or old or #records > M.MAX_RECORDS or want >= size or want >= M.MAX_BYTES then
       break
     end
-    want = math.min(size, want * 2)
+    want = math.min(size, want * 2) --[[@as integer]]
   end
   f:close()
   -- Versions only grow: a file that starts with the current one has no

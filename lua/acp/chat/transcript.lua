@@ -608,7 +608,9 @@ end
 function Transcript:apply(change)
   local c = change.change
   if c == "entry_added" then
-    self:_entry_added(change.index, change.entry or {})
+    -- entry_added, session_message_changed: the backend's encoder always
+    -- sets the index (crates/acp-nvim/src/protocol).
+    self:_entry_added(change.index --[[@as integer]], change.entry or {})
   elseif c == "text_appended" then
     local block = self.entries[change.index]
     if block and block.kind == "message" and block.data.user_content then
@@ -628,15 +630,20 @@ function Transcript:apply(change)
   elseif c == "plan_replaced" then
     self:_plan(change.entries or {})
   elseif c == "plan_updated" then
-    self:_plan_doc(change.plan or {})
+    if change.plan then
+      self:_plan_doc(change.plan)
+    end
   elseif c == "plan_removed" then
-    self:_plan_removed(change.plan_id)
+    if change.plan_id then
+      self:_plan_removed(change.plan_id)
+    end
   elseif c == "subagent_changed" then
     local info = change.subagent or {}
     if type(info.session_id) == "string" then
       local view = self:_subagent_view(info.session_id)
       local renamed = view.info.title ~= info.title
-      view.info = info
+      -- A subagent: its session id is checked above.
+      view.info = info --[[@as acp.Subagent]]
       self:_render_subagent(view)
       -- The tool call that started it names it.
       local tool = renamed and info.tool_call_id and self.tools[info.tool_call_id]
@@ -647,9 +654,11 @@ function Transcript:apply(change)
   elseif c == "child" then
     self:_child(change)
   elseif c == "session_message_changed" then
-    self:_session_message(change.index, change.message or {})
+    if change.message then
+      self:_session_message(change.index --[[@as integer]], change.message)
+    end
   elseif c == "unknown" then
-    self:_unknown(change.kind, change.raw)
+    self:_unknown(change.kind or "?", change.raw)
   elseif c == "notice" then
     self:_notice(change)
   elseif c == "compaction_changed" then
