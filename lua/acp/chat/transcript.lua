@@ -608,8 +608,7 @@ end
 function Transcript:apply(change)
   local c = change.change
   if c == "entry_added" then
-    -- entry_added, session_message_changed: the backend's encoder always
-    -- sets the index (crates/acp-nvim/src/protocol).
+    -- The backend's encoder always sets the index of these changes.
     self:_entry_added(change.index --[[@as integer]], change.entry or {})
   elseif c == "text_appended" then
     local block = self.entries[change.index]
@@ -629,21 +628,16 @@ function Transcript:apply(change)
     self:_upsert_tool(state, change.index)
   elseif c == "plan_replaced" then
     self:_plan(change.entries or {})
-  elseif c == "plan_updated" then
-    if change.plan then
-      self:_plan_doc(change.plan)
-    end
-  elseif c == "plan_removed" then
-    if change.plan_id then
-      self:_plan_removed(change.plan_id)
-    end
+  elseif c == "plan_updated" and change.plan then
+    self:_plan_doc(change.plan)
+  elseif c == "plan_removed" and change.plan_id then
+    self:_plan_removed(change.plan_id)
   elseif c == "subagent_changed" then
     local info = change.subagent or {}
     if type(info.session_id) == "string" then
       local view = self:_subagent_view(info.session_id)
       local renamed = view.info.title ~= info.title
-      -- A subagent: its session id is checked above.
-      view.info = info --[[@as acp.Subagent]]
+      view.info = info --[[@as acp.Subagent]] -- its session id checked above
       self:_render_subagent(view)
       -- The tool call that started it names it.
       local tool = renamed and info.tool_call_id and self.tools[info.tool_call_id]
@@ -653,10 +647,8 @@ function Transcript:apply(change)
     end
   elseif c == "child" then
     self:_child(change)
-  elseif c == "session_message_changed" then
-    if change.message then
-      self:_session_message(change.index --[[@as integer]], change.message)
-    end
+  elseif c == "session_message_changed" and change.message then
+    self:_session_message(change.index --[[@as integer]], change.message)
   elseif c == "unknown" then
     self:_unknown(change.kind or "?", change.raw)
   elseif c == "notice" then
