@@ -76,7 +76,6 @@ local TURNS = tonumber(os.getenv("ACP_BENCH_TURNS")) or 200
 -- ACP_BENCH_TRANSCRIPT=0: no transcript of the session (an agent's session
 -- that never ran in acp.nvim): nothing can be drawn before the replay.
 local TRANSCRIPT = os.getenv("ACP_BENCH_TRANSCRIPT") ~= "0"
-local write_transcript
 local transcript_bytes
 local OUT = os.getenv("ACP_BENCH_OUT") or (root .. "/target/bench-results/tui_long.out")
 local AGENT = release .. "acp-fake-agent"
@@ -93,100 +92,11 @@ local function fail(msg)
 end
 
 -- ---------------------------------------------------------------------------
--- The stored session.
+-- The stored session (bench/long_session.lua).
 
-local dir = vim.fn.resolve(vim.fn.tempname())
-vim.fn.mkdir(dir .. "/src", "p")
-
-local function text(t)
-  return { type = "text", text = t }
-end
-
-local function answer(i)
-  local l = {
-    ("## Step %d: the parser"):format(i),
-    "",
-    ("The parser reads tokens from the **lexer** and builds the tree for turn %d."):format(i),
-    "It keeps a stack of open nodes; each `close` token pops one and attaches it.",
-    "",
-    "- the lexer yields `Token` values",
-    "- the parser never backtracks",
-    "- errors carry the byte offset",
-    "",
-    "```rust",
-    "fn parse(tokens: &[Token]) -> Result<Node, Error> {",
-    "    let mut stack = vec![Node::root()];",
-    "    for t in tokens {",
-    "        match t.kind {",
-    "            Kind::Open => stack.push(Node::new(t)),",
-    "            Kind::Close => attach(&mut stack)?,",
-    "            _ => stack.last_mut().unwrap().push(t),",
-    "        }",
-    "    }",
-    "    finish(stack)",
-    "}",
-    "```",
-    "",
-    "| case | before | after |",
-    "|---|---|---|",
-    "| empty input | panic | `Ok(root)` |",
-    "| unclosed node | hang | `Err(Unclosed)` |",
-    "",
-    "Next I will run the tests and fix what fails.",
-    ("End of answer %d."):format(i),
-  }
-  return table.concat(l, "\n") .. "\n"
-end
-
-local history = {}
-for i = 1, TURNS do
-  history[#history + 1] =
-    { sessionUpdate = "user_message_chunk", content = text(("Turn %d: explain the parser and fix it"):format(i)) }
-  history[#history + 1] = { sessionUpdate = "agent_message_chunk", content = text(answer(i)) }
-  history[#history + 1] = {
-    sessionUpdate = "plan",
-    entries = {
-      { content = "Read the parser", priority = "high", status = "completed" },
-      { content = "Fix the unclosed node", priority = "high", status = "completed" },
-      { content = "Run the tests", priority = "medium", status = "pending" },
-    },
-  }
-  history[#history + 1] = {
-    sessionUpdate = "tool_call",
-    toolCallId = "r" .. i,
-    title = "Read src/parser.rs",
-    kind = "read",
-    status = "completed",
-    locations = { { path = dir .. "/src/parser.rs" } },
-    content = { { type = "content", content = text("fn parse() {}\nfn finish() {}\n") } },
-  }
-  history[#history + 1] = {
-    sessionUpdate = "tool_call",
-    toolCallId = "e" .. i,
-    title = "Edit src/parser.rs",
-    kind = "edit",
-    status = "completed",
-    content = {
-      {
-        type = "diff",
-        path = dir .. "/src/parser.rs",
-        oldText = "fn parse() {}\nfn finish() {}\n",
-        newText = ("fn parse() { /* %d */ }\nfn finish() {}\n"):format(i),
-      },
-    },
-  }
-end
-local store = dir .. "/store.json"
-local scenario = dir .. "/scenario.json"
-do
-  local f = assert(io.open(store, "w"))
-  f:write(vim.json.encode({ { sessionId = "long", cwd = dir, title = "a long session", history = history } }))
-  f:close()
-  f = assert(io.open(scenario, "w"))
-  f:write(vim.json.encode({ sessionStore = store, replayUserMessages = true, turns = { { steps = { text("ok") } } } }))
-  f:close()
-end
-history = nil
+local long_session = dofile(root .. "/bench/long_session.lua")
+local stored = long_session.write(TURNS)
+local dir, scenario = stored.dir, stored.scenario
 
 -- ---------------------------------------------------------------------------
 -- Meters.
@@ -395,64 +305,6 @@ local function finish(backend_pid, cpu0, bcpu0)
   vim.cmd("qall!")
 end
 
---- The chat's own transcript of the session, as the backend writes one for
---- a session that ran in acp.nvim: the session's events as a chat gets them
---- (taken from a load of it by another agent name, closed once the replay
---- is whole), a turn end after each turn. Returns an error sentence.
----@return string?
-write_transcript = function()
-  local events = require("acp.events")
-  local dispatch = events.dispatch
-  local captured, chat_id = {}, nil
-  events.dispatch = function(evs)
-    for _, ev in ipairs(evs or {}) do
-      if ev.type == "session" and ev.chat_id == chat_id then
-        local r = vim.deepcopy(ev)
-        r.chat_id = nil
-        captured[#captured + 1] = r
-      end
-    end
-    return dispatch(evs)
-  end
-  local c = require("acp").open({ agent = "long_capture", cwd = dir, load_session_id = "long", show = false })
-  chat_id = c and c.chat_id
-  local ok = c and vim.wait(60000, function()
-    return c.session_id ~= nil
-  end, 5)
-  events.dispatch = dispatch
-  if c then
-    c:close()
-  end
-  if not ok then
-    return "the capture load did not finish"
-  end
-  local lines = {
-    vim.json.encode({
-      type = "transcript",
-      version = require("acp.rpc.protocol").TRANSCRIPT_VERSION,
-      agent_name = "long",
-      session_id = "long",
-      cwd = dir,
-      opening = "new",
-      opened_at = os.time(),
-    }),
-    vim.json.encode({ type = "session_started", session_id = "long" }),
-  }
-  local turn_end = vim.json.encode({ type = "turn_ended", stop_reason = "end_turn" })
-  for i, r in ipairs(captured) do
-    local e = r.change and r.change.change == "entry_added" and r.change.entry
-    if i > 1 and type(e) == "table" and e.type == "user_message" then
-      lines[#lines + 1] = turn_end
-    end
-    lines[#lines + 1] = vim.json.encode(r)
-  end
-  lines[#lines + 1] = turn_end
-  local path = require("acp.agents.history").path_for("long", "long")
-  vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
-  vim.fn.writefile(lines, path)
-  transcript_bytes = vim.fn.getfsize(path)
-end
-
 local function run()
   vim.opt.rtp:prepend(plugin_root)
   dofile(plugin_root .. "/plugin/acp.lua")
@@ -488,7 +340,8 @@ local function run()
   end)
   warm:close()
   if TRANSCRIPT then
-    local err = write_transcript()
+    local err
+    err, transcript_bytes = long_session.write_transcript(dir)
     if err then
       return fail(err)
     end
