@@ -9,7 +9,7 @@
 #   permission option ids, p11 a flood of unread 50 MB replies, t3 40 `yes`
 #   terminals, a .git hook write, LD_PRELOAD in a terminal's env, a terminal
 #   under --ask-terminal; display, urls and cancelled reads for the plugin).
-#   It is driven by the chat example (crates/acp-client/examples/chat.rs)
+#   It is driven by the chat example (crates/acp-client/examples/chat/)
 #   and writes a PASS/FAIL verdict; where the issue bounds memory it reads
 #   its parent's (the client's) VmHWM and fails above 400 MB.
 # - doc/security.md ("Hostile agents") lists each attack, its promise and

@@ -1,6 +1,5 @@
 //! Plays the steps of a turn (or of session start, or late steps).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,11 +9,13 @@ use crate::agent::{exit_with, Agent};
 use crate::cancel::CancelToken;
 use crate::step::{parse_hex, Step};
 use crate::subst::substitute;
-use crate::wire::{ChunkLine, Reply};
+use crate::wire::Reply;
 
 mod bench;
 mod client;
+mod disk;
 mod misbehave;
+mod stream;
 mod v2;
 
 use client::{Branches, ElicitBranches, TerminalRun};
@@ -712,61 +713,6 @@ impl<'a> Player<'a> {
         self.agent.pending.call(&self.agent.out, method, params)
     }
 
-    fn stream(
-        &self,
-        kind: &str,
-        text: &str,
-        chunk_size: Option<usize>,
-        delay_ms: u64,
-        message_id: Option<String>,
-    ) -> Flow {
-        let mut line = ChunkLine::new(&self.session_id, kind, message_id.as_deref());
-        for (i, chunk) in chunks(text, chunk_size).enumerate() {
-            if i > 0 && delay_ms > 0 && self.cancel.sleep(Duration::from_millis(delay_ms)) {
-                return Flow::End("cancelled".to_owned());
-            }
-            // One line, one write per chunk, as an agent streams.
-            self.agent
-                .notify_rendered(&self.session_id, line.render(chunk), || {
-                    let mut update = json!({
-                        "sessionUpdate": kind,
-                        "content": { "type": "text", "text": chunk },
-                    });
-                    if let Some(id) = &message_id {
-                        update["messageId"] = json!(id);
-                    }
-                    update
-                });
-        }
-        Flow::Next
-    }
-
-    /// `count` identical chunks, serialized once and written under one lock
-    /// with one flush: this drives the client's throughput benchmarks.
-    fn burst(&self, count: usize, bytes: usize, thought: bool) {
-        let text: String = (0..bytes)
-            .map(|i| char::from(b'a' + (i % 26) as u8))
-            .collect();
-        let kind = if thought {
-            "agent_thought_chunk"
-        } else {
-            "agent_message_chunk"
-        };
-        let line = ChunkLine::new(&self.session_id, kind, None)
-            .render(&text)
-            .to_vec();
-        if self.agent.scenario.record_history {
-            let update =
-                json!({ "sessionUpdate": kind, "content": { "type": "text", "text": text } });
-            self.agent.record(&self.session_id, &vec![update; count]);
-        }
-        let mut out = self.agent.out.lock();
-        for _ in 0..count {
-            out.bytes(&line);
-        }
-        out.flush();
-    }
-
     fn session_info(&self, title: Option<Value>, updated_at: Option<Value>) {
         {
             let mut state = self.agent.state();
@@ -797,139 +743,6 @@ impl<'a> Player<'a> {
         }
         self.update(json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode_id }));
     }
-
-    fn cwd(&self) -> Option<String> {
-        self.vars
-            .get("cwd")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }
-
-    fn resolve(&self, path: &str) -> PathBuf {
-        let path = Path::new(path);
-        match self.cwd() {
-            Some(cwd) if path.is_relative() => Path::new(&cwd).join(path),
-            _ => path.to_owned(),
-        }
-    }
-
-    /// Edits a file on disk without asking the client, as Claude does, and
-    /// reports the edit as a diff tool call.
-    fn write_disk(
-        &mut self,
-        path: &str,
-        content: &str,
-        tool_call_id: Option<String>,
-        title: Option<String>,
-        diff: bool,
-        torn_ms: Option<u64>,
-    ) {
-        let n = self.next_number();
-        let path = self.resolve(path);
-        let shown = path.display().to_string();
-        let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
-        let old_text = std::fs::read_to_string(&path).ok();
-        // Truncated before the announcement; written after the pause below.
-        let torn = torn_ms.map(|ms| (std::fs::File::create(&path), ms));
-        let mut tool_call = json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": tool_call_id,
-            "title": title.unwrap_or_else(|| format!("Edit `{shown}`")),
-            "kind": "edit",
-            "status": "in_progress",
-            "locations": [{ "path": shown }],
-        });
-        if diff {
-            tool_call["content"] =
-                json!([{ "type": "diff", "path": shown, "oldText": old_text, "newText": content }]);
-        }
-        // v2: announced once written, so the client reading the file to
-        // recover the diff's old text never catches it half written.
-        let v2 = self.agent.v2.load(std::sync::atomic::Ordering::SeqCst) && torn.is_none();
-        if !v2 {
-            self.update(tool_call.clone());
-        }
-        let written = match torn {
-            Some((file, ms)) => {
-                std::thread::sleep(Duration::from_millis(ms));
-                file.and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes()))
-            }
-            None => path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, content)),
-        };
-        let update = match written {
-            Ok(()) => json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "completed",
-            }),
-            Err(err) => json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "failed",
-                "content": [text_content(&format!("could not write {shown}: {err}"))],
-            }),
-        };
-        if v2 {
-            self.update(tool_call);
-        }
-        self.update(update);
-    }
-}
-
-impl Player<'_> {
-    /// Edits a file on disk by replacing a snippet, reporting the snippets
-    /// as the diff (`oldText`/`newText` are parts of the file, as Claude's
-    /// `Edit` reports them). A file that does not hold `old` exactly once is
-    /// left alone and the tool call fails.
-    fn replace_disk(
-        &mut self,
-        path: &str,
-        old: &str,
-        new: &str,
-        tool_call_id: Option<String>,
-        title: Option<String>,
-    ) {
-        let n = self.next_number();
-        let path = self.resolve(path);
-        let shown = path.display().to_string();
-        let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
-        self.update(json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": tool_call_id,
-            "title": title.unwrap_or_else(|| format!("Edit `{shown}`")),
-            "kind": "edit",
-            "status": "in_progress",
-            "locations": [{ "path": shown }],
-            "content": [{ "type": "diff", "path": shown, "oldText": old, "newText": new }],
-        }));
-        let result = match std::fs::read_to_string(&path) {
-            Ok(text) if !old.is_empty() && text.matches(old).count() == 1 => {
-                std::fs::write(&path, text.replacen(old, new, 1))
-                    .map_err(|e| format!("could not write {shown}: {e}"))
-            }
-            Ok(_) => Err(format!(
-                "{shown} does not hold the text to replace exactly once; nothing was changed"
-            )),
-            Err(e) => Err(format!("could not read {shown}: {e}")),
-        };
-        let update = match result {
-            Ok(()) => json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "completed",
-            }),
-            Err(message) => json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "failed",
-                "content": [text_content(&message)],
-            }),
-        };
-        self.update(update);
-    }
 }
 
 fn put_fields<const N: usize>(target: &mut Value, fields: [(&str, Option<Value>); N]) {
@@ -949,41 +762,5 @@ fn reply_value(reply: &Reply) -> Value {
     match reply {
         Ok(result) => result.clone(),
         Err(err) => json!({ "error": err.to_json() }),
-    }
-}
-
-/// Splits text into chunks of `size` characters (never inside a character),
-/// borrowed from `text`. No size (or 0) means one chunk; empty text means no
-/// chunk.
-pub fn chunks(text: &str, size: Option<usize>) -> impl Iterator<Item = &str> {
-    let size = size.filter(|&s| s > 0).unwrap_or(usize::MAX);
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let end = rest
-            .char_indices()
-            .nth(size)
-            .map_or(rest.len(), |(at, _)| at);
-        let (chunk, tail) = rest.split_at(end);
-        rest = tail;
-        Some(chunk)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn chunks_split_on_characters() {
-        let split = |text, size| chunks(text, size).collect::<Vec<_>>();
-        assert_eq!(split("héllo", Some(2)), ["hé", "ll", "o"]);
-        assert_eq!(split("héllo", Some(5)), ["héllo"]);
-        assert_eq!(split("abc", None), ["abc"]);
-        assert_eq!(split("abc", Some(0)), ["abc"]);
-        assert!(split("", Some(3)).is_empty());
     }
 }
