@@ -9,7 +9,6 @@
 //! sending anything. Edit review has its own handle, [`Connection::review`].
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -30,7 +29,7 @@ use crate::rpc::methods;
 use crate::schema;
 use crate::serve::dispatch::elicitation_capabilities;
 use crate::serve::editor_tools::{EditorTools, Offer};
-use crate::serve::live::{LiveSessions, SessionSlot};
+use crate::serve::live::LiveSessions;
 use crate::session::update::{Content, SessionId};
 use crate::session::{SessionChange, SessionState, TurnUsage};
 
@@ -73,15 +72,6 @@ struct WireConfigResponse {
     config_options: Vec<schema::SessionConfigOption>,
 }
 
-/// Decrements the "session opening" counter however the open ends.
-struct OpeningGuard<'a>(&'a LiveSessions);
-
-impl Drop for OpeningGuard<'_> {
-    fn drop(&mut self) {
-        self.0.sessions_opening.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// A turn's label for its checkpoint: the first non-empty line of the
 /// prompt's first text block.
 fn prompt_label(content: &[schema::ContentBlock]) -> String {
@@ -108,28 +98,7 @@ struct TurnGuard<'a> {
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
-        self.sessions.review.turn_ended(self.session_id);
-    }
-}
-
-/// A v2 turn waiting for its idle `state_update`; forgets its waiter
-/// however the prompt ends.
-struct V2Turn<'a> {
-    sessions: &'a LiveSessions,
-    session_id: &'a SessionId,
-    rx: tokio::sync::oneshot::Receiver<crate::serve::live::TurnEnd>,
-}
-
-impl Drop for V2Turn<'_> {
-    fn drop(&mut self) {
-        self.rx.close();
-        let mut turns = self.sessions.turns.lock();
-        if let Some(waiters) = turns.get_mut(self.session_id) {
-            waiters.retain(|tx| !tx.is_closed());
-            if waiters.is_empty() {
-                turns.remove(self.session_id);
-            }
-        }
+        self.sessions.review().turn_ended(self.session_id);
     }
 }
 
@@ -221,7 +190,7 @@ impl Connection {
     }
 
     fn timeout(&self) -> Option<Duration> {
-        self.sessions().options.request_timeout
+        self.sessions().options().request_timeout
     }
 
     fn info_or_err(&self, method: &str) -> Result<AgentInfo> {
@@ -266,7 +235,7 @@ impl Connection {
     }
 
     fn is_v2(&self) -> bool {
-        self.sessions().v2.load(Ordering::Acquire)
+        self.sessions().is_v2()
     }
 
     /// `session/set_mode`. The model follows the agent's
@@ -296,14 +265,8 @@ impl Connection {
                 })?;
             self.set_config_option(session_id, &option, ConfigValue::Id(mode_id.to_owned()))
                 .await?;
-            let changes = self
-                .sessions()
-                .slots
-                .lock()
-                .get_mut(session_id)
-                .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
-                .unwrap_or_default();
-            self.sessions().emit_changes(session_id, changes);
+            self.sessions()
+                .change_state(session_id, |s| s.set_current_mode(mode_id.to_owned()));
             return Ok(());
         }
         let _: Value = self
@@ -317,14 +280,8 @@ impl Connection {
                 self.timeout(),
             )
             .await?;
-        let changes = self
-            .sessions()
-            .slots
-            .lock()
-            .get_mut(session_id)
-            .map(|slot| slot.state.set_current_mode(mode_id.to_owned()))
-            .unwrap_or_default();
-        self.sessions().emit_changes(session_id, changes);
+        self.sessions()
+            .change_state(session_id, |s| s.set_current_mode(mode_id.to_owned()));
         Ok(())
     }
 
@@ -355,17 +312,9 @@ impl Connection {
         let response: WireConfigResponse = self
             .session_request(methods::SESSION_SET_CONFIG_OPTION, params)
             .await?;
-        let changes = self
-            .sessions()
-            .slots
-            .lock()
-            .get_mut(session_id)
-            .map(|slot| {
-                slot.state
-                    .set_config_options(response.config_options.clone())
-            })
-            .unwrap_or_default();
-        self.sessions().emit_changes(session_id, changes);
+        self.sessions().change_state(session_id, |s| {
+            s.set_config_options(response.config_options.clone())
+        });
         Ok(response.config_options)
     }
 
@@ -405,22 +354,17 @@ impl Connection {
         self.check_prompt_content(&content)?;
         let (changes, earlier) = self
             .sessions()
-            .slots
-            .lock()
-            .get_mut(session_id)
-            .map(|slot| {
+            .with_state_mut(session_id, |state| {
                 // The session's prompts before this one, replayed ones
                 // included: its checkpoint is numbered after them even when
                 // the replay was still being applied as the load returned.
-                let earlier = slot
-                    .state
+                let earlier = state
                     .entries()
                     .iter()
                     .filter(|e| matches!(e, crate::session::Entry::UserMessage(_)))
                     .count();
-                let changes = slot
-                    .state
-                    .push_user_prompt(content.iter().cloned().map(Content::Known).collect());
+                let changes =
+                    state.push_user_prompt(content.iter().cloned().map(Content::Known).collect());
                 (changes, earlier)
             })
             .unwrap_or_default();
@@ -428,7 +372,7 @@ impl Connection {
         let workspace = self.session_workspace(session_id)?;
         let label = prompt_label(&content);
         self.sessions()
-            .review
+            .review()
             .turn_started(session_id, &workspace, &label, earlier);
         let _turn = TurnGuard {
             sessions: self.sessions(),
@@ -459,31 +403,17 @@ impl Connection {
         session_id: &SessionId,
         params: Value,
     ) -> Result<(StopReason, Option<Value>)> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        // A prompt sent while the agent works joins its turn (v2 inserts it
-        // into the conversation): the one idle update ends both.
-        self.sessions()
-            .turns
-            .lock()
-            .entry(session_id.clone())
-            .or_default()
-            .push(tx);
-        let mut turn = V2Turn {
-            sessions: self.sessions(),
-            session_id,
-            rx,
-        };
+        let mut turn = self.sessions().wait_turn(session_id);
         let ack: Value = self
             .engine()
             .request(methods::SESSION_PROMPT, params, None)
             .await?;
         if let Some(message_id) = ack.get("messageId").and_then(Value::as_str) {
-            if let Some(slot) = self.sessions().slots.lock().get_mut(session_id) {
-                slot.state.acknowledge_prompt(message_id.to_owned());
-            }
+            self.sessions()
+                .with_state_mut(session_id, |s| s.acknowledge_prompt(message_id.to_owned()));
         }
         let end = tokio::select! {
-            end = &mut turn.rx => end.map_err(|_| Error::NotFound(format!(
+            end = turn.end() => end.ok_or_else(|| Error::NotFound(format!(
                 "session `{session_id}` was closed before its turn ended"
             )))?,
             closed = self.closed() => return Err(closed),
@@ -505,18 +435,7 @@ impl Connection {
     /// ordinary sessions grants nothing on a child).
     pub fn cancel(&self, session_id: &SessionId) -> Result<()> {
         self.require_session(session_id)?;
-        let allowed = {
-            let slots = self.sessions().slots.lock();
-            match slots.get(session_id).and_then(|s| s.parent.as_ref()) {
-                None => true,
-                Some(parent) => slots.get(parent).is_some_and(|p| {
-                    p.state
-                        .subagent(&session_id.0)
-                        .is_some_and(|child| child.can_cancel)
-                }),
-            }
-        };
-        if !allowed {
+        if !self.sessions().may_cancel(session_id) {
             return Err(Error::SubagentCancelNotAllowed {
                 session: session_id.to_string(),
             });
@@ -526,14 +445,8 @@ impl Connection {
         let sent = to_params(&schema::CancelNotification::new(session_id.clone()))
             .and_then(|params| self.engine().notify(methods::SESSION_CANCEL, &params));
         self.sessions().cancel_session_prompts(session_id);
-        let changes = self
-            .sessions()
-            .slots
-            .lock()
-            .get_mut(session_id)
-            .map(|slot| slot.state.cancel_unfinished_tool_calls())
-            .unwrap_or_default();
-        self.sessions().emit_changes(session_id, changes);
+        self.sessions()
+            .change_state(session_id, SessionState::cancel_unfinished_tool_calls);
         sent
     }
 
@@ -543,20 +456,14 @@ impl Connection {
         session_id: &SessionId,
         f: impl FnOnce(&SessionState) -> R,
     ) -> Option<R> {
-        self.sessions()
-            .slots
-            .lock()
-            .get(session_id)
-            .map(|slot| f(&slot.state))
+        self.sessions().with_state(session_id, f)
     }
 
     fn session_workspace(&self, session_id: &SessionId) -> Result<Workspace> {
         self.sessions()
-            .slots
-            .lock()
-            .get(session_id)
-            .map(|slot| slot.workspace.clone())
-            .ok_or_else(|| {
+            .workspace(session_id)
+            .map(|(workspace, _)| workspace)
+            .map_err(|_| {
                 Error::NotFound(format!(
                     "unknown session `{session_id}`; open or load it first"
                 ))
@@ -568,8 +475,8 @@ impl Connection {
     pub fn review(&self, session_id: &SessionId) -> Review<'_> {
         let workspace = self.session_workspace(session_id).ok();
         Review::new(
-            &self.sessions().review,
-            &*self.sessions().host,
+            self.sessions().review(),
+            self.sessions().host(),
             session_id.clone(),
             workspace,
         )
@@ -577,22 +484,22 @@ impl Connection {
 
     /// The ids of every open session.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        self.sessions().slots.lock().keys().cloned().collect()
+        self.sessions().session_ids()
     }
 
     /// Reads or changes the permission memory and rules.
     pub fn with_permissions<R>(&self, f: impl FnOnce(&mut PermissionPolicy) -> R) -> R {
-        f(&mut self.sessions().permission_policy.lock())
+        self.sessions().with_policy(f)
     }
 
     /// The newest stderr output of the agent (when this connection spawned it).
     pub fn stderr_tail(&self) -> Option<String> {
-        self.sessions().process.as_ref().map(|p| p.stderr_tail())
+        self.sessions().agent_stderr_tail()
     }
 
     /// The agent's process id (when this connection spawned it).
     pub fn pid(&self) -> Option<u32> {
-        self.sessions().process.as_ref().and_then(|p| p.pid())
+        self.sessions().agent_pid()
     }
 
     /// True once the connection is closed (agent exited, protocol failure or
@@ -611,11 +518,7 @@ impl Connection {
     /// grace period. Returns the agent's exit status when it was spawned here.
     pub async fn shutdown(&self) -> Option<ExitInfo> {
         self.engine().close(CloseReason::Shutdown);
-        self.sessions().terminals.release_all().await;
-        match &self.sessions().process {
-            Some(p) => Some(p.shutdown(self.sessions().options.shutdown_grace).await),
-            None => None,
-        }
+        self.sessions().shut_down().await
     }
 }
 

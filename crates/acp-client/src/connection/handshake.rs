@@ -12,7 +12,7 @@ impl Connection {
     /// terminal. An agent answering a version that was not offered is an
     /// error.
     pub async fn initialize(&self) -> Result<AgentInfo> {
-        let offered = self.sessions().options.protocol_version;
+        let offered = self.sessions().options().protocol_version;
         let mut params = self.initialize_v1_params();
         if offered == ProtocolVersion::V2 {
             params["protocolVersion"] = json!(2);
@@ -24,7 +24,7 @@ impl Connection {
             .request(
                 methods::INITIALIZE,
                 params,
-                self.sessions().options.initialize_timeout,
+                self.sessions().options().initialize_timeout,
             )
             .await?;
         let answered = raw
@@ -43,9 +43,7 @@ impl Connection {
             }
             _ => self.agent_info_v1(&raw)?,
         };
-        self.sessions()
-            .v2
-            .store(info.protocol_version == 2, Ordering::Release);
+        self.sessions().set_v2(info.protocol_version == 2);
         *self.inner.agent.lock() = Some(info.clone());
         Ok(info)
     }
@@ -53,9 +51,9 @@ impl Connection {
     /// The v2 client capabilities: no fs or terminal (v2 has neither; the
     /// editor's tools reach the agent as an MCP server instead).
     fn client_capabilities_v2(&self) -> Value {
-        let caps = self.sessions().host.capabilities();
+        let caps = self.sessions().host().capabilities();
         json!({
-            "auth": { "terminal": self.sessions().options.terminal_auth },
+            "auth": { "terminal": self.sessions().options().terminal_auth },
             "elicitation": elicitation_capabilities(&caps),
         })
     }
@@ -137,7 +135,7 @@ impl Connection {
         if version != PROTOCOL_VERSION {
             return Err(Error::ProtocolVersion {
                 agent: version,
-                client: self.sessions().options.protocol_version.as_u16(),
+                client: self.sessions().options().protocol_version.as_u16(),
             });
         }
         let system_prompt = SystemPromptSupport::of_capabilities(&response.agent_capabilities);
@@ -157,7 +155,7 @@ impl Connection {
 
     /// The v1 `initialize` params (also sent beside the v2 ones).
     fn initialize_v1_params(&self) -> Value {
-        let caps = self.sessions().host.capabilities();
+        let caps = self.sessions().host().capabilities();
         json!({
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
@@ -166,7 +164,7 @@ impl Connection {
                     "writeTextFile": caps.write_text_file,
                 },
                 "terminal": caps.terminal,
-                "auth": { "terminal": self.sessions().options.terminal_auth },
+                "auth": { "terminal": self.sessions().options().terminal_auth },
                 "elicitation": elicitation_capabilities(&caps),
                 // Boolean config options are decoded, shown and set
                 // (`set_config_option` with `ConfigValue::Bool`); agents
@@ -190,8 +188,8 @@ impl Connection {
                 "_meta": { "terminal_output_delta": true },
             },
             "clientInfo": {
-                "name": self.sessions().options.client_name,
-                "version": self.sessions().options.client_version,
+                "name": self.sessions().options().client_name,
+                "version": self.sessions().options().client_version,
             },
         })
     }
@@ -204,7 +202,7 @@ impl Connection {
             return method;
         };
         let sessions = self.sessions();
-        let denied = &sessions.options.denied_env;
+        let denied = &sessions.options().denied_env;
         let before = terminal.env.len();
         terminal
             .env

@@ -7,7 +7,7 @@ impl Connection {
     /// The editor's MCP server of this connection, started on first use;
     /// `None` when the options switch it off or it could not start.
     fn editor_tools(&self) -> Option<&EditorTools> {
-        let options = self.sessions().options.editor_tools.as_ref()?;
+        let options = self.sessions().options().editor_tools.as_ref()?;
         self.inner
             .editor_tools
             .get_or_init(|| {
@@ -157,7 +157,7 @@ impl Connection {
         let mut roots = vec![params.cwd.clone()];
         roots.extend(params.additional_directories.iter().cloned());
         let mut ws = Workspace::new(roots);
-        for p in &self.sessions().options.allowed_paths {
+        for p in &self.sessions().options().allowed_paths {
             ws.allow(p.clone());
         }
         ws
@@ -178,28 +178,21 @@ impl Connection {
         params: &SessionParams,
         response: &WireSessionResponse,
     ) {
-        let changes = {
-            let mut sessions = self.sessions().slots.lock();
-            let slot = sessions
-                .entry(session_id.clone())
-                .or_insert_with(|| SessionSlot {
-                    state: SessionState::new(session_id.clone()),
-                    workspace: Workspace::new(Vec::new()),
-                    cwd: PathBuf::new(),
-                    parent: None,
-                });
-            slot.workspace = self.workspace_for(params);
-            slot.cwd = params.cwd.clone();
-            let mut changes = Vec::new();
-            if let Some(modes) = &response.modes {
-                changes.extend(slot.state.set_modes(modes.clone()));
-            }
-            if let Some(options) = &response.config_options {
-                changes.extend(slot.state.set_config_options(options.clone()));
-            }
-            changes
-        };
-        self.sessions().emit_changes(session_id, changes);
+        self.sessions().register(
+            session_id,
+            self.workspace_for(params),
+            params.cwd.clone(),
+            |state| {
+                let mut changes = Vec::new();
+                if let Some(modes) = &response.modes {
+                    changes.extend(state.set_modes(modes.clone()));
+                }
+                if let Some(options) = &response.config_options {
+                    changes.extend(state.set_config_options(options.clone()));
+                }
+                changes
+            },
+        );
     }
 
     /// The end every opening shares (new, load, resume, fork): the session
@@ -237,10 +230,7 @@ impl Connection {
     pub async fn new_session(&self, params: SessionParams) -> Result<SessionStarted> {
         Self::check_cwd(&params)?;
         self.info_or_err(methods::SESSION_NEW)?;
-        self.sessions()
-            .sessions_opening
-            .fetch_add(1, Ordering::AcqRel);
-        let _opening = OpeningGuard(self.sessions());
+        let _opening = self.sessions().opening();
         let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
             .session_request(
@@ -266,15 +256,10 @@ impl Connection {
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
         // Registered before the request so the replay lands in a fresh model
         // (its subagents' too: the replay announces them again).
-        self.sessions().remove_session(session_id);
-        self.sessions().slots.lock().insert(
-            session_id.clone(),
-            SessionSlot {
-                state: SessionState::new(session_id.clone()),
-                workspace: self.workspace_for(&params),
-                cwd: params.cwd.clone(),
-                parent: None,
-            },
+        self.sessions().register_for_load(
+            session_id,
+            self.workspace_for(&params),
+            params.cwd.clone(),
         );
         // v2 has no `session/load`: a resume replaying from the start, whose
         // answer ends the replay (claude-agent-acp 0.101.0 sends no marker).
@@ -306,10 +291,7 @@ impl Connection {
         self.require(methods::SESSION_RESUME, |i| {
             i.capabilities.session_capabilities.resume.is_some()
         })?;
-        self.sessions()
-            .sessions_opening
-            .fetch_add(1, Ordering::AcqRel);
-        let _opening = OpeningGuard(self.sessions());
+        let _opening = self.sessions().opening();
         let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
             .session_request(
@@ -340,10 +322,7 @@ impl Connection {
         self.require(methods::SESSION_FORK, |i| {
             i.capabilities.session_capabilities.fork.is_some()
         })?;
-        self.sessions()
-            .sessions_opening
-            .fetch_add(1, Ordering::AcqRel);
-        let _opening = OpeningGuard(self.sessions());
+        let _opening = self.sessions().opening();
         let offer = self.editor_offer(&params);
         // `ForkSessionRequest`'s fields are those of `session/resume` (one
         // builder decides what an agent is sent) plus the cursor.
@@ -415,7 +394,10 @@ impl Connection {
             .agent_info()
             .is_some_and(|i| i.capabilities.session_capabilities.close.is_some());
         self.sessions().cancel_session_prompts(session_id);
-        self.sessions().terminals.release_session(session_id).await;
+        self.sessions()
+            .terminals()
+            .release_session(session_id)
+            .await;
         let result = if supported {
             self.engine()
                 .request::<Value>(
@@ -429,7 +411,7 @@ impl Connection {
             Ok(())
         };
         self.sessions().remove_session(session_id);
-        self.sessions().review.remove(session_id);
+        self.sessions().review().remove(session_id);
         result
     }
 
@@ -447,12 +429,12 @@ impl Connection {
             )
             .await?;
         self.sessions().remove_session(session_id);
-        self.sessions().review.remove(session_id);
+        self.sessions().review().remove(session_id);
         Ok(())
     }
 
     pub(super) fn require_session(&self, session_id: &SessionId) -> Result<()> {
-        if self.sessions().slots.lock().contains_key(session_id) {
+        if self.sessions().is_open(session_id) {
             Ok(())
         } else {
             Err(Error::NotFound(format!(

@@ -8,7 +8,6 @@
 //! built-in disk/process implementations.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -29,7 +28,7 @@ use crate::policy::permission::{
 use crate::rpc::engine::{CloseReason, Handler};
 use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
-use crate::serve::live::{unknown_session, LiveSessions, PendingPermission};
+use crate::serve::live::{unknown_session, LiveSessions};
 use crate::session::update::{self, SessionId, SessionUpdate};
 use crate::tools::terminal::{TerminalId, TerminalSpec};
 
@@ -55,7 +54,7 @@ impl Handler for LiveSessions {
                     self.warn("the agent sent a `session/update` without params".into());
                     return;
                 };
-                if self.v2.load(Ordering::Acquire) {
+                if self.is_v2() {
                     match update::v2::decode_v2_notification(params.get(), &|sid, path| {
                         self.diff_base(sid, path)
                     }) {
@@ -86,7 +85,7 @@ impl Handler for LiveSessions {
     /// `session/update` comes to [`notification`](Handler::notification).
     fn take_line(&self, line: &[u8]) -> bool {
         // The one-pass shapes are v1's; a v2 line goes to `notification`.
-        if self.v2.load(Ordering::Acquire) {
+        if self.is_v2() {
             return false;
         }
         match update::decode_session_update_line(line) {
@@ -129,8 +128,8 @@ async fn handle_request(
     method: &str,
     params: Option<Box<RawValue>>,
 ) -> Result<Value, RpcError> {
-    let mut caps = shared.host.capabilities();
-    if shared.v2.load(Ordering::Acquire) {
+    let mut caps = shared.host().capabilities();
+    if shared.is_v2() {
         // v2 has no client fs or terminal methods (none were advertised).
         caps.read_text_file = false;
         caps.write_text_file = false;
@@ -201,7 +200,7 @@ struct PromptGuard<'a> {
 
 impl Drop for PromptGuard<'_> {
     fn drop(&mut self) {
-        self.shared.permissions_pending.lock().remove(&self.id);
+        self.shared.permission_settled(self.id);
         if !self.answered_by_editor {
             self.shared.emit(ClientEvent::PermissionCancelled {
                 id: self.id,
@@ -238,7 +237,7 @@ fn decode_permission_request(
     shared: &LiveSessions,
     params: Option<&RawValue>,
 ) -> Result<WirePermissionRequest> {
-    if !shared.v2.load(Ordering::Acquire) {
+    if !shared.is_v2() {
         return parse(methods::REQUEST_PERMISSION, params);
     }
     let wire: WireV2PermissionRequest = parse(methods::REQUEST_PERMISSION, params)?;
@@ -277,7 +276,7 @@ async fn request_permission(
     let tool_call = record_tool_call(shared, &wire.session_id, &fields)?;
     // Snapshot the files the tool names before anyone can allow the edit.
     shared
-        .review
+        .review()
         .before_permission(&wire.session_id, ToolFacts::of_fields(&tool_call))
         .await;
     let mut options: Vec<PermissionOption> = wire
@@ -305,7 +304,7 @@ async fn request_permission(
         return decision_to_wire(&PermissionDecision::Cancelled);
     }
     // See `LiveSessions::check_always_refused` (gemini-cli in untrusted folders).
-    if shared.always_refused.lock().contains(&wire.session_id)
+    if shared.refuses_always(&wire.session_id)
         && options.iter().any(|o| o.kind == OptionKind::AllowOnce)
     {
         options.retain(|o| o.kind != OptionKind::AllowAlways);
@@ -317,7 +316,7 @@ async fn request_permission(
         options,
     };
 
-    let remembered = shared.permission_policy.lock().decide(&request);
+    let remembered = shared.remembered_decision(&request);
     if let Some(decision) = remembered {
         shared.emit(ClientEvent::PermissionAutoAnswered {
             request,
@@ -330,13 +329,7 @@ async fn request_permission(
     let decision = match decision {
         PermissionDecision::Selected { option_id } => {
             if let Some(chosen) = request.options.iter().find(|o| o.option_id == option_id) {
-                if chosen.kind == OptionKind::AllowAlways {
-                    shared.always_answered.lock().insert((
-                        request.session_id.clone(),
-                        request.tool_call.tool_call_id.0.to_string(),
-                    ));
-                }
-                shared.permission_policy.lock().record(&request, &option_id);
+                shared.record_answer(&request, chosen);
                 PermissionDecision::Selected { option_id }
             } else {
                 shared.warn(format!(
@@ -359,18 +352,16 @@ fn record_tool_call(
     session_id: &SessionId,
     fields: &update::ToolCallFields,
 ) -> Result<update::ToolCallFields> {
-    let (tool_call, changes) = {
-        let mut sessions = shared.slots.lock();
-        let slot = sessions
-            .get_mut(session_id)
-            .ok_or_else(|| unknown_session(session_id))?;
-        let changes = if slot.state.tool_call(&fields.tool_call_id).is_none() {
-            slot.state.apply(SessionUpdate::ToolCall(fields.clone()))
-        } else {
-            Vec::new()
-        };
-        (slot.state.merged_tool_call(fields), changes)
-    };
+    let (tool_call, changes) = shared
+        .with_state_mut(session_id, |state| {
+            let changes = if state.tool_call(&fields.tool_call_id).is_none() {
+                state.apply(SessionUpdate::ToolCall(fields.clone()))
+            } else {
+                Vec::new()
+            };
+            (state.merged_tool_call(fields), changes)
+        })
+        .ok_or_else(|| unknown_session(session_id))?;
     shared.emit_changes(session_id, changes);
     Ok(tool_call)
 }
@@ -381,14 +372,7 @@ async fn prompt_user(
     shared: &Arc<LiveSessions>,
     request: &PermissionRequest,
 ) -> PermissionDecision {
-    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-    shared.permissions_pending.lock().insert(
-        request.id,
-        PendingPermission {
-            session_id: request.session_id.clone(),
-            cancel: cancel_tx,
-        },
-    );
+    let cancel_rx = shared.pending_permission(request.id, request.session_id.clone());
     let mut guard = PromptGuard {
         shared,
         id: request.id,
@@ -396,7 +380,7 @@ async fn prompt_user(
         answered_by_editor: false,
     };
     tokio::select! {
-        decision = shared.host.request_permission(request.clone()) => {
+        decision = shared.host().request_permission(request.clone()) => {
             guard.answered_by_editor = true;
             decision
         }
@@ -526,9 +510,8 @@ pub(crate) async fn read_file(
         line,
         limit,
     };
-    // Never closed, so `acquire` cannot fail.
-    let _permit = shared.reads.acquire().await;
-    let buffered = match shared.host.buffer_sync() {
+    let _permit = shared.read_permit().await;
+    let buffered = match shared.host().buffer_sync() {
         Some(sync) => sync.read(&request).await?,
         None => None,
     };
@@ -539,13 +522,13 @@ pub(crate) async fn read_file(
                 &request.path,
                 request.line,
                 request.limit,
-                shared.options.max_read_bytes,
+                shared.options().max_read_bytes,
             )
             .await;
             match read {
                 // The path passed the workspace check above; see
                 // `ConnectionOptions::missing_file_read_empty` (gemini-cli).
-                Err(Error::NotFound(_)) if shared.options.missing_file_read_empty => {
+                Err(Error::NotFound(_)) if shared.options().missing_file_read_empty => {
                     tracing::debug!(path = %request.path.display(), "missing file read as empty (quirk)");
                     String::new()
                 }
@@ -605,7 +588,7 @@ pub(crate) async fn write_file(
     let missing = fs::missing_dirs(&request.path);
     let mut user_text = None;
     let mut merged: Option<String> = None;
-    let outcome = match shared.host.buffer_sync() {
+    let outcome = match shared.host().buffer_sync() {
         Some(sync) => sync.write(&request).await?,
         None => WriteOutcome::Disk,
     };
@@ -641,10 +624,10 @@ pub(crate) async fn write_file(
         // as the editor reports the buffer.) First, so that the writer's
         // review is the last one changed: the editor shows that one.
         shared
-            .review
+            .review()
             .record_other_write(&request.session_id, &request.path, &new_content);
     }
-    shared.review.record_fs_write(
+    shared.review().record_fs_write(
         &request.session_id,
         &workspace,
         &request.path,
@@ -655,13 +638,13 @@ pub(crate) async fn write_file(
         // The buffer holds the merge: what differs from the agent's text
         // there is the user's, so a reject never takes it.
         shared
-            .review
+            .review()
             .record_user_edit(&request.session_id, &request.path, Some(&text), on_disk);
     }
     shared
-        .review
+        .review()
         .record_made_dirs(&request.session_id, &workspace, missing);
-    if let Some(sync) = shared.host.buffer_sync() {
+    if let Some(sync) = shared.host().buffer_sync() {
         // Before the event: an editor that drew it would otherwise see the
         // buffer's merge before the write it waited for.
         sync.write_recorded(
@@ -724,7 +707,7 @@ async fn terminal_create(shared: &Arc<LiveSessions>, params: Option<&RawValue>) 
     if let Some(e) = wire
         .env
         .iter()
-        .find(|e| crate::options::env_denied(&e.name, &shared.options.denied_env))
+        .find(|e| crate::options::env_denied(&e.name, &shared.options().denied_env))
     {
         return Err(Error::InvalidParams(format!(
             "the agent may not set `{}`: loader variables make every program the command starts load other code; run the command without it (the user can allow it with ConnectionOptions::denied_env)",
@@ -741,8 +724,8 @@ async fn terminal_create(shared: &Arc<LiveSessions>, params: Option<&RawValue>) 
         cwd,
         output_byte_limit: wire.output_byte_limit,
     };
-    spec.pin_env(&shared.options.pinned_env);
-    if shared.options.ask_before_terminal {
+    spec.pin_env(&shared.options().pinned_env);
+    if shared.options().ask_before_terminal {
         let line = spec.command_line();
         ask_user(
             shared,
@@ -758,7 +741,7 @@ async fn terminal_create(shared: &Arc<LiveSessions>, params: Option<&RawValue>) 
         )
         .await?;
     }
-    let id = shared.terminals.create(spec).await?;
+    let id = shared.terminals().create(spec).await?;
     to_reply(&crate::schema::CreateTerminalResponse::new(id))
 }
 
@@ -768,7 +751,7 @@ fn terminal_id(
     params: Option<&RawValue>,
 ) -> Result<TerminalId> {
     let wire: WireTerminal = parse(method, params)?;
-    if !shared.slots.lock().contains_key(&wire.session_id) {
+    if !shared.is_open(&wire.session_id) {
         return Err(unknown_session(&wire.session_id));
     }
     Ok(TerminalId::from(wire.terminal_id))
@@ -776,7 +759,7 @@ fn terminal_id(
 
 async fn terminal_output(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_OUTPUT, params)?;
-    let out = shared.terminals.output(&id).await?;
+    let out = shared.terminals().output(&id).await?;
     let mut reply = json!({ "output": out.output, "truncated": out.truncated });
     if let Some(exit) = out.exit_status {
         reply["exitStatus"] = json!({ "exitCode": exit.exit_code, "signal": exit.signal });
@@ -789,18 +772,18 @@ async fn terminal_wait_for_exit(
     params: Option<&RawValue>,
 ) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_WAIT_FOR_EXIT, params)?;
-    let exit = shared.terminals.wait_for_exit(&id).await?;
+    let exit = shared.terminals().wait_for_exit(&id).await?;
     Ok(json!({ "exitCode": exit.exit_code, "signal": exit.signal }))
 }
 
 async fn terminal_kill(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_KILL, params)?;
-    shared.terminals.kill(&id).await?;
+    shared.terminals().kill(&id).await?;
     to_reply(&crate::schema::KillTerminalResponse::new())
 }
 
 async fn terminal_release(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_RELEASE, params)?;
-    shared.terminals.release(&id).await?;
+    shared.terminals().release(&id).await?;
     to_reply(&crate::schema::ReleaseTerminalResponse::new())
 }

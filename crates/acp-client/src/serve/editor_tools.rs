@@ -414,7 +414,7 @@ impl Shared {
                     None => None,
                 };
                 let value = sessions
-                    .host
+                    .host()
                     .diagnostics(&session_id, path.as_deref())
                     .await
                     .map_err(fail)?;
@@ -422,7 +422,7 @@ impl Shared {
             }
             "open_buffers" => {
                 let value = sessions
-                    .host
+                    .host()
                     .open_buffers(&session_id)
                     .await
                     .map_err(fail)?;

@@ -7,7 +7,7 @@
 //! [`Handler`](crate::rpc::engine::Handler) (see [`crate::serve::dispatch`]).
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -24,90 +24,78 @@ use crate::policy::elicitation::{ElicitationId, ElicitationRequestId, Elicitatio
 use crate::policy::permission::{PermissionPolicy, PermissionRequestId};
 use crate::rpc::engine::CloseReason;
 use crate::session::update::{self, SessionId, SessionUpdate, ToolStatus};
-use crate::session::update::{Content, ToolContent};
 use crate::session::{SessionChange, SessionState};
 use crate::tools::terminal::TerminalManager;
 
-/// A permission prompt waiting for the editor.
-pub(crate) struct PendingPermission {
-    pub session_id: SessionId,
-    pub cancel: oneshot::Sender<()>,
-}
+mod prompts;
+mod v2;
 
-/// An elicitation waiting for the editor.
-pub(crate) struct PendingElicitation {
-    pub scope: ElicitationScope,
-    pub cancel: oneshot::Sender<()>,
-}
+use prompts::{PendingElicitation, PendingPermission};
+use v2::TurnEnd;
 
 /// Per-session state kept by the connection.
 #[derive(Debug)]
-pub(crate) struct SessionSlot {
-    pub state: SessionState,
-    pub workspace: Workspace,
-    pub cwd: PathBuf,
+struct SessionSlot {
+    state: SessionState,
+    workspace: Workspace,
+    cwd: PathBuf,
     /// For a subagent's session: the session that announced it. Its
     /// changes are shown in the parent's chat ([`SessionChange::Child`]).
-    pub parent: Option<SessionId>,
+    parent: Option<SessionId>,
 }
 
 /// Cap on `ProtocolWarning` events, so an agent printing garbage in a loop
 /// cannot flood the editor; everything is still logged.
 const MAX_WARNING_EVENTS: usize = 100;
 
-/// The biggest file a v2 diff's old or new text is recovered from.
-const DIFF_BASE_MAX_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Everything above the engine that one connection owns.
-/// See [`LiveSessions::reads`]: two, so one slow file does not stall the rest.
+/// See [`LiveSessions::read_permit`]: two, so one slow file does not stall
+/// the rest.
 const READS_AT_ONCE: usize = 2;
 
+/// Everything above the engine that one connection owns. Its state is
+/// reached through methods that say what the caller wants (the files of
+/// `live/` add the questions waiting for the editor and ACP v2); none of
+/// them holds a lock across an await or while taking another, and the
+/// closures given to `with_state*` and `register` run under the sessions'
+/// lock, so they touch the model only.
 pub(crate) struct LiveSessions {
-    pub host: Arc<dyn EditorHost>,
-    pub options: ConnectionOptions,
-    pub events: EventSink,
-    pub slots: Mutex<HashMap<SessionId, SessionSlot>>,
-    pub permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
-    pub permission_policy: Mutex<PermissionPolicy>,
+    host: Arc<dyn EditorHost>,
+    options: ConnectionOptions,
+    events: EventSink,
+    slots: Mutex<HashMap<SessionId, SessionSlot>>,
+    permissions_pending: Mutex<HashMap<PermissionRequestId, PendingPermission>>,
+    permission_policy: Mutex<PermissionPolicy>,
     next_permission_id: AtomicU64,
-    pub elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
+    elicitations_pending: Mutex<HashMap<ElicitationRequestId, PendingElicitation>>,
     /// Tool calls the user answered with an `allow_always` option, until
     /// they complete or fail; and the sessions whose agent refused such an
     /// answer (see [`LiveSessions::check_always_refused`]).
-    pub always_answered: Mutex<HashSet<(SessionId, String)>>,
-    pub always_refused: Mutex<HashSet<SessionId>>,
+    always_answered: Mutex<HashSet<(SessionId, String)>>,
+    always_refused: Mutex<HashSet<SessionId>>,
     /// URL elicitations the user accepted, until `elicitation/complete`.
-    pub url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
+    url_elicitations: Mutex<HashMap<ElicitationId, ElicitationScope>>,
     next_elicitation_id: AtomicU64,
-    pub terminals: TerminalManager,
+    terminals: TerminalManager,
     /// Agent edits under review, per session.
-    pub review: Reviews,
-    pub process: Option<Arc<AgentProcess>>,
+    review: Reviews,
+    process: Option<Arc<AgentProcess>>,
     /// While a `session/new` (or load/resume) is in flight, updates for a
     /// session id we do not know yet create it: some agents (claude-agent-acp
     /// sends `available_commands_update` from a timer) race the response.
-    pub sessions_opening: AtomicUsize,
+    sessions_opening: AtomicUsize,
     warned_sessions: Mutex<HashSet<String>>,
     warnings_sent: AtomicUsize,
     /// `fs/read_text_file` requests being read at once. A read can be 64 MB
     /// and the agent may send 40 of them together (the issue 25 flood): one
     /// at a time each costs memory only until its reply is queued, where the
     /// engine's byte bound takes over.
-    pub reads: tokio::sync::Semaphore,
+    reads: tokio::sync::Semaphore,
     /// True once `initialize` settled on ACP v2: the decode points read v2
     /// shapes, and the client's fs and terminal methods are not served.
-    pub v2: AtomicBool,
+    v2: AtomicBool,
     /// The v2 prompts in flight, per session: a v2 turn ends with an idle
     /// `state_update`, which resolves the sender.
-    pub turns: Mutex<HashMap<SessionId, Vec<oneshot::Sender<TurnEnd>>>>,
-}
-
-/// How a v2 turn ended (its idle `state_update`).
-#[derive(Debug)]
-pub(crate) struct TurnEnd {
-    /// The stop reason's wire name.
-    pub stop_reason: Option<String>,
-    pub usage: Option<serde_json::Value>,
+    turns: Mutex<HashMap<SessionId, Vec<oneshot::Sender<TurnEnd>>>>,
 }
 
 impl std::fmt::Debug for LiveSessions {
@@ -281,19 +269,166 @@ impl LiveSessions {
         }
     }
 
-    pub(crate) fn next_permission_id(&self) -> PermissionRequestId {
-        PermissionRequestId(self.next_permission_id.fetch_add(1, Ordering::Relaxed))
+    /// The editor host this connection serves.
+    pub(crate) fn host(&self) -> &dyn EditorHost {
+        &*self.host
     }
 
-    pub(crate) fn next_elicitation_id(&self) -> ElicitationRequestId {
-        ElicitationRequestId(self.next_elicitation_id.fetch_add(1, Ordering::Relaxed))
+    pub(crate) fn options(&self) -> &ConnectionOptions {
+        &self.options
     }
 
-    /// Cancels the session's pending prompts and elicitations (used by
-    /// `session/cancel` and close).
-    pub(crate) fn cancel_session_prompts(&self, session_id: &SessionId) {
-        self.cancel_permissions(|s| s == session_id);
-        self.cancel_elicitations(|scope| scope.session_id() == Some(session_id));
+    /// The agent's terminals.
+    pub(crate) fn terminals(&self) -> &TerminalManager {
+        &self.terminals
+    }
+
+    /// Agent edits under review, per session.
+    pub(crate) fn review(&self) -> &Reviews {
+        &self.review
+    }
+
+    /// The newest stderr output of the agent (when this connection spawned it).
+    pub(crate) fn agent_stderr_tail(&self) -> Option<String> {
+        self.process.as_ref().map(|p| p.stderr_tail())
+    }
+
+    /// The agent's process id (when this connection spawned it).
+    pub(crate) fn agent_pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(|p| p.pid())
+    }
+
+    /// Kills the agent's terminals, then the agent (when this connection
+    /// spawned it), after the grace period; its exit status.
+    pub(crate) async fn shut_down(&self) -> Option<ExitInfo> {
+        self.terminals.release_all().await;
+        match &self.process {
+            Some(p) => Some(p.shutdown(self.options.shutdown_grace).await),
+            None => None,
+        }
+    }
+
+    /// Waits for a turn to read a file for the agent (see `reads`); the
+    /// permit ends the turn when dropped.
+    pub(crate) async fn read_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // Never closed, so `acquire` cannot fail.
+        self.reads.acquire().await.ok()
+    }
+
+    /// Counts a session being opened (new, resume, fork) until the guard
+    /// drops, however the open ends: meanwhile updates for an unknown
+    /// session create it (see `sessions_opening`).
+    pub(crate) fn opening(&self) -> OpeningGuard<'_> {
+        self.sessions_opening.fetch_add(1, Ordering::AcqRel);
+        OpeningGuard(self)
+    }
+
+    /// Registers a session the agent opened (or reopened): its sandbox and
+    /// cwd, and what `init` sets in its model (modes, config options),
+    /// whose changes are emitted. A model the session already has (built
+    /// from updates that raced the answer, or a load's replay) is kept.
+    pub(crate) fn register(
+        &self,
+        session_id: &SessionId,
+        workspace: Workspace,
+        cwd: PathBuf,
+        init: impl FnOnce(&mut SessionState) -> Vec<SessionChange>,
+    ) {
+        let changes = {
+            let mut slots = self.slots.lock();
+            let slot = slots
+                .entry(session_id.clone())
+                .or_insert_with(|| SessionSlot {
+                    state: SessionState::new(session_id.clone()),
+                    workspace: Workspace::new(Vec::new()),
+                    cwd: PathBuf::new(),
+                    parent: None,
+                });
+            slot.workspace = workspace;
+            slot.cwd = cwd;
+            init(&mut slot.state)
+        };
+        self.emit_changes(session_id, changes);
+    }
+
+    /// Before a `session/load`: the session (and its subagents) forgotten
+    /// and registered afresh, so the replay lands in a new model.
+    pub(crate) fn register_for_load(
+        &self,
+        session_id: &SessionId,
+        workspace: Workspace,
+        cwd: PathBuf,
+    ) {
+        self.remove_session(session_id);
+        self.slots.lock().insert(
+            session_id.clone(),
+            SessionSlot {
+                state: SessionState::new(session_id.clone()),
+                workspace,
+                cwd,
+                parent: None,
+            },
+        );
+    }
+
+    /// Whether the session is open (a top session or a subagent's).
+    pub(crate) fn is_open(&self, session_id: &SessionId) -> bool {
+        self.slots.lock().contains_key(session_id)
+    }
+
+    /// The ids of every open session.
+    pub(crate) fn session_ids(&self) -> Vec<SessionId> {
+        self.slots.lock().keys().cloned().collect()
+    }
+
+    /// Reads a session's model; `None` for an unknown session.
+    pub(crate) fn with_state<R>(
+        &self,
+        session_id: &SessionId,
+        f: impl FnOnce(&SessionState) -> R,
+    ) -> Option<R> {
+        self.slots.lock().get(session_id).map(|slot| f(&slot.state))
+    }
+
+    /// Changes a session's model; `None` for an unknown session. The
+    /// caller emits the changes it makes ([`LiveSessions::change_state`]
+    /// does both).
+    pub(crate) fn with_state_mut<R>(
+        &self,
+        session_id: &SessionId,
+        f: impl FnOnce(&mut SessionState) -> R,
+    ) -> Option<R> {
+        self.slots
+            .lock()
+            .get_mut(session_id)
+            .map(|slot| f(&mut slot.state))
+    }
+
+    /// Changes a session's model and emits the changes (nothing for an
+    /// unknown session).
+    pub(crate) fn change_state(
+        &self,
+        session_id: &SessionId,
+        f: impl FnOnce(&mut SessionState) -> Vec<SessionChange>,
+    ) {
+        let changes = self.with_state_mut(session_id, f).unwrap_or_default();
+        self.emit_changes(session_id, changes);
+    }
+
+    /// Whether the client may cancel the session: a top session always; a
+    /// subagent's only when the agent's `subagent_update` gave it
+    /// `capabilities.cancel` (the spec: support on ordinary sessions grants
+    /// nothing on a child).
+    pub(crate) fn may_cancel(&self, session_id: &SessionId) -> bool {
+        let slots = self.slots.lock();
+        match slots.get(session_id).and_then(|s| s.parent.as_ref()) {
+            None => true,
+            Some(parent) => slots.get(parent).is_some_and(|p| {
+                p.state
+                    .subagent(&session_id.0)
+                    .is_some_and(|child| child.can_cancel)
+            }),
+        }
     }
 
     /// The workspace and cwd of a session, or `-32002` for the agent.
@@ -303,168 +438,6 @@ impl LiveSessions {
             .get(session_id)
             .ok_or_else(|| unknown_session(session_id))?;
         Ok((slot.workspace.clone(), slot.cwd.clone()))
-    }
-
-    /// Answers matching pending permission prompts `cancelled`.
-    pub(crate) fn cancel_permissions(&self, mut filter: impl FnMut(&SessionId) -> bool) {
-        let cancelled: Vec<PendingPermission> = {
-            let mut map = self.permissions_pending.lock();
-            let ids: Vec<PermissionRequestId> = map
-                .iter()
-                .filter(|(_, p)| filter(&p.session_id))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
-        };
-        for p in cancelled {
-            // The handler task sees this, replies `cancelled`, and emits the event.
-            let _ = p.cancel.send(());
-        }
-    }
-
-    /// Answers matching pending elicitations `cancel`.
-    pub(crate) fn cancel_elicitations(&self, mut filter: impl FnMut(&ElicitationScope) -> bool) {
-        let cancelled: Vec<PendingElicitation> = {
-            let mut map = self.elicitations_pending.lock();
-            let ids: Vec<ElicitationRequestId> = map
-                .iter()
-                .filter(|(_, p)| filter(&p.scope))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
-        };
-        for p in cancelled {
-            // The handler task replies `cancel` and emits the event.
-            let _ = p.cancel.send(());
-        }
-    }
-
-    /// gemini-cli offers "allow always" and then, in a folder it does not
-    /// trust, fails the tool call with "Cannot enable privileged approval
-    /// modes in an untrusted folder." When a tool call answered "always"
-    /// fails that way, the session's later prompts offer the once options
-    /// only (dispatch filters them), and the user is told why.
-    fn check_always_refused(&self, session_id: &SessionId, update: &SessionUpdate) {
-        let (SessionUpdate::ToolCall(f) | SessionUpdate::ToolCallUpdate(f)) = update else {
-            return;
-        };
-        let finished = matches!(f.status, Some(ToolStatus::Failed | ToolStatus::Completed));
-        if !finished {
-            return;
-        }
-        let key = (session_id.clone(), f.tool_call_id.0.to_string());
-        if !self.always_answered.lock().remove(&key) || f.status != Some(ToolStatus::Failed) {
-            return;
-        }
-        let mut text = String::new();
-        for c in f.content.iter().flatten() {
-            if let ToolContent::Content {
-                content: Content::Known(crate::schema::ContentBlock::Text(t)),
-            } = c
-            {
-                text.push_str(&t.text);
-            }
-        }
-        if let Some(raw) = &f.raw_output {
-            text.push_str(&raw.to_string());
-        }
-        if !text.contains("untrusted folder")
-            || !self.always_refused.lock().insert(session_id.clone())
-        {
-            return;
-        }
-        self.emit(ClientEvent::Session {
-            session_id: session_id.clone(),
-            change: SessionChange::Notice {
-                severity: "warning".into(),
-                title: "The agent refused an \"always\" answer: it does not trust this folder".into(),
-                description: Some(
-                    "From now on this session offers the once options only. Trust the folder in the agent (gemini: /permissions) to use \"always\" again.".into(),
-                ),
-            },
-        });
-    }
-
-    /// The text on disk of a file a v2 diff names, to recover the diff's
-    /// other side: only inside the session's workspace (a diff naming
-    /// `/etc/passwd` reads nothing) and up to [`DIFF_BASE_MAX_BYTES`]. A
-    /// small blocking read on the reader task, like the path checks.
-    pub(crate) fn diff_base(&self, session_id: &SessionId, path: &Path) -> Option<String> {
-        let workspace = self.slots.lock().get(session_id)?.workspace.clone();
-        let resolved = workspace.resolve(path).ok()?;
-        let meta = std::fs::metadata(&resolved).ok()?;
-        if !meta.is_file() || meta.len() > DIFF_BASE_MAX_BYTES {
-            return None;
-        }
-        std::fs::read_to_string(&resolved).ok()
-    }
-
-    /// Applies one decoded v2 `session/update`: its updates like a v1
-    /// agent's, and an idle `state_update` ends the session's turn.
-    pub(crate) fn apply_v2(&self, notification: update::v2::V2Notification) {
-        use update::v2::{AgentState, V2Notification};
-        match notification {
-            V2Notification::Updates {
-                session_id,
-                updates,
-            } => {
-                for update in updates {
-                    self.apply_update(update::SessionNotification {
-                        session_id: session_id.clone(),
-                        update,
-                    });
-                }
-            }
-            V2Notification::UserMessage {
-                session_id,
-                message_id,
-                content,
-            } => {
-                // The echo of a prompt this client recorded (claude-agent-acp
-                // 0.101.0 echoes each one with the id it answers
-                // `session/prompt` with, before or after that answer): the
-                // message with that id, or the prompt recorded last while it
-                // has no id yet, with the same content, is already shown.
-                let id = Some(message_id.clone());
-                let known = self
-                    .slots
-                    .lock()
-                    .get_mut(&session_id)
-                    .is_some_and(|slot| slot.state.take_prompt_echo(&id, &content));
-                if known {
-                    return;
-                }
-                self.apply_update(update::SessionNotification {
-                    session_id,
-                    update: SessionUpdate::MessageUpsert(update::MessageUpsert {
-                        kind: update::MessageKind::User,
-                        message_id,
-                        content: Some(content),
-                    }),
-                });
-            }
-            V2Notification::State {
-                session_id,
-                state: AgentState::Idle { stop_reason, usage },
-            } => match self.turns.lock().remove(&session_id) {
-                Some(turns) => {
-                    for turn in turns {
-                        let _ = turn.send(TurnEnd {
-                            stop_reason: stop_reason.clone(),
-                            usage: usage.clone(),
-                        });
-                    }
-                }
-                // The end of a replay, or of work the agent started itself:
-                // no turn of ours to end.
-                None => tracing::debug!("idle state of `{session_id}` with no prompt in flight"),
-            },
-            // Running, waiting on the user (a permission request follows)
-            // or a state this client does not know: the turn goes on.
-            V2Notification::State { session_id, state } => {
-                tracing::debug!("session `{session_id}` state {state:?}")
-            }
-        }
     }
 
     /// Applies a decoded update to its session and emits the changes.
@@ -587,6 +560,16 @@ impl LiveSessions {
                 stderr_tail,
             });
         }
+    }
+}
+
+/// Decrements the "session opening" counter however the open ends
+/// ([`LiveSessions::opening`]).
+pub(crate) struct OpeningGuard<'a>(&'a LiveSessions);
+
+impl Drop for OpeningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.sessions_opening.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

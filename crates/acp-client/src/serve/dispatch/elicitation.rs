@@ -13,7 +13,7 @@ use crate::edits::host::{ClientEvent, HostCapabilities};
 use crate::error::{Error, Result};
 use crate::policy::elicitation::*;
 use crate::rpc::methods;
-use crate::serve::live::{unknown_session, LiveSessions, PendingElicitation};
+use crate::serve::live::{unknown_session, LiveSessions};
 
 /// `clientCapabilities.elicitation` for what the host serves; `null` (not
 /// advertised) when it serves neither mode.
@@ -43,7 +43,7 @@ struct Guard<'a> {
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        self.shared.elicitations_pending.lock().remove(&self.id);
+        self.shared.elicitation_settled(self.id);
         if !self.answered_by_editor {
             self.shared.emit(ClientEvent::ElicitationCancelled {
                 id: self.id,
@@ -56,7 +56,7 @@ impl Drop for Guard<'_> {
 /// Serves one `elicitation/create`.
 pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let wire: WireCreate = parse(methods::ELICITATION_CREATE, params)?;
-    let caps = shared.host.capabilities();
+    let caps = shared.host().capabilities();
     let (mut scope, message, mode) = match wire.decode()? {
         Decoded::Ask(scope, message, mode) => (scope, message, mode),
         Decoded::UnknownMode(mode) => {
@@ -87,17 +87,14 @@ pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>)
         tool_title,
     } = &mut scope
     {
-        let sessions = shared.slots.lock();
-        let slot = sessions
-            .get(session_id)
-            .ok_or_else(|| unknown_session(session_id))?;
-        *tool_title = tool_call_id
-            .as_deref()
-            .and_then(|id| {
-                slot.state
-                    .tool_call(&crate::session::update::ToolCallId::new(id))
+        *tool_title = shared
+            .with_state(session_id, |state| {
+                tool_call_id
+                    .as_deref()
+                    .and_then(|id| state.tool_call(&crate::session::update::ToolCallId::new(id)))
+                    .map(|tc| tc.title.clone())
             })
-            .map(|tc| tc.title.clone());
+            .ok_or_else(|| unknown_session(session_id))?;
     }
     let request = ElicitationRequest {
         id: shared.next_elicitation_id(),
@@ -105,14 +102,7 @@ pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>)
         message,
         mode,
     };
-    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
-    shared.elicitations_pending.lock().insert(
-        request.id,
-        PendingElicitation {
-            scope: scope.clone(),
-            cancel: cancel_tx,
-        },
-    );
+    let cancel_rx = shared.pending_elicitation(request.id, scope.clone());
     let mut guard = Guard {
         shared,
         id: request.id,
@@ -120,7 +110,7 @@ pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>)
         answered_by_editor: false,
     };
     let response = tokio::select! {
-        response = shared.host.request_elicitation(request.clone()) => {
+        response = shared.host().request_elicitation(request.clone()) => {
             guard.answered_by_editor = true;
             response
         }
@@ -140,10 +130,7 @@ pub(crate) async fn serve(shared: &Arc<LiveSessions>, params: Option<&RawValue>)
             }
         }
         (ElicitationResponse::Accept { .. }, ElicitationMode::Url { elicitation_id, .. }) => {
-            shared
-                .url_elicitations
-                .lock()
-                .insert(elicitation_id.clone(), scope);
+            shared.url_elicitation_accepted(elicitation_id.clone(), scope);
             ElicitationResponse::Accept {
                 content: Map::new(),
             }
@@ -176,10 +163,7 @@ pub(crate) fn completed(shared: &LiveSessions, params: Option<&RawValue>) {
         shared.warn("ignoring a malformed `elicitation/complete`".into());
         return;
     };
-    let scope = shared
-        .url_elicitations
-        .lock()
-        .remove(&complete.elicitation_id);
+    let scope = shared.url_elicitation_completed(&complete.elicitation_id);
     match scope {
         Some(scope) => shared.emit(ClientEvent::ElicitationCompleted {
             elicitation_id: complete.elicitation_id,
