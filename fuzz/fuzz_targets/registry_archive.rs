@@ -9,8 +9,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use acp_client::registry::archive::{extract_with, Format, Limits};
-use acp_client::registry::install::CancelToken;
+use acp_client::agents::registry::archive::{extract_with, Format, Limits};
+use acp_client::agents::registry::install::CancelToken;
 use libfuzzer_sys::fuzz_target;
 
 const LIMITS: Limits = Limits {

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_client::terminal::{
+use acp_client::session::update::SessionId;
+use acp_client::tools::terminal::{
     TerminalEvent, TerminalManager, TerminalSink, TerminalSpec, DEFAULT_OUTPUT_CAP,
 };
-use acp_client::update::SessionId;
 
 const LIMIT: u64 = 1024 * 1024;
 

@@ -28,10 +28,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_client::permission::{PermissionDecision, PermissionRequest};
-use acp_client::rpc::Incoming;
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
+use acp_client::session::update::{
+    decode_session_notification, decode_session_update_line, SessionId,
+};
 use acp_client::session::SessionState;
-use acp_client::update::{decode_session_notification, decode_session_update_line, SessionId};
+use acp_client::wire::Incoming;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};

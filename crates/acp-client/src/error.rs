@@ -1,5 +1,7 @@
 //! The crate's one error type, and the JSON-RPC error object (with its
-//! codes) that an agent sends and that [`Error::to_rpc_error`] answers with.
+//! codes) that an agent sends and that [`Error::to_rpc_error`] answers with,
+//! and the JSON-RPC [`RequestId`] an agent's request carries (an elicitation
+//! scoped to a request names it).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -250,6 +252,25 @@ impl ExitInfo {
         code: None,
         signal: None,
     };
+}
+
+/// A JSON-RPC request id: ACP allows numbers and strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A numeric id (the ids this client sends).
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
 }
 
 /// JSON-RPC error codes used by ACP.

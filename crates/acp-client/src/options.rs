@@ -179,7 +179,8 @@ impl Default for EditorToolsOptions {
 }
 
 /// A program that runs `editor_tools::run_bridge`: `program args...`, started by the
-/// agent with [`SOCKET_ENV`] and [`TOKEN_ENV`] set.
+/// agent with [`SOCKET_ENV`](crate::serve::editor_tools::SOCKET_ENV) and
+/// [`TOKEN_ENV`](crate::serve::editor_tools::TOKEN_ENV) set.
 #[derive(Debug, Clone)]
 pub struct BridgeCommand {
     /// Absolute path of the program (ACP requires an absolute command).

@@ -5,6 +5,10 @@
 //! twin for the notifications agents stream in bulk) nothing in this crate
 //! looks at raw JSON-RPC framing; everything before [`Outgoing::encode`] is
 //! typed.
+//!
+//! Private to the crate: an editor goes through [`Connection`](crate::Connection).
+//! The crate's own tests reach the framing and the decode through the hidden,
+//! unstable [`wire`](crate::wire) module.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -13,30 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-pub mod codec;
+pub(crate) mod codec;
 pub(crate) mod engine;
-pub mod methods;
+pub(crate) mod methods;
 
-pub use crate::error::{codes, RpcError};
-
-/// A JSON-RPC request id: ACP allows numbers and strings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    /// A numeric id (the ids this client sends).
-    Number(i64),
-    /// A string id.
-    String(String),
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
-        }
-    }
-}
+pub use crate::error::{codes, RequestId, RpcError};
 
 /// A decoded message from the agent.
 #[derive(Debug)]

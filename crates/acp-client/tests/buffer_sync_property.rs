@@ -22,7 +22,7 @@ use acp_client::edits::buffer_sync::{
     OnDisk, Origin,
 };
 use acp_client::edits::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use proptest::prelude::*;

@@ -9,13 +9,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTIONS};
 use acp_client::edits::buffer_sync::{
     Applied, BufferRead, BufferSync, BufferText, BufferView, Buffers, Instruction,
 };
 use acp_client::edits::host::ReadTextFile;
-use acp_client::permission::{PermissionDecision, PermissionRequest};
-use acp_client::update::SessionId;
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
+use acp_client::serve::editor_tools::{BridgeCommand, EditorToolsOptions, MAX_CONNECTIONS};
+use acp_client::session::update::SessionId;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost, SessionParams};
 use async_trait::async_trait;
 use serde_json::{json, Value};

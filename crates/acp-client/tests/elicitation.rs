@@ -7,8 +7,10 @@
 mod support;
 
 use acp_client::edits::host::HostCapabilities;
-use acp_client::elicitation::{ElicitationMode, ElicitationResponse, ElicitationScope, FieldKind};
-use acp_client::rpc::RequestId;
+use acp_client::error::RequestId;
+use acp_client::policy::elicitation::{
+    ElicitationMode, ElicitationResponse, ElicitationScope, FieldKind,
+};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, SessionParams};
 use serde_json::{json, Map, Value};
 use support::{
@@ -54,7 +56,7 @@ async fn spawn(scenario: Value, caps: HostCapabilities) -> Setup {
 }
 
 /// Opens a session rooted in the setup's directory.
-async fn open(s: &Setup) -> acp_client::update::SessionId {
+async fn open(s: &Setup) -> acp_client::session::update::SessionId {
     s.conn
         .new_session(SessionParams::new(s.dir.path()))
         .await
@@ -65,7 +67,7 @@ async fn open(s: &Setup) -> acp_client::update::SessionId {
 /// Sends a prompt; the turn runs while the test answers.
 fn start_turn(
     s: &Setup,
-    sid: &acp_client::update::SessionId,
+    sid: &acp_client::session::update::SessionId,
 ) -> tokio::task::JoinHandle<acp_client::Result<acp_client::StopReason>> {
     let conn = s.conn.clone();
     let sid = sid.clone();
@@ -470,7 +472,10 @@ async fn a_subagents_question_is_asked_with_the_childs_session_and_answered() {
         .unwrap()
         .unwrap()
         .unwrap();
-    let child = agent_text(&s.conn, &acp_client::update::SessionId::new("child-1"));
+    let child = agent_text(
+        &s.conn,
+        &acp_client::session::update::SessionId::new("child-1"),
+    );
     assert!(
         child.contains("elicitation: decline [child declined]"),
         "{child}"

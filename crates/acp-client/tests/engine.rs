@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use acp_client::permission::PermissionDecision;
+use acp_client::policy::permission::PermissionDecision;
 use acp_client::schema;
 use acp_client::session::SessionChange;
 use acp_client::{ClientEvent, ConnectionOptions, Error, HostCapabilities, StopReason};
@@ -468,7 +468,7 @@ async fn load_replay_rebuilds_the_model() {
     let init = tokio::spawn(async move { c.initialize().await });
     peer.accept_initialize(json!({"loadSession": true})).await;
     init.await.unwrap().unwrap();
-    let sid: acp_client::update::SessionId = "old".into();
+    let sid: acp_client::session::update::SessionId = "old".into();
     let c = conn.clone();
     let s = sid.clone();
     let cwd = dir.path().to_path_buf();

@@ -20,7 +20,7 @@ struct Setup {
     conn: Connection,
     host: Arc<TestHost>,
     rx: tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
-    sid: acp_client::update::SessionId,
+    sid: acp_client::session::update::SessionId,
     dir: tempfile::TempDir,
 }
 
@@ -350,7 +350,7 @@ async fn always_allow_for_one_command_never_approves_another_or_an_edit() {
         Some("edit")
     );
     answer
-        .send(acp_client::permission::PermissionDecision::Cancelled)
+        .send(acp_client::policy::permission::PermissionDecision::Cancelled)
         .unwrap();
     assert_eq!(turn.await.unwrap().unwrap(), StopReason::EndTurn);
     let t = agent_text(&s.conn, &s.sid);
@@ -583,7 +583,7 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
     let c = s.conn.clone();
     let s2 = s.sid.clone();
     let turn = tokio::spawn(async move { c.prompt(&s2, vec![text("go")]).await });
-    let kinds = |r: &acp_client::permission::PermissionRequest| -> Vec<String> {
+    let kinds = |r: &acp_client::policy::permission::PermissionRequest| -> Vec<String> {
         r.options
             .iter()
             .map(|o| o.kind.as_str().to_owned())
@@ -595,9 +595,11 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
         .unwrap();
     assert!(kinds(&first).contains(&"allow_always".to_owned()));
     answer
-        .send(acp_client::permission::PermissionDecision::Selected {
-            option_id: "allow_always".into(),
-        })
+        .send(
+            acp_client::policy::permission::PermissionDecision::Selected {
+                option_id: "allow_always".into(),
+            },
+        )
         .unwrap();
     let notice = wait_event(&mut s.rx, |e| {
         matches!(
@@ -626,9 +628,11 @@ async fn after_an_always_refused_by_the_agent_only_once_options_are_offered() {
         ["allow_once", "reject_once", "reject_always"]
     );
     answer
-        .send(acp_client::permission::PermissionDecision::Selected {
-            option_id: "allow_once".into(),
-        })
+        .send(
+            acp_client::policy::permission::PermissionDecision::Selected {
+                option_id: "allow_once".into(),
+            },
+        )
         .unwrap();
     tokio::time::timeout(WAIT, turn)
         .await

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use acp_client::codec::DEFAULT_MAX_LINE_BYTES;
-use acp_client::permission::PermissionDecision;
+use acp_client::policy::permission::PermissionDecision;
 use acp_client::session::Entry;
+use acp_client::wire::DEFAULT_MAX_LINE_BYTES;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason};
 use serde_json::{json, Value};
 use support::*;
@@ -26,7 +26,7 @@ struct Setup {
     conn: Connection,
     host: Arc<TestHost>,
     rx: tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
-    sid: acp_client::update::SessionId,
+    sid: acp_client::session::update::SessionId,
     dir: tempfile::TempDir,
 }
 

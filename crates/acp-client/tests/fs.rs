@@ -8,7 +8,7 @@ use std::time::Duration;
 use acp_client::edits::fs::{
     read_text_file, write_text_file_atomic, Workspace, DEFAULT_MAX_READ_BYTES,
 };
-use acp_client::rpc::codes;
+use acp_client::error::codes;
 use acp_client::Error;
 
 /// A workspace root and a sibling directory outside it.

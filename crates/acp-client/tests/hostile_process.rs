@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use acp_client::process::{become_subreaper, AgentCommand, AgentProcess};
+use acp_client::agents::process::{become_subreaper, AgentCommand, AgentProcess};
 
 /// True while `pid` exists and is not a zombie.
 fn running(pid: u32) -> bool {
@@ -122,8 +122,8 @@ fn sleeps_of_ours() -> Vec<String> {
 /// the agent's mark, and the terminal's own exit status still reaches it.
 #[tokio::test]
 async fn a_setsid_daemon_of_a_client_terminal_does_not_outlive_the_agent() {
-    use acp_client::terminal::{TerminalManager, TerminalSpec};
-    use acp_client::update::SessionId;
+    use acp_client::session::update::SessionId;
+    use acp_client::tools::terminal::{TerminalManager, TerminalSpec};
     use std::sync::Arc;
 
     let _serial = SERIAL.lock().await;

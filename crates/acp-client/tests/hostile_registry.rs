@@ -7,8 +7,8 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use acp_client::registry::archive::{extract, Format};
-use acp_client::registry::install::{CancelToken, InstallOptions, Installer};
+use acp_client::agents::registry::archive::{extract, Format};
+use acp_client::agents::registry::install::{CancelToken, InstallOptions, Installer};
 
 /// One tar entry, written by hand (the tar crate refuses `..` names and
 /// links through links).
@@ -265,8 +265,8 @@ fn many_hard_links_to_one_file_count_every_copy() {
 }
 
 /// A registry agent with one binary archive for this machine.
-fn agent_with(archive: &str, sha256: Option<&str>) -> acp_client::registry::RegistryAgent {
-    let platform = acp_client::registry::current_platform().unwrap();
+fn agent_with(archive: &str, sha256: Option<&str>) -> acp_client::agents::registry::RegistryAgent {
+    let platform = acp_client::agents::registry::current_platform().unwrap();
     let mut target = serde_json::json!({ "archive": archive, "cmd": "./agent" });
     if let Some(sha) = sha256 {
         target["sha256"] = sha.into();
@@ -278,7 +278,8 @@ fn agent_with(archive: &str, sha256: Option<&str>) -> acp_client::registry::Regi
             "description": "crafted", "distribution": { "binary": { platform: target } }
         }]
     });
-    let registry = acp_client::registry::Registry::parse(doc.to_string().as_bytes()).unwrap();
+    let registry =
+        acp_client::agents::registry::Registry::parse(doc.to_string().as_bytes()).unwrap();
     registry.agent("hostile").unwrap().clone()
 }
 

@@ -8,8 +8,8 @@ mod support;
 
 use std::sync::Arc;
 
+use acp_client::session::update::{PlanBody, SessionId};
 use acp_client::session::{Entry, SessionChange};
-use acp_client::update::{PlanBody, SessionId};
 use acp_client::{
     ClientEvent, Connection, ConnectionOptions, Error, SessionParams, SessionStarted, StopReason,
     SystemPrompt, SystemPromptMode,

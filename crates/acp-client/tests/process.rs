@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
-use acp_client::codec::LineReader;
-use acp_client::process::{AgentCommand, AgentProcess, ExitInfo, DEFAULT_STDERR_TAIL_BYTES};
+use acp_client::agents::process::{
+    AgentCommand, AgentProcess, ExitInfo, DEFAULT_STDERR_TAIL_BYTES,
+};
+use acp_client::wire::LineReader;
 use acp_client::Error;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::time::timeout;

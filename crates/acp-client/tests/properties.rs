@@ -11,11 +11,11 @@ mod model;
 use std::collections::HashSet;
 
 use acp_client::schema;
-use acp_client::session::{Entry, SessionState};
-use acp_client::update::{
+use acp_client::session::update::{
     decode_session_notification, Content, ContentChunk, PlanEntry, SessionInfo,
     SessionNotification, SessionUpdate, ToolCallFields, ToolContent, ToolKind, ToolStatus, Usage,
 };
+use acp_client::session::{Entry, SessionState};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -303,7 +303,7 @@ proptest! {
         let params = serde_json::value::to_raw_value(&message["params"]).unwrap();
         let decoded = decode_session_notification(&params);
         prop_assert!(decoded.is_ok(), "a string sessionId always decodes: {:?}", decoded.err());
-        let _ = acp_client::update::decode_tool_call_fields(&v);
+        let _ = acp_client::session::update::decode_tool_call_fields(&v);
     }
 
     /// Every update the client can represent in a documented shape survives

@@ -7,8 +7,8 @@ mod support;
 
 use std::sync::Arc;
 
+use acp_client::session::update::{ToolContent, ToolStatus};
 use acp_client::session::{Entry, SessionChange};
-use acp_client::update::{ToolContent, ToolStatus};
 use acp_client::{
     ClientEvent, Connection, ConnectionOptions, Error, ProtocolVersion, SessionParams, StopReason,
 };
@@ -42,14 +42,18 @@ async fn spawn(scenario: Value, options: ConnectionOptions) -> Agent {
     }
 }
 
-async fn prompt(conn: &Connection, sid: &acp_client::update::SessionId, text_: &str) -> StopReason {
+async fn prompt(
+    conn: &Connection,
+    sid: &acp_client::session::update::SessionId,
+    text_: &str,
+) -> StopReason {
     tokio::time::timeout(WAIT, conn.prompt(sid, vec![text(text_)]))
         .await
         .expect("turn timed out")
         .unwrap()
 }
 
-fn user_messages(conn: &Connection, sid: &acp_client::update::SessionId) -> Vec<String> {
+fn user_messages(conn: &Connection, sid: &acp_client::session::update::SessionId) -> Vec<String> {
     conn.with_session(sid, |s| {
         s.entries()
             .iter()
@@ -229,7 +233,7 @@ async fn a_v2_load_resumes_with_a_replay() {
     )
     .await;
     a.conn.initialize().await.unwrap();
-    let sid: acp_client::update::SessionId = "old".into();
+    let sid: acp_client::session::update::SessionId = "old".into();
     a.conn
         .load_session(&sid, SessionParams::new(a.dir.path()))
         .await
@@ -246,7 +250,7 @@ async fn v2_session(
     conn: &Connection,
     peer: &mut Peer,
     cwd: &std::path::Path,
-) -> acp_client::update::SessionId {
+) -> acp_client::session::update::SessionId {
     let c = conn.clone();
     let init = tokio::spawn(async move { c.initialize().await });
     let req = peer.recv().await;
@@ -433,7 +437,7 @@ async fn a_v2_agent_marking_http_gets_the_editor_server_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let (host, _rx) = TestHost::new(PermissionMode::Pick("allow_once"));
     let options = ConnectionOptions {
-        editor_tools: Some(acp_client::editor_tools::EditorToolsOptions::default()),
+        editor_tools: Some(acp_client::serve::editor_tools::EditorToolsOptions::default()),
         ..v2_options()
     };
     let (conn, mut peer) = connect_with(host, options, 1 << 20);
@@ -473,7 +477,7 @@ async fn a_v2_agent_marking_http_gets_the_editor_server_over_http() {
 /// The tool call `id` of the session.
 fn tool_call(
     conn: &Connection,
-    sid: &acp_client::update::SessionId,
+    sid: &acp_client::session::update::SessionId,
     id: &str,
 ) -> acp_client::session::ToolCallState {
     conn.with_session(sid, |s| s.tool_call(&id.to_owned().into()).cloned())

@@ -29,8 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use acp_client::registry::install::{CancelToken, InstallOptions, InstalledAgent, Installer};
-use acp_client::registry::{self, Registry};
+use acp_client::agents::registry::install::{
+    CancelToken, InstallOptions, InstalledAgent, Installer,
+};
+use acp_client::agents::registry::{self, Registry};
 use acp_client::{AgentCommand, Connection, ConnectionOptions, SessionParams};
 use sha2::{Digest, Sha256};
 use support::*;

@@ -22,7 +22,7 @@ mod updates;
 
 use std::path::Path;
 
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 use acp_client::{Connection, HostCapabilities, SessionParams, StopReason};
 use agent_client_protocol_schema::v1 as sdk;
 use agent_client_protocol_schema::ProtocolVersion;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_client::permission::PermissionDecision;
+use acp_client::policy::permission::PermissionDecision;
 use acp_client::{ClientEvent, Connection, ConnectionOptions, Error, SessionParams, StopReason};
 use serde_json::{json, Value};
 use support::*;
@@ -23,7 +23,7 @@ struct Setup {
     conn: Connection,
     host: Arc<TestHost>,
     rx: tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
-    sid: acp_client::update::SessionId,
+    sid: acp_client::session::update::SessionId,
     /// The session's workspace (cwd).
     dir: tempfile::TempDir,
 }
@@ -279,10 +279,9 @@ async fn pids(
     let mut seen = String::new();
     guard("terminal output", async {
         loop {
-            if let Some(ClientEvent::Terminal(acp_client::terminal::TerminalEvent::Output {
-                data,
-                ..
-            })) = rx.recv().await
+            if let Some(ClientEvent::Terminal(
+                acp_client::tools::terminal::TerminalEvent::Output { data, .. },
+            )) = rx.recv().await
             {
                 seen.push_str(&data);
             }
@@ -446,7 +445,7 @@ async fn pinned_environment_variables_beat_the_agents_env() {
 
 #[test]
 fn pin_env_replaces_every_agent_entry_for_a_pinned_name() {
-    let mut spec = acp_client::terminal::TerminalSpec {
+    let mut spec = acp_client::tools::terminal::TerminalSpec {
         session_id: "s".into(),
         command: "env".into(),
         args: vec![],
@@ -576,6 +575,6 @@ async fn options_are_shown_with_their_real_kind_whatever_their_name() {
     let remembered = conn.with_permissions(|p| p.entries());
     assert_eq!(remembered.len(), 1, "{remembered:?}");
     let (key, decision) = &remembered[0];
-    assert_eq!(*decision, acp_client::permission::Remembered::Allow);
+    assert_eq!(*decision, acp_client::policy::permission::Remembered::Allow);
     assert_eq!(key.subject, "rm -rf build");
 }

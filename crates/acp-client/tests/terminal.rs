@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_client::terminal::{
+use acp_client::session::update::SessionId;
+use acp_client::tools::terminal::{
     TerminalEvent, TerminalExit, TerminalId, TerminalManager, TerminalOutput, TerminalSink,
     TerminalSpec, DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_LIMIT, MAX_TERMINALS_PER_SESSION,
 };
-use acp_client::update::SessionId;
 use acp_client::Error;
 use tokio::sync::mpsc;
 

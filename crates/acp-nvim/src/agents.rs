@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions};
+use acp_client::serve::editor_tools::{BridgeCommand, EditorToolsOptions};
 use acp_client::{AgentCommand, AgentInfo, Connection, ConnectionOptions};
 use tokio::sync::OnceCell;
 
@@ -287,7 +287,10 @@ impl Agents {
     }
 
     /// The agent and session of an open chat, for edit review.
-    pub fn find_chat(&self, chat: &ChatId) -> Option<(Arc<Agent>, acp_client::update::SessionId)> {
+    pub fn find_chat(
+        &self,
+        chat: &ChatId,
+    ) -> Option<(Arc<Agent>, acp_client::session::update::SessionId)> {
         let agent = self
             .entries
             .lock()

@@ -25,7 +25,7 @@ use rmpv::Value;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
-use acp_client::terminal::TerminalEvent;
+use acp_client::tools::terminal::TerminalEvent;
 
 use crate::editor::Editor;
 use crate::protocol::Event;
@@ -226,7 +226,7 @@ fn merge_terminal_output(queue: &mut VecDeque<Event>, mut event: Event) -> Optio
     Some(event)
 }
 
-fn terminal_id_of(event: &TerminalEvent) -> Option<&acp_client::terminal::TerminalId> {
+fn terminal_id_of(event: &TerminalEvent) -> Option<&acp_client::tools::terminal::TerminalId> {
     match event {
         TerminalEvent::Started { terminal_id, .. }
         | TerminalEvent::Output { terminal_id, .. }
@@ -351,8 +351,8 @@ pub(crate) mod tests {
     use std::sync::Mutex;
 
     use acp_client::schema;
+    use acp_client::session::update::{Content, ToolKind, ToolStatus};
     use acp_client::session::{Entry, SessionChange, ToolCallState};
-    use acp_client::update::{Content, ToolKind, ToolStatus};
     use async_trait::async_trait;
 
     use super::*;

@@ -14,7 +14,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use acp_client::schema::ContentBlock;
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 use acp_client::{ConfigValue, Connection, SessionParams, SessionStarted, StopReason};
 use tokio::sync::mpsc;
 

@@ -52,7 +52,7 @@ pub enum Cli {
     /// Print the usage and exit.
     Help,
     /// Run as the stdio bridge of the editor's MCP server (the agent starts
-    /// the backend so; see `acp_client::editor_tools::run_bridge`).
+    /// the backend so; see `acp_client::serve::editor_tools::run_bridge`).
     McpBridge,
     /// Serve the parent Neovim over stdio.
     Serve {

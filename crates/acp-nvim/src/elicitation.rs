@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use acp_client::elicitation::{
+use acp_client::policy::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormField, FormSchema,
 };
 use serde_json::{json, Map, Value as Json};
@@ -139,7 +139,7 @@ fn lua_field(field: &FormField) -> Json {
     let mut put = |k: &str, v: Json| {
         m.insert(k.into(), v);
     };
-    let choices = |c: &[acp_client::elicitation::Choice]| {
+    let choices = |c: &[acp_client::policy::elicitation::Choice]| {
         Json::Array(
             c.iter()
                 .map(|c| json!({ "value": c.value, "title": c.title }))
@@ -210,8 +210,8 @@ fn lua_field(field: &FormField) -> Json {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use acp_client::elicitation::{ElicitationRequestId, ElicitationScope};
-    use acp_client::update::SessionId;
+    use acp_client::policy::elicitation::{ElicitationRequestId, ElicitationScope};
+    use acp_client::session::update::SessionId;
 
     fn form_request() -> ElicitationRequest {
         ElicitationRequest {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use acp_client::index::{FileIndex, IndexOptions};
+use acp_client::tools::index::{FileIndex, IndexOptions};
 use rmpv::Value;
 use serde::Serialize;
 

@@ -21,10 +21,10 @@ use acp_client::edits::buffer_sync::{
     self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin,
 };
 use acp_client::edits::host::{HostCapabilities, ReadTextFile};
-use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::policy::elicitation::{ElicitationRequest, ElicitationResponse};
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
 use acp_client::schema;
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 use acp_client::{ClientEvent, EditorHost};
 use async_trait::async_trait;
 

@@ -15,7 +15,7 @@ use crate::agents::Agents;
 use crate::batcher::EventQueue;
 use crate::command::{AgentSpec, ChatId};
 use crate::protocol::Event;
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 
 /// How long the agent stays up after listing when no chat uses it.
 pub const LINGER: Duration = Duration::from_secs(30);

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             let bridged = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .and_then(|rt| rt.block_on(acp_client::editor_tools::run_bridge()));
+                .and_then(|rt| rt.block_on(acp_client::serve::editor_tools::run_bridge()));
             match bridged {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
             // Before any agent starts: daemons an agent starts with
             // `setsid` are adopted, and killed when their agent closes
             // (Linux; elsewhere they outlive it, see doc/security.md).
-            acp_client::process::become_subreaper();
+            acp_client::agents::process::become_subreaper();
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

@@ -15,8 +15,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_client::registry::install::{CancelToken, InstallOptions, InstalledAgent, Installer};
-use acp_client::registry::{self, LoadMode, Loaded, RegistrySource};
+use acp_client::agents::registry::install::{
+    CancelToken, InstallOptions, InstalledAgent, Installer,
+};
+use acp_client::agents::registry::{self, LoadMode, Loaded, RegistrySource};
 
 use crate::batcher::EventQueue;
 pub use crate::command::{Places, RegistryCommand};

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use acp_client::edits::buffer_sync::OnDisk;
 use acp_client::edits::hunks::RejectOutcome;
-use acp_client::update::SessionId;
+use acp_client::session::update::SessionId;
 use rmpv::Value;
 
 use crate::agents::{Agent, Agents};

@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 
 use acp_client::edits::checkpoint::{Checkpoints, TurnNumber};
+use acp_client::session::update::SessionId;
 use acp_client::session::Entry;
-use acp_client::update::SessionId;
 
 use crate::agents::Agent;
 use crate::batcher::EventQueue;
@@ -330,8 +330,8 @@ fn conversation_before(entries: &[Entry], prompt: u32) -> Option<String> {
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
+    use acp_client::session::update::Content;
     use acp_client::session::Message;
-    use acp_client::update::Content;
 
     fn msg(text: &str) -> Message {
         Message {

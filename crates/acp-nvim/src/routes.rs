@@ -16,12 +16,12 @@ fn next_review_revision() -> u64 {
     REVISION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 use acp_client::edits::host::WriteOutcome;
-use acp_client::elicitation::{
+use acp_client::policy::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationRequestId, ElicitationScope,
 };
-use acp_client::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
-use acp_client::terminal::TerminalEvent;
-use acp_client::update::SessionId;
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest, PermissionRequestId};
+use acp_client::session::update::SessionId;
+use acp_client::tools::terminal::TerminalEvent;
 use acp_client::ClientEvent;
 
 /// Most events kept for sessions that are not registered yet.
@@ -420,11 +420,11 @@ fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&st
 pub(crate) mod tests {
     use std::path::{Path, PathBuf};
 
+    use acp_client::agents::process::ExitInfo;
     use acp_client::edits::host::FileEdit;
-    use acp_client::permission::{OptionKind, PermissionOption};
-    use acp_client::process::ExitInfo;
+    use acp_client::policy::permission::{OptionKind, PermissionOption};
+    use acp_client::session::update::ToolCallFields;
     use acp_client::session::SessionChange;
-    use acp_client::update::ToolCallFields;
     use serde_json::{json, Value as Json};
 
     use super::*;

@@ -356,7 +356,7 @@ mod tests {
             chat_id: chat(),
             change: acp_client::session::SessionChange::TextAppended {
                 index,
-                content: acp_client::update::Content::text(text),
+                content: acp_client::session::update::Content::text(text),
                 message_id: None,
             },
         }

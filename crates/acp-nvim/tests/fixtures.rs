@@ -9,13 +9,13 @@
 
 use std::path::PathBuf;
 
+use acp_client::agents::registry::{DistributionKind, Origin};
 use acp_client::edits::hunks::{FileStatus, FileSummary};
-use acp_client::permission::{OptionKind, PermissionOption};
-use acp_client::registry::{DistributionKind, Origin};
+use acp_client::policy::permission::{OptionKind, PermissionOption};
 use acp_client::schema;
+use acp_client::session::update::{decode_content, decode_tool_call_fields, PlanEntry, Usage};
 use acp_client::session::{Entry, Message, SessionChange, ToolCallState};
-use acp_client::terminal::{TerminalEvent, TerminalExit};
-use acp_client::update::{decode_content, decode_tool_call_fields, PlanEntry, Usage};
+use acp_client::tools::terminal::{TerminalEvent, TerminalExit};
 use acp_nvim::elicitation::ElicitationPromptId;
 use acp_nvim::protocol::{ChatId, Event, InstalledListing, LoginMethod, PromptId, RegistryListing};
 use serde_json::{json, Value as Json};

@@ -1,10 +1,10 @@
 //! Questions asked on the terminal: permission requests in `--permission ask`
 //! mode, and elicitations (a form field by field, or a URL to open).
 
-use acp_client::elicitation::{
+use acp_client::policy::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, FieldKind, FormSchema,
 };
-use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
 
 use super::ChatHost;
 

@@ -51,10 +51,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use acp_client::editor_tools::{BridgeCommand, EditorToolsOptions};
-use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::permission::{OptionKind, PermissionDecision, PermissionRequest};
-use acp_client::terminal::TerminalEvent;
+use acp_client::policy::elicitation::{ElicitationRequest, ElicitationResponse};
+use acp_client::policy::permission::{OptionKind, PermissionDecision, PermissionRequest};
+use acp_client::serve::editor_tools::{BridgeCommand, EditorToolsOptions};
+use acp_client::tools::terminal::TerminalEvent;
 use acp_client::{
     schema, AgentCommand, ClientEvent, Connection, ConnectionOptions, EditorHost, Error,
     HostCapabilities, SessionParams, SystemPrompt,
@@ -195,7 +195,7 @@ async fn main() -> ExitCode {
     // The agent starts this binary again as the `editor` MCP server over
     // stdio: copy stdin/stdout to the running chat's socket.
     if std::env::args().nth(1).as_deref() == Some("--mcp-bridge") {
-        return match acp_client::editor_tools::run_bridge().await {
+        return match acp_client::serve::editor_tools::run_bridge().await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("chat --mcp-bridge: {e}");
@@ -217,7 +217,7 @@ async fn main() -> ExitCode {
             .try_init();
     }
     // A `setsid` daemon of the agent is adopted and killed with it (Linux).
-    acp_client::process::become_subreaper();
+    acp_client::agents::process::become_subreaper();
     let (line_tx, line_rx) = mpsc::unbounded_channel();
     // A plain thread, not tokio's stdin: tokio reads stdin on a blocking
     // task that runtime shutdown waits for, so the process would hang after

@@ -24,8 +24,8 @@ pub(super) async fn registry_agent(
     opts: &Options,
     id: &str,
 ) -> Result<(Vec<String>, Vec<(String, String)>), Error> {
-    use acp_client::registry::install::{CancelToken, InstallOptions, Installer};
-    use acp_client::registry::{self, LoadMode, RegistrySource};
+    use acp_client::agents::registry::install::{CancelToken, InstallOptions, Installer};
+    use acp_client::agents::registry::{self, LoadMode, RegistrySource};
     let no_home =
         || Error::Registry("set HOME or --agents-dir to say where agents are installed".into());
     let agents_dir = match &opts.agents_dir {

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use acp_client::schema;
+use acp_client::session::update::{Content, PlanBody};
 use acp_client::session::{Entry, SessionChange};
-use acp_client::update::{Content, PlanBody};
 
 use super::ChatHost;
 

@@ -168,7 +168,7 @@ impl fmt::Debug for AgentProcess {
 impl AgentProcess {
     /// The value of [`MARKER`] this agent and its descendants carry. Give it
     /// to the processes started on the agent's behalf (client terminals,
-    /// [`crate::TerminalManager::with_agent_mark`]) so a daemon one of them
+    /// [`crate::tools::terminal::TerminalManager::with_agent_mark`]) so a daemon one of them
     /// leaves behind is stopped with the agent too.
     pub fn mark(&self) -> &str {
         &self.mark

@@ -13,7 +13,7 @@
 //! disk already); if it is modified and still at version V, set the merge".
 //! Two kinds of edit are planned here:
 //!
-//! - `fs/write_text_file` ([`Origin::Write`]): merged ([`merge3`]) with
+//! - `fs/write_text_file` ([`Origin::Write`]): merged ([`merge3`](crate::edits::merge::merge3)) with
 //!   base = what the agent saw, so the user's unsaved lines it read and
 //!   wrote back are not a conflict;
 //! - a change the agent made on disk with its own tools, seen by review

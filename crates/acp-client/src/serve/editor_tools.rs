@@ -15,10 +15,10 @@
 //! (JSON-RPC: `initialize`, `ping`, `tools/list`, `tools/call`) over two
 //! transports:
 //! - streamable HTTP on `127.0.0.1` (an ephemeral port), offered when the
-//!   agent advertises `mcpCapabilities.http` ([`http`]);
+//!   agent advertises `mcpCapabilities.http` (`http`);
 //! - stdio through a bridge command ([`BridgeCommand`], e.g. the editor's
 //!   own binary in a bridge mode running [`run_bridge`]) that connects to a
-//!   unix socket in a private `0700` directory ([`socket`]).
+//!   unix socket in a private `0700` directory (`socket`).
 //!
 //! Every session gets its own random secret: an `Authorization: Bearer`
 //! header over HTTP, the first line on the socket. The secret names the

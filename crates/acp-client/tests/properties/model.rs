@@ -15,10 +15,10 @@ use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use acp_client::codec::LineReader;
-use acp_client::rpc::Incoming;
+use acp_client::session::update::{decode_session_notification, SessionUpdate, ToolCallId};
 use acp_client::session::{Entry, SessionState};
-use acp_client::update::{decode_session_notification, SessionUpdate, ToolCallId};
+use acp_client::wire::Incoming;
+use acp_client::wire::LineReader;
 use acp_client::Error;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, ReadBuf};
@@ -254,8 +254,8 @@ pub fn feed_decoders(data: &[u8]) -> usize {
             {
                 let _ = decode_session_notification(p);
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(p.get()) {
-                    let _ = acp_client::update::decode_tool_call_fields(&v["toolCall"]);
-                    let _ = acp_client::update::decode_tool_call_fields(&v["update"]);
+                    let _ = acp_client::session::update::decode_tool_call_fields(&v["toolCall"]);
+                    let _ = acp_client::session::update::decode_tool_call_fields(&v["update"]);
                 }
             }
         }

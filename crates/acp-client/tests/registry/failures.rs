@@ -1,7 +1,7 @@
 //! An install cut short (cancelled, killed) or fed a bad artifact (corrupt,
 //! wrong checksum, climbing paths) leaves nothing installed.
 
-use acp_client::registry::install::CancelToken;
+use acp_client::agents::registry::install::CancelToken;
 use acp_client::Error;
 
 use super::{run_turn, Fixture};

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_client::registry::{self, LoadMode, Origin, RegistrySource};
+use acp_client::agents::registry::{self, LoadMode, Origin, RegistrySource};
 
 use super::{Fixture, Route};
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use acp_client::registry::install::{CancelToken, InstalledAgent};
+use acp_client::agents::registry::install::{CancelToken, InstalledAgent};
 use acp_client::Error;
 
 use super::support::*;

@@ -1,8 +1,8 @@
 //! What the SDK agent asks the user: permission requests and
 //! elicitations, answered in every way the client offers.
 
-use acp_client::permission::{OptionKind, PermissionDecision};
-use acp_client::update::ToolKind;
+use acp_client::policy::permission::{OptionKind, PermissionDecision};
+use acp_client::session::update::ToolKind;
 use acp_client::{ClientEvent, HostCapabilities, SessionParams, StopReason};
 use agent_client_protocol_schema::v1 as sdk;
 use agent_client_protocol_schema::ProtocolVersion;
@@ -197,7 +197,7 @@ async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
             .unwrap();
         assert_eq!(req.message, "Who are you?");
         assert_eq!(req.scope.session_id(), Some(&sid));
-        let acp_client::elicitation::ElicitationMode::Form { schema } = &req.mode else {
+        let acp_client::policy::elicitation::ElicitationMode::Form { schema } = &req.mode else {
             panic!("not a form: {req:?}");
         };
         let content = schema
@@ -207,7 +207,7 @@ async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
                     .unwrap(),
             )
             .unwrap();
-        tx.send(acp_client::elicitation::ElicitationResponse::Accept { content })
+        tx.send(acp_client::policy::elicitation::ElicitationResponse::Accept { content })
             .unwrap();
     };
     let (response, ()) = tokio::join!(call, answer);
@@ -238,7 +238,7 @@ async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
             .unwrap()
             .unwrap();
         assert!(req.scope.session_id().is_none());
-        tx.send(acp_client::elicitation::ElicitationResponse::Decline)
+        tx.send(acp_client::policy::elicitation::ElicitationResponse::Decline)
             .unwrap();
     };
     let (response, ()) = tokio::join!(call, answer);
@@ -259,9 +259,11 @@ async fn elicitations_from_the_sdk_agent_round_trip_in_both_modes_and_scopes() {
             .await
             .unwrap()
             .unwrap();
-        tx.send(acp_client::elicitation::ElicitationResponse::Accept {
-            content: serde_json::Map::new(),
-        })
+        tx.send(
+            acp_client::policy::elicitation::ElicitationResponse::Accept {
+                content: serde_json::Map::new(),
+            },
+        )
         .unwrap();
     };
     let (response, ()) = tokio::join!(call, answer);

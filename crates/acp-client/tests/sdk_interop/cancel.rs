@@ -1,9 +1,9 @@
 //! Cancelling a turn (`session/cancel`) and a single request
 //! (`$/cancel_request`), in both directions.
 
-use acp_client::permission::PermissionDecision;
+use acp_client::policy::permission::PermissionDecision;
+use acp_client::session::update::{Content, ToolStatus};
 use acp_client::session::{Entry, Message};
-use acp_client::update::{Content, ToolStatus};
 use acp_client::{ClientEvent, StopReason};
 use agent_client_protocol_schema::v1 as sdk;
 use agent_client_protocol_schema::v1::ErrorCode;

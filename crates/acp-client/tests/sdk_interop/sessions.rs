@@ -1,8 +1,8 @@
 //! A session's life with the SDK agent: initialize and authenticate, new,
 //! modes and config options, load, list, resume and close.
 
+use acp_client::session::update::{Content, SessionId, ToolKind, ToolStatus};
 use acp_client::session::{Entry, Message, ToolCallState};
-use acp_client::update::{Content, SessionId, ToolKind, ToolStatus};
 use acp_client::{ConfigValue, HostCapabilities, SessionParams, StopReason};
 use agent_client_protocol_schema::v1 as sdk;
 use agent_client_protocol_schema::ProtocolVersion;

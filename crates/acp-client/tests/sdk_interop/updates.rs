@@ -1,8 +1,8 @@
 //! Every kind of `session/update` the SDK sends, landing in the session
 //! model field for field.
 
+use acp_client::session::update::{Content, PlanEntry, ToolContent, ToolKind, ToolStatus, Usage};
 use acp_client::session::{Entry, Message, ToolCallState};
-use acp_client::update::{Content, PlanEntry, ToolContent, ToolKind, ToolStatus, Usage};
 use acp_client::StopReason;
 use agent_client_protocol_schema::v1 as sdk;
 use serde_json::json;

@@ -9,8 +9,8 @@ use acp_client::edits::buffer_sync::{
     Applied, BufferRead, BufferSync, BufferView, Buffers, Instruction,
 };
 use acp_client::edits::host::{HostCapabilities, ReadTextFile};
-use acp_client::elicitation::{ElicitationRequest, ElicitationResponse};
-use acp_client::permission::{PermissionDecision, PermissionRequest};
+use acp_client::policy::elicitation::{ElicitationRequest, ElicitationResponse};
+use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
 use acp_client::{ClientEvent, Connection, ConnectionOptions, EditorHost};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -291,7 +291,7 @@ pub async fn open_session(
     peer: &mut Peer,
     caps: Value,
     cwd: &std::path::Path,
-) -> acp_client::update::SessionId {
+) -> acp_client::session::update::SessionId {
     let c = conn.clone();
     let init = tokio::spawn(async move { c.initialize().await });
     peer.accept_initialize(caps).await;
@@ -357,7 +357,7 @@ pub fn text(s: &str) -> acp_client::schema::ContentBlock {
 /// Everything the agent said in a session, one message per line (to look
 /// for the fake agent's reports such as "permission: ..." or
 /// "EXPECTATION FAILED").
-pub fn agent_text(conn: &Connection, sid: &acp_client::update::SessionId) -> String {
+pub fn agent_text(conn: &Connection, sid: &acp_client::session::update::SessionId) -> String {
     conn.with_session(sid, |s| {
         s.entries()
             .iter()
@@ -415,7 +415,7 @@ pub struct Setup {
     pub conn: Connection,
     pub _host: Arc<TestHost>,
     pub rx: mpsc::UnboundedReceiver<ClientEvent>,
-    pub sid: acp_client::update::SessionId,
+    pub sid: acp_client::session::update::SessionId,
     /// The session's cwd, symlinks resolved (as review paths are).
     pub root: std::path::PathBuf,
     pub _dir: tempfile::TempDir,

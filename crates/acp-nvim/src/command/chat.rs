@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use acp_client::elicitation::ElicitationResponse;
+use acp_client::policy::elicitation::ElicitationResponse;
 use acp_client::schema;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use acp_client::elicitation::ElicitationResponse;
+use acp_client::policy::elicitation::ElicitationResponse;
 use acp_client::schema;
 use rmpv::Value;
 use serde::Deserialize;

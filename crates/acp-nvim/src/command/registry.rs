@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use acp_client::registry::LoadMode;
+use acp_client::agents::registry::LoadMode;
 use serde::{Deserialize, Deserializer};
 
 use super::de as cmd_de;

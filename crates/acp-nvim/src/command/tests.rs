@@ -509,7 +509,7 @@ fn registry_commands_carry_where_things_are() {
         Command::Registry(RegistryCommand::List {
             request_id: "3".into(),
             places: places.clone(),
-            mode: acp_client::registry::LoadMode::Refresh,
+            mode: acp_client::agents::registry::LoadMode::Refresh,
         })
     );
     assert_eq!(

@@ -11,13 +11,13 @@
 //! merged by one rule, [`Event::merge`], wherever they pile up (the batcher's
 //! queue, a batch on its way to Lua, a transcript's pending record).
 
+use acp_client::agents::registry;
 use acp_client::edits::hunks::{strip_line_ending, FileReview, FileStatus, FileSummary};
-use acp_client::permission::PermissionOption;
-use acp_client::registry;
+use acp_client::policy::permission::PermissionOption;
 use acp_client::schema;
+use acp_client::session::update::ToolCallFields;
 use acp_client::session::{Entry, SessionChange};
-use acp_client::terminal::TerminalEvent;
-use acp_client::update::ToolCallFields;
+use acp_client::tools::terminal::TerminalEvent;
 use rmpv::Value;
 use serde::Serialize;
 
@@ -720,7 +720,7 @@ impl From<acp_client::edits::buffer_sync::FileState> for FileSyncView {
 mod tests {
     use super::*;
     use crate::msgpack;
-    use acp_client::terminal::TerminalExit;
+    use acp_client::tools::terminal::TerminalExit;
     use serde_json::json;
 
     fn chat() -> ChatId {

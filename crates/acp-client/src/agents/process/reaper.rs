@@ -33,7 +33,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 /// The environment variable marking an agent's descendants; its value is
-/// [`new_mark`]'s.
+/// `new_mark`'s.
 pub const MARKER: &str = "ACP_CLIENT_AGENT_MARK";
 
 static NEXT_MARK: AtomicU64 = AtomicU64::new(1);

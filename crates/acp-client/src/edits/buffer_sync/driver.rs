@@ -145,7 +145,7 @@ impl BufferSync {
 
     /// Serves a write ([`WriteTextFile`]: the agent's `fs/write_text_file`,
     /// or a review reject's restore) through the editor's buffers; see
-    /// [`Core::write`].
+    /// `Core::write`.
     pub async fn write(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
         self.core.write(request).await
     }

@@ -122,9 +122,9 @@ impl<'a> Review<'a> {
         self.reviews.accept(&self.session_id, Target::All)
     }
 
-    /// Rejects one hunk and applies the result: the restored content goes to
-    /// [`EditorHost::write_text_file`] (a buffer-aware editor updates its
-    /// buffer), else atomically to disk. Rejecting the last hunk of a file
+    /// Rejects one hunk and applies the result: the restored content goes through
+    /// the editor's buffer sync ([`EditorHost::buffer_sync`]: a buffer-aware
+    /// editor updates its buffer), else atomically to disk. Rejecting the last hunk of a file
     /// the agent created returns [`RejectOutcome::Delete`] without deleting
     /// anything: confirm with the user, then call [`Review::delete_file`].
     pub async fn reject_hunk(&self, path: &Path, hunk: HunkId) -> Result<RejectOutcome> {
@@ -190,7 +190,7 @@ impl<'a> Review<'a> {
     /// Takes the workspace back to its state before `turn`: every agent
     /// edit of that turn and later ones undone (created files removed,
     /// deleted ones restored, edited ones given their text back), restored
-    /// through [`EditorHost::write_text_file`] like a reject, so a
+    /// through the buffer sync ([`EditorHost::buffer_sync`]) like a reject, so a
     /// buffer-aware editor keeps the user's unsaved lines by merging.
     pub async fn rewind(&self, turn: TurnNumber) -> Result<super::Rewound> {
         self.require_session()?;
