@@ -127,34 +127,30 @@ fn create_temp_beside(dir: &Path, mode: u32) -> Result<(File, PathBuf)> {
     })
 }
 
+/// A whole regular file as text, through [`open_regular`] (never a FIFO
+/// or a device, even one swapped in after a check), up to `cap` bytes.
+/// The error says why in words: unreadable, larger than `cap`, not UTF-8.
+pub(crate) fn read_text_capped(path: &Path, cap: u64) -> std::result::Result<String, String> {
+    let file = open_regular(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("larger than {cap} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())
+}
+
 /// Reads the content a write is about to replace, for edit review. Gives
 /// `None` (and logs why) when it is unreadable, larger than
 /// [`DEFAULT_MAX_READ_BYTES`] or not UTF-8: the write itself still goes ahead.
 fn read_old_content(path: &Path) -> Option<String> {
-    let file = match open_regular(path) {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "could not read the content a write replaces");
-            return None;
-        }
-    };
-    let mut bytes = Vec::new();
-    let cap = DEFAULT_MAX_READ_BYTES as u64;
-    if let Err(e) = file.take(cap + 1).read_to_end(&mut bytes) {
-        tracing::warn!(path = %path.display(), error = %e, "could not read the content a write replaces");
-        return None;
-    }
-    if bytes.len() as u64 > cap {
-        tracing::warn!(path = %path.display(), "the file a write replaces is too large to keep for review");
-        return None;
-    }
-    match String::from_utf8(bytes) {
-        Ok(s) => Some(s),
-        Err(_) => {
-            tracing::warn!(path = %path.display(), "the file a write replaces is not UTF-8; no old content for review");
-            None
-        }
-    }
+    read_text_capped(path, DEFAULT_MAX_READ_BYTES as u64)
+        .inspect_err(|e| {
+            tracing::warn!(path = %path.display(), error = %e, "no old content of the file a write replaces for review");
+        })
+        .ok()
 }
 
 /// [`crate::edits::fs::write_text_file_atomic`] on the calling thread. `want_old` skips
@@ -228,4 +224,34 @@ pub(crate) fn write_atomic_blocking(
         tracing::debug!(dir = %dir.display(), error = %e, "could not fsync directory after rename");
     }
     Ok(old_content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capped_read_refuses_a_fifo_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        // No writer ever opens it: a blocking open would hang this test.
+        assert!(read_text_capped(&fifo, 1024).is_err());
+    }
+
+    #[test]
+    fn a_capped_read_gives_the_text_and_refuses_what_is_too_large_or_not_utf8() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "abc\n").unwrap();
+        assert_eq!(read_text_capped(&path, 4).unwrap(), "abc\n");
+        assert_eq!(
+            read_text_capped(&path, 3).unwrap_err(),
+            "larger than 3 bytes"
+        );
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert_eq!(read_text_capped(&path, 4).unwrap_err(), "not UTF-8");
+    }
 }

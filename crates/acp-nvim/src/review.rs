@@ -11,11 +11,12 @@
 //! no review: `review_changed` carries each one, and a decision on a whole
 //! file or on everything is resolved here, for every chat it concerns.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use acp_client::edits::buffer_sync::OnDisk;
 use acp_client::edits::hunks::RejectOutcome;
+use acp_client::path::CanonicalPath;
 use acp_client::session::update::SessionId;
 use rmpv::Value;
 
@@ -121,8 +122,10 @@ async fn decide_every_chat(agents: &Agents, events: &EventQueue, cmd: ReviewComm
             let Some(session) = agent.host.session_of(&chat) else {
                 continue;
             };
-            if let ReviewTarget::File { path } | ReviewTarget::Hunks { path, .. } = &target {
-                if agent.conn.review(&session).file(path).is_none() {
+            // Hunk ids are a chat's: a decision without a chat names a
+            // file or all (command::review refuses hunks without one).
+            if let ReviewTarget::File { path } = &target {
+                if !agent.conn.review(&session).contains(path) {
                     continue;
                 }
             }
@@ -143,14 +146,14 @@ async fn decide_every_chat(agents: &Agents, events: &EventQueue, cmd: ReviewComm
     }
 }
 
-/// Whether `path` is one of the files a decision of all leaves out (Lua
-/// names them as its buffers do, which may not resolve symlinks as the
-/// review's paths do).
-fn left_out(except: &[std::path::PathBuf], path: &Path) -> bool {
-    let real = std::fs::canonicalize(path).ok();
+/// The files a decision of all leaves out, keyed as the review keys its
+/// files (Lua names them as its buffers do, which may not resolve symlinks
+/// as the review's paths do): resolved once, by the one normaliser.
+fn left_out(except: Vec<PathBuf>) -> Vec<PathBuf> {
     except
-        .iter()
-        .any(|p| p == path || (real.is_some() && std::fs::canonicalize(p).ok() == real))
+        .into_iter()
+        .map(|p| CanonicalPath::resolve(&p).map_or(p, CanonicalPath::into_path_buf))
+        .collect()
 }
 
 async fn accept(
@@ -171,8 +174,9 @@ async fn accept(
             conn.review(session).accept_all().map(drop)
         }
         ReviewTarget::All { except } => {
+            let except = left_out(except);
             for file in conn.review(session).files() {
-                if !left_out(&except, &file.path) {
+                if !except.contains(&file.path) {
                     conn.review(session).accept_file(&file.path)?;
                 }
             }
@@ -211,8 +215,9 @@ async fn reject(
             }
         }
         ReviewTarget::All { except } => {
+            let except = left_out(except);
             for file in conn.review(session).files() {
-                if left_out(&except, &file.path) {
+                if except.contains(&file.path) {
                     continue;
                 }
                 if conn.review(session).reject_file(&file.path).await? == RejectOutcome::Delete {

@@ -202,6 +202,12 @@ impl Reviews {
             .unwrap_or_default()
     }
 
+    /// Whether the file has changes under review; `path` is already resolved.
+    fn contains(&self, session_id: &SessionId, path: &Path) -> bool {
+        self.get(session_id)
+            .is_some_and(|r| r.state.lock().tracker.contains(path))
+    }
+
     /// One file's review; `path` is already resolved.
     fn file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
         self.get(session_id)

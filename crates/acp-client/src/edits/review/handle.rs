@@ -90,6 +90,13 @@ impl<'a> Review<'a> {
         }
     }
 
+    /// Whether the file has changes under review (cheaper than
+    /// [`Review::file`], which copies its texts).
+    pub fn contains(&self, path: &Path) -> bool {
+        self.path(path)
+            .is_ok_and(|path| self.reviews.contains(&self.session_id, &path))
+    }
+
     /// Accepts one hunk: it is not shown again, the file does not change.
     pub fn accept_hunk(&self, path: &Path, hunk: HunkId) -> Result<()> {
         let path = self.path(path)?;

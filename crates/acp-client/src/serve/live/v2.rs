@@ -78,15 +78,13 @@ impl LiveSessions {
     /// The text on disk of a file a v2 diff names, to recover the diff's
     /// other side: only inside the session's workspace (a diff naming
     /// `/etc/passwd` reads nothing) and up to [`DIFF_BASE_MAX_BYTES`]. A
-    /// small blocking read on the reader task, like the path checks.
+    /// small blocking read on the reader task, like the path checks; a
+    /// regular file only, opened non-blocking, so an agent that swaps the
+    /// file for a FIFO after naming it cannot stall the read loop.
     pub(crate) fn diff_base(&self, session_id: &SessionId, path: &Path) -> Option<String> {
         let workspace = self.slots.lock().get(session_id)?.workspace.clone();
         let resolved = workspace.resolve(path).ok()?;
-        let meta = std::fs::metadata(&resolved).ok()?;
-        if !meta.is_file() || meta.len() > DIFF_BASE_MAX_BYTES {
-            return None;
-        }
-        std::fs::read_to_string(&resolved).ok()
+        crate::disk::read_text_capped(&resolved, DIFF_BASE_MAX_BYTES).ok()
     }
 
     /// Applies one decoded v2 `session/update`: its updates like a v1
