@@ -283,16 +283,6 @@ local function parse_checksum(text, name)
   return nil
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
-
 --- Write `text` to `path` through a temporary file and a rename.
 local function write_atomic(path, text)
   -- A name of its own: two Neovims may build at once.
@@ -363,7 +353,7 @@ local function download(ctx)
     end
     return nil, sums.error
   end
-  local expected = parse_checksum(read_file(sum_file) or "", asset)
+  local expected = parse_checksum(util.read_file(sum_file) or "", asset)
   if not expected then
     cleanup()
     return nil, ("%s.sha256 has no sha256 line for %s"):format(url, asset)

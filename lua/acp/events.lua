@@ -294,7 +294,11 @@ function M.dispatch(events)
   if first_err then
     util.notify("an event could not be shown: " .. tostring(first_err), vim.log.levels.ERROR)
   end
-  replay.assist()
+  -- Only while a history arrives or is drawn: a streaming turn's batches
+  -- must not pay for collector steps meant for a long load.
+  if backlog.any_held() or replay.busy() then
+    replay.assist()
+  end
 end
 
 return M

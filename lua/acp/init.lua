@@ -186,7 +186,7 @@ function M.open(opts)
   if wanted and require("acp.chat.backlog").NEWEST_FIRST then
     -- The end of the session at once, from the chat's own transcript of it;
     -- the agent's replay of a load is reconciled with it once whole, a
-    -- resume replays nothing and keeps it (acp.tail).
+    -- resume replays nothing and keeps it (acp.chat.tail).
     drawn = require("acp.chat.tail").draw(chat, wanted, { resume = opts.resume_session_id ~= nil })
   end
   if not opts.background then

@@ -156,7 +156,7 @@ function M.play(player, record)
     if t == "transcript" then
       -- Another opening: its entries may be numbered from 0 again.
       chat.transcript:forget_entries()
-    elseif t == "session" and not protocol.CHAT_STATE_CHANGES[change.change] and change.change ~= "turn_usage" then
+    elseif t == "session" and protocol.is_conversation(change) then
       chat:on_session_change(change)
     end
     return

@@ -63,6 +63,12 @@ M.NEWEST_FIRST = true
 ---@type acp.BacklogTail?
 M.tail = nil
 
+--- True while some chat's history is held here.
+---@return boolean
+function M.any_held()
+  return next(held) ~= nil
+end
+
 --- True while the chat's history is held here.
 ---@param chat_id string
 ---@return boolean
@@ -269,12 +275,12 @@ end
 ---@field run {changes: (acp.SessionChange|false)[]}
 ---@field next integer next change
 ---@field state table the run's transcript state between slices
----@field cancelled? boolean what it draws above went (acp.tail: the drawn end was replaced)
----@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.tail: a resumed session's)
+---@field cancelled? boolean what it draws above went (acp.chat.tail: the drawn end was replaced)
+---@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.chat.tail: a resumed session's)
 
 --- Draw a slice of an older run above what is drawn (one change per call,
---- acp.replay's `push_behind` protocol: true while there is more). Also
---- what acp.tail draws the older turns of a transcript's end with.
+--- acp.chat.replay's `push_behind` protocol: true while there is more). Also
+--- what acp.chat.tail draws the older turns of a transcript's end with.
 ---@param job acp.BacklogJob
 ---@return boolean
 local function draw_older(job)
@@ -331,7 +337,7 @@ end
 M.draw_older = draw_older
 
 --- Make the folds the older runs' blocks wait for (`View:folds_waiting`),
---- a few dozen a call (acp.replay's `push_behind` protocol).
+--- a few dozen a call (acp.chat.replay's `push_behind` protocol).
 ---@param chat acp.Chat
 ---@return boolean
 local function make_folds(chat)
@@ -339,7 +345,7 @@ local function make_folds(chat)
 end
 M.make_folds = make_folds
 
---- Draw a change of the newest run at the tail, in order (acp.replay's
+--- Draw a change of the newest run at the tail, in order (acp.chat.replay's
 --- `push` protocol).
 ---@param chat acp.Chat
 ---@param change acp.SessionChange
@@ -450,8 +456,6 @@ function M.release(chat)
     -- sweep goes with the allocations, slice by slice.
     local feed = { at = older }
     replay.push_behind(chat.chat_id, draw_runs, chat, { runs = runs, feed = feed })
-  end
-  if older > 0 then
     -- The folds of the older turns' thoughts, once they are all drawn.
     replay.push_behind(chat.chat_id, make_folds, chat)
   end

@@ -96,7 +96,7 @@ local function set_filetype_keeping_ours(buf, ft)
 end
 
 ---@param name string
----@param buf? integer a buffer made already (acp.layout's frame)
+---@param buf? integer a buffer made already (acp.chat.layout's frame)
 ---@return integer
 local function scratch(name, buf)
   if not (buf and api.nvim_buf_is_valid(buf)) then

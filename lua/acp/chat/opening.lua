@@ -81,7 +81,6 @@ end
 --- `:Acp` then only makes the chat's buffers and starts the agent.
 ---@param modules string[] the chat's modules, in the order to load them (acp's CHAT_MODULES)
 function M.prepare(modules)
-  require("acp.rpc.backend").prestart()
   local i = 0
   local function step()
     i = i + 1
@@ -92,13 +91,22 @@ function M.prepare(modules)
     pcall(require, name)
     vim.defer_fn(step, 0)
   end
+  -- A timer, not vim.schedule: it runs after the redraw.
   local function start()
-    vim.defer_fn(step, 0)
+    vim.defer_fn(function()
+      require("acp.rpc.backend").prestart()
+      vim.defer_fn(step, 0)
+    end, 0)
   end
   if vim.v.vim_did_enter == 1 then
     start()
   else
-    vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = start })
+    -- One pending start however often setup() runs before the first screen.
+    vim.api.nvim_create_autocmd("VimEnter", {
+      group = vim.api.nvim_create_augroup("acp_prestart", { clear = true }),
+      once = true,
+      callback = start,
+    })
   end
 end
 

@@ -80,6 +80,12 @@ function M.filling(chat_id)
   return behind[chat_id] ~= nil
 end
 
+--- True while any chat has history queued or older turns being drawn.
+---@return boolean
+function M.busy()
+  return next(queues) ~= nil or next(behind) ~= nil
+end
+
 ---@param chat_id string
 ---@param q acp.ReplayQueue
 ---@param set table<string, acp.ReplayQueue>
@@ -171,7 +177,8 @@ end
 M.ASSIST_MS = 1
 
 --- A few bounded collector steps (`collectgarbage("step")`, the user's
---- collector settings untouched) after an event batch (acp.events), so that
+--- collector settings untouched) after an event batch (acp.events) while a
+--- history arrives or is drawn (events checks M.busy and backlog), so that
 --- the collector's cycle goes on between the batches of a long load instead
 --- of ending inside the one whose decoding allocates when it is due (27 ms
 --- of CPU in one wait of a 2,000-turn load in bench/tui_long.lua). Not after

@@ -125,13 +125,13 @@ end
 
 --- The version of the records after the file's first header (every header
 --- has the session's agent and id: nil when the file is not this session's).
----@param path string
+---@param f file the transcript, read from its start
 ---@param agent_name string
 ---@param session_id string
 ---@return any? version
-local function first_header(path, agent_name, session_id)
-  local ok, lines = pcall(vim.fn.readfile, path, "", 1)
-  local header = ok and lines[1] and history.decode(lines[1])
+local function first_header(f, agent_name, session_id)
+  local line = f:read("*l")
+  local header = line and history.decode(line)
   if
     not header
     or header.type ~= "transcript"
@@ -152,15 +152,16 @@ end
 ---@param session_id string
 ---@return table[]? records, any version
 function M.read(path, agent_name, session_id)
-  local first_version = first_header(path, agent_name, session_id)
-  if not first_version then
-    return nil
-  end
-  local current = require("acp.rpc.protocol").TRANSCRIPT_VERSION
   local f = io.open(path, "rb")
   if not f then
     return nil
   end
+  local first_version = first_header(f, agent_name, session_id)
+  if not first_version then
+    f:close()
+    return nil
+  end
+  local current = require("acp.rpc.protocol").TRANSCRIPT_VERSION
   local size = f:seek("end", 0)
   if not size then
     f:close()
@@ -235,7 +236,7 @@ end
 
 --- The transcript records of the drawn turns as the changes the tail draws
 --- (the conversation only: what the agent's replay of them draws), cut into
---- turns as acp.backlog cuts a replay into runs: a turn starts at a user
+--- turns as acp.chat.backlog cuts a replay into runs: a turn starts at a user
 --- message that follows the agent's output (the header logic then sees the
 --- agent as the last side). Oldest first; nil when a header (another
 --- opening) lies inside a turn, where the turns cannot be drawn apart.
@@ -255,7 +256,7 @@ local function turns_of(records, version)
     end
     local r = protocol.decode_record(record, version)
     local change = r.type == "session" and type(r.change) == "table" and r.change or nil
-    if change and not protocol.CHAT_STATE_CHANGES[change.change] and change.change ~= "turn_usage" then
+    if change and protocol.is_conversation(change) then
       local entry = change.change == "entry_added" and type(change.entry) == "table" and change.entry or {}
       if entry.type == "user_message" and (#turns == 0 or agent) then
         turns[#turns + 1] = {}
@@ -321,7 +322,7 @@ local function unnumber(t, before, prompt_turn)
   t.prompt_turn = prompt_turn
 end
 
---- A slice of an older turn of the tail, drawn above (acp.replay's
+--- A slice of an older turn of the tail, drawn above (acp.chat.replay's
 --- `push_behind` protocol).
 ---@param job acp.BacklogJob
 ---@return boolean
@@ -352,7 +353,7 @@ end
 --- Draw the end of the session a chat is loading from the chat's own
 --- transcript of it, when there is one and the chat shows nothing yet.
 --- Nothing is drawn in the call: the last turn is queued at the tail
---- (acp.replay: slices of a few milliseconds right after the call, ahead of
+--- (acp.chat.replay: slices of a few milliseconds right after the call, ahead of
 --- every later event of the chat), the turns before it above it (behind
 --- everything else), newest first, so opening never holds the editor for a
 --- turn's drawing (three turns in one call were 29-38 ms on a loaded
@@ -408,7 +409,7 @@ function M.draw(chat, session_id, opts)
     local replay = require("acp.chat.replay")
     local token = {}
     drawing[chat.chat_id] = token
-    --- Queued at the tail, in order (acp.replay: a slice at a time, ahead
+    --- Queued at the tail, in order (acp.chat.replay: a slice at a time, ahead
     --- of everything the chat gets next).
     local function at_tail(fn, a)
       replay.push(chat.chat_id, function()

@@ -44,10 +44,11 @@ function M.get(id, registry_opts)
     return nil
   end
   local path = M.dir(registry_opts) .. "/" .. id .. "/installed.json"
-  if vim.fn.filereadable(path) ~= 1 then
+  local text = require("acp.util").read_file(path)
+  if not text then
     return nil
   end
-  local ok, decoded = pcall(vim.json.decode, table.concat(vim.fn.readfile(path), "\n"))
+  local ok, decoded = pcall(vim.json.decode, text)
   if not ok or type(decoded) ~= "table" or type(decoded.cmd) ~= "table" or not decoded.cmd[1] then
     return nil
   end

@@ -381,7 +381,7 @@ function M.apply(args)
       -- New conflict blocks next to the open ones would nest them: the
       -- disk gets the agent's text, and the backend sends it again as a
       -- disk edit, merged unless that conflicts with the open ones (it then
-      -- waits for them: acp.review's pending).
+      -- waits for them: acp.edits.review's pending).
       return { status = "waiting", revision = rev, tick = M.tick(buf) }
     end
     local stale = stale_reply(buf, args)
@@ -427,7 +427,7 @@ end
 --
 -- The "before" of agent edits that come without a diff. The backend holds
 -- the texts (`acp_client::buffer_sync`); this only collects them (saves are
--- reported by acp.review's BufWritePost, `acp.file_saved`).
+-- reported by acp.edits.review's BufWritePost, `acp.file_saved`).
 --
 -- An agent that writes a file right after announcing the tool call (or
 -- that announces it afterwards, or never sends a diff) leaves the backend

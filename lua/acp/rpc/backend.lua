@@ -350,31 +350,17 @@ function M.start_async(done)
 end
 
 --- Start the backend ahead of the first chat (the `backend.prestart`
---- option, called by setup()): once Neovim has drawn its first screen, the
---- backend is spawned and greeted, so `:Acp` finds it running and only the
---- agent starts then (spawning the backend blocked the editor 16-40 ms of
---- the 69-75 ms to a ready chat on a loaded machine, issue #30). Silent: a
---- backend that is missing, fails the handshake or has another version is
---- reported by the first command that needs it, which tries again.
+--- option; acp.chat.opening.prepare calls this once Neovim has drawn its
+--- first screen), so `:Acp` finds it running and only the agent starts then
+--- (spawning the backend blocked the editor 16-40 ms of the 69-75 ms to a
+--- ready chat on a loaded machine, issue #30). Silent: a backend that is
+--- missing, fails the handshake or has another version is reported by the
+--- first command that needs it, which tries again.
 function M.prestart()
-  local function go()
-    if state.job or vim.v.exiting ~= vim.NIL then
-      return
-    end
-    M.start_async(function() end)
+  if state.job or vim.v.exiting ~= vim.NIL then
+    return
   end
-  -- A timer, not vim.schedule: it runs after the redraw.
-  if vim.v.vim_did_enter == 1 then
-    vim.defer_fn(go, 0)
-  else
-    vim.api.nvim_create_autocmd("VimEnter", {
-      group = vim.api.nvim_create_augroup("acp_backend_prestart", { clear = true }),
-      once = true,
-      callback = function()
-        vim.defer_fn(go, 0)
-      end,
-    })
-  end
+  M.start_async(function() end)
 end
 
 --- The backend's answer to an `acp.hello` notification (it calls this with

@@ -20,12 +20,10 @@ M.MARKER = "install.json"
 ---@param dir string
 ---@return table? marker {source, version, target, url, sha256}
 function M.read_marker(dir)
-  local f = io.open(dir .. "/" .. M.MARKER, "r")
-  if not f then
+  local text = util.read_file(dir .. "/" .. M.MARKER)
+  if not text then
     return nil
   end
-  local text = f:read("*a")
-  f:close()
   local ok, marker = pcall(vim.json.decode, text)
   if ok and type(marker) == "table" then
     return marker

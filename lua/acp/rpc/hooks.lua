@@ -34,7 +34,8 @@ function M.on(kind, name, fn)
   list[#list + 1] = { name = name, fn = fn }
 end
 
---- Run every hook of a kind; a failing hook does not stop the others.
+--- Run every hook of a kind; a failing hook does not stop the others (its
+--- error is shown).
 --- Returns the sum of the numbers they returned.
 ---@param kind acp.BackendHookKind
 ---@return integer
@@ -42,7 +43,9 @@ function M.run(kind, ...)
   local sum = 0
   for _, h in ipairs(hooks[kind]) do
     local ok, n = pcall(h.fn, ...)
-    if ok and type(n) == "number" then
+    if not ok then
+      require("acp.util").notify(("%s hook failed: %s"):format(kind, tostring(n)), vim.log.levels.ERROR)
+    elseif type(n) == "number" then
       -- The hooks return counts (reviews ended): integers.
       sum = sum + n --[[@as integer]]
     end

@@ -441,6 +441,15 @@ M.CHAT_STATE_CHANGES = {
   info_changed = true,
 }
 
+--- Whether a session change is part of the conversation an agent's replay
+--- draws again: not chat state, nor a turn's usage note (which only the
+--- live chat showed).
+---@param change acp.SessionChange
+---@return boolean
+function M.is_conversation(change)
+  return not M.CHAT_STATE_CHANGES[change.change] and change.change ~= "turn_usage"
+end
+
 --- Keys whose values are the agent's own data (as the backend's encoder).
 local OPAQUE = { raw = true, raw_input = true, raw_output = true, _meta = true, meta = true, env = true }
 

@@ -8,7 +8,7 @@
 --- a new agent edit redraws that file's section only.
 ---
 --- It owns no review state: the reviews the backend's `review_changed`
---- events carried (acp.review's cache, newest revision per chat and file)
+--- events carried (acp.edits.review's cache, newest revision per chat and file)
 --- are what it draws, asking the backend nothing, and decisions go to it by
 --- stable hunk id (`acp.review_accept`/`acp.review_reject`), never by
 --- editing files here. Conflict blocks live in the real buffer only: they

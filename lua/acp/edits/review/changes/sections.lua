@@ -30,11 +30,7 @@ local function shown_line(line)
 end
 
 --- The loaded buffer of a file, if any.
----@param path string
----@return integer?
-local function buffer_of(path)
-  return require("acp.edits.fs").find_buffer(path)
-end
+local buffer_of = require("acp.util").find_buffer
 
 --- Conflict blocks in the file's buffer (they exist there only), as
 --- {first, last, lines} with 0-based rows.
@@ -48,7 +44,7 @@ local function conflicts_of(path)
   local M = review()
   -- The review tracks the blocks' first lines: most buffers have none, and
   -- this runs on every review change of the file while the view is open.
-  if M.has_conflicts and not M.has_conflicts(buf) then
+  if not M.has_conflicts(buf) then
     return {}
   end
   local out, lines = {}, api.nvim_buf_get_lines(buf, 0, -1, false)
