@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the path of emmylua_check (the Lua type checker `make lint` runs over
-# the LuaCATS annotations, configured by .emmyrc.json). Uses $EMMYLUA_CHECK or
+# the LuaCATS annotations, configured by .emmyrc.lua). Uses $EMMYLUA_CHECK or
 # an `emmylua_check` on PATH of the pinned version; otherwise builds it from
 # crates.io with cargo into .cache/emmylua of this checkout, once (a few
 # minutes on two cores: it is a Rust crate with no prebuilt binary in a

@@ -95,6 +95,28 @@ function T.text(buf)
   return table.concat(T.lines(buf), "\n")
 end
 
+--- A `session` event of the backend (snake_case, as Lua receives it)
+--- carrying one session change for `chat`.
+function T.session_event(chat, change)
+  return { type = "session", chat_id = chat.chat_id, change = change }
+end
+
+--- Chat `chat_id`'s review of `path` as its newest `review_changed`
+--- carried it (the plugin's cache of the backend's; nil: nothing under
+--- review). Tests observe reviews through these events, as the plugin does.
+---@return table?
+function T.review_latest(chat_id, path)
+  local review = require("acp.edits.review")
+  local entry = review.files[review.normalize(path)]
+  local rv = entry and entry.latest and entry.latest[chat_id]
+  return type(rv) == "table" and rv or nil
+end
+
+--- A text content block.
+function T.text_block(t)
+  return { type = "text", text = t }
+end
+
 function T.contains(haystack, needle, what)
   if not haystack:find(needle, 1, true) then
     error(("%s: %q not found in:\n%s"):format(what or "missing text", needle, haystack), 2)

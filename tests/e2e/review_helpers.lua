@@ -458,14 +458,8 @@ T.require_binaries()
 
 local review = require("acp.edits.review")
 
---- Chat `chat_id`'s review of `path` as its newest `review_changed` carried
---- it (nil: nothing under review): the plugin asks the backend no review.
----@return table?
-local function latest(chat_id, path)
-  local entry = review.files[review.normalize(path)]
-  local rv = entry and entry.latest and entry.latest[chat_id]
-  return type(rv) == "table" and rv or nil
-end
+--- The plugin asks the backend no review: tests read its cache.
+local latest = T.review_latest
 
 local NOTES = {}
 local orig_notify = vim.notify

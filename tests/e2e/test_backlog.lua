@@ -13,9 +13,7 @@ T.fake_backend()
 vim.o.columns = 200
 require("acp").setup({})
 
-local function text(t)
-  return { type = "text", text = t }
-end
+local text = T.text_block
 
 --- The session events of a replay of `turns` turns; `extra(turn, index)`
 --- adds changes at the end of a turn (index: the next free entry index).
@@ -123,7 +121,7 @@ local function draw(changes, newest)
   local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
   local evs = {}
   for _, c in ipairs(changes) do
-    evs[#evs + 1] = { type = "session", chat_id = chat.chat_id, change = c }
+    evs[#evs + 1] = T.session_event(chat, c)
   end
   events.dispatch(evs)
   events.dispatch({
@@ -202,7 +200,7 @@ T.test("an agent that replays and never answers the load: the history is drawn a
   local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
   local evs = {}
   for _, c in ipairs(changes) do
-    evs[#evs + 1] = { type = "session", chat_id = chat.chat_id, change = c }
+    evs[#evs + 1] = T.session_event(chat, c)
   end
   -- Only the replay's first five turns so far, and no answer.
   local cut = 0
@@ -275,9 +273,9 @@ local function rechunked(changes)
 end
 
 --- Open a chat loading session `id` (resuming it with `resume`); returns
---- it, the lines it showed before any event once the transcript's end was
---- drawn (in slices right after open() returns: its last turn at the tail,
---- the older ones above), and the lines it showed as open() returned.
+--- it and the lines it showed before any event once the transcript's end
+--- was drawn (in slices right after open() returns: its last turn at the
+--- tail, the older ones above).
 ---@param id string
 ---@param resume? boolean
 local function open_load(id, resume)
@@ -287,8 +285,7 @@ local function open_load(id, resume)
     load_session_id = not resume and id or nil,
     resume_session_id = resume and id or nil,
   }))
-  local at_once = T.lines(chat.bufnr)
-  -- How often what was drawn went (acp.tail: the replay differed).
+  -- How often what was drawn went (acp.chat.tail: the replay differed).
   chat.resets = 0
   local reset = chat.transcript.reset
   chat.transcript.reset = function(...)
@@ -298,7 +295,7 @@ local function open_load(id, resume)
   T.wait(function()
     return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
   end, "the transcript's end drawn")
-  return chat, T.lines(chat.bufnr), at_once
+  return chat, T.lines(chat.bufnr)
 end
 
 --- The agent replays `changes` (answering the load unless `no_answer`);
@@ -306,7 +303,7 @@ end
 local function replay_into(chat, changes, no_answer)
   local evs = {}
   for _, c in ipairs(changes) do
-    evs[#evs + 1] = { type = "session", chat_id = chat.chat_id, change = c }
+    evs[#evs + 1] = T.session_event(chat, c)
   end
   if not no_answer then
     evs[#evs + 1] = {

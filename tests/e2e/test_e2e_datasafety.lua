@@ -115,16 +115,9 @@ review.on_changed = function(...)
   return orig_on_changed(...)
 end
 
---- The review of `path` by chat `chat_id`, as its newest `review_changed`
---- carried it (the plugin's cache of the backend's): nil when nothing is
---- under review. The test observes the backend through these events, the
+--- The test observes the backend through `review_changed` events, the
 --- buffers and the disk, as the plugin does: it asks no review.
----@return table?
-local function latest(chat_id, path)
-  local entry = review.files[review.normalize(path)]
-  local rv = entry and entry.latest and entry.latest[chat_id]
-  return type(rv) == "table" and rv or nil
-end
+local latest = T.review_latest
 
 --- Waits until the backend applied what Lua sent before (`acp.file_sync`,
 --- a diagnostic, is answered after the decisions and user edits sent
@@ -132,11 +125,17 @@ end
 --- (none for 40 ms since then: the events take the batcher's way, the
 --- answer does not).
 local function settle(chat_id, path)
-  require("acp.rpc.backend").request("acp.file_sync", { chat_id = chat_id, path = path })
+  local _, err = require("acp.rpc.backend").request("acp.file_sync", { chat_id = chat_id, path = path })
+  if err then
+    error("acp.file_sync: " .. tostring(err), 0)
+  end
   local answered = uv.hrtime()
-  vim.wait(3000, function()
+  local quiet = vim.wait(3000, function()
     return uv.hrtime() - math.max(answered, last_review_event) > 40e6
   end, 5)
+  if not quiet then
+    error("review_changed events kept coming for 3 s after acp.file_sync", 0)
+  end
 end
 
 T.setup_fake({

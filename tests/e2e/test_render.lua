@@ -25,13 +25,7 @@ local sent = T.fake_backend()
 -- Wide enough for the whole winbar (it drops parts to fit narrow windows).
 vim.o.columns = 300
 
-local function session(chat, change)
-  return { type = "session", chat_id = chat.chat_id, change = change }
-end
-
-local function text(t)
-  return { type = "text", text = t }
-end
+local session, text = T.session_event, T.text_block
 
 T.test("streamed chunks are appended at the tail in order", function()
   local chat = T.fake_chat()

@@ -9,13 +9,19 @@ mod support;
 use std::path::Path;
 
 use acp_client::edits::hunks::{FileStatus, FileSummary, RejectOutcome};
+use acp_client::session::update::SessionId;
 use acp_client::{ClientEvent, Error, StopReason};
 use serde_json::{json, Value};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 async fn turn(s: &Setup, prompt: &str) -> StopReason {
-    tokio::time::timeout(WAIT * 3, s.conn.prompt(&s.sid, vec![text(prompt)]))
+    turn_in(s, &s.sid, prompt).await
+}
+
+/// One turn of session `sid` of the setup's agent.
+async fn turn_in(s: &Setup, sid: &SessionId, prompt: &str) -> StopReason {
+    tokio::time::timeout(WAIT * 3, s.conn.prompt(sid, vec![text(prompt)]))
         .await
         .expect("turn timed out")
         .unwrap()
@@ -587,26 +593,31 @@ async fn a_blind_write_keeps_a_line_saved_after_the_files_first_mention() {
     );
 }
 
-#[tokio::test]
-async fn a_reject_in_one_chat_is_learned_by_the_other_chat_before_its_own_reject() {
-    // Two sessions of one agent write one file, each adding a line. The
-    // first chat's reject removes its line; the second chat's reject must
-    // then remove only its own, not restore the first agent's rejected
-    // line from the text it had before that reject (data-safety seed
-    // 562451862, case 978: `:Acp reject all` sent to both chats).
+/// Two sessions of one agent on `name`: the first's prompt "first" writes
+/// `first` into the file, the second's prompt "second" writes `second`.
+/// The first turn has run and its review holds one hunk; returns the setup,
+/// the file and the second session.
+async fn two_writers(
+    name: &str,
+    initial: &str,
+    first: &str,
+    second: &str,
+) -> (
+    Setup,
+    std::path::PathBuf,
+    acp_client::session::update::SessionId,
+) {
+    let write = |match_: &str, content: &str| {
+        json!({ "match": match_, "steps": [{ "type": "call", "method": "fs/write_text_file",
+            "params": { "path": format!("{{{{cwd}}}}/{name}"), "content": content },
+            "expect": { "ok": true } }] })
+    };
     let mut s = start(
-        &[("two.txt", "one\ntwo\n")],
-        json!([
-            { "match": "first", "steps": [{ "type": "call", "method": "fs/write_text_file",
-                "params": { "path": "{{cwd}}/two.txt", "content": "one\nA\ntwo\n" },
-                "expect": { "ok": true } }] },
-            { "match": "second", "steps": [{ "type": "call", "method": "fs/write_text_file",
-                "params": { "path": "{{cwd}}/two.txt", "content": "one\nA\ntwo\nB\n" },
-                "expect": { "ok": true } }] }
-        ]),
+        &[(name, initial)],
+        json!([write("first", first), write("second", second)]),
     )
     .await;
-    let path = s.root.join("two.txt");
+    let path = s.root.join(name);
     let other = s
         .conn
         .new_session(acp_client::SessionParams::new(&s.root))
@@ -615,10 +626,19 @@ async fn a_reject_in_one_chat_is_learned_by_the_other_chat_before_its_own_reject
         .session_id;
     turn(&s, "first").await;
     review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
-    tokio::time::timeout(WAIT * 3, s.conn.prompt(&other, vec![text("second")]))
-        .await
-        .expect("turn timed out")
-        .unwrap();
+    (s, path, other)
+}
+
+#[tokio::test]
+async fn a_reject_in_one_chat_is_learned_by_the_other_chat_before_its_own_reject() {
+    // Two sessions of one agent write one file, each adding a line. The
+    // first chat's reject removes its line; the second chat's reject must
+    // then remove only its own, not restore the first agent's rejected
+    // line from the text it had before that reject (data-safety seed
+    // 562451862, case 978: `:Acp reject all` sent to both chats).
+    let (s, path, other) =
+        two_writers("two.txt", "one\ntwo\n", "one\nA\ntwo\n", "one\nA\ntwo\nB\n").await;
+    turn_in(&s, &other, "second").await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nA\ntwo\nB\n");
     s.conn.review(&s.sid).reject_all().await.unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nB\n");
@@ -633,36 +653,19 @@ async fn two_chats_rejecting_all_leave_only_the_users_lines() {
     // that as the end of its hunk, not as its agent deleting the first
     // agent's lines, which its reject then restored (data-safety seed
     // 562451862, case 978).
-    let mut s = start(
-        &[("t.txt", "base\n")],
-        json!([
-            { "match": "first", "steps": [{ "type": "call", "method": "fs/write_text_file",
-                "params": { "path": "{{cwd}}/t.txt", "content": "base\na2\na3\na7\n" },
-                "expect": { "ok": true } }] },
-            { "match": "second", "steps": [{ "type": "call", "method": "fs/write_text_file",
-                "params": { "path": "{{cwd}}/t.txt", "content": "base\na2\na1007\na3\na7\nu7\n" },
-                "expect": { "ok": true } }] }
-        ]),
+    let (s, path, other) = two_writers(
+        "t.txt",
+        "base\n",
+        "base\na2\na3\na7\n",
+        "base\na2\na1007\na3\na7\nu7\n",
     )
     .await;
-    let path = s.root.join("t.txt");
-    let other = s
-        .conn
-        .new_session(acp_client::SessionParams::new(&s.root))
-        .await
-        .unwrap()
-        .session_id;
-    turn(&s, "first").await;
-    review_changed(&mut s.rx, &path, |f| f.hunks == 1).await;
     std::fs::write(&path, "base\na2\na3\na7\nu7\n").unwrap();
     s.conn
         .review(&s.sid)
         .record_user_edit(&path, Some("base\na2\na3\na7\nu7\n"), true)
         .unwrap();
-    tokio::time::timeout(WAIT * 3, s.conn.prompt(&other, vec![text("second")]))
-        .await
-        .expect("turn timed out")
-        .unwrap();
+    turn_in(&s, &other, "second").await;
     s.conn.review(&s.sid).reject_all().await.unwrap();
     // The first chat's hunk holds the second agent's line amid its own:
     // shown as its, it goes with them.

@@ -60,6 +60,37 @@ function Case:start_poller()
   end
 end
 
+--- The scripted agent's `fs/read_text_file` of `path`, expecting `lines`.
+local function read_step(path, lines)
+  return {
+    type = "call",
+    method = "fs/read_text_file",
+    params = { path = path },
+    expect = { result = { content = text_of(lines) } },
+  }
+end
+
+--- The scripted agent's `fs/write_text_file` of `content` to `path`.
+local function write_step(path, content)
+  return {
+    type = "call",
+    method = "fs/write_text_file",
+    params = { path = path, content = content },
+    expect = { ok = true },
+  }
+end
+
+--- An agent turn while the poller checks that readers see only whole
+--- versions; the poller stops whether the turn passes or fails.
+function Case:polled_turn(chat, steps, what)
+  local stop_poller = self:start_poller()
+  local ok, err = pcall(self.agent_turn, self, chat, steps, what)
+  stop_poller()
+  if not ok then
+    error(err, 0)
+  end
+end
+
 function Case:agent_turn(chat, steps, what)
   self.log[#self.log + 1] = what
   local before = T.text(chat.bufnr)
@@ -79,33 +110,16 @@ function Case:agent_fs_write(chat, f, s, view_from_disk)
     -- Invariant 3: the agent reads the buffer, unsaved lines included, and
     -- an unsaved conflict as its own side (acp.edits.review.agent_view).
     view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
-    steps[#steps + 1] = {
-      type = "call",
-      method = "fs/read_text_file",
-      params = { path = f.path },
-      expect = { result = { content = text_of(view) } },
-    }
+    steps[#steps + 1] = read_step(f.path, view)
   end
   local content, change = self:agent_edit(view, s)
   f.versions[content] = true
-  steps[#steps + 1] = {
-    type = "call",
-    method = "fs/write_text_file",
-    params = { path = f.path, content = content },
-    expect = { ok = true },
-  }
-  local stop_poller = self:start_poller()
-  local ok, err = pcall(
-    self.agent_turn,
-    self,
+  steps[#steps + 1] = write_step(f.path, content)
+  self:polled_turn(
     chat,
     steps,
     ("agent fs/write of %s from its %s view: %s"):format(f.path, view_from_disk and "disk" or "buffer", change)
   )
-  stop_poller()
-  if not ok then
-    error(err, 0)
-  end
 end
 
 function Case:agent_disk_edit(chat, f, s, diff)
@@ -232,25 +246,10 @@ function Case:agent_reads_back(chat, f, s)
   end
   local content = text_of(lines)
   f.versions[content] = true
-  local stop_poller = self:start_poller()
-  local ok, err = pcall(self.agent_turn, self, chat, {
-    {
-      type = "call",
-      method = "fs/read_text_file",
-      params = { path = f.path },
-      expect = { result = { content = text_of(view) } },
-    },
-    {
-      type = "call",
-      method = "fs/write_text_file",
-      params = { path = f.path, content = content },
-      expect = { ok = true },
-    },
+  self:polled_turn(chat, {
+    read_step(f.path, view),
+    write_step(f.path, content),
   }, ("agent reads %s and writes it back: %s, next to the user's line"):format(f.path, how))
-  stop_poller()
-  if not ok then
-    error(err, 0)
-  end
   local merged = vim.wait(5000, function()
     return vim.tbl_contains(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), line)
   end, 5)
@@ -285,12 +284,7 @@ function Case:agent_creates(chat, s)
         content = { { type = "diff", path = path, newText = content } },
       },
       onAllow = {
-        {
-          type = "call",
-          method = "fs/write_text_file",
-          params = { path = path, content = content },
-          expect = { ok = true },
-        },
+        write_step(path, content),
       },
     },
   }
@@ -383,12 +377,7 @@ function Case:agent_stale_after_save(chat, f, s, wipe)
   end
   local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
   self:agent_turn(chat, {
-    {
-      type = "call",
-      method = "fs/read_text_file",
-      params = { path = f.path },
-      expect = { result = { content = text_of(view) } },
-    },
+    read_step(f.path, view),
   }, ("agent reads %s"):format(f.path))
   self:user_types(f, s, true)
   if wipe then
@@ -396,19 +385,9 @@ function Case:agent_stale_after_save(chat, f, s, wipe)
   end
   local content, change = self:agent_edit(view, s)
   f.versions[content] = true
-  local stop_poller = self:start_poller()
-  local ok, err = pcall(self.agent_turn, self, chat, {
-    {
-      type = "call",
-      method = "fs/write_text_file",
-      params = { path = f.path, content = content },
-      expect = { ok = true },
-    },
+  self:polled_turn(chat, {
+    write_step(f.path, content),
   }, ("agent writes back its read of %s after the user's save: %s"):format(f.path, change))
-  stop_poller()
-  if not ok then
-    error(err, 0)
-  end
 end
 
 --- The agent writes the whole file from the text it had at the prompt,
@@ -428,12 +407,7 @@ function Case:agent_blind_write(chat, f, s)
         status = "pending",
       },
       onAllow = {
-        {
-          type = "call",
-          method = "fs/write_text_file",
-          params = { path = f.path, content = content },
-          expect = { ok = true },
-        },
+        write_step(f.path, content),
       },
     },
   }
@@ -530,12 +504,7 @@ function Case:two_agents(chat, f, s)
   end
   local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
   self:agent_turn(second_chat, {
-    {
-      type = "call",
-      method = "fs/read_text_file",
-      params = { path = f.path },
-      expect = { result = { content = text_of(view) } },
-    },
+    read_step(f.path, view),
   }, ("a second agent reads %s"):format(f.path))
   self:agent_fs_write(chat, f, s, false)
   if math.random() < 0.5 then
@@ -543,19 +512,9 @@ function Case:two_agents(chat, f, s)
   end
   local content, change = self:agent_edit(view, s + 1000)
   f.versions[content] = true
-  local stop_poller = self:start_poller()
-  local ok, err = pcall(self.agent_turn, self, second_chat, {
-    {
-      type = "call",
-      method = "fs/write_text_file",
-      params = { path = f.path, content = content },
-      expect = { ok = true },
-    },
+  self:polled_turn(second_chat, {
+    write_step(f.path, content),
   }, ("the second agent writes back its read of %s: %s"):format(f.path, change))
-  stop_poller()
-  if not ok then
-    error(err, 0)
-  end
 end
 
 --- A conflict block is open in the buffer: a second agent reads the buffer
@@ -574,9 +533,9 @@ function Case:reread_after_other(chat, f, s)
   local lines = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
   local held, inside = {}, false
   for _, l in ipairs(lines) do
-    if l == "<<<<<<< buffer" then
+    if l == review.CONFLICT_START then
       inside = true
-    elseif l == ">>>>>>> agent" then
+    elseif l == review.CONFLICT_END then
       inside = false
     elseif inside and l:match("^agent%-") then
       held[l] = true
@@ -597,24 +556,9 @@ function Case:reread_after_other(chat, f, s)
   local gone = table.remove(removed, at[math.random(#at)])
   local content = text_of(removed)
   f.versions[content] = true
-  local stop_poller = self:start_poller()
-  local ok, err = pcall(self.agent_turn, self, second_chat, {
-    {
-      type = "call",
-      method = "fs/read_text_file",
-      params = { path = f.path },
-      expect = { result = { content = text_of(view) } },
-    },
-    {
-      type = "call",
-      method = "fs/write_text_file",
-      params = { path = f.path, content = content },
-      expect = { ok = true },
-    },
+  self:polled_turn(second_chat, {
+    read_step(f.path, view),
+    write_step(f.path, content),
   }, ("a second agent reads %s and writes it back without %q, held in a conflict block"):format(f.path, gone))
-  stop_poller()
-  if not ok then
-    error(err, 0)
-  end
   self:agent_fs_write(chat, f, s, true)
 end
