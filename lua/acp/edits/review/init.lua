@@ -286,10 +286,9 @@ function M.setup()
       local path = normalize(a.match)
       -- Any file's save: its text at the prompt (acp.edits.fs.prompt_buffers) is
       -- no "before" of an agent edit any more (a difference may be the
-      -- user's), in every agent's sync. No chat, no agent to tell (the
-      -- backend started early by `backend.prestart` waits idle).
+      -- user's), in every agent's sync.
       local backend = require("acp.rpc.backend")
-      if backend.running() and #require("acp.chat.index").list > 0 then
+      if backend.running() then
         backend.notify("acp.file_saved", { path = path })
       end
       if state.is_own_write(path) or not M.files[path] then
