@@ -143,6 +143,79 @@ async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_
 }
 
 #[tokio::test]
+async fn a_file_caught_truncated_with_its_old_time_is_looked_at_again() {
+    // Right after a truncation Linux can show the file empty with its old
+    // time, so it looks empty since before the turn: the client looks
+    // again after the debounce, finds the write (written 50 ms later), and
+    // never takes "" for the file's before.
+    let mut s = start(
+        &[("t.txt", "orig\n")],
+        json!([{ "steps": [
+            { "type": "writeDisk", "path": "t.txt", "content": "one\n", "diff": false,
+              "toolCallId": "t1", "tornMs": 50, "tornKeepsTime": true },
+            { "type": "sleep", "ms": 400 },
+            { "type": "writeDisk", "path": "t.txt", "content": "one\ntwo\n", "diff": false,
+              "toolCallId": "t2" }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("t.txt");
+    // Written long before the turn (a file made just now is within the
+    // clock slack of the prompt).
+    set_modified_hour_ago(&path);
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("one\n"));
+    assert_eq!(review.current.as_deref(), Some("one\ntwo\n"));
+}
+
+fn set_modified_hour_ago(path: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_buffer_with_unsaved_edits_keeps_the_disk_text_from_the_prompt_as_before_of_a_torn_rewrite(
+) {
+    // The demo's hello.lua: the user typed an unsaved line, the agent
+    // rewrites the file in place and is caught truncated, with the file's
+    // old time, twice (it writes 300 ms later). The disk text the prompt
+    // went out with is the before, so the user's line merges cleanly
+    // instead of a whole-file conflict against "".
+    let mut s = start(
+        &[("h.lua", "a\nb\n")],
+        json!([{ "steps": [
+            { "type": "writeDisk", "path": "h.lua", "content": "A\nb\n", "diff": false,
+              "toolCallId": "h1", "tornMs": 300, "tornKeepsTime": true }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("h.lua");
+    set_modified_hour_ago(&path);
+    s._host.sync.turn_started(
+        &s.sid,
+        vec![acp_client::edits::buffer_sync::BufferAtPrompt {
+            path: path.clone(),
+            text: "a\nb\nmine\n".into(),
+            version: 2,
+            disk: Some("a\nb\n".into()),
+        }],
+    );
+    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
+    let summary = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!((summary.added, summary.removed), (1, 1));
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
+    assert_eq!(review.baseline.as_deref(), Some("a\nb\n"));
+    assert_eq!(review.current.as_deref(), Some("A\nb\n"));
+}
+
+#[tokio::test]
 async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_file() {
     // The watcher's debounce (100 ms) fires while the file is truncated and
     // not yet written (150 ms): the empty file is looked at again, so no
@@ -248,13 +321,7 @@ async fn a_stale_editor_copy_of_a_file_not_written_during_the_turn_is_ignored() 
     let (x, y) = (s.root.join("x.txt"), s.root.join("y.txt"));
     // x.txt changed an hour ago; the editor's buffer still shows the text
     // from before (it had not reloaded): that change is not the agent's.
-    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(&x)
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+    set_modified_hour_ago(&x);
     s._host
         .sync
         .turn_started(&s.sid, vec![unmodified(&x, "keep\nold\n")]);

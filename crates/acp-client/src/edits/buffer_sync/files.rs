@@ -383,6 +383,13 @@ impl FileSyncs {
     /// already.
     pub fn disk_changed(&mut self, path: &Path, before: Option<&str>, after: &str) -> bool {
         let file = self.files.entry(path.to_owned()).or_default();
+        tracing::debug!(
+            path = %path.display(),
+            synced = ?file.disk.as_ref().map(String::len),
+            before = ?before.map(str::len),
+            after = after.len(),
+            "the agent changed a file on disk"
+        );
         if file.disk.as_deref() == Some(after) {
             file.pending = None;
             file.pending_base = None;
@@ -466,6 +473,15 @@ impl FileSyncs {
         let merge = match (&file.buffer, base) {
             (Some(buffer), Some(base)) => {
                 let merged = merge3(base, &buffer.text, &content);
+                tracing::debug!(
+                    path = %path.display(),
+                    ?origin,
+                    base = base.len(),
+                    buffer = buffer.text.len(),
+                    content = content.len(),
+                    conflicts = merged.conflict_count(),
+                    "merged into the buffer's text"
+                );
                 Some(PlannedMerge {
                     version: buffer.version,
                     text: merged.render(&ConflictLabels::default()),

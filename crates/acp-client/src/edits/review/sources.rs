@@ -245,9 +245,25 @@ impl Worker {
             return;
         };
         if !self.snapshots.contains_key(&path) && !self.late.contains(&path) {
-            let Disk::Known(disk) = read_disk(&path, self.snapshot_limit()).await else {
+            let Disk::Known(mut disk) = read_disk(&path, self.snapshot_limit()).await else {
                 return;
             };
+            if disk.as_deref() == Some("") {
+                // Likely an in-place rewrite (truncate, then write) caught
+                // in between, and for an instant after the truncation Linux
+                // shows the file empty with its old modification time
+                // (measured on ext4: a third of the reads in that window),
+                // so no time check below can tell it from a file empty
+                // before the turn. Seen with the demo agent's hello.lua
+                // edit: a "before" of "" made the user's unsaved line a
+                // whole-file conflict. One look after the debounce sees the
+                // write done (and its time) unless the writer stalled.
+                tokio::time::sleep(DEBOUNCE).await;
+                let Disk::Known(again) = read_disk(&path, self.snapshot_limit()).await else {
+                    return;
+                };
+                disk = again;
+            }
             let before = self.text_before_turn(&path, &disk).await;
             if before.is_none()
                 && disk.as_deref() == Some("")
@@ -431,6 +447,14 @@ fn editor_baseline(
     if editor == disk {
         return None;
     }
+    if disk.is_empty() {
+        // Emptied: an in-place rewrite still between its truncation and its
+        // write (a stalled writer), whose file time can be the old one (see
+        // `Worker::mention`). A file already empty when the prompt went out
+        // would have been sent empty, unless the editor held a stale copy
+        // of it: that copy is what the user saw.
+        return Some(editor);
+    }
     let (modified, started) = (modified?, turn_started?);
     (modified + MTIME_SLACK >= started).then_some(editor)
 }
@@ -592,6 +616,13 @@ mod tests {
             editor_baseline(old.clone(), &disk, None, Some(started)),
             None
         );
-        assert_eq!(editor_baseline(old, &disk, during, None), None);
+        assert_eq!(editor_baseline(old.clone(), &disk, during, None), None);
+        // Emptied, and stamped before the prompt: a truncation whose write
+        // has not come yet (Linux can show the old time right after one).
+        let empty = Some(String::new());
+        assert_eq!(
+            editor_baseline(old.clone(), &empty, before, Some(started)),
+            old
+        );
     }
 }

@@ -282,6 +282,11 @@ pub enum Step {
         /// truncate-then-write, caught in between).
         #[serde(default)]
         torn_ms: Option<u64>,
+        /// With `tornMs`: the truncated file keeps the time it had, as
+        /// Linux shows it for an instant after a truncation (measured on
+        /// ext4), so a client cannot tell it from a file that was empty.
+        #[serde(default)]
+        torn_keeps_time: bool,
     },
     /// Blocks until `session/cancel`; the turn then ends `cancelled`.
     WaitForCancel {

@@ -518,8 +518,13 @@ impl<'a> Player<'a> {
                 title,
                 diff,
                 torn_ms,
+                torn_keeps_time,
             } => {
-                self.write_disk(&path, &content, tool_call_id, title, diff, torn_ms);
+                let torn = torn_ms.map(|ms| disk::Torn {
+                    ms,
+                    keeps_time: torn_keeps_time,
+                });
+                self.write_disk(&path, &content, tool_call_id, title, diff, torn);
                 Flow::Next
             }
             Step::WaitForCancel { ignore_cancel } => {

@@ -8,6 +8,13 @@ use serde_json::{json, Value};
 
 use super::{text_content, Player};
 
+/// A slow in-place rewrite: truncated, announced, written `ms` later.
+pub(super) struct Torn {
+    pub(super) ms: u64,
+    /// The truncated file gets its old modification time back.
+    pub(super) keeps_time: bool,
+}
+
 impl Player<'_> {
     pub(super) fn cwd(&self) -> Option<String> {
         self.vars
@@ -33,7 +40,7 @@ impl Player<'_> {
         tool_call_id: Option<String>,
         title: Option<String>,
         diff: bool,
-        torn_ms: Option<u64>,
+        torn: Option<Torn>,
     ) {
         let n = self.next_number();
         let path = self.resolve(path);
@@ -41,7 +48,14 @@ impl Player<'_> {
         let tool_call_id = tool_call_id.unwrap_or_else(|| format!("edit-{n}"));
         let old_text = std::fs::read_to_string(&path).ok();
         // Truncated before the announcement; written after the pause below.
-        let torn = torn_ms.map(|ms| (std::fs::File::create(&path), ms));
+        let old_time = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let torn = torn.map(|torn| {
+            let file = std::fs::File::create(&path);
+            if let (Ok(file), Some(time), true) = (&file, old_time, torn.keeps_time) {
+                let _ = file.set_modified(time);
+            }
+            (file, torn.ms)
+        });
         let mut tool_call = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": tool_call_id,
