@@ -197,16 +197,61 @@ async fn run(
     let session = chat_loop.session.clone();
     drop(chat_loop);
 
-    match tokio::time::timeout(CLOSE_TIMEOUT, agent.conn.close_session(&session)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::debug!(%chat, "session/close failed: {e}"),
-        Err(_) => tracing::warn!(%chat, "the agent did not answer session/close in time"),
-    }
-    if let Some(t) = &transcripts {
-        t.close(&chat, &session.to_string());
-    }
-    agent.host.unregister(&session);
+    close_session(&agent, transcripts.as_deref(), &chat, &session).await;
     leave(&agents, &agent, &chat).await;
+}
+
+/// Closes a session the chat leaves (closed, or rewound into a fork): the
+/// agent's `session/close` (waited for [`CLOSE_TIMEOUT`] at most), its
+/// transcript, its routing.
+async fn close_session(
+    agent: &Agent,
+    transcripts: Option<&Transcripts>,
+    chat: &ChatId,
+    session: &SessionId,
+) {
+    match tokio::time::timeout(CLOSE_TIMEOUT, agent.conn.close_session(session)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(%chat, %session, "session/close failed: {e}"),
+        Err(_) => tracing::warn!(%chat, %session, "the agent did not answer session/close in time"),
+    }
+    if let Some(t) = transcripts {
+        t.close(chat, &session.to_string());
+    }
+    agent.host.unregister(session);
+}
+
+/// Routes a session's updates to the chat, after its `SessionStarted`
+/// (carrying the transcript the session is saved to, for chats with one).
+fn announce(
+    agent: &Agent,
+    transcripts: Option<&Transcripts>,
+    open: &OpenChat,
+    chat: &ChatId,
+    session: &SessionId,
+    mut event: Event,
+    opening: Opening,
+) {
+    if let (Some(t), Some(dir)) = (transcripts, &open.transcript_dir) {
+        let path = transcript::path_for(dir, &agent.name, &session.to_string());
+        t.expect(
+            chat,
+            &session.to_string(),
+            path.clone(),
+            &agent.name,
+            &open.cwd,
+            opening,
+        );
+        if let Event::SessionStarted {
+            transcript_path, ..
+        } = &mut event
+        {
+            *transcript_path = Some(path.to_string_lossy().into_owned());
+        }
+    }
+    agent
+        .host
+        .register(session.clone(), chat.clone(), Some(event));
 }
 
 /// The chat no longer uses the agent; stops the agent if it was the last.
@@ -253,21 +298,13 @@ async fn open_session(
         }
         tracing::info!(%chat, agent = %agent.name, method_id, "authenticated");
     }
-    let mut params = SessionParams::new(open.cwd.clone());
-    let (servers, dropped) = mcp::supported(
-        open.mcp_servers.clone(),
-        &info.capabilities.mcp_capabilities,
-        &agent.name,
-    );
+    let (params, dropped) = session_params(open, &info, &agent.name);
     if let Some(message) = dropped {
         events.push(Event::Warning {
             chat_id: Some(chat.clone()),
             message,
         });
     }
-    params.mcp_servers = servers;
-    params.additional_directories = open.additional_directories.clone();
-    params.system_prompt = open.system_prompt.clone();
     let conn = &agent.conn;
     let result = if let Some(id) = &open.load_session_id {
         let id = SessionId::new(id.as_str());
@@ -298,34 +335,15 @@ async fn open_session(
             }
             // Before the plugin hears of the session: its turn numbers.
             let turn_base = crate::rewind::continue_turns(agent, open, &session, events);
-            let mut event = session_started(chat, &agent.name, &info, started, turn_base);
-            if let (Some(t), Some(dir)) = (transcripts, &open.transcript_dir) {
-                let path = transcript::path_for(dir, &agent.name, &session.to_string());
-                let opening = if open.load_session_id.is_some() {
-                    Opening::Load
-                } else if open.resume_session_id.is_some() {
-                    Opening::Resume
-                } else {
-                    Opening::New
-                };
-                t.expect(
-                    chat,
-                    &session.to_string(),
-                    path.clone(),
-                    &agent.name,
-                    &open.cwd,
-                    opening,
-                );
-                if let Event::SessionStarted {
-                    transcript_path, ..
-                } = &mut event
-                {
-                    *transcript_path = Some(path.to_string_lossy().into_owned());
-                }
-            }
-            agent
-                .host
-                .register(session.clone(), chat.clone(), Some(event));
+            let event = session_started(chat, &agent.name, &info, started, turn_base);
+            let opening = if open.load_session_id.is_some() {
+                Opening::Load
+            } else if open.resume_session_id.is_some() {
+                Opening::Resume
+            } else {
+                Opening::New
+            };
+            announce(agent, transcripts, open, chat, &session, event, opening);
             tracing::info!(%chat, %session, agent = %agent.name, "session open");
             Some((session, turn_base))
         }
@@ -359,6 +377,27 @@ async fn open_session(
             None
         }
     }
+}
+
+/// The settings of every session of the chat `open` describes (its first,
+/// and a fork after a rewind): the MCP servers the agent takes (and, when
+/// it cannot take some, the warning that names them), the extra
+/// directories and the system prompt.
+pub(crate) fn session_params(
+    open: &OpenChat,
+    info: &acp_client::AgentInfo,
+    agent_name: &str,
+) -> (SessionParams, Option<String>) {
+    let mut params = SessionParams::new(open.cwd.clone());
+    let (servers, dropped) = mcp::supported(
+        open.mcp_servers.clone(),
+        &info.capabilities.mcp_capabilities,
+        agent_name,
+    );
+    params.mcp_servers = servers;
+    params.additional_directories = open.additional_directories.clone();
+    params.system_prompt = open.system_prompt.clone();
+    (params, dropped)
 }
 
 fn session_started(
@@ -472,19 +511,7 @@ impl ChatLoop {
         let conn = &self.agent.conn;
         let checkpoints = conn.review(&self.session).checkpoints();
         let old = std::mem::replace(&mut self.session, forked.session_id.clone());
-        match tokio::time::timeout(CLOSE_TIMEOUT, conn.close_session(&old)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::debug!(chat = %self.chat, "session/close of the rewound session failed: {e}")
-            }
-            Err(_) => {
-                tracing::warn!(chat = %self.chat, "the agent did not answer session/close in time")
-            }
-        }
-        if let Some(t) = &self.transcripts {
-            t.close(&self.chat, &old.to_string());
-        }
-        self.agent.host.unregister(&old);
+        close_session(&self.agent, self.transcripts.as_deref(), &self.chat, &old).await;
         let session = self.session.clone();
         if let Err(e) = conn.review(&session).adopt_checkpoints(checkpoints) {
             tracing::warn!(chat = %self.chat, "checkpoints not adopted by the fork: {e}");
@@ -501,29 +528,17 @@ impl ChatLoop {
                 return;
             }
         };
-        let mut event =
-            session_started(&self.chat, &self.agent.name, &info, forked, self.turn_base);
-        if let (Some(t), Some(dir)) = (&self.transcripts, &self.open.transcript_dir) {
-            let path = transcript::path_for(dir, &self.agent.name, &session.to_string());
-            t.expect(
-                &self.chat,
-                &session.to_string(),
-                path.clone(),
-                &self.agent.name,
-                &self.open.cwd,
-                Opening::New,
-            );
-            if let Event::SessionStarted {
-                transcript_path, ..
-            } = &mut event
-            {
-                *transcript_path = Some(path.to_string_lossy().into_owned());
-            }
-        }
+        let event = session_started(&self.chat, &self.agent.name, &info, forked, self.turn_base);
         tracing::info!(chat = %self.chat, %session, "the chat goes on in the session forked before turn {turn}");
-        self.agent
-            .host
-            .register(session, self.chat.clone(), Some(event));
+        announce(
+            &self.agent,
+            self.transcripts.as_deref(),
+            &self.open,
+            &self.chat,
+            &session,
+            event,
+            Opening::New,
+        );
     }
 
     /// Starts the next queued prompt when no turn runs, and polls it once

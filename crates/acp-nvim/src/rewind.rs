@@ -270,15 +270,8 @@ async fn fork(chat: &Chat<'_>, turn: u32) -> Result<acp_client::SessionStarted, 
         ));
     };
     let info = chat.agent.ready().await?;
-    let mut params = acp_client::SessionParams::new(chat.open.cwd.clone());
-    params.mcp_servers = crate::mcp::supported(
-        chat.open.mcp_servers.clone(),
-        &info.capabilities.mcp_capabilities,
-        &chat.agent.name,
-    )
-    .0;
-    params.additional_directories = chat.open.additional_directories.clone();
-    params.system_prompt = chat.open.system_prompt.clone();
+    // The servers it cannot take were named when the chat opened.
+    let (params, _) = crate::chat::session_params(chat.open, &info, &chat.agent.name);
     conn.fork_session(chat.session, Some(&cursor), params)
         .await
         .map_err(|e| format!("the agent's session/fork failed ({e})"))
