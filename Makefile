@@ -21,12 +21,14 @@ release:
 # Module layering: no import cycle between the modules of any folder of the
 # three crates; the client core builds without the registry installer; no
 # require cycle between the plugin's Lua modules (a require inside a function
-# counts); no .rs or .lua file over 800 lines.
+# counts); no .rs or .lua file over 800 lines; every path doc/architecture.md
+# names exists.
 lint:
 	$(CARGO) fmt --all -- --check
 	"$$(scripts/find-stylua.sh)" --check $$(git ls-files '*.lua')
 	scripts/lua-typecheck.sh
 	python3 scripts/lua-requires.py lua/acp
+	python3 scripts/doc-paths.py doc/architecture.md
 	python3 scripts/file-sizes.py
 	python3 scripts/module-layers.py crates/acp-client/src crates/acp-nvim/src crates/acp-testkit/src
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
