@@ -2,8 +2,8 @@
 //! their replies.
 //!
 //! An agent's `fs/read_text_file` and `fs/write_text_file` go through the
-//! plugin so that open buffers win over the disk (`acp.edits.fs`), and review asks
-//! for the text a buffer had before a turn (`acp.baseline`). The arguments
+//! plugin so that open buffers win over the disk (`acp.edits.fs`), and the
+//! buffer sync's instructions are applied there. The arguments
 //! are encoded like events ([`wire::encode`]); the replies are decoded here
 //! into typed values, and a reply of the wrong shape is a [`BadReply`] that
 //! names the fix.
@@ -20,7 +20,7 @@ use acp_client::edits::buffer_sync::{
 use super::wire;
 use crate::msgpack;
 
-/// `require('acp.edits.fs').read(args)`: the buffer's text of a file.
+/// `require('acp.edits.fs').read_for_agent(args)`: the buffer's text of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FsRead<'a> {
     /// Absolute path.
