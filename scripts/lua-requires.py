@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 REQUIRE = re.compile(
-    r"""(?:require\s*\(?\s*|pcall\(\s*require\s*,\s*|package\.loaded\[\s*)["'](acp(?:\.[A-Za-z_]+)*)["']"""
+    r"""(?:require\s*\(?\s*|pcall\(\s*require\s*,\s*|package\.loaded\[\s*)["'](acp(?:\.[A-Za-z_][A-Za-z0-9_]*)*)["']"""
 )
 
 
-NAMED = re.compile(r"""["'](acp(?:\.[A-Za-z_]+)+)["']""")
+NAMED = re.compile(r"""["'](acp(?:\.[A-Za-z_][A-Za-z0-9_]*)+)["']""")
 
 
 def module_name(root: Path, path: Path) -> str:

@@ -87,30 +87,35 @@ T.test(
   end
 )
 
---- Run `:Acp` in a fresh Neovim (env added to the editor's) and wait for the
---- chat's session or its failure: what the backend was sent and when, and
---- what the user sees.
+--- Runs `:Acp` in a fresh Neovim (env added to the editor's) after
+--- `config` (Lua, as a user's config), and waits for the chat's session or
+--- its failure: what the backend was sent (each method, and whether the
+--- chat's modules were loaded then), error messages, what the user sees,
+--- and the `got` fields `config` set.
+---@param name string the probe's file name
+---@param config string
 ---@param env? table<string, string>
 ---@return table
-local function acp_until_ready(env)
-  local out = dir .. "/ready.json"
+local function probe(name, config, env)
+  local out = dir .. "/" .. name .. ".json"
   vim.fn.delete(out)
-  local script = dir .. "/ready.lua"
+  local script = dir .. "/" .. name .. ".lua"
   T.write_file(
     script,
     ([[
 vim.opt.rtp:prepend(%q)
 dofile(%q)
-local got = { sent = {}, errors = {} }
-local notify = vim.rpcnotify
-vim.rpcnotify = function(ch, method, ...)
-  got.sent[#got.sent + 1] = { method = method, chat_loaded = package.loaded["acp.chat"] ~= nil }
-  return notify(ch, method, ...)
-end
+got = { sent = {}, errors = {} }
 vim.notify = function(msg, level)
   if level == vim.log.levels.ERROR then
     got.errors[#got.errors + 1] = msg
   end
+end
+%s
+local notify = vim.rpcnotify
+vim.rpcnotify = function(ch, method, ...)
+  got.sent[#got.sent + 1] = { method = method, chat_loaded = package.loaded["acp.chat"] ~= nil }
+  return notify(ch, method, ...)
 end
 vim.cmd("Acp")
 vim.wait(20000, function()
@@ -124,7 +129,7 @@ got.text = chat and table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, f
 pcall(require("acp.rpc.backend").stop)
 vim.fn.writefile({ vim.json.encode(got) }, %q)
 vim.cmd("qall!")
-]]):format(T.root, T.root .. "/plugin/acp.lua", out)
+]]):format(T.root, T.root .. "/plugin/acp.lua", config, out)
   )
   local res = vim
     .system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
@@ -137,13 +142,26 @@ vim.cmd("qall!")
   return vim.json.decode(T.read_file(out))
 end
 
+--- `:Acp` in a fresh Neovim whose config does not call setup().
+---@param env? table<string, string>
+---@return table
+local function acp_until_ready(env)
+  return probe("ready", "", env)
+end
+
+---@param got table a probe's result
+---@return string[] the methods it sent, in order
+local function methods_of(got)
+  return vim.tbl_map(function(s)
+    return s.method
+  end, got.sent)
+end
+
 T.test("the chat's open goes to the backend behind the greeting, before the chat's modules load", function()
   local got = acp_until_ready()
   T.eq("ready", got.status, "the session started: " .. got.text)
   T.truthy(got.session, "with a session id")
-  local methods = vim.tbl_map(function(s)
-    return s.method
-  end, got.sent)
+  local methods = methods_of(got)
   T.eq("acp.hello", methods[1], "the greeting first: " .. table.concat(methods, ", "))
   T.eq("acp.open", methods[2], "the open right behind it, not after its answer")
   T.eq(false, got.sent[2].chat_loaded, "sent while the chat's modules were still to load")
@@ -172,20 +190,7 @@ end)
 ---@param env? table<string, string>
 ---@return table
 local function setup_then_acp(opts, env)
-  local out = dir .. "/prestart.json"
-  vim.fn.delete(out)
-  local script = dir .. "/prestart.lua"
-  T.write_file(
-    script,
-    ([[
-vim.opt.rtp:prepend(%q)
-dofile(%q)
-local got = { sent = {}, errors = {} }
-vim.notify = function(msg, level)
-  if level == vim.log.levels.ERROR then
-    got.errors[#got.errors + 1] = msg
-  end
-end
+  local config = ([[
 require("acp").setup(vim.json.decode(%q))
 -- Idle for a while, as after a user's Neovim started (until the backend is
 -- greeted and the chat's modules loaded, or two seconds).
@@ -198,33 +203,8 @@ got.running_before = backend.running()
 got.greeted_before = backend.info() ~= nil
 got.errors_before = #got.errors
 got.chat_loaded_before = package.loaded["acp.chat"] ~= nil and package.loaded["acp.events"] ~= nil
-local notify = vim.rpcnotify
-vim.rpcnotify = function(ch, method, ...)
-  got.sent[#got.sent + 1] = method
-  return notify(ch, method, ...)
-end
-vim.cmd("Acp")
-vim.wait(20000, function()
-  local chat = package.loaded["acp.chat"] and require("acp.chat").current()
-  return chat ~= nil and (chat.session_id ~= nil or chat.status == "failed")
-end, 5)
-local chat = require("acp.chat").current()
-got.status = chat and chat.status
-got.text = chat and table.concat(vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n") or ""
-pcall(require("acp.rpc.backend").stop)
-vim.fn.writefile({ vim.json.encode(got) }, %q)
-vim.cmd("qall!")
-]]):format(T.root, T.root .. "/plugin/acp.lua", vim.json.encode(opts), out)
-  )
-  local res = vim
-    .system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, {
-      text = true,
-      cwd = dir,
-      env = env,
-    })
-    :wait(60000)
-  T.eq(0, res.code, "the probe ran: " .. tostring(res.stderr))
-  return vim.json.decode(T.read_file(out))
+]]):format(vim.json.encode(opts))
+  return probe("prestart", config, env)
 end
 
 T.test("setup() starts the backend once Neovim is idle; :Acp then only opens the chat", function()
@@ -232,13 +212,13 @@ T.test("setup() starts the backend once Neovim is idle; :Acp then only opens the
   T.eq(true, got.greeted_before, "running and greeted before any command")
   T.eq(true, got.chat_loaded_before, "and the chat's modules loaded")
   T.eq("ready", got.status, "the session started: " .. got.text)
-  T.eq({ "acp.open" }, got.sent, "no second start, no second greeting")
+  T.eq({ "acp.open" }, methods_of(got), "no second start, no second greeting")
   -- Switched off: nothing runs until the first command.
   got = setup_then_acp({ backend = { prestart = false } })
   T.eq(false, got.running_before, "no backend before the first command")
   T.eq(false, got.chat_loaded_before, "nor the chat's modules")
   T.eq("ready", got.status, "the command starts it: " .. got.text)
-  T.eq("acp.hello", got.sent[1], "greeted by the command")
+  T.eq("acp.hello", methods_of(got)[1], "greeted by the command")
   -- A backend that cannot start says nothing until a command needs it.
   got = setup_then_acp({}, { ACP_BACKEND = dir .. "/missing-acp-nvim" })
   T.eq(false, got.running_before, "nothing runs")
