@@ -16,7 +16,6 @@ local decided = ctx.decided
 local notes = ctx.notes
 local latest = ctx.latest
 local settle = ctx.settle
-local SEED = ctx.SEED
 
 local function read_or_nil(path)
   local f = io.open(path, "rb")
@@ -56,7 +55,7 @@ function Case.new(k)
   -- session, and two of them with the same case number would otherwise
   -- share paths (and the backend's state of those files: a waiting agent
   -- write of one case merged into the next one's buffer).
-  local d = ("%s/case-%d-%d"):format(root, k, SEED)
+  local d = ("%s/case-%d-%d"):format(root, k, ctx.SEED)
   vim.fn.mkdir(d, "p")
   for i = 1, math.random(2, 3) do
     local path = ("%s/f%d.txt"):format(d, i)
@@ -82,9 +81,9 @@ function Case:fail(what)
   error(
     ("data safety violated: %s\n  seed %d, case %d (replay: ACP_DATASAFETY_SEED=%d ACP_DATASAFETY_CASES=%d ACP_DATASAFETY_CASE=%d)\n  steps:\n    %s\n  last messages:\n    %s"):format(
       what,
-      SEED,
+      ctx.SEED,
       self.k,
-      SEED,
+      ctx.SEED,
       self.k,
       self.k,
       table.concat(self.log, "\n    "),
