@@ -316,6 +316,9 @@ end
 
 --- Waits until the backend's review of `f` has none of the hunks `ids`
 --- (decisions are applied in order, after the command returned).
+---@param chat { chat_id: string }
+---@param f table
+---@param ids integer[]
 function Case:wait_decided(chat, f, ids)
   if #ids == 0 then
     return
@@ -406,8 +409,14 @@ function Case:decide(chat, action)
       first = math.max(0, first - math.random(0, 1))
       last = math.min(count - 1, last + math.random(0, 1))
     end
-    targets[f] = { item_lines(f, first, last) }
-    targets[f][5] = vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)
+    local agent, ours, theirs, ids = item_lines(f, first, last)
+    targets[f] = {
+      agent,
+      ours,
+      theirs,
+      { { chat = decider, ids = ids } },
+      vim.api.nvim_buf_get_lines(f.buf, 0, -1, false),
+    }
     vim.api.nvim_win_set_cursor(win, { first + 1, 0 })
     local cmd = scope == "range" and ("%d,%dAcp %s"):format(first + 1, last + 1, action) or ("Acp " .. action)
     self.log[#self.log + 1] = ("user runs :%s in %s"):format(cmd, f.path)
@@ -416,14 +425,23 @@ function Case:decide(chat, action)
     for _, g in ipairs(scope == "all" and self.files or { f }) do
       -- Every hunk of the file, also those hidden under a conflict.
       local _, ours, theirs = item_lines(g, 0, math.huge)
-      local agent, ids = {}, {}
-      local r = latest(chat.chat_id, g.path)
-      for _, h in ipairs(r and r.hunks or {}) do
-        vim.list_extend(agent, h.new_lines or {})
-        ids[#ids + 1] = h.id
+      -- `file` and `all` are decided for every chat whose review holds the
+      -- file, a second agent's too (data-safety seed 971275426, case 364:
+      -- waiting for the driver's alone, the step ended before the second
+      -- chat's reject saved the file, and the user's next typing hid that
+      -- version from the check).
+      local agent, waits = {}, {}
+      for _, c in ipairs(require("acp.chat.index").list) do
+        local r = c.chat_id and latest(c.chat_id, g.path)
+        local ids = {}
+        for _, h in ipairs(type(r) == "table" and r.hunks or {}) do
+          vim.list_extend(agent, h.new_lines or {})
+          ids[#ids + 1] = h.id
+        end
+        waits[#waits + 1] = { chat = c, ids = ids }
       end
       -- `file` and `all` resolve the conflicts too (in the buffers).
-      targets[g] = { agent, ours, theirs, ids, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
+      targets[g] = { agent, ours, theirs, waits, vim.api.nvim_buf_get_lines(g.buf, 0, -1, false) }
     end
     self.log[#self.log + 1] = ("user runs :Acp %s %s%s"):format(
       action,
@@ -433,15 +451,17 @@ function Case:decide(chat, action)
     vim.cmd(("Acp %s %s"):format(action, scope))
   end
   for g, t in pairs(targets) do
-    local agent, ours, theirs, ids, shown = t[1], t[2], t[3], t[4], t[5]
+    local agent, ours, theirs, waits, shown = t[1], t[2], t[3], t[4], t[5]
     if (scope == "file" or scope == "all") and review.has_conflicts(g.buf) then
       -- Resolving the conflicts merged an agent edit that waited and opened
       -- new ones: the plugin holds the file's decision back until the user
       -- resolved those. Only the resolved conflicts count as decided.
       self.log[#self.log] = self.log[#self.log] .. (" (held back for %s: new conflicts)"):format(g.path)
-      agent, ids = {}, {}
+      agent, waits = {}, {}
     end
-    self:wait_decided((scope == "hunk" or scope == "range") and decider or chat, g, ids)
+    for _, w in ipairs(waits) do
+      self:wait_decided(w.chat, g, w.ids)
+    end
     if action == "reject" and #ours > 0 then
       -- A reject resolves a conflict to the user's side, which stays even
       -- where the agent's hunk held the same lines (the user saved the
