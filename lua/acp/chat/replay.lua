@@ -181,11 +181,12 @@ end
 --- in one wait of a 2,000-turn load in bench/tui_long.lua; a step after each
 --- batch did not prevent it). So from the first event of a history until
 --- neither this module nor acp.chat.backlog has work left, the collector's
---- own steps are stopped and its work is done here, `GC_MS` at a time in a
---- callback of its own every `GC_EVERY_MS`. As the collector's pause would,
---- a new cycle starts only once the heap grew to 'pause' times its size
---- when the last cycle ended (or when the hold began). A collector the user
---- stopped is left alone.
+--- own steps are stopped and its work is done here, `GC_MS` at a time at
+--- the start of a slice, or in a callback of its own every `GC_EVERY_MS`
+--- while no slice is queued (the replay arriving). As the collector's
+--- pause would, a new cycle starts only once the heap grew to 'pause' times
+--- its size when the last cycle ended (or when the hold began). A collector
+--- the user stopped is left alone.
 M.GC_MS = 2
 M.GC_EVERY_MS = 10
 
@@ -197,16 +198,8 @@ local gc_next
 local gc_pause = 2
 local gc_queued = false
 
-local function gc_tick()
-  gc_queued = false
-  if not (M.busy() or require("acp.chat.backlog").any_held()) then
-    if gc_timer then
-      gc_timer:stop()
-    end
-    gc_next = nil
-    collectgarbage("restart")
-    return
-  end
+--- Up to `GC_MS` of the collector's work, when a cycle runs or is due.
+local function gc_work()
   if gc_next and collectgarbage("count") < gc_next then
     return
   end
@@ -220,6 +213,24 @@ local function gc_tick()
   until (uv.hrtime() - t) / 1e6 >= M.GC_MS
   -- A step hands the collector its own steps back.
   collectgarbage("stop")
+end
+
+local function gc_tick()
+  gc_queued = false
+  if not (M.busy() or require("acp.chat.backlog").any_held()) then
+    if gc_timer then
+      gc_timer:stop()
+    end
+    gc_next = nil
+    collectgarbage("restart")
+    return
+  end
+  -- A slice is queued: it does this work at its start, inside its time,
+  -- instead of a callback of its own in the same turn of the event loop
+  -- (the two together were the longest waits while older turns filled in).
+  if not scheduled then
+    gc_work()
+  end
 end
 
 --- Hold the collector's own steps while a history arrives or is drawn
@@ -273,8 +284,12 @@ end
 
 pump = function()
   scheduled = false
+  local t0 = M.start()
+  if gc_timer and gc_timer:is_active() then
+    gc_work()
+  end
   -- An error here must not leave the rest of the history waiting forever.
-  local ok, err = xpcall(run, debug.traceback, M.start())
+  local ok, err = xpcall(run, debug.traceback, t0)
   if not ok then
     require("acp.util").notify("history could not be shown: " .. tostring(err), vim.log.levels.ERROR)
   end
