@@ -182,8 +182,8 @@ end
 --- (`set_prompt_filetype_later`).
 M.FILETYPE_IDLE_MS = 300
 
---- When a key was last typed (`vim.uv.now()`), watched while a chat waits
---- to set its prompt's filetype.
+--- When a key was last typed (`vim.uv.hrtime()`), watched while a chat
+--- waits to set its prompt's filetype.
 local last_key = 0
 local key_ns = api.nvim_create_namespace("acp.chat.filetype_keys")
 --- Chats waiting to set the prompt's filetype, by id.
@@ -237,9 +237,9 @@ function Chat:set_prompt_filetype_later(ms)
       self:set_prompt_filetype_later(0)
       return
     end
-    local idle = vim.uv.now() - last_key
+    local idle = (vim.uv.hrtime() - last_key) / 1e6
     if idle < M.FILETYPE_IDLE_MS then
-      self:set_prompt_filetype_later(M.FILETYPE_IDLE_MS - idle)
+      self:set_prompt_filetype_later(math.ceil(M.FILETYPE_IDLE_MS - idle))
       return
     end
     self:unwatch_keys()
@@ -252,7 +252,7 @@ end
 function Chat:watch_keys()
   if not next(waiting_ft) then
     vim.on_key(function()
-      last_key = vim.uv.now()
+      last_key = vim.uv.hrtime()
     end, key_ns)
   end
   waiting_ft[self.chat_id] = true
