@@ -21,9 +21,10 @@
 --   total_ms        the whole history drawn and the session ready
 --   stall_max_ms    longest wait of a vim.schedule callback queued every
 --                   5 ms (how long a key typed meanwhile would wait), the
---                   open() call included (the command holds the editor)
---   stalls_16       waits of 16 ms or more
---   stall_cpu_max_ms the main thread's CPU time over the longest such
+--                   open() call included (the command holds the editor),
+--                   until the whole history was drawn
+--   stalls_16       waits of 16 ms or more, as long
+--   stall_cpu_max_ms the most CPU time of the main thread over one such
 --                   wait (the wait with a core to itself: on a loaded
 --                   machine the wall time is mostly waiting for one)
 --   stall_loading_max_ms, stall_filling_max_ms  the longest wait until the
@@ -541,16 +542,17 @@ local function run()
         )
       end
       local cpu = thread_cpu_ms() - c
+      stall_n = stall_n + 1
       if not total_ms then
         stall_cpu_max = math.max(stall_cpu_max, cpu)
         waits[#waits + 1], wait_cpus[#wait_cpus + 1] = d, cpu
+        stall_max = math.max(stall_max, d)
+        if d >= 16 then
+          stalls_16 = stalls_16 + 1
+        end
       else
+        -- After the load: the prompt's filetype, reported apart.
         after_max, after_cpu_max = math.max(after_max, d), math.max(after_cpu_max, cpu)
-      end
-      stall_n = stall_n + 1
-      stall_max = math.max(stall_max, d)
-      if d >= 16 then
-        stalls_16 = stalls_16 + 1
       end
       if not total_ms then
         -- While the replay arrives (until ready) and while the older turns
