@@ -21,14 +21,22 @@
 --   total_ms        the whole history drawn and the session ready
 --   stall_max_ms    longest wait of a vim.schedule callback queued every
 --                   5 ms (how long a key typed meanwhile would wait), the
---                   open() call included (the command holds the editor)
---   stalls_16       waits of 16 ms or more
---   stall_cpu_max_ms the main thread's CPU time over the longest such
+--                   open() call included (the command holds the editor),
+--                   until the whole history was drawn
+--   stalls_16       waits of 16 ms or more, as long
+--   stall_cpu_max_ms the most CPU time of the main thread over one such
 --                   wait (the wait with a core to itself: on a loaded
 --                   machine the wall time is mostly waiting for one)
 --   stall_loading_max_ms, stall_filling_max_ms  the longest wait until the
 --                   session was ready (the replay arriving), and after it
 --                   (the older turns filling in above)
+--   stall_p99_ms, stall_cpu_p99_ms  the 99th percentile of those waits (and
+--                   of the CPU in them) until the whole history was drawn
+--   after_max_ms, after_cpu_max_ms  the longest wait (and the most CPU in
+--                   one) from then until the prompt's filetype was set
+--   filetype_at_ms, filetype_cpu_ms, transcript_filetype_cpu_ms  when the
+--                   prompt's filetype was set and the CPU of setting it (the
+--                   config's FileType autocommands), and of the transcript's
 --   key_max_ms      longest wait of a key typed every 20 ms for its mapping
 --   redraw_max_ms   longest redraw (a decoration provider's on_start..on_end)
 --   dispatch_max_ms longest call of an event batch from the backend (with
@@ -135,12 +143,18 @@ local key_max, key_n = 0, 0
 local stall_max, stalls_16, stall_n = 0, 0, 0
 local phase_max = { loading = 0, filling = 0 }
 local stall_cpu_max = 0
+-- Every wait until the whole history was drawn, and the CPU in each (p99).
+local waits, wait_cpus = {}, {}
+local after_max, after_cpu_max = 0, 0
+-- The filetypes' FileType autocommands: CPU and when, by method.
+local ft_cpu, ft_at = {}, {}
 -- ACP_BENCH_GC=log (a diagnosis, not a measurement): each wait of 16 ms or
 -- more with the Lua heap before and after it (a drop: a collector cycle
 -- ended inside), event batches of over 10 ms of CPU, backlog.release's CPU
 -- and allocation with the collector stopped around it, and the CPU and time
 -- of the prompt's filetype (the user's FileType autocommands), also when it
--- comes after the load; =stop: no collector during the load.
+-- comes after the load; =stop: no collector during the load (neither its
+-- own steps nor acp.chat.replay's).
 local gclog = {}
 local dispatch_max_cpu, dispatch_max_events, dispatch_max_kinds = 0, 0, ""
 local last_marker = ("End of answer %d."):format(TURNS)
@@ -263,6 +277,16 @@ local function after_load(backend_pid)
   return m
 end
 
+---@param v number[]
+---@return number?
+local function p99(v)
+  if #v == 0 then
+    return nil
+  end
+  table.sort(v)
+  return v[math.max(1, math.ceil(#v * 0.99))]
+end
+
 local function finish(backend_pid, cpu0, bcpu0)
   local result = {
     turns = TURNS,
@@ -277,6 +301,13 @@ local function finish(backend_pid, cpu0, bcpu0)
     stalls_16 = stalls_16,
     stall_samples = stall_n,
     stall_cpu_max_ms = stall_cpu_max,
+    stall_p99_ms = p99(waits),
+    stall_cpu_p99_ms = p99(wait_cpus),
+    after_max_ms = after_max,
+    after_cpu_max_ms = after_cpu_max,
+    filetype_at_ms = ft_at.set_prompt_filetype,
+    filetype_cpu_ms = ft_cpu.set_prompt_filetype,
+    transcript_filetype_cpu_ms = ft_cpu.set_transcript_filetype,
     stall_loading_max_ms = phase_max.loading,
     stall_filling_max_ms = phase_max.filling,
     redraw_max_ms = redraw_max,
@@ -354,6 +385,9 @@ local function run()
   local GC = os.getenv("ACP_BENCH_GC") or ""
   if GC == "stop" then
     collectgarbage("stop")
+    local replay = require("acp.chat.replay")
+    replay.hold_collector = function() end
+    replay.assist = function() end
   end
   local cpu0, bcpu0 = self_cpu(), proc_cpu(backend_pid)
   t0 = uv.hrtime()
@@ -382,6 +416,21 @@ local function run()
   Transcript.reset = function(...)
     resets = resets + 1
     return reset(...)
+  end
+  -- The filetypes (the transcript's alone from the prompt's since acp.chat
+  -- sets them apart): their CPU and when.
+  local Chat = require("acp.chat").Chat
+  for _, name in ipairs({ "set_transcript_filetype", "set_prompt_filetype" }) do
+    local f = Chat[name]
+    if f then
+      Chat[name] = function(self)
+        local c, t = thread_cpu_ms(), uv.hrtime()
+        f(self)
+        if self == chat then
+          ft_cpu[name], ft_at[name] = thread_cpu_ms() - c, (t - t0) / 1e6
+        end
+      end
+    end
   end
   -- As `:Acp sessions` opens it: the open sent as a notification.
   if GC == "log" then
@@ -492,13 +541,18 @@ local function run()
           collectgarbage("count") / 1024
         )
       end
-      if not total_ms then
-        stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - c)
-      end
+      local cpu = thread_cpu_ms() - c
       stall_n = stall_n + 1
-      stall_max = math.max(stall_max, d)
-      if d >= 16 then
-        stalls_16 = stalls_16 + 1
+      if not total_ms then
+        stall_cpu_max = math.max(stall_cpu_max, cpu)
+        waits[#waits + 1], wait_cpus[#wait_cpus + 1] = d, cpu
+        stall_max = math.max(stall_max, d)
+        if d >= 16 then
+          stalls_16 = stalls_16 + 1
+        end
+      else
+        -- After the load: the prompt's filetype, reported apart.
+        after_max, after_cpu_max = math.max(after_max, d), math.max(after_cpu_max, cpu)
       end
       if not total_ms then
         -- While the replay arrives (until ready) and while the older turns
@@ -512,7 +566,9 @@ local function run()
       if not total_ms and chat.status == "ready" and not pending() then
         total_ms = (uv.hrtime() - t0) / 1e6
       end
-      if total_ms and last_turn_ms and #keys == 0 then
+      -- The prompt's filetype set too: its FileType autocommands come once
+      -- the history is drawn and the keys stopped.
+      if total_ms and last_turn_ms and #keys == 0 and chat.prompt_ft == nil then
         timer:stop()
         timer:close()
         finish(backend_pid, cpu0, bcpu0)
@@ -601,8 +657,12 @@ local function run_codecompanion()
         return
       end
       local d = (uv.hrtime() - t) / 1e6
+      local cpu = thread_cpu_ms() - c
       if not total_ms then
-        stall_cpu_max = math.max(stall_cpu_max, thread_cpu_ms() - c)
+        stall_cpu_max = math.max(stall_cpu_max, cpu)
+        waits[#waits + 1], wait_cpus[#wait_cpus + 1] = d, cpu
+      else
+        after_max, after_cpu_max = math.max(after_max, d), math.max(after_cpu_max, cpu)
       end
       stall_n = stall_n + 1
       stall_max = math.max(stall_max, d)

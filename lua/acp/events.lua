@@ -295,9 +295,9 @@ function M.dispatch(events)
     util.notify("an event could not be shown: " .. tostring(first_err), vim.log.levels.ERROR)
   end
   -- Only while a history arrives or is drawn: a streaming turn's batches
-  -- must not pay for collector steps meant for a long load.
+  -- keep the collector as it is.
   if backlog.any_held() or replay.busy() then
-    replay.assist()
+    replay.hold_collector()
   end
 end
 

@@ -226,6 +226,83 @@ T.test("an agent that replays and never answers the load: the history is drawn a
   chat:close()
 end)
 
+T.test(
+  "a load holds the collector's own steps while its history comes and is drawn, and gives them back; the prompt's filetype waits for a pause in typing",
+  function()
+    local Chat = require("acp.chat")
+    local idle = Chat.FILETYPE_IDLE_MS
+    Chat.FILETYPE_IDLE_MS = 200
+    T.wait(function()
+      return collectgarbage("isrunning")
+    end, "running before (the earlier tests' loads gave it back)")
+    local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+    local evs = {}
+    for _, c in ipairs(history(30)) do
+      evs[#evs + 1] = T.session_event(chat, c)
+    end
+    events.dispatch(evs)
+    T.eq(false, collectgarbage("isrunning"), "held while the replay comes")
+    events.dispatch({
+      {
+        type = "session_started",
+        chat_id = chat.chat_id,
+        session_id = "s-" .. chat.chat_id,
+        agent_name = "demo",
+        capabilities = {},
+      },
+    })
+    -- Keys typed while the older turns are drawn and after: the prompt stays
+    -- plain text until none came for FILETYPE_IDLE_MS.
+    local typing = true
+    local function type_key()
+      if typing then
+        api.nvim_feedkeys(api.nvim_replace_termcodes("<Ignore>", true, false, true), "xt", false)
+        vim.defer_fn(type_key, 20)
+      end
+    end
+    type_key()
+    T.wait(function()
+      return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+    end, "the history drawn")
+    T.wait(function()
+      return vim.bo[chat.bufnr].filetype == "acpchat"
+    end, "the transcript's filetype, set once the history is drawn")
+    vim.wait(300)
+    T.eq("", vim.bo[chat.prompt_buf].filetype, "no markdown while keys come")
+    typing = false
+    T.wait(function()
+      return vim.bo[chat.prompt_buf].filetype == "markdown"
+    end, "the prompt's filetype once the keys stopped")
+    T.eq(true, collectgarbage("isrunning"), "the collector's own steps given back")
+    chat:close()
+    -- A collector the user stopped stays stopped.
+    collectgarbage("stop")
+    local other = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+    local more = {}
+    for _, c in ipairs(history(3)) do
+      more[#more + 1] = T.session_event(other, c)
+    end
+    events.dispatch(more)
+    events.dispatch({
+      {
+        type = "session_started",
+        chat_id = other.chat_id,
+        session_id = "s-" .. other.chat_id,
+        agent_name = "demo",
+        capabilities = {},
+      },
+    })
+    T.wait(function()
+      return not replay.pending(other.chat_id) and not replay.filling(other.chat_id)
+    end, "the history drawn")
+    vim.wait(50)
+    T.eq(false, collectgarbage("isrunning"), "still stopped")
+    collectgarbage("restart")
+    Chat.FILETYPE_IDLE_MS = idle
+    other:close()
+  end
+)
+
 -- The end of a session drawn from the client's transcript while the agent
 -- replays it (acp.chat.tail).
 

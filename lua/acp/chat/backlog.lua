@@ -68,6 +68,8 @@ M.tail = nil
 function M.any_held()
   return next(held) ~= nil
 end
+-- acp.chat.replay holds the collector's own steps while this holds a history.
+require("acp.chat.replay").history_held = M.any_held
 
 --- True while the chat's history is held here.
 ---@param chat_id string

@@ -178,29 +178,53 @@ function M.create(agent, cwd, frame, n)
   return self
 end
 
---- Give the transcript and the prompt their filetypes, once (see M.create).
-function Chat:set_prompt_filetype()
-  local pb, ft = self.prompt_buf, self.prompt_ft
-  self.prompt_ft = nil
+--- Milliseconds without a typed key before the prompt's filetype is set
+--- (`set_prompt_filetype_later`).
+M.FILETYPE_IDLE_MS = 300
+
+--- When a key was last typed (`vim.uv.hrtime()`), watched while a chat
+--- waits to set its prompt's filetype.
+local last_key = 0
+local key_ns = api.nvim_create_namespace("acp.chat.filetype_keys")
+--- Chats waiting to set the prompt's filetype, by id.
+---@type table<string, true>
+local waiting_ft = {}
+
+--- Give the transcript its filetype, once (see M.create).
+function Chat:set_transcript_filetype()
   if api.nvim_buf_is_valid(self.bufnr) and vim.bo[self.bufnr].filetype == "" then
     vim.bo[self.bufnr].filetype = "acpchat"
   end
+end
+
+--- Give the prompt its filetype, once (see M.create).
+function Chat:set_prompt_filetype()
+  local pb, ft = self.prompt_buf, self.prompt_ft
+  self.prompt_ft = nil
   if ft and api.nvim_buf_is_valid(pb) and vim.bo[pb].filetype == "" then
     set_filetype_keeping_ours(pb, ft)
   end
 end
 
---- Set the prompt's filetype (`set_prompt_filetype`) in `ms`, once the
---- chat's history is neither arriving nor being drawn (acp.chat.backlog,
---- acp.chat.replay): the user's FileType autocommands for it (a treesitter
---- start: 27 ms of CPU in one call under the ordinary config of
---- bench/tui_init.lua) were the longest wait of a 2,000-turn load, in its
---- middle. Until then the prompt is plain text.
+--- Set the transcript's and the prompt's filetypes in `ms`, once the chat's
+--- history is neither arriving nor being drawn (acp.chat.backlog,
+--- acp.chat.replay): the user's FileType autocommands for them were the
+--- longest wait of a 2,000-turn load, in its middle. Until then the prompt
+--- is plain text. The two are set in callbacks of their own, and the
+--- prompt's once no key was typed for `FILETYPE_IDLE_MS`: under the
+--- ordinary config of bench/tui_init.lua its `markdown` costs 45-65 ms of
+--- CPU in one call that nothing here can cut (the regex syntax/markdown.vim,
+--- ~21 ms for every buffer, and the config's treesitter start compiling the
+--- markdown highlights query, 25-40 ms once per Neovim), and a user who
+--- types the next prompt while the older turns fill in should not wait for
+--- it between two letters.
 ---@param ms integer
 function Chat:set_prompt_filetype_later(ms)
+  self:watch_keys()
   vim.defer_fn(function()
     local id = self.chat_id
     if not self.prompt_ft or not index.get(id) then
+      self:unwatch_keys()
       return
     end
     local replay = require("acp.chat.replay")
@@ -208,8 +232,38 @@ function Chat:set_prompt_filetype_later(ms)
       self:set_prompt_filetype_later(100)
       return
     end
+    if api.nvim_buf_is_valid(self.bufnr) and vim.bo[self.bufnr].filetype == "" then
+      self:set_transcript_filetype()
+      self:set_prompt_filetype_later(0)
+      return
+    end
+    local idle = (vim.uv.hrtime() - last_key) / 1e6
+    if idle < M.FILETYPE_IDLE_MS then
+      self:set_prompt_filetype_later(math.ceil(M.FILETYPE_IDLE_MS - idle))
+      return
+    end
+    self:unwatch_keys()
     self:set_prompt_filetype()
   end, ms)
+end
+
+--- Note the time of typed keys while this chat waits to set its prompt's
+--- filetype (one watcher for every chat, from its creation on).
+function Chat:watch_keys()
+  if not next(waiting_ft) then
+    vim.on_key(function()
+      last_key = vim.uv.hrtime()
+    end, key_ns)
+  end
+  waiting_ft[self.chat_id] = true
+end
+
+--- Stop noting typed keys for this chat (the last one: the watcher goes).
+function Chat:unwatch_keys()
+  waiting_ft[self.chat_id] = nil
+  if not next(waiting_ft) then
+    vim.on_key(nil, key_ns)
+  end
 end
 
 --- Mark the chat failed: its backend could not start (the sentence is

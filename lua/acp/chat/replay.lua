@@ -173,24 +173,108 @@ local function run(t0, only)
   end
 end
 
---- Milliseconds of Lua collector work `assist` does.
-M.ASSIST_MS = 1
+--- The Lua collector while a history arrives or is drawn. Left to itself
+--- it works in proportion to what is allocated, inside whatever allocates:
+--- Neovim turning a batch of 500 events from the backend into Lua tables
+--- (4-5 ms of CPU) paid up to 17 ms more of collector work in the same
+--- callback, and a cycle ending there swept 8 MB at once (22-36 ms of CPU
+--- in one wait of a 2,000-turn load in bench/tui_long.lua; a step after each
+--- batch did not prevent it). So from the first event of a history until
+--- neither this module nor acp.chat.backlog has work left, the collector's
+--- own steps are stopped and its work is done here, `GC_MS` at a time at
+--- the start of a slice, or in a callback of its own every `GC_EVERY_MS`
+--- while no slice is queued (the replay arriving). As the collector's
+--- pause would, a new cycle starts only once the heap grew to 'pause' times
+--- its size when the last cycle ended (or when the hold began). A collector
+--- the user stopped is left alone.
+M.GC_MS = 2
+M.GC_EVERY_MS = 10
 
---- A few bounded collector steps (`collectgarbage("step")`, the user's
---- collector settings untouched) after an event batch (acp.events) while a
---- history arrives or is drawn (events checks M.busy and backlog), so that
---- the collector's cycle goes on between the batches of a long load instead
---- of ending inside the one whose decoding allocates when it is due (27 ms
---- of CPU in one wait of a 2,000-turn load in bench/tui_long.lua). Not after
---- each replay slice: there the steps started cycles of their own, 2 s more
---- CPU over that load (4.5 s -> 6.5 s).
-function M.assist()
+---@type uv.uv_timer_t?
+local gc_timer
+--- The collector's own steps are held (by `hold_collector`).
+local gc_held = false
+--- The heap (KB) past which a new cycle starts; nil while one runs.
+---@type number?
+local gc_next
+---@type number
+local gc_pause = 2
+local gc_queued = false
+
+--- True while acp.chat.backlog holds a history (it sets this: a name of
+--- its own here would be a require cycle).
+---@type fun(): boolean
+M.history_held = function()
+  return false
+end
+
+--- Up to `GC_MS` of the collector's work, when a cycle runs or is due.
+local function gc_work()
+  -- While a replay still arrives, a new cycle waits for twice that: every
+  -- table the replay adds while a cycle marks is marked again in the
+  -- cycle's last, indivisible step (13.8 ms of CPU in one slice at 2,000
+  -- turns, the cycle having started 80 ms before the replay was whole).
+  if gc_next and collectgarbage("count") < gc_next * (M.history_held() and 2 or 1) then
+    return
+  end
+  gc_next = nil
   local t = uv.hrtime()
   repeat
-    if collectgarbage("step", 16) then
-      return
+    if collectgarbage("step", 0) then
+      gc_next = collectgarbage("count") * gc_pause
+      break
     end
-  until (uv.hrtime() - t) / 1e6 >= M.ASSIST_MS
+  until (uv.hrtime() - t) / 1e6 >= M.GC_MS
+  -- A step hands the collector its own steps back.
+  collectgarbage("stop")
+end
+
+local function gc_tick()
+  gc_queued = false
+  if not (M.busy() or M.history_held()) then
+    if gc_timer then
+      gc_timer:stop()
+    end
+    gc_held = false
+    gc_next = nil
+    collectgarbage("restart")
+    return
+  end
+  -- A slice is queued: it does this work at its start instead of a
+  -- callback of its own in the same turn of the event loop
+  -- (the two together were the longest waits while older turns filled in).
+  if not scheduled then
+    gc_work()
+  end
+end
+
+--- Hold the collector's own steps while a history arrives or is drawn
+--- (acp.events calls this for each batch then, and `push` and
+--- `push_behind` for each item); idempotent.
+function M.hold_collector()
+  if gc_held then
+    return
+  end
+  -- "isrunning" is LuaJIT's and Lua 5.2's; a PUC Lua 5.1 build cannot
+  -- tell, and is taken as running.
+  local ok, running = pcall(collectgarbage, "isrunning")
+  if ok and not running then
+    return
+  end
+  -- 'pause' read back (setting it is the only way to read it).
+  local pause = collectgarbage("setpause", 200)
+  collectgarbage("setpause", pause)
+  gc_pause = math.max(pause, 100) / 100
+  gc_next = collectgarbage("count") * gc_pause
+  collectgarbage("stop")
+  gc_held = true
+  gc_timer = gc_timer or assert(uv.new_timer())
+  gc_timer:start(M.GC_EVERY_MS, M.GC_EVERY_MS, function()
+    if not gc_queued then
+      gc_queued = true
+      vim.schedule(gc_tick)
+    end
+  end)
 end
 
 ---@type fun()
@@ -216,6 +300,11 @@ end
 
 pump = function()
   scheduled = false
+  -- The collector's share first, on top of the slice's time: taken from
+  -- it, a 200-turn history took a quarter longer to draw.
+  if gc_held then
+    gc_work()
+  end
   -- An error here must not leave the rest of the history waiting forever.
   local ok, err = xpcall(run, debug.traceback, M.start())
   if not ok then
@@ -241,6 +330,7 @@ function M.push(chat_id, fn, a, b)
     order[#order + 1] = chat_id
   end
   q.items[#q.items + 1] = { fn = fn, a = a, b = b }
+  M.hold_collector()
   schedule()
 end
 
@@ -259,6 +349,7 @@ function M.push_behind(chat_id, fn, a, b)
     behind_order[#behind_order + 1] = chat_id
   end
   q.items[#q.items + 1] = { fn = fn, a = a, b = b }
+  M.hold_collector()
   schedule()
 end
 
