@@ -5,10 +5,11 @@
 //!
 //! `cargo bench -p acp-client --bench checkpoints`
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::SystemTime;
 
 use acp_client::edits::checkpoint::{Checkpoints, TOTAL_MAX_BYTES};
+use acp_client::path::CanonicalPath;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 /// A store of `turns` turns, each with one file of `file_bytes` (text with
@@ -19,7 +20,8 @@ fn store(turns: usize, file_bytes: usize) -> Checkpoints {
     let mut c = Checkpoints::new();
     for i in 0..turns {
         let turn = c.begin_turn(&format!("turn {i}"), SystemTime::now());
-        let path = PathBuf::from(format!("/w/src/file{i}.rs"));
+        let path = CanonicalPath::resolve(Path::new(&format!("/w/src/file{i}.rs")))
+            .expect("a path under a missing directory resolves as written");
         c.touch(&path, Some(&text), Some(&text));
         c.end_turn(turn);
     }

@@ -79,6 +79,38 @@ impl Borrow<Path> for CanonicalPath {
     }
 }
 
+/// Comparing with a plain path only reads it (a test's expected path, an
+/// editor's own table of paths); nothing is keyed by the plain one.
+impl PartialEq<Path> for CanonicalPath {
+    fn eq(&self, other: &Path) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&Path> for CanonicalPath {
+    fn eq(&self, other: &&Path) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<PathBuf> for CanonicalPath {
+    fn eq(&self, other: &PathBuf) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<CanonicalPath> for PathBuf {
+    fn eq(&self, other: &CanonicalPath) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<CanonicalPath> for Path {
+    fn eq(&self, other: &CanonicalPath) -> bool {
+        self == other.0
+    }
+}
+
 impl From<CanonicalPath> for PathBuf {
     fn from(path: CanonicalPath) -> Self {
         path.0

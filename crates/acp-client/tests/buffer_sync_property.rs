@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use acp_client::edits::buffer_sync::{
@@ -22,6 +22,7 @@ use acp_client::edits::buffer_sync::{
     OnDisk, Origin,
 };
 use acp_client::edits::host::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile};
+use acp_client::path::CanonicalPath;
 use acp_client::session::update::SessionId;
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -244,7 +245,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct Run {
     editor: Arc<MemoryEditor>,
     sync: BufferSync,
-    path: PathBuf,
+    path: CanonicalPath,
     sessions: [SessionId; 2],
     /// What each agent bases its next write on.
     views: [Option<String>; 2],
@@ -275,7 +276,7 @@ impl Run {
         Self {
             editor: editor.clone(),
             sync: BufferSync::new(editor.clone()),
-            path: PathBuf::from("/mem/f.txt"),
+            path: CanonicalPath::resolve(Path::new("/mem/f.txt")).unwrap(),
             sessions: [SessionId::new("s0"), SessionId::new("s1")],
             views: [None, None],
             read: [false, false],

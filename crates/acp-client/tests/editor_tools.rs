@@ -36,7 +36,13 @@ impl Buffers for EditorBuffers {
         request: &ReadTextFile,
         _known: Option<u64>,
     ) -> acp_client::Result<Option<BufferRead>> {
-        let Some((text, version)) = self.open.lock().unwrap().get(&request.path).cloned() else {
+        let Some((text, version)) = self
+            .open
+            .lock()
+            .unwrap()
+            .get(request.path.as_path())
+            .cloned()
+        else {
             return Ok(None);
         };
         let whole: Arc<str> = text.as_str().into();
@@ -54,7 +60,7 @@ impl Buffers for EditorBuffers {
     /// its version, and answers stale otherwise.
     async fn apply(&self, instruction: &Instruction) -> acp_client::Result<Applied> {
         let mut open = self.open.lock().unwrap();
-        let Some((text, version)) = open.get_mut(&instruction.path) else {
+        let Some((text, version)) = open.get_mut(instruction.path.as_path()) else {
             return Ok(Applied::NoBuffer);
         };
         match &instruction.merge {

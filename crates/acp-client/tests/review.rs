@@ -10,13 +10,17 @@ use acp_client::edits::hunks::{
     EditTracker, FileReview, Hunk, HunkId, RejectOutcome, ToolDiffPlacement,
 };
 use acp_client::edits::merge::{merge3, ConflictLabels, MergeRegion, MergeResult};
+use acp_client::path::CanonicalPath;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
 const FILE: &str = "/project/src/app.py";
 
-fn path() -> &'static Path {
-    Path::new(FILE)
+/// The file's key, made once as the edit layer makes it.
+fn path() -> &'static CanonicalPath {
+    static PATH: std::sync::LazyLock<CanonicalPath> =
+        std::sync::LazyLock::new(|| CanonicalPath::resolve(Path::new(FILE)).unwrap());
+    &PATH
 }
 
 fn split(text: &str) -> Vec<String> {

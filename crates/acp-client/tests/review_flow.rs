@@ -201,7 +201,7 @@ async fn a_buffer_with_unsaved_edits_keeps_the_disk_text_from_the_prompt_as_befo
     s._host.sync.turn_started(
         &s.sid,
         vec![acp_client::edits::buffer_sync::BufferAtPrompt {
-            path: path.clone(),
+            path: acp_client::path::CanonicalPath::resolve(&path).unwrap(),
             text: "a\nb\nmine\n".into(),
             version: 2,
             disk: Some("a\nb\n".into()),
@@ -251,7 +251,7 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
 /// A buffer without unsaved edits, as a prompt goes out with it.
 fn unmodified(path: &Path, text: &str) -> acp_client::edits::buffer_sync::BufferAtPrompt {
     acp_client::edits::buffer_sync::BufferAtPrompt {
-        path: path.to_owned(),
+        path: acp_client::path::CanonicalPath::resolve(path).unwrap(),
         text: text.into(),
         version: 1,
         disk: None,

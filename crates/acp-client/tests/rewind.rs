@@ -136,7 +136,7 @@ async fn rewinding_to_before_turn_two_gives_exactly_the_state_after_turn_one() {
     assert_eq!(read(&root.join("new.txt")), None);
 
     // Turn 1's edit stays under review, the rewound ones leave it.
-    let files: Vec<PathBuf> = review.files().into_iter().map(|f| f.path).collect();
+    let files: Vec<PathBuf> = review.files().into_iter().map(|f| f.path.into()).collect();
     assert_eq!(files, [root.join("a.txt")]);
     let a = review.file(&root.join("a.txt")).unwrap();
     assert_eq!(a.baseline.as_deref(), Some("one\ntwo\nthree\n"));

@@ -195,8 +195,10 @@ impl Backend {
                 }
             }
             Command::FileSaved { path } => {
-                for agent in self.agents.all() {
-                    agent.host.file_saved(&path);
+                if let Some(path) = crate::host::resolve(&path) {
+                    for agent in self.agents.all() {
+                        agent.host.file_saved(&path);
+                    }
                 }
             }
             Command::Shutdown => {

@@ -21,6 +21,7 @@ use acp_client::edits::buffer_sync::{
     self, BufferAtPrompt, BufferSync, BufferText, OnDisk, Origin,
 };
 use acp_client::edits::host::{HostCapabilities, ReadTextFile};
+use acp_client::path::CanonicalPath;
 use acp_client::policy::elicitation::{ElicitationRequest, ElicitationResponse};
 use acp_client::policy::permission::{PermissionDecision, PermissionRequest};
 use acp_client::schema;
@@ -112,7 +113,7 @@ impl NvimHost {
     /// the user's edit.
     pub async fn buffer_reported(
         &self,
-        path: &Path,
+        path: &CanonicalPath,
         text: Arc<str>,
         tick: u64,
         on_disk: OnDisk,
@@ -126,7 +127,7 @@ impl NvimHost {
 
     /// The user saved a buffer (`acp.file_saved`): its text at the prompt
     /// is no "before" of an agent edit any more.
-    pub fn file_saved(&self, path: &Path) {
+    pub fn file_saved(&self, path: &CanonicalPath) {
         self.sync.saved(path);
     }
 
@@ -137,7 +138,7 @@ impl NvimHost {
     }
 
     /// What is held of a file's sync with its buffer (`acp.file_sync`).
-    pub fn file_state(&self, path: &Path) -> Option<buffer_sync::FileState> {
+    pub fn file_state(&self, path: &CanonicalPath) -> Option<buffer_sync::FileState> {
         self.sync.state(path)
     }
 
@@ -163,7 +164,9 @@ impl NvimHost {
     }
 
     /// A prompt of `session` goes out with these buffers (see
-    /// [`BufferSync::turn_started`]).
+    /// [`BufferSync::turn_started`]). Their paths are Lua's names of the
+    /// buffers: resolved here, once, to the key the sync holds the file
+    /// by (one that does not resolve, a symlink loop, keys nothing).
     pub fn buffers_at_prompt(
         &self,
         session: &SessionId,
@@ -171,11 +174,13 @@ impl NvimHost {
     ) {
         let buffers = buffers
             .into_iter()
-            .map(|b| BufferAtPrompt {
-                path: b.path,
-                text: b.text,
-                version: b.tick,
-                disk: b.disk,
+            .filter_map(|b| {
+                Some(BufferAtPrompt {
+                    path: resolve(&b.path)?,
+                    text: b.text,
+                    version: b.tick,
+                    disk: b.disk,
+                })
             })
             .collect();
         self.sync.turn_started(session, buffers);
@@ -186,6 +191,15 @@ impl NvimHost {
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
         self.sync.saw_prompt(session, blocks);
     }
+}
+
+/// A path Lua sent (a buffer's name) as the key of its file's state: the
+/// one resolution, where it enters the backend; `None` (logged) when it
+/// does not resolve (a symlink loop), as an agent's path there is refused.
+pub fn resolve(path: &Path) -> Option<CanonicalPath> {
+    CanonicalPath::resolve(path)
+        .inspect_err(|e| tracing::debug!(path = %path.display(), error = %e, "a buffer's path does not resolve"))
+        .ok()
 }
 
 /// Neovim's buffers as the buffer sync drives them: reads go to
@@ -229,7 +243,7 @@ impl buffer_sync::Buffers for LuaBuffers {
         match lua::decode_read(&reply) {
             Ok(read) => Ok(read),
             Err(BadReply::NotUtf8) => Err(acp_client::Error::NotUtf8 {
-                path: request.path.clone(),
+                path: request.path.to_path_buf(),
             }),
             Err(bad) => Err(acp_client::Error::Host(format!("reading `{path}`: {bad}"))),
         }
@@ -259,7 +273,7 @@ impl buffer_sync::Buffers for LuaBuffers {
             // Lua reported the merged buffer back before (one crossing, and
             // the review request its report made the next refresh ask).
             self.decisions.merged(MergedBuffer {
-                path: instruction.path.clone(),
+                path: instruction.path.to_path_buf(),
                 text: merge.text.as_str().into(),
                 tick: *version,
             });

@@ -32,7 +32,7 @@ pub fn query(agents: &Agents, cmd: &ReviewCommand) -> Value {
     match cmd {
         ReviewCommand::Sync { chat_id, path } => agents
             .find_chat(chat_id)
-            .and_then(|(agent, _)| agent.host.file_state(path))
+            .and_then(|(agent, _)| agent.host.file_state(&crate::host::resolve(path)?))
             .map_or(Value::Nil, |state| wire::encode(&FileSyncView::from(state))),
         other => {
             tracing::warn!(command = other.name(), "not a review query");
@@ -148,11 +148,12 @@ async fn decide_every_chat(agents: &Agents, events: &EventQueue, cmd: ReviewComm
 
 /// The files a decision of all leaves out, keyed as the review keys its
 /// files (Lua names them as its buffers do, which may not resolve symlinks
-/// as the review's paths do): resolved once, by the one normaliser.
-fn left_out(except: Vec<PathBuf>) -> Vec<PathBuf> {
+/// as the review's paths do): resolved once, by the one normaliser (a path
+/// that does not resolve names no reviewed file).
+fn left_out(except: Vec<PathBuf>) -> Vec<CanonicalPath> {
     except
-        .into_iter()
-        .map(|p| CanonicalPath::resolve(&p).map_or(p, CanonicalPath::into_path_buf))
+        .iter()
+        .filter_map(|p| crate::host::resolve(p))
         .collect()
 }
 
@@ -210,7 +211,7 @@ async fn reject(
         ReviewTarget::All { except } if except.is_empty() => {
             for r in conn.review(session).reject_all().await? {
                 if r.outcome == RejectOutcome::Delete {
-                    deletes.push(r.path);
+                    deletes.push(r.path.into());
                 }
             }
         }
@@ -221,7 +222,7 @@ async fn reject(
                     continue;
                 }
                 if conn.review(session).reject_file(&file.path).await? == RejectOutcome::Delete {
-                    deletes.push(file.path);
+                    deletes.push(file.path.into());
                 }
             }
         }
@@ -293,11 +294,11 @@ async fn user_edit(
 ) -> acp_client::Result<()> {
     // One copy of the text, shared by the sync and review.
     let content: Option<Arc<str>> = content.map(Into::into);
-    let record = match (&content, tick) {
-        (Some(text), Some(tick)) => {
+    let record = match (&content, tick, crate::host::resolve(path)) {
+        (Some(text), Some(tick), Some(key)) => {
             agent
                 .host
-                .buffer_reported(path, text.clone(), tick, disk)
+                .buffer_reported(&key, text.clone(), tick, disk)
                 .await
         }
         _ => disk != OnDisk::Read,
@@ -327,7 +328,7 @@ mod tests {
     #[test]
     fn review_json_strips_terminators_and_keeps_ids() {
         let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         t.record_write(p, Some("a\nb\nc\n"), "a\nB\r\nc\nd\n");
         let review = t.review(p).unwrap();
         let j = msgpack::to_json(&wire::encode(&ReviewView::from(&review)));

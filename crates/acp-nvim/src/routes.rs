@@ -418,7 +418,7 @@ fn subagent_announced(change: &acp_client::session::SessionChange) -> Option<&st
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 pub(crate) mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use acp_client::agents::process::ExitInfo;
     use acp_client::edits::host::FileEdit;
@@ -665,7 +665,7 @@ pub(crate) mod tests {
         let edit = |path: &str, applied| {
             ClientEvent::FileEdited(FileEdit {
                 session_id: sid("s1"),
-                path: PathBuf::from(path),
+                path: acp_client::path::CanonicalPath::resolve(Path::new(path)).unwrap(),
                 old_content: None,
                 new_content: "x".into(),
                 applied,
@@ -728,7 +728,11 @@ pub(crate) mod tests {
     fn review_changes_reach_the_chat_with_a_snake_case_summary_and_the_review() {
         use acp_client::edits::hunks::{EditTracker, FileStatus, FileSummary};
         let mut tracker = EditTracker::new();
-        tracker.record_write(Path::new("/p/a.rs"), None, "a\nb\r\n");
+        tracker.record_write(
+            &acp_client::path::CanonicalPath::resolve(Path::new("/p/a.rs")).unwrap(),
+            None,
+            "a\nb\r\n",
+        );
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
@@ -738,18 +742,23 @@ pub(crate) mod tests {
             ClientEvent::ReviewChanged {
                 session_id: sid("s1"),
                 file: FileSummary {
-                    path: "/p/a.rs".into(),
+                    path: acp_client::path::CanonicalPath::resolve(Path::new("/p/a.rs")).unwrap(),
                     status: FileStatus::Created,
                     hunks: 1,
                     added: 2,
                     removed: 0,
                     first_line: Some(0),
                 },
-                review: tracker.review(Path::new("/p/a.rs")),
+                review: tracker.review(
+                    &acp_client::path::CanonicalPath::resolve(Path::new("/p/a.rs")).unwrap(),
+                ),
             },
             &mut out,
         );
-        let id = tracker.review(Path::new("/p/a.rs")).unwrap().hunks[0]
+        let id = tracker
+            .review(&acp_client::path::CanonicalPath::resolve(Path::new("/p/a.rs")).unwrap())
+            .unwrap()
+            .hunks[0]
             .id
             .get();
         let view = out[0].json_view();
@@ -766,7 +775,11 @@ pub(crate) mod tests {
         r.translate(
             ClientEvent::ReviewChanged {
                 session_id: sid("s1"),
-                file: tracker.summary(Path::new("/p/a.rs")).unwrap(),
+                file: tracker
+                    .summary(
+                        &acp_client::path::CanonicalPath::resolve(Path::new("/p/a.rs")).unwrap(),
+                    )
+                    .unwrap(),
                 review: None,
             },
             &mut out,

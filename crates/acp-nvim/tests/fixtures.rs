@@ -401,7 +401,10 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 chat_id: chat(),
                 path: "/work/src/main.rs".into(),
                 summary: FileSummary {
-                    path: "/work/src/main.rs".into(),
+                    path: acp_client::path::CanonicalPath::resolve(std::path::Path::new(
+                        "/work/src/main.rs",
+                    ))
+                    .expect("a path under a missing directory resolves as written"),
                     status: FileStatus::Modified,
                     hunks: 1,
                     added: 3,
@@ -410,7 +413,10 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 },
                 review: {
                     let mut t = acp_client::edits::hunks::EditTracker::new();
-                    let p = std::path::Path::new("/work/src/main.rs");
+                    let p = &acp_client::path::CanonicalPath::resolve(std::path::Path::new(
+                        "/work/src/main.rs",
+                    ))
+                    .expect("a path under a missing directory resolves as written");
                     t.record_write(p, Some("fn main() {}\n"), "fn main() {\n    run();\n}\n");
                     t.review(p).as_ref().map(acp_nvim::protocol::ReviewView::from)
                 },

@@ -48,10 +48,9 @@ mod instruction;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
-
 use serde::Serialize;
 
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 pub use buffers::{BufferAtPrompt, BufferRead, BufferView, Buffers};
@@ -65,8 +64,8 @@ pub use instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
 pub struct ReadTextFile {
     /// The session the request belongs to.
     pub session_id: SessionId,
-    /// Absolute, normalized path inside the session's workspace.
-    pub path: PathBuf,
+    /// The path as [`crate::edits::fs::Workspace::resolve`] returned it.
+    pub path: CanonicalPath,
     /// 1-based first line.
     pub line: Option<u32>,
     /// Number of lines.
@@ -79,8 +78,8 @@ pub struct ReadTextFile {
 pub struct WriteTextFile {
     /// The session the request belongs to.
     pub session_id: SessionId,
-    /// Absolute, normalized path inside the session's workspace.
-    pub path: PathBuf,
+    /// The path as [`crate::edits::fs::Workspace::resolve`] returned it.
+    pub path: CanonicalPath,
     /// The complete new content.
     pub content: String,
     /// Whose text it is.

@@ -14,7 +14,11 @@
 //! which file is why), and when all texts together pass
 //! [`TOTAL_MAX_BYTES`] the oldest turns are forgotten first. It serializes
 //! to JSON so an editor can save it with its transcript and hand it back to
-//! a reopened session.
+//! a reopened session. Its paths are therefore plain paths, not
+//! [`CanonicalPath`]s (a saved store is input the user may have edited):
+//! what goes in is canonical ([`Checkpoints::touch`] takes the key review
+//! holds), and review resolves a plan's paths again before they key
+//! anything (`edits::review::rewind`).
 //!
 //! This module is data only: the review service (`edits::review`) feeds it and applies a
 //! plan through the editor's buffers.
@@ -27,6 +31,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::path::CanonicalPath;
 
 /// Largest file text kept in a checkpoint (the review's snapshot limit).
 pub const FILE_MAX_BYTES: usize = 8 * 1024 * 1024;
@@ -217,7 +222,7 @@ impl Checkpoints {
     /// not exist). Only the first edit of a file in a turn keeps its
     /// `before`; every edit updates the agent's last text. Edits outside a
     /// turn are not the agent's turn's: they are not kept.
-    pub fn touch(&mut self, path: &Path, before: Option<&str>, after: Option<&str>) {
+    pub fn touch(&mut self, path: &CanonicalPath, before: Option<&str>, after: Option<&str>) {
         if !self.open {
             return;
         }
@@ -233,7 +238,7 @@ impl Checkpoints {
     pub fn touch_in(
         &mut self,
         turn: TurnNumber,
-        path: &Path,
+        path: &CanonicalPath,
         before: Option<&str>,
         after: Option<&str>,
     ) {
@@ -468,8 +473,9 @@ fn undo_turns(turns: &[Turn], path: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> PathBuf {
-        PathBuf::from(s)
+    /// A file's key (`/w` does not exist, so it resolves as written).
+    fn p(s: &str) -> CanonicalPath {
+        CanonicalPath::resolve(Path::new(s)).unwrap()
     }
 
     #[test]
@@ -552,19 +558,19 @@ mod tests {
             plan,
             vec![
                 Restore {
-                    path: p("/w/a"),
+                    path: p("/w/a").into(),
                     text: Some("a1\n".into()),
                     turn: 2.into(),
                     agent_text: Some("a2\n".into()),
                 },
                 Restore {
-                    path: p("/w/b"),
+                    path: p("/w/b").into(),
                     text: None,
                     turn: 2.into(),
                     agent_text: Some("b2\n".into()),
                 },
                 Restore {
-                    path: p("/w/c"),
+                    path: p("/w/c").into(),
                     text: Some("c0\n".into()),
                     turn: 3.into(),
                     agent_text: None,

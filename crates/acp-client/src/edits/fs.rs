@@ -85,9 +85,11 @@ impl Workspace {
     /// The result must lie inside a root or an allowed path, else
     /// [`Error::OutsideWorkspace`] names the resolved path.
     ///
-    /// Makes one `lstat` (and `readlink` per symlink) per component: cheap,
-    /// but blocking, like any path check.
-    pub fn resolve(&self, path: &Path) -> Result<PathBuf> {
+    /// The walk is [`CanonicalPath::resolve`]'s, so the result is the key
+    /// of the file's state everywhere in the edit layer. Makes one `lstat`
+    /// (and `readlink` per symlink) per component: cheap, but blocking,
+    /// like any path check.
+    pub fn resolve(&self, path: &Path) -> Result<CanonicalPath> {
         if path.as_os_str().as_bytes().contains(&0) {
             return Err(Error::InvalidParams(format!(
                 "path `{}` contains a NUL byte",
@@ -99,12 +101,12 @@ impl Workspace {
                 path: path.to_owned(),
             });
         }
-        let resolved = CanonicalPath::resolve(path)?.into_path_buf();
+        let resolved = CanonicalPath::resolve(path)?;
         if self.contains(&resolved) {
             Ok(resolved)
         } else {
             Err(Error::OutsideWorkspace {
-                path: resolved,
+                path: resolved.into_path_buf(),
                 roots: self.roots.clone(),
             })
         }
@@ -546,7 +548,7 @@ mod tests {
         let ws = Workspace::new(vec![root.clone()]);
         // link/.. is a (the parent of the target), not root.
         assert_eq!(
-            ws.resolve(&root.join("link/../x")).unwrap(),
+            ws.resolve(&root.join("link/../x")).unwrap().as_path(),
             root.join("a/x")
         );
     }

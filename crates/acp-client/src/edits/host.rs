@@ -6,7 +6,6 @@
 //! [`BufferSync`] from [`EditorHost::buffer_sync`], so agents see and edit
 //! unsaved text.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -15,6 +14,7 @@ use serde::Serialize;
 use crate::agents::process::ExitInfo;
 use crate::edits::buffer_sync::BufferSync;
 use crate::edits::hunks::{FileReview, FileSummary};
+use crate::path::CanonicalPath;
 use crate::policy::elicitation::{
     ElicitationId, ElicitationRequest, ElicitationRequestId, ElicitationResponse, ElicitationScope,
 };
@@ -63,8 +63,8 @@ pub use crate::edits::buffer_sync::{ReadTextFile, WriteKind, WriteOutcome, Write
 pub struct FileEdit {
     /// The session the request belongs to.
     pub session_id: SessionId,
-    /// Absolute path of the file.
-    pub path: PathBuf,
+    /// The file, as the workspace resolved the agent's path.
+    pub path: CanonicalPath,
     /// `None` when the file did not exist.
     pub old_content: Option<String>,
     /// The content after the edit.

@@ -33,10 +33,12 @@
 //! ```
 //! use std::path::Path;
 //! use acp_client::edits::hunks::{EditTracker, FileStatus, RejectOutcome};
+//! use acp_client::path::CanonicalPath;
 //!
 //! # fn main() -> acp_client::Result<()> {
 //! let mut tracker = EditTracker::new();
-//! let path = Path::new("/project/src/lib.rs");
+//! // A file's one key: resolved once, where the path enters.
+//! let path = &CanonicalPath::resolve(Path::new("/project/src/lib.rs"))?;
 //!
 //! // The agent wrote through fs/write_text_file: the client saw both texts.
 //! tracker.record_write(path, Some("a\nb\nc\nd\ne\n"), "a\nB\nc\nD\ne\n");
@@ -75,11 +77,12 @@ mod tool_diff;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::path::CanonicalPath;
 use file::{IdGen, TrackedFile};
 
 /// The id of a hunk, unique within one [`EditTracker`] and never reused.
@@ -174,7 +177,7 @@ pub enum FileStatus {
 #[serde(rename_all = "camelCase")]
 pub struct FileSummary {
     /// The file.
-    pub path: PathBuf,
+    pub path: CanonicalPath,
     /// Created, modified or deleted.
     pub status: FileStatus,
     /// Number of hunks; 0 for an empty file created or deleted.
@@ -192,7 +195,7 @@ pub struct FileSummary {
 #[serde(rename_all = "camelCase")]
 pub struct FileReview {
     /// The file.
-    pub path: PathBuf,
+    pub path: CanonicalPath,
     /// Created, modified or deleted.
     pub status: FileStatus,
     /// Content before the agent's changes; `None` when the file did not exist.
@@ -247,7 +250,7 @@ pub enum RejectOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileRejection {
     /// The file.
-    pub path: PathBuf,
+    pub path: CanonicalPath,
     /// What to do to it.
     pub outcome: RejectOutcome,
 }
@@ -274,17 +277,18 @@ pub enum ToolDiffPlacement {
 /// The agent edits of one session, file by file. See the [module
 /// documentation](self).
 ///
-/// Paths are used as given: pass them normalized (as
-/// [`crate::edits::fs::Workspace::resolve`] returns them) so one file has one key.
+/// Files are keyed by [`CanonicalPath`] (as
+/// [`crate::edits::fs::Workspace::resolve`] returns them), so one file has
+/// one key.
 #[derive(Debug, Default)]
 pub struct EditTracker {
-    files: BTreeMap<PathBuf, TrackedFile>,
+    files: BTreeMap<CanonicalPath, TrackedFile>,
     ids: IdGen,
     /// The states each file's review went through since the last decision
     /// on it, newest last: the user's undo and redo bring a buffer back to
     /// one of their texts, and the review follows (redoing an undone agent
     /// merge shows its hunks again, instead of nothing to review).
-    states: BTreeMap<PathBuf, VecDeque<TrackedFile>>,
+    states: BTreeMap<CanonicalPath, VecDeque<TrackedFile>>,
 }
 
 /// Most states kept per file for undo and redo.
@@ -308,7 +312,7 @@ impl EditTracker {
     /// the baseline back, or `old == new`).
     pub fn record_write(
         &mut self,
-        path: &Path,
+        path: &CanonicalPath,
         old: Option<&str>,
         new: &str,
     ) -> Option<FileSummary> {
@@ -318,11 +322,16 @@ impl EditTracker {
     /// The agent deleted `path`, whose content was `old`. Same baseline rule
     /// as [`record_write`](Self::record_write); a file the agent created and
     /// then deleted leaves nothing to review.
-    pub fn record_delete(&mut self, path: &Path, old: &str) -> Option<FileSummary> {
+    pub fn record_delete(&mut self, path: &CanonicalPath, old: &str) -> Option<FileSummary> {
         self.record(path, Some(old), None)
     }
 
-    fn record(&mut self, path: &Path, old: Option<&str>, new: Option<&str>) -> Option<FileSummary> {
+    fn record(
+        &mut self,
+        path: &CanonicalPath,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> Option<FileSummary> {
         match self.files.get_mut(path) {
             Some(file) => {
                 if old.is_some() && old != file.current.as_deref() {
@@ -351,7 +360,7 @@ impl EditTracker {
     }
 
     /// Keeps the file's state for the user's undo and redo.
-    fn remember(&mut self, path: &Path) {
+    fn remember(&mut self, path: &CanonicalPath) {
         let Some(file) = self.files.get(path) else {
             return;
         };
@@ -369,7 +378,7 @@ impl EditTracker {
     /// A decision on `path` is final: undo does not bring the states before
     /// it back (an accepted hunk stays accepted); the state after it is the
     /// first one kept.
-    fn decided(&mut self, path: &Path) {
+    fn decided(&mut self, path: &CanonicalPath) {
         self.states.remove(path);
         self.remember(path);
     }
@@ -393,7 +402,7 @@ impl EditTracker {
     /// [`record_write`](Self::record_write) with that snapshot instead.
     pub fn record_tool_diff(
         &mut self,
-        path: &Path,
+        path: &CanonicalPath,
         old_text: Option<&str>,
         new_text: &str,
         on_disk: Option<&str>,
@@ -437,7 +446,11 @@ impl EditTracker {
     /// (which gets a new id); a line typed right above or below a hunk stays
     /// outside it. A deleted file is dropped from review. Paths not under
     /// review are ignored. Returns the file's summary after the change.
-    pub fn record_user_edit(&mut self, path: &Path, content: Option<&str>) -> Option<FileSummary> {
+    pub fn record_user_edit(
+        &mut self,
+        path: &CanonicalPath,
+        content: Option<&str>,
+    ) -> Option<FileSummary> {
         if let Some(content) = content {
             let earlier = self.states.get(path).and_then(|states| {
                 states
@@ -474,7 +487,7 @@ impl EditTracker {
     }
 
     /// True when `path` has changes under review.
-    pub fn contains(&self, path: &Path) -> bool {
+    pub fn contains(&self, path: &CanonicalPath) -> bool {
         self.files.contains_key(path)
     }
 
@@ -492,12 +505,12 @@ impl EditTracker {
     }
 
     /// The summary of one file, `None` when it has nothing under review.
-    pub fn summary(&self, path: &Path) -> Option<FileSummary> {
+    pub fn summary(&self, path: &CanonicalPath) -> Option<FileSummary> {
         self.files.get(path).map(|file| summarize(path, file))
     }
 
     /// The full review of one file, `None` when it has nothing under review.
-    pub fn review(&self, path: &Path) -> Option<FileReview> {
+    pub fn review(&self, path: &CanonicalPath) -> Option<FileReview> {
         let file = self.files.get(path)?;
         Some(FileReview {
             path: path.to_owned(),
@@ -511,7 +524,7 @@ impl EditTracker {
     /// Accepts one hunk: it becomes part of the baseline and is not shown
     /// again. The file itself does not change. Accepting the last hunk of a
     /// deleted file accepts the deletion.
-    pub fn accept_hunk(&mut self, path: &Path, id: HunkId) -> Result<()> {
+    pub fn accept_hunk(&mut self, path: &CanonicalPath, id: HunkId) -> Result<()> {
         let file = self.file_mut(path)?;
         file.accept(id).ok_or_else(|| missing_hunk(path, id))?;
         self.decided(path);
@@ -523,7 +536,7 @@ impl EditTracker {
     /// the whole hunks they are part of: what a user keeps when resolving a
     /// conflict is theirs, the agent's lines around it stay under review.
     /// Pure deletions standing at a line in `start..=end` are accepted.
-    pub fn accept_lines(&mut self, path: &Path, start: usize, end: usize) -> Result<()> {
+    pub fn accept_lines(&mut self, path: &CanonicalPath, start: usize, end: usize) -> Result<()> {
         let file = self.files.get_mut(path).ok_or_else(|| missing_file(path))?;
         file.accept_lines(start, end, &mut self.ids);
         self.decided(path);
@@ -538,7 +551,7 @@ impl EditTracker {
     /// The tracker takes the returned content as the file's current content
     /// at once; write it to the buffer or disk before the next `record_*`
     /// call for this file.
-    pub fn reject_hunk(&mut self, path: &Path, id: HunkId) -> Result<RejectOutcome> {
+    pub fn reject_hunk(&mut self, path: &CanonicalPath, id: HunkId) -> Result<RejectOutcome> {
         let file = self.file_mut(path)?;
         let outcome = file.reject(id).ok_or_else(|| missing_hunk(path, id))?;
         self.decided(path);
@@ -547,7 +560,7 @@ impl EditTracker {
     }
 
     /// Accepts every change to `path`, including its creation or deletion.
-    pub fn accept_file(&mut self, path: &Path) -> Result<()> {
+    pub fn accept_file(&mut self, path: &CanonicalPath) -> Result<()> {
         self.file_mut(path)?.accept_all();
         self.decided(path);
         self.settle(path);
@@ -556,7 +569,7 @@ impl EditTracker {
 
     /// Rejects every change to `path`: returns the baseline to write, or
     /// [`RejectOutcome::Delete`] for a file the agent created.
-    pub fn reject_file(&mut self, path: &Path) -> Result<RejectOutcome> {
+    pub fn reject_file(&mut self, path: &CanonicalPath) -> Result<RejectOutcome> {
         let outcome = self.file_mut(path)?.reject_all();
         self.decided(path);
         self.settle(path);
@@ -565,7 +578,7 @@ impl EditTracker {
 
     /// Accepts every change of the session; returns the files that were
     /// under review.
-    pub fn accept_all(&mut self) -> Vec<PathBuf> {
+    pub fn accept_all(&mut self) -> Vec<CanonicalPath> {
         self.states.clear();
         std::mem::take(&mut self.files).into_keys().collect()
     }
@@ -585,17 +598,17 @@ impl EditTracker {
 
     /// Stops reviewing `path` without a decision (the caller took the file
     /// over some other way). Returns whether it was under review.
-    pub fn forget(&mut self, path: &Path) -> bool {
+    pub fn forget(&mut self, path: &CanonicalPath) -> bool {
         self.decided(path);
         self.files.remove(path).is_some()
     }
 
-    fn file_mut(&mut self, path: &Path) -> Result<&mut TrackedFile> {
+    fn file_mut(&mut self, path: &CanonicalPath) -> Result<&mut TrackedFile> {
         self.files.get_mut(path).ok_or_else(|| missing_file(path))
     }
 
     /// Drops the file when nothing is left to review; else its summary.
-    fn settle(&mut self, path: &Path) -> Option<FileSummary> {
+    fn settle(&mut self, path: &CanonicalPath) -> Option<FileSummary> {
         let file = self.files.get(path)?;
         if file.is_settled() {
             self.files.remove(path);
@@ -625,7 +638,7 @@ fn missing_hunk(path: &Path, id: HunkId) -> Error {
     ))
 }
 
-fn summarize(path: &Path, file: &TrackedFile) -> FileSummary {
+fn summarize(path: &CanonicalPath, file: &TrackedFile) -> FileSummary {
     FileSummary {
         path: path.to_owned(),
         status: file.status(),

@@ -20,7 +20,7 @@
 //! review.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -42,6 +42,7 @@ use crate::edits::checkpoint::{Checkpoints, TurnNumber};
 use crate::edits::fs::Workspace;
 use crate::edits::host::{EditorHost, EventSink};
 use crate::edits::hunks::{EditTracker, FileReview, FileSummary};
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 use sources::ToolDiff;
 use watcher::Worker;
@@ -77,9 +78,9 @@ struct ReviewState {
     /// The content each file had when last seen (`None`: missing): on disk
     /// for files mentioned this turn, or as the client itself wrote it. A
     /// disk change is an agent edit only when it differs from this.
-    known: HashMap<PathBuf, Option<String>>,
+    known: HashMap<CanonicalPath, Option<String>>,
     /// Files whose creation the user rejected and which may now be deleted.
-    pending_deletes: HashSet<PathBuf>,
+    pending_deletes: HashSet<CanonicalPath>,
     workspace: Workspace,
     /// A prompt was sent in this session: its updates are live, not a replay.
     live: bool,
@@ -202,14 +203,14 @@ impl Reviews {
             .unwrap_or_default()
     }
 
-    /// Whether the file has changes under review; `path` is already resolved.
-    fn contains(&self, session_id: &SessionId, path: &Path) -> bool {
+    /// Whether the file has changes under review.
+    fn contains(&self, session_id: &SessionId, path: &CanonicalPath) -> bool {
         self.get(session_id)
             .is_some_and(|r| r.state.lock().tracker.contains(path))
     }
 
-    /// One file's review; `path` is already resolved.
-    fn file(&self, session_id: &SessionId, path: &Path) -> Option<FileReview> {
+    /// One file's review.
+    fn file(&self, session_id: &SessionId, path: &CanonicalPath) -> Option<FileReview> {
         self.get(session_id)
             .and_then(|r| r.state.lock().tracker.review(path))
     }

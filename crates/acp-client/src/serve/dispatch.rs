@@ -697,7 +697,9 @@ struct WireTerminal {
 
 fn terminal_cwd(workspace: &Workspace, cwd: Option<&Path>, session_cwd: &Path) -> Result<PathBuf> {
     match cwd {
-        Some(dir) => workspace.resolve(dir),
+        Some(dir) => workspace
+            .resolve(dir)
+            .map(crate::path::CanonicalPath::into_path_buf),
         None => Ok(session_cwd.to_path_buf()),
     }
 }

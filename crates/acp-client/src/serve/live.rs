@@ -243,6 +243,7 @@ impl LiveSessions {
             .cwd
             .as_ref()
             .and_then(|c| workspace.resolve(std::path::Path::new(c)).ok())
+            .map(crate::path::CanonicalPath::into_path_buf)
             .unwrap_or_else(|| p.cwd.clone());
         match slots.get_mut(&child_id) {
             // A top session the client opened is never made a child.

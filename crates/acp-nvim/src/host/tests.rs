@@ -11,6 +11,11 @@ use super::*;
 use crate::msgpack;
 use crate::routes::tests::permission;
 
+/// A file's key (`/p` does not exist, so it resolves as written).
+fn cp(path: &str) -> CanonicalPath {
+    CanonicalPath::resolve(Path::new(path)).unwrap()
+}
+
 fn sid(s: &str) -> SessionId {
     SessionId::new(s)
 }
@@ -67,7 +72,7 @@ fn host_with(fs: FakeFs) -> (NvimHost, Arc<FakeFs>, crate::batcher::EventReceive
 fn write(content: &str) -> WriteTextFile {
     WriteTextFile {
         session_id: sid("s1"),
-        path: "/p/a.txt".into(),
+        path: cp("/p/a.txt"),
         content: content.into(),
         kind: WriteKind::Agent,
     }
@@ -83,7 +88,7 @@ async fn reads_ask_lua_for_the_requested_range_only() {
         .sync
         .read(&ReadTextFile {
             session_id: sid("s1"),
-            path: "/p/a.txt".into(),
+            path: cp("/p/a.txt"),
             line: Some(2),
             limit: Some(2),
         })
@@ -98,11 +103,11 @@ async fn reads_ask_lua_for_the_requested_range_only() {
     // The whole text is what it saw, and the buffer's state is known.
     let files = host.sync.files();
     assert_eq!(
-        files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
+        files.seen(&sid("s1"), &cp("/p/a.txt")).as_deref(),
         Some("a\nb\nc\n")
     );
     assert_eq!(
-        files.buffer(Path::new("/p/a.txt")),
+        files.buffer(&cp("/p/a.txt")),
         Some(&BufferText {
             text: "a\nb\nc\n".into(),
             version: 3
@@ -118,7 +123,7 @@ async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
         json!({"text": "c\n", "tick": 3, "unchanged": true}),
         Json::Null,
     ));
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     host.sync.files().reported(
         path,
         BufferText {
@@ -128,7 +133,7 @@ async fn a_read_of_an_unchanged_buffer_ships_the_range_only() {
     );
     let read = ReadTextFile {
         session_id: sid("s1"),
-        path: path.into(),
+        path: path.clone(),
         line: Some(3),
         limit: Some(1),
     };
@@ -165,7 +170,7 @@ async fn a_read_without_buffer_falls_back_to_disk() {
         .sync
         .read(&ReadTextFile {
             session_id: sid("s1"),
-            path: "/p/a.txt".into(),
+            path: cp("/p/a.txt"),
             line: None,
             limit: None,
         })
@@ -183,7 +188,7 @@ async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
     host.sync
         .read(&ReadTextFile {
             session_id: sid("s1"),
-            path: "/p/a.txt".into(),
+            path: cp("/p/a.txt"),
             line: None,
             limit: None,
         })
@@ -205,10 +210,10 @@ async fn a_write_merged_into_a_modified_buffer_is_kept_unsaved() {
     // It knows what it wrote; the buffer is known at its new tick.
     let files = host.sync.files();
     assert_eq!(
-        files.seen(&sid("s1"), Path::new("/p/a.txt")).as_deref(),
+        files.seen(&sid("s1"), &cp("/p/a.txt")).as_deref(),
         Some("new\nmine\n")
     );
-    assert_eq!(files.buffer(Path::new("/p/a.txt")).unwrap().version, 5);
+    assert_eq!(files.buffer(&cp("/p/a.txt")).unwrap().version, 5);
 }
 
 #[tokio::test]
@@ -284,23 +289,16 @@ async fn a_buffer_that_stays_stale_gets_the_write_on_disk_and_later() {
     // write is merged into the buffer later, as a disk edit.
     assert_eq!(outcome, WriteOutcome::Waiting { seen: None });
     assert_eq!(*lua.instructions.lock() as usize, buffer_sync::MAX_ATTEMPTS);
-    assert_eq!(
-        host.sync.files().pending(Path::new("/p/a.txt")),
-        Some("y\n")
-    );
+    assert_eq!(host.sync.files().pending(&cp("/p/a.txt")), Some("y\n"));
     // Tried again as a disk edit once the client wrote and recorded it
     // (bounded too); the user's next report tries it after that.
-    host.sync
-        .write_recorded(&sid("s1"), Path::new("/p/a.txt"), true);
+    host.sync.write_recorded(&sid("s1"), &cp("/p/a.txt"), true);
     host.sync.disk_synced().await;
     assert_eq!(
         *lua.instructions.lock() as usize,
         2 * buffer_sync::MAX_ATTEMPTS
     );
-    assert_eq!(
-        host.sync.files().pending(Path::new("/p/a.txt")),
-        Some("y\n")
-    );
+    assert_eq!(host.sync.files().pending(&cp("/p/a.txt")), Some("y\n"));
 }
 
 /// A Lua side answering instructions from a script, in order (the
@@ -385,7 +383,7 @@ async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
         Arc::new(Prompts::new()),
         Decisions::new(),
     ));
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     let writer = {
         let host = host.clone();
         tokio::spawn(async move { host.sync.write(&write("w\n")).await })
@@ -419,7 +417,7 @@ async fn instructions_of_a_write_and_a_disk_edit_go_out_one_at_a_time() {
 #[tokio::test]
 async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
     let (host, lua) = scripted_host(vec![json!({"status": "reloaded", "tick": 3})]);
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     host.register(sid("s1"), chat("c7"), None);
     host.sync
         .disk_changed(&sid("s1"), path, Some("old\n"), "new\n");
@@ -455,7 +453,7 @@ async fn a_disk_edit_reloads_an_unmodified_buffer_with_one_instruction() {
 #[tokio::test]
 async fn a_disk_edit_merges_into_unsaved_edits_on_the_synced_text_with_one_instruction() {
     let (host, lua) = scripted_host(vec![json!({"status": "merged", "tick": 5})]);
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     // Saved by the user (the disk text), then typed in.
     assert!(
         host.buffer_reported(path, "a\nb\n".into(), 2, OnDisk::Saved)
@@ -488,7 +486,7 @@ async fn a_disk_edit_waits_for_open_conflicts_and_goes_out_once_they_are_resolve
         json!({"status": "waiting", "tick": 3}),
         json!({"status": "merged", "tick": 6}),
     ]);
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
     host.buffer_reported(path, "old\nz\n".into(), 1, OnDisk::Read)
         .await;
@@ -536,7 +534,7 @@ async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit(
         json!({"status": "waiting", "tick": 2}),
         json!({"status": "merged", "tick": 3}),
     ]);
-    let path = Path::new("/p/a.txt");
+    let path = &cp("/p/a.txt");
     let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
     host.buffer_reported(path, "agent\nz\n".into(), 1, OnDisk::Read)
         .await;
@@ -550,8 +548,7 @@ async fn an_agent_write_to_a_buffer_with_open_conflicts_is_tried_as_a_disk_edit(
         1,
         "not before the client recorded it"
     );
-    host.sync
-        .write_recorded(&sid("s1"), Path::new("/p/a.txt"), true);
+    host.sync.write_recorded(&sid("s1"), &cp("/p/a.txt"), true);
     host.sync.disk_synced().await;
     // Its merge around the open blocks does not conflict: taken.
     let seen = lua.seen.lock();
@@ -576,7 +573,7 @@ async fn a_malformed_write_reply_is_an_error_for_the_agent() {
     ));
     let r = ReadTextFile {
         session_id: sid("s1"),
-        path: "/p/a.txt".into(),
+        path: cp("/p/a.txt"),
         line: None,
         limit: None,
     };
@@ -589,11 +586,11 @@ async fn a_malformed_write_reply_is_an_error_for_the_agent() {
 #[tokio::test]
 async fn the_text_before_a_turn_is_the_prompts_until_the_user_saves() {
     let (host, fs, _rx) = host_with(FakeFs::answering(Json::Null, Json::Null));
-    let (p, q) = (Path::new("/p/a.txt"), Path::new("/p/b.txt"));
+    let (p, q) = (&cp("/p/a.txt"), &cp("/p/b.txt"));
     let text_before = |path| host.sync.text_before_turn(&sid("s1"), path);
     assert_eq!(text_before(p), None);
     let at_prompt = |path: &Path, text: &str, disk: Option<&str>| crate::command::PromptBuffer {
-        path: path.to_owned(),
+        path: path.to_path_buf(),
         text: text.into(),
         tick: 1,
         disk: disk.map(Into::into),
@@ -630,13 +627,8 @@ async fn restores_merge_against_the_text_review_knew_and_leave_the_disk() {
         Json::Null,
         json!({"status": "merged", "revision": 1, "tick": 5}),
     ));
-    host.buffer_reported(
-        Path::new("/p/a.txt"),
-        "a\nnew\nb\nmine\n".into(),
-        4,
-        OnDisk::No,
-    )
-    .await;
+    host.buffer_reported(&cp("/p/a.txt"), "a\nnew\nb\nmine\n".into(), 4, OnDisk::No)
+        .await;
     let restore = WriteTextFile {
         kind: WriteKind::Restore {
             current: Some("a\nnew\nb\n".into()),

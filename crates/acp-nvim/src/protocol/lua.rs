@@ -239,7 +239,7 @@ mod tests {
             json!({"path": "/a", "limit": 3})
         );
         let i = Instruction {
-            path: "/a".into(),
+            path: acp_client::path::CanonicalPath::resolve(std::path::Path::new("/a")).unwrap(),
             revision: 2,
             content: "x".into(),
             merge: None,

@@ -1,6 +1,6 @@
 //! What an editor implements ([`Buffers`]) and what its reads answer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use super::instruction::{Applied, Instruction};
 use super::ReadTextFile;
 use crate::error::Result;
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 #[cfg(doc)]
@@ -39,9 +40,9 @@ pub struct BufferView {
 /// A buffer as a prompt goes out ([`BufferSync::turn_started`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferAtPrompt {
-    /// The file, keyed like the agent's requests (absolute, symlinks
-    /// followed).
-    pub path: PathBuf,
+    /// The file, resolved by the editor where it decoded the path, so it
+    /// keys the same record as the agent's requests.
+    pub path: CanonicalPath,
     /// The buffer's text.
     pub text: String,
     /// The buffer's version.

@@ -3,7 +3,7 @@
 //! answer, and runs the task that brings buffers up to date with the
 //! agents' own disk edits.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -61,7 +61,7 @@ struct Core {
 enum DiskJob {
     /// Send the buffer of this file the agent's waiting disk text; the
     /// session whose agent made the edit, when known.
-    Sync(PathBuf, Option<SessionId>),
+    Sync(CanonicalPath, Option<SessionId>),
     /// Answered once the jobs before it are done.
     Barrier(oneshot::Sender<()>),
 }
@@ -85,7 +85,7 @@ impl BufferSync {
     }
 
     /// What is held of a file's sync with its buffer, for diagnostics.
-    pub fn state(&self, path: &Path) -> Option<FileState> {
+    pub fn state(&self, path: &CanonicalPath) -> Option<FileState> {
         self.files().state(path)
     }
 
@@ -155,7 +155,7 @@ impl BufferSync {
     /// buffer (open conflicts, or typing under every merge) is tried as a
     /// disk edit now. Not earlier: the merged buffer's report would reach
     /// review before the write and be overwritten by it.
-    pub fn write_recorded(&self, session: &SessionId, path: &Path, waited: bool) {
+    pub fn write_recorded(&self, session: &SessionId, path: &CanonicalPath, waited: bool) {
         if waited {
             self.queue(DiskJob::Sync(path.to_owned(), Some(session.clone())));
         }
@@ -172,7 +172,7 @@ impl BufferSync {
     pub fn disk_changed(
         &self,
         session: &SessionId,
-        path: &Path,
+        path: &CanonicalPath,
         before: Option<&str>,
         after: &str,
     ) {
@@ -187,7 +187,12 @@ impl BufferSync {
     /// records it as the user's edit: not while the agent's disk text waits
     /// for the buffer (it is reported again once merged). A report without
     /// conflict blocks sends that waiting text again.
-    pub async fn user_reported(&self, path: &Path, buffer: BufferText, on_disk: OnDisk) -> bool {
+    pub async fn user_reported(
+        &self,
+        path: &CanonicalPath,
+        buffer: BufferText,
+        on_disk: OnDisk,
+    ) -> bool {
         if self.files().pending(path).is_some() {
             // An instruction for the agent's disk text may be out: its
             // answer is taken first, so a report the editor sent after
@@ -203,7 +208,7 @@ impl BufferSync {
 
     /// The user saved the buffer of `path` (an editor reports every save):
     /// see [`FileSyncs::saved`].
-    pub fn saved(&self, path: &Path) {
+    pub fn saved(&self, path: &CanonicalPath) {
         self.files().saved(path);
     }
 
@@ -234,7 +239,7 @@ impl BufferSync {
     }
 
     /// See [`FileSyncs::mentioned`].
-    pub fn mentioned(&self, session: &SessionId, path: &Path, text: &str) {
+    pub fn mentioned(&self, session: &SessionId, path: &CanonicalPath, text: &str) {
         self.files().mentioned(session, path, text);
     }
 
@@ -245,7 +250,7 @@ impl BufferSync {
     }
 
     /// See [`FileSyncs::text_before_turn`].
-    pub fn text_before_turn(&self, session: &SessionId, path: &Path) -> Option<String> {
+    pub fn text_before_turn(&self, session: &SessionId, path: &CanonicalPath) -> Option<String> {
         self.files()
             .text_before_turn(session, path)
             .map(|t| t.to_string())
@@ -259,7 +264,7 @@ impl BufferSync {
     /// A prompt of `session` goes out: the files it embeds whole
     /// (`file://` resources) are what its agent saw of them.
     pub fn saw_prompt(&self, session: &SessionId, blocks: &[schema::ContentBlock]) {
-        let embedded: Vec<(PathBuf, &str)> = blocks
+        let embedded: Vec<(CanonicalPath, &str)> = blocks
             .iter()
             .filter_map(|block| {
                 let schema::ContentBlock::Resource(embedded) = block else {
@@ -281,9 +286,14 @@ impl BufferSync {
                 // file's path as written, `..` and symlinked parents
                 // included). Resolved before the state is locked: it reads
                 // the file system.
+                // A path that does not resolve (a symlink loop) keys no
+                // file: an agent's request for it is refused by the same
+                // walk.
                 let path = CanonicalPath::resolve(Path::new(&path))
-                    .map(CanonicalPath::into_path_buf)
-                    .unwrap_or_else(|_| PathBuf::from(path));
+                    .inspect_err(
+                        |e| tracing::debug!(error = %e, "an embedded file's path does not resolve"),
+                    )
+                    .ok()?;
                 Some((path, res.text.as_str()))
             })
             .collect();
@@ -363,7 +373,7 @@ impl Core {
     /// text review knew the file had.
     async fn write(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
         let buffers = &*self.buffers;
-        let path = request.path.as_path();
+        let path = &request.path;
         let restore = match &request.kind {
             WriteKind::Restore { current } => Some(current.as_deref()),
             WriteKind::Agent => None,
@@ -523,7 +533,7 @@ impl Core {
     /// stale answer (at most [`MAX_ATTEMPTS`]); nothing when none waits
     /// (taken by an earlier call, or overwritten by a save). After that the
     /// user's next report plans it again.
-    async fn sync_disk(&self, path: &Path, session: Option<&SessionId>) -> Result<()> {
+    async fn sync_disk(&self, path: &CanonicalPath, session: Option<&SessionId>) -> Result<()> {
         for _ in 0..MAX_ATTEMPTS {
             let _turn = self.instructions.lock().await;
             let Some(mut instruction) = self.files.lock().plan_disk(path) else {

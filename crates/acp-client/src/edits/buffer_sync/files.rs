@@ -4,12 +4,12 @@
 //! the buffer has not taken yet; and the planning of instructions from it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
 use crate::edits::hunks::diff::{join_lines, matches, split_lines};
 use crate::edits::merge::{merge3, ConflictLabels};
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 /// One file's state.
@@ -116,10 +116,14 @@ pub enum OnDisk {
     Read,
 }
 
-/// The sync state of every file the agents of one connection touched.
+/// The sync state of every file the agents of one connection touched,
+/// one record per file keyed by its [`CanonicalPath`]: every method takes
+/// the path resolved once where it entered (the workspace gate for an
+/// agent's path, the editor's decode point for a buffer's), so two
+/// spellings of one file cannot hold two records.
 #[derive(Debug, Default)]
 pub struct FileSyncs {
-    files: HashMap<PathBuf, FileSync>,
+    files: HashMap<CanonicalPath, FileSync>,
     /// Counts each session's prompts ([`FileSyncs::turn_started`]).
     turns: HashMap<SessionId, u64>,
 }
@@ -134,7 +138,7 @@ impl FileSyncs {
     /// it sent a prompt. The version held already wins when it is newer: an
     /// instruction answered while the read's answer was on its way (the
     /// editor's versions of a file only grow).
-    pub fn reported(&mut self, path: &Path, buffer: BufferText) {
+    pub fn reported(&mut self, path: &CanonicalPath, buffer: BufferText) {
         let file = self.files.entry(path.to_owned()).or_default();
         if file
             .buffer
@@ -146,12 +150,12 @@ impl FileSyncs {
     }
 
     /// The buffer's text as last reported.
-    pub fn buffer(&self, path: &Path) -> Option<&BufferText> {
+    pub fn buffer(&self, path: &CanonicalPath) -> Option<&BufferText> {
         self.files.get(path)?.buffer.as_ref()
     }
 
     /// What is held of the file, if anything.
-    pub fn state(&self, path: &Path) -> Option<FileState> {
+    pub fn state(&self, path: &CanonicalPath) -> Option<FileState> {
         let file = self.files.get(path)?;
         Some(FileState {
             revision: file.revision,
@@ -163,7 +167,7 @@ impl FileSyncs {
 
     /// The agent of `session` saw `text` of the file; `None`: it read the
     /// disk (then the disk is what it saw).
-    pub fn saw(&mut self, session: &SessionId, path: &Path, text: Option<Arc<str>>) {
+    pub fn saw(&mut self, session: &SessionId, path: &CanonicalPath, text: Option<Arc<str>>) {
         match text {
             Some(text) => {
                 let file = self.files.entry(path.to_owned()).or_default();
@@ -184,7 +188,7 @@ impl FileSyncs {
 
     /// What the agent of `session` last saw of the file, if not the disk
     /// (shared: a big file is not copied for each write).
-    pub fn seen(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+    pub fn seen(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
         self.files.get(path)?.seen.get(session).cloned()
     }
 
@@ -201,7 +205,7 @@ impl FileSyncs {
     /// taken for one the agent deleted (found by the in-memory property: an
     /// agent that read the unsaved buffer, then the disk, wrote the disk's
     /// text back and the user's unsaved line went from the buffer).
-    pub fn base_of_write(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+    pub fn base_of_write(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
         let file = self.files.get(path)?;
         let mentioned = file.mentioned.get(session).map(|m| &m.text);
         let both = |a: &Arc<str>, b: Option<&Arc<str>>| match b {
@@ -229,7 +233,7 @@ impl FileSyncs {
     /// prompt is the base, as for an agent that re-read the file with its
     /// own tools. Keeping the first text instead broke a file recreated
     /// with other lines under the same path.)
-    pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(PathBuf, Arc<str>)>) {
+    pub fn turn_started(&mut self, session: &SessionId, texts: Vec<(CanonicalPath, Arc<str>)>) {
         let turn = self.turns.entry(session.clone()).or_default();
         *turn += 1;
         let turn = *turn;
@@ -252,7 +256,7 @@ impl FileSyncs {
     /// with a fake agent: with no buffer at the prompt, the base was the
     /// disk, and a line the user saved while the agent asked to write was
     /// replaced by its whole-file write without a word.
-    pub fn mentioned(&mut self, session: &SessionId, path: &Path, text: &str) {
+    pub fn mentioned(&mut self, session: &SessionId, path: &CanonicalPath, text: &str) {
         let file = self.files.entry(path.to_owned()).or_default();
         if file.mentioned.get(session).is_some_and(|m| !m.aged) {
             return;
@@ -292,7 +296,7 @@ impl FileSyncs {
     /// `:checktime`, focus or cursor-hold hooks) without any notice that
     /// would let them keep the old text. Review still checks that the file
     /// changed on disk during the turn before it believes the copy.
-    pub fn text_before_turn(&self, session: &SessionId, path: &Path) -> Option<Arc<str>> {
+    pub fn text_before_turn(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
         let now = *self.turns.get(session)?;
         let at = self.files.get(path)?.turn_start.get(session)?;
         (at.turn == now && !at.saved).then(|| at.text.clone())
@@ -301,7 +305,7 @@ impl FileSyncs {
     /// The user saved `path` (the editor reports every save, of buffers
     /// under review or not): its texts at the prompts are no "before" of an
     /// agent edit any more ([`FileSyncs::text_before_turn`]).
-    pub fn saved(&mut self, path: &Path) {
+    pub fn saved(&mut self, path: &CanonicalPath) {
         if let Some(file) = self.files.get_mut(path) {
             for at in file.turn_start.values_mut() {
                 at.saved = true;
@@ -330,7 +334,12 @@ impl FileSyncs {
     /// The user's report of a buffer (`on_disk`: saved or just read, so the
     /// disk holds its text): says whether review records it and whether the
     /// agent's waiting disk text is planned again.
-    pub fn user_reported(&mut self, path: &Path, buffer: BufferText, on_disk: OnDisk) -> Report {
+    pub fn user_reported(
+        &mut self,
+        path: &CanonicalPath,
+        buffer: BufferText,
+        on_disk: OnDisk,
+    ) -> Report {
         let file = self.files.entry(path.to_owned()).or_default();
         let outdated = file
             .buffer
@@ -368,12 +377,12 @@ impl FileSyncs {
     }
 
     /// The disk text the buffer of `path` was last in sync with.
-    pub fn disk(&self, path: &Path) -> Option<&str> {
+    pub fn disk(&self, path: &CanonicalPath) -> Option<&str> {
         self.files.get(path)?.disk.as_deref()
     }
 
     /// The agent's disk text the buffer has not taken yet.
-    pub fn pending(&self, path: &Path) -> Option<&str> {
+    pub fn pending(&self, path: &CanonicalPath) -> Option<&str> {
         self.files.get(path)?.pending.as_deref()
     }
 
@@ -381,7 +390,12 @@ impl FileSyncs {
     /// no file) to `after`. Returns whether the buffer needs an instruction
     /// ([`FileSyncs::plan_disk`]): not when it is in sync with `after`
     /// already.
-    pub fn disk_changed(&mut self, path: &Path, before: Option<&str>, after: &str) -> bool {
+    pub fn disk_changed(
+        &mut self,
+        path: &CanonicalPath,
+        before: Option<&str>,
+        after: &str,
+    ) -> bool {
         let file = self.files.entry(path.to_owned()).or_default();
         tracing::debug!(
             path = %path.display(),
@@ -413,7 +427,7 @@ impl FileSyncs {
     /// for an agent's write that waited while that text is the user's save,
     /// what that agent saw (no merge when neither is known: the buffer's
     /// unsaved edits are left alone).
-    pub fn plan_disk(&mut self, path: &Path) -> Option<Instruction> {
+    pub fn plan_disk(&mut self, path: &CanonicalPath) -> Option<Instruction> {
         let file = self.files.get(path)?;
         let content = file.pending.clone()?;
         let disk: Option<Arc<str>> = file.disk.as_deref().map(Into::into);
@@ -426,7 +440,7 @@ impl FileSyncs {
 
     /// The client wrote `text` to the disk of `path`, which no buffer has
     /// (an agent's write merged with the user's saved text).
-    pub fn wrote_disk(&mut self, path: &Path, text: &str) {
+    pub fn wrote_disk(&mut self, path: &CanonicalPath, text: &str) {
         let file = self.files.entry(path.to_owned()).or_default();
         file.disk = Some(text.to_owned());
         file.disk_from_user = false;
@@ -457,13 +471,19 @@ impl FileSyncs {
     /// The instruction for writing `content` to `path`: `base` is the text
     /// the writer changed (what the agent saw; for a restore, the text the
     /// review knew). The merge is made against the buffer's reported text.
-    pub fn plan(&mut self, path: &Path, base: &str, content: &str, origin: Origin) -> Instruction {
+    pub fn plan(
+        &mut self,
+        path: &CanonicalPath,
+        base: &str,
+        content: &str,
+        origin: Origin,
+    ) -> Instruction {
         self.plan_from(path, Some(base), content.to_owned(), origin)
     }
 
     fn plan_from(
         &mut self,
-        path: &Path,
+        path: &CanonicalPath,
         base: Option<&str>,
         content: String,
         origin: Origin,

@@ -1,9 +1,9 @@
 //! The one instruction an agent's edit becomes for an editor's buffer, and
 //! the editor's one answer to it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 #[cfg(doc)]
@@ -53,7 +53,7 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instruction {
     /// The file.
-    pub path: PathBuf,
+    pub path: CanonicalPath,
     /// Counts the instructions of this file; the answer names it.
     pub revision: u64,
     /// The text a buffer without unsaved edits takes (and is saved with,

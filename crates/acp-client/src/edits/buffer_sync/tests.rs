@@ -4,6 +4,12 @@
 use std::path::Path;
 
 use super::*;
+use crate::path::CanonicalPath;
+
+/// A file's key (`/w` does not exist, so it resolves as written).
+fn cp(path: &str) -> CanonicalPath {
+    CanonicalPath::resolve(Path::new(path)).unwrap()
+}
 
 fn sid(s: &str) -> SessionId {
     SessionId::new(s)
@@ -14,7 +20,7 @@ fn a_write_back_of_the_unsaved_buffer_the_agent_read_merges_clean() {
     // claude-code-acp 0.16.2: read `hello.txt` from the unsaved buffer,
     // wrote it back with its change.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/hello.txt");
+    let p = &cp("/w/hello.txt");
     let unsaved = "hello world\nunsaved line\n";
     s.reported(
         p,
@@ -45,7 +51,7 @@ fn a_restore_keeps_lines_another_chat_wrote_since() {
     // "base\n": the unmodified buffer saves the merge, keeping the
     // second agent's line, not the restore whole.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.reported(p, buffer("first\nbase\nsecond\n", 2));
     let i = s.plan(p, "first\nbase\n", "base\n", Origin::Restore);
     assert_eq!(i.saved_text(), "base\nsecond\n");
@@ -65,7 +71,7 @@ fn a_save_after_the_agent_read_is_merged_not_overwritten() {
     // the agent writes back what it read plus its own line: the save is
     // the user's text, so the base stays what the agent read.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     let read = "one\ntwo\n";
     s.reported(p, buffer(read, 1));
     s.saw(&sid("s"), p, Some(read.into()));
@@ -97,7 +103,7 @@ fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
     // blocks and a line of theirs on disk); the agent's write, made from
     // what it saw before, waits, and is merged as a disk edit later.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     let saved = "<<<<<<< buffer\nmine\n=======\n>>>>>>> agent\nx\nsaved\n";
     s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
     let i = s.plan(p, "x\n", "x\nagent\n", Origin::Write);
@@ -115,9 +121,9 @@ fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
 #[test]
 fn a_blind_write_merges_against_the_text_at_the_prompt() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
-    let q = Path::new("/w/b.txt");
-    s.turn_started(&sid("s"), vec![(p.into(), "one\ntwo\n".into())]);
+    let p = &cp("/w/a.txt");
+    let q = &cp("/w/b.txt");
+    s.turn_started(&sid("s"), vec![(p.clone(), "one\ntwo\n".into())]);
     assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
     assert_eq!(s.base_of_write(&sid("other"), p), None);
     // The buffer not known: no merge (the editor answers stale with its
@@ -137,7 +143,7 @@ fn a_blind_write_merges_against_the_text_at_the_prompt() {
     // session's go.
     s.saw(&sid("s"), p, Some("read\n".into()));
     assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("read\n"));
-    s.turn_started(&sid("s"), vec![(q.into(), "q\n".into())]);
+    s.turn_started(&sid("s"), vec![(q.clone(), "q\n".into())]);
     s.saw(&sid("s"), p, None);
     assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("one\ntwo\n"));
     assert_eq!(s.base_of_write(&sid("s"), q).as_deref(), Some("q\n"));
@@ -148,7 +154,7 @@ fn a_blind_write_merges_against_the_text_at_the_prompt() {
 #[test]
 fn a_blind_write_merges_against_the_text_at_the_first_mention() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.mentioned(&sid("s"), p, "one\ntwo\n");
     // A later mention in the same turn is not the first.
     s.mentioned(&sid("s"), p, "one\nmine\ntwo\n");
@@ -159,7 +165,7 @@ fn a_blind_write_merges_against_the_text_at_the_first_mention() {
     // property: another agent's write took the user's line off the disk
     // the agent read at the mention, while the buffer kept it in a
     // conflict block; the prompt's text as the base dropped it).
-    s.turn_started(&sid("t"), vec![(p.into(), "a\nmine\nb\n".into())]);
+    s.turn_started(&sid("t"), vec![(p.clone(), "a\nmine\nb\n".into())]);
     s.mentioned(&sid("t"), p, "a\nb\nother\n");
     assert_eq!(s.base_of_write(&sid("t"), p).as_deref(), Some("a\nb\n"));
     // A new turn keeps it as a base until the file is mentioned in it.
@@ -175,7 +181,7 @@ fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
     // disk with its own tools (without it): whichever it writes from, the
     // user's line is not in the base, so the merge keeps it.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.reported(p, buffer("a\nmine\nb\n", 3));
     s.mentioned(&sid("s"), p, "a\nold\nb\n");
     // A read after a mention is its newest view: the read alone.
@@ -202,7 +208,7 @@ fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
 fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
     // What the merge was before the agent's view was its base.
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/hello.txt");
+    let p = &cp("/w/hello.txt");
     // The user changed the line the agent read from the buffer and
     // changed again.
     s.reported(
@@ -221,7 +227,7 @@ fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
 #[test]
 fn answers_keep_the_buffers_text_and_version() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     // Unknown buffer: no merge to offer; the editor answers stale.
     let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
     assert_eq!(i.merge, None);
@@ -250,7 +256,7 @@ fn answers_keep_the_buffers_text_and_version() {
 #[test]
 fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     let unsaved = |text: &str, version| BufferText {
         text: text.into(),
         version,
@@ -268,7 +274,7 @@ fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
 #[test]
 fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.reported(p, buffer("a\n", 2));
     // The agent's disk edit before the write: the write supersedes it.
     assert!(s.disk_changed(p, Some("a\n"), "d1\n"));
@@ -301,7 +307,7 @@ fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
 #[test]
 fn what_a_session_saw_goes_with_it() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.saw(&sid("s1"), p, Some("x\n".into()));
     s.saw(&sid("s2"), p, Some("y\n".into()));
     s.drop_session(&sid("s1"));
@@ -321,7 +327,7 @@ fn buffer(text: &str, version: u64) -> BufferText {
 #[test]
 fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     // An agent write the buffer saved: the disk holds it.
     let i = s.plan(p, "a\nb\nc\n", "a\nB\nc\n", Origin::Write);
     s.answered(
@@ -367,13 +373,13 @@ fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
 #[test]
 fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("x\nmine\n", 5), OnDisk::No);
     assert!(s.disk_changed(p, Some("x\n"), "X\n"));
     let merge = s.plan_disk(p).unwrap().merge.unwrap();
     assert_eq!((merge.text.as_str(), merge.conflicts), ("X\nmine\n", 0));
     // No base at all: no merge, and giving up leaves the buffer alone.
-    let q = Path::new("/w/b.txt");
+    let q = &cp("/w/b.txt");
     s.user_reported(q, buffer("mine\n", 1), OnDisk::No);
     assert!(s.disk_changed(q, None, "agent\n"));
     let i = s.plan_disk(q).unwrap();
@@ -386,7 +392,7 @@ fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
 #[test]
 fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     assert!(s.disk_changed(p, Some("a\n"), "b\n"));
     let i = s.plan_disk(p).unwrap();
     // The buffer's text is not known: only an unmodified buffer can
@@ -401,7 +407,7 @@ fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
 #[test]
 fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
     s.user_reported(p, buffer("old\nz\n", 1), OnDisk::Saved);
     s.user_reported(p, buffer(blocks, 2), OnDisk::No);
@@ -439,7 +445,7 @@ fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
 #[test]
 fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("a\n", 1), OnDisk::Read);
     s.user_reported(p, buffer("a\nmine\n", 2), OnDisk::No);
     assert!(s.disk_changed(p, None, "A\n"));
@@ -457,7 +463,7 @@ fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
 #[test]
 fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
     let mut s = FileSyncs::new();
-    let p = Path::new("/w/a.txt");
+    let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("old\n", 1), OnDisk::Read);
     let i = s.plan(p, "old\n", "new\n", Origin::Write);
     s.answered(&i, &Applied::Waiting);
@@ -525,5 +531,73 @@ fn a_prompt_embedding_a_new_file_under_a_symlinked_dir_is_keyed_like_the_agents_
     assert_eq!(
         sync.files().seen(&sid("s"), &agents_path).as_deref(),
         Some("typed\n")
+    );
+}
+
+/// One open buffer that takes every merge planned at its version.
+#[derive(Default)]
+struct MergingBuffer {
+    taken: parking_lot::Mutex<Vec<Instruction>>,
+}
+
+#[async_trait::async_trait]
+impl Buffers for MergingBuffer {
+    async fn apply(&self, instruction: &Instruction) -> crate::error::Result<Applied> {
+        self.taken.lock().push(instruction.clone());
+        Ok(match &instruction.merge {
+            Some(merge) => Applied::Merged {
+                version: merge.version + 1,
+            },
+            None => Applied::NoBuffer,
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_agent_write_and_an_editor_report_in_two_spellings_merge_as_one_file() {
+    // The agent names the file through a symlinked directory, the editor
+    // through `sub/..`: both resolve to one key, so the write is merged into
+    // the unsaved buffer the editor reported (keyed by its spelling, the
+    // write found no buffer text and the instruction carried no merge).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("real/sub")).unwrap();
+    std::fs::write(root.join("real/a.txt"), "one\ntwo\n").unwrap();
+    std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+    let workspace = crate::edits::fs::Workspace::new(vec![root.clone()]);
+    let buffers = std::sync::Arc::new(MergingBuffer::default());
+    let sync = BufferSync::new(buffers.clone());
+
+    let editors = CanonicalPath::resolve(&root.join("real/sub/../a.txt")).unwrap();
+    // The user's edit (nothing of the agent's waits for the buffer).
+    assert!(
+        sync.user_reported(&editors, buffer("one\ntwo\nmine\n", 3), OnDisk::No)
+            .await
+    );
+    let agents = workspace.resolve(&root.join("link/a.txt")).unwrap();
+    assert_eq!(agents, editors);
+    let outcome = sync
+        .write(&WriteTextFile {
+            session_id: sid("s"),
+            path: agents.clone(),
+            content: "ONE\ntwo\n".into(),
+            kind: WriteKind::Agent,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        WriteOutcome::MergedUnsaved {
+            seen: Some("one\ntwo\n".into()),
+            buffer: "ONE\ntwo\nmine\n".into(),
+        }
+    );
+    let taken = buffers.taken.lock();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].merge.as_ref().map(|m| m.version), Some(3));
+    let state = sync.state(&editors).unwrap();
+    assert_eq!(
+        state.buffer.map(|b| (b.text.to_string(), b.version)),
+        Some(("ONE\ntwo\nmine\n".to_owned(), 4))
     );
 }

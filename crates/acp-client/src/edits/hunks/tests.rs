@@ -1,4 +1,5 @@
 use std::path::Path;
+use std::sync::LazyLock;
 
 use super::*;
 
@@ -6,8 +7,15 @@ mod user_edits;
 
 const P: &str = "/w/src/main.rs";
 
-fn path() -> &'static Path {
-    Path::new(P)
+/// A file's key, as the edit layer makes it (`/w` does not exist, so it
+/// resolves as written).
+fn cp(path: &str) -> CanonicalPath {
+    CanonicalPath::resolve(Path::new(path)).unwrap()
+}
+
+fn path() -> &'static CanonicalPath {
+    static PATH: LazyLock<CanonicalPath> = LazyLock::new(|| cp(P));
+    &PATH
 }
 
 fn review(t: &EditTracker) -> FileReview {
@@ -328,7 +336,7 @@ fn accepting_every_hunk_ends_the_review() {
 #[test]
 fn session_wide_decisions_cover_every_file() {
     let mut t = EditTracker::new();
-    let (a, b, c) = (Path::new("/w/a"), Path::new("/w/b"), Path::new("/w/c"));
+    let (a, b, c) = (&cp("/w/a"), &cp("/w/b"), &cp("/w/c"));
     t.record_write(b, Some("1\n"), "2\n");
     t.record_write(a, None, "new\n");
     t.record_delete(c, "old\n");
@@ -393,12 +401,12 @@ fn forget_drops_a_file_without_a_decision() {
 #[test]
 fn hunk_ids_are_unique_across_files() {
     let mut t = EditTracker::new();
-    t.record_write(Path::new("/w/a"), Some("x\n"), "y\n");
-    t.record_write(Path::new("/w/b"), Some("x\n"), "y\n");
-    let a = t.review(Path::new("/w/a")).unwrap().hunks[0].id;
-    let b = t.review(Path::new("/w/b")).unwrap().hunks[0].id;
+    t.record_write(&cp("/w/a"), Some("x\n"), "y\n");
+    t.record_write(&cp("/w/b"), Some("x\n"), "y\n");
+    let a = t.review(&cp("/w/a")).unwrap().hunks[0].id;
+    let b = t.review(&cp("/w/b")).unwrap().hunks[0].id;
     assert_ne!(a, b);
-    assert!(t.accept_hunk(Path::new("/w/a"), b).is_err());
+    assert!(t.accept_hunk(&cp("/w/a"), b).is_err());
 }
 
 // --- Lookup ----------------------------------------------------------------
@@ -441,10 +449,10 @@ fn a_whole_file_tool_diff_is_a_write() {
     let placed = t.record_tool_diff(path(), Some("old\n"), "new\n", Some("new\n"));
     assert_eq!(placed, ToolDiffPlacement::WholeFile);
     assert_eq!(review(&t).baseline.as_deref(), Some("old\n"));
-    let placed = t.record_tool_diff(Path::new("/w/new"), None, "x\n", Some("x\n"));
+    let placed = t.record_tool_diff(&cp("/w/new"), None, "x\n", Some("x\n"));
     assert_eq!(placed, ToolDiffPlacement::WholeFile);
     assert_eq!(
-        t.summary(Path::new("/w/new")).unwrap().status,
+        t.summary(&cp("/w/new")).unwrap().status,
         FileStatus::Created
     );
 }
@@ -544,7 +552,7 @@ fn review_types_serialize_in_camel_case() {
 #[test]
 fn undo_then_redo_of_an_agent_edit_brings_its_review_back() {
     let mut t = EditTracker::new();
-    let p = Path::new("/w/u.txt");
+    let p = &cp("/w/u.txt");
     // The agent's line merged into the user's unsaved text.
     t.record_write(p, Some("mine\nl2\n"), "mine\nagent\n");
     let before = t.review(p).unwrap();
@@ -562,7 +570,7 @@ fn undo_then_redo_of_an_agent_edit_brings_its_review_back() {
 #[test]
 fn a_decision_is_final_for_undo() {
     let mut t = EditTracker::new();
-    let p = Path::new("/w/d.txt");
+    let p = &cp("/w/d.txt");
     t.record_write(p, Some("a\n"), "b\n");
     t.accept_file(p).unwrap();
     // The user's undo of an accepted edit is the user's own change.
@@ -574,7 +582,7 @@ fn a_decision_is_final_for_undo() {
 #[test]
 fn undo_then_redo_after_a_decision_on_another_hunk_keeps_the_hunks_left() {
     let mut t = EditTracker::new();
-    let p = Path::new("/w/h.txt");
+    let p = &cp("/w/h.txt");
     t.record_write(p, Some("a\nb\nc\nd\n"), "A\nb\nc\nD\n");
     let first = t.review(p).unwrap().hunks[0].id;
     t.accept_hunk(p, first).unwrap();

@@ -23,15 +23,16 @@ use crate::edits::hunks::{
     RejectOutcome,
 };
 use crate::error::{Error, Result};
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 /// Which changes a decision covers.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Target<'a> {
     /// One hunk of one file.
-    Hunk(&'a Path, HunkId),
+    Hunk(&'a CanonicalPath, HunkId),
     /// Every change of one file.
-    File(&'a Path),
+    File(&'a CanonicalPath),
     /// Every change of the session.
     All,
 }
@@ -42,7 +43,7 @@ impl Reviews {
         &self,
         session_id: &SessionId,
         target: Target<'_>,
-    ) -> Result<Vec<PathBuf>> {
+    ) -> Result<Vec<CanonicalPath>> {
         match target {
             Target::Hunk(path, id) => {
                 self.decide_file(session_id, path, |t| t.accept_hunk(path, id))
@@ -79,7 +80,7 @@ impl Reviews {
     pub(super) fn accept_lines(
         &self,
         session_id: &SessionId,
-        path: &Path,
+        path: &CanonicalPath,
         start: usize,
         end: usize,
     ) -> Result<()> {
@@ -92,9 +93,9 @@ impl Reviews {
     fn decide_file(
         &self,
         session_id: &SessionId,
-        path: &Path,
+        path: &CanonicalPath,
         decide: impl FnOnce(&mut EditTracker) -> Result<()>,
-    ) -> Result<Vec<PathBuf>> {
+    ) -> Result<Vec<CanonicalPath>> {
         let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
         let (result, change) = observe(&mut review.state.lock().tracker, path, decide);
         result?;
@@ -222,7 +223,11 @@ impl Reviews {
     }
 
     /// Deletes a file whose creation the user rejected.
-    pub(super) async fn delete_rejected(&self, session_id: &SessionId, path: &Path) -> Result<()> {
+    pub(super) async fn delete_rejected(
+        &self,
+        session_id: &SessionId,
+        path: &CanonicalPath,
+    ) -> Result<()> {
         let Some(review) = self.get(session_id) else {
             return Err(not_rejected(path));
         };
@@ -265,7 +270,12 @@ impl Reviews {
     /// the first agent's line, and the first chat's reject, merged against
     /// its stale text, opened a conflict that the second chat's reject then
     /// nested.
-    pub(crate) fn record_other_write(&self, writer: &SessionId, path: &Path, content: &str) {
+    pub(crate) fn record_other_write(
+        &self,
+        writer: &SessionId,
+        path: &CanonicalPath,
+        content: &str,
+    ) {
         let others: Vec<SessionId> = self
             .sessions
             .lock()
@@ -288,7 +298,7 @@ impl Reviews {
     pub(crate) fn record_user_edit(
         &self,
         session_id: &SessionId,
-        path: &Path,
+        path: &CanonicalPath,
         content: Option<&str>,
         on_disk: bool,
     ) -> Option<FileSummary> {
@@ -329,7 +339,7 @@ pub(super) struct ReviewChange {
 /// Runs `f` on the tracker and reports the file's review when it changed.
 pub(super) fn observe<R>(
     tracker: &mut EditTracker,
-    path: &Path,
+    path: &CanonicalPath,
     f: impl FnOnce(&mut EditTracker) -> R,
 ) -> (R, Option<ReviewChange>) {
     let before = tracker.review(path);
@@ -352,7 +362,7 @@ pub(super) fn observe<R>(
 }
 
 /// The summary of a file with nothing left to review.
-fn settled(path: &Path, status: FileStatus) -> FileSummary {
+fn settled(path: &CanonicalPath, status: FileStatus) -> FileSummary {
     FileSummary {
         path: path.to_owned(),
         status,
@@ -443,7 +453,7 @@ fn not_rejected(path: &Path) -> Error {
 pub(super) async fn write_content(
     host: &dyn EditorHost,
     session_id: &SessionId,
-    path: &Path,
+    path: &CanonicalPath,
     content: &str,
     current: Option<String>,
     on_disk: Option<&str>,
@@ -519,7 +529,7 @@ mod tests {
     #[test]
     fn observe_reports_settled_files_with_no_hunks() {
         let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         let (_, change) = observe(&mut t, p, |t| {
             t.record_write(p, None, "x\n");
         });

@@ -1,7 +1,7 @@
 //! [`Review`]: the editor's handle on one session's edit review, from
 //! [`Connection::review`](crate::Connection::review).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::decisions::Target;
 use super::Reviews;
@@ -10,6 +10,7 @@ use crate::edits::fs::Workspace;
 use crate::edits::host::EditorHost;
 use crate::edits::hunks::{FileRejection, FileReview, FileSummary, HunkId, RejectOutcome};
 use crate::error::{Error, Result};
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 /// The edit review of one session: every file the agent changed, as hunks
@@ -67,8 +68,10 @@ impl<'a> Review<'a> {
         })
     }
 
-    /// Resolves an editor-supplied path against the session's workspace.
-    fn path(&self, path: &Path) -> Result<PathBuf> {
+    /// Resolves an editor-supplied path against the session's workspace:
+    /// the one resolution a path from the editor goes through before it
+    /// keys a file's review.
+    fn path(&self, path: &Path) -> Result<CanonicalPath> {
         self.require_session()?.resolve(path)
     }
 
@@ -124,7 +127,7 @@ impl<'a> Review<'a> {
 
     /// Accepts every change of the session; returns the files that were
     /// under review.
-    pub fn accept_all(&self) -> Result<Vec<PathBuf>> {
+    pub fn accept_all(&self) -> Result<Vec<CanonicalPath>> {
         self.require_session()?;
         self.reviews.accept(&self.session_id, Target::All)
     }

@@ -28,6 +28,7 @@ use crate::edits::fs::Workspace;
 use crate::edits::host::EditorHost;
 use crate::edits::merge::{merge3, ConflictLabels};
 use crate::error::{Error, Result};
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 use tokio::sync::oneshot;
 
@@ -159,23 +160,33 @@ impl Reviews {
         let _io = review.io.lock().await;
         let mut done = Rewound::default();
         for r in plan {
+            // The store's paths are plain (it may have been saved and read
+            // back): keyed by the one resolution, like every path that
+            // reaches a file's state.
+            let path = match CanonicalPath::resolve(&r.path) {
+                Ok(path) => path,
+                Err(e) => {
+                    done.failed.push((r.path, e.to_string()));
+                    continue;
+                }
+            };
             let now = disk_text(&r).await;
             let then = target(&r, now.as_deref());
             // Before any write: the watcher must see the client's text.
             let change = {
                 let mut st = review.state.lock();
-                st.known.insert(r.path.clone(), then.clone());
-                let under_review = st.tracker.contains(&r.path);
-                observe(&mut st.tracker, &r.path, |t| {
+                st.known.insert(path.clone(), then.clone());
+                let under_review = st.tracker.contains(&path);
+                observe(&mut st.tracker, &path, |t| {
                     if !under_review {
                         return;
                     }
                     match (&r.text, &now) {
                         (Some(text), _) => {
-                            t.record_write(&r.path, now.as_deref(), text);
+                            t.record_write(&path, now.as_deref(), text);
                         }
                         (None, Some(old)) => {
-                            t.record_delete(&r.path, old);
+                            t.record_delete(&path, old);
                         }
                         (None, None) => {}
                     }
@@ -189,9 +200,9 @@ impl Reviews {
                     // (the disk's when that is not known).
                     let base = r.agent_text.clone().or_else(|| now.clone());
                     let on_disk = then.as_deref();
-                    match write_content(host, session_id, &r.path, text, base, on_disk).await {
+                    match write_content(host, session_id, &path, text, base, on_disk).await {
                         Ok(Some(saved)) => {
-                            self.record_user_edit(session_id, &r.path, Some(&saved), true);
+                            self.record_user_edit(session_id, &path, Some(&saved), true);
                             done.merged.push(r.path.clone());
                             done.restored.push(r.path);
                         }
@@ -202,7 +213,7 @@ impl Reviews {
                         }
                         Err(e) => {
                             tracing::warn!(path = %r.path.display(), error = %e, "rewind could not restore a file");
-                            review.state.lock().known.insert(r.path.clone(), now);
+                            review.state.lock().known.insert(path, now);
                             done.failed.push((r.path, e.to_string()));
                         }
                     }
@@ -211,7 +222,7 @@ impl Reviews {
                     Ok(true) => done.removed.push(r.path),
                     Ok(false) => {}
                     Err(e) => {
-                        review.state.lock().known.insert(r.path.clone(), now);
+                        review.state.lock().known.insert(path, now);
                         done.failed.push((r.path, e.to_string()));
                     }
                 },

@@ -39,6 +39,7 @@ use super::watcher::{read_disk, Disk, Worker, DEBOUNCE};
 use super::{Job, Reviews};
 use crate::edits::fs::Workspace;
 use crate::edits::hunks::{EditTracker, ToolDiffPlacement};
+use crate::path::CanonicalPath;
 use crate::schema::ToolCallLocation;
 use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 use crate::session::ToolCallState;
@@ -190,7 +191,7 @@ impl Reviews {
         &self,
         session_id: &SessionId,
         workspace: &Workspace,
-        path: &Path,
+        path: &CanonicalPath,
         old: Option<&str>,
         new: &str,
     ) {
@@ -223,7 +224,7 @@ impl Reviews {
 }
 
 impl Worker {
-    async fn resolve(&self, path: PathBuf) -> Option<PathBuf> {
+    async fn resolve(&self, path: PathBuf) -> Option<CanonicalPath> {
         let workspace = self.state.lock().workspace.clone();
         let resolved = tokio::task::spawn_blocking(move || workspace.resolve(&path)).await;
         match resolved {
@@ -320,7 +321,7 @@ impl Worker {
     /// The snapshot of a file the agent was writing when first mentioned
     /// (see `late`): its text once the writes settled, against which its
     /// later edits are reviewed. The edit before it is not reviewed.
-    pub(super) async fn late_snapshot(&mut self, path: PathBuf) {
+    pub(super) async fn late_snapshot(&mut self, path: CanonicalPath) {
         if self.snapshots.contains_key(&path) {
             return;
         }
@@ -338,7 +339,7 @@ impl Worker {
 
     /// `content` is the file's "before" for this turn and its last known
     /// text.
-    fn snapshot(&mut self, path: &Path, content: Option<String>) {
+    fn snapshot(&mut self, path: &CanonicalPath, content: Option<String>) {
         self.state
             .lock()
             .known
@@ -348,7 +349,11 @@ impl Worker {
 
     /// The editor's copy of `path` from when the prompt was sent, when it
     /// is the file's true "before" (see [`editor_baseline`]).
-    async fn text_before_turn(&self, path: &Path, disk: &Option<String>) -> Option<String> {
+    async fn text_before_turn(
+        &self,
+        path: &CanonicalPath,
+        disk: &Option<String>,
+    ) -> Option<String> {
         disk.as_ref()?;
         let editor = self
             .host
@@ -463,7 +468,7 @@ fn editor_baseline(
 /// file was first mentioned.
 fn record_diff(
     tracker: &mut EditTracker,
-    path: &Path,
+    path: &CanonicalPath,
     old_text: Option<&str>,
     new_text: &str,
     snapshot: Option<Option<String>>,
@@ -533,7 +538,7 @@ mod tests {
     #[test]
     fn a_write_with_null_old_text_over_an_existing_file_uses_the_snapshot() {
         let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         record_diff(
             &mut t,
             p,
@@ -550,7 +555,7 @@ mod tests {
     #[test]
     fn a_late_snapshot_does_not_hide_the_diff() {
         let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         // Snapshot taken after the write: equal to the new content.
         record_diff(
             &mut t,
@@ -566,7 +571,7 @@ mod tests {
     #[test]
     fn an_unplaceable_snippet_falls_back_to_the_snapshot() {
         let mut t = EditTracker::new();
-        let p = Path::new("/w/a.txt");
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         // `newText` occurs twice: the snippet cannot be placed.
         record_diff(
             &mut t,

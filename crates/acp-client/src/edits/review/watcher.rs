@@ -27,6 +27,7 @@ use crate::edits::checkpoint::TurnNumber;
 use crate::edits::fs;
 use crate::edits::host::{EditorHost, EventSink};
 use crate::error::Error;
+use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 /// Quiet time after the last change of a watched file before it is read:
@@ -63,7 +64,7 @@ enum FsSignal {
 /// The watcher and what it watches: directories (refcounted) for files.
 struct Watch {
     watcher: RecommendedWatcher,
-    files: HashSet<PathBuf>,
+    files: HashSet<CanonicalPath>,
     dirs: HashMap<PathBuf, usize>,
 }
 
@@ -76,20 +77,20 @@ pub(super) struct Worker {
     pub(super) host: Arc<dyn EditorHost>,
     pub(super) max_read_bytes: usize,
     /// Content of each file when first mentioned in the current turn.
-    pub(super) snapshots: HashMap<PathBuf, Option<String>>,
+    pub(super) snapshots: HashMap<CanonicalPath, Option<String>>,
     /// Prompts in flight.
     pub(super) turns: usize,
     /// When the first of the prompts in flight (or the last one) was sent.
     pub(super) turn_started: Option<SystemTime>,
     watch: Option<Watch>,
     /// Watched files changed since the debounce timer started.
-    pub(super) changed: BTreeSet<PathBuf>,
+    pub(super) changed: BTreeSet<CanonicalPath>,
     /// Changed files found empty once, read again after another debounce.
-    retried: BTreeSet<PathBuf>,
+    retried: BTreeSet<CanonicalPath>,
     /// Files found empty at their first mention, emptied during the turn,
     /// with no editor copy: their "before" is lost, and the empty text may
     /// be half a write. Snapshotted when the debounce fires instead.
-    pub(super) late: BTreeSet<PathBuf>,
+    pub(super) late: BTreeSet<CanonicalPath>,
     pub(super) deadline: Option<Instant>,
     /// The checkpoint the worker's edits go to: the turn of the last
     /// prompt it saw start (a disk change found late is still its turn's).
@@ -207,7 +208,7 @@ impl Worker {
                 if self.turns == 0 {
                     // Changes the debounce has not delivered yet, and files
                     // that could not be watched, are read now.
-                    let paths: Vec<PathBuf> = self.snapshots.keys().cloned().collect();
+                    let paths: Vec<CanonicalPath> = self.snapshots.keys().cloned().collect();
                     for path in paths {
                         self.check_disk(&path).await;
                     }
@@ -229,7 +230,7 @@ impl Worker {
     }
 
     /// Whether a file whose last known text is not empty is empty now.
-    async fn emptied(&self, path: &Path) -> bool {
+    async fn emptied(&self, path: &CanonicalPath) -> bool {
         let known_empty = match self.state.lock().known.get(path) {
             Some(Some(text)) => text.is_empty(),
             _ => true,
@@ -241,7 +242,7 @@ impl Worker {
     }
 
     /// Watches `path` (its directory) while the turn runs.
-    pub(super) fn watch(&mut self, path: &Path) {
+    pub(super) fn watch(&mut self, path: &CanonicalPath) {
         if self.watch.as_ref().is_some_and(|w| w.files.contains(path)) {
             return;
         }
@@ -298,10 +299,14 @@ impl Worker {
             return;
         };
         match signal {
-            FsSignal::Changed(path) if watch.files.contains(&path) => {
-                self.changed.insert(path);
-            }
-            FsSignal::Changed(_) => return,
+            // The watcher names a file under the watched (resolved)
+            // directory: the file's key when it is one of ours.
+            FsSignal::Changed(path) => match watch.files.get(path.as_path()) {
+                Some(key) => {
+                    self.changed.insert(key.clone());
+                }
+                None => return,
+            },
             FsSignal::Rescan => self.changed.extend(watch.files.iter().cloned()),
         }
         self.deadline = Some(Instant::now() + DEBOUNCE);
@@ -309,7 +314,7 @@ impl Worker {
 
     /// Records a disk change of a mentioned file against its last known
     /// content.
-    async fn check_disk(&mut self, path: &Path) {
+    async fn check_disk(&mut self, path: &CanonicalPath) {
         let Disk::Known(now) = read_disk(path, self.max_read_bytes).await else {
             return;
         };
