@@ -1,6 +1,7 @@
 //! Before any session: `initialize` (v1 and v2), the agent's info and
 //! capabilities, and authentication.
 
+use super::requests;
 use super::*;
 
 impl Connection {
@@ -13,12 +14,7 @@ impl Connection {
     /// error.
     pub async fn initialize(&self) -> Result<AgentInfo> {
         let offered = self.sessions().options().protocol_version;
-        let mut params = self.initialize_v1_params();
-        if offered == ProtocolVersion::V2 {
-            params["protocolVersion"] = json!(2);
-            params["info"] = params["clientInfo"].clone();
-            params["capabilities"] = self.client_capabilities_v2();
-        }
+        let params = to_params(&self.initialize_params(offered))?;
         let raw: Value = self
             .engine()
             .request(
@@ -46,16 +42,6 @@ impl Connection {
         self.sessions().set_v2(info.protocol_version == 2);
         *self.inner.agent.lock() = Some(info.clone());
         Ok(info)
-    }
-
-    /// The v2 client capabilities: no fs or terminal (v2 has neither; the
-    /// editor's tools reach the agent as an MCP server instead).
-    fn client_capabilities_v2(&self) -> Value {
-        let caps = self.sessions().host().capabilities();
-        json!({
-            "auth": { "terminal": self.sessions().options().terminal_auth },
-            "elicitation": elicitation_capabilities(&caps),
-        })
     }
 
     /// The v2 answer to `initialize` as an [`AgentInfo`]: `info` and
@@ -153,45 +139,31 @@ impl Connection {
         })
     }
 
-    /// The v1 `initialize` params (also sent beside the v2 ones).
-    fn initialize_v1_params(&self) -> Value {
-        let caps = self.sessions().host().capabilities();
-        json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {
-                "fs": {
-                    "readTextFile": caps.read_text_file,
-                    "writeTextFile": caps.write_text_file,
-                },
-                "terminal": caps.terminal,
-                "auth": { "terminal": self.sessions().options().terminal_auth },
-                "elicitation": elicitation_capabilities(&caps),
-                // Boolean config options are decoded, shown and set
-                // (`set_config_option` with `ConfigValue::Bool`); agents
-                // hide them from clients that do not say so. Notices and
-                // compactions are decoded into `SessionChange`s.
-                "session": {
-                    "configOptions": { "boolean": {} },
-                    "notices": {},
-                    "compaction": {},
-                    // `cursor_update`s are kept per session: a rewind forks
-                    // at the one before the turn (`fork_session`).
-                    "cursors": {},
-                },
-                // `plan_update`/`plan_removed` and subagent sessions are
-                // decoded into `SessionChange`s (stable 2026-11-20).
-                "plan": {},
-                "subagents": {},
-                // codex-acp 2.6.0 streams the output of the commands it runs
-                // itself as `_meta.terminal_output_delta` to clients that
-                // say so (and as a single blob otherwise).
-                "_meta": { "terminal_output_delta": true },
-            },
-            "clientInfo": {
-                "name": self.sessions().options().client_name,
-                "version": self.sessions().options().client_version,
-            },
-        })
+    /// The `initialize` params offering `offered`: v1's, and on v2 the v2
+    /// `info` and `capabilities` beside them.
+    fn initialize_params(&self, offered: ProtocolVersion) -> requests::Initialize {
+        let options = self.sessions().options();
+        let host = self.sessions().host().capabilities();
+        let client_info = schema::Implementation::new(
+            options.client_name.clone(),
+            options.client_version.clone(),
+        );
+        let mut params = requests::Initialize {
+            protocol_version: agent_client_protocol_schema::ProtocolVersion::V1,
+            client_capabilities: requests::client_capabilities(&host, options.terminal_auth),
+            client_info,
+            info: None,
+            capabilities: None,
+        };
+        if offered == ProtocolVersion::V2 {
+            params.protocol_version = agent_client_protocol_schema::ProtocolVersion::V2;
+            params.info = Some(params.client_info.clone());
+            params.capabilities = Some(requests::ClientCapabilitiesV2 {
+                auth: schema::AuthCapabilities::new().terminal(options.terminal_auth),
+                elicitation: crate::serve::dispatch::elicitation_capabilities(&host),
+            });
+        }
+        params
     }
 
     /// Drops the entries of a terminal auth method's `env` that
