@@ -55,39 +55,7 @@ impl Connection {
         };
         let response = agent_client_protocol_schema::v2::InitializeResponse::deserialize(raw)
             .map_err(decode_error)?;
-        let session = serde_json::to_value(&response.capabilities.session).map_err(decode_error)?;
-        let mut v1 = json!({ "loadSession": false });
-        if let Value::Object(session) = &session {
-            let mut session_caps = json!({ "list": {}, "resume": {}, "close": {} });
-            for key in ["systemPrompt", "additionalDirectories", "delete"] {
-                if let Some(v) = session.get(key).filter(|v| !v.is_null()) {
-                    session_caps[key] = v.clone();
-                }
-            }
-            v1["loadSession"] = json!(true);
-            v1["sessionCapabilities"] = session_caps;
-            if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
-                v1["promptCapabilities"] = prompt.clone();
-            }
-            // v2: agents with auth methods serve `auth/logout` too.
-            if !response.auth_methods.is_empty() {
-                v1["auth"] = json!({ "logout": {} });
-            }
-            if let Some(Value::Object(mcp)) = session.get("mcp") {
-                // v2 marks a transport with an object (`http: {}`), v1 with
-                // a boolean: the editor's MCP server is offered over http
-                // only where the agent marks it (claude-agent-acp 0.101.0
-                // sends `{stdio: {}, http: {}}`).
-                let mut caps = serde_json::Map::new();
-                for (transport, marker) in mcp {
-                    if transport != "_meta" {
-                        caps.insert(transport.clone(), json!(!marker.is_null()));
-                    }
-                }
-                v1["mcpCapabilities"] = Value::Object(caps);
-            }
-        }
-        let capabilities = schema::AgentCapabilities::deserialize(&v1).map_err(decode_error)?;
+        let capabilities = v1_capabilities(&response).map_err(decode_error)?;
         let implementation = serde_json::to_value(&response.info)
             .and_then(schema::Implementation::deserialize)
             .ok();
@@ -232,6 +200,67 @@ impl Connection {
             .await?;
         Ok(())
     }
+}
+
+/// A v2 agent's `capabilities.session` as v1's [`schema::AgentCapabilities`].
+/// A v2 agent's baseline session methods (`{}`) include list, resume and
+/// close, and load is a resume with a replay. The fields v2 shares with v1
+/// are read with v1's types, leniently as v1's own decode is (one that does
+/// not decode is left unset).
+pub(super) fn v1_capabilities(
+    response: &agent_client_protocol_schema::v2::InitializeResponse,
+) -> serde_json::Result<schema::AgentCapabilities> {
+    let Value::Object(session) = serde_json::to_value(&response.capabilities.session)? else {
+        return Ok(schema::AgentCapabilities::new());
+    };
+    fn field<T: serde::de::DeserializeOwned>(
+        session: &serde_json::Map<String, Value>,
+        key: &str,
+    ) -> Option<T> {
+        session
+            .get(key)
+            .filter(|v| !v.is_null())
+            .and_then(|v| T::deserialize(v).ok())
+    }
+    let session_caps = schema::SessionCapabilities::new()
+        .list(schema::SessionListCapabilities::new())
+        .resume(schema::SessionResumeCapabilities::new())
+        .close(schema::SessionCloseCapabilities::new())
+        .system_prompt(field::<schema::SessionSystemPromptCapabilities>(
+            &session,
+            "systemPrompt",
+        ))
+        .additional_directories(field::<schema::SessionAdditionalDirectoriesCapabilities>(
+            &session,
+            "additionalDirectories",
+        ))
+        .delete(field::<schema::SessionDeleteCapabilities>(
+            &session, "delete",
+        ));
+    let mut caps = schema::AgentCapabilities::new()
+        .load_session(true)
+        .session_capabilities(session_caps);
+    if let Some(prompt) = field::<schema::PromptCapabilities>(&session, "prompt") {
+        caps = caps.prompt_capabilities(prompt);
+    }
+    // v2: agents with auth methods serve `auth/logout` too.
+    if !response.auth_methods.is_empty() {
+        caps = caps
+            .auth(schema::AgentAuthCapabilities::new().logout(schema::LogoutCapabilities::new()));
+    }
+    if let Some(Value::Object(mcp)) = session.get("mcp") {
+        // v2 marks a transport with an object (`http: {}`), v1 with a
+        // boolean: the editor's MCP server is offered over http only where
+        // the agent marks it (claude-agent-acp 0.101.0 sends
+        // `{stdio: {}, http: {}}`).
+        let marked = |transport: &str| mcp.get(transport).is_some_and(|m| !m.is_null());
+        caps = caps.mcp_capabilities(
+            schema::McpCapabilities::new()
+                .http(marked("http"))
+                .sse(marked("sse")),
+        );
+    }
+    Ok(caps)
 }
 
 /// An older agent's terminal login: an `agent` method marked

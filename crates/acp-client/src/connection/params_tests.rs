@@ -258,3 +258,83 @@ fn initialize_sends_the_capabilities_it_always_did() {
         json!({ "auth": { "terminal": true }, "elicitation": null })
     );
 }
+
+/// The mapping as it was, on JSON (kept here as the oracle): a v1-shaped
+/// object decoded once by the schema's `AgentCapabilities`.
+fn v1_capabilities_before(
+    response: &agent_client_protocol_schema::v2::InitializeResponse,
+) -> schema::AgentCapabilities {
+    let session = serde_json::to_value(&response.capabilities.session).unwrap();
+    let mut v1 = json!({ "loadSession": false });
+    if let serde_json::Value::Object(session) = &session {
+        let mut session_caps = json!({ "list": {}, "resume": {}, "close": {} });
+        for key in ["systemPrompt", "additionalDirectories", "delete"] {
+            if let Some(v) = session.get(key).filter(|v| !v.is_null()) {
+                session_caps[key] = v.clone();
+            }
+        }
+        v1["loadSession"] = json!(true);
+        v1["sessionCapabilities"] = session_caps;
+        if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
+            v1["promptCapabilities"] = prompt.clone();
+        }
+        if !response.auth_methods.is_empty() {
+            v1["auth"] = json!({ "logout": {} });
+        }
+        if let Some(serde_json::Value::Object(mcp)) = session.get("mcp") {
+            let mut caps = serde_json::Map::new();
+            for (transport, marker) in mcp {
+                if transport != "_meta" {
+                    caps.insert(transport.clone(), json!(!marker.is_null()));
+                }
+            }
+            v1["mcpCapabilities"] = serde_json::Value::Object(caps);
+        }
+    }
+    serde_json::from_value(v1).unwrap()
+}
+
+/// A v2 agent's answer to `initialize` read as v1 capabilities: what the
+/// JSON mapping it replaces gave, for answers from bare to full.
+#[test]
+fn v2_capabilities_map_onto_v1_as_before() {
+    let info = json!({ "name": "a", "version": "0" });
+    let answers = [
+        json!({ "protocolVersion": 2, "info": info, "capabilities": {} }),
+        json!({ "protocolVersion": 2, "info": info, "capabilities": { "session": {} } }),
+        json!({
+            "protocolVersion": 2,
+            "info": info,
+            "capabilities": { "session": {
+                "prompt": { "image": {}, "embeddedContext": {} },
+                "systemPrompt": { "mode": { "override": {} } },
+                "additionalDirectories": {},
+                "delete": {},
+                "mcp": { "stdio": {}, "http": {} },
+            } },
+            "authMethods": [{ "type": "agent", "methodId": "login", "name": "Log in" }],
+        }),
+        json!({
+            "protocolVersion": 2,
+            "info": info,
+            "capabilities": { "session": { "mcp": { "sse": {}, "_meta": {} } } },
+        }),
+    ];
+    for answer in answers {
+        let response: agent_client_protocol_schema::v2::InitializeResponse =
+            serde_json::from_value(answer.clone()).unwrap();
+        let caps = super::handshake::v1_capabilities(&response).unwrap();
+        assert_eq!(caps, v1_capabilities_before(&response), "{answer}");
+    }
+    let full: agent_client_protocol_schema::v2::InitializeResponse =
+        serde_json::from_value(json!({
+            "protocolVersion": 2,
+            "info": info,
+            "capabilities": { "session": { "mcp": { "http": {} } } },
+            "authMethods": [{ "type": "agent", "methodId": "login", "name": "Log in" }],
+        }))
+        .unwrap();
+    let caps = super::handshake::v1_capabilities(&full).unwrap();
+    assert!(caps.load_session && caps.mcp_capabilities.http && !caps.mcp_capabilities.sse);
+    assert!(caps.auth.logout.is_some());
+}
