@@ -12,9 +12,9 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::decode::decode_value_notification;
+use super::decode::{decode_update, decode_value_notification};
 use super::{
     Content, MessageKind, MessageUpsert, SessionId, SessionUpdate, TerminalExit, TerminalMeta,
 };
@@ -158,15 +158,7 @@ pub(crate) fn decode_v2_notification(
             clear_nulls(&mut tool_call, &|path| read(&session_id, path));
             // An upsert: the model creates an unknown id from its first update.
             tool_call.insert("sessionUpdate".into(), "tool_call_update".into());
-            // The agent's own update, patched: free-form JSON until the one
-            // decode point reads it.
-            vec![
-                decode_value_notification(json!({
-                    "sessionId": session_id,
-                    "update": tool_call,
-                }))?
-                .update,
-            ]
+            vec![decode_update(Value::Object(tool_call))]
         }
         "config_option_update" => {
             let mut value = value.clone();
