@@ -338,3 +338,11 @@ fn v2_capabilities_map_onto_v1_as_before() {
     assert!(caps.load_session && caps.mcp_capabilities.http && !caps.mcp_capabilities.sse);
     assert!(caps.auth.logout.is_some());
 }
+
+#[test]
+fn a_cwd_that_is_not_utf8_is_an_error_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let cwd = Path::new(std::ffi::OsStr::from_bytes(b"/w/\xff")).to_path_buf();
+    let err = to_params(&OpenSession::new(cwd, vec![], false)).unwrap_err();
+    assert!(err.to_string().contains("could not be encoded"), "{err}");
+}

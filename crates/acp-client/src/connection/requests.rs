@@ -21,10 +21,11 @@ use crate::session::update::SessionId;
 /// Not the schema's request types, though it is theirs field for field
 /// (the tests hold it to `NewSessionRequest` and `LoadSessionRequest`):
 /// `ResumeSessionRequest` and `ForkSessionRequest` (and every v2 request)
-/// leave out an empty `mcpServers`, which this client has always sent and
-/// the agents it runs with (claude-agent-acp, codex-acp) were checked
-/// against; v2 tags a stdio server, which v1's `McpServer` does not; and v1
-/// has no `replayFrom`.
+/// leave out an empty `mcpServers`, which this client has always sent
+/// (agents that check shapes strictly see what they always saw); v2 tags a
+/// stdio server, which v1's `McpServer` does not; and v1 has no
+/// `replayFrom`. A path that is not UTF-8 fails the encoding with an error
+/// (the `json!` literal panicked on one).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct OpenSession {
