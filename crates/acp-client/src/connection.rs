@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use parking_lot::Mutex;
@@ -27,7 +27,6 @@ use crate::policy::permission::PermissionPolicy;
 use crate::rpc::engine::{CloseReason, Engine, Limits, Tasks};
 use crate::rpc::methods;
 use crate::schema;
-use crate::serve::dispatch::elicitation_capabilities;
 use crate::serve::editor_tools::{EditorTools, Offer};
 use crate::serve::live::LiveSessions;
 use crate::session::update::{Content, SessionId};
@@ -37,6 +36,7 @@ pub use crate::options::{env_denied, ConnectionOptions, ProtocolVersion, DENIED_
 
 mod handshake;
 mod lifecycle;
+mod requests;
 mod types;
 
 pub use handshake::terminal_auth_command;
@@ -294,21 +294,7 @@ impl Connection {
         value: ConfigValue,
     ) -> Result<Vec<schema::SessionConfigOption>> {
         self.require_session(session_id)?;
-        let mut params = json!({ "sessionId": session_id, "configId": config_id });
-        match value {
-            ConfigValue::Id(id) => {
-                // v2 requires the tag (claude-agent-acp 0.101.0 refuses the
-                // request without it); v1 agents predate it.
-                if self.is_v2() {
-                    params["type"] = json!("id");
-                }
-                params["value"] = json!(id);
-            }
-            ConfigValue::Bool(b) => {
-                params["type"] = json!("boolean");
-                params["value"] = json!(b);
-            }
-        }
+        let params = requests::set_config_option(session_id, config_id, value, self.is_v2())?;
         let response: WireConfigResponse = self
             .session_request(methods::SESSION_SET_CONFIG_OPTION, params)
             .await?;

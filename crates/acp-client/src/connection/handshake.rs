@@ -1,6 +1,7 @@
 //! Before any session: `initialize` (v1 and v2), the agent's info and
 //! capabilities, and authentication.
 
+use super::requests;
 use super::*;
 
 impl Connection {
@@ -13,12 +14,7 @@ impl Connection {
     /// error.
     pub async fn initialize(&self) -> Result<AgentInfo> {
         let offered = self.sessions().options().protocol_version;
-        let mut params = self.initialize_v1_params();
-        if offered == ProtocolVersion::V2 {
-            params["protocolVersion"] = json!(2);
-            params["info"] = params["clientInfo"].clone();
-            params["capabilities"] = self.client_capabilities_v2();
-        }
+        let params = to_params(&self.initialize_params(offered))?;
         let raw: Value = self
             .engine()
             .request(
@@ -48,16 +44,6 @@ impl Connection {
         Ok(info)
     }
 
-    /// The v2 client capabilities: no fs or terminal (v2 has neither; the
-    /// editor's tools reach the agent as an MCP server instead).
-    fn client_capabilities_v2(&self) -> Value {
-        let caps = self.sessions().host().capabilities();
-        json!({
-            "auth": { "terminal": self.sessions().options().terminal_auth },
-            "elicitation": elicitation_capabilities(&caps),
-        })
-    }
-
     /// The v2 answer to `initialize` as an [`AgentInfo`]: `info` and
     /// `capabilities.session` mapped onto their v1 places. A v2 agent's
     /// baseline session methods (`{}`) include list, resume and close, and
@@ -69,39 +55,7 @@ impl Connection {
         };
         let response = agent_client_protocol_schema::v2::InitializeResponse::deserialize(raw)
             .map_err(decode_error)?;
-        let session = serde_json::to_value(&response.capabilities.session).map_err(decode_error)?;
-        let mut v1 = json!({ "loadSession": false });
-        if let Value::Object(session) = &session {
-            let mut session_caps = json!({ "list": {}, "resume": {}, "close": {} });
-            for key in ["systemPrompt", "additionalDirectories", "delete"] {
-                if let Some(v) = session.get(key).filter(|v| !v.is_null()) {
-                    session_caps[key] = v.clone();
-                }
-            }
-            v1["loadSession"] = json!(true);
-            v1["sessionCapabilities"] = session_caps;
-            if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
-                v1["promptCapabilities"] = prompt.clone();
-            }
-            // v2: agents with auth methods serve `auth/logout` too.
-            if !response.auth_methods.is_empty() {
-                v1["auth"] = json!({ "logout": {} });
-            }
-            if let Some(Value::Object(mcp)) = session.get("mcp") {
-                // v2 marks a transport with an object (`http: {}`), v1 with
-                // a boolean: the editor's MCP server is offered over http
-                // only where the agent marks it (claude-agent-acp 0.101.0
-                // sends `{stdio: {}, http: {}}`).
-                let mut caps = serde_json::Map::new();
-                for (transport, marker) in mcp {
-                    if transport != "_meta" {
-                        caps.insert(transport.clone(), json!(!marker.is_null()));
-                    }
-                }
-                v1["mcpCapabilities"] = Value::Object(caps);
-            }
-        }
-        let capabilities = schema::AgentCapabilities::deserialize(&v1).map_err(decode_error)?;
+        let capabilities = v1_capabilities(&response).map_err(decode_error)?;
         let implementation = serde_json::to_value(&response.info)
             .and_then(schema::Implementation::deserialize)
             .ok();
@@ -153,45 +107,31 @@ impl Connection {
         })
     }
 
-    /// The v1 `initialize` params (also sent beside the v2 ones).
-    fn initialize_v1_params(&self) -> Value {
-        let caps = self.sessions().host().capabilities();
-        json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {
-                "fs": {
-                    "readTextFile": caps.read_text_file,
-                    "writeTextFile": caps.write_text_file,
-                },
-                "terminal": caps.terminal,
-                "auth": { "terminal": self.sessions().options().terminal_auth },
-                "elicitation": elicitation_capabilities(&caps),
-                // Boolean config options are decoded, shown and set
-                // (`set_config_option` with `ConfigValue::Bool`); agents
-                // hide them from clients that do not say so. Notices and
-                // compactions are decoded into `SessionChange`s.
-                "session": {
-                    "configOptions": { "boolean": {} },
-                    "notices": {},
-                    "compaction": {},
-                    // `cursor_update`s are kept per session: a rewind forks
-                    // at the one before the turn (`fork_session`).
-                    "cursors": {},
-                },
-                // `plan_update`/`plan_removed` and subagent sessions are
-                // decoded into `SessionChange`s (stable 2026-11-20).
-                "plan": {},
-                "subagents": {},
-                // codex-acp 2.6.0 streams the output of the commands it runs
-                // itself as `_meta.terminal_output_delta` to clients that
-                // say so (and as a single blob otherwise).
-                "_meta": { "terminal_output_delta": true },
-            },
-            "clientInfo": {
-                "name": self.sessions().options().client_name,
-                "version": self.sessions().options().client_version,
-            },
-        })
+    /// The `initialize` params offering `offered`: v1's, and on v2 the v2
+    /// `info` and `capabilities` beside them.
+    fn initialize_params(&self, offered: ProtocolVersion) -> requests::Initialize {
+        let options = self.sessions().options();
+        let host = self.sessions().host().capabilities();
+        let client_info = schema::Implementation::new(
+            options.client_name.clone(),
+            options.client_version.clone(),
+        );
+        let mut params = requests::Initialize {
+            protocol_version: agent_client_protocol_schema::ProtocolVersion::V1,
+            client_capabilities: requests::client_capabilities(&host, options.terminal_auth),
+            client_info,
+            info: None,
+            capabilities: None,
+        };
+        if offered == ProtocolVersion::V2 {
+            params.protocol_version = agent_client_protocol_schema::ProtocolVersion::V2;
+            params.info = Some(params.client_info.clone());
+            params.capabilities = Some(requests::ClientCapabilitiesV2 {
+                auth: schema::AuthCapabilities::new().terminal(options.terminal_auth),
+                elicitation: crate::serve::dispatch::elicitation_capabilities(&host),
+            });
+        }
+        params
     }
 
     /// Drops the entries of a terminal auth method's `env` that
@@ -260,6 +200,67 @@ impl Connection {
             .await?;
         Ok(())
     }
+}
+
+/// A v2 agent's `capabilities.session` as v1's [`schema::AgentCapabilities`].
+/// A v2 agent's baseline session methods (`{}`) include list, resume and
+/// close, and load is a resume with a replay. The fields v2 shares with v1
+/// are read with v1's types, leniently as v1's own decode is (one that does
+/// not decode is left unset).
+pub(super) fn v1_capabilities(
+    response: &agent_client_protocol_schema::v2::InitializeResponse,
+) -> serde_json::Result<schema::AgentCapabilities> {
+    let Value::Object(session) = serde_json::to_value(&response.capabilities.session)? else {
+        return Ok(schema::AgentCapabilities::new());
+    };
+    fn field<T: serde::de::DeserializeOwned>(
+        session: &serde_json::Map<String, Value>,
+        key: &str,
+    ) -> Option<T> {
+        session
+            .get(key)
+            .filter(|v| !v.is_null())
+            .and_then(|v| T::deserialize(v).ok())
+    }
+    let session_caps = schema::SessionCapabilities::new()
+        .list(schema::SessionListCapabilities::new())
+        .resume(schema::SessionResumeCapabilities::new())
+        .close(schema::SessionCloseCapabilities::new())
+        .system_prompt(field::<schema::SessionSystemPromptCapabilities>(
+            &session,
+            "systemPrompt",
+        ))
+        .additional_directories(field::<schema::SessionAdditionalDirectoriesCapabilities>(
+            &session,
+            "additionalDirectories",
+        ))
+        .delete(field::<schema::SessionDeleteCapabilities>(
+            &session, "delete",
+        ));
+    let mut caps = schema::AgentCapabilities::new()
+        .load_session(true)
+        .session_capabilities(session_caps);
+    if let Some(prompt) = field::<schema::PromptCapabilities>(&session, "prompt") {
+        caps = caps.prompt_capabilities(prompt);
+    }
+    // v2: agents with auth methods serve `auth/logout` too.
+    if !response.auth_methods.is_empty() {
+        caps = caps
+            .auth(schema::AgentAuthCapabilities::new().logout(schema::LogoutCapabilities::new()));
+    }
+    if let Some(Value::Object(mcp)) = session.get("mcp") {
+        // v2 marks a transport with an object (`http: {}`), v1 with a
+        // boolean: the editor's MCP server is offered over http only where
+        // the agent marks it (claude-agent-acp 0.101.0 sends
+        // `{stdio: {}, http: {}}`).
+        let marked = |transport: &str| mcp.get(transport).is_some_and(|m| !m.is_null());
+        caps = caps.mcp_capabilities(
+            schema::McpCapabilities::new()
+                .http(marked("http"))
+                .sse(marked("sse")),
+        );
+    }
+    Ok(caps)
 }
 
 /// An older agent's terminal login: an `agent` method marked

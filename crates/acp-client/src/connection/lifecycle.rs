@@ -1,6 +1,7 @@
 //! Opening and closing sessions: new, load, resume, fork, list, close and
 //! delete, with the editor's MCP server and system prompt offered to each.
 
+use super::requests::{self, OpenSession};
 use super::*;
 
 impl Connection {
@@ -80,56 +81,39 @@ impl Connection {
         }
     }
 
-    fn session_params_json(
+    /// The params of `session/new`, load, resume and fork: the one place
+    /// that decides what they carry.
+    fn open_params(
         &self,
         params: &SessionParams,
         session_id: Option<&SessionId>,
         offer: Option<&Offer<'_>>,
-    ) -> Value {
-        let mut v = json!({
-            "cwd": params.cwd,
-            "mcpServers": self.mcp_servers_json(&Self::mcp_servers(params, offer)),
-        });
+    ) -> OpenSession {
+        let mut open = OpenSession::new(
+            params.cwd.clone(),
+            Self::mcp_servers(params, offer),
+            self.is_v2(),
+        );
         let additional_supported = self.agent_info().is_some_and(|i| {
             i.capabilities
                 .session_capabilities
                 .additional_directories
                 .is_some()
         });
-        if additional_supported && !params.additional_directories.is_empty() {
-            v["additionalDirectories"] = json!(params.additional_directories);
+        if additional_supported {
+            open.additional_directories = params.additional_directories.clone();
         }
-        if let Some(id) = session_id {
-            v["sessionId"] = json!(id);
-        }
+        open.session_id = session_id.cloned();
         if let Some(sp) = Self::system_prompt(params, offer) {
             let support = self
                 .agent_info()
                 .map(|i| i.system_prompt)
                 .unwrap_or_default();
             if support.allows(sp.mode) {
-                v["systemPrompt"] = json!({
-                    "mode": sp.mode.as_str(),
-                    "content": [{ "type": "text", "text": sp.text }],
-                });
+                open.system_prompt = Some(requests::system_prompt(sp.mode, sp.text));
             }
         }
-        v
-    }
-
-    /// The `mcpServers` of `session/new`, `load` and `resume`: the one place
-    /// that builds them. v2 tags a stdio server with `type: "stdio"`
-    /// (claude-agent-acp 0.101.0 on v2 refuses one without it).
-    fn mcp_servers_json(&self, servers: &[schema::McpServer]) -> Value {
-        let mut list = json!(servers);
-        if self.is_v2() {
-            if let Value::Array(items) = &mut list {
-                for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                    item.entry("type").or_insert_with(|| json!("stdio"));
-                }
-            }
-        }
-        list
+        open
     }
 
     /// Why `params`' system prompt is not sent to this agent, if it is not.
@@ -235,7 +219,7 @@ impl Connection {
         let response: WireSessionResponse = self
             .session_request(
                 methods::SESSION_NEW,
-                self.session_params_json(&params, None, offer.as_ref()),
+                to_params(&self.open_params(&params, None, offer.as_ref()))?,
             )
             .await?;
         let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
@@ -264,14 +248,16 @@ impl Connection {
         // v2 has no `session/load`: a resume replaying from the start, whose
         // answer ends the replay (claude-agent-acp 0.101.0 sends no marker).
         let offer = self.editor_offer(&params);
-        let mut request = self.session_params_json(&params, Some(session_id), offer.as_ref());
-        let method = if self.is_v2() {
-            request["replayFrom"] = json!({ "type": "start" });
-            methods::SESSION_RESUME
+        let open = self.open_params(&params, Some(session_id), offer.as_ref());
+        let (method, open) = if self.is_v2() {
+            (methods::SESSION_RESUME, open.replay_from_start())
         } else {
-            methods::SESSION_LOAD
+            (methods::SESSION_LOAD, open)
         };
-        let result: Result<WireSessionResponse> = self.session_request(method, request).await;
+        let result: Result<WireSessionResponse> = match to_params(&open) {
+            Ok(request) => self.session_request(method, request).await,
+            Err(e) => Err(e),
+        };
         match result {
             Ok(response) => Ok(self.opened(session_id.clone(), &params, response, offer)),
             Err(e) => {
@@ -296,7 +282,7 @@ impl Connection {
         let response: WireSessionResponse = self
             .session_request(
                 methods::SESSION_RESUME,
-                self.session_params_json(&params, Some(session_id), offer.as_ref()),
+                to_params(&self.open_params(&params, Some(session_id), offer.as_ref()))?,
             )
             .await?;
         Ok(self.opened(session_id.clone(), &params, response, offer))
@@ -326,12 +312,11 @@ impl Connection {
         let offer = self.editor_offer(&params);
         // `ForkSessionRequest`'s fields are those of `session/resume` (one
         // builder decides what an agent is sent) plus the cursor.
-        let mut request = self.session_params_json(&params, Some(source), offer.as_ref());
-        if let Some(cursor) = cursor {
-            request["cursorId"] = json!(cursor);
-        }
-        let response: WireSessionResponse =
-            self.session_request(methods::SESSION_FORK, request).await?;
+        let mut open = self.open_params(&params, Some(source), offer.as_ref());
+        open.cursor_id = cursor.map(schema::CursorId::from);
+        let response: WireSessionResponse = self
+            .session_request(methods::SESSION_FORK, to_params(&open)?)
+            .await?;
         let session_id = response.session_id.clone().ok_or_else(|| Error::Decode {
             what: "the agent's answer to `session/fork`".into(),
             reason: "it has no `sessionId`".into(),

@@ -541,8 +541,14 @@ impl<H: Handler> Drop for PendingGuard<'_, H> {
         }
         let was_pending = self.engine.pending.lock().remove(self.id).is_some();
         if was_pending && self.engine.close_reason().is_none() {
-            let params = serde_json::json!({ "requestId": self.id });
-            let _ = self.engine.notify(methods::CANCEL_REQUEST, &params);
+            let request_id = match self.id {
+                RequestId::Number(n) => crate::schema::RequestId::Number(*n),
+                RequestId::String(s) => crate::schema::RequestId::Str(s.clone()),
+            };
+            let cancel = crate::schema::CancelRequestNotification::new(request_id);
+            if let Ok(params) = serde_json::to_value(&cancel) {
+                let _ = self.engine.notify(methods::CANCEL_REQUEST, &params);
+            }
         }
     }
 }

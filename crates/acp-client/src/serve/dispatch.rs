@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::edits::fs::{self, Workspace};
 use crate::edits::host::{
@@ -28,10 +28,12 @@ use crate::policy::permission::{
 use crate::rpc::engine::{CloseReason, Handler};
 use crate::rpc::methods;
 use crate::rpc::{RequestId, RpcError};
+use crate::schema;
 use crate::serve::live::{unknown_session, LiveSessions};
 use crate::session::update::{self, SessionId, SessionUpdate};
 use crate::tools::terminal::{TerminalId, TerminalSpec};
 
+mod asks;
 mod elicitation;
 #[cfg(test)]
 mod reply_tests;
@@ -248,7 +250,7 @@ fn decode_permission_request(
         }) if kind == "tool_call" => tool_call,
         // No tool call to point at: the prompt stands for itself, under an
         // id of its own that no update of the agent can touch.
-        _ => json!({ "toolCallId": format!("permission-{}", shared.next_permission_id().0) }),
+        _ => asks::encode(&asks::untitled_permission(shared.next_permission_id()))?,
     };
     if let Some(obj) = tool_call.as_object_mut() {
         update::v2::clear_nulls(obj, &|path| shared.diff_base(&wire.session_id, path));
@@ -257,7 +259,7 @@ fn decode_permission_request(
             .and_then(Value::as_str)
             .is_none_or(str::is_empty);
         if untitled && !wire.title.is_empty() {
-            obj.insert("title".into(), json!(wire.title));
+            obj.insert("title".into(), Value::String(wire.title));
         }
     }
     Ok(WirePermissionRequest {
@@ -401,10 +403,11 @@ const CLIENT_REJECT: &str = "acp-client-reject";
 async fn ask_user(
     shared: &Arc<LiveSessions>,
     session_id: &SessionId,
-    tool_call: Value,
+    tool_call: schema::ToolCallUpdate,
     refused: String,
 ) -> Result<()> {
-    let fields = update::decode_tool_call_fields(&tool_call)?;
+    // Through the one decode point of a tool call, like an agent's.
+    let fields = update::decode_tool_call_fields(&asks::encode(&tool_call)?)?;
     let tool_call = record_tool_call(shared, session_id, &fields)?;
     let request = PermissionRequest {
         id: shared.next_permission_id(),
@@ -566,13 +569,7 @@ pub(crate) async fn write_file(
         ask_user(
             shared,
             &session_id,
-            json!({
-                "toolCallId": format!("acp-client-git-write-{}", shared.next_permission_id().0),
-                "title": format!("Write `{shown}` inside .git (hooks and config there run code)"),
-                "kind": "edit",
-                "status": "pending",
-                "locations": [{ "path": shown }],
-            }),
+            asks::git_write(shared.next_permission_id(), &shown),
             format!("the user did not allow writing `{shown}` inside .git; ask them to make this change themselves"),
         )
         .await?;
@@ -732,13 +729,7 @@ async fn terminal_create(shared: &Arc<LiveSessions>, params: Option<&RawValue>) 
         ask_user(
             shared,
             &spec.session_id,
-            json!({
-                "toolCallId": format!("acp-client-terminal-{}", shared.next_permission_id().0),
-                "title": format!("Run `{line}` in {}", spec.cwd.display()),
-                "kind": "execute",
-                "status": "pending",
-                "rawInput": { "command": line },
-            }),
+            asks::terminal_run(shared.next_permission_id(), &line, &spec.cwd),
             format!("the user did not allow running `{line}`"),
         )
         .await?;
@@ -762,11 +753,7 @@ fn terminal_id(
 async fn terminal_output(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_OUTPUT, params)?;
     let out = shared.terminals().output(&id).await?;
-    let mut reply = json!({ "output": out.output, "truncated": out.truncated });
-    if let Some(exit) = out.exit_status {
-        reply["exitStatus"] = json!({ "exitCode": exit.exit_code, "signal": exit.signal });
-    }
-    Ok(reply)
+    to_reply(&out)
 }
 
 async fn terminal_wait_for_exit(
@@ -775,7 +762,7 @@ async fn terminal_wait_for_exit(
 ) -> Result<Value> {
     let id = terminal_id(shared, methods::TERMINAL_WAIT_FOR_EXIT, params)?;
     let exit = shared.terminals().wait_for_exit(&id).await?;
-    Ok(json!({ "exitCode": exit.exit_code, "signal": exit.signal }))
+    to_reply(&exit)
 }
 
 async fn terminal_kill(shared: &Arc<LiveSessions>, params: Option<&RawValue>) -> Result<Value> {

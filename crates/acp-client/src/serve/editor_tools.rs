@@ -46,7 +46,13 @@ use crate::serve::live::LiveSessions;
 use crate::session::update::SessionId;
 
 mod http;
+mod mcp;
 mod socket;
+
+use mcp::{
+    InitializeResult, McpReply, McpResult, ServerCapabilities, ServerInfo, ToolCallResult,
+    ToolsCapability,
+};
 
 pub use crate::options::{BridgeCommand, EditorToolsOptions, DEFAULT_PROMPT};
 pub use socket::run_bridge;
@@ -273,8 +279,8 @@ fn private_dir() -> io::Result<PathBuf> {
 // ---------------------------------------------------------------------------
 // MCP messages
 
-fn rpc_error(id: Value, code: i64, message: impl Into<String>) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
+fn rpc_error(id: Value, code: i64, message: impl Into<String>) -> McpReply {
+    McpReply::error(id, code, message)
 }
 
 impl Shared {
@@ -285,7 +291,7 @@ impl Shared {
 
     /// Answers one MCP message from the holder of `token`; `None` for
     /// notifications and responses, which get no answer.
-    async fn handle(&self, token: &str, body: &[u8]) -> Option<Value> {
+    async fn handle(&self, token: &str, body: &[u8]) -> Option<McpReply> {
         let message: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => return Some(rpc_error(Value::Null, -32700, format!("parse error: {e}"))),
@@ -316,19 +322,19 @@ impl Shared {
         };
         let params = map.get("params").cloned().unwrap_or(Value::Null);
         let result = match method {
-            "initialize" => Ok(initialize(&params)),
-            "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({ "tools": tool_list() })),
+            "initialize" => Ok(McpResult::Initialize(initialize(&params))),
+            "ping" => Ok(McpResult::Empty {}),
+            "tools/list" => Ok(McpResult::Tools { tools: tool_list() }),
             "tools/call" => self.call(token, params).await,
             other => Err((-32601, format!("method `{other}` not found"))),
         };
         Some(match result {
-            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Ok(result) => McpReply::result(id, result),
             Err((code, message)) => rpc_error(id, code, message),
         })
     }
 
-    async fn call(&self, token: &str, params: Value) -> Result<Value, (i64, String)> {
+    async fn call(&self, token: &str, params: Value) -> Result<McpResult, (i64, String)> {
         #[derive(Deserialize)]
         struct Call {
             name: String,
@@ -351,7 +357,7 @@ impl Shared {
             Ok(text) => (text, false),
             Err(text) => (text, true),
         };
-        Ok(json!({ "content": [{ "type": "text", "text": text }], "isError": is_error }))
+        Ok(McpResult::ToolCall(ToolCallResult::new(text, is_error)))
     }
 
     /// Runs one tool; `Err` is a tool error, shown to the model.
@@ -453,7 +459,11 @@ fn edit(text: &str, old: &str, new: &str, path: &Path) -> Result<String, String>
 }
 
 fn arguments<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
-    let args = if args.is_null() { json!({}) } else { args };
+    let args = if args.is_null() {
+        Value::Object(serde_json::Map::new())
+    } else {
+        args
+    };
     serde_json::from_value(args).map_err(|e| format!("bad arguments for `{tool}`: {e}"))
 }
 
@@ -493,19 +503,29 @@ const TOOL_NAMES: &[&str] = &[
     "open_buffers",
 ];
 
-fn initialize(params: &Value) -> Value {
+fn initialize(params: &Value) -> InitializeResult {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
-    let version = asked
-        .filter(|v| PROTOCOL_VERSIONS.contains(v))
-        .unwrap_or(PROTOCOL_VERSIONS[0]);
-    json!({
-        "protocolVersion": version,
-        "capabilities": { "tools": { "listChanged": false } },
-        "serverInfo": { "name": "acp-editor", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": DEFAULT_PROMPT,
-    })
+    let version = PROTOCOL_VERSIONS
+        .iter()
+        .find(|v| asked == Some(**v))
+        .unwrap_or(&PROTOCOL_VERSIONS[0]);
+    InitializeResult {
+        protocol_version: version,
+        capabilities: ServerCapabilities {
+            tools: ToolsCapability {
+                list_changed: false,
+            },
+        },
+        server_info: ServerInfo {
+            name: "acp-editor",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        instructions: DEFAULT_PROMPT,
+    }
 }
 
+/// The tools, with their `inputSchema`s: JSON Schema documents, free-form
+/// JSON by nature, so written as JSON.
 fn tool_list() -> Value {
     let path = json!({ "type": "string", "description": "Absolute path of the file, or a path relative to the project root" });
     json!([
@@ -584,10 +604,10 @@ mod tests {
     #[test]
     fn initialize_answers_a_known_version_or_the_newest() {
         let known = initialize(&json!({ "protocolVersion": "2025-03-26" }));
-        assert_eq!(known["protocolVersion"], "2025-03-26");
+        assert_eq!(known.protocol_version, "2025-03-26");
         let unknown = initialize(&json!({ "protocolVersion": "1999-01-01" }));
-        assert_eq!(unknown["protocolVersion"], PROTOCOL_VERSIONS[0]);
-        assert_eq!(unknown["capabilities"]["tools"]["listChanged"], false);
+        assert_eq!(unknown.protocol_version, PROTOCOL_VERSIONS[0]);
+        assert!(!unknown.capabilities.tools.list_changed);
     }
 
     #[test]

@@ -153,7 +153,11 @@ pub struct TerminalOutput {
     pub output: String,
     /// True when older output was dropped to stay within the limit.
     pub truncated: bool,
-    /// Set once the command has exited.
+    /// Set once the command has exited. Left out of the `terminal/output`
+    /// reply until then; once set, its `exitCode` and `signal` are both
+    /// sent, `null` included, as this client always has (the schema's
+    /// `TerminalExitStatus` leaves a `None` out).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<TerminalExit>,
 }
 

@@ -15,21 +15,22 @@ use crate::policy::elicitation::*;
 use crate::rpc::methods;
 use crate::serve::live::{unknown_session, LiveSessions};
 
-/// `clientCapabilities.elicitation` for what the host serves; `null` (not
-/// advertised) when it serves neither mode.
-pub(crate) fn elicitation_capabilities(caps: &HostCapabilities) -> Value {
-    let mut m = Map::new();
-    if caps.elicitation_form {
-        m.insert("form".into(), Value::Object(Map::new()));
+/// `clientCapabilities.elicitation` for what the host serves; `None` (sent
+/// as `null`: not advertised) when it serves neither mode.
+pub(crate) fn elicitation_capabilities(
+    caps: &HostCapabilities,
+) -> Option<crate::schema::ElicitationCapabilities> {
+    use crate::schema::{
+        ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
+    };
+    if !caps.elicitation_form && !caps.elicitation_url {
+        return None;
     }
-    if caps.elicitation_url {
-        m.insert("url".into(), Value::Object(Map::new()));
-    }
-    if m.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(m)
-    }
+    Some(
+        ElicitationCapabilities::new()
+            .form(caps.elicitation_form.then(ElicitationFormCapabilities::new))
+            .url(caps.elicitation_url.then(ElicitationUrlCapabilities::new)),
+    )
 }
 
 /// Removes an elicitation from the pending map when its handler ends in any

@@ -376,7 +376,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
             Some(answer) => Reply {
                 status: 200,
                 content_type: "application/json",
-                body: answer.to_string().into_bytes(),
+                body: answer.encode().into_bytes(),
                 extra: "",
             },
             None => Reply {

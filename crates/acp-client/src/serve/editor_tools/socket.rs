@@ -84,13 +84,15 @@ async fn connection(stream: UnixStream, shared: Arc<Shared>) -> std::io::Result<
             -32001,
             "the editor's MCP server refused this bridge: its secret is wrong or no longer valid; reopen the chat",
         );
-        write.write_all(format!("{refusal}\n").as_bytes()).await?;
+        write
+            .write_all(format!("{}\n", refusal.encode()).as_bytes())
+            .await?;
         return Ok(());
     }
-    let (answers, mut queue) = mpsc::channel::<serde_json::Value>(QUEUED_ANSWERS);
+    let (answers, mut queue) = mpsc::channel::<super::McpReply>(QUEUED_ANSWERS);
     let writer = tokio::spawn(async move {
         while let Some(answer) = queue.recv().await {
-            let line = format!("{answer}\n");
+            let line = format!("{}\n", answer.encode());
             if write.write_all(line.as_bytes()).await.is_err() {
                 break;
             }

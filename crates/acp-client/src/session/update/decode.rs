@@ -186,7 +186,7 @@ pub(super) fn decode_value_notification(value: Value) -> Result<SessionNotificat
 }
 
 /// Decodes one update object; anything unusable becomes `Unknown`.
-fn decode_update(update: Value) -> SessionUpdate {
+pub(super) fn decode_update(update: Value) -> SessionUpdate {
     let kind = discriminator(&update);
     let decoded = update.as_object().and_then(|obj| decode_known(&kind, obj));
     match decoded {

@@ -12,13 +12,14 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::decode::decode_value_notification;
+use super::decode::{decode_update, decode_value_notification};
 use super::{
     Content, MessageKind, MessageUpsert, SessionId, SessionUpdate, TerminalExit, TerminalMeta,
 };
 use crate::error::Error;
+use crate::schema;
 
 mod patch;
 #[cfg(test)]
@@ -156,14 +157,8 @@ pub(crate) fn decode_v2_notification(
             let mut tool_call = update.clone();
             clear_nulls(&mut tool_call, &|path| read(&session_id, path));
             // An upsert: the model creates an unknown id from its first update.
-            tool_call.insert("sessionUpdate".into(), json!("tool_call_update"));
-            vec![
-                decode_value_notification(json!({
-                    "sessionId": session_id,
-                    "update": tool_call,
-                }))?
-                .update,
-            ]
+            tool_call.insert("sessionUpdate".into(), "tool_call_update".into());
+            vec![decode_update(Value::Object(tool_call))]
         }
         "config_option_update" => {
             let mut value = value.clone();
@@ -288,15 +283,9 @@ pub(crate) fn clear_nulls(
     tool_call: &mut Map<String, Value>,
     read: &dyn Fn(&Path) -> Option<String>,
 ) {
-    for (key, cleared) in [
-        ("content", json!([])),
-        ("locations", json!([])),
-        ("title", json!("")),
-        ("kind", json!("other")),
-        ("status", json!("pending")),
-    ] {
+    for key in ["content", "locations", "title", "kind", "status"] {
         if tool_call.get(key).is_some_and(Value::is_null) {
-            tool_call.insert(key.into(), cleared);
+            tool_call.insert(key.into(), cleared(key));
         }
     }
     // Reported done: the disk likely has the new text already.
@@ -315,14 +304,37 @@ pub(crate) fn clear_nulls(
     }
 }
 
+/// What a v2 `null` clears `key` of a tool call to: empty lists and title,
+/// and the schema's default kind (`other`) and status (`pending`).
+fn cleared(key: &str) -> Value {
+    match key {
+        "kind" => encode(&schema::ToolKind::default()),
+        "status" => encode(&schema::ToolCallStatus::default()),
+        "title" => Value::String(String::new()),
+        _ => Value::Array(Vec::new()),
+    }
+}
+
+/// A schema value as JSON, for a tool call being patched before its decode.
+/// The schema's enums and content items always encode; were one not to,
+/// `null` is read as unknown and left out.
+fn encode<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A v1 text content item.
+fn text_item(text: String) -> Value {
+    encode(&schema::ToolCallContent::Content(schema::Content::new(
+        schema::ContentBlock::from(text),
+    )))
+}
+
 /// The v1 content items of a v2 diff; `None` when `item` is not one.
 fn v2_diff(item: &Value, read: &dyn Fn(&Path) -> Option<String>, done: bool) -> Option<Vec<Value>> {
     if item.get("type").and_then(Value::as_str) != Some("diff") {
         return None;
     }
     let changes = item.get("changes")?.as_array()?;
-    let text_item =
-        |text: String| json!({"type": "content", "content": {"type": "text", "text": text}});
     let fence = |patch: &str| format!("```diff\n{}\n```", patch.trim_end_matches('\n'));
     let Some(patch) = item
         .get("patch")
@@ -357,12 +369,11 @@ fn v2_diff(item: &Value, read: &dyn Fn(&Path) -> Option<String>, done: bool) -> 
             }
         }
         match patch::texts(&file, read, done) {
-            Some(t) => out.push(json!({
-                "type": "diff",
-                "path": t.path,
-                "oldText": t.old_text,
-                "newText": t.new_text,
-            })),
+            // An unknown old text goes as no `oldText`, which the decoder
+            // reads as the `null` the literal sent.
+            Some(t) => out.push(encode(&schema::ToolCallContent::Diff(
+                schema::Diff::new(t.path, t.new_text).old_text(t.old_text),
+            ))),
             None if file.text.trim().is_empty() => {}
             None => out.push(text_item(fence(file.text))),
         }

@@ -178,3 +178,25 @@ fn a_v2_diff_whose_texts_cannot_be_recovered_shows_its_patch() {
     );
     assert_eq!(text_of(&c), "move /w/b");
 }
+
+#[test]
+fn the_v1_items_a_v2_tool_call_becomes_are_the_literals_they_replace() {
+    assert_eq!(cleared("kind"), json!("other"));
+    assert_eq!(cleared("status"), json!("pending"));
+    assert_eq!(cleared("title"), json!(""));
+    assert_eq!(cleared("content"), json!([]));
+    assert_eq!(cleared("locations"), json!([]));
+    assert_eq!(
+        text_item("a patch".into()),
+        json!({"type": "content", "content": {"type": "text", "text": "a patch"}})
+    );
+    let mut tool_call = json!({"toolCallId": "t", "kind": null, "status": null, "title": null})
+        .as_object()
+        .unwrap()
+        .clone();
+    clear_nulls(&mut tool_call, &|_: &Path| None);
+    assert_eq!(
+        Value::Object(tool_call),
+        json!({"toolCallId": "t", "kind": "other", "status": "pending", "title": ""})
+    );
+}
