@@ -126,10 +126,10 @@ impl Connection {
         if offered == ProtocolVersion::V2 {
             params.protocol_version = agent_client_protocol_schema::ProtocolVersion::V2;
             params.info = Some(params.client_info.clone());
-            params.capabilities = Some(requests::ClientCapabilitiesV2 {
-                auth: schema::AuthCapabilities::new().terminal(options.terminal_auth),
-                elicitation: crate::serve::dispatch::elicitation_capabilities(&host),
-            });
+            params.capabilities = Some(requests::client_capabilities_v2(
+                &host,
+                options.terminal_auth,
+            ));
         }
         params
     }
@@ -240,8 +240,18 @@ pub(super) fn v1_capabilities(
     let mut caps = schema::AgentCapabilities::new()
         .load_session(true)
         .session_capabilities(session_caps);
-    if let Some(prompt) = field::<schema::PromptCapabilities>(&session, "prompt") {
-        caps = caps.prompt_capabilities(prompt);
+    if let Some(prompt) =
+        field::<agent_client_protocol_schema::v2::PromptCapabilities>(&session, "prompt")
+    {
+        // v2 marks a content type with an object (`image: {}`), v1 with a
+        // boolean: read as v1's, every one was `false` and images, audio
+        // and embedded files were never offered to a v2 agent.
+        caps = caps.prompt_capabilities(
+            schema::PromptCapabilities::new()
+                .image(prompt.image.is_some())
+                .audio(prompt.audio.is_some())
+                .embedded_context(prompt.embedded_context.is_some()),
+        );
     }
     // v2: agents with auth methods serve `auth/logout` too.
     if !response.auth_methods.is_empty() {

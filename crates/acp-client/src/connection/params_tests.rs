@@ -200,10 +200,7 @@ fn initialize(v2: bool, elicitation: bool) -> serde_json::Value {
     };
     let client_info = schema::Implementation::new("acp-nvim", "0.1.0");
     let caps = requests::client_capabilities(&host, true);
-    let v2_caps = v2.then(|| requests::ClientCapabilitiesV2 {
-        auth: schema::AuthCapabilities::new().terminal(true),
-        elicitation: caps.elicitation.clone(),
-    });
+    let v2_caps = v2.then(|| requests::client_capabilities_v2(&host, true));
     to_params(&requests::Initialize {
         protocol_version: match v2 {
             true => agent_client_protocol_schema::ProtocolVersion::V2,
@@ -250,12 +247,14 @@ fn initialize_sends_the_capabilities_it_always_did() {
     let mut v2 = initialize_before(both.clone());
     v2["protocolVersion"] = json!(2);
     v2["info"] = v2["clientInfo"].clone();
-    v2["capabilities"] = json!({ "auth": { "terminal": true }, "elicitation": both });
+    // v2 marks terminal auth with an object (the v1 boolean sent before
+    // decodes as "not supported" in a v2 SDK agent).
+    v2["capabilities"] = json!({ "auth": { "terminal": {} }, "elicitation": both });
     assert_eq!(initialize(true, true), v2);
     let v2_without = initialize(true, false);
     assert_eq!(
         v2_without["capabilities"],
-        json!({ "auth": { "terminal": true }, "elicitation": null })
+        json!({ "auth": { "terminal": {} }, "elicitation": null })
     );
 }
 
@@ -275,8 +274,15 @@ fn v1_capabilities_before(
         }
         v1["loadSession"] = json!(true);
         v1["sessionCapabilities"] = session_caps;
-        if let Some(prompt) = session.get("prompt").filter(|v| v.is_object()) {
-            v1["promptCapabilities"] = prompt.clone();
+        if let Some(serde_json::Value::Object(prompt)) = session.get("prompt") {
+            // Fixed since: v2's markers are objects, v1's booleans (the
+            // object itself decoded as `false`).
+            let marked = |key: &str| json!(prompt.get(key).is_some_and(|m| !m.is_null()));
+            v1["promptCapabilities"] = json!({
+                "image": marked("image"),
+                "audio": marked("audio"),
+                "embeddedContext": marked("embeddedContext"),
+            });
         }
         if !response.auth_methods.is_empty() {
             v1["auth"] = json!({ "logout": {} });
@@ -320,12 +326,23 @@ fn v2_capabilities_map_onto_v1_as_before() {
             "capabilities": { "session": { "mcp": { "sse": {}, "_meta": {} } } },
         }),
     ];
-    for answer in answers {
+    for answer in &answers {
         let response: agent_client_protocol_schema::v2::InitializeResponse =
             serde_json::from_value(answer.clone()).unwrap();
         let caps = super::handshake::v1_capabilities(&response).unwrap();
         assert_eq!(caps, v1_capabilities_before(&response), "{answer}");
     }
+    // The content types a v2 agent marks are offered (images and embedded
+    // files here, no audio).
+    let response: agent_client_protocol_schema::v2::InitializeResponse =
+        serde_json::from_value(answers[2].clone()).unwrap();
+    let prompt = super::handshake::v1_capabilities(&response)
+        .unwrap()
+        .prompt_capabilities;
+    assert_eq!(
+        (prompt.image, prompt.audio, prompt.embedded_context),
+        (true, false, true)
+    );
     let full: agent_client_protocol_schema::v2::InitializeResponse =
         serde_json::from_value(json!({
             "protocolVersion": 2,

@@ -167,13 +167,27 @@ pub(super) struct ClientCapabilities {
 
 /// The v2 `capabilities` this client offers: no fs or terminal (v2 has
 /// neither; the editor's tools reach the agent as an MCP server instead).
-/// Not v2's `ClientCapabilities`: this client has always sent the v1
-/// `auth: {terminal: bool}` here (v2 marks terminal auth with an object),
-/// and `elicitation` as in v1, `null` included.
+/// Not v2's `ClientCapabilities`, for `elicitation` as in v1 (`null`
+/// included). Terminal auth is v2's object (`auth: {terminal: {}}`): the
+/// v1 boolean sent before decodes as "no terminal auth" in a v2 SDK agent,
+/// which then hides its terminal login.
 #[derive(Debug, Serialize)]
 pub(super) struct ClientCapabilitiesV2 {
-    pub(super) auth: schema::AuthCapabilities,
+    pub(super) auth: agent_client_protocol_schema::v2::ClientAuthCapabilities,
     pub(super) elicitation: Option<schema::ElicitationCapabilities>,
+}
+
+/// What the client takes and shows, for v2's `capabilities`.
+pub(super) fn client_capabilities_v2(
+    host: &crate::edits::host::HostCapabilities,
+    terminal_auth: bool,
+) -> ClientCapabilitiesV2 {
+    use agent_client_protocol_schema::v2::{ClientAuthCapabilities, TerminalAuthCapabilities};
+    ClientCapabilitiesV2 {
+        auth: ClientAuthCapabilities::new()
+            .terminal(terminal_auth.then(TerminalAuthCapabilities::new)),
+        elicitation: crate::serve::dispatch::elicitation_capabilities(host),
+    }
 }
 
 /// What the client takes and shows, for `clientCapabilities`.
