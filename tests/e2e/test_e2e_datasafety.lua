@@ -487,6 +487,12 @@ local REGRESSIONS = {
   -- reject's restore is now learned by the other chats, and a deletion
   -- across a hunk deletes the lines around it from the baseline).
   { 562451862, 978, OPS_V4 },
+  -- `:Acp reject file` with two chats: the second agent had deleted a line
+  -- between two of the first agent's; the first chat's reject removed
+  -- those two, the second chat's review took that deletion into its own
+  -- hunk, and its reject brought them back (a deletion on both sides of an
+  -- agent's deletion is now cut there).
+  { 762722601, 731, OPS },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their

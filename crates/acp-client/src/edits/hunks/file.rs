@@ -127,19 +127,18 @@ impl TrackedFile {
     }
 
     /// `changes` with each pure deletion that spans hunks cut where a hunk
-    /// starts and ends: the lines deleted outside the agent's hunks are the
-    /// user's deletion (out of the baseline), those inside shrink the hunk.
-    /// Taken whole, the lines around were kept as the agent's deletion, and
-    /// a reject brought them back: another chat's reject had deleted them
-    /// with that agent's line amid this agent's (data-safety seed
-    /// 562451862, case 978). A change that inserts lines stays whole: which
-    /// of them replace which is not known.
+    /// starts and ends, and where the agent deleted lines: the lines
+    /// deleted outside the agent's hunks are the user's deletion (out of the
+    /// baseline), those inside shrink the hunk. Taken whole, the lines
+    /// around were kept as the agent's deletion, and a reject brought them
+    /// back: another chat's reject had deleted them with that agent's line
+    /// amid this agent's (data-safety seed 562451862, case 978), or on both
+    /// sides of this agent's deletion (seed 762722601, case 731: `:Acp
+    /// reject file` with two chats, the second chat's reject restored the
+    /// first agent's lines the first reject had just removed). A change
+    /// that inserts lines stays whole: which of them replace which is not
+    /// known.
     fn split_deletions(&self, changes: Vec<Change>) -> Vec<Change> {
-        let in_hunk = |i: usize| {
-            self.hunks
-                .iter()
-                .any(|h| h.new_start <= i && i < h.new_end())
-        };
         let mut out = Vec::with_capacity(changes.len());
         for change in changes {
             let (start, end) = (change.old.start, change.old.end);
@@ -147,18 +146,21 @@ impl TrackedFile {
                 out.push(change);
                 continue;
             }
+            let mut cuts: Vec<usize> = self
+                .hunks
+                .iter()
+                .flat_map(|h| [h.new_start, h.new_end()])
+                .filter(|&at| start < at && at < end)
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
             let mut at = start;
-            while at < end {
-                let inside = in_hunk(at);
-                let mut next = at + 1;
-                while next < end && in_hunk(next) == inside {
-                    next += 1;
-                }
+            for cut in cuts.into_iter().chain(std::iter::once(end)) {
                 out.push(Change {
-                    old: at..next,
+                    old: at..cut,
                     new: change.new.clone(),
                 });
-                at = next;
+                at = cut;
             }
         }
         out

@@ -215,3 +215,16 @@ fn user_edits_of_untracked_or_deleted_files() {
     assert_eq!(t.record_user_edit(path(), None), None);
     assert!(t.is_empty());
 }
+
+#[test]
+fn a_user_deletion_on_both_sides_of_an_agent_deletion_is_the_users() {
+    // The lines right above and below the agent's deletion go in one
+    // deletion (another chat's reject removed that agent's lines there):
+    // they leave the baseline, and a reject brings back only the line the
+    // agent deleted (data-safety seed 762722601, case 731).
+    let mut t = EditTracker::new();
+    t.record_write(path(), Some("a\np\nx\nq\nb\n"), "a\np\nq\nb\n");
+    t.record_user_edit(path(), Some("a\nb\n"));
+    assert_eq!(review(&t).baseline.as_deref(), Some("a\nx\nb\n"));
+    assert_eq!(t.reject_file(path()).unwrap(), write("a\nx\nb\n"));
+}
