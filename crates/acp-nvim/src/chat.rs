@@ -15,13 +15,12 @@ use std::time::Duration;
 
 use acp_client::schema::ContentBlock;
 use acp_client::session::update::SessionId;
-use acp_client::{ConfigValue, Connection, SessionParams, SessionStarted, StopReason};
+use acp_client::{ConfigValue, Connection, SessionStarted, StopReason};
 use tokio::sync::mpsc;
 
 use crate::agents::{Agent, Agents};
 use crate::batcher::EventQueue;
 use crate::command::{ChatId, OpenChat, OptionValue};
-use crate::mcp;
 use crate::protocol::{Event, LoginMethod};
 use crate::transcript::{self, Opening, Transcripts};
 
@@ -298,7 +297,7 @@ async fn open_session(
         }
         tracing::info!(%chat, agent = %agent.name, method_id, "authenticated");
     }
-    let (params, dropped) = session_params(open, &info, &agent.name);
+    let (params, dropped) = crate::session_settings::session_params(open, &info, &agent.name);
     if let Some(message) = dropped {
         events.push(Event::Warning {
             chat_id: Some(chat.clone()),
@@ -377,27 +376,6 @@ async fn open_session(
             None
         }
     }
-}
-
-/// The settings of every session of the chat `open` describes (its first,
-/// and a fork after a rewind): the MCP servers the agent takes (and, when
-/// it cannot take some, the warning that names them), the extra
-/// directories and the system prompt.
-pub(crate) fn session_params(
-    open: &OpenChat,
-    info: &acp_client::AgentInfo,
-    agent_name: &str,
-) -> (SessionParams, Option<String>) {
-    let mut params = SessionParams::new(open.cwd.clone());
-    let (servers, dropped) = mcp::supported(
-        open.mcp_servers.clone(),
-        &info.capabilities.mcp_capabilities,
-        agent_name,
-    );
-    params.mcp_servers = servers;
-    params.additional_directories = open.additional_directories.clone();
-    params.system_prompt = open.system_prompt.clone();
-    (params, dropped)
 }
 
 fn session_started(

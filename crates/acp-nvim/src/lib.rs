@@ -42,6 +42,7 @@ pub mod review;
 pub mod review_queue;
 mod rewind;
 pub mod routes;
+mod session_settings;
 pub mod transcript;
 
 use std::path::PathBuf;

@@ -271,7 +271,7 @@ async fn fork(chat: &Chat<'_>, turn: u32) -> Result<acp_client::SessionStarted, 
     };
     let info = chat.agent.ready().await?;
     // The servers it cannot take were named when the chat opened.
-    let (params, _) = crate::chat::session_params(chat.open, &info, &chat.agent.name);
+    let (params, _) = crate::session_settings::session_params(chat.open, &info, &chat.agent.name);
     conn.fork_session(chat.session, Some(&cursor), params)
         .await
         .map_err(|e| format!("the agent's session/fork failed ({e})"))
