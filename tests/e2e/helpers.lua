@@ -193,6 +193,21 @@ function T.fake_backend()
   return sent
 end
 
+--- The `session_started` event of `chat` with the demo agent (session
+--- `s-<chat id>` unless named).
+---@param chat table
+---@param session_id? string
+---@return table
+function T.session_started(chat, session_id)
+  return {
+    type = "session_started",
+    chat_id = chat.chat_id,
+    session_id = session_id or ("s-" .. chat.chat_id),
+    agent_name = "demo",
+    capabilities = {},
+  }
+end
+
 --- A chat whose session has started, driven by hand-made events.
 function T.fake_chat(opts)
   opts = opts or {}

@@ -124,15 +124,7 @@ local function draw(changes, newest)
     evs[#evs + 1] = T.session_event(chat, c)
   end
   events.dispatch(evs)
-  events.dispatch({
-    {
-      type = "session_started",
-      chat_id = chat.chat_id,
-      session_id = "s-" .. chat.chat_id,
-      agent_name = "demo",
-      capabilities = {},
-    },
-  })
+  events.dispatch({ T.session_started(chat) })
   T.wait(function()
     return chat.status == "ready" and not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
   end, "the history drawn")
@@ -242,15 +234,7 @@ T.test(
     end
     events.dispatch(evs)
     T.eq(false, collectgarbage("isrunning"), "held while the replay comes")
-    events.dispatch({
-      {
-        type = "session_started",
-        chat_id = chat.chat_id,
-        session_id = "s-" .. chat.chat_id,
-        agent_name = "demo",
-        capabilities = {},
-      },
-    })
+    events.dispatch({ T.session_started(chat) })
     -- Keys typed while the older turns are drawn and after: the prompt stays
     -- plain text until none came for FILETYPE_IDLE_MS.
     local typing = true
@@ -283,15 +267,7 @@ T.test(
       more[#more + 1] = T.session_event(other, c)
     end
     events.dispatch(more)
-    events.dispatch({
-      {
-        type = "session_started",
-        chat_id = other.chat_id,
-        session_id = "s-" .. other.chat_id,
-        agent_name = "demo",
-        capabilities = {},
-      },
-    })
+    events.dispatch({ T.session_started(other) })
     T.wait(function()
       return not replay.pending(other.chat_id) and not replay.filling(other.chat_id)
     end, "the history drawn")
@@ -383,13 +359,7 @@ local function replay_into(chat, changes, no_answer)
     evs[#evs + 1] = T.session_event(chat, c)
   end
   if not no_answer then
-    evs[#evs + 1] = {
-      type = "session_started",
-      chat_id = chat.chat_id,
-      session_id = "s-" .. chat.chat_id,
-      agent_name = "demo",
-      capabilities = {},
-    }
+    evs[#evs + 1] = T.session_started(chat)
   end
   events.dispatch(evs)
   T.wait(function()
@@ -561,15 +531,7 @@ T.test(
     T.not_contains(text_now, "question 2", "not more")
     T.eq(false, tail.shown(chat.chat_id), "nothing waits for a replay")
     T.eq(nil, chat.transcript.prompt_turn, "the resumed prompts are not counted as the chat's turns")
-    events.dispatch({
-      {
-        type = "session_started",
-        chat_id = chat.chat_id,
-        session_id = "tail-resume",
-        agent_name = "demo",
-        capabilities = {},
-      },
-    })
+    events.dispatch({ T.session_started(chat, "tail-resume") })
     T.wait(function()
       return chat.status == "ready"
     end, "the session started")
