@@ -64,6 +64,20 @@ local function history(turns, extra)
   return out
 end
 
+--- Dispatch `changes` to `chat` in one batch, as a loaded session's
+--- history arrives (with `last` after them, when given).
+---@param chat table
+---@param changes table[]
+---@param last? table
+local function feed(chat, changes, last)
+  local evs = {}
+  for _, c in ipairs(changes) do
+    evs[#evs + 1] = T.session_event(chat, c)
+  end
+  evs[#evs + 1] = last
+  events.dispatch(evs)
+end
+
 local function decorations(buf)
   local names = {}
   for name, id in pairs(api.nvim_get_namespaces()) do
@@ -119,11 +133,7 @@ local function draw(changes, newest)
     return push_behind(chat_id, fn, a, b)
   end
   local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
-  local evs = {}
-  for _, c in ipairs(changes) do
-    evs[#evs + 1] = T.session_event(chat, c)
-  end
-  events.dispatch(evs)
+  feed(chat, changes)
   events.dispatch({ T.session_started(chat) })
   T.wait(function()
     return chat.status == "ready" and not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
@@ -228,11 +238,7 @@ T.test(
       return collectgarbage("isrunning")
     end, "running before (the earlier tests' loads gave it back)")
     local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
-    local evs = {}
-    for _, c in ipairs(history(30)) do
-      evs[#evs + 1] = T.session_event(chat, c)
-    end
-    events.dispatch(evs)
+    feed(chat, history(30))
     T.eq(false, collectgarbage("isrunning"), "held while the replay comes")
     events.dispatch({ T.session_started(chat) })
     -- Keys typed while the older turns are drawn and after: the prompt stays
@@ -262,11 +268,7 @@ T.test(
     -- A collector the user stopped stays stopped.
     collectgarbage("stop")
     local other = assert(require("acp").open({ agent = "demo", cwd = T.root }))
-    local more = {}
-    for _, c in ipairs(history(3)) do
-      more[#more + 1] = T.session_event(other, c)
-    end
-    events.dispatch(more)
+    feed(other, history(3))
     events.dispatch({ T.session_started(other) })
     T.wait(function()
       return not replay.pending(other.chat_id) and not replay.filling(other.chat_id)
@@ -354,14 +356,7 @@ end
 --- The agent replays `changes` (answering the load unless `no_answer`);
 --- waits until everything is drawn.
 local function replay_into(chat, changes, no_answer)
-  local evs = {}
-  for _, c in ipairs(changes) do
-    evs[#evs + 1] = T.session_event(chat, c)
-  end
-  if not no_answer then
-    evs[#evs + 1] = T.session_started(chat)
-  end
-  events.dispatch(evs)
+  feed(chat, changes, not no_answer and T.session_started(chat) or nil)
   T.wait(function()
     return not tail.shown(chat.chat_id)
       and not backlog.holding(chat.chat_id)

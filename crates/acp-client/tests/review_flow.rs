@@ -116,18 +116,19 @@ async fn a_disk_edit_without_diff_is_caught_by_the_watcher_during_the_turn() {
     assert_eq!(stop.unwrap(), StopReason::Cancelled);
 }
 
-#[tokio::test]
-async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_before() {
-    // No editor copy: the agent truncates t.txt, announces the edit and
-    // writes it 50 ms later (the client's read in between sees it empty),
-    // then edits it again. A "before" of "" would make a reject empty the
-    // file; the first edit cannot be reviewed, the second is, against the
-    // first's text.
+/// The agent truncates t.txt, announces the edit and writes it 50 ms later
+/// (the client's read in between sees it empty), then edits it again. A
+/// "before" of "" would make a reject empty the file; the first edit cannot
+/// be reviewed, the second is, against the first's text. `keeps_time`: the
+/// truncated file shows its old time, as Linux can right after a
+/// truncation, so it looks empty since before the turn (the file was
+/// written an hour before it).
+async fn torn_then_edited(keeps_time: bool) {
     let mut s = start(
         &[("t.txt", "orig\n")],
         json!([{ "steps": [
             { "type": "writeDisk", "path": "t.txt", "content": "one\n", "diff": false,
-              "toolCallId": "t1", "tornMs": 50 },
+              "toolCallId": "t1", "tornMs": 50, "tornKeepsTime": keeps_time },
             { "type": "sleep", "ms": 400 },
             { "type": "writeDisk", "path": "t.txt", "content": "one\ntwo\n", "diff": false,
               "toolCallId": "t2" }
@@ -135,6 +136,10 @@ async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_
     )
     .await;
     let path = s.root.join("t.txt");
+    if keeps_time {
+        // A file made just now is within the clock slack of the prompt.
+        set_modified_hour_ago(&path);
+    }
     assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
     review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
     let review = s.conn.review(&s.sid).file(&path).unwrap();
@@ -143,31 +148,14 @@ async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_
 }
 
 #[tokio::test]
+async fn a_file_caught_half_written_at_its_first_mention_never_gets_that_as_its_before() {
+    torn_then_edited(false).await;
+}
+
+#[tokio::test]
 async fn a_file_caught_truncated_with_its_old_time_is_looked_at_again() {
-    // Right after a truncation Linux can show the file empty with its old
-    // time, so it looks empty since before the turn: the client looks
-    // again after the debounce, finds the write (written 50 ms later), and
-    // never takes "" for the file's before.
-    let mut s = start(
-        &[("t.txt", "orig\n")],
-        json!([{ "steps": [
-            { "type": "writeDisk", "path": "t.txt", "content": "one\n", "diff": false,
-              "toolCallId": "t1", "tornMs": 50, "tornKeepsTime": true },
-            { "type": "sleep", "ms": 400 },
-            { "type": "writeDisk", "path": "t.txt", "content": "one\ntwo\n", "diff": false,
-              "toolCallId": "t2" }
-        ] }]),
-    )
-    .await;
-    let path = s.root.join("t.txt");
-    // Written long before the turn (a file made just now is within the
-    // clock slack of the prompt).
-    set_modified_hour_ago(&path);
-    assert_eq!(turn(&s, "go").await, StopReason::EndTurn);
-    review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
-    let review = s.conn.review(&s.sid).file(&path).unwrap();
-    assert_eq!(review.baseline.as_deref(), Some("one\n"));
-    assert_eq!(review.current.as_deref(), Some("one\ntwo\n"));
+    // The client looks again after the debounce and finds the write.
+    torn_then_edited(true).await;
 }
 
 fn set_modified_hour_ago(path: &Path) {
