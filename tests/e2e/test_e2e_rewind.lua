@@ -52,6 +52,9 @@ T.setup_fake({
     sessionStore = dir .. "/persist-store.json",
     -- A load replays the prompts too, as real agents do.
     replayUserMessages = true,
+    -- The test loads a session right after closing its chat: the load
+    -- starts before the close is answered (it once lost the replay).
+    closeAnswerDelayMs = 25,
     turns = {
       { match = "crash", steps = { { type = "crash", stderr = "fatal: crashed on purpose", code = 3 } } },
       {

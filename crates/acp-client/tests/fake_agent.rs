@@ -471,6 +471,48 @@ async fn load_replays_what_was_sent_live() {
     assert_eq!(live_agent_side, replayed);
 }
 
+/// A chat closed and its session loaded again at once (a user reopening it
+/// from the list): the close's clean-up, when its answer comes after the
+/// load began, must not forget the loaded session. Before the fix the
+/// replay was dropped as an unknown session's and the session was gone.
+#[tokio::test]
+async fn a_load_right_after_a_close_of_the_same_session_keeps_its_replay() {
+    let s = start_with(
+        json!({"closeAnswerDelayMs": 300, "replayUserMessages": true,
+            "turns": [{"steps": [{"type": "text", "text": "answer"}]}]}),
+        PermissionMode::Pick("allow_once"),
+    )
+    .await;
+    turn(&s, "question").await;
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let close = tokio::spawn(async move { conn.close_session(&sid).await });
+    // The close is on the wire (its answer 300 ms away) when the load starts.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let loaded = tokio::time::timeout(
+        WAIT,
+        s.conn
+            .load_session(&s.sid, SessionParams::new(s.dir.path())),
+    )
+    .await
+    .expect("load timed out");
+    loaded.unwrap();
+    close.await.unwrap().unwrap();
+    assert!(
+        s.conn.session_ids().contains(&s.sid),
+        "the loaded session is open"
+    );
+    let entries = s
+        .conn
+        .with_session(&s.sid, |st| serde_json::to_value(st.entries()).unwrap())
+        .unwrap();
+    let text = entries.to_string();
+    assert!(
+        text.contains("question") && text.contains("answer"),
+        "{text}"
+    );
+}
+
 /// gemini-cli reads a file before it creates it (its issue 9280): the
 /// `missing_file_read_empty` quirk answers such a read with empty content,
 /// only inside the workspace; off, the spec's `-32002` is answered.

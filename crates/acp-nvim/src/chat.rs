@@ -170,7 +170,7 @@ async fn run(
                 .as_deref()
                 .or(open.resume_session_id.as_deref())
             {
-                agent.host.unregister(&SessionId::new(id));
+                agent.host.unregister(&SessionId::new(id), &chat);
             }
             leave(&agents, &agent, &chat).await;
             return;
@@ -217,7 +217,7 @@ async fn close_session(
     if let Some(t) = transcripts {
         t.close(chat, &session.to_string());
     }
-    agent.host.unregister(session);
+    agent.host.unregister(session, chat);
 }
 
 /// Routes a session's updates to the chat, after its `SessionStarted`
@@ -311,7 +311,7 @@ async fn open_session(
         agent.host.register(id.clone(), chat.clone(), None);
         let result = conn.load_session(&id, params).await;
         if result.is_err() {
-            agent.host.unregister(&id);
+            agent.host.unregister(&id, chat);
         }
         result
     } else if let Some(id) = &open.resume_session_id {

@@ -101,9 +101,9 @@ impl NvimHost {
         self.with_routes(|r, out| r.register(session, chat, started, out));
     }
 
-    /// Stops routing a session.
-    pub fn unregister(&self, session: &SessionId) {
-        self.routes().unregister(session);
+    /// Stops routing a session to `chat` (see [`Routes::unregister`]).
+    pub fn unregister(&self, session: &SessionId, chat: &ChatId) {
+        self.routes().unregister(session, chat);
         self.sync.drop_session(session);
     }
 

@@ -110,8 +110,15 @@ impl Routes {
         }
     }
 
-    /// Stops routing `session`; its late events are dropped.
-    pub fn unregister(&mut self, session: &SessionId) {
+    /// Stops routing `session` to `chat`; its late events are dropped. A
+    /// session routed to another chat stays theirs: it was loaded again
+    /// while this chat's `session/close` was in flight (test_e2e_rewind
+    /// closes a chat and loads its session at once), and this close's
+    /// clean-up comes after the load registered it.
+    pub fn unregister(&mut self, session: &SessionId, chat: &ChatId) {
+        if self.sessions.get(session).is_some_and(|c| c != chat) {
+            return;
+        }
         self.sessions.remove(session);
         self.closed.insert(session.clone());
         self.held.retain(|(sid, _)| sid != session);
@@ -528,10 +535,23 @@ pub(crate) mod tests {
         let mut r = Routes::new("demo");
         let mut out = Vec::new();
         r.register(sid("s1"), chat("a"), None, &mut out);
-        r.unregister(&sid("s1"));
+        r.unregister(&sid("s1"), &chat("a"));
         r.translate(mode("s1", "late"), &mut out);
         assert!(out.is_empty());
         assert!(r.held.is_empty());
+    }
+
+    #[test]
+    fn a_close_that_ends_after_the_session_was_loaded_again_keeps_the_new_route() {
+        let mut r = Routes::new("demo");
+        let mut out = Vec::new();
+        r.register(sid("s1"), chat("a"), None, &mut out);
+        // Chat b loads s1 while chat a's close is still in flight.
+        r.register(sid("s1"), chat("b"), None, &mut out);
+        r.unregister(&sid("s1"), &chat("a"));
+        r.translate(mode("s1", "replayed"), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].chat_id(), Some(&chat("b")));
     }
 
     #[test]

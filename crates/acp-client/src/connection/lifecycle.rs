@@ -238,6 +238,7 @@ impl Connection {
     ) -> Result<SessionStarted> {
         Self::check_cwd(&params)?;
         self.require(methods::SESSION_LOAD, |i| i.capabilities.load_session)?;
+        self.sessions().close_settled(session_id).await;
         // Registered before the request so the replay lands in a fresh model
         // (its subagents' too: the replay announces them again).
         self.sessions().register_for_load(
@@ -277,6 +278,7 @@ impl Connection {
         self.require(methods::SESSION_RESUME, |i| {
             i.capabilities.session_capabilities.resume.is_some()
         })?;
+        self.sessions().close_settled(session_id).await;
         let _opening = self.sessions().opening();
         let offer = self.editor_offer(&params);
         let response: WireSessionResponse = self
@@ -378,6 +380,7 @@ impl Connection {
         let supported = self
             .agent_info()
             .is_some_and(|i| i.capabilities.session_capabilities.close.is_some());
+        let _closing = self.sessions().closing(session_id);
         self.sessions().cancel_session_prompts(session_id);
         self.sessions()
             .terminals()

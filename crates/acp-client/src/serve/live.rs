@@ -96,6 +96,14 @@ pub(crate) struct LiveSessions {
     /// The v2 prompts in flight, per session: a v2 turn ends with an idle
     /// `state_update`, which resolves the sender.
     turns: Mutex<HashMap<SessionId, Vec<oneshot::Sender<TurnEnd>>>>,
+    /// Sessions whose `session/close` is in flight: a load or resume of the
+    /// same id waits for it ([`LiveSessions::close_settled`]). Found by
+    /// test_e2e_rewind under load: a chat closed and its session loaded
+    /// again at once (our fake agent, as a user reopening from `:Acp
+    /// sessions` would) had the load registered between the close request
+    /// and its answer, whose clean-up then dropped the load's session and
+    /// review: the replay was ignored as an unknown session's.
+    closing: Mutex<HashMap<SessionId, tokio::sync::watch::Receiver<()>>>,
 }
 
 impl std::fmt::Debug for LiveSessions {
@@ -152,6 +160,7 @@ impl LiveSessions {
             warnings_sent: AtomicUsize::new(0),
             v2: AtomicBool::new(false),
             turns: Mutex::new(HashMap::new()),
+            closing: Mutex::new(HashMap::new()),
             options,
         }
     }
@@ -322,6 +331,29 @@ impl LiveSessions {
     pub(crate) fn opening(&self) -> OpeningGuard<'_> {
         self.sessions_opening.fetch_add(1, Ordering::AcqRel);
         OpeningGuard(self)
+    }
+
+    /// Marks a session as closing until the guard drops (the close settled,
+    /// however it ended).
+    pub(crate) fn closing(&self, session_id: &SessionId) -> ClosingGuard<'_> {
+        let (tx, rx) = tokio::sync::watch::channel(());
+        self.closing.lock().insert(session_id.clone(), rx.clone());
+        ClosingGuard {
+            sessions: self,
+            session_id: session_id.clone(),
+            rx,
+            _tx: tx,
+        }
+    }
+
+    /// Waits until no `session/close` of this id is in flight, so an
+    /// opening of the same id is not undone by the close's clean-up.
+    pub(crate) async fn close_settled(&self, session_id: &SessionId) {
+        let pending = self.closing.lock().get(session_id).cloned();
+        if let Some(mut rx) = pending {
+            // Err once the close's guard dropped its sender: that is the end.
+            while rx.changed().await.is_ok() {}
+        }
     }
 
     /// Registers a session the agent opened (or reopened): its sandbox and
@@ -571,6 +603,28 @@ pub(crate) struct OpeningGuard<'a>(&'a LiveSessions);
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
         self.0.sessions_opening.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Ends a session's closing ([`LiveSessions::closing`]).
+pub(crate) struct ClosingGuard<'a> {
+    sessions: &'a LiveSessions,
+    session_id: SessionId,
+    rx: tokio::sync::watch::Receiver<()>,
+    _tx: tokio::sync::watch::Sender<()>,
+}
+
+impl Drop for ClosingGuard<'_> {
+    fn drop(&mut self) {
+        let mut closing = self.sessions.closing.lock();
+        // Only this close's entry: a second close of the id may have
+        // replaced it.
+        if closing
+            .get(&self.session_id)
+            .is_some_and(|rx| rx.same_channel(&self.rx))
+        {
+            closing.remove(&self.session_id);
+        }
     }
 }
 

@@ -266,7 +266,18 @@ impl Agent {
             "session/load" => self.open_session(responder, &params, Open::Load),
             "session/resume" => self.open_session(responder, &params, Open::Resume),
             "session/list" => responder.send(self.list(&params)),
-            "session/close" => responder.send(self.close(&params, false)),
+            "session/close" => {
+                let answer = self.close(&params, false);
+                match self.scenario.close_answer_delay_ms {
+                    0 => responder.send(answer),
+                    ms => {
+                        std::thread::spawn(move || {
+                            std::thread::sleep(std::time::Duration::from_millis(ms));
+                            responder.send(answer);
+                        });
+                    }
+                }
+            }
             "session/delete" => responder.send(self.close(&params, true)),
             "session/set_mode" => self.set_mode(responder, &params),
             "session/set_config_option" => self.set_config_option(responder, &params),

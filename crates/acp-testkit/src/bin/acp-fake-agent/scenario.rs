@@ -80,6 +80,11 @@ pub struct Scenario {
     /// else fails the login.
     #[serde(default)]
     pub auth_elicitation: Option<serde_json::Value>,
+    /// `session/close` takes effect at once and is answered this many
+    /// milliseconds later: a client that reopens the session meanwhile
+    /// must not lose it to the close's clean-up.
+    #[serde(default)]
+    pub close_answer_delay_ms: u64,
 }
 
 fn default_page_size() -> usize {
