@@ -37,6 +37,10 @@ pub struct Backend {
     events: EventQueue,
     prompts: Arc<Prompts>,
     chats: HashMap<ChatId, ChatHandle>,
+    /// Chats closed while their session's close may still be in flight,
+    /// by (agent, session): an open that loads or resumes that session
+    /// waits for them ([`chat::start_after`]).
+    closing: HashMap<(String, String), Vec<ChatHandle>>,
     transcripts: Option<Arc<Transcripts>>,
     list_linger: Duration,
     /// The review decision task's queue (shared with the agent hosts),
@@ -55,6 +59,7 @@ impl Backend {
             decisions: shared.decisions.clone(),
             agents: Agents::new(shared),
             chats: HashMap::new(),
+            closing: HashMap::new(),
             transcripts: None,
             list_linger: listing::LINGER,
             installs,
@@ -110,9 +115,26 @@ impl Backend {
                 tracing::warn!("acp.hello reached the command loop; it is answered by the handler")
             }
             Command::Open(open) => {
-                let previous = self.chats.remove(&open.chat_id);
-                if previous.is_some() {
+                let mut previous: Vec<ChatHandle> =
+                    self.chats.remove(&open.chat_id).into_iter().collect();
+                if !previous.is_empty() {
                     tracing::info!(chat = %open.chat_id, "chat opened again; closing its old session first");
+                }
+                self.closing.retain(|_, tasks| {
+                    tasks.retain(|t| !t.is_finished());
+                    !tasks.is_empty()
+                });
+                // Reopening a session another chat is closing: its
+                // `session/close` goes first (test_e2e_rewind closes a chat
+                // and loads its session at once; the load overtook the close
+                // and the agent closed the session it had just replayed).
+                let reopened = open
+                    .load_session_id
+                    .as_ref()
+                    .or(open.resume_session_id.as_ref());
+                if let Some(id) = reopened {
+                    let key = (open.agent.name.clone(), id.clone());
+                    previous.extend(self.closing.remove(&key).unwrap_or_default());
                 }
                 let chat_id = open.chat_id.clone();
                 let handle = chat::start_after(
@@ -177,6 +199,12 @@ impl Backend {
             Command::Close { chat_id } => match self.chats.remove(&chat_id) {
                 Some(handle) => {
                     handle.send(ChatCommand::Close);
+                    if let Some((agent, session)) = self.agents.find_chat(&chat_id) {
+                        self.closing
+                            .entry((agent.name.clone(), session.to_string()))
+                            .or_default()
+                            .push(handle);
+                    }
                 }
                 None => tracing::debug!(chat = %chat_id, "close of an unknown chat"),
             },

@@ -71,6 +71,11 @@ impl ChatHandle {
     pub fn send(&self, cmd: ChatCommand) -> bool {
         self.tx.send(cmd).is_ok()
     }
+
+    /// Whether the chat task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
 }
 
 /// Starts the task of a chat; the outcome of the open arrives as an event.
@@ -82,23 +87,24 @@ pub fn start(
     open: OpenChat,
     transcripts: Option<Arc<Transcripts>>,
 ) -> ChatHandle {
-    start_after(agents, events, open, transcripts, None)
+    start_after(agents, events, open, transcripts, Vec::new())
 }
 
-/// Like [`start`], for a chat opened again: its previous task is closed and
-/// awaited first, so the old session's `session/close` reaches the agent
-/// before the new open (which may resume that very session, e.g. with
-/// other directories).
+/// Like [`start`], after chat tasks that close a session this open may
+/// reopen (the chat's own previous task, opened again; another chat closed
+/// on the session this one loads or resumes): each is closed and awaited
+/// first, so the old session's `session/close` reaches the agent before
+/// the new open.
 pub fn start_after(
     agents: Arc<Agents>,
     events: EventQueue,
     open: OpenChat,
     transcripts: Option<Arc<Transcripts>>,
-    previous: Option<ChatHandle>,
+    previous: Vec<ChatHandle>,
 ) -> ChatHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
-        if let Some(old) = previous {
+        for old in previous {
             old.send(ChatCommand::Close);
             let _ = old.task.await;
         }

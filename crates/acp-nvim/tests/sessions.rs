@@ -587,3 +587,59 @@ async fn the_editor_server_is_offered_unless_switched_off_and_answers_over_http(
         .unwrap()
         .contains("not supported by this editor"));
 }
+
+/// A chat closed and its session loaded in another chat at once (a user
+/// reopening it from `:Acp sessions`; test_e2e_rewind does it): the close
+/// reaches the agent first. Before the fix the load could overtake it, and
+/// the agent closed the session it had just replayed: the loaded chat's
+/// next prompt was never answered.
+#[tokio::test]
+async fn a_session_loaded_right_after_its_chat_closed_goes_on() {
+    let mut rig = Rig::new();
+    let store = rig.dir.path().join("store.json");
+    let scenario = acp_testkit::write_scenario(
+        rig.dir.path(),
+        &json!({
+            "sessionStore": store,
+            "replayUserMessages": true,
+            // The close is answered late: the load is sent meanwhile
+            // unless it waits.
+            "closeAnswerDelayMs": 100,
+            "turns": [{"steps": [{"type": "text", "text": "answered {{prompt}}"}]}]
+        }),
+    );
+    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    // With transcripts, a turn's end saves its checkpoints: chat a is
+    // still saving when the close comes, and chat b's load goes meanwhile.
+    let transcripts = rig.dir.path().join("transcripts");
+    let dir = transcripts.clone();
+    rig.open("a", agent.clone(), |o| o.transcript_dir = Some(dir));
+    let started = rig.wait_type("a", "session_started").await;
+    let session = started["session_id"].as_str().unwrap().to_owned();
+    rig.prompt("a", "first");
+    rig.wait_type("a", "turn_ended").await;
+    rig.send(Command::Close {
+        chat_id: ChatId("a".into()),
+    });
+    let id = session.clone();
+    rig.open("b", agent, |o| {
+        o.transcript_dir = Some(transcripts);
+        o.load_session_id = Some(id);
+    });
+    rig.wait_type("b", "session_started").await;
+    rig.prompt("b", "second");
+    let ended = rig.wait_type("b", "turn_ended").await;
+    assert_eq!(ended["stop_reason"], "end_turn", "{ended}");
+    let b = ChatId("b".into());
+    let changes: Vec<Json> = rig
+        .seen
+        .iter()
+        .filter(|e| e.kind() == "session" && e.chat_id() == Some(&b))
+        .map(|e| e.json_view()["change"].clone())
+        .collect();
+    assert_eq!(
+        agent_text(changes.iter()),
+        "answered firstanswered second",
+        "the replay and the new turn"
+    );
+}
