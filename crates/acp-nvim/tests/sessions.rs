@@ -111,6 +111,14 @@ impl Rig {
         }
     }
 
+    /// The fake agent playing `scenario` (an object) with its sessions
+    /// kept in a store file, so an agent started again can load them.
+    fn stored_agent(&self, mut scenario: Json) -> AgentSpec {
+        scenario["sessionStore"] = json!(self.dir.path().join("store.json"));
+        let path = acp_testkit::write_scenario(self.dir.path(), &scenario);
+        self.agent(&path, &self.dir.path().join("agent.log"))
+    }
+
     fn open(&self, chat: &str, agent: AgentSpec, f: impl FnOnce(&mut OpenChat)) {
         let mut open = OpenChat {
             chat_id: ChatId(chat.into()),
@@ -393,15 +401,9 @@ async fn http_mcp_servers_reach_only_agents_that_advertise_them() {
 #[tokio::test]
 async fn a_session_is_recorded_as_its_events_and_a_reopen_appends() {
     let mut rig = Rig::new();
-    let store = rig.dir.path().join("store.json");
-    let scenario = acp_testkit::write_scenario(
-        rig.dir.path(),
-        &json!({
-            "sessionStore": store,
-            "turns": [{"steps": [{"type": "text", "text": "streamed in chunks", "chunkSize": 3}]}]
-        }),
-    );
-    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    let agent = rig.stored_agent(json!({
+        "turns": [{"steps": [{"type": "text", "text": "streamed in chunks", "chunkSize": 3}]}]
+    }));
     let transcripts = rig.dir.path().join("transcripts");
     let dir = transcripts.clone();
     rig.open("a", agent.clone(), |o| o.transcript_dir = Some(dir));
@@ -596,19 +598,13 @@ async fn the_editor_server_is_offered_unless_switched_off_and_answers_over_http(
 #[tokio::test]
 async fn a_session_loaded_right_after_its_chat_closed_goes_on() {
     let mut rig = Rig::new();
-    let store = rig.dir.path().join("store.json");
-    let scenario = acp_testkit::write_scenario(
-        rig.dir.path(),
-        &json!({
-            "sessionStore": store,
-            "replayUserMessages": true,
-            // The close is answered late: the load is sent meanwhile
-            // unless it waits.
-            "closeAnswerDelayMs": 100,
-            "turns": [{"steps": [{"type": "text", "text": "answered {{prompt}}"}]}]
-        }),
-    );
-    let agent = rig.agent(&scenario, &rig.dir.path().join("agent.log"));
+    let agent = rig.stored_agent(json!({
+        "replayUserMessages": true,
+        // The close is answered late: the load is sent meanwhile unless it
+        // waits.
+        "closeAnswerDelayMs": 100,
+        "turns": [{"steps": [{"type": "text", "text": "answered {{prompt}}"}]}]
+    }));
     // With transcripts, a turn's end saves its checkpoints: chat a is
     // still saving when the close comes, and chat b's load goes meanwhile.
     let transcripts = rig.dir.path().join("transcripts");
