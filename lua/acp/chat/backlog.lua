@@ -279,6 +279,7 @@ end
 ---@field state table the run's transcript state between slices
 ---@field cancelled? boolean what it draws above went (acp.chat.tail: the drawn end was replaced)
 ---@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.chat.tail: a resumed session's)
+---@field md? table<integer, boolean> blocks whose markdown is still to draw (`View:draw_markdown` ran out of slice)
 
 --- Draw a slice of an older run above what is drawn (one change per call,
 --- acp.chat.replay's `push_behind` protocol: true while there is more). Also
@@ -291,49 +292,66 @@ local function draw_older(job)
   if job.cancelled or not view:valid() then
     return false
   end
-  local live = take(t)
-  local following = chat.following
-  -- Old tool calls must not move the user's file view (Chat:on_tool_state).
-  chat.following = nil
-  put(t, job.state)
-  view:front_open()
-  view.fronting = true
-  local ok, err = pcall(function()
-    local replay = require("acp.chat.replay")
-    local t0 = replay.start()
-    -- Half the slice for the changes, the rest for their markdown (code
-    -- blocks, tables: about as much again), drawn here inside the slice,
-    -- once for all the blocks it added, not by the view's finish after it.
-    local budget = replay.SLICE_MS / 2
-    repeat
-      local change = run.changes[job.next]
-      run.changes[job.next] = false
-      job.next = job.next + 1
-      -- false: drawn already (let go for the collector); the index only
-      -- moves forward, so this is the guard the checker cannot see.
-      if change then
-        t:apply(change)
+  local replay = require("acp.chat.replay")
+  local t0 = replay.start()
+  -- The markdown this job's changes dirtied is its own: the view's finish
+  -- after the slice would draw it all, past the slice's end.
+  local outer = view.md_dirty
+  view.md_dirty = job.md or {}
+  local ok, err = true, nil
+  if job.next <= #run.changes then
+    local live = take(t)
+    local following = chat.following
+    -- Old tool calls must not move the user's file view (Chat:on_tool_state).
+    chat.following = nil
+    put(t, job.state)
+    view:front_open()
+    view.fronting = true
+    ok, err = pcall(function()
+      -- Half the slice for the changes, the rest for their markdown (code
+      -- blocks, tables: about as much again).
+      local budget = replay.SLICE_MS / 2
+      repeat
+        local change = run.changes[job.next]
+        run.changes[job.next] = false
+        job.next = job.next + 1
+        -- false: drawn already (let go for the collector); the index only
+        -- moves forward, so this is the guard the checker cannot see.
+        if change then
+          t:apply(change)
+        end
+      until job.next > #run.changes or (vim.uv.hrtime() - t0) / 1e6 >= budget
+      if job.next > #run.changes then
+        -- Drawn in order, the next turn's first entry would have ended it.
+        t:_end_thinking()
       end
-    until job.next > #run.changes or (vim.uv.hrtime() - t0) / 1e6 >= budget
-    if job.next > #run.changes then
-      -- Drawn in order, the next turn's first entry would have ended it.
-      t:_end_thinking()
+    end)
+    view.fronting = nil
+    job.state = take(t)
+    put(t, live)
+    chat.following = following
+    if not ok or job.next > #run.changes then
+      view:front_close()
+      adopt(t, job.state)
     end
-    view:draw_markdown()
-  end)
-  view.fronting = nil
-  job.state = take(t)
-  put(t, live)
-  chat.following = following
-  local more = ok and job.next <= #run.changes
-  if not more then
-    view:front_close()
-    adopt(t, job.state)
   end
+  -- The markdown, in what is left of the slice; rows past its end wait for
+  -- the next one. Drawn to the end with the changes, a slice was 6-8 ms,
+  -- and one extmark set that grows Neovim's table of marks (8.5 ms at 50,000
+  -- lines of a 2,000-turn history in bench/tui_long.lua) made it a wait of
+  -- 16-18 ms.
+  local drawn = true
+  if ok then
+    ok, err = pcall(function()
+      drawn = view:draw_markdown(t0 + replay.SLICE_MS * 1e6)
+    end)
+  end
+  job.md = next(view.md_dirty) and view.md_dirty or nil
+  view.md_dirty = outer
   if not ok then
     error(err, 0)
   end
-  return more
+  return job.next <= #run.changes or not drawn
 end
 
 M.draw_older = draw_older

@@ -163,16 +163,25 @@ function View:finish()
 end
 
 --- Markdown over the rows added since it was last drawn: once per batch
---- (`finish`), or sooner by whoever times its work (acp.chat.backlog).
-function View:draw_markdown()
+--- (`finish`), or sooner by whoever times its work (acp.chat.backlog), until
+--- `deadline` (a `vim.uv.hrtime()`): the rows past it stay to draw.
+---@param deadline? number
+---@return boolean done nothing is left to draw
+function View:draw_markdown(deadline)
   for id in pairs(self.md_dirty) do
     local block = self.blocks[id]
     if block and block.md then
       local sr, er = self:range(block)
-      markdown.render(self.md, block.md, sr, er)
+      if not markdown.render(self.md, block.md, sr, er, deadline) then
+        return false
+      end
+    end
+    self.md_dirty[id] = nil
+    if deadline and next(self.md_dirty) and vim.uv.hrtime() >= deadline then
+      return false
     end
   end
-  self.md_dirty = {}
+  return true
 end
 
 --- Run `fn` inside a batch (for edits outside an event dispatch).
