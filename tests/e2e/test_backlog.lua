@@ -281,6 +281,66 @@ T.test(
   end
 )
 
+T.test("a collector cycle found running is finished first, and older turns wait while a cycle runs", function()
+  -- A heap that takes a cycle several slices to mark (300,000 live tables).
+  local keep = {}
+  for i = 1, 300000 do
+    keep[i] = { i }
+  end
+  -- Every step of the collector acp.chat.replay takes (true: a cycle ended),
+  -- and every slice of the older turns, in order.
+  local log = {}
+  local gc = collectgarbage
+  ---@diagnostic disable-next-line: duplicate-set-field
+  _G.collectgarbage = function(opt, ...)
+    local r = gc(opt, ...)
+    if opt == "step" then
+      log[#log + 1] = r and "cycle ended" or "step"
+    end
+    return r
+  end
+  local draw_runs = backlog.draw_runs
+  local push_behind = replay.push_behind
+  replay.push_behind = function(chat_id, fn, a, b)
+    if fn == draw_runs then
+      local inner = fn
+      fn = function(x, y)
+        log[#log + 1] = "fill"
+        return inner(x, y)
+      end
+    end
+    return push_behind(chat_id, fn, a, b)
+  end
+  local ok, err = pcall(function()
+    -- A cycle under way when the load begins: the collector's own steps
+    -- started it (allocations past its threshold do the same).
+    gc("restart")
+    gc("step", 0)
+    local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+    feed(chat, history(40))
+    events.dispatch({ T.session_started(chat) })
+    T.wait(function()
+      return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+    end, "the history drawn")
+    chat:close()
+  end)
+  _G.collectgarbage = gc
+  replay.push_behind = push_behind
+  keep = nil
+  assert(ok, err)
+  local first_fill = assert(vim.tbl_contains(log, "fill") and vim.fn.index(log, "fill") + 1, "older turns drawn")
+  T.truthy(
+    vim.tbl_contains(vim.list_slice(log, 1, first_fill), "cycle ended"),
+    ("the cycle under way was finished before the older turns were drawn (%d steps before them)"):format(first_fill - 1)
+  )
+  for i, what in ipairs(log) do
+    if what == "fill" and log[i - 1] == "step" then
+      error(("older turns drawn (entry %d of %d) in a slice that ended with a cycle still running"):format(i, #log))
+    end
+  end
+  gc("restart")
+end)
+
 -- The end of a session drawn from the client's transcript while the agent
 -- replays it (acp.chat.tail).
 

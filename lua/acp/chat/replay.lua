@@ -158,12 +158,13 @@ end
 --- work that holds nothing back.
 ---@param t0? integer
 ---@param only? string just this chat
-local function run(t0, only)
+---@param hold_behind? boolean not the work that holds nothing back (a collector cycle runs)
+local function run(t0, only, hold_behind)
   local touched = {}
   run_set(queues, order, t0, only, touched)
   -- At least one item a slice here too: after a slice spent on the other
   -- queue, or when the slice is shorter than any item.
-  if #touched == 0 or not (t0 and M.over(t0)) then
+  if not hold_behind and (#touched == 0 or not (t0 and M.over(t0))) then
     run_set(behind, behind_order, t0, only, touched, queues)
   end
   -- The view's batch ends with each slice: read-only again, markdown drawn
@@ -208,25 +209,33 @@ M.history_held = function()
   return false
 end
 
---- Up to `GC_MS` of the collector's work, when a cycle runs or is due.
+--- The collector's work, when a cycle runs or is due: up to `GC_MS`, or
+--- the whole slice while older turns fill in (they wait for the cycle's end).
+--- Every object made while a cycle marks, and reachable, is marked in the
+--- cycle's last, indivisible step: with the fill going on meanwhile that
+--- step took 14-22 ms of CPU in one slice at 2,000 turns (bench/tui_long.lua;
+--- a cycle of the same heap at rest: 1.7 ms), so the fill makes nothing while a
+--- cycle runs, and a new cycle waits for twice the heap while a replay still
+--- arrives or older turns fill in (13.8 ms in one slice at 2,000 turns, the
+--- cycle having started 80 ms before the replay was whole).
+---@return boolean cycle a cycle runs: the fill waits
 local function gc_work()
-  -- While a replay still arrives, a new cycle waits for twice that: every
-  -- table the replay adds while a cycle marks is marked again in the
-  -- cycle's last, indivisible step (13.8 ms of CPU in one slice at 2,000
-  -- turns, the cycle having started 80 ms before the replay was whole).
-  if gc_next and collectgarbage("count") < gc_next * (M.history_held() and 2 or 1) then
-    return
+  local filling = next(behind) ~= nil
+  if gc_next and collectgarbage("count") < gc_next * ((M.history_held() or filling) and 2 or 1) then
+    return false
   end
   gc_next = nil
   local t = uv.hrtime()
+  local budget = filling and math.max(M.SLICE_MS, M.GC_MS) or M.GC_MS
   repeat
     if collectgarbage("step", 0) then
       gc_next = collectgarbage("count") * gc_pause
       break
     end
-  until (uv.hrtime() - t) / 1e6 >= M.GC_MS
+  until (uv.hrtime() - t) / 1e6 >= budget
   -- A step hands the collector its own steps back.
   collectgarbage("stop")
+  return gc_next == nil
 end
 
 local function gc_tick()
@@ -265,7 +274,12 @@ function M.hold_collector()
   local pause = collectgarbage("setpause", 200)
   collectgarbage("setpause", pause)
   gc_pause = math.max(pause, 100) / 100
-  gc_next = collectgarbage("count") * gc_pause
+  -- The collector may be inside a cycle (it runs one as soon as it has its
+  -- own steps back): that cycle is finished first, in `gc_work`'s steps.
+  -- Taken for a pause, it was carried on at the next cycle's heap, and its
+  -- last step marked everything made since the hold began (13.5-18.9 ms in
+  -- one slice of a 2,000-turn fill).
+  gc_next = nil
   collectgarbage("stop")
   gc_held = true
   gc_timer = gc_timer or assert(uv.new_timer())
@@ -302,11 +316,9 @@ pump = function()
   scheduled = false
   -- The collector's share first, on top of the slice's time: taken from
   -- it, a 200-turn history took a quarter longer to draw.
-  if gc_held then
-    gc_work()
-  end
+  local cycle = gc_held and gc_work()
   -- An error here must not leave the rest of the history waiting forever.
-  local ok, err = xpcall(run, debug.traceback, M.start())
+  local ok, err = xpcall(run, debug.traceback, M.start(), nil, cycle)
   if not ok then
     require("acp.util").notify("history could not be shown: " .. tostring(err), vim.log.levels.ERROR)
   end
