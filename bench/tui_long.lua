@@ -149,13 +149,15 @@ local after_max, after_cpu_max = 0, 0
 -- The filetypes' FileType autocommands: CPU and when, by method.
 local ft_cpu, ft_at = {}, {}
 -- ACP_BENCH_GC=log (a diagnosis, not a measurement): each wait of 16 ms or
--- more with the Lua heap before and after it (a drop: a collector cycle
--- ended inside), event batches of over 10 ms of CPU, backlog.release's CPU
--- and allocation with the collector stopped around it, and the CPU and time
--- of the prompt's filetype (the user's FileType autocommands), also when it
--- comes after the load; =stop: no collector during the load (neither its
--- own steps nor acp.chat.replay's).
+-- more with the Lua heap around it and what ran inside it (scheduled
+-- callbacks, event batches, redraws; the rest was C work or another
+-- process's), batches of over 10 ms of CPU, backlog.release, the prompt's
+-- filetype, and the collector's longest step at rest; =stop: no collector
+-- during the load (neither its own steps nor acp.chat.replay's).
 local gclog = {}
+local GC_MODE = os.getenv("ACP_BENCH_GC") or ""
+-- {start ms, ms, cpu ms, what} and {start ms, ms}.
+local spans, long_waits = {}, {}
 local dispatch_max_cpu, dispatch_max_events, dispatch_max_kinds = 0, 0, ""
 local last_marker = ("End of answer %d."):format(TURNS)
 local marker_in_buf = false
@@ -173,6 +175,9 @@ api.nvim_set_decoration_provider(ns, {
   on_end = function()
     if t0 and redraw_t and not total_ms then
       redraw_max = math.max(redraw_max, (uv.hrtime() - redraw_t) / 1e6)
+      if GC_MODE == "log" then
+        spans[#spans + 1] = { (redraw_t - t0) / 1e6, (uv.hrtime() - redraw_t) / 1e6, 0, "redraw (providers)" }
+      end
     end
     if marker_in_buf and not last_turn_ms then
       last_turn_ms = (uv.hrtime() - t0) / 1e6
@@ -327,6 +332,35 @@ local function finish(backend_pid, cpu0, bcpu0)
   for k, v in pairs(after_load(backend_pid)) do
     result[k] = v
   end
+  for _, w in ipairs(long_waits) do
+    local inside, sum = {}, 0
+    for _, sp in ipairs(spans) do
+      if sp[1] + sp[2] > w[1] and sp[1] < w[1] + w[2] and sp[2] >= 0.5 then
+        inside[#inside + 1] = ("%s %.1f ms (cpu %.1f) at %.0f"):format(sp[4], sp[2], sp[3], sp[1])
+        sum = sum + sp[2]
+      end
+    end
+    local head = ("wait %.1f ms at %.0f: %.1f ms in spans: "):format(w[2], w[1], sum)
+    gclog[#gclog + 1] = head .. table.concat(inside, "; ")
+  end
+  if GC_MODE == "log" then
+    -- The heap, then a whole cycle of the collector at rest in its smallest
+    -- steps: its longest step (the indivisible one) against those of the load.
+    local heap = collectgarbage("count")
+    collectgarbage("stop")
+    local n, max = 0, 0
+    repeat
+      n = n + 1
+    until collectgarbage("step", 0) or n > 1e6
+    repeat
+      local t = uv.hrtime()
+      local done = collectgarbage("step", 0)
+      max, n = math.max(max, (uv.hrtime() - t) / 1e6), n + 1
+    until done or n > 2e6
+    collectgarbage("restart")
+    local rest = collectgarbage("count") / 1024
+    gclog[#gclog + 1] = ("heap %.1f MB; at rest %.1f MB: longest step %.1f ms"):format(heap / 1024, rest, max)
+  end
   if #gclog > 0 then
     result.gclog = gclog
   end
@@ -382,8 +416,7 @@ local function run()
   -- The capture above left the garbage of a whole load (a user's editor has
   -- not just loaded the session unseen): collected before the clock starts.
   collectgarbage("collect")
-  local GC = os.getenv("ACP_BENCH_GC") or ""
-  if GC == "stop" then
+  if GC_MODE == "stop" then
     collectgarbage("stop")
     local replay = require("acp.chat.replay")
     replay.hold_collector = function() end
@@ -433,7 +466,21 @@ local function run()
     end
   end
   -- As `:Acp sessions` opens it: the open sent as a notification.
-  if GC == "log" then
+  if GC_MODE == "log" then
+    local schedule = vim.schedule
+    ---@diagnostic disable-next-line: duplicate-set-field
+    vim.schedule = function(fn)
+      local info = debug.getinfo(fn, "S")
+      local what = ("%s:%d"):format(info.short_src:gsub(".*/lua/", ""), info.linedefined)
+      return schedule(function()
+        local t, c = uv.hrtime(), thread_cpu_ms()
+        fn()
+        local d = (uv.hrtime() - t) / 1e6
+        if d >= 0.5 and not total_ms then
+          spans[#spans + 1] = { (t - t0) / 1e6, d, thread_cpu_ms() - c, what }
+        end
+      end)
+    end
     local Chat = require("acp.chat").Chat
     local spf = Chat.set_prompt_filetype
     Chat.set_prompt_filetype = function(self)
@@ -449,20 +496,23 @@ local function run()
     local release = backlog.release
     backlog.release = function(...)
       local c, k = os.clock(), collectgarbage("count")
-      collectgarbage("stop")
       release(...)
-      local c1, k1 = os.clock(), collectgarbage("count")
-      collectgarbage("restart")
-      gclog[#gclog + 1] = ("release nogc cpu %.1f alloc %.2f MB at %.0f"):format(
-        (c1 - c) * 1e3,
-        (k1 - k) / 1024,
-        (uv.hrtime() - t0) / 1e6
+      local at, k1 = (uv.hrtime() - t0) / 1e6, collectgarbage("count")
+      gclog[#gclog + 1] = ("release cpu %.1f heap %.1f->%.1f MB at %.0f"):format(
+        (os.clock() - c) * 1e3,
+        k / 1024,
+        k1 / 1024,
+        at
       )
     end
     events.dispatch = function(evs)
       local c, k = os.clock(), collectgarbage("count")
+      local t = uv.hrtime()
       local r = events.dispatch_inner(evs)
       local cpu = os.clock() - c
+      if not total_ms then
+        spans[#spans + 1] = { (t - t0) / 1e6, (uv.hrtime() - t) / 1e6, cpu * 1e3, ("dispatch of %d"):format(#evs) }
+      end
       if cpu > 0.010 and not total_ms then
         gclog[#gclog + 1] = ("dispatch %.0f@%.0f heap %.1f->%.1f n%d"):format(
           cpu * 1e3,
@@ -532,7 +582,8 @@ local function run()
         return
       end
       local d = (uv.hrtime() - t) / 1e6
-      if GC == "log" and d >= 16 and not total_ms then
+      if GC_MODE == "log" and d >= 16 and not total_ms then
+        long_waits[#long_waits + 1] = { (t - t0) / 1e6, d }
         gclog[#gclog + 1] = ("%.0f@%.0f cpu %.0f heap %.1f->%.1f MB"):format(
           d,
           (t - t0) / 1e6,
