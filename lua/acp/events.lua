@@ -288,9 +288,12 @@ function M.dispatch(events)
       first_err = err
     end
   end
-  for _, chat in ipairs(require("acp.chat").list) do
+  local chats = require("acp.chat")
+  for _, chat in ipairs(chats.list) do
     chat.transcript.view:finish()
   end
+  -- A prompt's filetype waits for a pause in the events too (acp.chat).
+  chats.last_event = vim.uv.hrtime()
   if first_err then
     util.notify("an event could not be shown: " .. tostring(first_err), vim.log.levels.ERROR)
   end

@@ -281,6 +281,37 @@ T.test(
   end
 )
 
+T.test("the prompt's filetype waits for a pause in the agent's answer", function()
+  local Chat = require("acp.chat")
+  local idle = Chat.FILETYPE_IDLE_MS
+  Chat.FILETYPE_IDLE_MS = 200
+  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+  events.dispatch({ T.session_started(chat) })
+  events.dispatch({
+    T.session_event(
+      chat,
+      { change = "entry_added", index = 0, entry = { type = "agent_message", content = { text("start ") } } }
+    ),
+  })
+  -- The agent streams a batch every 50 ms for 800 ms.
+  local streaming = true
+  local function chunk()
+    if streaming then
+      events.dispatch({ T.session_event(chat, { change = "text_appended", index = 0, content = text("more ") }) })
+      vim.defer_fn(chunk, 50)
+    end
+  end
+  chunk()
+  vim.wait(800)
+  T.eq("", vim.bo[chat.prompt_buf].filetype, "no markdown while the answer streams")
+  streaming = false
+  T.wait(function()
+    return vim.bo[chat.prompt_buf].filetype == "markdown"
+  end, "the prompt's filetype once the answer paused")
+  Chat.FILETYPE_IDLE_MS = idle
+  chat:close()
+end)
+
 T.test("a collector cycle found running is finished first, and older turns wait while a cycle runs", function()
   -- A heap that takes a cycle several slices to mark (300,000 live tables).
   local keep = {}

@@ -178,9 +178,12 @@ function M.create(agent, cwd, frame, n)
   return self
 end
 
---- Milliseconds without a typed key before the prompt's filetype is set
---- (`set_prompt_filetype_later`).
+--- Milliseconds without a typed key or an event batch before the prompt's
+--- filetype is set (`set_prompt_filetype_later`).
 M.FILETYPE_IDLE_MS = 300
+
+--- When acp.events last dispatched a batch (`vim.uv.hrtime()`).
+M.last_event = 0
 
 --- When a key was last typed (`vim.uv.hrtime()`), watched while a chat
 --- waits to set its prompt's filetype.
@@ -211,13 +214,13 @@ end
 --- acp.chat.replay): the user's FileType autocommands for them were the
 --- longest wait of a 2,000-turn load, in its middle. Until then the prompt
 --- is plain text. The two are set in callbacks of their own, and the
---- prompt's once no key was typed for `FILETYPE_IDLE_MS`: under the
---- ordinary config of bench/tui_init.lua its `markdown` costs 45-65 ms of
---- CPU in one call that nothing here can cut (the regex syntax/markdown.vim,
---- ~21 ms for every buffer, and the config's treesitter start compiling the
---- markdown highlights query, 25-40 ms once per Neovim), and a user who
---- types the next prompt while the older turns fill in should not wait for
---- it between two letters.
+--- prompt's once no key was typed and no event came for `FILETYPE_IDLE_MS`:
+--- under the ordinary config of bench/tui_init.lua its `markdown` costs
+--- 45-65 ms of CPU in one call that nothing here can cut (the regex
+--- syntax/markdown.vim, ~21 ms for every buffer, and the config's treesitter
+--- start compiling the markdown highlights query, 25-40 ms once per Neovim),
+--- and a user who types the next prompt while the older turns fill in or the
+--- agent answers should not wait for it between two letters.
 ---@param ms integer
 function Chat:set_prompt_filetype_later(ms)
   self:watch_keys()
@@ -237,7 +240,10 @@ function Chat:set_prompt_filetype_later(ms)
       self:set_prompt_filetype_later(0)
       return
     end
-    local idle = (vim.uv.hrtime() - last_key) / 1e6
+    -- Nor in the middle of an answer: set while the agent streamed, it was
+    -- a wait of 60-65 ms between two batches of a 100,000-chunk answer in
+    -- bench/tui_stream.lua.
+    local idle = (vim.uv.hrtime() - math.max(last_key, M.last_event)) / 1e6
     if idle < M.FILETYPE_IDLE_MS then
       self:set_prompt_filetype_later(math.ceil(M.FILETYPE_IDLE_MS - idle))
       return
