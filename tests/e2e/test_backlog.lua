@@ -228,6 +228,34 @@ T.test("an agent that replays and never answers the load: the history is drawn a
   chat:close()
 end)
 
+--- A chat whose loaded history of `turns` turns has arrived and is drawn.
+---@param turns integer
+---@return table chat
+local function loaded(turns)
+  local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
+  feed(chat, history(turns))
+  events.dispatch({ T.session_started(chat) })
+  T.wait(function()
+    return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
+  end, "the history drawn")
+  return chat
+end
+
+--- The prompt stays plain text for `ms` while `what` goes on, and gets its
+--- markdown filetype once `stop()` ended it.
+---@param chat table
+---@param ms integer
+---@param what string
+---@param stop fun()
+local function markdown_once_quiet(chat, ms, what, stop)
+  vim.wait(ms)
+  T.eq("", vim.bo[chat.prompt_buf].filetype, "no markdown while " .. what)
+  stop()
+  T.wait(function()
+    return vim.bo[chat.prompt_buf].filetype == "markdown"
+  end, "the prompt's filetype once no more " .. what)
+end
+
 T.test(
   "a load holds the collector's own steps while its history comes and is drawn, and gives them back; the prompt's filetype waits for a pause in typing",
   function()
@@ -257,22 +285,14 @@ T.test(
     T.wait(function()
       return vim.bo[chat.bufnr].filetype == "acpchat"
     end, "the transcript's filetype, set once the history is drawn")
-    vim.wait(300)
-    T.eq("", vim.bo[chat.prompt_buf].filetype, "no markdown while keys come")
-    typing = false
-    T.wait(function()
-      return vim.bo[chat.prompt_buf].filetype == "markdown"
-    end, "the prompt's filetype once the keys stopped")
+    markdown_once_quiet(chat, 300, "keys come", function()
+      typing = false
+    end)
     T.eq(true, collectgarbage("isrunning"), "the collector's own steps given back")
     chat:close()
     -- A collector the user stopped stays stopped.
     collectgarbage("stop")
-    local other = assert(require("acp").open({ agent = "demo", cwd = T.root }))
-    feed(other, history(3))
-    events.dispatch({ T.session_started(other) })
-    T.wait(function()
-      return not replay.pending(other.chat_id) and not replay.filling(other.chat_id)
-    end, "the history drawn")
+    local other = loaded(3)
     vim.wait(50)
     T.eq(false, collectgarbage("isrunning"), "still stopped")
     collectgarbage("restart")
@@ -302,12 +322,9 @@ T.test("the prompt's filetype waits for a pause in the agent's answer", function
     end
   end
   chunk()
-  vim.wait(800)
-  T.eq("", vim.bo[chat.prompt_buf].filetype, "no markdown while the answer streams")
-  streaming = false
-  T.wait(function()
-    return vim.bo[chat.prompt_buf].filetype == "markdown"
-  end, "the prompt's filetype once the answer paused")
+  markdown_once_quiet(chat, 800, "the answer streams", function()
+    streaming = false
+  end)
   Chat.FILETYPE_IDLE_MS = idle
   chat:close()
 end)
@@ -347,13 +364,7 @@ T.test("a collector cycle found running is finished first, and older turns wait 
     -- started it (allocations past its threshold do the same).
     gc("restart")
     gc("step", 0)
-    local chat = assert(require("acp").open({ agent = "demo", cwd = T.root }))
-    feed(chat, history(40))
-    events.dispatch({ T.session_started(chat) })
-    T.wait(function()
-      return not replay.pending(chat.chat_id) and not replay.filling(chat.chat_id)
-    end, "the history drawn")
-    chat:close()
+    loaded(40):close()
   end)
   _G.collectgarbage = gc
   replay.push_behind = push_behind
