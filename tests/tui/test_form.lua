@@ -65,8 +65,12 @@ H.test("at 80x24 the form shows every field and is filled by typing", function()
     t:keys("Tab")
     t:type("9")
     t:keys("Enter")
-    screen = t:wait_for("must be an email address", "the email problem under its field")
-    H.contains(screen, "✗ must be at most 5", "the bound under Copies")
+    -- Both problems, each once its key was handled: the email's shows on
+    -- <Tab>, the bound under Copies after <Enter> (asserted on the first
+    -- screen with the email's, it failed once in CI: <Enter> not yet handled).
+    t:wait_for(function(s)
+      return s:find("must be an email address", 1, true) ~= nil and s:find("✗ must be at most 5", 1, true) ~= nil
+    end, "the email problem under its field and the bound under Copies")
     t:keys("C-s")
     screen = t:wait_for("not sent: fix the fields marked", "submit refused")
     H.not_contains(screen, "Card:", "nothing reached the agent")
