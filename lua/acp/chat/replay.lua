@@ -214,7 +214,7 @@ end
 --- Every object made while a cycle marks, and reachable, is marked in the
 --- cycle's last, indivisible step: with the fill going on meanwhile that
 --- step took 14-22 ms of CPU in one slice at 2,000 turns (bench/tui_long.lua;
---- a cycle of the same heap at rest: 1.7 ms), so the fill makes nothing while a
+--- a cycle of the same heap at rest: 0.8-2.7 ms), so the fill makes nothing while a
 --- cycle runs, and a new cycle waits for twice the heap while a replay still
 --- arrives or older turns fill in (13.8 ms in one slice at 2,000 turns, the
 --- cycle having started 80 ms before the replay was whole).
