@@ -267,9 +267,19 @@ T.test("a transcript reopened read-only keeps the subagent's nesting", function(
   local chat = T.open_chat("nov", dir)
   T.eq("end_turn", T.turn(chat, "delegate"))
   local path = assert(chat.transcript_path, "a transcript")
+  -- Every opening's delegate turn written whole: the file collects every
+  -- opening of the session id, and an earlier test's alone matched the
+  -- first form of this wait (under load the reopen then read this turn cut
+  -- off after its tool call).
   T.wait(function()
     local ok, text = pcall(T.read_file, path)
-    return ok and text:find("Parent continues", 1, true) and text:find('"idle"', 1, true)
+    if not ok then
+      return false
+    end
+    local _, asked = text:gsub("Delegating now", "")
+    local _, done = text:gsub("Parent continues", "")
+    local _, idle = text:gsub('"idle"', "")
+    return asked > 0 and done == asked and idle >= asked
   end, "the transcript is written")
   local ro = assert(require("acp.chat.readonly").open(path))
   T.wait_text(ro, "Subagent · Explorer — idle")
