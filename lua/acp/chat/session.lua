@@ -47,7 +47,12 @@ function Chat:on_open_failed(ev)
     -- The agent's answer, not the whole sentence around it.
     why = why:match("with (error %-?%d+[^;]*)") or why
     self.transcript:note(("— restarted: new session, the agent could not take the old one back (%s) —"):format(why))
-    self:start()
+    -- Not from inside the event's dispatch (acp.events `depth`).
+    vim.schedule(function()
+      if self.status == "failed" then
+        self:start()
+      end
+    end)
     return
   end
   self.transcript:error(ev.message or "the session could not start", ev.stderr_tail)

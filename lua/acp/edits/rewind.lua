@@ -295,7 +295,12 @@ function M.on_rewound(chat, ev)
     chat.transcript:session_opening()
   else
     chat.rewind_context = ev.context
-    chat:start({ checkpoints = ev.checkpoints })
+    -- Not from inside the event's dispatch (acp.events `depth`).
+    vim.schedule(function()
+      if chat.status ~= "closed" then
+        chat:start({ checkpoints = ev.checkpoints })
+      end
+    end)
   end
   if pending.edit then
     api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, vim.split(pending.edit, "\n", { plain = true }))
