@@ -268,23 +268,22 @@ local function later(ev, t0)
   return chat ~= nil and chat.status == "opening"
 end
 
---- Events being handled inside the backend's call that brought them (its
---- `nvim_exec_lua` request). A handler must not call the backend with a
---- request then (`vim.rpcrequest`): the call can come while Lua waits for
---- an answer to an earlier request of its own, and Neovim closes the
---- channel when the backend answers the earlier one first ("a response with
---- an unknown request id"; `:Acp restart` under load, a chat's new session
---- after a refused resume). Such work goes to `vim.schedule`.
-M.depth = 0
-
 --- Handle a batch of events from the backend, in order.
+---
+--- This runs inside the backend's call that brought the events (its
+--- `nvim_exec_lua` request): a handler must not call the backend with a
+--- request (`vim.rpcrequest`). The call can come while Lua waits for an
+--- answer to an earlier request of its own, and Neovim closes the channel
+--- when the backend answers the earlier one first ("a response with an
+--- unknown request id"; `:Acp restart` under load, a chat's new session
+--- after a refused resume). Such work goes to `vim.schedule`
+--- (tests/e2e/helpers.lua fails a test that breaks this).
 ---@param events table[]
 function M.dispatch(events)
   events = events or {}
   local t0 = replay.start()
   local ctx = { want_update = has_user_autocmd("AcpSessionUpdate") }
   local first_err
-  M.depth = M.depth + 1
   for _, raw in ipairs(events) do
     local ev, bad = protocol.decode(raw)
     local ok, err = true, bad
@@ -298,7 +297,6 @@ function M.dispatch(events)
       first_err = err
     end
   end
-  M.depth = M.depth - 1
   local chats = require("acp.chat")
   for _, chat in ipairs(chats.list) do
     chat.transcript.view:finish()

@@ -30,15 +30,35 @@ function T.reset()
   pcall(vim.cmd, "silent! tabonly")
 end
 
--- A request to the backend from inside an event handler fails the test
--- (acp.events `depth`): it can reach the backend while an earlier request
--- waits, and Neovim closes the channel when the answers cross.
+-- A request to the backend from inside an event's dispatch fails the test
+-- (see acp.events.dispatch): it can reach the backend while an earlier
+-- request waits, and Neovim closes the channel when the answers cross.
 local nested = {}
 local rpcrequest = vim.rpcrequest
+
+--- acp.events.dispatch is on the call stack.
+---@return boolean
+local function in_dispatch()
+  local events = package.loaded["acp.events"]
+  if not events then
+    return false
+  end
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "f")
+    if not info then
+      return false
+    end
+    if info.func == events.dispatch then
+      return true
+    end
+    level = level + 1
+  end
+end
+
 ---@diagnostic disable-next-line: duplicate-set-field
 vim.rpcrequest = function(...)
-  local events = package.loaded["acp.events"]
-  if events and (events.depth or 0) > 0 then
+  if in_dispatch() then
     nested[#nested + 1] =
       debug.traceback(("vim.rpcrequest(%s) inside an event's dispatch"):format(tostring(select(2, ...))), 2)
   end

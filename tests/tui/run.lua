@@ -56,7 +56,6 @@ for _, file in ipairs(files) do
           failed = failed + 1
           summary[#summary + 1] = ("FAILED %s: %s\n  %s"):format(name, t.name, (tostring(err):gsub("\n", "\n  ")))
         end
-        io.flush()
       end
       io.flush()
     end

@@ -47,7 +47,7 @@ function Chat:on_open_failed(ev)
     -- The agent's answer, not the whole sentence around it.
     why = why:match("with (error %-?%d+[^;]*)") or why
     self.transcript:note(("— restarted: new session, the agent could not take the old one back (%s) —"):format(why))
-    -- Not from inside the event's dispatch (acp.events `depth`).
+    -- Not from inside the event's dispatch (see acp.events.dispatch).
     vim.schedule(function()
       if self.status == "failed" then
         self:start()

@@ -295,7 +295,7 @@ function M.on_rewound(chat, ev)
     chat.transcript:session_opening()
   else
     chat.rewind_context = ev.context
-    -- Not from inside the event's dispatch (acp.events `depth`).
+    -- Not from inside the event's dispatch (see acp.events.dispatch).
     vim.schedule(function()
       if chat.status ~= "closed" then
         chat:start({ checkpoints = ev.checkpoints })
