@@ -141,6 +141,8 @@ local function draw(changes, newest)
   replay.push_behind = push_behind
   replay.SLICE_MS = 4
   backlog.NEWEST_FIRST = true
+  -- The markdown of turns no window showed waits for one (View:draw_unseen).
+  require("acp.chat.blocks").of(chat.bufnr):draw_unseen()
   local got = {
     lines = T.lines(chat.bufnr),
     decorations = decorations(chat.bufnr),

@@ -196,6 +196,8 @@ T.test("a history drawn newest turn first renders what the in-order replay rende
       T.truthy(queued > 10, ("the replay was sliced (%d items queued)"):format(queued))
     end
     T.eq(expected, norm(T.lines(chat.bufnr)), ("same lines, same order (slices of %s ms)"):format(ms))
+    -- The markdown of turns no window showed waits for one (View:draw_unseen).
+    require("acp.chat.blocks").of(chat.bufnr):draw_unseen()
     T.eq(expected_decor, decorations(chat.bufnr), ("same highlights, markdown and marks (%s ms)"):format(ms))
     T.eq(expected_folds, folds(chat:transcript_wins()[1]), ("same folds (%s ms)"):format(ms))
     chat:close()

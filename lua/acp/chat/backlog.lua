@@ -279,7 +279,6 @@ end
 ---@field state table the run's transcript state between slices
 ---@field cancelled? boolean what it draws above went (acp.chat.tail: the drawn end was replaced)
 ---@field unnumbered? boolean its prompts are not the chat's numbered turns (acp.chat.tail: a resumed session's)
----@field md? table<integer, boolean> blocks whose markdown is still to draw (`View:draw_markdown` ran out of slice)
 
 --- Draw a slice of an older run above what is drawn (one change per call,
 --- acp.chat.replay's `push_behind` protocol: true while there is more). Also
@@ -294,10 +293,6 @@ local function draw_older(job)
   end
   local replay = require("acp.chat.replay")
   local t0 = replay.start()
-  -- The markdown this job's changes dirtied is its own: the view's finish
-  -- after the slice would draw it all, past the slice's end.
-  local outer = view.md_dirty
-  view.md_dirty = job.md or {}
   local ok, err = true, nil
   if job.next <= #run.changes then
     local live = take(t)
@@ -308,9 +303,10 @@ local function draw_older(job)
     view:front_open()
     view.fronting = true
     ok, err = pcall(function()
-      -- Half the slice for the changes, the rest for their markdown (code
-      -- blocks, tables: about as much again).
-      local budget = replay.SLICE_MS / 2
+      -- A quarter of the slice is left for the flush: the lines in one
+      -- change, then the marks of every block. Their markdown waits until a
+      -- window shows them (View:draw_unseen).
+      local budget = replay.SLICE_MS * 0.75
       repeat
         local change = run.changes[job.next]
         run.changes[job.next] = false
@@ -326,6 +322,11 @@ local function draw_older(job)
         t:_end_thinking()
       end
     end)
+    -- The slice's blocks go into the buffer in one change (View:front_flush).
+    local flushed, flush_err = pcall(view.front_flush, view)
+    if ok and not flushed then
+      ok, err = false, flush_err
+    end
     view.fronting = nil
     job.state = take(t)
     put(t, live)
@@ -335,23 +336,10 @@ local function draw_older(job)
       adopt(t, job.state)
     end
   end
-  -- The markdown, in what is left of the slice; rows past its end wait for
-  -- the next one. Drawn to the end with the changes, a slice was 6-8 ms,
-  -- and one extmark set that grows Neovim's table of marks (8.5 ms at 50,000
-  -- lines of a 2,000-turn history in bench/tui_long.lua) made it a wait of
-  -- 16-18 ms.
-  local drawn = true
-  if ok then
-    ok, err = pcall(function()
-      drawn = view:draw_markdown(t0 + replay.SLICE_MS * 1e6)
-    end)
-  end
-  job.md = next(view.md_dirty) and view.md_dirty or nil
-  view.md_dirty = outer
   if not ok then
     error(err, 0)
   end
-  return job.next <= #run.changes or not drawn
+  return job.next <= #run.changes
 end
 
 M.draw_older = draw_older

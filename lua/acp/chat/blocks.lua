@@ -43,6 +43,7 @@ local markdown = require("acp.chat.view.markdown")
 ---@field data table owner data
 ---@field md? acp.MdState markdown drawn on the block (acp.chat.view.markdown)
 ---@field md_rows? boolean rows of the block drawn as markdown once (`View:markdown_rows`)
+---@field staged? integer its place in `View.staged` while its rows are not in the buffer
 
 ---@class acp.View
 ---@field buf integer
@@ -55,9 +56,12 @@ local markdown = require("acp.chat.view.markdown")
 ---@field follow table<integer, boolean> windows following the tail in this batch
 ---@field md acp.MdCtx where markdown is drawn (its own namespaces)
 ---@field md_dirty table<integer, boolean> markdown blocks edited in this batch
+---@field md_unseen table<integer, boolean> markdown blocks drawn above whose markdown waits until a window shows them (`draw_unseen`)
 ---@field follow_next? boolean the next batch moves every window to the tail
 ---@field front? integer extmark on the blank line new blocks go before while older history is drawn above (`front_open`)
 ---@field fronting? boolean `add` puts blocks at `front`, not at the end
+---@field front_at_top? boolean `front_open` was called: the front's blank line goes in at the top with the first blocks
+---@field staged? acp.StagedBlock[] blocks `add` took while `fronting`, not in the buffer yet (`front_flush`)
 ---@field folds_waiting? table<integer, boolean> foldable blocks drawn above whose folds are made later (`make_waiting_folds`)
 local View = {}
 View.__index = View
@@ -84,6 +88,7 @@ function View.new(buf)
       code_ns = api.nvim_create_namespace("acp.view.code." .. buf),
     },
     md_dirty = {},
+    md_unseen = {},
   }, View)
   by_buf[buf] = self
   require("acp.chat.view.markdown").link_hints(buf)
@@ -141,6 +146,7 @@ function View:finish()
   if not self:valid() then
     return
   end
+  self:front_flush()
   vim.bo[self.buf].modifiable = false
   vim.bo[self.buf].modified = false
   self:draw_markdown()
@@ -163,26 +169,73 @@ function View:finish()
 end
 
 --- Markdown over the rows added since it was last drawn: once per batch
---- (`finish`), or sooner by whoever times its work (acp.chat.backlog), until
---- `deadline` (a `vim.uv.hrtime()`): the rows past it stay to draw.
----@param deadline? number
----@return boolean done nothing is left to draw
-function View:draw_markdown(deadline)
+--- (`finish`).
+function View:draw_markdown()
+  if self.staged then
+    self:front_flush()
+  end
   for id in pairs(self.md_dirty) do
     local block = self.blocks[id]
     if block and block.md then
       local sr, er = self:range(block)
-      if not markdown.render(self.md, block.md, sr, er, deadline) then
-        return false
-      end
+      markdown.render(self.md, block.md, sr, er)
     end
     self.md_dirty[id] = nil
-    if deadline and next(self.md_dirty) and vim.uv.hrtime() >= deadline then
-      return false
+  end
+end
+
+--- The markdown of blocks drawn above (`md_unseen`) over rows `first` to
+--- `last`, or all of it. A window about to show them calls this (the
+--- decoration provider below), as treesitter highlights what is seen: the
+--- markdown of a 2,000-turn history (140,000 marks, 1.2 s) was most of its
+--- fill in bench/tui_long.lua, for turns nobody scrolled to.
+---@param first? integer
+---@param last? integer
+function View:draw_unseen(first, last)
+  local ids = {}
+  if first then
+    local marks = api.nvim_buf_get_extmarks(self.buf, self.ns, { first, 0 }, { last, -1 }, { overlap = true })
+    for _, m in ipairs(marks) do
+      if self.md_unseen[m[1]] then
+        ids[#ids + 1] = m[1]
+      end
+    end
+  else
+    ids = vim.tbl_keys(self.md_unseen)
+  end
+  for _, id in ipairs(ids) do
+    self.md_unseen[id] = nil
+    local block = self.blocks[id]
+    if block and block.md then
+      local sr, er = self:range(block)
+      markdown.render(self.md, block.md, sr, er)
     end
   end
-  return true
 end
+
+api.nvim_set_decoration_provider(api.nvim_create_namespace("acp.view.unseen"), {
+  on_win = function(_, win, buf, top, bot)
+    local view = by_buf[buf]
+    -- Never while blocks are staged: drawing would flush them, a change of
+    -- the buffer inside a redraw.
+    if view and next(view.md_unseen) and not view.staged then
+      -- A screen above and below too: a scroll by a page finds it drawn.
+      local h = api.nvim_win_get_height(win)
+      local ok, err = pcall(view.draw_unseen, view, math.max(0, top - h), bot + h)
+      if not ok then
+        view.md_unseen = {}
+        vim.schedule(function()
+          require("acp.util").notify(
+            "older turns stay plain text, their markdown could not be drawn (report it with this message): "
+              .. tostring(err),
+            vim.log.levels.ERROR
+          )
+        end)
+      end
+    end
+    return false
+  end,
+})
 
 --- Run `fn` inside a batch (for edits outside an event dispatch).
 ---@param fn fun()
@@ -201,6 +254,9 @@ end
 ---@param block acp.Block
 ---@return integer start_row, integer end_row, integer end_col
 function View:range(block)
+  if self.staged then
+    self:front_flush()
+  end
   local m = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, block.id, { details = true })
   local d = m[3] or {}
   return m[1], d.end_row or m[1], d.end_col or 0
@@ -292,27 +348,28 @@ function View:add(kind, lines, hls, opts)
   end
   lines = whole_lines(lines)
   self:begin()
+  local staging = self.fronting and (self.front ~= nil or self.front_at_top)
+  if self.staged and not staging then
+    self:front_flush()
+  end
   local start
   local sep = opts.sep ~= false and not self.empty
-  if sep then
+  if sep and not staging then
     -- Text that ends with blank lines (markdown paragraphs) already
     -- separates: no second blank line.
     local count = api.nvim_buf_line_count(self.buf)
     sep = api.nvim_buf_get_lines(self.buf, count - 1, count, false)[1] ~= ""
   end
-  if self.fronting and self.front then
-    start = self:_add_front(lines, opts.sep ~= false)
+  if staging then
+    -- At the front's blank line (or the top) for now, empty: `front_flush`
+    -- places it.
+    start = self.front and api.nvim_buf_get_extmark_by_id(self.buf, self.ns, self.front, {})[1] or 0
   elseif self.empty then
     start = 0
-  else
-    start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
-  end
-  if self.fronting and self.front then
-    -- Inserted above: done.
-  elseif self.empty then
     api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
     self.empty = false
   else
+    start = api.nvim_buf_line_count(self.buf) + (sep and 1 or 0)
     local new = sep and { "" } or {}
     vim.list_extend(new, lines)
     api.nvim_buf_set_lines(self.buf, -1, -1, false, new)
@@ -327,8 +384,8 @@ function View:add(kind, lines, hls, opts)
     data = opts.data or {},
   }
   block.id = api.nvim_buf_set_extmark(self.buf, self.ns, start, 0, {
-    end_row = start + #lines - 1,
-    end_col = #lines[#lines],
+    end_row = staging and start or start + #lines - 1,
+    end_col = staging and 0 or #lines[#lines],
     right_gravity = false,
     end_right_gravity = true,
     hl_group = opts.hl_group,
@@ -337,11 +394,15 @@ function View:add(kind, lines, hls, opts)
   self.blocks[block.id] = block
   if opts.markdown then
     block.md = markdown.new_state()
-    self.md_dirty[block.id] = true
+    if staging then
+      self.md_unseen[block.id] = true
+    else
+      self.md_dirty[block.id] = true
+    end
   end
   if opts.foldable then
     self.foldable[block.id] = true
-    if self.fronting and self.front then
+    if staging then
       -- Every line inserted above a fold moves it: with the fold of every
       -- thought already drawn below, an insert cost half as much again.
       self.folds_waiting = self.folds_waiting or {}
@@ -352,80 +413,19 @@ function View:add(kind, lines, hls, opts)
       end
     end
   end
-  self:_set_hls(block, start, lines, hls)
+  if staging then
+    self.staged = self.staged or {}
+    self.staged[#self.staged + 1] = { block = block, lines = lines, hls = hls, sep = opts.sep ~= false }
+    block.staged = #self.staged
+  else
+    self:_set_hls(block, start, lines, hls)
+  end
   return block
 end
 
---- Insert a block's lines before the front's blank line (acp.chat.backlog: the
---- older turns of a loaded session, drawn after the newer ones below them).
---- No block mark sits at the insertion point, the start of the blank line:
---- the block above ends on an earlier row, the one below starts on a later
---- one, and both keep their ranges. The separator rule is `add`'s, against
---- the line above.
----@param lines string[]
----@param want_sep boolean
----@return integer start row of the block
-function View:_add_front(lines, want_sep)
-  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, assert(self.front), {})[1]
-  local sep = want_sep and g > 0 and api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] ~= ""
-  local new = sep and { "" } or {}
-  vim.list_extend(new, lines)
-  api.nvim_buf_set_lines(self.buf, g, g, false, new)
-  -- The blank line's mark moved down with the text (right gravity).
-  return g + (sep and 1 or 0)
-end
-
---- Start drawing blocks above everything shown (a run of older turns):
---- a blank line goes at the top and `add` inserts before it while
---- `fronting` is set. Windows keep showing the same lines: Neovim moves
---- their topline and cursor down by the rows inserted above them.
-function View:front_open()
-  if self.front or self.empty then
-    return
-  end
-  self:begin()
-  api.nvim_buf_set_lines(self.buf, 0, 0, false, { "" })
-  -- A block starting at row 0 kept its start there (left gravity): it
-  -- would have taken in the blank line and everything inserted before it.
-  for _, m in ipairs(api.nvim_buf_get_extmarks(self.buf, self.ns, { 0, 0 }, { 0, 0 }, { details = true })) do
-    local block = self.blocks[m[1]]
-    local d = m[4] or {}
-    if block and d.end_row then
-      api.nvim_buf_set_extmark(self.buf, self.ns, 1, 0, {
-        id = block.id,
-        end_row = d.end_row,
-        end_col = d.end_col,
-        right_gravity = false,
-        end_right_gravity = true,
-        hl_group = block.hl_group,
-        priority = 50,
-      })
-    end
-  end
-  -- A mark, not a row: text streamed into the blocks above moves the line.
-  self.front = api.nvim_buf_set_extmark(self.buf, self.ns, 0, 0, { right_gravity = true })
-end
-
---- The run drawn above is whole: its blank line goes unless it separates
---- the run's last block from the first one below (`add`'s rule: a blank
---- line between blocks unless the text above already ends with one).
-function View:front_close()
-  local id = self.front
-  if not id then
-    return
-  end
-  self.front = nil
-  self.fronting = nil
-  if not self:valid() then
-    return
-  end
-  local g = api.nvim_buf_get_extmark_by_id(self.buf, self.ns, id, {})[1]
-  api.nvim_buf_del_extmark(self.buf, self.ns, id)
-  self:begin()
-  if g == 0 or api.nvim_buf_get_lines(self.buf, g - 1, g, false)[1] == "" then
-    api.nvim_buf_set_lines(self.buf, g, g + 1, false, {})
-  end
-end
+-- Drawing above what is shown: acp.chat.view.front.
+local front = require("acp.chat.view.front")
+View.front_open, View.front_flush, View.front_close = front.open, front.flush, front.close
 
 --- Every block goes: the buffer holds one empty line again, with no marks
 --- or folds.
@@ -441,8 +441,9 @@ function View:clear()
       vim.cmd("silent! normal! zE")
     end)
   end
-  self.blocks, self.foldable, self.grown, self.md_dirty = {}, {}, {}, {}
-  self.folds_waiting, self.front, self.fronting = nil, nil, nil
+  self.blocks, self.foldable, self.grown, self.md_dirty, self.md_unseen = {}, {}, {}, {}, {}
+  self.folds_waiting, self.front, self.fronting, self.staged = nil, nil, nil, nil
+  self.front_at_top = nil
   self.empty = true
 end
 
@@ -452,6 +453,11 @@ end
 ---@param ranges? integer[][] {first, last} row offsets in the block
 function View:markdown_rows(block, ranges)
   if not ranges or #ranges == 0 then
+    return
+  end
+  if block.staged and self.staged then
+    -- Drawn once the block's rows are in the buffer (`front_flush`).
+    self.staged[block.staged].md_rows = ranges
     return
   end
   local sr = self:range(block)
@@ -518,6 +524,9 @@ end
 ---@param row integer
 ---@return acp.Block? block, integer? offset
 function View:block_at(row)
+  if self.staged then
+    self:front_flush()
+  end
   local marks = api.nvim_buf_get_extmarks(self.buf, self.ns, { row, 0 }, { row, -1 }, { overlap = true })
   for _, m in ipairs(marks) do
     local block = self.blocks[m[1]]

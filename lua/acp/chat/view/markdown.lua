@@ -564,18 +564,14 @@ end
 
 --- Draw the rows of a block that are new since the last pass (and the last
 --- row again). `start` is the block's first buffer row, `last` its last.
---- With a `deadline` (a `vim.uv.hrtime()`), rows past it wait for the next
---- pass: at least one row is drawn.
 ---@param ctx acp.MdCtx
 ---@param st acp.MdState
 ---@param start integer
 ---@param last integer
----@param deadline? number
----@return boolean done every row up to `last` is drawn
-function M.render(ctx, st, start, last, deadline)
+function M.render(ctx, st, start, last)
   local from = start + st.next
   if from > last then
-    return true
+    return
   end
   api.nvim_buf_clear_namespace(ctx.buf, ctx.ns, from, last + 1)
   -- The row before (for a table header) is read along.
@@ -585,7 +581,6 @@ function M.render(ctx, st, start, last, deadline)
   -- The last row may still grow: it is drawn from a copy of the state and
   -- drawn again next pass.
   local committed = vim.deepcopy(st)
-  local stopped = false
   for row = from, last do
     local is_last = row == last
     local s = is_last and vim.deepcopy(committed) or committed
@@ -612,10 +607,6 @@ function M.render(ctx, st, start, last, deadline)
     end
     if not is_last then
       committed.next = off + 1
-      if deadline and vim.uv.hrtime() >= deadline then
-        stopped = true
-        break
-      end
     else
       -- Code of the open block up to the last final row.
       local f = committed.fence
@@ -631,7 +622,6 @@ function M.render(ctx, st, start, last, deadline)
   st.next = committed.next
   st.fence = committed.fence
   st.table = committed.table
-  return not stopped
 end
 
 --- Forget everything drawn on rows `first`..`last` (a block replaced).
