@@ -232,6 +232,9 @@ for _, n in ipairs({ 200, 2000 }) do
     "chat_G_ms",
     "chat_gg_ms",
     "chat_ctrl_d_ms",
+    "chat_G_max_ms",
+    "chat_gg_max_ms",
+    "chat_ctrl_d_max_ms",
     "plain_G_ms",
     "plain_gg_ms",
     "plain_ctrl_d_ms",
@@ -272,14 +275,26 @@ for _, n in ipairs({ 200, 2000 }) do
         l.backend_rss_mb
       )
     )
-    local worst = math.max(l.chat_G_ms, l.chat_gg_ms, l.chat_ctrl_d_ms)
+    if n == 2000 then
+      -- Issue 30: the whole history within what drawing it in order cost
+      -- when the issue was filed (1.3-1.5 s in 25 batches that froze Neovim).
+      budget(
+        label .. ": whole history drawn within 1,500 ms",
+        l.total_ms < 1500,
+        ("%.0f ms; CPU %.2f s Neovim"):format(l.total_ms, l.nvim_cpu_s)
+      )
+    end
+    -- The slowest of each motion's nine: the first gg draws the markdown of
+    -- the turns it shows (View:draw_unseen).
+    local worst = math.max(l.chat_G_max_ms or 0 / 0, l.chat_gg_max_ms or 0 / 0, l.chat_ctrl_d_max_ms or 0 / 0)
     budget(
-      label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms",
+      label .. ": G, gg, <C-d> in the transcript redrawn in < 16 ms, every time",
       worst < 16,
-      ("G %.2f, gg %.2f, <C-d> %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
+      ("G %.2f, gg %.2f, <C-d> %.2f ms, slowest %.2f ms (a plain buffer of the same lines: %.2f, %.2f, %.2f ms)"):format(
         l.chat_G_ms,
         l.chat_gg_ms,
         l.chat_ctrl_d_ms,
+        worst,
         l.plain_G_ms,
         l.plain_gg_ms,
         l.plain_ctrl_d_ms

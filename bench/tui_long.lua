@@ -50,7 +50,8 @@
 -- then, once loaded (medians, each redrawn at once, `:redraw` included):
 --   chat_G_ms, chat_gg_ms, chat_ctrl_d_ms   motions in the transcript window
 --   plain_G_ms, plain_gg_ms, plain_ctrl_d_ms the same in a plain buffer of the
---                   same lines shown in that window
+--                   same lines shown in that window; *_max_ms: the slowest of nine
+--                   (the first gg draws the markdown of the turns it shows)
 --   prompt_key_ms   a letter typed in the prompt (Insert mode and back)
 --   idle_nvim_cpu_ms, idle_backend_cpu_ms  CPU over one idle second
 --   first_chunk_ms  a prompt sent, until its answer's first chunk is drawn
@@ -207,7 +208,7 @@ local function timed(n, fn, before)
     v[#v + 1] = (uv.hrtime() - t) / 1e6
   end
   table.sort(v)
-  return v[math.ceil(n / 2)]
+  return v[math.ceil(n / 2)], v[n]
 end
 
 --- After the load, in the chat's windows: motions in the transcript against
@@ -231,7 +232,7 @@ local function after_load(backend_pid)
     api.nvim_win_set_buf(win, buf)
     api.nvim_set_current_win(win)
     for name, c in pairs(motions) do
-      m[prefix .. name .. "_ms"] = timed(9, function()
+      m[prefix .. name .. "_ms"], m[prefix .. name .. "_max_ms"] = timed(9, function()
         vim.cmd(c[1])
       end, function()
         vim.cmd(c[2])
