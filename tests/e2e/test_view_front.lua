@@ -134,4 +134,77 @@ T.test("a slice of blocks drawn above is one change of the buffer, with every bl
   T.eq({ "```", "", "the newest" }, api.nvim_buf_get_lines(view.buf, -4, -1, false), "a blank line, then the newest")
 end)
 
+--- A run of one turn: a header, then a message that ends with a blank line
+--- in even turns (markdown paragraphs do), which then separates by itself.
+---@param view acp.View
+---@param i integer
+local function turn(view, i)
+  view:add("header", { "## You" }, nil, { markdown = true })
+  local lines = { ("Turn %d"):format(i), "" }
+  if i % 2 == 1 then
+    lines[#lines] = "the end"
+  end
+  view:add("message", lines, nil, { markdown = true, sep = false })
+end
+
+T.test("runs drawn above in one slice are one change and the lines of drawing them in order", function()
+  local ref = shown()
+  ref:batch(function()
+    for i = 1, 9 do
+      turn(ref, i)
+    end
+  end)
+  local view = shown()
+  view:batch(function()
+    turn(view, 9)
+  end)
+  local changes = 0
+  api.nvim_buf_attach(view.buf, false, {
+    on_lines = function()
+      changes = changes + 1
+    end,
+  })
+  view:batch(function()
+    for i = 8, 4, -1 do
+      view:front_open()
+      view.fronting = true
+      turn(view, i)
+      view.fronting = nil
+      view:front_close()
+    end
+  end)
+  T.eq(1, changes, "five runs above: one change")
+  -- A run cut by a slice's end: the rest goes at the front's mark.
+  view:batch(function()
+    view:front_open()
+    view.fronting = true
+    view:add("header", { "## You" }, nil, { markdown = true })
+    view.fronting = nil
+  end)
+  view:batch(function()
+    view.fronting = true
+    view:add("message", { "Turn 3", "the end" }, nil, { markdown = true, sep = false })
+    view.fronting = nil
+    view:front_close()
+    for i = 2, 1, -1 do
+      view:front_open()
+      view.fronting = true
+      turn(view, i)
+      view.fronting = nil
+      view:front_close()
+    end
+  end)
+  T.eq(T.lines(ref.buf), T.lines(view.buf), "the same lines as in order")
+  local ranges = function(v)
+    local out = {}
+    for _, m in ipairs(api.nvim_buf_get_extmarks(v.buf, v.ns, 0, -1, { details = true })) do
+      if v.blocks[m[1]] then
+        out[#out + 1] = { v.blocks[m[1]].kind, m[2], m[4].end_row, m[4].end_col }
+      end
+    end
+    return out
+  end
+  T.eq(ranges(ref), ranges(view), "every block where drawing in order puts it")
+end)
+
 T.run()

@@ -322,11 +322,8 @@ local function draw_older(job)
         t:_end_thinking()
       end
     end)
-    -- The slice's blocks go into the buffer in one change (View:front_flush).
-    local flushed, flush_err = pcall(view.front_flush, view)
-    if ok and not flushed then
-      ok, err = false, flush_err
-    end
+    -- The blocks stay staged until the slice ends (View:finish flushes the
+    -- runs of the whole slice in one change: acp.chat.view.front).
     view.fronting = nil
     job.state = take(t)
     put(t, live)

@@ -27,6 +27,7 @@
 
 local api = vim.api
 local markdown = require("acp.chat.view.markdown")
+local front = require("acp.chat.view.front")
 
 ---@class acp.Highlight
 ---@field [1] integer row offset inside the block
@@ -43,7 +44,7 @@ local markdown = require("acp.chat.view.markdown")
 ---@field data table owner data
 ---@field md? acp.MdState markdown drawn on the block (acp.chat.view.markdown)
 ---@field md_rows? boolean rows of the block drawn as markdown once (`View:markdown_rows`)
----@field staged? integer its place in `View.staged` while its rows are not in the buffer
+---@field staged? acp.StagedBlock while its rows are not in the buffer (acp.chat.view.front)
 
 ---@class acp.View
 ---@field buf integer
@@ -60,8 +61,7 @@ local markdown = require("acp.chat.view.markdown")
 ---@field follow_next? boolean the next batch moves every window to the tail
 ---@field front? integer extmark on the blank line new blocks go before while older history is drawn above (`front_open`)
 ---@field fronting? boolean `add` puts blocks at `front`, not at the end
----@field front_at_top? boolean `front_open` was called: the front's blank line goes in at the top with the first blocks
----@field staged? acp.StagedBlock[] blocks `add` took while `fronting`, not in the buffer yet (`front_flush`)
+---@field staged? acp.StagedRun[] runs drawn above, top first, not in the buffer yet (acp.chat.view.front)
 ---@field folds_waiting? table<integer, boolean> foldable blocks drawn above whose folds are made later (`make_waiting_folds`)
 local View = {}
 View.__index = View
@@ -348,7 +348,7 @@ function View:add(kind, lines, hls, opts)
   end
   lines = whole_lines(lines)
   self:begin()
-  local staging = self.fronting and (self.front ~= nil or self.front_at_top)
+  local staging = self.fronting and (self.front ~= nil or self.staged ~= nil)
   if self.staged and not staging then
     self:front_flush()
   end
@@ -414,9 +414,7 @@ function View:add(kind, lines, hls, opts)
     end
   end
   if staging then
-    self.staged = self.staged or {}
-    self.staged[#self.staged + 1] = { block = block, lines = lines, hls = hls, sep = opts.sep ~= false }
-    block.staged = #self.staged
+    front.stage(self, block, lines, hls, opts.sep ~= false)
   else
     self:_set_hls(block, start, lines, hls)
   end
@@ -424,7 +422,6 @@ function View:add(kind, lines, hls, opts)
 end
 
 -- Drawing above what is shown: acp.chat.view.front.
-local front = require("acp.chat.view.front")
 View.front_open, View.front_flush, View.front_close = front.open, front.flush, front.close
 
 --- Every block goes: the buffer holds one empty line again, with no marks
@@ -443,7 +440,6 @@ function View:clear()
   end
   self.blocks, self.foldable, self.grown, self.md_dirty, self.md_unseen = {}, {}, {}, {}, {}
   self.folds_waiting, self.front, self.fronting, self.staged = nil, nil, nil, nil
-  self.front_at_top = nil
   self.empty = true
 end
 
@@ -455,9 +451,9 @@ function View:markdown_rows(block, ranges)
   if not ranges or #ranges == 0 then
     return
   end
-  if block.staged and self.staged then
+  if block.staged then
     -- Drawn once the block's rows are in the buffer (`front_flush`).
-    self.staged[block.staged].md_rows = ranges
+    block.staged.md_rows = ranges
     return
   end
   local sr = self:range(block)
