@@ -73,8 +73,9 @@ mod file;
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests;
 mod tool_diff;
+mod track;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -83,7 +84,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::path::CanonicalPath;
-use file::{IdGen, TrackedFile};
+pub(crate) use file::IdGen;
+use file::TrackedFile;
+pub(crate) use track::{FileTrack, FileTracker};
 
 /// The id of a hunk, unique within one [`EditTracker`] and never reused.
 ///
@@ -282,22 +285,35 @@ pub enum ToolDiffPlacement {
 /// one key.
 #[derive(Debug, Default)]
 pub struct EditTracker {
-    files: BTreeMap<CanonicalPath, TrackedFile>,
+    /// Each file's review; a file whose review left keeps its entry while
+    /// it has undo states.
+    files: BTreeMap<CanonicalPath, FileTrack>,
     ids: IdGen,
-    /// The states each file's review went through since the last decision
-    /// on it, newest last: the user's undo and redo bring a buffer back to
-    /// one of their texts, and the review follows (redoing an undone agent
-    /// merge shows its hunks again, instead of nothing to review).
-    states: BTreeMap<CanonicalPath, VecDeque<TrackedFile>>,
 }
-
-/// Most states kept per file for undo and redo.
-const STATES_KEPT: usize = 16;
 
 impl EditTracker {
     /// An empty tracker.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs `f` on the file's track (made when missing, dropped after when
+    /// it keeps nothing).
+    pub(crate) fn with_file<R>(
+        &mut self,
+        path: &CanonicalPath,
+        f: impl FnOnce(&mut FileTracker<'_>) -> R,
+    ) -> R {
+        let track = self.files.entry(path.to_owned()).or_default();
+        let result = f(&mut FileTracker {
+            path,
+            track,
+            ids: &mut self.ids,
+        });
+        if self.files.get(path).is_some_and(FileTrack::is_unused) {
+            self.files.remove(path);
+        }
+        result
     }
 
     /// The agent wrote `new` to `path` (through `fs/write_text_file`, a
@@ -316,71 +332,14 @@ impl EditTracker {
         old: Option<&str>,
         new: &str,
     ) -> Option<FileSummary> {
-        self.record(path, old, Some(new))
+        self.with_file(path, |t| t.record_write(old, new))
     }
 
     /// The agent deleted `path`, whose content was `old`. Same baseline rule
     /// as [`record_write`](Self::record_write); a file the agent created and
     /// then deleted leaves nothing to review.
     pub fn record_delete(&mut self, path: &CanonicalPath, old: &str) -> Option<FileSummary> {
-        self.record(path, Some(old), None)
-    }
-
-    fn record(
-        &mut self,
-        path: &CanonicalPath,
-        old: Option<&str>,
-        new: Option<&str>,
-    ) -> Option<FileSummary> {
-        match self.files.get_mut(path) {
-            Some(file) => {
-                if old.is_some() && old != file.current.as_deref() {
-                    // Someone else changed the file between two agent edits
-                    // (or `old` is stale); the baseline stays the first one.
-                    tracing::debug!(path = %path.display(), "agent edit starts from content the tracker did not see; keeping the first baseline");
-                }
-                file.set_current(new.map(str::to_owned), &mut self.ids);
-                trace_state(path, file, "agent edit recorded");
-            }
-            None => {
-                if old == new {
-                    return None;
-                }
-                let file = TrackedFile::new(
-                    old.map(str::to_owned),
-                    new.map(str::to_owned),
-                    &mut self.ids,
-                );
-                trace_state(path, &file, "agent edit starts a review");
-                self.files.insert(path.to_owned(), file);
-            }
-        }
-        self.remember(path);
-        self.settle(path)
-    }
-
-    /// Keeps the file's state for the user's undo and redo.
-    fn remember(&mut self, path: &CanonicalPath) {
-        let Some(file) = self.files.get(path) else {
-            return;
-        };
-        if file.current.is_none() {
-            return;
-        }
-        let states = self.states.entry(path.to_owned()).or_default();
-        states.retain(|s| s.current != file.current);
-        states.push_back(file.clone());
-        if states.len() > STATES_KEPT {
-            states.pop_front();
-        }
-    }
-
-    /// A decision on `path` is final: undo does not bring the states before
-    /// it back (an accepted hunk stays accepted); the state after it is the
-    /// first one kept.
-    fn decided(&mut self, path: &CanonicalPath) {
-        self.states.remove(path);
-        self.remember(path);
+        self.with_file(path, |t| t.record_delete(old))
     }
 
     /// Records a tool call's `diff` content (`path`, `oldText`, `newText`),
@@ -407,33 +366,7 @@ impl EditTracker {
         new_text: &str,
         on_disk: Option<&str>,
     ) -> ToolDiffPlacement {
-        if self.files.contains_key(path) {
-            match on_disk {
-                Some(now) => self.record_write(path, None, now),
-                // The agent deleted the file after editing it; the diff is
-                // not evidence of that, the caller's watcher is.
-                None => return ToolDiffPlacement::NotPlaced,
-            };
-            return ToolDiffPlacement::Tracked;
-        }
-        let Some(now) = on_disk else {
-            return ToolDiffPlacement::NotPlaced;
-        };
-        if now == new_text {
-            self.record_write(path, old_text, now);
-            return ToolDiffPlacement::WholeFile;
-        }
-        let before = old_text.and_then(|old| tool_diff::content_before(old, new_text, now));
-        match before {
-            Some(before) => {
-                self.record_write(path, Some(&before), now);
-                ToolDiffPlacement::Snippet
-            }
-            None => {
-                tracing::debug!(path = %path.display(), "could not place a tool call diff in the file on disk");
-                ToolDiffPlacement::NotPlaced
-            }
-        }
+        self.with_file(path, |t| t.record_tool_diff(old_text, new_text, on_disk))
     }
 
     /// The user changed a file under review (typed in its buffer, or saved
@@ -451,85 +384,42 @@ impl EditTracker {
         path: &CanonicalPath,
         content: Option<&str>,
     ) -> Option<FileSummary> {
-        if let Some(content) = content {
-            let earlier = self.states.get(path).and_then(|states| {
-                states
-                    .iter()
-                    .rev()
-                    .find(|s| s.current.as_deref() == Some(content))
-                    .cloned()
-            });
-            let changed = self
-                .files
-                .get(path)
-                .is_none_or(|f| f.current.as_deref() != Some(content));
-            if let (Some(earlier), true) = (earlier, changed) {
-                // Undo or redo: the text is one the review had.
-                trace_state(path, &earlier, "user undo/redo restores a review state");
-                self.files.insert(path.to_owned(), earlier);
-                return self.settle(path);
-            }
-        }
-        let file = self.files.get_mut(path)?;
-        match content {
-            Some(content) => {
-                file.rebase_user_edit(content.to_owned(), &mut self.ids);
-                trace_state(path, file, "user edit rebased");
-            }
-            None => {
-                self.files.remove(path);
-                self.decided(path);
-                return None;
-            }
-        }
-        self.remember(path);
-        self.settle(path)
+        self.with_file(path, |t| t.record_user_edit(content))
     }
 
     /// True when `path` has changes under review.
     pub fn contains(&self, path: &CanonicalPath) -> bool {
-        self.files.contains_key(path)
+        self.files.get(path).is_some_and(FileTrack::contains)
     }
 
     /// True when nothing is under review.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        !self.files.values().any(FileTrack::contains)
     }
 
     /// Every file under review, sorted by path.
     pub fn files(&self) -> Vec<FileSummary> {
         self.files
             .iter()
-            .map(|(path, file)| summarize(path, file))
+            .filter_map(|(path, track)| track.summary(path))
             .collect()
     }
 
     /// The summary of one file, `None` when it has nothing under review.
     pub fn summary(&self, path: &CanonicalPath) -> Option<FileSummary> {
-        self.files.get(path).map(|file| summarize(path, file))
+        self.files.get(path)?.summary(path)
     }
 
     /// The full review of one file, `None` when it has nothing under review.
     pub fn review(&self, path: &CanonicalPath) -> Option<FileReview> {
-        let file = self.files.get(path)?;
-        Some(FileReview {
-            path: path.to_owned(),
-            status: file.status(),
-            baseline: file.baseline.clone(),
-            current: file.current.clone(),
-            hunks: file.hunks.clone(),
-        })
+        self.files.get(path)?.review(path)
     }
 
     /// Accepts one hunk: it becomes part of the baseline and is not shown
     /// again. The file itself does not change. Accepting the last hunk of a
     /// deleted file accepts the deletion.
     pub fn accept_hunk(&mut self, path: &CanonicalPath, id: HunkId) -> Result<()> {
-        let file = self.file_mut(path)?;
-        file.accept(id).ok_or_else(|| missing_hunk(path, id))?;
-        self.decided(path);
-        self.settle(path);
-        Ok(())
+        self.with_file(path, |t| t.accept_hunk(id))
     }
 
     /// Accepts lines `start..end` of the current content (0-based), not
@@ -537,11 +427,7 @@ impl EditTracker {
     /// conflict is theirs, the agent's lines around it stay under review.
     /// Pure deletions standing at a line in `start..=end` are accepted.
     pub fn accept_lines(&mut self, path: &CanonicalPath, start: usize, end: usize) -> Result<()> {
-        let file = self.files.get_mut(path).ok_or_else(|| missing_file(path))?;
-        file.accept_lines(start, end, &mut self.ids);
-        self.decided(path);
-        self.settle(path);
-        Ok(())
+        self.with_file(path, |t| t.accept_lines(start, end))
     }
 
     /// Rejects one hunk: its lines go back to the baseline's, the other
@@ -552,46 +438,37 @@ impl EditTracker {
     /// at once; write it to the buffer or disk before the next `record_*`
     /// call for this file.
     pub fn reject_hunk(&mut self, path: &CanonicalPath, id: HunkId) -> Result<RejectOutcome> {
-        let file = self.file_mut(path)?;
-        let outcome = file.reject(id).ok_or_else(|| missing_hunk(path, id))?;
-        self.decided(path);
-        self.settle(path);
-        Ok(outcome)
+        self.with_file(path, |t| t.reject_hunk(id))
     }
 
     /// Accepts every change to `path`, including its creation or deletion.
     pub fn accept_file(&mut self, path: &CanonicalPath) -> Result<()> {
-        self.file_mut(path)?.accept_all();
-        self.decided(path);
-        self.settle(path);
-        Ok(())
+        self.with_file(path, |t| t.accept_file())
     }
 
     /// Rejects every change to `path`: returns the baseline to write, or
     /// [`RejectOutcome::Delete`] for a file the agent created.
     pub fn reject_file(&mut self, path: &CanonicalPath) -> Result<RejectOutcome> {
-        let outcome = self.file_mut(path)?.reject_all();
-        self.decided(path);
-        self.settle(path);
-        Ok(outcome)
+        self.with_file(path, |t| t.reject_file())
     }
 
     /// Accepts every change of the session; returns the files that were
     /// under review.
     pub fn accept_all(&mut self) -> Vec<CanonicalPath> {
-        self.states.clear();
-        std::mem::take(&mut self.files).into_keys().collect()
+        std::mem::take(&mut self.files)
+            .into_iter()
+            .filter_map(|(path, mut track)| track.accept_all().then_some(path))
+            .collect()
     }
 
     /// Rejects every change of the session; returns what to do to each file,
     /// sorted by path.
     pub fn reject_all(&mut self) -> Vec<FileRejection> {
-        self.states.clear();
         std::mem::take(&mut self.files)
             .into_iter()
-            .map(|(path, mut file)| FileRejection {
-                path,
-                outcome: file.reject_all(),
+            .filter_map(|(path, mut track)| {
+                let outcome = track.reject_all()?;
+                Some(FileRejection { path, outcome })
             })
             .collect()
     }
@@ -599,41 +476,13 @@ impl EditTracker {
     /// Stops reviewing `path` without a decision (the caller took the file
     /// over some other way). Returns whether it was under review.
     pub fn forget(&mut self, path: &CanonicalPath) -> bool {
-        self.decided(path);
-        self.files.remove(path).is_some()
+        self.with_file(path, |t| t.forget())
     }
-
-    fn file_mut(&mut self, path: &CanonicalPath) -> Result<&mut TrackedFile> {
-        self.files.get_mut(path).ok_or_else(|| missing_file(path))
-    }
-
-    /// Drops the file when nothing is left to review; else its summary.
-    fn settle(&mut self, path: &CanonicalPath) -> Option<FileSummary> {
-        let file = self.files.get(path)?;
-        if file.is_settled() {
-            self.files.remove(path);
-            return None;
-        }
-        Some(summarize(path, file))
-    }
-}
-
-/// Both texts of a tracked file, at trace level (what a data-safety
-/// failure is read from).
-fn trace_state(path: &Path, file: &TrackedFile, what: &str) {
-    tracing::trace!(path = %path.display(), baseline = ?file.baseline, current = ?file.current, "{what}");
 }
 
 pub(crate) fn missing_file(path: &Path) -> Error {
     Error::NotFound(format!(
         "`{}` has no agent edits under review; refresh the review list",
-        path.display()
-    ))
-}
-
-fn missing_hunk(path: &Path, id: HunkId) -> Error {
-    Error::NotFound(format!(
-        "hunk {id} of `{}` no longer exists (the file changed since the review was shown); refresh the review",
         path.display()
     ))
 }

@@ -7,7 +7,7 @@ use super::{FileStatus, Hunk, HunkId, RejectOutcome};
 /// Hands out hunk ids; never reuses one, so an id from a stale review can
 /// never name a different hunk.
 #[derive(Debug, Default)]
-pub(super) struct IdGen(u64);
+pub(crate) struct IdGen(u64);
 
 impl IdGen {
     fn next(&mut self) -> HunkId {

@@ -19,7 +19,7 @@ use crate::edits::host::{
     ClientEvent, EditorHost, EventSink, WriteKind, WriteOutcome, WriteTextFile,
 };
 use crate::edits::hunks::{
-    missing_file, EditTracker, FileRejection, FileReview, FileStatus, FileSummary, HunkId,
+    missing_file, FileRejection, FileReview, FileStatus, FileSummary, FileTracker, HunkId,
     RejectOutcome,
 };
 use crate::error::{Error, Result};
@@ -45,10 +45,8 @@ impl Reviews {
         target: Target<'_>,
     ) -> Result<Vec<CanonicalPath>> {
         match target {
-            Target::Hunk(path, id) => {
-                self.decide_file(session_id, path, |t| t.accept_hunk(path, id))
-            }
-            Target::File(path) => self.decide_file(session_id, path, |t| t.accept_file(path)),
+            Target::Hunk(path, id) => self.decide_file(session_id, path, |t| t.accept_hunk(id)),
+            Target::File(path) => self.decide_file(session_id, path, |t| t.accept_file()),
             Target::All => {
                 let Some(review) = self.get(session_id) else {
                     return Ok(Vec::new());
@@ -84,7 +82,7 @@ impl Reviews {
         start: usize,
         end: usize,
     ) -> Result<()> {
-        self.decide_file(session_id, path, |t| t.accept_lines(path, start, end))
+        self.decide_file(session_id, path, |t| t.accept_lines(start, end))
             .map(drop)
     }
 
@@ -94,10 +92,14 @@ impl Reviews {
         &self,
         session_id: &SessionId,
         path: &CanonicalPath,
-        decide: impl FnOnce(&mut EditTracker) -> Result<()>,
+        decide: impl FnOnce(&mut FileTracker<'_>) -> Result<()>,
     ) -> Result<Vec<CanonicalPath>> {
         let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
-        let (result, change) = observe(&mut review.state.lock().tracker, path, decide);
+        let (result, change) = review
+            .state
+            .lock()
+            .tracker
+            .with_file(path, |t| observe(t, decide));
         result?;
         let paths = change.iter().map(|c| c.summary.path.clone()).collect();
         emit(&self.events, session_id, change);
@@ -208,7 +210,7 @@ impl Reviews {
                         let change = {
                             let mut st = review.state.lock();
                             st.known.insert(r.path.clone(), before.current.clone());
-                            restore(&mut st.tracker, before)
+                            st.tracker.with_file(&r.path, |t| restore(t, before))
                         };
                         emit(&self.events, session_id, change);
                     }
@@ -316,10 +318,12 @@ impl Reviews {
             // diff) saw the agent "delete" the user's unsaved lines and drew
             // them as its deletion (the demo agent's disk edit of a buffer
             // with an unsaved line, in a real terminal).
-            let (_, change) = observe(&mut st.tracker, path, |t| {
-                t.record_user_edit(path, content);
-            });
-            (st.tracker.summary(path), change)
+            st.tracker.with_file(path, |t| {
+                let (_, change) = observe(t, |t| {
+                    t.record_user_edit(content);
+                });
+                (t.summary(), change)
+            })
         };
         emit(&self.events, session_id, change);
         summary
@@ -336,22 +340,21 @@ pub(super) struct ReviewChange {
     pub(super) review: Option<FileReview>,
 }
 
-/// Runs `f` on the tracker and reports the file's review when it changed.
+/// Runs `f` on the file's track and reports its review when it changed.
 pub(super) fn observe<R>(
-    tracker: &mut EditTracker,
-    path: &CanonicalPath,
-    f: impl FnOnce(&mut EditTracker) -> R,
+    tracker: &mut FileTracker<'_>,
+    f: impl FnOnce(&mut FileTracker<'_>) -> R,
 ) -> (R, Option<ReviewChange>) {
-    let before = tracker.review(path);
+    let before = tracker.review();
     let result = f(tracker);
-    let after = tracker.review(path);
+    let after = tracker.review();
     if before == after {
         return (result, None);
     }
     let status = before.map_or(FileStatus::Modified, |b| b.status);
     let summary = tracker
-        .summary(path)
-        .unwrap_or_else(|| settled(path, status));
+        .summary()
+        .unwrap_or_else(|| settled(tracker.path, status));
     (
         result,
         Some(ReviewChange {
@@ -375,15 +378,15 @@ fn settled(path: &CanonicalPath, status: FileStatus) -> FileSummary {
 
 /// Puts a file's review back as it was before a reject that could not be
 /// written (its hunks get new ids).
-fn restore(tracker: &mut EditTracker, before: &FileReview) -> Option<ReviewChange> {
-    observe(tracker, &before.path, |t| {
-        t.forget(&before.path);
+fn restore(tracker: &mut FileTracker<'_>, before: &FileReview) -> Option<ReviewChange> {
+    observe(tracker, |t| {
+        t.forget();
         match (&before.baseline, &before.current) {
             (old, Some(current)) => {
-                t.record_write(&before.path, old.as_deref(), current);
+                t.record_write(old.as_deref(), current);
             }
             (Some(old), None) => {
-                t.record_delete(&before.path, old);
+                t.record_delete(old);
             }
             (None, None) => {}
         }
@@ -525,18 +528,21 @@ pub(super) async fn remove_regular_file(path: &Path) -> Result<bool> {
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
+    use crate::edits::hunks::EditTracker;
 
     #[test]
     fn observe_reports_settled_files_with_no_hunks() {
         let mut t = EditTracker::new();
         let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
-        let (_, change) = observe(&mut t, p, |t| {
-            t.record_write(p, None, "x\n");
+        let (_, change) = t.with_file(p, |t| {
+            observe(t, |t| {
+                t.record_write(None, "x\n");
+            })
         });
         let change = change.unwrap();
         assert_eq!(change.summary.hunks, 1);
         assert_eq!(change.review.unwrap().hunks.len(), 1);
-        let (_, change) = observe(&mut t, p, |t| t.accept_file(p).unwrap());
+        let (_, change) = t.with_file(p, |t| observe(t, |t| t.accept_file().unwrap()));
         let change = change.unwrap();
         assert_eq!(
             (change.summary.hunks, change.summary.status),
@@ -544,8 +550,10 @@ mod tests {
         );
         assert_eq!(change.review, None);
         // Nothing changed: no event.
-        let (_, change) = observe(&mut t, p, |t| {
-            t.record_user_edit(p, Some("y\n"));
+        let (_, change) = t.with_file(p, |t| {
+            observe(t, |t| {
+                t.record_user_edit(Some("y\n"));
+            })
         });
         assert_eq!(change, None);
     }

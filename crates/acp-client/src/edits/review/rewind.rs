@@ -177,21 +177,24 @@ impl Reviews {
                 let mut st = review.state.lock();
                 st.known.insert(path.clone(), then.clone());
                 let under_review = st.tracker.contains(&path);
-                observe(&mut st.tracker, &path, |t| {
-                    if !under_review {
-                        return;
-                    }
-                    match (&r.text, &now) {
-                        (Some(text), _) => {
-                            t.record_write(&path, now.as_deref(), text);
-                        }
-                        (None, Some(old)) => {
-                            t.record_delete(&path, old);
-                        }
-                        (None, None) => {}
-                    }
-                })
-                .1
+                st.tracker
+                    .with_file(&path, |t| {
+                        observe(t, |t| {
+                            if !under_review {
+                                return;
+                            }
+                            match (&r.text, &now) {
+                                (Some(text), _) => {
+                                    t.record_write(now.as_deref(), text);
+                                }
+                                (None, Some(old)) => {
+                                    t.record_delete(old);
+                                }
+                                (None, None) => {}
+                            }
+                        })
+                    })
+                    .1
             };
             emit(&self.events, session_id, change);
             match &r.text {

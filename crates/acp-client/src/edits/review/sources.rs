@@ -38,7 +38,7 @@ use super::decisions::{emit, observe};
 use super::watcher::{read_disk, Disk, Worker, DEBOUNCE};
 use super::{Job, Reviews};
 use crate::edits::fs::Workspace;
-use crate::edits::hunks::{EditTracker, ToolDiffPlacement};
+use crate::edits::hunks::{FileTracker, ToolDiffPlacement};
 use crate::path::CanonicalPath;
 use crate::schema::ToolCallLocation;
 use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
@@ -200,10 +200,13 @@ impl Reviews {
             let mut st = review.state.lock();
             st.known.insert(path.to_owned(), Some(new.to_owned()));
             st.checkpoints.touch(path, old, Some(new));
-            observe(&mut st.tracker, path, |t| {
-                t.record_write(path, old, new);
-            })
-            .1
+            st.tracker
+                .with_file(path, |t| {
+                    observe(t, |t| {
+                        t.record_write(old, new);
+                    })
+                })
+                .1
         };
         emit(&self.events, session_id, change);
     }
@@ -389,17 +392,20 @@ impl Worker {
             // before this edit, else the baseline review placed for it (from
             // the snapshot, the editor's copy or the diff's old text).
             let prior = st.tracker.review(&path).map(|r| r.current);
-            let change = observe(&mut st.tracker, &path, |t| {
-                record_diff(
-                    t,
-                    &path,
-                    diff.old_text.as_deref(),
-                    &diff.new_text,
-                    snapshot.clone(),
-                    now.as_deref(),
-                )
-            })
-            .1;
+            let change = st
+                .tracker
+                .with_file(&path, |t| {
+                    observe(t, |t| {
+                        record_diff(
+                            t,
+                            diff.old_text.as_deref(),
+                            &diff.new_text,
+                            snapshot.clone(),
+                            now.as_deref(),
+                        )
+                    })
+                })
+                .1;
             // The text before this edit: the last known one, unless that is
             // already the new text (a snapshot taken after the write), then
             // the review's baseline.
@@ -467,28 +473,27 @@ fn editor_baseline(
 /// Places one tool call diff, falling back to the snapshot taken when the
 /// file was first mentioned.
 fn record_diff(
-    tracker: &mut EditTracker,
-    path: &CanonicalPath,
+    tracker: &mut FileTracker<'_>,
     old_text: Option<&str>,
     new_text: &str,
     snapshot: Option<Option<String>>,
     on_disk: Option<&str>,
 ) {
-    if !tracker.contains(path) && old_text.is_none() {
+    if !tracker.contains() && old_text.is_none() {
         // claude-agent-acp's `Write` says `oldText: null` also when it
         // replaces a file: a snapshot showing the file existed wins. A
         // snapshot equal to the new content was taken too late to tell.
         if let (Some(Some(before)), Some(now)) = (&snapshot, on_disk) {
             if before != now {
-                tracker.record_write(path, Some(before), now);
+                tracker.record_write(Some(before), now);
                 return;
             }
         }
     }
-    let placement = tracker.record_tool_diff(path, old_text, new_text, on_disk);
-    if placement == ToolDiffPlacement::NotPlaced && !tracker.contains(path) {
+    let placement = tracker.record_tool_diff(old_text, new_text, on_disk);
+    if placement == ToolDiffPlacement::NotPlaced && !tracker.contains() {
         if let (Some(before), Some(now)) = (snapshot, on_disk) {
-            tracker.record_write(path, before.as_deref(), now);
+            tracker.record_write(before.as_deref(), now);
         }
     }
 }
@@ -497,7 +502,7 @@ fn record_diff(
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
 mod tests {
     use super::*;
-    use crate::edits::hunks::FileStatus;
+    use crate::edits::hunks::{EditTracker, FileStatus};
     use serde_json::json;
 
     fn fields(v: Value) -> ToolCallFields {
@@ -539,14 +544,9 @@ mod tests {
     fn a_write_with_null_old_text_over_an_existing_file_uses_the_snapshot() {
         let mut t = EditTracker::new();
         let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
-        record_diff(
-            &mut t,
-            p,
-            None,
-            "new\n",
-            Some(Some("old\n".into())),
-            Some("new\n"),
-        );
+        t.with_file(p, |t| {
+            record_diff(t, None, "new\n", Some(Some("old\n".into())), Some("new\n"))
+        });
         let review = t.review(p).unwrap();
         assert_eq!(review.status, FileStatus::Modified);
         assert_eq!(review.baseline.as_deref(), Some("old\n"));
@@ -557,14 +557,15 @@ mod tests {
         let mut t = EditTracker::new();
         let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         // Snapshot taken after the write: equal to the new content.
-        record_diff(
-            &mut t,
-            p,
-            Some("old\n"),
-            "new\n",
-            Some(Some("new\n".into())),
-            Some("new\n"),
-        );
+        t.with_file(p, |t| {
+            record_diff(
+                t,
+                Some("old\n"),
+                "new\n",
+                Some(Some("new\n".into())),
+                Some("new\n"),
+            )
+        });
         assert_eq!(t.review(p).unwrap().baseline.as_deref(), Some("old\n"));
     }
 
@@ -573,14 +574,15 @@ mod tests {
         let mut t = EditTracker::new();
         let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
         // `newText` occurs twice: the snippet cannot be placed.
-        record_diff(
-            &mut t,
-            p,
-            Some("x"),
-            "y",
-            Some(Some("a\nb\n".into())),
-            Some("y\ny\n"),
-        );
+        t.with_file(p, |t| {
+            record_diff(
+                t,
+                Some("x"),
+                "y",
+                Some(Some("a\nb\n".into())),
+                Some("y\ny\n"),
+            )
+        });
         assert_eq!(t.review(p).unwrap().baseline.as_deref(), Some("a\nb\n"));
     }
 

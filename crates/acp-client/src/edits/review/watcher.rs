@@ -335,16 +335,20 @@ impl Worker {
                 st.checkpoints
                     .touch_in(turn, path, turn_before.as_deref(), now.as_deref());
             }
-            let change = observe(&mut st.tracker, path, |t| match (&before, &now) {
-                (_, Some(new)) => {
-                    t.record_write(path, before.as_deref(), new);
-                }
-                (Some(old), None) => {
-                    t.record_delete(path, old);
-                }
-                (None, None) => {}
-            })
-            .1;
+            let change = st
+                .tracker
+                .with_file(path, |t| {
+                    observe(t, |t| match (&before, &now) {
+                        (_, Some(new)) => {
+                            t.record_write(before.as_deref(), new);
+                        }
+                        (Some(old), None) => {
+                            t.record_delete(old);
+                        }
+                        (None, None) => {}
+                    })
+                })
+                .1;
             (before, change)
         };
         if let Some(after) = &now {
