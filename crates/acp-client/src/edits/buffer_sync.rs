@@ -1,7 +1,7 @@
 //! The sync of agent edits with an editor's open buffers.
 //!
 //! The client owns each file's state; the editor applies and draws. For
-//! every file an agent touches, [`FileSyncs`] keeps what the agent last
+//! every file an agent touches, [`FileRecords`] keeps what the agent last
 //! saw of it (per session: what `fs/read_text_file` answered, what a
 //! mention embedded, what it wrote), the buffer's text as the editor last
 //! reported it with the editor's version of it (for Neovim, `b:changedtick` tagged with the buffer number),
@@ -17,7 +17,7 @@
 //!   base = what the agent saw, so the user's unsaved lines it read and
 //!   wrote back are not a conflict;
 //! - a change the agent made on disk with its own tools, seen by review
-//!   ([`Origin::Disk`], [`FileSyncs::disk_changed`]): merged with base = the
+//!   ([`Origin::Disk`], [`FileRecords::disk_changed`]): merged with base = the
 //!   disk text the buffer was last in sync with; an unmodified buffer takes
 //!   it without saving (the text is on disk already).
 //!
@@ -25,7 +25,7 @@
 //! since the last report) carries the buffer's text, and the caller plans
 //! again from it, at most [`MAX_ATTEMPTS`] times. A buffer with open
 //! conflict blocks answers [`Applied::Waiting`]: the agent's text waits
-//! ([`FileSyncs::pending`]) until the user's next report without conflict
+//! ([`FileRecords::pending`]) until the user's next report without conflict
 //! blocks, and is planned again then.
 //!
 //! ```text
@@ -55,7 +55,8 @@ use crate::session::update::SessionId;
 
 pub use buffers::{BufferAtPrompt, BufferRead, BufferView, Buffers};
 pub use driver::BufferSync;
-pub use files::{FileState, FileSyncs, OnDisk, Report};
+pub(crate) use files::ReviewId;
+pub use files::{FileRecords, FileState, OnDisk, Report};
 pub use instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
 
 /// An `fs/read_text_file` that passed the workspace check.

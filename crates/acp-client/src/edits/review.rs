@@ -1,11 +1,16 @@
-//! The review service (was `tracking`): one [`EditTracker`] per session, fed from
-//! the three places an edit shows up, and the decisions (accept, reject)
-//! applied back to buffers and disk.
+//! The review service (was `tracking`): each session's review of the
+//! files its agent changed, fed from the three places an edit shows up,
+//! and the decisions (accept, reject) applied back to buffers and disk.
 //!
 //! This module owns the review state of every session ([`Reviews`]: each
-//! session's tracker, last known file contents and worker) and the session
-//! and turn lifecycle. Its parts, each owning one job:
+//! session's worker, checkpoints and pending deletes) and the session and
+//! turn lifecycle. A file's review (its hunks, decisions, undo states and
+//! last known text) is kept in the file's one record, next to its buffer
+//! sync ([`FileRecords`], see [`files`]). Its parts, each owning one job:
 //!
+//! - [`files`]: a session's handle on the file records, shaped like an
+//!   [`EditTracker`](crate::edits::hunks::EditTracker).
+
 //! - [`sources`]: where edits come from: `fs/write_text_file`, the diffs of
 //!   completed tool calls, and the files tool calls mention (snapshots, the
 //!   editor's copy from the prompt).
@@ -29,6 +34,7 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
 mod decisions;
+mod files;
 mod handle;
 mod rewind;
 mod sources;
@@ -38,18 +44,23 @@ pub use handle::Review;
 pub use rewind::{RewindFile, RewindPlan, Rewound};
 pub(crate) use sources::ToolFacts;
 
+use crate::edits::buffer_sync::FileRecords;
 use crate::edits::checkpoint::{Checkpoints, TurnNumber};
 use crate::edits::fs::Workspace;
 use crate::edits::host::{EditorHost, EventSink};
-use crate::edits::hunks::{EditTracker, FileReview, FileSummary};
+use crate::edits::hunks::{FileReview, FileSummary};
 use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
+use files::ReviewFiles;
 use sources::ToolDiff;
 use watcher::Worker;
 
 /// The review state of every session of a connection.
 pub(crate) struct Reviews {
     sessions: Mutex<HashMap<SessionId, Arc<SessionReview>>>,
+    /// The file records every session's review keeps its files in: the
+    /// host's buffer sync's (one record per file), else the review's own.
+    records: Arc<Mutex<FileRecords>>,
     events: EventSink,
     /// Asked for the text files had when the prompt was sent.
     host: Arc<dyn EditorHost>,
@@ -64,21 +75,20 @@ impl std::fmt::Debug for Reviews {
     }
 }
 
-/// One session's tracker and the handle of its worker task.
+/// One session's review and the handle of its worker task.
 struct SessionReview {
     state: Arc<Mutex<ReviewState>>,
+    /// Its files' reviews, in the file records.
+    files: ReviewFiles,
     /// Held while a file is read and recorded (worker) and while the client
     /// writes a file itself (reject, delete), so the two never interleave.
     io: Arc<tokio::sync::Mutex<()>>,
     jobs: mpsc::UnboundedSender<Job>,
 }
 
+/// What a session's review holds that is not one file's: kept out of the
+/// file records. Locked before the records when both are needed.
 struct ReviewState {
-    tracker: EditTracker,
-    /// The content each file had when last seen (`None`: missing): on disk
-    /// for files mentioned this turn, or as the client itself wrote it. A
-    /// disk change is an agent edit only when it differs from this.
-    known: HashMap<CanonicalPath, Option<String>>,
     /// Files whose creation the user rejected and which may now be deleted.
     pending_deletes: HashSet<CanonicalPath>,
     workspace: Workspace,
@@ -103,10 +113,22 @@ enum Job {
     Barrier(oneshot::Sender<()>),
 }
 
+impl Drop for SessionReview {
+    /// The session's files leave review with it (its worker, if still
+    /// finishing a job, clears what that job recorded when it ends).
+    fn drop(&mut self) {
+        self.files.end();
+    }
+}
+
 impl Reviews {
     pub(crate) fn new(events: EventSink, host: Arc<dyn EditorHost>, max_read_bytes: usize) -> Self {
+        let records = host
+            .buffer_sync()
+            .map_or_else(Default::default, |sync| sync.records());
         Self {
             sessions: Mutex::new(HashMap::new()),
+            records,
             events,
             host,
             max_read_bytes,
@@ -124,9 +146,8 @@ impl Reviews {
             review.state.lock().workspace = workspace.clone();
             return review.clone();
         }
+        let files = ReviewFiles::start(self.records.clone());
         let state = Arc::new(Mutex::new(ReviewState {
-            tracker: EditTracker::new(),
-            known: HashMap::new(),
             pending_deletes: HashSet::new(),
             workspace: workspace.clone(),
             live: false,
@@ -138,16 +159,16 @@ impl Reviews {
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
         // Ends when the session's review is dropped (its job sender with it).
         Worker::spawn(
+            self,
             session_id.clone(),
             state.clone(),
+            files.clone(),
             io.clone(),
-            self.events.clone(),
-            self.host.clone(),
-            self.max_read_bytes,
             jobs_rx,
         );
         let review = Arc::new(SessionReview {
             state,
+            files,
             io,
             jobs: jobs_tx,
         });
@@ -157,7 +178,9 @@ impl Reviews {
 
     /// Forgets a closed session: its worker stops and its watches go.
     pub(crate) fn remove(&self, session_id: &SessionId) {
-        self.sessions.lock().remove(session_id);
+        // Dropped out of the sessions' lock: its files leave the records.
+        let review = self.sessions.lock().remove(session_id);
+        drop(review);
     }
 
     /// True when the session's tool call updates are tracked.
@@ -199,19 +222,19 @@ impl Reviews {
     /// Every file under review in the session.
     fn files(&self, session_id: &SessionId) -> Vec<FileSummary> {
         self.get(session_id)
-            .map(|r| r.state.lock().tracker.files())
+            .map(|r| r.files.lock().files())
             .unwrap_or_default()
     }
 
     /// Whether the file has changes under review.
     fn contains(&self, session_id: &SessionId, path: &CanonicalPath) -> bool {
         self.get(session_id)
-            .is_some_and(|r| r.state.lock().tracker.contains(path))
+            .is_some_and(|r| r.files.lock().contains(path))
     }
 
     /// One file's review.
     fn file(&self, session_id: &SessionId, path: &CanonicalPath) -> Option<FileReview> {
         self.get(session_id)
-            .and_then(|r| r.state.lock().tracker.review(path))
+            .and_then(|r| r.files.lock().review(path))
     }
 }

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use super::buffers::{BufferAtPrompt, Buffers};
-use super::files::{FileState, FileSyncs, OnDisk};
+use super::files::{FileRecords, FileState, OnDisk};
 use super::instruction::{Applied, BufferText, Instruction, Origin};
 use super::{ReadTextFile, WriteKind, WriteOutcome, WriteTextFile, MAX_ATTEMPTS};
 use crate::edits::merge::{merge3, ConflictLabels};
@@ -19,8 +19,9 @@ use crate::path::CanonicalPath;
 use crate::schema;
 use crate::session::update::SessionId;
 
-/// The buffer sync of one connection's agents: the one owner of every
-/// file's state ([`FileSyncs`]), the order of instructions, and the task
+/// The buffer sync of one connection's agents: the owner of every file's
+/// record ([`FileRecords`], whose lock the connection's review shares for
+/// each file's review), the order of instructions, and the task
 /// that brings buffers up to date with the agents' own disk edits. An
 /// editor makes one with its [`Buffers`] and hands it to the client
 /// ([`crate::EditorHost::buffer_sync`]); the client serves
@@ -46,7 +47,9 @@ impl std::fmt::Debug for BufferSync {
 
 /// What the [`BufferSync`] and its disk-sync task share.
 struct Core {
-    files: Mutex<FileSyncs>,
+    /// Shared with the connection's review, which keeps each file's
+    /// review in the same records (see [`BufferSync::records`]).
+    files: Arc<Mutex<FileRecords>>,
     /// Held from planning an instruction to recording its answer: an
     /// editor applies instructions in the order they arrive, and their
     /// answers must be recorded in that order too. Two tasks woken by their
@@ -71,7 +74,7 @@ impl BufferSync {
     pub fn new(buffers: Arc<dyn Buffers>) -> Self {
         Self {
             core: Arc::new(Core {
-                files: Mutex::new(FileSyncs::new()),
+                files: Arc::new(Mutex::new(FileRecords::new())),
                 instructions: tokio::sync::Mutex::new(()),
                 buffers,
             }),
@@ -80,8 +83,14 @@ impl BufferSync {
     }
 
     /// The files' state (held briefly: never across an await).
-    pub fn files(&self) -> MutexGuard<'_, FileSyncs> {
+    pub fn files(&self) -> MutexGuard<'_, FileRecords> {
         self.core.files.lock()
+    }
+
+    /// The file records, for the connection's review to keep each file's
+    /// review in (one record per file, one lock).
+    pub(crate) fn records(&self) -> Arc<Mutex<FileRecords>> {
+        self.core.files.clone()
     }
 
     /// What is held of a file's sync with its buffer, for diagnostics.
@@ -207,7 +216,7 @@ impl BufferSync {
     }
 
     /// The user saved the buffer of `path` (an editor reports every save):
-    /// see [`FileSyncs::saved`].
+    /// see [`FileRecords::saved`].
     pub fn saved(&self, path: &CanonicalPath) {
         self.files().saved(path);
     }
@@ -216,7 +225,7 @@ impl BufferSync {
     /// known from now on (unless a newer report came first), so the agent's
     /// first write or disk edit of one is merged in one instruction; their
     /// files' texts are the base of a write by an agent that reads nothing
-    /// first ([`FileSyncs::base_of_write`]) and the "before" of its edits
+    /// first ([`FileRecords::base_of_write`]) and the "before" of its edits
     /// that come without a diff ([`BufferSync::text_before_turn`]).
     pub fn turn_started(&self, session: &SessionId, buffers: Vec<BufferAtPrompt>) {
         let mut files = self.files();
@@ -238,18 +247,18 @@ impl BufferSync {
         files.turn_started(session, texts);
     }
 
-    /// See [`FileSyncs::mentioned`].
+    /// See [`FileRecords::mentioned`].
     pub fn mentioned(&self, session: &SessionId, path: &CanonicalPath, text: &str) {
         self.files().mentioned(session, path, text);
     }
 
     /// A new turn of `session` began for review: see
-    /// [`FileSyncs::age_mentions`].
+    /// [`FileRecords::age_mentions`].
     pub fn review_turn_began(&self, session: &SessionId) {
         self.files().age_mentions(session);
     }
 
-    /// See [`FileSyncs::text_before_turn`].
+    /// See [`FileRecords::text_before_turn`].
     pub fn text_before_turn(&self, session: &SessionId, path: &CanonicalPath) -> Option<String> {
         self.files()
             .text_before_turn(session, path)
@@ -368,7 +377,7 @@ impl Core {
     /// [`MAX_ATTEMPTS`]). The base of the merge is what the writer
     /// changed: for the agent, what it last saw of the file, else the
     /// file's text when its prompt went out, else the disk
-    /// ([`FileSyncs::base_of_write`]); never the user's save, whose lines
+    /// ([`FileRecords::base_of_write`]); never the user's save, whose lines
     /// the agent never saw would read as its deletions. For a restore, the
     /// text review knew the file had.
     async fn write(&self, request: &WriteTextFile) -> Result<WriteOutcome> {
@@ -476,7 +485,7 @@ impl Core {
                 }
                 Applied::Waiting => {
                     // Open conflict blocks: the write goes to disk and waits
-                    // (FileSyncs::pending); its merge is tried as a disk edit
+                    // (FileRecords::pending); its merge is tried as a disk edit
                     // once the client recorded it.
                     outcome = Some(WriteOutcome::Waiting {
                         seen: seen.as_deref().map(str::to_owned),
@@ -528,7 +537,7 @@ impl Core {
     }
 
     /// Brings the buffer of `path` up to date with the agent's waiting
-    /// disk text ([`FileSyncs::disk_changed`]: an edit it made with its own
+    /// disk text ([`FileRecords::disk_changed`]: an edit it made with its own
     /// tools, or a write that waited): one instruction, again after each
     /// stale answer (at most [`MAX_ATTEMPTS`]); nothing when none waits
     /// (taken by an earlier call, or overwritten by a save). After that the

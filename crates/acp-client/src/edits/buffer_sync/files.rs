@@ -1,7 +1,11 @@
-//! Each file's sync state ([`FileSyncs`]): what each agent saw of it, the
-//! text at each session's prompt, the buffer as the editor last reported
-//! it, the disk text the buffer is in sync with, and the agent's disk text
-//! the buffer has not taken yet; and the planning of instructions from it.
+//! Every file's record ([`FileRecords`]: one per file, one lock), and the
+//! record's sync state: what each agent saw of the file, the text at each
+//! session's prompt, the buffer as the editor last reported it, the disk
+//! text the buffer is in sync with, and the agent's disk text the buffer
+//! has not taken yet; and the planning of instructions from it. The
+//! record's review part is in `records`.
+
+mod records;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +15,8 @@ use crate::edits::hunks::diff::{join_lines, matches, split_lines};
 use crate::edits::merge::{merge3, ConflictLabels};
 use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
+pub(crate) use records::ReviewId;
+use records::{Reviewers, SessionFile};
 
 /// One file's state.
 #[derive(Debug, Default)]
@@ -23,12 +29,12 @@ struct FileSync {
     /// The file's text when each session's latest prompt that carried it
     /// went out (the disk's, for a buffer with unsaved edits): the base of
     /// a write by an agent that saw nothing of the file (a blind whole-file
-    /// write; see [`FileSyncs::turn_started`]).
+    /// write; see [`FileRecords::turn_started`]).
     turn_start: HashMap<SessionId, TurnText>,
     /// The file's text at its first mention in each session's current
     /// turn (review's snapshot when a tool call first named it): what an
     /// agent that reads with its own tools may have read
-    /// ([`FileSyncs::mentioned`]).
+    /// ([`FileRecords::mentioned`]).
     mentioned: HashMap<SessionId, Mention>,
     /// The disk text the buffer was last in sync with: the base of merging
     /// the agent's next disk edit into its unsaved edits.
@@ -45,7 +51,7 @@ struct FileSync {
     /// the buffer took from it: a waiting write is then merged against
     /// `pending_base`, else against `disk` as a disk edit is.
     disk_from_user: bool,
-    /// Counts the agent's disk edits of the file ([`FileSyncs::disk_changed`]).
+    /// Counts the agent's disk edits of the file ([`FileRecords::disk_changed`]).
     disk_edits: u64,
     /// The buffer answered [`Applied::Waiting`] to `pending` as a disk
     /// edit (its merge conflicts next to open conflict blocks): planned
@@ -67,16 +73,16 @@ struct Mention {
 #[derive(Debug, Clone)]
 struct TurnText {
     text: Arc<str>,
-    /// The session's prompt count then ([`FileSyncs::turn_started`]).
+    /// The session's prompt count then ([`FileRecords::turn_started`]).
     turn: u64,
     /// The user saved the file since: a difference from `text` may be
     /// theirs, so it is no "before" of the agent's edits
-    /// ([`FileSyncs::text_before_turn`]); it stays the base of a blind
+    /// ([`FileRecords::text_before_turn`]); it stays the base of a blind
     /// write, whose user lines the merge keeps.
     saved: bool,
 }
 
-/// What to do with a report of the user's buffer ([`FileSyncs::user_reported`]).
+/// What to do with a report of the user's buffer ([`FileRecords::user_reported`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
     /// The report is the user's edit of the file's current text (review
@@ -84,14 +90,14 @@ pub struct Report {
     /// buffer: the buffer would pass for the user undoing that change; it
     /// is reported again once merged.
     pub record: bool,
-    /// Plan the waiting disk text again now ([`FileSyncs::plan_disk`]):
+    /// Plan the waiting disk text again now ([`FileRecords::plan_disk`]):
     /// the buffer has no conflict blocks any more, or its merge was not
     /// found to conflict with them yet.
     pub sync: bool,
 }
 
-/// What [`FileSyncs`] holds of one file, for diagnostics
-/// ([`FileSyncs::state`]): a test or a bug report compares it with the
+/// What [`FileRecords`] holds of one file, for diagnostics
+/// ([`FileRecords::state`]): a test or a bug report compares it with the
 /// editor's buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileState {
@@ -116,22 +122,70 @@ pub enum OnDisk {
     Read,
 }
 
-/// The sync state of every file the agents of one connection touched,
-/// one record per file keyed by its [`CanonicalPath`]: every method takes
-/// the path resolved once where it entered (the workspace gate for an
-/// agent's path, the editor's decode point for a buffer's), so two
-/// spellings of one file cannot hold two records.
+/// Every file the agents of one connection touched, one record per file
+/// keyed by its [`CanonicalPath`]: its sync with the editor's buffer and,
+/// per session, its review (the text review last knew it had, its hunks,
+/// decisions and undo states; see `records.rs`). Every method takes the
+/// path resolved once where it entered (the workspace gate for an agent's
+/// path, the editor's decode point for a buffer's), so two spellings of
+/// one file cannot hold two records. One lock holds the table (the
+/// [`BufferSync`](super::BufferSync)'s, which review shares).
 #[derive(Debug, Default)]
-pub struct FileSyncs {
-    files: HashMap<CanonicalPath, FileSync>,
-    /// Counts each session's prompts ([`FileSyncs::turn_started`]).
+pub struct FileRecords {
+    pub(super) files: HashMap<CanonicalPath, FileRecord>,
+    /// Counts each session's prompts ([`FileRecords::turn_started`]).
     turns: HashMap<SessionId, u64>,
+    /// Each review's hunk ids, and the last review id handed out (see
+    /// `records.rs`).
+    pub(super) reviews: Reviewers,
 }
 
-impl FileSyncs {
+/// One file's record.
+#[derive(Debug, Default)]
+pub(super) struct FileRecord {
+    sync: FileSync,
+    /// Each session's review of the file.
+    pub(super) reviews: HashMap<ReviewId, SessionFile>,
+}
+
+impl FileRecord {
+    /// Nothing held: the record can go.
+    pub(super) fn is_unused(&self) -> bool {
+        self.reviews.is_empty() && self.sync.is_pristine()
+    }
+}
+
+impl FileSync {
+    /// As made: nothing reported, planned or seen yet.
+    fn is_pristine(&self) -> bool {
+        self.revision == 0
+            && self.buffer.is_none()
+            && self.seen.is_empty()
+            && self.turn_start.is_empty()
+            && self.mentioned.is_empty()
+            && self.disk.is_none()
+            && self.pending.is_none()
+            && self.pending_base.is_none()
+            && !self.disk_from_user
+            && self.disk_edits == 0
+            && !self.waiting
+    }
+}
+
+impl FileRecords {
     /// Nothing known yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The sync state of `path`, made when missing.
+    fn sync_mut(&mut self, path: &CanonicalPath) -> &mut FileSync {
+        &mut self.files.entry(path.to_owned()).or_default().sync
+    }
+
+    /// The sync state of `path`, if it has a record.
+    fn sync(&self, path: &CanonicalPath) -> Option<&FileSync> {
+        self.files.get(path).map(|r| &r.sync)
     }
 
     /// The editor reported a buffer's text in the answer of a read, or when
@@ -139,7 +193,7 @@ impl FileSyncs {
     /// instruction answered while the read's answer was on its way (the
     /// editor's versions of a file only grow).
     pub fn reported(&mut self, path: &CanonicalPath, buffer: BufferText) {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         if file
             .buffer
             .as_ref()
@@ -151,12 +205,13 @@ impl FileSyncs {
 
     /// The buffer's text as last reported.
     pub fn buffer(&self, path: &CanonicalPath) -> Option<&BufferText> {
-        self.files.get(path)?.buffer.as_ref()
+        self.sync(path)?.buffer.as_ref()
     }
 
     /// What is held of the file, if anything.
     pub fn state(&self, path: &CanonicalPath) -> Option<FileState> {
-        let file = self.files.get(path)?;
+        // A record only review holds has no sync state to show.
+        let file = self.sync(path).filter(|f| !f.is_pristine())?;
         Some(FileState {
             revision: file.revision,
             buffer: file.buffer.clone(),
@@ -170,7 +225,7 @@ impl FileSyncs {
     pub fn saw(&mut self, session: &SessionId, path: &CanonicalPath, text: Option<Arc<str>>) {
         match text {
             Some(text) => {
-                let file = self.files.entry(path.to_owned()).or_default();
+                let file = self.sync_mut(path);
                 file.seen.insert(session.clone(), text);
                 // Newer than the text at a mention before it (read, or its
                 // own write): a base of the read and that text would make a
@@ -179,7 +234,7 @@ impl FileSyncs {
                 file.mentioned.remove(session);
             }
             None => {
-                if let Some(file) = self.files.get_mut(path) {
+                if let Some(file) = self.files.get_mut(path).map(|r| &mut r.sync) {
                     file.seen.remove(session);
                 }
             }
@@ -189,7 +244,7 @@ impl FileSyncs {
     /// What the agent of `session` last saw of the file, if not the disk
     /// (shared: a big file is not copied for each write).
     pub fn seen(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
-        self.files.get(path)?.seen.get(session).cloned()
+        self.sync(path)?.seen.get(session).cloned()
     }
 
     /// The base of a write by the agent of `session`: what it last saw of
@@ -206,7 +261,7 @@ impl FileSyncs {
     /// agent that read the unsaved buffer, then the disk, wrote the disk's
     /// text back and the user's unsaved line went from the buffer).
     pub fn base_of_write(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
-        let file = self.files.get(path)?;
+        let file = self.sync(path)?;
         let mentioned = file.mentioned.get(session).map(|m| &m.text);
         let both = |a: &Arc<str>, b: Option<&Arc<str>>| match b {
             Some(b) if a != b => common_lines(a, b).into(),
@@ -238,7 +293,7 @@ impl FileSyncs {
         *turn += 1;
         let turn = *turn;
         for (path, text) in texts {
-            self.files.entry(path).or_default().turn_start.insert(
+            self.sync_mut(&path).turn_start.insert(
                 session.clone(),
                 TurnText {
                     text,
@@ -257,7 +312,7 @@ impl FileSyncs {
     /// disk, and a line the user saved while the agent asked to write was
     /// replaced by its whole-file write without a word.
     pub fn mentioned(&mut self, session: &SessionId, path: &CanonicalPath, text: &str) {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         if file.mentioned.get(session).is_some_and(|m| !m.aged) {
             return;
         }
@@ -276,7 +331,7 @@ impl FileSyncs {
     /// with its own tools, then wrote it in the next turn after the user
     /// saved a line and closed the buffer, had no base but the disk).
     pub fn age_mentions(&mut self, session: &SessionId) {
-        for file in self.files.values_mut() {
+        for file in self.files.values_mut().map(|r| &mut r.sync) {
             if let Some(m) = file.mentioned.get_mut(session) {
                 m.aged = true;
             }
@@ -298,15 +353,15 @@ impl FileSyncs {
     /// changed on disk during the turn before it believes the copy.
     pub fn text_before_turn(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
         let now = *self.turns.get(session)?;
-        let at = self.files.get(path)?.turn_start.get(session)?;
+        let at = self.sync(path)?.turn_start.get(session)?;
         (at.turn == now && !at.saved).then(|| at.text.clone())
     }
 
     /// The user saved `path` (the editor reports every save, of buffers
     /// under review or not): its texts at the prompts are no "before" of an
-    /// agent edit any more ([`FileSyncs::text_before_turn`]).
+    /// agent edit any more ([`FileRecords::text_before_turn`]).
     pub fn saved(&mut self, path: &CanonicalPath) {
-        if let Some(file) = self.files.get_mut(path) {
+        if let Some(file) = self.files.get_mut(path).map(|r| &mut r.sync) {
             for at in file.turn_start.values_mut() {
                 at.saved = true;
             }
@@ -316,13 +371,16 @@ impl FileSyncs {
     /// Forgets what a closed session saw.
     pub fn drop_session(&mut self, session: &SessionId) {
         self.turns.remove(session);
-        for file in self.files.values_mut() {
+        for file in self.files.values_mut().map(|r| &mut r.sync) {
             file.seen.remove(session);
             file.turn_start.remove(session);
             file.mentioned.remove(session);
         }
-        self.files.retain(|_, f| {
-            f.buffer.is_some()
+        // A file the session's review holds stays.
+        self.files.retain(|_, r| {
+            let f = &r.sync;
+            !r.reviews.is_empty()
+                || f.buffer.is_some()
                 || !f.seen.is_empty()
                 || !f.turn_start.is_empty()
                 || !f.mentioned.is_empty()
@@ -340,7 +398,7 @@ impl FileSyncs {
         buffer: BufferText,
         on_disk: OnDisk,
     ) -> Report {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         let outdated = file
             .buffer
             .as_ref()
@@ -358,7 +416,7 @@ impl FileSyncs {
         if on_disk == OnDisk::Saved {
             self.saved(path);
         }
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         if on_disk != OnDisk::No {
             // The buffer is the disk's text now (a save overwrote the
             // agent's waiting text, or a read took it).
@@ -378,17 +436,17 @@ impl FileSyncs {
 
     /// The disk text the buffer of `path` was last in sync with.
     pub fn disk(&self, path: &CanonicalPath) -> Option<&str> {
-        self.files.get(path)?.disk.as_deref()
+        self.sync(path)?.disk.as_deref()
     }
 
     /// The agent's disk text the buffer has not taken yet.
     pub fn pending(&self, path: &CanonicalPath) -> Option<&str> {
-        self.files.get(path)?.pending.as_deref()
+        self.sync(path)?.pending.as_deref()
     }
 
     /// The agent changed `path` on disk from `before` (`None`: unknown or
     /// no file) to `after`. Returns whether the buffer needs an instruction
-    /// ([`FileSyncs::plan_disk`]): not when it is in sync with `after`
+    /// ([`FileRecords::plan_disk`]): not when it is in sync with `after`
     /// already.
     pub fn disk_changed(
         &mut self,
@@ -396,7 +454,7 @@ impl FileSyncs {
         before: Option<&str>,
         after: &str,
     ) -> bool {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         tracing::debug!(
             path = %path.display(),
             synced = ?file.disk.as_ref().map(String::len),
@@ -428,7 +486,7 @@ impl FileSyncs {
     /// what that agent saw (no merge when neither is known: the buffer's
     /// unsaved edits are left alone).
     pub fn plan_disk(&mut self, path: &CanonicalPath) -> Option<Instruction> {
-        let file = self.files.get(path)?;
+        let file = self.sync(path)?;
         let content = file.pending.clone()?;
         let disk: Option<Arc<str>> = file.disk.as_deref().map(Into::into);
         let base = match file.pending_base.clone() {
@@ -441,7 +499,7 @@ impl FileSyncs {
     /// The client wrote `text` to the disk of `path`, which no buffer has
     /// (an agent's write merged with the user's saved text).
     pub fn wrote_disk(&mut self, path: &CanonicalPath, text: &str) {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         file.disk = Some(text.to_owned());
         file.disk_from_user = false;
     }
@@ -451,7 +509,7 @@ impl FileSyncs {
     /// disk edit (merged on the synced text, else on `base`); a disk edit
     /// without a base gives up (the buffer keeps the user's text).
     pub fn gave_up(&mut self, instruction: &Instruction, base: &str) {
-        let file = self.files.entry(instruction.path.clone()).or_default();
+        let file = self.sync_mut(&instruction.path);
         match instruction.origin {
             Origin::Write => {
                 file.pending = Some(instruction.content.clone());
@@ -488,7 +546,7 @@ impl FileSyncs {
         content: String,
         origin: Origin,
     ) -> Instruction {
-        let file = self.files.entry(path.to_owned()).or_default();
+        let file = self.sync_mut(path);
         file.revision += 1;
         let merge = match (&file.buffer, base) {
             (Some(buffer), Some(base)) => {
@@ -525,7 +583,7 @@ impl FileSyncs {
     /// The editor answered `instruction`: the buffer's text is known again
     /// (or there is none).
     pub fn answered(&mut self, instruction: &Instruction, applied: &Applied) {
-        let file = self.files.entry(instruction.path.clone()).or_default();
+        let file = self.sync_mut(&instruction.path);
         let content = &instruction.content;
         // The text a buffer without unsaved edits saved: the merge for an
         // agent's write (made against the text the user saved since the

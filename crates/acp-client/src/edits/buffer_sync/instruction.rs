@@ -7,14 +7,14 @@ use crate::path::CanonicalPath;
 use crate::session::update::SessionId;
 
 #[cfg(doc)]
-use super::{FileSyncs, WriteOutcome};
+use super::{FileRecords, WriteOutcome};
 
 /// A buffer's text as the editor reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferText {
     /// The buffer's whole text, as the file would hold it (conflict blocks
     /// included). Shared: what an agent read of the buffer is this text
-    /// (see [`FileSyncs::saw`]), and a big buffer is held once.
+    /// (see [`FileRecords::saw`]), and a big buffer is held once.
     pub text: Arc<str>,
     /// The editor's version of the buffer when it had `text` (it changes
     /// with every edit, undo and redo).

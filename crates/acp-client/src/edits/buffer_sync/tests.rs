@@ -19,7 +19,7 @@ fn sid(s: &str) -> SessionId {
 fn a_write_back_of_the_unsaved_buffer_the_agent_read_merges_clean() {
     // claude-code-acp 0.16.2: read `hello.txt` from the unsaved buffer,
     // wrote it back with its change.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/hello.txt");
     let unsaved = "hello world\nunsaved line\n";
     s.reported(
@@ -50,7 +50,7 @@ fn a_restore_keeps_lines_another_chat_wrote_since() {
     // agent wrote its line since. The first chat's reject restores
     // "base\n": the unmodified buffer saves the merge, keeping the
     // second agent's line, not the restore whole.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.reported(p, buffer("first\nbase\nsecond\n", 2));
     let i = s.plan(p, "first\nbase\n", "base\n", Origin::Restore);
@@ -70,7 +70,7 @@ fn a_save_after_the_agent_read_is_merged_not_overwritten() {
     // The agent reads the buffer, the user types a line and saves (:w),
     // the agent writes back what it read plus its own line: the save is
     // the user's text, so the base stays what the agent read.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     let read = "one\ntwo\n";
     s.reported(p, buffer(read, 1));
@@ -102,7 +102,7 @@ fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
     // The buffer has open conflict blocks; the user saved it (the
     // blocks and a line of theirs on disk); the agent's write, made from
     // what it saw before, waits, and is merged as a disk edit later.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     let saved = "<<<<<<< buffer\nmine\n=======\n>>>>>>> agent\nx\nsaved\n";
     s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
@@ -120,7 +120,7 @@ fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
 
 #[test]
 fn a_blind_write_merges_against_the_text_at_the_prompt() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     let q = &cp("/w/b.txt");
     s.turn_started(&sid("s"), vec![(p.clone(), "one\ntwo\n".into())]);
@@ -153,7 +153,7 @@ fn a_blind_write_merges_against_the_text_at_the_prompt() {
 
 #[test]
 fn a_blind_write_merges_against_the_text_at_the_first_mention() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.mentioned(&sid("s"), p, "one\ntwo\n");
     // A later mention in the same turn is not the first.
@@ -180,7 +180,7 @@ fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
     // The agent read the unsaved buffer (with the user's line), then the
     // disk with its own tools (without it): whichever it writes from, the
     // user's line is not in the base, so the merge keeps it.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.reported(p, buffer("a\nmine\nb\n", 3));
     s.mentioned(&sid("s"), p, "a\nold\nb\n");
@@ -207,7 +207,7 @@ fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
 #[test]
 fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
     // What the merge was before the agent's view was its base.
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/hello.txt");
     // The user changed the line the agent read from the buffer and
     // changed again.
@@ -226,7 +226,7 @@ fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
 
 #[test]
 fn answers_keep_the_buffers_text_and_version() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     // Unknown buffer: no merge to offer; the editor answers stale.
     let i = s.plan(p, "a\nx\n", "b\nx\n", Origin::Write);
@@ -255,7 +255,7 @@ fn answers_keep_the_buffers_text_and_version() {
 
 #[test]
 fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     let unsaved = |text: &str, version| BufferText {
         text: text.into(),
@@ -273,7 +273,7 @@ fn a_buffer_unsaved_at_the_prompt_is_merged_in_one_instruction() {
 
 #[test]
 fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.reported(p, buffer("a\n", 2));
     // The agent's disk edit before the write: the write supersedes it.
@@ -306,7 +306,7 @@ fn a_disk_edit_that_came_while_a_write_was_on_its_way_stays_pending() {
 
 #[test]
 fn what_a_session_saw_goes_with_it() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.saw(&sid("s1"), p, Some("x\n".into()));
     s.saw(&sid("s2"), p, Some("y\n".into()));
@@ -326,7 +326,7 @@ fn buffer(text: &str, version: u64) -> BufferText {
 
 #[test]
 fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     // An agent write the buffer saved: the disk holds it.
     let i = s.plan(p, "a\nb\nc\n", "a\nB\nc\n", Origin::Write);
@@ -372,7 +372,7 @@ fn a_disk_edit_merges_against_the_text_the_buffer_was_last_in_sync_with() {
 
 #[test]
 fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("x\nmine\n", 5), OnDisk::No);
     assert!(s.disk_changed(p, Some("x\n"), "X\n"));
@@ -391,7 +391,7 @@ fn a_disk_edit_of_a_file_never_synced_uses_the_text_before_it() {
 
 #[test]
 fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     assert!(s.disk_changed(p, Some("a\n"), "b\n"));
     let i = s.plan_disk(p).unwrap();
@@ -406,7 +406,7 @@ fn an_unmodified_buffer_reloads_a_disk_edit_and_is_in_sync_with_it() {
 
 #[test]
 fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     let blocks = "<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nz\n";
     s.user_reported(p, buffer("old\nz\n", 1), OnDisk::Saved);
@@ -444,7 +444,7 @@ fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
 
 #[test]
 fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("a\n", 1), OnDisk::Read);
     s.user_reported(p, buffer("a\nmine\n", 2), OnDisk::No);
@@ -462,7 +462,7 @@ fn a_report_older_than_the_last_answer_is_not_the_users_edit() {
 
 #[test]
 fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
-    let mut s = FileSyncs::new();
+    let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
     s.user_reported(p, buffer("old\n", 1), OnDisk::Read);
     let i = s.plan(p, "old\n", "new\n", Origin::Write);

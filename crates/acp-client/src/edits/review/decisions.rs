@@ -52,9 +52,9 @@ impl Reviews {
                     return Ok(Vec::new());
                 };
                 let before = {
-                    let mut st = review.state.lock();
-                    let before = st.tracker.files();
-                    st.tracker.accept_all();
+                    let mut files = review.files.lock();
+                    let before = files.files();
+                    files.accept_all();
                     before
                 };
                 let paths = before.iter().map(|f| f.path.clone()).collect();
@@ -95,11 +95,7 @@ impl Reviews {
         decide: impl FnOnce(&mut FileTracker<'_>) -> Result<()>,
     ) -> Result<Vec<CanonicalPath>> {
         let review = self.get(session_id).ok_or_else(|| missing_file(path))?;
-        let (result, change) = review
-            .state
-            .lock()
-            .tracker
-            .with_file(path, |t| observe(t, decide));
+        let (result, change) = review.files.lock().with_file(path, |t| observe(t, decide));
         result?;
         let paths = change.iter().map(|c| c.summary.path.clone()).collect();
         emit(&self.events, session_id, change);
@@ -125,33 +121,33 @@ impl Reviews {
         let _io = review.io.lock().await;
         let (rejections, befores, changes) = {
             let mut st = review.state.lock();
+            let mut files = review.files.lock();
             let befores: Vec<FileReview> = match target {
                 Target::Hunk(path, _) | Target::File(path) => {
-                    st.tracker.review(path).into_iter().collect()
+                    files.review(path).into_iter().collect()
                 }
-                Target::All => st
-                    .tracker
+                Target::All => files
                     .files()
                     .iter()
-                    .filter_map(|f| st.tracker.review(&f.path))
+                    .filter_map(|f| files.review(&f.path))
                     .collect(),
             };
             let rejections = match target {
                 Target::Hunk(path, id) => vec![FileRejection {
                     path: path.to_owned(),
-                    outcome: st.tracker.reject_hunk(path, id)?,
+                    outcome: files.with_file(path, |t| t.reject_hunk(id))?,
                 }],
                 Target::File(path) => vec![FileRejection {
                     path: path.to_owned(),
-                    outcome: st.tracker.reject_file(path)?,
+                    outcome: files.with_file(path, |t| t.reject_file())?,
                 }],
-                Target::All => st.tracker.reject_all(),
+                Target::All => files.reject_all(),
             };
             let mut changes = Vec::new();
             for r in &rejections {
                 match &r.outcome {
                     RejectOutcome::Write { content } => {
-                        st.known.insert(r.path.clone(), Some(content.clone()));
+                        files.set_known(&r.path, Some(content.clone()));
                     }
                     RejectOutcome::Delete => {
                         st.pending_deletes.insert(r.path.clone());
@@ -162,11 +158,10 @@ impl Reviews {
                     .find(|b| b.path == r.path)
                     .map_or(FileStatus::Modified, |b| b.status);
                 changes.push(ReviewChange {
-                    summary: st
-                        .tracker
+                    summary: files
                         .summary(&r.path)
                         .unwrap_or_else(|| settled(&r.path, status)),
-                    review: st.tracker.review(&r.path),
+                    review: files.review(&r.path),
                 });
             }
             (rejections, befores, changes)
@@ -208,9 +203,9 @@ impl Reviews {
                     tracing::warn!(path = %r.path.display(), error = %e, "could not write the rejected file; its review is kept");
                     if let Some(before) = befores.iter().find(|b| b.path == r.path) {
                         let change = {
-                            let mut st = review.state.lock();
-                            st.known.insert(r.path.clone(), before.current.clone());
-                            st.tracker.with_file(&r.path, |t| restore(t, before))
+                            let mut files = review.files.lock();
+                            files.set_known(&r.path, before.current.clone());
+                            files.with_file(&r.path, |t| restore(t, before))
                         };
                         emit(&self.events, session_id, change);
                     }
@@ -236,17 +231,18 @@ impl Reviews {
         let _io = review.io.lock().await;
         {
             let mut st = review.state.lock();
+            let mut files = review.files.lock();
             if !st.pending_deletes.contains(path) {
                 return Err(not_rejected(path));
             }
-            if st.tracker.contains(path) {
+            if files.contains(path) {
                 return Err(Error::NotFound(format!(
                     "`{}` has new agent edits under review since its creation was rejected; review them first",
                     path.display()
                 )));
             }
             st.pending_deletes.remove(path);
-            st.known.insert(path.to_owned(), None);
+            files.set_known(path, None);
         }
         if !remove_regular_file(path).await? {
             return Ok(());
@@ -286,8 +282,8 @@ impl Reviews {
                 if *id == writer {
                     return false;
                 }
-                let st = review.state.lock();
-                st.tracker.contains(path) || st.known.contains_key(path)
+                let files = review.files.lock();
+                files.contains(path) || files.known(path).is_some()
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -306,19 +302,17 @@ impl Reviews {
     ) -> Option<FileSummary> {
         let review = self.get(session_id)?;
         let (summary, change) = {
-            let mut st = review.state.lock();
-            if on_disk || content.is_none() {
-                if let Some(known) = st.known.get_mut(path) {
-                    // The user's save must not look like the agent's edit.
-                    *known = content.map(str::to_owned);
-                }
+            let mut files = review.files.lock();
+            if (on_disk || content.is_none()) && files.known(path).is_some() {
+                // The user's save must not look like the agent's edit.
+                files.set_known(path, content.map(str::to_owned));
             }
             // Unsaved typing leaves `known` the disk's text: taken for the
             // disk's, the next look at the disk (the watcher, a tool call's
             // diff) saw the agent "delete" the user's unsaved lines and drew
             // them as its deletion (the demo agent's disk edit of a buffer
             // with an unsaved line, in a real terminal).
-            st.tracker.with_file(path, |t| {
+            files.with_file(path, |t| {
                 let (_, change) = observe(t, |t| {
                     t.record_user_edit(content);
                 });

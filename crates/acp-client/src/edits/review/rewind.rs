@@ -174,10 +174,10 @@ impl Reviews {
             let then = target(&r, now.as_deref());
             // Before any write: the watcher must see the client's text.
             let change = {
-                let mut st = review.state.lock();
-                st.known.insert(path.clone(), then.clone());
-                let under_review = st.tracker.contains(&path);
-                st.tracker
+                let mut files = review.files.lock();
+                files.set_known(&path, then.clone());
+                let under_review = files.contains(&path);
+                files
                     .with_file(&path, |t| {
                         observe(t, |t| {
                             if !under_review {
@@ -216,7 +216,7 @@ impl Reviews {
                         }
                         Err(e) => {
                             tracing::warn!(path = %r.path.display(), error = %e, "rewind could not restore a file");
-                            review.state.lock().known.insert(path, now);
+                            review.files.lock().set_known(&path, now);
                             done.failed.push((r.path, e.to_string()));
                         }
                     }
@@ -225,7 +225,7 @@ impl Reviews {
                     Ok(true) => done.removed.push(r.path),
                     Ok(false) => {}
                     Err(e) => {
-                        review.state.lock().known.insert(path, now);
+                        review.files.lock().set_known(&path, now);
                         done.failed.push((r.path, e.to_string()));
                     }
                 },

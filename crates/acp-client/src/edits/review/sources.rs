@@ -198,9 +198,10 @@ impl Reviews {
         let review = self.get_or_start(session_id, workspace);
         let change = {
             let mut st = review.state.lock();
-            st.known.insert(path.to_owned(), Some(new.to_owned()));
+            let mut files = review.files.lock();
+            files.set_known(path, Some(new.to_owned()));
             st.checkpoints.touch(path, old, Some(new));
-            st.tracker
+            files
                 .with_file(path, |t| {
                     observe(t, |t| {
                         t.record_write(old, new);
@@ -343,10 +344,7 @@ impl Worker {
     /// `content` is the file's "before" for this turn and its last known
     /// text.
     fn snapshot(&mut self, path: &CanonicalPath, content: Option<String>) {
-        self.state
-            .lock()
-            .known
-            .insert(path.to_owned(), content.clone());
+        self.files.lock().set_known(path, content.clone());
         self.snapshots.insert(path.to_owned(), content);
     }
 
@@ -387,13 +385,13 @@ impl Worker {
         let snapshot = self.snapshots.get(&path).cloned();
         let (before, change) = {
             let mut st = self.state.lock();
-            let known = st.known.insert(path.clone(), now.clone());
+            let mut files = self.files.lock();
+            let known = files.set_known(&path, now.clone());
             // The checkpoint's "before": the text review knew the file had
             // before this edit, else the baseline review placed for it (from
             // the snapshot, the editor's copy or the diff's old text).
-            let prior = st.tracker.review(&path).map(|r| r.current);
-            let change = st
-                .tracker
+            let prior = files.review(&path).map(|r| r.current);
+            let change = files
                 .with_file(&path, |t| {
                     observe(t, |t| {
                         record_diff(
@@ -411,18 +409,14 @@ impl Worker {
             // the review's baseline.
             let before = match known {
                 Some(known) if known != now => known,
-                _ => st
-                    .tracker
-                    .review(&path)
-                    .and_then(|r| r.baseline)
-                    .or_else(|| {
-                        snapshot
-                            .clone()
-                            .flatten()
-                            .filter(|s| Some(s) != now.as_ref())
-                    }),
+                _ => files.review(&path).and_then(|r| r.baseline).or_else(|| {
+                    snapshot
+                        .clone()
+                        .flatten()
+                        .filter(|s| Some(s) != now.as_ref())
+                }),
             };
-            let turn_before = prior.or_else(|| st.tracker.review(&path).map(|r| r.baseline));
+            let turn_before = prior.or_else(|| files.review(&path).map(|r| r.baseline));
             if let (Some(turn), Some(b), true) =
                 (self.checkpoint_turn, turn_before, change.is_some())
             {

@@ -22,7 +22,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::decisions::{emit, observe};
-use super::{Job, ReviewState};
+use super::files::ReviewFiles;
+use super::{Job, ReviewState, Reviews};
 use crate::edits::checkpoint::TurnNumber;
 use crate::edits::fs;
 use crate::edits::host::{EditorHost, EventSink};
@@ -72,6 +73,8 @@ struct Watch {
 pub(super) struct Worker {
     pub(super) session_id: SessionId,
     pub(super) state: Arc<Mutex<ReviewState>>,
+    /// The session's files in the file records (locked after `state`).
+    pub(super) files: ReviewFiles,
     io: Arc<tokio::sync::Mutex<()>>,
     pub(super) events: EventSink,
     pub(super) host: Arc<dyn EditorHost>,
@@ -106,25 +109,26 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 impl Worker {
-    /// Starts a session's worker; it ends when the sender of `jobs` is
+    /// Starts a session's worker (with the connection's events, host and
+    /// read limit from `reviews`); it ends when the sender of `jobs` is
     /// dropped (with the session's review).
     pub(super) fn spawn(
+        reviews: &Reviews,
         session_id: SessionId,
         state: Arc<Mutex<ReviewState>>,
+        files: ReviewFiles,
         io: Arc<tokio::sync::Mutex<()>>,
-        events: EventSink,
-        host: Arc<dyn EditorHost>,
-        max_read_bytes: usize,
         jobs: mpsc::UnboundedReceiver<Job>,
     ) {
         let (fs_tx, fs_rx) = mpsc::unbounded_channel();
         let worker = Worker {
             session_id,
             state,
+            files,
             io,
-            events,
-            host,
-            max_read_bytes,
+            events: reviews.events.clone(),
+            host: reviews.host.clone(),
+            max_read_bytes: reviews.max_read_bytes,
             snapshots: HashMap::new(),
             turns: 0,
             turn_started: None,
@@ -175,6 +179,9 @@ impl Worker {
                 }
             }
         }
+        // The session's review was dropped (its files left the records
+        // then); what a job finished since recorded goes too.
+        self.files.end();
     }
 
     async fn handle(&mut self, job: Job) {
@@ -187,7 +194,7 @@ impl Worker {
                     self.turn_started = Some(at);
                     self.snapshots.clear();
                     self.late.clear();
-                    self.state.lock().known.clear();
+                    self.files.lock().forget_known();
                     if let Some(sync) = self.host.buffer_sync() {
                         sync.review_turn_began(&self.session_id);
                     }
@@ -231,7 +238,7 @@ impl Worker {
 
     /// Whether a file whose last known text is not empty is empty now.
     async fn emptied(&self, path: &CanonicalPath) -> bool {
-        let known_empty = match self.state.lock().known.get(path) {
+        let known_empty = match self.files.lock().known(path) {
             Some(Some(text)) => text.is_empty(),
             _ => true,
         };
@@ -320,23 +327,23 @@ impl Worker {
         };
         let (before, change) = {
             let mut st = self.state.lock();
-            let Some(before) = st.known.get(path).cloned() else {
+            let mut files = self.files.lock();
+            let Some(before) = files.known(path).cloned() else {
                 return;
             };
             if before == now {
                 return;
             }
-            st.known.insert(path.to_owned(), now.clone());
+            files.set_known(path, now.clone());
             if let Some(turn) = self.checkpoint_turn {
                 // A file under review: the text review knew it had is the
                 // truer "before" (a first look can catch a rewrite midway).
-                let prior = st.tracker.review(path).map(|r| r.current);
+                let prior = files.review(path).map(|r| r.current);
                 let turn_before = prior.unwrap_or_else(|| before.clone());
                 st.checkpoints
                     .touch_in(turn, path, turn_before.as_deref(), now.as_deref());
             }
-            let change = st
-                .tracker
+            let change = files
                 .with_file(path, |t| {
                     observe(t, |t| match (&before, &now) {
                         (_, Some(new)) => {
