@@ -3,11 +3,13 @@
 //!
 //! - [`fs`]: the workspace sandbox every agent path goes through, and the
 //!   disk reads and atomic writes behind `fs/*`;
-//! - [`buffer_sync`]: each file's sync with the editor's open buffers
-//!   (instructions, merge bases, the user's reported text);
+//! - [`buffer_sync`]: each file's one record ([`buffer_sync::FileRecords`]:
+//!   its sync with the editor's open buffers, with instructions, merge
+//!   bases and the user's reported text; and each session's review of it);
 //! - [`merge`]: the line-based three-way merge both use;
-//! - [`hunks`]: the data of a review, one session's files the agent
-//!   changed as hunks, accepted or rejected one by one ([`hunks::EditTracker`]);
+//! - [`hunks`]: the data of a review, a file the agent changed as hunks,
+//!   accepted or rejected one by one (kept in the file's record; a
+//!   standalone [`hunks::EditTracker`] holds many);
 //! - `review`: the review service, one per session: fed from `fs/*`
 //!   writes, tool-call diffs and a file watcher, it applies the user's
 //!   decisions and rewinds ([`crate::Review`] is its handle);

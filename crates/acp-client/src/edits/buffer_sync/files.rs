@@ -376,16 +376,20 @@ impl FileRecords {
             file.turn_start.remove(session);
             file.mentioned.remove(session);
         }
-        // A file the session's review holds stays.
         self.files.retain(|_, r| {
             let f = &r.sync;
-            !r.reviews.is_empty()
-                || f.buffer.is_some()
+            let held = f.buffer.is_some()
                 || !f.seen.is_empty()
                 || !f.turn_start.is_empty()
                 || !f.mentioned.is_empty()
                 || f.disk.is_some()
-                || f.pending.is_some()
+                || f.pending.is_some();
+            if !held {
+                // Its sync starts over, as for a file that had no record;
+                // the record stays while a session's review holds the file.
+                r.sync = FileSync::default();
+            }
+            held || !r.reviews.is_empty()
         });
     }
 

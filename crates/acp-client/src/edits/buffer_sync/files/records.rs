@@ -131,3 +131,82 @@ impl FileRecords {
         files
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::edits::buffer_sync::Origin;
+    use crate::edits::hunks::FileTracker;
+    use crate::session::update::SessionId;
+
+    fn cp(path: &str) -> CanonicalPath {
+        CanonicalPath::resolve(Path::new(path)).unwrap()
+    }
+
+    fn write(records: &mut FileRecords, review: ReviewId, path: &CanonicalPath, new: &str) {
+        records.with_reviewed(review, path, |file, ids| {
+            FileTracker {
+                path,
+                track: &mut file.track,
+                ids,
+            }
+            .record_write(Some("a\n"), new);
+        });
+    }
+
+    #[test]
+    fn a_file_only_review_holds_shows_no_sync_state_and_goes_with_the_review() {
+        let mut records = FileRecords::new();
+        let p = &cp("/w/a.txt");
+        let review = records.start_review();
+        write(&mut records, review, p, "b\n");
+        assert!(records.reviewed(review, p).unwrap().track.contains());
+        // The buffer sync's diagnostics see nothing of it.
+        assert_eq!(records.state(p), None);
+        records.end_review(review);
+        assert!(records.reviewed(review, p).is_none());
+        assert!(records.files.is_empty());
+    }
+
+    #[test]
+    fn reviews_keep_their_own_part_of_a_record_and_their_own_hunk_ids() {
+        let mut records = FileRecords::new();
+        let p = &cp("/w/a.txt");
+        let (first, second) = (records.start_review(), records.start_review());
+        assert_ne!(first, second);
+        write(&mut records, first, p, "b\n");
+        write(&mut records, second, p, "c\n");
+        let id = |records: &FileRecords, review| {
+            let file = records.reviewed(review, p).unwrap();
+            file.track.review(p).unwrap().hunks[0].id
+        };
+        // Numbered per review, as one tracker per session numbered them.
+        assert_eq!(id(&records, first), id(&records, second));
+        records.end_review(first);
+        assert!(records.reviewed(first, p).is_none());
+        assert!(records.reviewed(second, p).unwrap().track.contains());
+    }
+
+    #[test]
+    fn a_closed_sessions_sync_starts_over_while_a_review_keeps_the_record() {
+        let mut records = FileRecords::new();
+        let (p, s) = (&cp("/w/a.txt"), SessionId::from("s"));
+        let review = records.start_review();
+        records.saw(&s, p, Some(Arc::from("a\n")));
+        records.plan(p, "a\n", "b\n", Origin::Write);
+        records.with_reviewed(review, p, |file, _| file.known = Some(Some("a\n".into())));
+        assert_eq!(records.state(p).map(|s| s.revision), Some(1));
+        records.drop_session(&s);
+        // Nothing of the sync held the file but the closed session's view:
+        // it starts over (revision 0), as a file without a record would.
+        assert_eq!(records.state(p), None);
+        assert_eq!(
+            records.reviewed(review, p).unwrap().known,
+            Some(Some("a\n".into()))
+        );
+    }
+}
