@@ -10,7 +10,6 @@
 //!
 //! - [`files`]: a session's handle on the file records, shaped like an
 //!   [`EditTracker`](crate::edits::hunks::EditTracker).
-
 //! - [`sources`]: where edits come from: `fs/write_text_file`, the diffs of
 //!   completed tool calls, and the files tool calls mention (snapshots, the
 //!   editor's copy from the prompt).
