@@ -147,6 +147,20 @@ local function turn(view, i)
   view:add("message", lines, nil, { markdown = true, sep = false })
 end
 
+--- Turns `from` down to `to`, each a run drawn above the ones before it.
+---@param view acp.View
+---@param from integer
+---@param to integer
+local function above(view, from, to)
+  for i = from, to, -1 do
+    view:front_open()
+    view.fronting = true
+    turn(view, i)
+    view.fronting = nil
+    view:front_close()
+  end
+end
+
 T.test("runs drawn above in one slice are one change and the lines of drawing them in order", function()
   local ref = shown()
   ref:batch(function()
@@ -165,13 +179,7 @@ T.test("runs drawn above in one slice are one change and the lines of drawing th
     end,
   })
   view:batch(function()
-    for i = 8, 4, -1 do
-      view:front_open()
-      view.fronting = true
-      turn(view, i)
-      view.fronting = nil
-      view:front_close()
-    end
+    above(view, 8, 4)
   end)
   T.eq(1, changes, "five runs above: one change")
   -- A run cut by a slice's end: the rest goes at the front's mark.
@@ -186,13 +194,7 @@ T.test("runs drawn above in one slice are one change and the lines of drawing th
     view:add("message", { "Turn 3", "the end" }, nil, { markdown = true, sep = false })
     view.fronting = nil
     view:front_close()
-    for i = 2, 1, -1 do
-      view:front_open()
-      view.fronting = true
-      turn(view, i)
-      view.fronting = nil
-      view:front_close()
-    end
+    above(view, 2, 1)
   end)
   T.eq(T.lines(ref.buf), T.lines(view.buf), "the same lines as in order")
   local ranges = function(v)
