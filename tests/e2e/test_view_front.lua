@@ -59,6 +59,21 @@ end
 
 local N = 40
 
+--- Counts the changes of `buf` from now on (nvim_buf_attach's on_lines).
+---@param buf integer
+---@return fun(): integer
+local function counted(buf)
+  local n = 0
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      n = n + 1
+    end,
+  })
+  return function()
+    return n
+  end
+end
+
 T.test("markdown drawn above waits until a window shows it, then is what drawing in order makes", function()
   local ref = shown()
   ref:batch(function()
@@ -107,12 +122,7 @@ T.test("a slice of blocks drawn above is one change of the buffer, with every bl
   view:batch(function()
     view:add("message", { "the newest" }, nil, { markdown = true })
   end)
-  local changes = 0
-  api.nvim_buf_attach(view.buf, false, {
-    on_lines = function()
-      changes = changes + 1
-    end,
-  })
+  local changes = counted(view.buf)
   local blocks = {}
   view:batch(function()
     view:front_open()
@@ -124,7 +134,7 @@ T.test("a slice of blocks drawn above is one change of the buffer, with every bl
     view.fronting = nil
     view:front_close()
   end)
-  T.eq(1, changes, "30 blocks and the blank line below them: one change")
+  T.eq(1, changes(), "30 blocks and the blank line below them: one change")
   for i, block in ipairs(blocks) do
     T.eq(message(i), view:lines(block), ("block %d holds its lines"):format(i))
     local sr = view:range(block)
@@ -172,16 +182,11 @@ T.test("runs drawn above in one slice are one change and the lines of drawing th
   view:batch(function()
     turn(view, 9)
   end)
-  local changes = 0
-  api.nvim_buf_attach(view.buf, false, {
-    on_lines = function()
-      changes = changes + 1
-    end,
-  })
+  local changes = counted(view.buf)
   view:batch(function()
     above(view, 8, 4)
   end)
-  T.eq(1, changes, "five runs above: one change")
+  T.eq(1, changes(), "five runs above: one change")
   -- A run cut by a slice's end: the rest goes at the front's mark.
   view:batch(function()
     view:front_open()
