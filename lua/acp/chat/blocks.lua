@@ -171,9 +171,6 @@ end
 --- Markdown over the rows added since it was last drawn: once per batch
 --- (`finish`).
 function View:draw_markdown()
-  if self.staged then
-    self:front_flush()
-  end
   for id in pairs(self.md_dirty) do
     local block = self.blocks[id]
     if block and block.md then
