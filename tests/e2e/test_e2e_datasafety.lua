@@ -493,6 +493,14 @@ local REGRESSIONS = {
   -- hunk, and its reject brought them back (a deletion on both sides of an
   -- agent's deletion is now cut there).
   { 762722601, 731, OPS },
+  -- An agent's disk edit waited on a conflict block another agent's write
+  -- had opened, and the user typed under the block: the first chat's review
+  -- took the block's lines for its agent's deletions, the second's took the
+  -- typed line into its hunk with the resolution, and `:Acp reject file`
+  -- put marker lines back over the typed one (an agent edit's review now
+  -- counts what it did not do as the user's, and typing is recorded apart
+  -- from the resolution by the reviews that lack the waiting edit).
+  { 896943918, 397, OPS },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their

@@ -287,12 +287,13 @@ local function resolve(buf, c, side)
   -- A conflict block has both sides.
   local keep = (side == "theirs" and c.theirs or c.ours) --[[@as string[] ]]
   local path = normalize(api.nvim_buf_get_name(buf))
-  if not state.pending[path] then
-    -- Typing not reported yet goes first, on its own: reported with the
-    -- resolution, a line typed right next to the block reads as part of
-    -- the agent's hunk there, and a later reject would take it.
-    send_user_edit(buf)
-  end
+  -- Typing not reported yet goes first, on its own: reported with the
+  -- resolution, a line typed right next to the block reads as part of the
+  -- agent's hunk there, and a later reject would take it. Also while an
+  -- agent edit waits (the buffer still has this block, so the report does
+  -- not send it): the reviews that did not record that edit take the
+  -- typing (data-safety seed 896943918, case 397).
+  send_user_edit(buf)
   api.nvim_buf_call(buf, function()
     vim.go.undolevels = vim.go.undolevels
   end)

@@ -193,9 +193,10 @@ impl BufferSync {
     /// The editor reported a buffer's text with its version (the user's
     /// edit of a reviewed buffer; `on_disk`: saved or just read): the next
     /// merge into it is made against that text. Returns whether review
-    /// records it as the user's edit: not while the agent's disk text waits
-    /// for the buffer (it is reported again once merged). A report without
-    /// conflict blocks sends that waiting text again.
+    /// records it as the user's edit (a review that holds the agent's disk
+    /// text still waiting for the buffer skips it: the merged text is
+    /// reported once taken). A report without conflict blocks sends that
+    /// waiting text again.
     pub async fn user_reported(
         &self,
         path: &CanonicalPath,

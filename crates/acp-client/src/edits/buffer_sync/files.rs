@@ -85,10 +85,11 @@ struct TurnText {
 /// What to do with a report of the user's buffer ([`FileRecords::user_reported`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
-    /// The report is the user's edit of the file's current text (review
-    /// records it). `false` while an agent's disk text waits for the
-    /// buffer: the buffer would pass for the user undoing that change; it
-    /// is reported again once merged.
+    /// The report is the user's edit of the file's text (review records
+    /// it). `false` for a report older than the buffer's last answer and
+    /// for a buffer read anew. While an agent's disk text waits for the
+    /// buffer, the review that recorded that change skips the report
+    /// itself (it would pass for the user undoing the change).
     pub record: bool,
     /// Plan the waiting disk text again now ([`FileRecords::plan_disk`]):
     /// the buffer has no conflict blocks any more, or its merge was not
@@ -394,8 +395,9 @@ impl FileRecords {
     }
 
     /// The user's report of a buffer (`on_disk`: saved or just read, so the
-    /// disk holds its text): says whether review records it and whether the
-    /// agent's waiting disk text is planned again.
+    /// disk holds its text): says whether review records it (a review
+    /// holding the agent's waiting disk text skips it itself) and whether
+    /// the agent's waiting disk text is planned again.
     pub fn user_reported(
         &mut self,
         path: &CanonicalPath,
@@ -433,7 +435,7 @@ impl FileRecords {
         let sync = file.pending.is_some() && (!file.waiting || !has_conflict_blocks(&buffer.text));
         file.buffer = Some(buffer);
         Report {
-            record: file.pending.is_none() && on_disk != OnDisk::Read,
+            record: on_disk != OnDisk::Read,
             sync,
         }
     }

@@ -415,12 +415,13 @@ fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
     let i = s.plan_disk(p).unwrap();
     s.answered(&i, &Applied::Waiting);
     assert_eq!(s.pending(p), Some("agent\nZ\n"));
-    // Typing with the blocks still open: not recorded (the buffer lacks
-    // the agent's newer text), not planned.
+    // Typing with the blocks still open: recorded (by the reviews that
+    // did not record the agent's newer text, which skip it themselves),
+    // not planned.
     assert_eq!(
         s.user_reported(p, buffer(&format!("{blocks}typed\n"), 3), OnDisk::No),
         Report {
-            record: false,
+            record: true,
             sync: false
         }
     );
@@ -428,7 +429,7 @@ fn a_disk_edit_waits_for_open_conflicts_and_is_planned_after_a_clean_report() {
     assert_eq!(
         s.user_reported(p, buffer("mine\nz\n", 4), OnDisk::No),
         Report {
-            record: false,
+            record: true,
             sync: true
         }
     );
@@ -474,7 +475,7 @@ fn a_write_answered_waiting_waits_on_disk_and_a_save_overrides_it() {
     assert_eq!(
         s.user_reported(p, buffer(blocks, 2), OnDisk::No),
         Report {
-            record: false,
+            record: true,
             sync: true
         }
     );

@@ -40,6 +40,12 @@ impl FileTrack {
         self.file.is_none() && self.states.is_empty()
     }
 
+    /// The file's text as review has it, `None` when nothing is under
+    /// review or the file is deleted.
+    pub(crate) fn current(&self) -> Option<&str> {
+        self.file.as_ref()?.current.as_deref()
+    }
+
     /// The summary of the file, `None` when it has nothing under review.
     pub(crate) fn summary(&self, path: &CanonicalPath) -> Option<FileSummary> {
         self.file.as_ref().map(|file| summarize(path, file))

@@ -303,6 +303,16 @@ impl Reviews {
         let review = self.get(session_id)?;
         let (summary, change) = {
             let mut files = review.files.lock();
+            if !on_disk && content.is_some() && files.holds_pending(path) {
+                // This review recorded the agent's disk edit the buffer has
+                // not taken (it waits for open conflicts): the buffer's
+                // report lacks it; the merged text is recorded once taken.
+                // The other reviews record the report: they hold the
+                // buffer's text, and typing recorded apart from a conflict
+                // resolution is not swallowed by the hunk next to it
+                // (data-safety seed 896943918, case 397).
+                return files.summary(path);
+            }
             if (on_disk || content.is_none()) && files.known(path).is_some() {
                 // The user's save must not look like the agent's edit.
                 files.set_known(path, content.map(str::to_owned));

@@ -118,6 +118,19 @@ impl SessionFiles<'_> {
         out
     }
 
+    /// True when this review's text of `path` is the agent's disk text
+    /// its buffer has not taken yet: a report of the buffer lacks that
+    /// change, and recorded it would read as the user undoing it.
+    pub(super) fn holds_pending(&self, path: &CanonicalPath) -> bool {
+        let Some(pending) = self.records.pending(path) else {
+            return false;
+        };
+        self.records
+            .reviewed(self.review, path)
+            .and_then(|f| f.track.current())
+            == Some(pending)
+    }
+
     /// The text the file had when last seen (`Some(None)`: missing), if
     /// it was seen since the turn began.
     pub(super) fn known(&self, path: &CanonicalPath) -> Option<&Option<String>> {
@@ -138,5 +151,40 @@ impl SessionFiles<'_> {
     pub(super) fn forget_known(&mut self) {
         self.records
             .each_reviewed(self.review, |_, f| f.known = None);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn only_the_review_that_recorded_the_waiting_disk_text_holds_it() {
+        let records = Arc::new(Mutex::new(FileRecords::new()));
+        let p = &CanonicalPath::resolve(Path::new("/w/a.txt")).unwrap();
+        let (writer, other) = (
+            ReviewFiles::start(records.clone()),
+            ReviewFiles::start(records.clone()),
+        );
+        // The writer's review recorded the agent's disk edit; the other
+        // review holds the buffer's text, a conflict block left by a
+        // second agent's write.
+        writer.lock().with_file(p, |t| {
+            t.record_write(Some("a\n"), "a\nagent\n");
+        });
+        let block = "<<<<<<< buffer\na\n=======\nb\n>>>>>>> agent\n";
+        other.lock().with_file(p, |t| {
+            t.record_write(Some("a\n"), block);
+        });
+        assert!(!writer.lock().holds_pending(p), "nothing waits yet");
+        assert!(records.lock().disk_changed(p, Some("a\n"), "a\nagent\n"));
+        assert_eq!(records.lock().pending(p), Some("a\nagent\n"));
+        // A report of the buffer lacks the waiting text: the writer's
+        // review skips it, the other records it.
+        assert!(writer.lock().holds_pending(p));
+        assert!(!other.lock().holds_pending(p));
     }
 }
