@@ -95,7 +95,11 @@ local decided = { accept = 0, reject = 0, reported = 0, undone = 0, reread = 0 }
 -- so a short one keeps the run fast.
 require("acp.edits.review.state").USER_EDIT_DEBOUNCE_MS = 20
 -- Review steps decide programmatically; a confirmation prompt would hang.
-require("acp.edits.review.actions").confirm_delete = function()
+-- This user keeps every file whose creation a reject undid; the files asked
+-- about are noted (resolved paths), for the reject's invariant.
+local kept = {}
+require("acp.edits.review.actions").confirm_delete = function(path)
+  kept[vim.fn.resolve(path)] = true
   return false
 end
 -- What the plugin told the user, for the failure message.
@@ -172,6 +176,7 @@ local ctx = {
   notes = notes,
   latest = latest,
   settle = settle,
+  kept = kept,
   SEED = SEED,
 }
 local dir = vim.fn.getcwd() .. "/tests/e2e/datasafety/"

@@ -16,6 +16,7 @@ local decided = ctx.decided
 local notes = ctx.notes
 local latest = ctx.latest
 local settle = ctx.settle
+local kept = ctx.kept
 
 local function read_or_nil(path)
   local f = io.open(path, "rb")
@@ -368,6 +369,9 @@ local edit_win
 
 function Case:decide(chat, action)
   self:refresh_all()
+  for k in pairs(kept) do
+    kept[k] = nil
+  end
   local with_items = {}
   for _, f in ipairs(self.files) do
     if #(review.items[f.buf] or {}) > 0 then
@@ -485,9 +489,15 @@ function Case:decide(chat, action)
         before[l] = (before[l] or 0) + 1
       end
       -- Rejecting the creation of a file asks before deleting it, and this
-      -- user keeps it (confirm_delete): its lines stay.
+      -- user keeps it (confirm_delete): its lines stay. Also when it was
+      -- not shown as created before the command: resolving a conflict
+      -- block back to the creating agent's text makes its review the
+      -- creation again (data-safety seed 1030302589, case 248).
       if not created[g.path] then
         self:wait_gone(g, agent, before)
+      end
+      if kept[vim.fn.resolve(g.path)] then
+        self.log[#self.log + 1] = ("  the user kept %s, whose creation the reject undid"):format(g.path)
       end
     else
       drop_typed(g, ours)
@@ -518,6 +528,9 @@ function Case:wait_gone(f, lines, before)
     return true
   end
   local ok = vim.wait(5000, function()
+    if kept[vim.fn.resolve(f.path)] then
+      return true
+    end
     if not absent(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false)) then
       return false
     end
