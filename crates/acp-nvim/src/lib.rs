@@ -23,6 +23,7 @@
 pub mod agents;
 pub mod backend;
 pub mod batcher;
+pub mod channel;
 pub mod chat;
 pub mod cli;
 pub mod command;
@@ -78,20 +79,14 @@ pub async fn serve(
     let prompts = Arc::new(Prompts::new());
     let handler = NvimHandler::new(tx.clone(), events.clone(), HelloInfo::new(log_file))
         .with_prompts(prompts.clone());
-    let (nvim, io) = nvim_rs::create::tokio::new_parent(handler).await?;
+    let (nvim, io) = channel::connect_parent(handler)?;
     // nvim-rs writes to its own duplicate of fd 1. Point fd 1 itself at
     // stderr, so that a stray print anywhere in the process cannot corrupt
     // the msgpack stream.
     redirect_stdout_to_stderr();
 
     let editor: Arc<dyn Editor> = Arc::new(NvimEditor::new(nvim));
-    let batcher = tokio::spawn(batcher::run(
-        events_rx,
-        editor.clone(),
-        batcher::FRAME,
-        batcher::MAX_BATCH,
-        Some(transcripts.clone()),
-    ));
+    let batcher = batcher::spawn(events_rx, editor.clone(), Some(transcripts.clone()))?;
     let backend = Backend::new(Shared {
         events: events.clone(),
         editor,
@@ -135,8 +130,8 @@ pub async fn serve(
     drop(tx);
     drop(events);
     backend.abort();
+    batcher.stop();
     transcripts.flush_all();
-    batcher.abort();
     Ok(())
 }
 
