@@ -270,6 +270,49 @@ fn ends_batch(event: &Event) -> bool {
     )
 }
 
+/// The batcher running on its own thread ([`spawn`]).
+#[derive(Debug)]
+pub struct BatcherThread {
+    stop: Arc<Notify>,
+}
+
+impl BatcherThread {
+    /// Stops the batcher: the batch being sent is its last.
+    pub fn stop(&self) {
+        self.stop.notify_one();
+    }
+}
+
+/// Runs [`run`] on a thread of its own, with a single-threaded runtime.
+/// On the backend's shared runtime the batcher was woken by the task that
+/// reads the agent (its pushes), queued behind it, and an agent streaming
+/// flat out kept that task busy: no batch left for up to 114 ms of a
+/// 100,000-chunk answer (bench/tui_stream.lua; 8-13 ms on its own thread).
+/// The editor's I/O stays on the runtime that made it; polling it from
+/// here is what tokio's I/O types allow.
+pub fn spawn(
+    rx: EventReceiver,
+    editor: Arc<dyn Editor>,
+    transcripts: Option<Arc<Transcripts>>,
+) -> std::io::Result<BatcherThread> {
+    let stop = Arc::new(Notify::new());
+    let stopped = stop.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    std::thread::Builder::new()
+        .name("acp-batcher".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                tokio::select! {
+                    () = run(rx, editor, FRAME, MAX_BATCH, transcripts) => {}
+                    () = stopped.notified() => tracing::debug!("event batcher stopped at shutdown"),
+                }
+            });
+        })?;
+    Ok(BatcherThread { stop })
+}
+
 /// Sends queued events to the editor in batches until every [`EventQueue`]
 /// is dropped and the queue is empty. Each finished batch is handed to
 /// `transcripts` (in the order Lua gets it) before it is encoded; their
@@ -302,6 +345,14 @@ pub async fn run(
         let mut done = ends_batch(&first);
         let mut batch = vec![first];
         while !done && batch.len() < max_batch && text < MAX_BATCH_TEXT {
+            // The frame ends the batch also while events keep coming: an
+            // agent whose text trickles in steadily (chunks merged into one
+            // event, never 64 KB of them) kept the queue from ever being
+            // empty, and the batch from going, for up to 114 ms of a
+            // 100,000-chunk answer in bench/tui_stream.lua.
+            if Instant::now() >= deadline {
+                break;
+            }
             // Take what is already queued without waiting, then wait for
             // the rest of the frame.
             let next = match rx.try_recv() {
@@ -660,6 +711,37 @@ pub(crate) mod tests {
             sizes.len(),
             40_000usize.div_ceil(MAX_MERGED_TEXT / 1000 * 1000)
         );
+    }
+
+    #[tokio::test]
+    async fn a_frame_ends_the_batch_while_events_keep_coming() {
+        // The queue is never empty while the batch is collected (everything
+        // is queued already), and no limit of size ends it: only the frame
+        // can, and collecting 100,000 events takes far longer than 50 µs
+        // (real time).
+        let (queue, rx) = EventQueue::new();
+        let n = 100_000;
+        for i in 0..n {
+            queue.push(numbered(i));
+        }
+        drop(queue);
+        let recorder = Arc::new(Recorder::default());
+        run(
+            rx,
+            recorder.clone(),
+            Duration::from_micros(50),
+            usize::MAX,
+            None,
+        )
+        .await;
+        let calls = recorder.calls.lock().unwrap();
+        assert!(
+            calls.len() > 1,
+            "the frame ended no batch: {} events in one",
+            calls[0].len()
+        );
+        let all: Vec<usize> = calls.iter().flat_map(|b| chat_ids(b)).collect();
+        assert_eq!(all, (0..n).collect::<Vec<_>>());
     }
 
     #[tokio::test(start_paused = true)]
