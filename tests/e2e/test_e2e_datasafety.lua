@@ -502,9 +502,9 @@ local REGRESSIONS = {
   -- had opened, and the user typed under the block: the first chat's review
   -- took the block's lines for its agent's deletions, the second's took the
   -- typed line into its hunk with the resolution, and `:Acp reject file`
-  -- put marker lines back over the typed one (an agent edit's review now
-  -- counts what it did not do as the user's, and typing is recorded apart
-  -- from the resolution by the reviews that lack the waiting edit).
+  -- put marker lines back over the typed one (typing is now recorded apart
+  -- from the resolution by the reviews that lack the waiting edit; the one
+  -- holding it skips reports until it is merged).
   { 896943918, 397, OPS },
 }
 
