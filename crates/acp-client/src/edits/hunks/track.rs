@@ -11,6 +11,7 @@ use super::{
     missing_file, summarize, tool_diff, FileReview, FileSummary, HunkId, RejectOutcome,
     ToolDiffPlacement,
 };
+use crate::edits::merge::merge3;
 use crate::error::{Error, Result};
 use crate::path::CanonicalPath;
 
@@ -101,12 +102,12 @@ impl FileTracker<'_> {
         let path = self.path;
         match &mut self.track.file {
             Some(file) => {
-                if old.is_some() && old != file.current.as_deref() {
-                    // Someone else changed the file between two agent edits
-                    // (or `old` is stale); the baseline stays the first one.
-                    tracing::debug!(path = %path.display(), "agent edit starts from content the tracker did not see; keeping the first baseline");
+                match (old, new) {
+                    (Some(old), Some(new)) if Some(old) != file.current.as_deref() => {
+                        record_from_other_text(file, old, new, self.ids);
+                    }
+                    _ => file.set_current(new.map(str::to_owned), self.ids),
                 }
-                file.set_current(new.map(str::to_owned), self.ids);
                 trace_state(path, file, "agent edit recorded");
             }
             None => {
@@ -302,6 +303,38 @@ impl FileTracker<'_> {
             return None;
         }
         Some(summarize(self.path, file))
+    }
+}
+
+/// An agent edit from `old` to `new` of a file whose review has other text:
+/// someone else changed the file since review last saw it (the user, or
+/// another chat's agent), or the agent wrote from an older view. Only
+/// `old` -> `new` is the agent's; the rest is not, so a reject never
+/// restores what the others removed, nor removes what they added.
+///
+/// Taken whole, review's text -> `new` was the agent's: after a second
+/// chat's write opened a conflict block and the first agent's write from
+/// its view waited on it, the block's lines were that agent's deletions,
+/// and `:Acp reject file` wrote markers back and left an agent line the user
+/// had rejected (data-safety seed 250035408, case 53).
+fn record_from_other_text(file: &mut TrackedFile, old: &str, new: &str, ids: &mut IdGen) {
+    let current = file.current.as_deref().unwrap_or("");
+    match merge3(old, current, new).clean_text() {
+        Some(moved) => {
+            // The agent's change, moved onto review's text, is the agent's;
+            // what takes that to `new` undoes the others' changes since
+            // `old`, which are not. A line both have (an agent that read
+            // the unsaved buffer and wrote it back, from a base of the lines
+            // both its views hold) stays out of the agent's hunks.
+            file.set_current(Some(moved), ids);
+            file.rebase_user_edit(new.to_owned(), ids);
+        }
+        None => {
+            // The two changes overlap: review's text is taken to `old` as
+            // the others' change, then `old` -> `new` is the agent's.
+            file.rebase_user_edit(old.to_owned(), ids);
+            file.set_current(Some(new.to_owned()), ids);
+        }
     }
 }
 

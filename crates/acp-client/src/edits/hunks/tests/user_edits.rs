@@ -228,3 +228,46 @@ fn a_user_deletion_on_both_sides_of_an_agent_deletion_is_the_users() {
     assert_eq!(review(&t).baseline.as_deref(), Some("a\nx\nb\n"));
     assert_eq!(t.reject_file(path()).unwrap(), write("a\nx\nb\n"));
 }
+
+#[test]
+fn an_agent_write_from_its_older_view_does_not_take_a_conflict_block_for_its_own() {
+    let mut t = EditTracker::new();
+    t.record_write(path(), Some("b1\nb2\n"), "b1\nb2\na1\n");
+    t.record_user_edit(path(), Some("b1\nu\nb2\na1\n"));
+    // A second chat's write opened a conflict block in the buffer.
+    t.record_user_edit(
+        path(),
+        Some("b1\n<<<<<<< buffer\nu\n=======\nother\n>>>>>>> agent\nb2\na1\n"),
+    );
+    // The agent writes from its view of the file, which has the other
+    // chat's line and none of the block; then edits the disk again.
+    t.record_write(
+        path(),
+        Some("b1\nother\nb2\na1\n"),
+        "b1\nother\na2\nb2\na1\n",
+    );
+    t.record_write(path(), None, "b1\nother\na8\na2\nb2\na1\n");
+    // The user resolves the block, keeping their line.
+    t.record_user_edit(path(), Some("b1\nu\na8\na2\nb2\na1\n"));
+    // Every line the agent added goes, and no marker comes back.
+    assert_eq!(t.reject_file(path()).unwrap(), write("b1\nu\nb2\n"));
+}
+
+#[test]
+fn a_line_the_user_typed_and_the_agent_wrote_back_is_not_the_agents() {
+    let mut t = EditTracker::new();
+    t.record_write(path(), Some("a\nb\n"), "a\nb\nfirst\n");
+    t.record_user_edit(path(), Some("a\nuser\nb\nfirst\n"));
+    // The agent read the unsaved buffer; its write's base is the lines its
+    // two views share, which lack the user's line its content has.
+    t.record_write(path(), Some("a\nb\nfirst\n"), "a\nuser\nb\nfirst\nsecond\n");
+    let r = review(&t);
+    assert!(
+        r.hunks
+            .iter()
+            .all(|h| !h.new_lines.contains(&"user\n".to_owned())),
+        "the user's line is in an agent hunk: {:?}",
+        r.hunks
+    );
+    assert_eq!(t.reject_file(path()).unwrap(), write("a\nuser\nb\n"));
+}
