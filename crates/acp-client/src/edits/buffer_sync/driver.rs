@@ -471,16 +471,26 @@ impl Core {
                     break;
                 }
                 Applied::Merged { .. } => {
+                    // The "before" of the agent's change is the view it
+                    // wrote from, not the merge's base (see
+                    // FileRecords::view_of_write).
+                    let view = match known {
+                        true => self.files.lock().view_of_write(
+                            &request.session_id,
+                            path,
+                            &request.content,
+                        ),
+                        false => None,
+                    };
+                    let seen = Some(view.map_or_else(|| base.to_string(), |v| v.to_string()));
                     outcome = Some(match instruction.merge {
                         Some(m) => WriteOutcome::MergedUnsaved {
-                            seen: Some(base.to_string()),
+                            seen,
                             buffer: m.text,
                         },
                         // Not answered without a merge (an editor takes a
                         // merge only at its version); kept as it was.
-                        None => WriteOutcome::Waiting {
-                            seen: Some(base.to_string()),
-                        },
+                        None => WriteOutcome::Waiting { seen },
                     });
                     break;
                 }

@@ -278,6 +278,36 @@ impl FileRecords {
         }
     }
 
+    /// The view the agent of `session` wrote `content` from: of the texts
+    /// [`Self::base_of_write`] draws on, the one nearest `content`. Review
+    /// counts the write's change from it. The base itself, when the agent
+    /// had two views, lacks a user's unsaved line one of them held, and an
+    /// agent that read the buffer, then named the file in a tool call and
+    /// wrote the buffer back with a line, had the user's line taken for its
+    /// own: a reject removed it (`test_e2e_fs`, "a reject after a write back
+    /// from a read before the file's first mention ...").
+    pub fn view_of_write(
+        &self,
+        session: &SessionId,
+        path: &CanonicalPath,
+        content: &str,
+    ) -> Option<Arc<str>> {
+        let file = self.sync(path)?;
+        let view = file
+            .seen
+            .get(session)
+            .or_else(|| file.turn_start.get(session).map(|t| &t.text));
+        let mentioned = file.mentioned.get(session).map(|m| &m.text);
+        match (view, mentioned) {
+            (Some(view), Some(mentioned)) if view != mentioned => {
+                let nearer = changed_lines(mentioned, content) < changed_lines(view, content);
+                Some(if nearer { mentioned } else { view }.clone())
+            }
+            (Some(view), _) => Some(view.clone()),
+            (None, mentioned) => mentioned.cloned(),
+        }
+    }
+
     /// A prompt of `session` goes out: `texts` are the files' texts now
     /// (the disk's, for buffers with unsaved edits), the base of a blind
     /// write in this turn. A file not among them (no buffer now) keeps its
@@ -672,6 +702,12 @@ fn common_lines(a: &str, b: &str) -> String {
     let (a, b) = (split_lines(a), split_lines(b));
     let kept: Vec<&str> = matches(&a, &b).into_iter().map(|(i, _)| a[i]).collect();
     join_lines(&kept)
+}
+
+/// How many lines of `a` and `b` the other lacks.
+fn changed_lines(a: &str, b: &str) -> usize {
+    let (a, b) = (split_lines(a), split_lines(b));
+    a.len() + b.len() - 2 * matches(&a, &b).len()
 }
 
 /// Whether a buffer's text holds a conflict block's first marker line.

@@ -205,6 +205,29 @@ fn a_read_and_a_later_mention_that_differ_make_a_base_of_the_lines_both_hold() {
 }
 
 #[test]
+fn the_view_a_write_came_from_is_the_one_nearest_its_text() {
+    // The agent read the unsaved buffer, then the disk at a mention: the
+    // base is the lines both hold, but its change is counted from the view
+    // it wrote from, so the user's line it wrote back is not its own.
+    let mut s = FileRecords::new();
+    let p = &cp("/w/a.txt");
+    s.saw(&sid("s"), p, Some("a\nmine\nb\n".into()));
+    s.mentioned(&sid("s"), p, "a\nb\n");
+    assert_eq!(s.base_of_write(&sid("s"), p).as_deref(), Some("a\nb\n"));
+    let from_read = s.view_of_write(&sid("s"), p, "a\nmine\nb\nagent\n");
+    assert_eq!(from_read.as_deref(), Some("a\nmine\nb\n"));
+    let from_disk = s.view_of_write(&sid("s"), p, "a\nb\nagent\n");
+    assert_eq!(from_disk.as_deref(), Some("a\nb\n"));
+    // One view: that one; none: nothing known.
+    s.saw(&sid("s"), p, Some("a\nmine\nb\n".into()));
+    assert_eq!(
+        s.view_of_write(&sid("s"), p, "x\n").as_deref(),
+        Some("a\nmine\nb\n")
+    );
+    assert_eq!(s.view_of_write(&sid("t"), p, "x\n"), None);
+}
+
+#[test]
 fn the_disk_as_base_makes_a_conflict_of_the_users_line() {
     // What the merge was before the agent's view was its base.
     let mut s = FileRecords::new();
