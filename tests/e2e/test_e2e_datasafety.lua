@@ -193,6 +193,32 @@ local OPS = {
   { 7, "type_reported" },
   { 9, "type_save" },
   { 4, "save" },
+  { 6, "fs_buffer" },
+  { 3, "mention_write" },
+  { 5, "fs_disk" },
+  { 5, "disk_diff" },
+  { 5, "disk_nodiff" },
+  { 7, "reject" },
+  { 7, "accept" },
+  { 6, "read_back" },
+  { 5, "undo_redo" },
+  { 3, "create" },
+  { 5, "stale_after_save" },
+  { 2, "stale_after_wipe" },
+  { 4, "blind" },
+  { 3, "readonly" },
+  { 3, "wipe" },
+  { 2, "two_agents" },
+  { 2, "reread_after_other" },
+}
+
+--- The steps before the agent's read, mention and write back: the
+--- regression cases found with them replay with them.
+local OPS_V5 = {
+  { 7, "type" },
+  { 7, "type_reported" },
+  { 9, "type_save" },
+  { 4, "save" },
   { 9, "fs_buffer" },
   { 5, "fs_disk" },
   { 5, "disk_diff" },
@@ -344,6 +370,8 @@ function Case:play(chat, ops)
       self:two_agents(chat, f, s)
     elseif op == "reread_after_other" then
       self:reread_after_other(chat, f, s)
+    elseif op == "mention_write" then
+      self:agent_mention_write(chat, f, s)
     else
       self:agent_disk_edit(chat, f, s, false)
     end
@@ -497,7 +525,7 @@ local REGRESSIONS = {
   -- those two, the second chat's review took that deletion into its own
   -- hunk, and its reject brought them back (a deletion on both sides of an
   -- agent's deletion is now cut there).
-  { 762722601, 731, OPS },
+  { 762722601, 731, OPS_V5 },
   -- An agent's disk edit waited on a conflict block another agent's write
   -- had opened, and the user typed under the block: the first chat's review
   -- took the block's lines for its agent's deletions, the second's took the
@@ -505,7 +533,7 @@ local REGRESSIONS = {
   -- put marker lines back over the typed one (typing is now recorded apart
   -- from the resolution by the reviews that lack the waiting edit; the one
   -- holding it skips reports until it is merged).
-  { 896943918, 397, OPS },
+  { 896943918, 397, OPS_V5 },
   -- A second chat's write opened a conflict block; the first agent wrote
   -- from its view (the other agent's line, no block) and its write and disk
   -- edit waited. Its review took the block's lines for that agent's
@@ -513,7 +541,7 @@ local REGRESSIONS = {
   -- rejected agent line (an agent edit is now only its old -> new; what
   -- differs before it is the others'). It fails only when the write lands
   -- after the block is reported; the hunks unit test replays its texts.
-  { 250035408, 53, OPS },
+  { 250035408, 53, OPS_V5 },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their
@@ -547,7 +575,7 @@ if not ONLY_CASE and not tonumber(SEED_ENV or "") then
     function()
       local chat = T.open_chat("driver", root)
       local before = decided.reread
-      play_seeded(chat, 4242, 15, OPS)
+      play_seeded(chat, 4242, 15, OPS_V5)
       T.truthy(decided.reread > before, "seed 4242's case 15 played the re-read (the steps changed? pick another case)")
     end
   )

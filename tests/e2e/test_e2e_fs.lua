@@ -348,57 +348,60 @@ T.test("an agent write keeps 'readonly' and 'nomodifiable' and tells the user", 
   end
 end)
 
-T.test("a reject after a write back from a read before the file's first mention keeps the user's unsaved line", function()
-  -- The agent reads the unsaved buffer, then names the file in a tool call
-  -- (the client snapshots the disk, which lacks the user's line), then
-  -- writes what it read plus a line. The write's base is the lines its two
-  -- views share; the user's line the agent wrote back is still the user's,
-  -- so rejecting the agent's file leaves it.
-  local path = dir .. "/mention.txt"
-  T.write_file(path, "one\ntwo\n")
-  vim.cmd("edit " .. path)
-  local buf = vim.api.nvim_get_current_buf()
-  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "mine" })
-  local chat = T.open_chat("steps", dir)
-  T.eq(
-    "end_turn",
-    agent_turn(chat, {
-      {
-        type = "call",
-        method = "fs/read_text_file",
-        params = { path = path },
-        expect = { result = { content = "one\nmine\ntwo\n" } },
-      },
-      {
-        type = "toolCall",
-        toolCallId = "m-1",
-        title = "Edit mention.txt",
-        kind = "edit",
-        status = "in_progress",
-        locations = { { path = path } },
-      },
-      { type = "sleep", ms = 300 },
-      {
-        type = "call",
-        method = "fs/write_text_file",
-        params = { path = path, content = "one\nmine\ntwo\nagent\n" },
-        expect = { ok = true },
-      },
-    }),
-    "read, mention, write"
-  )
-  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the steps ran")
-  T.eq({ "one", "mine", "two", "agent" }, T.lines(buf), "merged into the buffer")
-  local review = require("acp.edits.review")
-  T.wait(function()
-    return #(review.items[buf] or {}) > 0
-  end, "the agent's hunk drawn")
-  require("acp.rpc.backend").notify("acp.review_reject", { chat_id = chat.chat_id, path = path })
-  vim.wait(5000, function()
-    return not vim.tbl_contains(T.lines(buf), "agent")
-  end, 10)
-  T.eq({ "one", "mine", "two" }, T.lines(buf), "the agent's line gone, the user's kept")
-  vim.cmd("bwipeout! " .. buf)
-end)
+T.test(
+  "a reject after a write back from a read before the file's first mention keeps the user's unsaved line",
+  function()
+    -- The agent reads the unsaved buffer, then names the file in a tool call
+    -- (the client snapshots the disk, which lacks the user's line), then
+    -- writes what it read plus a line. The write's base is the lines its two
+    -- views share; the user's line the agent wrote back is still the user's,
+    -- so rejecting the agent's file leaves it.
+    local path = dir .. "/mention.txt"
+    T.write_file(path, "one\ntwo\n")
+    vim.cmd("edit " .. path)
+    local buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_buf_set_lines(buf, 1, 1, false, { "mine" })
+    local chat = T.open_chat("steps", dir)
+    T.eq(
+      "end_turn",
+      agent_turn(chat, {
+        {
+          type = "call",
+          method = "fs/read_text_file",
+          params = { path = path },
+          expect = { result = { content = "one\nmine\ntwo\n" } },
+        },
+        {
+          type = "toolCall",
+          toolCallId = "m-1",
+          title = "Edit mention.txt",
+          kind = "edit",
+          status = "in_progress",
+          locations = { { path = path } },
+        },
+        { type = "sleep", ms = 300 },
+        {
+          type = "call",
+          method = "fs/write_text_file",
+          params = { path = path, content = "one\nmine\ntwo\nagent\n" },
+          expect = { ok = true },
+        },
+      }),
+      "read, mention, write"
+    )
+    T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the steps ran")
+    T.eq({ "one", "mine", "two", "agent" }, T.lines(buf), "merged into the buffer")
+    local review = require("acp.edits.review")
+    T.wait(function()
+      return #(review.items[buf] or {}) > 0
+    end, "the agent's hunk drawn")
+    require("acp.rpc.backend").notify("acp.review_reject", { chat_id = chat.chat_id, path = path })
+    vim.wait(5000, function()
+      return not vim.tbl_contains(T.lines(buf), "agent")
+    end, 10)
+    T.eq({ "one", "mine", "two" }, T.lines(buf), "the agent's line gone, the user's kept")
+    vim.cmd("bwipeout! " .. buf)
+  end
+)
 
 T.run()

@@ -122,6 +122,33 @@ function Case:agent_fs_write(chat, f, s, view_from_disk)
   )
 end
 
+--- The agent reads the buffer, then names the file in a tool call (the
+--- client snapshots the disk at the file's first mention in the turn, which
+--- lacks the user's unsaved lines), then writes what it read plus its edit:
+--- its write's base is the lines its two views share, and its change is
+--- counted from the view it wrote from (FileRecords::view_of_write).
+function Case:agent_mention_write(chat, f, s)
+  local view = review.agent_view(vim.api.nvim_buf_get_lines(f.buf, 0, -1, false), f.path)
+  local content, change = self:agent_edit(view, s)
+  f.versions[content] = true
+  local id = ("mention-%d-%d"):format(self.k, s)
+  self:polled_turn(chat, {
+    read_step(f.path, view),
+    {
+      type = "toolCall",
+      toolCallId = id,
+      title = "Edit " .. f.path,
+      kind = "edit",
+      status = "in_progress",
+      locations = { { path = f.path } },
+    },
+    -- Review snapshots the file a moment after the tool call arrives.
+    { type = "sleep", ms = 150 },
+    write_step(f.path, content),
+    { type = "toolCallUpdate", toolCallId = id, status = "completed" },
+  }, ("agent reads %s, names it in a tool call, writes from the read: %s"):format(f.path, change))
+end
+
 function Case:agent_disk_edit(chat, f, s, diff)
   local content, change = self:agent_edit(lines_of(assert(read_or_nil(f.path))), s)
   f.versions[content] = true
