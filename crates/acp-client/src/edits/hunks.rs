@@ -67,7 +67,6 @@
 //! # }
 //! ```
 
-pub(crate) mod diff;
 mod file;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may unwrap (house rule).
@@ -75,6 +74,7 @@ mod tests;
 mod tool_diff;
 mod track;
 
+use crate::edits::diff;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;

@@ -49,7 +49,7 @@
 
 use serde::Serialize;
 
-use crate::edits::hunks::diff::{changes, join_lines, split_lines, Change};
+use crate::edits::diff::{changes, join_lines, split_lines, Change};
 
 /// The result of [`merge3`]: the merged file as a sequence of regions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

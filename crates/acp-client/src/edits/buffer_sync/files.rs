@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::instruction::{Applied, BufferText, Instruction, Origin, PlannedMerge};
-use crate::edits::hunks::diff::{join_lines, matches, split_lines};
+use crate::edits::diff::{join_lines, matches, split_lines};
 use crate::edits::merge::{merge3, ConflictLabels};
 use crate::path::CanonicalPath;
 use crate::session::update::SessionId;

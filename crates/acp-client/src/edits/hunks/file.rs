@@ -1,8 +1,8 @@
 //! The review state of one file: baseline, current content and the hunks
 //! between them.
 
-use super::diff::{changes, join_lines, matches, split_lines, Change};
 use super::{FileStatus, Hunk, HunkId, RejectOutcome};
+use crate::edits::diff::{changes, join_lines, matches, split_lines, Change};
 
 /// Hands out hunk ids; never reuses one, so an id from a stale review can
 /// never name a different hunk.
