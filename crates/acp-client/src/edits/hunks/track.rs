@@ -11,7 +11,7 @@ use super::{
     missing_file, summarize, tool_diff, FileReview, FileSummary, HunkId, RejectOutcome,
     ToolDiffPlacement,
 };
-use crate::edits::merge::merge3;
+use crate::edits::diff::{join_lines, matches, split_lines};
 use crate::error::{Error, Result};
 use crate::path::CanonicalPath;
 
@@ -308,34 +308,40 @@ impl FileTracker<'_> {
 
 /// An agent edit from `old` to `new` of a file whose review has other text:
 /// someone else changed the file since review last saw it (the user, or
-/// another chat's agent), or the agent wrote from an older view. Only
-/// `old` -> `new` is the agent's; the rest is not, so a reject never
-/// restores what the others removed, nor removes what they added.
+/// another chat's agent), or the agent wrote from a view review did not
+/// have. The lines of review's text that neither `old` nor `new` holds were
+/// not the agent's to remove: the agent never had them, so their going is
+/// the others' change. The rest of the way to `new` is the agent's, so a
+/// reject brings back what it removed and removes what it added, and a line
+/// it wrote back from its view (a user's line in both texts) stays the
+/// user's.
 ///
 /// Taken whole, review's text -> `new` was the agent's: after a second
 /// chat's write opened a conflict block and the first agent's write from
 /// its view waited on it, the block's lines were that agent's deletions,
 /// and `:Acp reject file` wrote markers back and left an agent line the user
-/// had rejected (data-safety seed 250035408, case 53).
+/// had rejected (data-safety seed 250035408, case 53). Rebasing review's
+/// text to `old` instead made a user's saved line the agent's when the
+/// agent's view was older than its text (a blind write from the text at a
+/// prompt review had no copy of: seed 250035408, case 918).
 fn record_from_other_text(file: &mut TrackedFile, old: &str, new: &str, ids: &mut IdGen) {
     let current = file.current.as_deref().unwrap_or("");
-    match merge3(old, current, new).clean_text() {
-        Some(moved) => {
-            // The agent's change, moved onto review's text, is the agent's;
-            // what takes that to `new` undoes the others' changes since
-            // `old`, which are not. A line both have (an agent that read
-            // the unsaved buffer and wrote it back, from a base of the lines
-            // both its views hold) stays out of the agent's hunks.
-            file.set_current(Some(moved), ids);
-            file.rebase_user_edit(new.to_owned(), ids);
-        }
-        None => {
-            // The two changes overlap: review's text is taken to `old` as
-            // the others' change, then `old` -> `new` is the agent's.
-            file.rebase_user_edit(old.to_owned(), ids);
-            file.set_current(Some(new.to_owned()), ids);
+    let lines = split_lines(current);
+    let mut had = vec![false; lines.len()];
+    for other in [old, new] {
+        for (i, _) in matches(&lines, &split_lines(other)) {
+            had[i] = true;
         }
     }
+    if had.iter().any(|h| !h) {
+        let kept: Vec<&str> = lines
+            .iter()
+            .zip(&had)
+            .filter_map(|(l, h)| h.then_some(*l))
+            .collect();
+        file.rebase_user_edit(join_lines(&kept), ids);
+    }
+    file.set_current(Some(new.to_owned()), ids);
 }
 
 /// Both texts of a tracked file, at trace level (what a data-safety

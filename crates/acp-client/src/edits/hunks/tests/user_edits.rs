@@ -271,3 +271,35 @@ fn a_line_the_user_typed_and_the_agent_wrote_back_is_not_the_agents() {
     );
     assert_eq!(t.reject_file(path()).unwrap(), write("a\nuser\nb\n"));
 }
+
+#[test]
+fn a_line_the_user_saved_that_an_agent_writes_from_an_older_view_stays_the_users() {
+    // Seed 250035408, case 918: the agent's view (its own last write) is
+    // older than the text it writes, which holds a line the user saved
+    // since ("u3"); review's text also holds two lines the user typed
+    // since, which the write lacks.
+    let mut t = EditTracker::new();
+    t.record_write(path(), Some("b1\nb2\nb3\n"), "b1\na1\nb2\nb3\n");
+    t.record_write(path(), Some("b1\na1\nb2\nb3\n"), "b1\na1\nb2\nb3\na3\n");
+    t.record_user_edit(path(), Some("b1\na1\nb2\nb3\nu3\na3\n"));
+    t.record_user_edit(path(), Some("b1\nother\nb2\nu1\nb3\nu3\nu2\na3\n"));
+    t.record_write(
+        path(),
+        Some("b1\na1\nb2\nb3\na3\n"),
+        "b1\nother\na5\nb2\nb3\nu3\na3\n",
+    );
+    let r = review(&t);
+    assert!(
+        r.hunks
+            .iter()
+            .all(|h| !h.new_lines.contains(&"u3\n".to_owned())),
+        "the user's saved line is in an agent hunk: {:?}",
+        r.hunks
+    );
+    // The buffer keeps the two typed lines the write lacked.
+    t.record_user_edit(path(), Some("b1\nother\na5\nb2\nu1\nb3\nu3\nu2\na3\n"));
+    assert_eq!(
+        t.reject_file(path()).unwrap(),
+        write("b1\nb2\nu1\nb3\nu3\nu2\n")
+    );
+}
