@@ -538,10 +538,15 @@ local REGRESSIONS = {
   -- from its view (the other agent's line, no block) and its write and disk
   -- edit waited. Its review took the block's lines for that agent's
   -- deletions, and `:Acp reject file` wrote markers back and left a
-  -- rejected agent line (an agent edit is now only its old -> new; what
-  -- differs before it is the others'). It fails only when the write lands
-  -- after the block is reported; the hunks unit test replays its texts.
+  -- rejected agent line (the lines of review's text that neither the
+  -- agent's view nor its text holds are now the others' change, not its
+  -- deletions). It fails only when the write lands after the block is
+  -- reported; the hunks unit test replays its texts.
   { 250035408, 53, OPS_V5 },
+  -- A blind write from the text at a prompt review had no copy of, while
+  -- the user typed: a first fix for case 53 rebased review's text to the
+  -- agent's older view and made a line the user had saved the agent's.
+  { 250035408, 918, OPS_V5 },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their
