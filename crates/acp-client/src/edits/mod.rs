@@ -7,8 +7,8 @@
 //!   its sync with the editor's open buffers, with instructions, merge
 //!   bases and the user's reported text; and each session's review of it);
 //! - [`merge`]: the line-based three-way merge both use;
-//! - `diff`: line splitting and line diffs, under the merge and the hunks
-//!   (the hunks move an agent's change with the merge);
+//! - `diff`: line splitting and line diffs, under the merge, the hunks and
+//!   the buffer sync;
 //! - [`hunks`]: the data of a review, a file the agent changed as hunks,
 //!   accepted or rejected one by one (kept in the file's record; a
 //!   standalone [`hunks::EditTracker`] holds many);
