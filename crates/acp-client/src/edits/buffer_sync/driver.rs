@@ -474,14 +474,15 @@ impl Core {
                     // The "before" of the agent's change is the view it
                     // wrote from, not the merge's base (see
                     // FileRecords::view_of_write).
-                    let view = match known {
-                        true => self.files.lock().view_of_write(
-                            &request.session_id,
-                            path,
-                            &request.content,
-                        ),
-                        false => None,
-                    };
+                    let view = known
+                        .then(|| {
+                            self.files.lock().view_of_write(
+                                &request.session_id,
+                                path,
+                                &request.content,
+                            )
+                        })
+                        .flatten();
                     let seen = Some(view.map_or_else(|| base.to_string(), |v| v.to_string()));
                     outcome = Some(match instruction.merge {
                         Some(m) => WriteOutcome::MergedUnsaved {

@@ -262,20 +262,29 @@ impl FileRecords {
     /// agent that read the unsaved buffer, then the disk, wrote the disk's
     /// text back and the user's unsaved line went from the buffer).
     pub fn base_of_write(&self, session: &SessionId, path: &CanonicalPath) -> Option<Arc<str>> {
+        match self.views(session, path)? {
+            (Some(view), Some(mentioned)) if view != mentioned => {
+                Some(common_lines(view, mentioned).into())
+            }
+            (Some(view), _) => Some(view.clone()),
+            (None, mentioned) => mentioned.cloned(),
+        }
+    }
+
+    /// The two texts an agent of `session` may write `path` from: what it
+    /// last saw (else the text at its prompt), and the text at the file's
+    /// first mention. `None`: the file has no record.
+    fn views(
+        &self,
+        session: &SessionId,
+        path: &CanonicalPath,
+    ) -> Option<Views<'_>> {
         let file = self.sync(path)?;
-        let mentioned = file.mentioned.get(session).map(|m| &m.text);
-        let both = |a: &Arc<str>, b: Option<&Arc<str>>| match b {
-            Some(b) if a != b => common_lines(a, b).into(),
-            _ => a.clone(),
-        };
-        match file
+        let view = file
             .seen
             .get(session)
-            .or_else(|| file.turn_start.get(session).map(|t| &t.text))
-        {
-            Some(base) => Some(both(base, mentioned)),
-            None => mentioned.cloned(),
-        }
+            .or_else(|| file.turn_start.get(session).map(|t| &t.text));
+        Some((view, file.mentioned.get(session).map(|m| &m.text)))
     }
 
     /// The view the agent of `session` wrote `content` from: of the texts
@@ -292,13 +301,7 @@ impl FileRecords {
         path: &CanonicalPath,
         content: &str,
     ) -> Option<Arc<str>> {
-        let file = self.sync(path)?;
-        let view = file
-            .seen
-            .get(session)
-            .or_else(|| file.turn_start.get(session).map(|t| &t.text));
-        let mentioned = file.mentioned.get(session).map(|m| &m.text);
-        match (view, mentioned) {
+        match self.views(session, path)? {
             (Some(view), Some(mentioned)) if view != mentioned => {
                 let nearer = changed_lines(mentioned, content) < changed_lines(view, content);
                 Some(if nearer { mentioned } else { view }.clone())
@@ -703,6 +706,10 @@ fn common_lines(a: &str, b: &str) -> String {
     let kept: Vec<&str> = matches(&a, &b).into_iter().map(|(i, _)| a[i]).collect();
     join_lines(&kept)
 }
+
+/// An agent's two views of a file: what it last saw (or had at its prompt),
+/// and the text at the file's first mention.
+type Views<'a> = (Option<&'a Arc<str>>, Option<&'a Arc<str>>);
 
 /// How many lines of `a` and `b` the other lacks.
 fn changed_lines(a: &str, b: &str) -> usize {
