@@ -274,11 +274,7 @@ impl FileRecords {
     /// The two texts an agent of `session` may write `path` from: what it
     /// last saw (else the text at its prompt), and the text at the file's
     /// first mention. `None`: the file has no record.
-    fn views(
-        &self,
-        session: &SessionId,
-        path: &CanonicalPath,
-    ) -> Option<Views<'_>> {
+    fn views(&self, session: &SessionId, path: &CanonicalPath) -> Option<Views<'_>> {
         let file = self.sync(path)?;
         let view = file
             .seen
