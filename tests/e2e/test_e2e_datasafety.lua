@@ -548,6 +548,11 @@ local REGRESSIONS = {
   -- the user typed: a first fix for case 53 rebased review's text to the
   -- agent's older view and made a line the user had saved the agent's.
   { 250035408, 918, OPS_V5 },
+  -- The user saved a buffer holding a conflict block (no longer 'modified'),
+  -- and a blind write that conflicted with it was merged into it: nested
+  -- blocks, and after a reject marker lines on disk (a buffer with open
+  -- blocks now waits whether it is modified or not).
+  { 1020918746, 812, OPS },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their

@@ -404,4 +404,60 @@ T.test(
   end
 )
 
+T.test("an agent write into a buffer saved with its conflict block waits instead of nesting it", function()
+  -- The user saves a buffer that holds a conflict block (it is no longer
+  -- 'modified'), and the agent writes the same lines again: merged, the
+  -- new block would sit inside the open one (data-safety seed 1020918746,
+  -- case 812, then left marker lines on disk after a reject). It waits for
+  -- the open block like a write into a modified buffer.
+  local path = dir .. "/savedblock.txt"
+  T.write_file(path, "one\ntwo\nthree\n")
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  local chat = T.open_chat("steps", dir)
+  local function read(content)
+    return {
+      type = "call",
+      method = "fs/read_text_file",
+      params = { path = path },
+      expect = { result = { content = content } },
+    }
+  end
+  local function write(content)
+    return {
+      type = "call",
+      method = "fs/write_text_file",
+      params = { path = path, content = content },
+      expect = { ok = true },
+    }
+  end
+  T.eq("end_turn", agent_turn(chat, { read("one\ntwo\nthree\n") }), "read")
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "mine" })
+  T.eq("end_turn", agent_turn(chat, { write("one\nagent\nthree\n") }), "write over the user's line")
+  local block = { "one", "<<<<<<< buffer", "mine", "=======", "agent", ">>>>>>> agent", "three" }
+  T.eq(block, T.lines(buf), "a conflict block")
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("silent write")
+  end)
+  T.eq(false, vim.bo[buf].modified, "saved with the block")
+  -- A line before its own, where the user's side of the block starts: the
+  -- merge conflicts with the block.
+  T.eq("end_turn", agent_turn(chat, { write("one\nagent first\nagent\nthree\n") }), "write next to the block")
+  T.not_contains(T.text(chat.bufnr), "EXPECTATION FAILED", "the writes succeeded")
+  T.eq(block, T.lines(buf), "the block is left as it was, not nested")
+  T.eq(true, vim.bo[buf].modified, "the buffer is no longer the disk's text")
+  T.eq("one\nagent first\nagent\nthree\n", T.read_file(path), "the agent's text is on disk")
+  local review = require("acp.edits.review")
+  T.wait(function()
+    return review.pending[review.normalize(path)] ~= nil
+  end, "the agent's newer edit waits")
+  -- Keeping the user's side merges the waiting edit against what the agent
+  -- wrote: its new line goes in next to the user's.
+  vim.api.nvim_set_current_win((assert(vim.fn.win_findbuf(buf)[1], "a window shows the buffer")))
+  vim.api.nvim_win_set_cursor(0, { T.find_line(buf, "mine"), 0 })
+  vim.cmd("Acp reject")
+  T.eq({ "one", "agent first", "mine", "three" }, T.lines(buf), "the newer edit merged, the user's line kept")
+  vim.cmd("bwipeout! " .. buf)
+end)
+
 T.run()

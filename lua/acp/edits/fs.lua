@@ -344,9 +344,10 @@ end
 ---   `saved`; a merge with conflict blocks is left unsaved: `merged`; no
 ---   merge, or not at its tick: `stale` (the backend merges again);
 --- - unmodified buffer, a restore: `content`, saved: `saved`;
---- - modified buffer with open conflict blocks (an agent write): left
----   alone, `waiting` (the backend then sends it as a disk edit, merged
----   unless that conflicts with the open ones);
+--- - a buffer with open conflict blocks, modified or saved with them (an
+---   agent write): left alone and marked modified, `waiting` (the backend
+---   then sends it as a disk edit, merged unless that conflicts with the
+---   open ones);
 --- - modified buffer still at `tick`: `merged` applied as one undo step,
 ---   left unsaved: `merged` (the backend writes the agent's text to disk);
 --- - else (the user typed since the backend's last report): `stale` with
@@ -376,14 +377,19 @@ function M.apply(args)
     )
     return { status = "locked", revision = rev }
   end
+  if not args.restore and review.has_conflicts(buf) then
+    -- New conflict blocks next to the open ones would nest them: the
+    -- disk gets the agent's text, and the backend sends it again as a
+    -- disk edit, merged unless that conflicts with the open ones (it then
+    -- waits for them: acp.edits.review's pending). A buffer the user saved
+    -- with its blocks in it is no longer 'modified' (data-safety seed
+    -- 1020918746, case 812, nested a second agent's blocks into it): it is
+    -- marked so, as its text is no longer the disk's, or Neovim's autoread
+    -- would reload the agent's text over it.
+    vim.bo[buf].modified = true
+    return { status = "waiting", revision = rev, tick = M.tick(buf) }
+  end
   if vim.bo[buf].modified then
-    if not args.restore and review.has_conflicts(buf) then
-      -- New conflict blocks next to the open ones would nest them: the
-      -- disk gets the agent's text, and the backend sends it again as a
-      -- disk edit, merged unless that conflicts with the open ones (it then
-      -- waits for them: acp.edits.review's pending).
-      return { status = "waiting", revision = rev, tick = M.tick(buf) }
-    end
     local stale = stale_reply(buf, args)
     if stale then
       return stale
