@@ -553,6 +553,12 @@ local REGRESSIONS = {
   -- blocks, and after a reject marker lines on disk (a buffer with open
   -- blocks now waits whether it is modified or not).
   { 1020918746, 812, OPS },
+  -- Then the blind write waited on the blocks the user had saved, and the
+  -- agent edited its own text on disk: merged against the save, the lines
+  -- the user had saved read as the agent's deletions (a disk edit over the
+  -- agent's waiting text is now merged against what the agent saw).
+  { 1020918746, 153, OPS },
+  { 62102677, 332, OPS },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their

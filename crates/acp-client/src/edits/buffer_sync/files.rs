@@ -509,8 +509,16 @@ impl FileRecords {
             // made on it).
             file.disk = before.map(str::to_owned);
         }
+        // An edit on top of the agent's own waiting text (its write that
+        // waited on open conflict blocks) still starts from what the agent
+        // saw: merged against the user's save instead, the lines the user
+        // saved would read as the agent's deletions (data-safety seed
+        // 1020918746, case 153: a blind write waited on the blocks the user
+        // had saved, then the agent edited its text on disk).
+        if before.is_none() || file.pending.as_deref() != before {
+            file.pending_base = None;
+        }
         file.pending = Some(after.to_owned());
-        file.pending_base = None;
         file.disk_edits += 1;
         true
     }

@@ -119,6 +119,26 @@ fn a_write_that_waited_merges_later_against_what_the_agent_saw_not_a_save() {
 }
 
 #[test]
+fn a_disk_edit_over_a_waiting_write_merges_against_what_the_agent_saw() {
+    // Data-safety seed 1020918746, case 153: the user saved the buffer with
+    // its conflict block and a line of theirs; the agent's blind write
+    // waited on the block, then the agent edited its own text on disk.
+    let mut s = FileRecords::new();
+    let p = &cp("/w/a.txt");
+    let saved = "mine\nx\n<<<<<<< buffer\nu\n=======\na\n>>>>>>> agent\n";
+    s.user_reported(p, buffer(saved, 2), OnDisk::Saved);
+    let i = s.plan(p, "x\na\n", "x\na\nagent\n", Origin::Write);
+    s.answered(&i, &Applied::Waiting);
+    assert!(s.disk_changed(p, Some("x\na\nagent\n"), "x\na\nagent 2\n"));
+    let d = s.plan_disk(p).unwrap();
+    assert_eq!(d.base.as_deref(), Some("x\na\n"), "what the agent saw");
+    let merge = d.merge.unwrap();
+    for line in ["mine\n", "u\n", "agent 2\n"] {
+        assert!(merge.text.contains(line), "{line:?} in {:?}", merge.text);
+    }
+}
+
+#[test]
 fn a_blind_write_merges_against_the_text_at_the_prompt() {
     let mut s = FileRecords::new();
     let p = &cp("/w/a.txt");
