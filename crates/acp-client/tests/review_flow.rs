@@ -233,6 +233,45 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
     assert_eq!(review.current.as_deref(), Some("a\nB\n"));
 }
 
+#[tokio::test]
+async fn a_diff_completed_while_its_file_is_rewritten_in_place_is_read_once_written() {
+    // The completion of the agent's edit is read while the file is being
+    // rewritten in place: truncated, written 250 ms later (data-safety seed
+    // 250035408, case 72, under load: the user's :w of a file the agent had
+    // just created; the empty read reloaded the buffer empty). The empty
+    // file is looked at again until it is written.
+    let mut s = start(
+        &[("w.txt", "a\nb\n")],
+        json!([{ "steps": [
+            { "type": "waitForFile", "path": "go" },
+            { "type": "toolCall", "toolCallId": "w1", "title": "Edit w.txt", "kind": "edit",
+              "status": "completed",
+              "content": [{ "type": "diff", "path": "{{cwd}}/w.txt",
+                            "oldText": "a\nb\n", "newText": "a\nB\n" }] },
+            { "type": "sleep", "ms": 600 }
+        ] }]),
+    )
+    .await;
+    let path = s.root.join("w.txt");
+    let conn = s.conn.clone();
+    let sid = s.sid.clone();
+    let prompt = tokio::spawn(async move { conn.prompt(&sid, vec![text("go")]).await });
+    let file = std::fs::File::create(&path).unwrap();
+    std::fs::write(s.root.join("go"), "").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    std::io::Write::write_all(&mut &file, b"a\nB\n").unwrap();
+    let first = review_changed(&mut s.rx, &path, |f| f.hunks > 0).await;
+    assert_eq!(
+        (first.added, first.removed),
+        (1, 1),
+        "the first review shown is the edit, not the file emptied"
+    );
+    let review = s.conn.review(&s.sid).file(&path).unwrap();
+    assert_eq!(review.current.as_deref(), Some("a\nB\n"));
+    let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
+    assert_eq!(stop.unwrap(), StopReason::EndTurn);
+}
+
 /// A turn that waits for the test to write `x.txt` (as an agent writing
 /// before the client could read it), then names the file with no diff, then
 /// edits `y.txt` with a diff (an event to wait for).

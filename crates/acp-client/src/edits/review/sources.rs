@@ -44,6 +44,10 @@ use crate::schema::ToolCallLocation;
 use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 use crate::session::ToolCallState;
 
+/// How many times a completed edit's file, found empty, is read again
+/// (each after [`DEBOUNCE`]).
+const TORN_LOOKS: usize = 5;
+
 /// Largest file snapshotted when a tool call mentions it: every mentioned
 /// file of a turn is held in memory (twice), and agents mention every file
 /// they read. Bigger files are reviewed only through the diffs of tool calls.
@@ -379,9 +383,25 @@ impl Worker {
         let Some(path) = self.resolve(diff.path).await else {
             return;
         };
-        let Disk::Known(now) = read_disk(&path, self.max_read_bytes).await else {
+        let Disk::Known(mut now) = read_disk(&path, self.max_read_bytes).await else {
             return;
         };
+        // Empty while the agent says it wrote text: an in-place rewrite
+        // (truncate, then write) caught in between, by the agent or the
+        // user. Seen under load with the user's :w of a file the agent had
+        // just created (data-safety seed 250035408, case 72): recorded, the
+        // empty file was the agent's edit and the buffer was reloaded empty.
+        // Looked at again until written (a writer can stall past one look).
+        for _ in 0..TORN_LOOKS {
+            if now.as_deref() != Some("") || diff.new_text.is_empty() {
+                break;
+            }
+            tokio::time::sleep(DEBOUNCE).await;
+            let Disk::Known(again) = read_disk(&path, self.max_read_bytes).await else {
+                return;
+            };
+            now = again;
+        }
         let snapshot = self.snapshots.get(&path).cloned();
         let (before, change) = {
             let mut st = self.state.lock();
