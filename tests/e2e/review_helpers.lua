@@ -121,6 +121,42 @@ T.setup_fake({
           },
         },
       },
+      -- Data-safety seed 62102677, case 657: the second agent's line on top
+      -- of flip.txt, then the first agent's write from its read, against
+      -- the user's unsaved line 2 (a conflict block), and a line at the end.
+      {
+        match = "write flip second",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/flip.txt", content = "S second\nb1\nb2\n" },
+            expect = { ok = true },
+          },
+        },
+      },
+      {
+        match = "read flip first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/read_text_file",
+            params = { path = "{{cwd}}/flip.txt" },
+            expect = { result = { content = "S second\nb1\nb2\n" } },
+          },
+        },
+      },
+      {
+        match = "write flip first",
+        steps = {
+          {
+            type = "call",
+            method = "fs/write_text_file",
+            params = { path = "{{cwd}}/flip.txt", content = "S second\nA first\nb2\nA end\n" },
+            expect = { ok = true },
+          },
+        },
+      },
       -- Data-safety seed 230495178, case 7: the second agent read
       -- undoboth.txt between the first agent's two writes, and writes back
       -- its read without the first agent's line and with its own on top.

@@ -225,6 +225,54 @@ T.test(":Acp reject acts on the chat whose review is drawn, also when another ch
   T.eq(vim.split(without_second, "\n", { trimempty = true }), T.lines(buf), "the buffer too")
 end)
 
+-- Data-safety seed 62102677, case 657: `:1,2Acp reject` over the second
+-- chat's line and the conflict block below it, the second chat's review
+-- drawn. The resolution's events made the first chat's review the newest,
+-- so the one drawn, and the range decided that chat's hunks at those rows:
+-- the second agent's line stayed.
+T.test(":[range]Acp reject decides for the chat drawn when the resolution's events favour another", function()
+  local buf, path = open_file("flip.txt", "b1\nb2\n")
+  local first = T.open_chat("review", dir)
+  local second = T.open_chat("review", dir)
+  T.eq("end_turn", T.turn(second, "write flip second"), "the second agent writes its line on top")
+  T.eq("end_turn", T.turn(first, "read flip first"), "the first agent reads")
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "b1 mine" })
+  T.eq("end_turn", T.turn(first, "write flip first"), "the first agent writes over the user's line")
+  T.wait(function()
+    return T.find_line(buf, "<<<<<<< buffer") == 2 and T.find_line(buf, "A end") ~= nil
+  end, "a conflict block under the second agent's line, the first agent's last line merged")
+  local function hunks(chat)
+    local r = latest(chat.chat_id, path)
+    return r and r.hunks or {}
+  end
+  T.wait(function()
+    return #hunks(second) == 1 and #hunks(first) > 0
+  end, "both chats review the file")
+  -- The second chat's review drawn, as the user looks at it.
+  review.on_changed(second.chat_id, { path = path, summary = { hunks = 1 }, review = latest(second.chat_id, path) })
+  T.wait(function()
+    return review.files[path].review_chat == second.chat_id and vim.tbl_contains(rows_with(buf, "AcpReviewAdd"), 0)
+  end, "the second chat's line drawn")
+  -- The first chat's event is the last to arrive once the block is resolved.
+  local sync = require("acp.edits.review.sync")
+  local settle = sync.settle
+  sync.settle = function(b)
+    local ok = settle(b)
+    local r = latest(first.chat_id, path)
+    review.on_changed(first.chat_id, { path = path, summary = { hunks = #(r and r.hunks or {}) }, review = r })
+    return ok
+  end
+  focus(buf)
+  local ok, err = pcall(vim.cmd, "1,2Acp reject")
+  sync.settle = settle
+  assert(ok, err)
+  vim.wait(5000, function()
+    return #hunks(second) == 0
+  end, 10)
+  T.eq({}, hunks(second), "the second agent's line rejected; notes: " .. vim.inspect(NOTES))
+  T.eq({ "b1 mine", "b2", "A end" }, T.lines(buf), "the user's side kept, the first agent's last line too")
+end)
+
 -- Data-safety seed 134340754, case 314: the second agent's write back,
 -- merged and saved, removed the first agent's line; only the second chat's
 -- review learned the new text. `:Acp reject all` merged the first chat's

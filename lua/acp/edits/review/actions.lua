@@ -433,6 +433,8 @@ function A.decide(action, opts)
   ---@type integer[][] the range's hunks as rows {first, last}
   local hunk_rows = {}
   local resolved = false
+  -- The chat whose review the user sees and decides on.
+  local drawn = entry.review_chat or entry.chat_id
   -- Bottom-up, so resolving a conflict does not move the rows of the others.
   for i = #items, 1, -1 do
     local it = items[i]
@@ -458,10 +460,19 @@ function A.decide(action, opts)
     -- that report (its `review_changed`), the hunks at those rows are
     -- decided.
     S.settle(buf)
+    -- The resolution's events can make another chat's review the newest,
+    -- and so the one drawn: the range then decided that chat's hunks at
+    -- those rows, unseen (data-safety seed 62102677, case 657: the first
+    -- chat's deletion was rejected, and the second chat's line the range
+    -- covered stayed). The chat decided on stays drawn.
+    if drawn and entry.chats[drawn] then
+      entry.chat_id = drawn
+    end
     S.refresh(entry.path)
     ids = {}
+    entry = entry_of_buf(buf) or entry
     local seen = {}
-    for _, rows in ipairs(hunk_rows) do
+    for _, rows in ipairs((entry.review_chat or entry.chat_id) == drawn and hunk_rows or {}) do
       for _, it in ipairs(items_in(buf, rows[1], rows[2])) do
         local h = it.kind ~= "conflict" and it.hunk
         if h and not seen[h.id] then
@@ -470,7 +481,6 @@ function A.decide(action, opts)
         end
       end
     end
-    entry = entry_of_buf(buf) or entry
   end
   -- The hunk ids are those of the review drawn, which is the chat's whose
   -- review was fetched last: `entry.chat_id` follows the newest event and
