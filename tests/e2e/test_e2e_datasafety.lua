@@ -559,6 +559,11 @@ local REGRESSIONS = {
   -- agent's waiting text is now merged against what the agent saw).
   { 1020918746, 153, OPS },
   { 62102677, 332, OPS },
+  -- Neovim joined a conflict's resolution and the typing after it in one
+  -- undo step; after undo then redo, the resolved block's marker lines were
+  -- a hunk (a text typed with nothing under review is now kept for redo).
+  { 61500616, 33, OPS },
+  { 654500422, 464, OPS },
 }
 
 --- Plays case `k` of `seed` with `ops` (the model's cases name their

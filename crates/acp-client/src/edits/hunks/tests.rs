@@ -568,6 +568,34 @@ fn undo_then_redo_of_an_agent_edit_brings_its_review_back() {
 }
 
 #[test]
+fn redo_after_an_undo_into_a_resolved_conflict_comes_back_to_nothing_under_review() {
+    // Data-safety seed 61500616, case 33: the user resolved a conflict to
+    // their side and typed; Neovim undid both in one step, then redid them.
+    let mut t = EditTracker::new();
+    let p = &cp("/w/c.txt");
+    t.record_write(p, Some("a\nb\n"), "a\nagent\nb\n");
+    let block = "a\n<<<<<<< buffer\nmine\n=======\nagent\n>>>>>>> agent\nb\n";
+    assert!(t.record_user_edit(p, Some(block)).is_some());
+    assert_eq!(
+        t.record_user_edit(p, Some("a\nmine\nb\n")),
+        None,
+        "resolved"
+    );
+    let typed = "a\nmine\ntyped\nb\n";
+    assert_eq!(t.record_user_edit(p, Some(typed)), None);
+    assert!(
+        t.record_user_edit(p, Some(block)).is_some(),
+        "undo: the conflict's review is back"
+    );
+    assert_eq!(
+        t.record_user_edit(p, Some(typed)),
+        None,
+        "redo: nothing under review again, not the markers as a hunk: {:?}",
+        t.review(p)
+    );
+}
+
+#[test]
 fn a_decision_is_final_for_undo() {
     let mut t = EditTracker::new();
     let p = &cp("/w/d.txt");

@@ -140,6 +140,34 @@ impl FileTracker<'_> {
         }
     }
 
+    /// The user changed the text while nothing is under review: kept as
+    /// the newest state (one, replaced by the next such text), so that a
+    /// redo after an undo back into an earlier review state comes back to
+    /// nothing under review. Without it the redone text was rebased as the
+    /// user's edit of that earlier state (data-safety seed 61500616, case
+    /// 33: Neovim joined a conflict's resolution and the typing after it in
+    /// one undo step, and after undo then redo the marker lines of the
+    /// resolved block were a hunk). Only for a file that was under review
+    /// since the last decision (it has states).
+    fn remember_closed(&mut self, content: &str) {
+        let states = &mut self.track.states;
+        if states.is_empty() {
+            return;
+        }
+        if states.back().is_some_and(TrackedFile::is_settled) {
+            states.pop_back();
+        }
+        states.retain(|s| s.current.as_deref() != Some(content));
+        states.push_back(TrackedFile::new(
+            Some(content.to_owned()),
+            Some(content.to_owned()),
+            self.ids,
+        ));
+        if states.len() > STATES_KEPT {
+            states.pop_front();
+        }
+    }
+
     /// A decision on the file is final: undo does not bring the states
     /// before it back (an accepted hunk stays accepted); the state after it
     /// is the first one kept.
@@ -207,7 +235,12 @@ impl FileTracker<'_> {
                 return self.settle();
             }
         }
-        let file = self.track.file.as_mut()?;
+        let Some(file) = self.track.file.as_mut() else {
+            if let Some(content) = content {
+                self.remember_closed(content);
+            }
+            return None;
+        };
         match content {
             Some(content) => {
                 file.rebase_user_edit(content.to_owned(), self.ids);
