@@ -203,11 +203,10 @@ async fn a_buffer_with_unsaved_edits_keeps_the_disk_text_from_the_prompt_as_befo
     assert_eq!(review.current.as_deref(), Some("A\nb\n"));
 }
 
-#[tokio::test]
-async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_file() {
-    // The watcher's debounce (100 ms) fires while the file is truncated and
-    // not yet written (150 ms): the empty file is looked at again, so no
-    // review ever shows every line deleted.
+/// The agent truncates w.txt and writes it `stall_ms` later; the watcher's
+/// debounce (100 ms) fires while the file is empty, and the empty file is
+/// looked at again, so no review ever shows every line deleted.
+async fn stalled_rewrite(stall_ms: u64) {
     let mut s = start(
         &[("w.txt", "a\nb\n")],
         json!([{ "steps": [
@@ -215,7 +214,7 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
               "status": "in_progress", "locations": [{ "path": "{{cwd}}/w.txt" }] },
             { "type": "sleep", "ms": 300 },
             { "type": "writeDisk", "path": "w.txt", "content": "a\nB\n", "diff": false,
-              "toolCallId": "w1", "tornMs": 150 },
+              "toolCallId": "w1", "tornMs": stall_ms },
             { "type": "sleep", "ms": 400 }
         ] }]),
     )
@@ -231,6 +230,19 @@ async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_fil
     let review = s.conn.review(&s.sid).file(&path).unwrap();
     assert_eq!(review.baseline.as_deref(), Some("a\nb\n"));
     assert_eq!(review.current.as_deref(), Some("a\nB\n"));
+}
+
+#[tokio::test]
+async fn a_rewrite_stalled_after_its_truncation_is_not_shown_as_emptying_the_file() {
+    stalled_rewrite(150).await;
+}
+
+#[tokio::test]
+async fn a_rewrite_stalled_past_two_looks_is_not_shown_as_emptying_the_file() {
+    // A busy machine (three data-safety runs on two cores) stalled a writer
+    // past the watcher's one second look: the file is looked at up to five
+    // times.
+    stalled_rewrite(450).await;
 }
 
 #[tokio::test]

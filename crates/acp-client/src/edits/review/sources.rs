@@ -35,7 +35,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::decisions::{emit, observe};
-use super::watcher::{read_disk, Disk, Worker, DEBOUNCE};
+use super::watcher::{read_disk, Disk, Worker, DEBOUNCE, TORN_LOOKS};
 use super::{Job, Reviews};
 use crate::edits::fs::Workspace;
 use crate::edits::hunks::{FileTracker, ToolDiffPlacement};
@@ -43,10 +43,6 @@ use crate::path::CanonicalPath;
 use crate::schema::ToolCallLocation;
 use crate::session::update::{SessionId, ToolCallFields, ToolContent, ToolKind};
 use crate::session::ToolCallState;
-
-/// How many times a completed edit's file, found empty, is read again
-/// (each after [`DEBOUNCE`]).
-const TORN_LOOKS: usize = 5;
 
 /// Largest file snapshotted when a tool call mentions it: every mentioned
 /// file of a turn is held in memory (twice), and agents mention every file

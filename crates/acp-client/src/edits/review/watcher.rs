@@ -11,7 +11,7 @@
 //! end of the turn every mentioned file is checked once more, then the
 //! watches are dropped.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -34,6 +34,12 @@ use crate::session::update::SessionId;
 /// Quiet time after the last change of a watched file before it is read:
 /// editors and agents often write a file in several steps.
 pub(super) const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// How many times a file found empty mid-change is read again (each after
+/// [`DEBOUNCE`]): an in-place rewrite caught between its truncation and its
+/// write, whose writer a busy machine can stall past one look (seen with
+/// three data-safety runs on two cores).
+pub(super) const TORN_LOOKS: usize = 5;
 
 /// A file's content on disk, as far as review cares.
 pub(super) enum Disk {
@@ -88,8 +94,9 @@ pub(super) struct Worker {
     watch: Option<Watch>,
     /// Watched files changed since the debounce timer started.
     pub(super) changed: BTreeSet<CanonicalPath>,
-    /// Changed files found empty once, read again after another debounce.
-    retried: BTreeSet<CanonicalPath>,
+    /// Changed files found empty, read again after another debounce: how
+    /// many times so far.
+    retried: BTreeMap<CanonicalPath, usize>,
     /// Files found empty at their first mention, emptied during the turn,
     /// with no editor copy: their "before" is lost, and the empty text may
     /// be half a write. Snapshotted when the debounce fires instead.
@@ -135,7 +142,7 @@ impl Worker {
             watch: None,
             changed: BTreeSet::new(),
             late: BTreeSet::new(),
-            retried: BTreeSet::new(),
+            retried: BTreeMap::new(),
             deadline: None,
             checkpoint_turn: None,
             fs_tx,
@@ -165,11 +172,12 @@ impl Worker {
                     }
                     let retried = std::mem::take(&mut self.retried);
                     for path in paths {
-                        if !retried.contains(&path) && self.emptied(&path).await {
+                        let looks = retried.get(&path).copied().unwrap_or(0);
+                        if looks < TORN_LOOKS && self.emptied(&path).await {
                             // Most likely an in-place rewrite between its
                             // truncation and its write (a busy machine can
                             // stall a writer past the debounce): look again.
-                            self.retried.insert(path.clone());
+                            self.retried.insert(path.clone(), looks + 1);
                             self.changed.insert(path);
                             self.deadline = Some(Instant::now() + DEBOUNCE);
                             continue;
